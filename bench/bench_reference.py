@@ -1,0 +1,72 @@
+"""Wall time and peak memory of the 54-day, 1-s reference run (issue: core engine, point 8).
+
+Each measurement runs in a fresh subprocess so that peak RSS is its own. Targets on the 2-core
+development machine: simulate under 20 s and 2 GB. Machines here are shared and noisy, so the
+script also reports ratios measured side by side in the same run:
+
+- the 54-day run against a 1-day run (cost should grow with simulated time: about 54×);
+- 16,384 GPUs against 131,072 GPUs (cost should not grow with GPU count: about 1×);
+- pyarrow's CSV writer against pandas ``to_csv`` on the same 1-day table.
+
+Usage: ``python bench/bench_reference.py``
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+CHILD = r"""
+import json, resource, sys, time
+from powermodel import load_scenario, simulate
+overrides = json.loads(sys.argv[1])
+mode = sys.argv[2]
+scenario = load_scenario("llama3-405b-16k-h100", overrides)
+start = time.perf_counter()
+ds = simulate(scenario)
+elapsed = {"simulate": time.perf_counter() - start}
+if mode == "csv":
+    import pandas as pd
+    from powermodel import export
+    start = time.perf_counter()
+    export.write(ds, "/tmp/powermodel-bench.csv")
+    elapsed["pyarrow_csv"] = time.perf_counter() - start
+    start = time.perf_counter()
+    ds[["gpu_power", "it_power", "throughput", "job_state"]].to_dataframe().to_csv(
+        "/tmp/powermodel-bench-pandas.csv")
+    elapsed["pandas_csv"] = time.perf_counter() - start
+peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+print(json.dumps({**elapsed, "peak_gb": peak_gb, "rows": ds.sizes["time"]}))
+"""
+
+
+def measure(overrides: dict, mode: str = "") -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(overrides), mode],
+        capture_output=True, text=True, check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    full = measure({})
+    day = measure({"simulation.duration": "1d"})
+    big = measure({"simulation.duration": "1d", "cluster.n_gpus": 131072})
+    csv = measure({"simulation.duration": "1d"}, "csv")
+    print(f"54-day 1-s reference: {full['rows']:,} rows")
+    print(f"  simulate wall time  {full['simulate']:6.2f} s   (target < 20 s: "
+          f"{full['simulate'] / 20:.2f} of it)")
+    print(f"  peak memory         {full['peak_gb']:6.2f} GB  (target < 2 GB: "
+          f"{full['peak_gb'] / 2:.2f} of it)")
+    print("side-by-side ratios:")
+    print(f"  54 days / 1 day           {full['simulate'] / day['simulate']:6.1f}  (54 if linear)")
+    print(f"  131,072 / 16,384 GPUs     {big['simulate'] / day['simulate']:6.2f}  (1 if flat in N)")
+    print(f"  pandas / pyarrow CSV      {csv['pandas_csv'] / csv['pyarrow_csv']:6.1f}")
+    ok = full["simulate"] < 20 and full["peak_gb"] < 2
+    print("PASS" if ok else "FAIL")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

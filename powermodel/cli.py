@@ -1,0 +1,141 @@
+"""Command line: parse, call the API, print, exit code. No model logic here.
+
+Errors print one line and exit with code 1; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from powermodel import export
+from powermodel.analysis import metrics, resample_factor
+from powermodel.errors import PowerModelError
+from powermodel.scenario import format_duration, load_scenario, presets
+from powermodel.sensitivity import sensitivity
+from powermodel.simulate import derive, simulate
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 1
+    try:
+        return args.func(args)
+    except (PowerModelError, OSError) as exc:
+        if args.debug:
+            raise
+        print(f"powermodel: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("powermodel: interrupted", file=sys.stderr)
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="powermodel",
+        description="Power and thermal fluctuations of AI training datacenters.",
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command")
+
+    run = sub.add_parser("run", parents=[common], help="simulate a scenario")
+    run.add_argument("scenario", help="preset name or path to a .toml scenario")
+    run.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        help="override a scenario key, e.g. --set cluster.n_gpus=100000 (repeatable)",
+    )
+    run.add_argument("-o", "--output", help="write the profile: .csv, .parquet or .nc")
+    run.add_argument("--resample", help="write interval means with min and max, e.g. 1min")
+    run.add_argument(
+        "--sensitivity", action="store_true",
+        help="also rerun at the low and high end of each sourced range and tabulate",
+    )
+    run.set_defaults(func=_run)
+
+    validate = sub.add_parser("validate", parents=[common], help="check a scenario, no run")
+    validate.add_argument("scenario")
+    validate.add_argument("--set", dest="overrides", action="append", default=[])
+    validate.set_defaults(func=_validate)
+
+    listing = sub.add_parser("presets", parents=[common], help="list the shipped presets")
+    listing.set_defaults(func=_presets)
+    parser.set_defaults(debug=False)
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    scenario = load_scenario(args.scenario, args.overrides)
+    if args.output:
+        export.check_path(args.output)
+    if args.resample:
+        sim = scenario.simulation
+        resample_factor(sim.n_steps, sim.dt, args.resample)
+    started = time.perf_counter()
+    ds = simulate(scenario)
+    elapsed = time.perf_counter() - started
+    _print_summary(scenario.name or args.scenario, metrics(ds), ds.attrs, elapsed)
+    if args.output:
+        path = export.write(ds, args.output, resample=args.resample)
+        print(f"wrote {path}")
+    if args.sensitivity:
+        table = sensitivity(scenario, progress=lambda s: print(f"  running {s}", file=sys.stderr))
+        print()
+        print(table.drop(columns="source").to_string(index=False, float_format=_fmt))
+        print("\nranges:")
+        for key, source in table[["key", "source"]].drop_duplicates().values[1:]:
+            print(f"  {key}: {source}")
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    scenario = load_scenario(args.scenario, args.overrides)
+    derived = derive(scenario)
+    print(
+        f"{scenario.name or args.scenario}: ok — step {derived.step_time:.2f} s, checkpoint every "
+        f"{format_duration(round(derived.checkpoint_interval))} ({derived.checkpoint_stall:.1f} s stall)"
+    )
+    return 0
+
+
+def _presets(args: argparse.Namespace) -> int:
+    for name in presets():
+        print(f"{name:28s} {load_scenario(name).description}")
+    return 0
+
+
+def _print_summary(name: str, result: dict[str, Any], attrs: dict, elapsed: float) -> None:
+    rows = [
+        ("scenario", name),
+        ("step time", f"{attrs['step_time']:.2f} s"),
+        ("checkpoint interval", f"{attrs['checkpoint_interval']:.0f} s"),
+        ("IT energy", f"{result['energy_mwh']:,.1f} MWh"),
+        ("IT power mean / peak / min", "{mean_mw:.2f} / {peak_mw:.2f} / {min_mw:.2f} MW".format(**result)),
+        ("largest 5-s swing", f"{result['swing_5s_mw']:.2f} MW"),
+        ("unexpected interruptions", f"{result['unexpected_interruptions']}"),
+        ("planned interruptions", f"{result['planned_interruptions']}"),
+        ("effective training time", f"{100 * result['effective_training_time']:.1f} %"),
+        ("tokens trained", f"{result['tokens']:.4g}"),
+        ("simulated in", f"{elapsed:.1f} s"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+    by_category = result["interruptions_by_category"]
+    if by_category:
+        print("  by category: " + ", ".join(f"{k} {v}" for k, v in by_category.items()))
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.4g}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

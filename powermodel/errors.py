@@ -1,0 +1,9 @@
+"""Errors the user can act on. Every one is a ``ValueError`` so that callers can catch bad input."""
+
+
+class PowerModelError(ValueError):
+    """Bad input to powermodel: the message names the problem and the fix."""
+
+
+class ScenarioError(PowerModelError):
+    """A scenario that cannot be loaded or does not validate."""

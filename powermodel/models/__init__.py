@@ -1,0 +1,1 @@
+"""Pure numeric models: numpy in, numpy out; no I/O, no xarray, no globals."""

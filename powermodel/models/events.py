@@ -1,0 +1,223 @@
+"""The job timeline: start-up, checkpoints, failures, restarts, planned maintenance.
+
+The job alternates between *up* periods (training, broken by periodic checkpoint stalls) and
+*down* sequences after each interruption. Interruptions are Poisson processes in up time, one per
+cause; an unexpected one loses the work since the last completed checkpoint. Everything is drawn
+in a few vectorised batches: there is no loop over events or checkpoints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+
+
+class State(IntEnum):
+    """Job states; the codes are stored in ``job_state``."""
+
+    RUNNING = 0
+    CHECKPOINT = 1
+    STALLED = 2
+    FAILED_IDLE = 3
+    MAINTENANCE = 4
+    LOADING = 5
+    RAMP = 6
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What follows one kind of interruption: ``(state, duration [s])`` in order."""
+
+    steps: tuple[tuple[State, float], ...]
+    loses_work: bool
+
+    @property
+    def duration(self) -> float:
+        return sum(d for _, d in self.steps)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A job's states over ``[0, duration)`` and its interruptions.
+
+    Segment ``i`` spans ``[start[i], start[i+1])``; the last one ends at ``duration``.
+    """
+
+    start: np.ndarray
+    state: np.ndarray
+    duration: float
+    event_time: np.ndarray
+    event_cause: np.ndarray
+    event_lost_work: np.ndarray
+    running_time: float
+    lost_work: float
+
+    @property
+    def effective_training_time(self) -> float:
+        """Training time kept, as a fraction of the run."""
+        return (self.running_time - self.lost_work) / self.duration
+
+
+def young_daly_interval(mtbf: float, checkpoint_time: float) -> float:
+    """Checkpoint period that minimises expected lost time: ``√(2·MTBF·C)``.
+
+    Parameters
+    ----------
+    mtbf
+        Mean time between interruptions of the job. [s]
+    checkpoint_time
+        Time to write one checkpoint. [s]
+
+    References
+    ----------
+    J. W. Young, CACM 17(9), 1974; J. T. Daly, FGCS 22(3), 2006.
+    """
+    return float(np.sqrt(2.0 * mtbf * checkpoint_time))
+
+
+def expected_up_time(
+    duration: float,
+    startup: float,
+    counts: np.ndarray,
+    downtimes: np.ndarray,
+) -> float:
+    """Up time of a run that saw ``counts`` interruptions with the given down times.
+
+    Inverts the renewal balance ``duration = startup + up + Σ counts·downtime``: the calibration
+    that turns published interruption counts into rates per running GPU-hour.
+    """
+    return duration - startup - float(np.dot(counts, downtimes))
+
+
+def job_timeline(
+    duration: float,
+    rates: np.ndarray,
+    recoveries: list[Recovery],
+    startup: tuple[tuple[State, float], ...],
+    interval: float,
+    checkpoint_stall: float,
+    checkpoint_done: float,
+    rng: np.random.Generator,
+) -> Timeline:
+    """Draw one job timeline.
+
+    Parameters
+    ----------
+    duration
+        Length of the run. [s]
+    rates
+        Interruption rate of each cause, per second of up time. [1/s]
+    recoveries
+        The recovery sequence of each cause.
+    startup
+        States at the job's first start, before it trains.
+    interval
+        Training time between checkpoints. [s]
+    checkpoint_stall
+        Time the job stalls to take a checkpoint. [s]
+    checkpoint_done
+        Time from the start of that stall until the checkpoint is durable (equal to the stall when
+        blocking; longer when the write continues in the background). [s]
+    rng
+        Random generator of this job's failures.
+    """
+    rates = np.asarray(rates, dtype=float)
+    down = np.array([r.duration for r in recoveries])
+    t0 = sum(d for _, d in startup)
+    up, cause = _draw_interruptions(duration - t0, rates, down, rng)
+    period_start = t0 + np.concatenate(([0.0], np.cumsum(up + down[cause])))[:-1]
+    failure = period_start + up
+    n_events = int(np.searchsorted(failure, duration))
+    period_start = period_start[: n_events + 1]
+    period_end = np.minimum(failure[: n_events + 1], duration)
+    period_end = np.maximum(period_end, period_start)
+    cause = cause[:n_events]
+
+    cycle = interval + checkpoint_stall
+    length = period_end - period_start
+    n_full = np.floor(length / cycle)
+    rest = length - n_full * cycle
+    running = n_full * interval + np.minimum(rest, interval)
+    last_done = np.floor((length - interval - checkpoint_done) / cycle)
+    saved = np.maximum(last_done + 1.0, 0.0) * interval
+    loses = np.array([r.loses_work for r in recoveries], dtype=bool)[cause]
+    lost = np.where(loses, running[:n_events] - saved[:n_events], 0.0)
+
+    run_start, run_state = _up_segments(period_start, length, n_full, rest, interval, cycle)
+    rec_start, rec_state = _sequence_segments(
+        failure[:n_events], [r.steps for r in recoveries], cause
+    )
+    init_start, init_state = _sequence_segments(np.zeros(1), [startup])
+    start = np.concatenate((init_start, run_start, rec_start))
+    state = np.concatenate((init_state, run_state, rec_state))
+    keep = start < duration
+    order = np.argsort(start[keep], kind="stable")
+    return Timeline(
+        start=start[keep][order],
+        state=state[keep][order],
+        duration=duration,
+        event_time=failure[:n_events],
+        event_cause=cause,
+        event_lost_work=lost,
+        running_time=float(running.sum()),
+        lost_work=float(lost.sum()),
+    )
+
+
+def _draw_interruptions(
+    horizon: float, rates: np.ndarray, down: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Up times and causes of enough interruptions to pass ``horizon`` (batches, not a loop per event)."""
+    total = rates.sum()
+    if total <= 0.0:
+        return np.array([np.inf]), np.zeros(1, dtype=np.int64)
+    p = rates / total
+    up_parts, cause_parts, elapsed = [], [], 0.0
+    batch = int(horizon * total * 1.2 + 10.0 * np.sqrt(horizon * total) + 16)
+    while elapsed <= horizon + down.max():  # the last up period must reach past the horizon
+        up = rng.exponential(1.0 / total, batch)
+        cause = rng.choice(rates.size, size=batch, p=p)
+        up_parts.append(up)
+        cause_parts.append(cause)
+        elapsed += float(np.sum(up + down[cause]))
+    return np.concatenate(up_parts), np.concatenate(cause_parts)
+
+
+def _up_segments(
+    start: np.ndarray,
+    length: np.ndarray,
+    n_full: np.ndarray,
+    rest: np.ndarray,
+    interval: float,
+    cycle: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Running and checkpoint segments of each up period, cut where the period ends."""
+    pieces = (2 * n_full + (rest > 0) + (rest > interval)).astype(np.int64)
+    pieces[length <= 0] = 0
+    owner = np.repeat(np.arange(start.size), pieces)
+    index = np.arange(owner.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    offset = (index // 2) * cycle + (index % 2) * interval
+    state = np.where(index % 2 == 0, State.RUNNING, State.CHECKPOINT).astype(np.int8)
+    return start[owner] + offset, state
+
+
+def _sequence_segments(
+    when: np.ndarray,
+    sequences: list[tuple[tuple[State, float], ...]],
+    which: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Segments of state sequence ``sequences[which[i]]`` starting at ``when[i]``; zero-length steps dropped."""
+    width = max(len(s) for s in sequences)
+    states = np.full((len(sequences), width), -1, dtype=np.int8)
+    times = np.zeros((len(sequences), width))
+    for row, seq in enumerate(sequences):  # a handful of causes, not events
+        for col, (state, seconds) in enumerate(seq):
+            states[row, col], times[row, col] = state, seconds
+    which = np.zeros(when.size, dtype=np.int64) if which is None else which
+    offsets = np.cumsum(times, axis=1) - times
+    start = when[:, None] + offsets[which]
+    state = states[which]
+    keep = (state >= 0) & (times[which] > 0)
+    return start[keep], state[keep]

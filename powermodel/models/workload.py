@@ -1,0 +1,156 @@
+"""The training iteration: step time, per-GPU power waveform, group offsets, aggregation.
+
+A waveform is a periodic function of the iteration phase ``φ ∈ [0, 1)`` held as the exact mean over
+each of ``n_cells`` equal cells. Everything downstream integrates these piecewise-constant cells,
+so energy is the same at any output resolution.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+N_CELLS = 4096
+
+
+def derived_step_time(
+    model_params: float,
+    tokens_per_step: float,
+    n_gpus: int,
+    peak_flops: float,
+    mfu: float,
+) -> float:
+    """Time of one training step from the 6·N·D rule.
+
+    Parameters
+    ----------
+    model_params
+        Parameters of the model. [1]
+    tokens_per_step
+        Tokens in the global batch. [token]
+    n_gpus
+        GPUs in the job. [1]
+    peak_flops
+        Dense BF16 peak of one GPU. [FLOP/s]
+    mfu
+        Model FLOPs utilisation. [1]
+
+    Returns
+    -------
+    float
+        Step time. [s]
+
+    Notes
+    -----
+    ``t = 6·N·D / (n_gpus · peak · MFU)``: 6 FLOP per parameter per token for the forward and
+    backward passes. It leaves out attention's quadratic term, activation recomputation and any
+    work the MFU figure does not count; the MFU absorbs pipeline bubbles and exposed communication.
+
+    References
+    ----------
+    Llama Team, "The Llama 3 Herd of Models", arXiv 2407.21783 (2024), Table 4.
+    """
+    return 6.0 * model_params * tokens_per_step / (n_gpus * peak_flops * mfu)
+
+
+def phase_levels(
+    kinds: list[str],
+    powers: list[float | None],
+    compute_power: float,
+    trough_depth: float,
+) -> np.ndarray:
+    """Per-phase GPU power as a fraction of TDP.
+
+    Compute phases draw ``compute_power``; communication phases ``compute_power·(1 − trough_depth)``;
+    other phases their own ``power``.
+    """
+    by_kind = {"compute": compute_power, "communication": compute_power * (1.0 - trough_depth)}
+    return np.array([by_kind[k] if k in by_kind else p for k, p in zip(kinds, powers, strict=True)])
+
+
+def iteration_waveform(
+    shares: np.ndarray,
+    levels: np.ndarray,
+    step_time: float,
+    edge_rate: float,
+    n_cells: int = N_CELLS,
+) -> np.ndarray:
+    """Per-GPU power over one iteration, as exact cell means.
+
+    Parameters
+    ----------
+    shares
+        Share of the step of each phase, in order; sums to 1. [1]
+    levels
+        Power of each phase (any unit; TDP fractions here). 
+    step_time
+        Step time. [s]
+    edge_rate
+        Slope of every edge, in ``levels`` units per second.
+    n_cells
+        Cells per iteration.
+
+    Returns
+    -------
+    numpy.ndarray
+        Mean power in each of ``n_cells`` cells, in ``levels`` units.
+
+    Notes
+    -----
+    Each change of level ``ΔL`` at a phase boundary is a linear ramp of duration ``|ΔL| / edge_rate``
+    centred on the boundary, so every phase keeps its energy. Ramps that overlap add up; a phase
+    shorter than its edges never reaches its level, as on real hardware. The waveform is periodic:
+    boundaries are repeated one period either side.
+    """
+    levels = np.asarray(levels, dtype=float)
+    bounds = np.concatenate(([0.0], np.cumsum(shares)[:-1]))
+    steps = levels - np.roll(levels, 1)
+    width = np.maximum(np.abs(steps) / edge_rate / step_time, 1e-12)
+    if np.any(width >= 1.0):
+        raise ValueError(
+            f"an edge lasts longer than a step ({step_time:g} s): raise workload.edge_rate"
+        )
+    cells = np.linspace(0.0, 1.0, n_cells + 1)
+    lo, hi = cells[:-1, None, None], cells[1:, None, None]
+    centre = bounds[None, :, None] + np.array([-1.0, 0.0, 1.0])[None, None, :]
+    w = width[None, :, None]
+    ramp_area = w * (_ramp_integral((hi - centre) / w + 0.5) - _ramp_integral((lo - centre) / w + 0.5))
+    fraction = ramp_area.sum(axis=2) / (hi[:, :, 0] - lo[:, :, 0])
+    return levels[-1] + fraction @ steps
+
+
+def _ramp_integral(u: np.ndarray) -> np.ndarray:
+    """Antiderivative of clip(u, 0, 1)."""
+    return np.where(u <= 0.0, 0.0, np.where(u >= 1.0, u - 0.5, 0.5 * u * u))
+
+
+def offset_kernel(
+    step_time: float,
+    offset_spread: float,
+    jitter: float,
+    n_cells: int = N_CELLS,
+) -> np.ndarray:
+    """Fourier coefficients of the distribution of group start offsets over one iteration.
+
+    Groups (pipeline stages, data-parallel replicas) start each phase at offsets spread uniformly
+    over ``offset_spread`` (the pipeline schedule) plus Gaussian ``jitter``. The characteristic
+    function of that distribution, taken modulo the step, multiplies the waveform's spectrum.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``n_cells // 2 + 1`` complex coefficients for :func:`numpy.fft.rfft` of a waveform.
+    """
+    m = np.arange(n_cells // 2 + 1)
+    spread = offset_spread / step_time
+    sigma = jitter / step_time
+    uniform = np.exp(-1j * np.pi * m * spread) * np.sinc(m * spread)
+    return uniform * np.exp(-2.0 * (np.pi * m * sigma) ** 2)
+
+
+def aggregate(waveform: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+    """Cluster-mean waveform: the per-group waveform convolved with the offset distribution.
+
+    An exact expectation over the offsets in O(n log n), whatever the number of GPUs. Apply every
+    per-GPU or per-server transform (caps, floors, PSU curve) to ``waveform`` before this.
+    """
+    return np.fft.irfft(np.fft.rfft(waveform) * kernel, n=waveform.size)

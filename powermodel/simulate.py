@@ -1,0 +1,228 @@
+"""Orchestration: scenario in, ``xarray.Dataset`` out. The only place that builds the Dataset."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from powermodel import __version__
+from powermodel.errors import ScenarioError
+from powermodel.models import electrical, events, render, workload
+from powermodel.models.events import Recovery, State
+from powermodel.scenario import Scenario
+from powermodel.variables import annotate
+
+# Independent random streams per purpose (DESIGN principle 6): SeedSequence spawn keys.
+JOB = 0
+STREAM_FAILURES = 1
+
+
+@dataclass(frozen=True)
+class Derived:
+    """Quantities the scenario implies, reported in the Dataset attrs."""
+
+    step_time: float
+    checkpoint_stall: float
+    checkpoint_done: float
+    checkpoint_interval: float
+    reload_time: float
+    rates: np.ndarray  # per cause, planned last [1/s of up time]
+
+
+def derive(scenario: Scenario) -> Derived:
+    """Step time, checkpoint timing and interruption rates implied by a scenario."""
+    wl, ck, rel, cl = scenario.workload, scenario.checkpoint, scenario.reliability, scenario.cluster
+    step = wl.step_time or workload.derived_step_time(
+        wl.model_params, wl.tokens_per_step, cl.n_gpus, scenario.gpu.peak_flops, wl.mfu
+    )
+    write = ck.blocking_time if ck.blocking_time is not None else ck.size / ck.write_bandwidth
+    stall = write if ck.mode == "blocking" else ck.async_blocking_time
+    done = write if ck.mode == "blocking" else ck.async_blocking_time + ck.size / ck.write_bandwidth
+    per_gpu_hour = np.array([c.count for c in rel.causes] + [0.0]) * rel.rate_scale
+    per_gpu_hour[-1] = rel.planned_count
+    rates = per_gpu_hour / rel.exposure_gpu_hours * cl.n_gpus / 3600.0
+    if ck.interval == "young-daly":
+        interval = events.young_daly_interval(1.0 / rates.sum(), stall) if rates.sum() else np.inf
+    else:
+        interval = ck.interval
+    interval = max(1.0, round(interval / step)) * step if np.isfinite(interval) else 1e30
+    if done - stall >= interval:
+        raise ScenarioError(
+            f"an async checkpoint takes {done - stall:.0f} s to persist, longer than the "
+            f"{interval:.0f} s between checkpoints: lengthen checkpoint.interval"
+        )
+    return Derived(step, stall, done, interval, ck.size / ck.read_bandwidth, rates)
+
+
+def recoveries(scenario: Scenario, derived: Derived) -> list[Recovery]:
+    """Recovery sequence of each unexpected cause, then of a planned interruption."""
+    rel, ramp = scenario.reliability, scenario.workload.startup_ramp
+    restart = ((State.LOADING, derived.reload_time), (State.RAMP, ramp))
+    unexpected = [
+        Recovery(
+            (
+                (State.STALLED, rel.stall_time if c.stall_time is None else c.stall_time),
+                (State.FAILED_IDLE, rel.restart_time if c.restart_time is None else c.restart_time),
+                *restart,
+            ),
+            loses_work=True,
+        )
+        for c in rel.causes
+    ]
+    planned = Recovery(
+        (
+            (State.CHECKPOINT, derived.checkpoint_stall),
+            (State.MAINTENANCE, rel.planned_downtime),
+            *restart,
+        ),
+        loses_work=False,
+    )
+    return [*unexpected, planned]
+
+
+def startup(scenario: Scenario, derived: Derived) -> tuple[tuple[State, float], ...]:
+    """States of the job's first start: load the checkpoint, then ramp."""
+    return ((State.LOADING, derived.reload_time), (State.RAMP, scenario.workload.startup_ramp))
+
+
+def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.ndarray]:
+    """Cell tables of each state's shape for ``gpu_power`` [MW], ``it_power`` [MW], ``throughput``.
+
+    Returns ``(cells (3, n_states, n_cells), shape_rate (n_states,))``. Per-GPU and per-server
+    transforms (the PSU curve) act on the per-group waveform before the offsets aggregate it.
+    """
+    sc, wl, cl, gpu = scenario, scenario.workload, scenario.cluster, scenario.gpu
+    levels = workload.phase_levels(
+        [p.kind for p in wl.phases], [p.power for p in wl.phases], wl.compute_power,
+        wl.trough_depth,
+    )
+    shares = np.array([p.share for p in wl.phases])
+    per_gpu = gpu.tdp * workload.iteration_waveform(
+        shares, levels, derived.step_time, wl.edge_rate
+    )
+    kernel = workload.offset_kernel(derived.step_time, wl.offset_spread, wl.jitter)
+    n = per_gpu.size
+    u = (np.arange(n) + 0.5) / n
+
+    def const(value: float) -> np.ndarray:
+        return np.full(n, value)
+
+    gpu_w = {
+        State.RUNNING: per_gpu,
+        State.CHECKPOINT: const(gpu.stalled),
+        State.STALLED: const(gpu.stalled),
+        State.FAILED_IDLE: const(gpu.idle),
+        State.MAINTENANCE: const(gpu.idle),
+        State.LOADING: const(gpu.idle),
+        State.RAMP: gpu.idle + u * (per_gpu.mean() - gpu.idle),
+    }
+    rest = {s: cl.rest_power_active for s in State}
+    rest[State.FAILED_IDLE] = rest[State.MAINTENANCE] = cl.rest_power_idle
+    fixed = cl.n_gpus * cl.network_power / 1e6 + cl.storage_power
+    gpu_cells, it_cells, tok_cells = [], [], []
+    for state in State:
+        node_ac = electrical.psu_input_power(
+            cl.gpus_per_node * gpu_w[state] + rest[state],
+            cl.psu.capacity,
+            np.array(cl.psu.load),
+            np.array(cl.psu.efficiency),
+        )
+        board = gpu_w[state]
+        if state == State.RUNNING:
+            board, node_ac = workload.aggregate(board, kernel), workload.aggregate(node_ac, kernel)
+        gpu_cells.append(board * cl.n_gpus / 1e6)
+        it_cells.append(node_ac * cl.n_nodes / 1e6 + fixed)
+        tokens = wl.tokens_per_step / derived.step_time if state == State.RUNNING else 0.0
+        tok_cells.append(const(tokens))
+    rate = np.ones(len(State))
+    rate[State.RUNNING] = 1.0 / derived.step_time
+    rate[State.RAMP] = 1.0 / wl.startup_ramp if wl.startup_ramp > 0 else 1.0
+    return np.array([gpu_cells, it_cells, tok_cells]), rate
+
+
+def failure_rng(seed: int, job: int = JOB) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(job, STREAM_FAILURES)))
+
+
+def timeline(scenario: Scenario, derived: Derived | None = None) -> events.Timeline:
+    """The job timeline of a scenario (no rendering): cheap, for Monte Carlo over seeds."""
+    derived = derived or derive(scenario)
+    return events.job_timeline(
+        duration=scenario.simulation.duration,
+        rates=derived.rates,
+        recoveries=recoveries(scenario, derived),
+        startup=startup(scenario, derived),
+        interval=derived.checkpoint_interval,
+        checkpoint_stall=derived.checkpoint_stall,
+        checkpoint_done=derived.checkpoint_done,
+        rng=failure_rng(scenario.simulation.seed),
+    )
+
+
+def simulate(scenario: Scenario) -> xr.Dataset:
+    """Simulate a scenario on its time grid.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``gpu_power``, ``it_power``, ``throughput``, ``job_state`` on ``time`` (interval means,
+        each labelled by its start, timezone-naive UTC); the interruptions on ``event``;
+        ``goodput`` and ``effective_training_time``; the scenario as JSON in ``attrs["scenario"]``.
+    """
+    if not isinstance(scenario, Scenario):
+        raise TypeError("simulate() takes a Scenario: use load_scenario(name_or_path) first")
+    sim = scenario.simulation
+    derived = derive(scenario)
+    line = timeline(scenario, derived)
+    cells, rate = shape_tables(scenario, derived)
+    edges = np.arange(sim.n_steps + 1) * sim.dt
+    means = render.interval_means(
+        line.start, line.state.astype(np.int64), rate, render.cumulative_tables(cells), edges
+    )
+    state = render.state_at(line.start, line.state, edges[:-1] + 0.5 * sim.dt)
+    time = pd.Timestamp(sim.start) + pd.to_timedelta(edges[:-1], unit="s")
+    ds = xr.Dataset(
+        {
+            "gpu_power": ("time", means[0]),
+            "it_power": ("time", means[1]),
+            "throughput": ("time", means[2]),
+            "job_state": ("time", state.astype(np.int8)),
+            **_event_variables(scenario, line),
+            "goodput": ((), (line.running_time - line.lost_work) / derived.step_time
+                        * scenario.workload.tokens_per_step),
+            "effective_training_time": ((), line.effective_training_time),
+        },
+        coords={"time": time.values},
+    )
+    ds["job_state"].attrs.update(
+        flag_values=[s.value for s in State], flag_meanings=" ".join(s.name.lower() for s in State)
+    )
+    ds.attrs.update(
+        title=f"powermodel: {scenario.name or 'scenario'}",
+        scenario=scenario.to_json(),
+        site_timezone=scenario.site.timezone,
+        time_label="start of each interval; values are interval means",
+        dt=sim.dt,
+        step_time=derived.step_time,
+        checkpoint_interval=derived.checkpoint_interval,
+        checkpoint_stall=derived.checkpoint_stall,
+        powermodel_version=__version__,
+    )
+    return annotate(ds)
+
+
+def _event_variables(scenario: Scenario, line: events.Timeline) -> dict[str, tuple]:
+    causes = [c.name for c in scenario.reliability.causes] + ["Planned maintenance"]
+    categories = [c.category for c in scenario.reliability.causes] + ["Planned"]
+    planned = line.event_cause == len(causes) - 1
+    start = pd.Timestamp(scenario.simulation.start)
+    return {
+        "event_time": ("event", (start + pd.to_timedelta(line.event_time, unit="s")).values),
+        "event_kind": ("event", np.where(planned, "planned", "unexpected").astype(object)),
+        "event_cause": ("event", np.array(causes, dtype=object)[line.event_cause]),
+        "event_category": ("event", np.array(categories, dtype=object)[line.event_cause]),
+        "event_lost_work": ("event", line.event_lost_work),
+    }

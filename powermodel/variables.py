@@ -1,0 +1,76 @@
+"""The result vocabulary: one registry of variable name -> units and long name.
+
+It drives the Dataset attrs, the CSV headers and the docs, so a variable has one name and one
+unit everywhere (STYLE.md, after PyPSA's component attribute tables).
+"""
+
+from __future__ import annotations
+
+import xarray as xr
+
+VARIABLES: dict[str, dict[str, str]] = {
+    "gpu_power": {
+        "units": "MW",
+        "long_name": "GPU board power, all GPUs (DC)",
+        "description": "Sum over the cluster of GPU board power, interval mean.",
+    },
+    "it_power": {
+        "units": "MW",
+        "long_name": "IT power at the rack input",
+        "description": (
+            "Servers through their power supplies (GPUs, CPUs, memory, NICs, fans, PSU losses) "
+            "plus network and storage: the IT boundary of ISO/IEC 30134-2, interval mean."
+        ),
+    },
+    "throughput": {
+        "units": "token/s",
+        "long_name": "Training throughput",
+        "description": "Tokens processed per second, interval mean (includes work later lost).",
+    },
+    "job_state": {
+        "units": "1",
+        "long_name": "Job state at the interval midpoint",
+        "description": "Code into flag_meanings.",
+    },
+    "goodput": {
+        "units": "token",
+        "long_name": "Tokens trained and kept",
+        "description": "Tokens processed less those lost to failures since the last checkpoint.",
+    },
+    "effective_training_time": {
+        "units": "1",
+        "long_name": "Effective training time",
+        "description": "Time spent on training that was kept, as a fraction of the run.",
+    },
+    "event_time": {"units": "", "long_name": "Interruption time (UTC)", "description": ""},
+    "event_kind": {
+        "units": "",
+        "long_name": "Interruption kind",
+        "description": "'unexpected' or 'planned'.",
+    },
+    "event_cause": {
+        "units": "",
+        "long_name": "Interruption root cause",
+        "description": "Component, as in the Llama 3 paper's Table 5.",
+    },
+    "event_category": {"units": "", "long_name": "Interruption category", "description": ""},
+    "event_lost_work": {
+        "units": "s",
+        "long_name": "Training time lost",
+        "description": "Training time since the last completed checkpoint, lost by the interruption.",
+    },
+}
+
+
+def annotate(ds: xr.Dataset) -> xr.Dataset:
+    """Set ``units``, ``long_name`` and ``description`` from the registry (last step: arithmetic drops attrs)."""
+    for name, meta in VARIABLES.items():
+        if name in ds.variables:
+            ds[name].attrs.update({k: v for k, v in meta.items() if v})
+    return ds
+
+
+def header(name: str) -> str:
+    """CSV column header ``name [unit]`` (no brackets for dimensionless or unitless columns)."""
+    units = VARIABLES.get(name, {}).get("units", "")
+    return f"{name} [{units}]" if units and units != "1" else name

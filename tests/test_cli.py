@@ -1,0 +1,142 @@
+"""The command line, the files it writes and the errors it prints."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+import xarray as xr
+from numpy.testing import assert_allclose
+
+from powermodel import load_scenario, simulate
+from powermodel.cli import main
+
+REFERENCE = "llama3-405b-16k-h100"
+SHORT = ["--set", "simulation.duration=2h"]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """The installed ``powermodel`` console script, as a user runs it."""
+    script = Path(sys.executable).with_name("powermodel")
+    assert script.exists(), "install the package (pip install -e .) to get the powermodel command"
+    return subprocess.run(
+        [str(script), *args],
+        capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        timeout=300,
+    )
+
+
+@pytest.mark.slow
+def test_reference_run_writes_54_days_at_1s(tmp_path):
+    out = tmp_path / "out.csv"
+    result = run_cli("run", REFERENCE, "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "unexpected interruptions" in result.stdout
+    table = pacsv.read_csv(out)
+    # 54 days × 86,400 s (Llama 3 paper's 54-day snapshot at dt = 1 s)
+    assert table.num_rows == 4_665_600
+    assert table.column_names == [
+        "time", "gpu_power [MW]", "it_power [MW]", "throughput [token/s]", "job_state"
+    ]
+    first, last = table["time"][0].as_py(), table["time"][-1].as_py()
+    assert str(first).startswith("2024-07-01 00:00:00") and str(last).startswith("2024-08-23 23:59:59")
+    with open(out) as f:
+        f.readline()
+        assert f.readline().startswith('"2024-07-01T00:00:00Z"')
+
+
+def test_csv_matches_simulate(tmp_path):
+    out = tmp_path / "short.csv"
+    assert main(["run", REFERENCE, *SHORT, "-o", str(out)]) == 0
+    ds = simulate(load_scenario(REFERENCE, {"simulation.duration": "2h"}))
+    table = pd.read_csv(out)
+    assert_allclose(table["it_power [MW]"].to_numpy(), ds["it_power"].values, rtol=1e-12)
+    states = ds["job_state"].attrs["flag_meanings"].split()
+    assert list(table["job_state"][:3]) == [states[c] for c in ds["job_state"].values[:3]]
+    times = pd.to_datetime(table["time"]).dt.tz_convert(None).to_numpy()
+    assert np.array_equal(times, ds["time"].values.astype("datetime64[ns]"))
+
+
+def test_resampled_csv_has_means_and_envelopes(tmp_path):
+    out = tmp_path / "coarse.csv"
+    assert main(["run", REFERENCE, *SHORT, "-o", str(out), "--resample", "1min"]) == 0
+    table = pd.read_csv(out)
+    ds = simulate(load_scenario(REFERENCE, {"simulation.duration": "2h"}))
+    assert len(table) == 120
+    fine = ds["it_power"].values.reshape(120, 60)
+    assert_allclose(table["it_power [MW]"], fine.mean(axis=1), rtol=1e-12)
+    assert_allclose(table["it_power_min [MW]"], fine.min(axis=1), rtol=1e-12)
+    assert_allclose(table["it_power_max [MW]"], fine.max(axis=1), rtol=1e-12)
+    # energy is unchanged by resampling
+    assert table["it_power [MW]"].sum() * 60 == pytest.approx(fine.sum(), rel=1e-12)
+
+
+def test_parquet_and_netcdf(tmp_path):
+    assert main(["run", REFERENCE, *SHORT, "-o", str(tmp_path / "p.parquet")]) == 0
+    assert main(["run", REFERENCE, *SHORT, "-o", str(tmp_path / "p.nc")]) == 0
+    ds = simulate(load_scenario(REFERENCE, {"simulation.duration": "2h"}))
+    table = pq.read_table(tmp_path / "p.parquet")
+    assert_allclose(table["it_power"].to_numpy(), ds["it_power"].values)
+    again = xr.open_dataset(tmp_path / "p.nc")
+    assert_allclose(again["it_power"].values, ds["it_power"].values)
+    assert again.attrs["scenario"] == ds.attrs["scenario"]
+    assert again["it_power"].attrs["units"] == "MW"
+    again.close()
+
+
+def test_presets_and_validate(capsys):
+    assert main(["presets"]) == 0
+    assert REFERENCE in capsys.readouterr().out
+    assert main(["validate", REFERENCE]) == 0
+    assert "step 6.13 s" in capsys.readouterr().out
+
+
+def test_sensitivity_table(capsys):
+    assert main(["run", REFERENCE, "--set", "simulation.duration=20min", "--sensitivity"]) == 0
+    out = capsys.readouterr().out
+    for key in ("workload.trough_depth", "workload.edge_rate", "gpu.stalled",
+                "workload.startup_ramp", "checkpoint.blocking_time"):
+        assert key in out
+
+
+BAD = [
+    (["run", "no-such-preset"], "unknown preset 'no-such-preset'"),
+    (["run", REFERENCE, "--set", "cluster.n_gpu=5"], "did you mean 'cluster.n_gpus'"),
+    (["run", REFERENCE, "--set", "cluster.n_gpus=many"], "valid integer"),
+    (["run", REFERENCE, "--set", "cluster.n_gpus=-16"], "greater than 0"),
+    (["run", REFERENCE, "--set", "workload.phases.0.share=0.9"], "phase shares must sum to 1"),
+    (["run", REFERENCE, "--set", "simulation.dt=2d", "--set", "simulation.duration=1d"],
+     "longer than the duration"),
+    (["run", REFERENCE, "-o", "out.xlsx"], "unknown extension '.xlsx'"),
+    (["run", REFERENCE, *SHORT, "--resample", "7s"], "whole multiple"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), BAD)
+def test_bad_input_one_line_exit_1(args, message):
+    result = run_cli(*args)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_toml_syntax_error_from_the_cli(tmp_path: Path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('extends = "llama3-405b-16k-h100"\n[cluster\n')
+    result = run_cli("run", str(bad))
+    assert result.returncode == 1
+    assert result.stderr.strip().count("\n") == 0
+    assert "TOML syntax error" in result.stderr and "bad.toml" in result.stderr
+
+
+def test_debug_shows_the_traceback():
+    result = run_cli("run", "no-such-preset", "--debug")
+    assert result.returncode != 0 and "Traceback" in result.stderr

@@ -1,0 +1,152 @@
+"""Pure models, tested on numbers: waveform, offsets, power supplies, job timeline, rendering."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from powermodel.models import electrical, events, render, workload
+from powermodel.models.events import Recovery, State
+
+TITANIUM_LOAD = np.array([0.1, 0.2, 0.5, 1.0])
+TITANIUM_EFF = np.array([0.90, 0.94, 0.96, 0.91])
+
+
+def test_derived_step_time_llama3():
+    # REFERENCES.md §1 [D]: 6 · 405e9 · 16.8e6 / (16,384 · 400e12) ≈ 6.2 s; Table 4: 41 % MFU of the
+    # H100's 989 TFLOP/s dense BF16 is the paper's 400 TFLOP/s per GPU.
+    step = workload.derived_step_time(405e9, 16 * 2**20, 16384, 989.4e12, 0.41)
+    assert step == pytest.approx(6.2, abs=0.3)
+    # Table 4: 8,192 GPUs at 43 % MFU take about twice as long per step (REFERENCES: about 12 s).
+    assert workload.derived_step_time(405e9, 16 * 2**20, 8192, 989.4e12, 0.43) == pytest.approx(
+        12, abs=0.5
+    )
+
+
+def _square(edge_rate=1.9, step=6.0):
+    shares = np.array([0.675, 0.325])
+    levels = np.array([1.0, 0.7])
+    return shares, levels, workload.iteration_waveform(shares, levels, step, edge_rate)
+
+
+def test_waveform_keeps_each_phase_energy_and_levels():
+    shares, levels, w = _square()
+    # Edges are centred on the boundaries, so the mean is Σ share·level exactly.
+    assert w.mean() == pytest.approx(shares @ levels, rel=1e-12)
+    phase = (np.arange(w.size) + 0.5) / w.size
+    assert_allclose(w[(phase > 0.1) & (phase < 0.6)], 1.0, rtol=1e-12)
+    assert_allclose(w[(phase > 0.72) & (phase < 0.95)], 0.7, rtol=1e-12)
+
+
+def test_waveform_edges_never_exceed_the_rate():
+    # NERC LLTF (REFERENCES §5): 1.9 p.u./s. A 0.3 p.u. step takes 0.3 / 1.9 = 158 ms.
+    step, rate = 6.0, 1.9
+    _, _, w = _square(rate, step)
+    slope = np.abs(np.diff(w)) / (step / w.size)
+    assert slope.max() <= rate * (1 + 1e-9)
+    assert slope.max() == pytest.approx(rate, rel=0.01)
+    ramp_cells = np.count_nonzero(np.abs(np.diff(w)) > 1e-12)
+    assert ramp_cells * step / w.size == pytest.approx(2 * 0.3 / rate, rel=0.02)
+
+
+def test_waveform_phase_shorter_than_its_edge_never_reaches_its_level():
+    w = workload.iteration_waveform(np.array([0.99, 0.01]), np.array([1.0, 0.0]), 10.0, 1.0)
+    # A 100 ms dip with 1-s edges: the falling and rising ramps overlap and cancel after 0.1 p.u.
+    assert w.min() == pytest.approx(0.9, abs=0.005)
+    assert w.mean() == pytest.approx(0.99, rel=1e-9)
+
+
+def test_offsets_smear_edges_and_conserve_energy():
+    _, _, w = _square()
+    step = 6.0
+    kernel = workload.offset_kernel(step, offset_spread=1.2, jitter=0.0)
+    smeared = workload.aggregate(w, kernel)
+    assert smeared.mean() == pytest.approx(w.mean(), rel=1e-12)
+    # A uniform spread of 1.2 s turns each 0.3 p.u. edge into a ramp of about 1.2 s + the edge.
+    slope = np.abs(np.diff(smeared)).max() / (step / w.size)
+    assert slope == pytest.approx(0.3 / 1.2, rel=0.15)
+    unchanged = workload.aggregate(w, workload.offset_kernel(step, 0.0, 0.0))
+    assert_allclose(unchanged, w, atol=1e-12)
+
+
+def test_psu_curve_passes_through_titanium_points():
+    # REFERENCES §7: 80 PLUS Titanium 90/94/96/91 % at 10/20/50/100 % load.
+    capacity = 19800.0
+    out = TITANIUM_LOAD * capacity
+    inp = electrical.psu_input_power(out, capacity, TITANIUM_LOAD, TITANIUM_EFF)
+    assert_allclose(out / inp, TITANIUM_EFF, rtol=1e-12)
+    # Below 10 % load the loss falls toward a no-load loss near 1 % of capacity.
+    idle = electrical.psu_input_power(np.array(0.0), capacity, TITANIUM_LOAD, TITANIUM_EFF)
+    assert 0.005 * capacity < idle < 0.015 * capacity
+
+
+def test_young_daly():
+    # Young (1974): √(2 · MTBF · C); 3.1 h MTBF and a 2.8 s checkpoint give about 4 minutes.
+    assert events.young_daly_interval(3.1 * 3600, 2.8) == pytest.approx(250.1, rel=1e-3)
+
+
+def _timeline(rates, seed=1, duration=86400.0 * 5, interval=300.0, stall=3.0, done=3.0):
+    recoveries = [
+        Recovery(((State.STALLED, 60.0), (State.FAILED_IDLE, 600.0), (State.LOADING, 3.0),
+                  (State.RAMP, 10.0)), loses_work=True),
+        Recovery(((State.CHECKPOINT, stall), (State.MAINTENANCE, 600.0), (State.LOADING, 3.0),
+                  (State.RAMP, 10.0)), loses_work=False),
+    ]
+    return events.job_timeline(
+        duration, np.asarray(rates), recoveries, ((State.LOADING, 3.0), (State.RAMP, 10.0)),
+        interval, stall, done, np.random.default_rng(seed),
+    )
+
+
+def test_timeline_without_failures_is_start_then_checkpoint_cycles():
+    line = _timeline([0.0, 0.0], duration=3600.0)
+    assert line.start[0] == 0.0 and np.all(np.diff(line.start) > 0)
+    assert list(line.state[:4]) == [State.LOADING, State.RAMP, State.RUNNING, State.CHECKPOINT]
+    n_ckpt = np.count_nonzero(line.state == State.CHECKPOINT)
+    assert n_ckpt == int((3600.0 - 13.0) // 303.0)
+    assert line.event_time.size == 0 and line.lost_work == 0.0
+    assert line.running_time == pytest.approx(3600.0 - 13.0 - 3.0 * n_ckpt)
+
+
+def test_timeline_failures_lose_work_since_the_last_checkpoint():
+    line = _timeline([1 / 3600.0, 1 / 36000.0])
+    assert line.event_time.size > 50
+    unexpected = line.event_cause == 0
+    assert np.all(line.event_lost_work[unexpected] >= 0)
+    assert np.all(line.event_lost_work[unexpected] <= 300.0 + 1e-9)
+    assert np.all(line.event_lost_work[~unexpected] == 0.0)
+    # Each unexpected interruption is followed by the stalled state at exactly its time.
+    at = np.searchsorted(line.start, line.event_time[unexpected])
+    assert_allclose(line.start[at], line.event_time[unexpected])
+    assert np.all(line.state[at] == State.STALLED)
+    # Uniform failure time within a 300 s interval: mean loss about half of it.
+    assert np.mean(line.event_lost_work[unexpected]) == pytest.approx(150.0, rel=0.2)
+
+
+def test_async_checkpoint_completing_late_loses_more_work():
+    blocking = _timeline([1 / 3600.0, 0.0], stall=3.0, done=3.0)
+    late = _timeline([1 / 3600.0, 0.0], stall=3.0, done=60.0)
+    assert_allclose(blocking.event_time, late.event_time)
+    assert np.all(late.event_lost_work >= blocking.event_lost_work - 1e-9)
+    assert late.lost_work > blocking.lost_work
+
+
+def test_render_is_energy_exact_at_any_grid():
+    # A periodic shape and two constants, on segments that do not align with either grid.
+    cells = np.array([[np.sin(np.linspace(0, 2 * np.pi, 64, endpoint=False)) + 2.0,
+                       np.full(64, 5.0), np.full(64, 1.0)]])
+    cum = render.cumulative_tables(cells)
+    seg_start = np.array([0.0, 10.37, 31.1, 47.9])
+    seg_shape = np.array([1, 0, 2, 0])
+    rate = np.array([1 / 3.3, 1.0, 1.0])
+    fine = render.interval_means(seg_start, seg_shape, rate, cum, np.linspace(0, 60, 6001))
+    coarse = render.interval_means(seg_start, seg_shape, rate, cum, np.linspace(0, 60, 7))
+    assert fine.sum() * 0.01 == pytest.approx(coarse.sum() * 10.0, rel=1e-12)
+    # The constant segment renders as itself where a bin lies wholly inside it.
+    assert_allclose(fine[0, 100:1000], 5.0)
+    # Analytic integral: 10.37·5 + (31.1−10.37)·2 + the sine over whole and partial cycles, etc.
+    exact = 10.37 * 5 + 20.73 * 2 + 16.8 * 1 + 12.1 * 2
+    sine = (3.3 / (2 * np.pi)) * ((1 - np.cos(2 * np.pi * 20.73 / 3.3))
+                                  + (1 - np.cos(2 * np.pi * 12.1 / 3.3)))
+    assert coarse.sum() * 10.0 == pytest.approx(exact + sine, rel=2e-3)

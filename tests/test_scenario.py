@@ -1,0 +1,147 @@
+"""Scenario schema, presets, files, overrides and the errors a user gets."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from powermodel import ScenarioError, load_scenario, presets
+from powermodel.scenario import Gpu, format_duration, gpu_catalogue, parse_duration
+
+REFERENCE = "llama3-405b-16k-h100"
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+def test_reference_preset_loads_with_sourced_numbers():
+    sc = load_scenario(REFERENCE)
+    # Llama 3 paper §3.3.4 and Table 4: 16,384 H100 at 700 W, 8 GPUs per server, 54-day snapshot.
+    assert sc.cluster.n_gpus == 16384
+    assert sc.cluster.gpus_per_node == 8
+    assert sc.gpu.name == "H100-SXM" and sc.gpu.tdp == 700.0
+    assert sc.simulation.duration == 54 * 86400
+    assert sc.simulation.dt == 1.0
+    assert sc.workload.mfu == 0.41
+    assert REFERENCE in presets()
+
+
+def test_reference_causes_are_table_5_counts():
+    # data/published/llama3_interruptions.csv: Llama 3 paper, Table 5, transcribed.
+    with open(DATA / "published" / "llama3_interruptions.csv") as f:
+        table = {row["component"]: (row["category"], float(row["count"])) for row in csv.DictReader(f)}
+    causes = {c.name: (c.category, c.count) for c in load_scenario(REFERENCE).reliability.causes}
+    assert causes == table
+    assert sum(count for _, count in causes.values()) == 419
+    assert load_scenario(REFERENCE).reliability.planned_count == 47
+
+
+def test_gpu_catalogue_entries_validate_and_match_references():
+    catalogue = gpu_catalogue()
+    # REFERENCES.md §3: board power of each part.
+    tdp = {"H100-SXM": 700, "H200": 700, "B200": 1000, "GB200": 1200, "GB300": 1400, "MI300X": 750}
+    assert {name: entry["tdp"] for name, entry in catalogue.items()} == tdp
+    for entry in catalogue.values():
+        gpu = Gpu.model_validate(entry)
+        assert gpu.power_cap_min < gpu.tdp
+    # REFERENCES.md §3-4: the H100 has no power smoothing; GB200/GB300 do; only GB300 stores energy.
+    assert "power_smoothing" not in catalogue["H100-SXM"]["levers"]
+    assert "power_smoothing" in catalogue["GB200"]["levers"]
+    assert "energy_storage" in catalogue["GB300"]["levers"]
+    assert "energy_storage" not in catalogue["GB200"]["levers"]
+
+
+def test_changing_the_gpu_refills_the_gpu_table():
+    sc = load_scenario(REFERENCE, {"cluster.gpu": "GB200"})
+    assert sc.gpu.tdp == 1200.0 and sc.gpu.name == "GB200"
+    sc = load_scenario(REFERENCE, {"cluster.gpu": "GB200", "gpu.stalled": 300.0})
+    assert sc.gpu.stalled == 300.0
+
+
+def test_overrides_as_mapping_and_as_strings_agree():
+    a = load_scenario(REFERENCE, {"cluster.n_gpus": 100000, "simulation.duration": "7d"})
+    b = load_scenario(REFERENCE, ["cluster.n_gpus=100000", "simulation.duration=7d"])
+    assert a == b
+    assert a.cluster.n_gpus == 100000 and a.simulation.duration == 7 * 86400
+
+
+def test_override_into_an_array_of_tables():
+    sc = load_scenario(
+        REFERENCE, ["workload.phases.0.share=0.6", "workload.phases.1.share=0.4"]
+    )
+    assert [p.share for p in sc.workload.phases] == [0.6, 0.4]
+
+
+def test_file_extends_a_preset_and_overrides_keys(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text(
+        'extends = "llama3-405b-16k-h100"\nname = "mine"\n'
+        '[cluster]\nn_gpus = 8192\n[simulation]\nduration = "2d"\n'
+    )
+    sc = load_scenario(path)
+    assert sc.name == "mine"
+    assert sc.cluster.n_gpus == 8192
+    assert sc.cluster.gpus_per_node == 8  # inherited
+    assert sc.simulation.duration == 2 * 86400
+    assert load_scenario(str(path), {"cluster.n_gpus": 4096}).cluster.n_gpus == 4096
+
+
+def test_toml_round_trip(tmp_path):
+    sc = load_scenario(REFERENCE)
+    path = tmp_path / "again.toml"
+    path.write_text(sc.to_toml())
+    assert load_scenario(path) == sc
+
+
+def test_durations():
+    assert parse_duration("54d") == 4665600.0
+    assert parse_duration("100ms") == pytest.approx(0.1)
+    assert parse_duration("1min") == 60.0
+    assert parse_duration(2.5) == 2.5
+    assert format_duration(4665600.0) == "54d"
+    assert format_duration(0.1) == "100ms"
+    with pytest.raises(ValueError, match="unit"):
+        parse_duration("5 parsecs")
+
+
+@pytest.mark.parametrize(
+    ("source", "overrides", "expected"),
+    [
+        ("no-such-preset", None, r"unknown preset 'no-such-preset'"),
+        ("llama3-405b-16k-h10", None, r"did you mean 'llama3-405b-16k-h100'"),
+        (REFERENCE, {"cluster.n_gpu": 5}, r"unknown key 'cluster.n_gpu' \(did you mean 'cluster.n_gpus'"),
+        (REFERENCE, {"simulaton.seed": 5}, r"did you mean 'simulation'"),
+        (REFERENCE, {"cluster.n_gpus": "many"}, r"cluster.n_gpus: Input should be a valid integer"),
+        (REFERENCE, {"cluster.n_gpus": -5}, r"cluster.n_gpus: Input should be greater than 0 \(got -5\)"),
+        (REFERENCE, {"workload.phases.0.share": 0.5}, r"phase shares must sum to 1, got 0.825"),
+        (REFERENCE, {"simulation.dt": "2d", "simulation.duration": "1d"}, r"dt \(2d\) is longer"),
+        (REFERENCE, {"simulation.dt": "7s", "simulation.duration": "1min"}, r"whole number of dt"),
+        (REFERENCE, {"simulation.dt": "1fortnight"}, r"cannot read '1fortnight' as a duration"),
+        (REFERENCE, {"cluster.gpu": "H10"}, r"unknown GPU 'H10' \(did you mean 'H100-SXM'"),
+        (REFERENCE, {"site.timezone": "Mars/Olympus"}, r"unknown timezone"),
+        (REFERENCE, {"simulation.start": "2024-07-01T00:00:00+02:00"}, r"timezone offset"),
+        (REFERENCE, {"gpu.idle": 900.0}, r"idle <= stalled <= tdp"),
+        (REFERENCE, ["cluster.n_gpus"], r"not of the form key.path=value"),
+    ],
+)
+def test_bad_input_is_one_clear_value_error(source, overrides, expected):
+    with pytest.raises(ScenarioError, match=expected) as info:
+        load_scenario(source, overrides)
+    assert isinstance(info.value, ValueError)
+    assert "\n" not in str(info.value)
+
+
+def test_toml_syntax_error_names_file_and_line(tmp_path):
+    path = tmp_path / "broken.toml"
+    path.write_text('extends = "llama3-405b-16k-h100"\n[workload\nmfu = 0.4\n')
+    with pytest.raises(ScenarioError, match=r"broken.toml: TOML syntax error.*line 2"):
+        load_scenario(path)
+
+
+def test_missing_file_and_extends_loop(tmp_path):
+    with pytest.raises(ScenarioError, match="does not exist"):
+        load_scenario(tmp_path / "absent.toml")
+    path = tmp_path / "loop.toml"
+    path.write_text('extends = 5\n')
+    with pytest.raises(ScenarioError, match="'extends' must be a preset name"):
+        load_scenario(path)

@@ -1,0 +1,233 @@
+"""The orchestrated simulation: calibration, validation, conservation, reproducibility."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from powermodel import load_scenario, metrics, simulate
+from powermodel.calibration import exposure_gpu_hours
+from powermodel.models.events import State
+from powermodel.simulate import derive, timeline
+
+REFERENCE = "llama3-405b-16k-h100"
+N_SEEDS = 200
+
+
+@pytest.fixture(scope="module")
+def seeds():
+    """Timelines of the reference 54 days for 200 seeds (the timeline is what the counts test)."""
+    base = load_scenario(REFERENCE)
+    n_causes = len(base.reliability.causes)
+    lines = [timeline(load_scenario(base, {"simulation.seed": s})) for s in range(N_SEEDS)]
+    return base, n_causes, lines
+
+
+def test_calibration_reproduces_llama3_interruption_counts(seeds):
+    # Calibration: Llama 3 paper, 54-day snapshot: 419 unexpected, 47 planned interruptions.
+    base, n_causes, lines = seeds
+    unexpected = np.array([np.count_nonzero(line.event_cause < n_causes) for line in lines])
+    planned = np.array([np.count_nonzero(line.event_cause == n_causes) for line in lines])
+    assert unexpected.mean() == pytest.approx(419, abs=5)
+    assert planned.mean() == pytest.approx(47, abs=3)
+    # Poisson spread: standard deviation about √419 ≈ 20.
+    assert unexpected.std() == pytest.approx(np.sqrt(419), rel=0.2)
+
+
+def test_calibration_shares_by_cause_follow_table_5_counts(seeds):
+    # Llama 3 paper, Table 5: share = count / 419 (not the misprinted 30.1 % for faulty GPUs).
+    base, n_causes, lines = seeds
+    causes = np.concatenate([line.event_cause for line in lines])
+    unexpected = causes[causes < n_causes]
+    total = unexpected.size
+    for index, cause in enumerate(base.reliability.causes):
+        expected = cause.count / 419
+        share = np.count_nonzero(unexpected == index) / total
+        stderr = np.sqrt(expected * (1 - expected) / total)
+        assert abs(share - expected) < 3 * stderr, cause.name
+    faulty = np.count_nonzero(unexpected == 0) / total
+    assert faulty == pytest.approx(148 / 419, abs=0.01)
+    assert abs(faulty - 0.301) > 0.04
+
+
+def test_prediction_effective_training_time_above_90_percent(seeds):
+    # Prediction, not fitted: Llama 3 paper reports "higher than 90 % effective training time".
+    _, _, lines = seeds
+    ett = np.array([line.effective_training_time for line in lines])
+    assert ett.mean() > 0.90
+    assert np.median(ett) > 0.90
+
+
+def test_stored_exposure_is_the_calibration_result():
+    sc = load_scenario(REFERENCE)
+    assert sc.reliability.exposure_gpu_hours == pytest.approx(exposure_gpu_hours(sc), rel=1e-6)
+
+
+def test_young_daly_interval_in_whole_steps():
+    sc = load_scenario(REFERENCE)
+    d = derive(sc)
+    mtbf = 1.0 / d.rates.sum()
+    # Young (1974) √(2·MTBF·C), C = 5,670 GB / 2,000 GB/s = 2.835 s; rounded to whole steps.
+    assert d.checkpoint_stall == pytest.approx(2.835)
+    assert d.checkpoint_interval == pytest.approx(np.sqrt(2 * mtbf * 2.835), abs=d.step_time / 2)
+    assert d.checkpoint_interval / d.step_time == pytest.approx(
+        round(d.checkpoint_interval / d.step_time), abs=1e-9
+    )
+
+
+@pytest.fixture(scope="module")
+def week():
+    """Two days at 1 s with long checkpoint intervals, so failures interrupt long running stretches."""
+    sc = load_scenario(
+        REFERENCE, {"simulation.duration": "2d", "simulation.seed": 3, "checkpoint.interval": "1d"}
+    )
+    return sc, simulate(sc)
+
+
+def _running_gpu_power(sc):
+    """Per-GPU power averaged over an iteration [W]: compute at TDP (Choukse et al.), communication
+    30 % lower (Ko & Zhu Table I), the preset's shares. Edges are centred, so they keep the mean."""
+    shares = np.array([p.share for p in sc.workload.phases])
+    levels = np.where([p.kind == "compute" for p in sc.workload.phases], 1.0, 1.0 - 0.30)
+    return float(shares @ levels) * sc.gpu.tdp
+
+
+def _psu(dc, sc):
+    x = dc / sc.cluster.psu.capacity
+    load, eff = np.array(sc.cluster.psu.load), np.array(sc.cluster.psu.efficiency)
+    return dc + sc.cluster.psu.capacity * np.interp(x, load, load * (1 / eff - 1))
+
+
+def test_failure_drops_it_power_to_stalled_then_idle(week):
+    sc, ds = week
+    t = (ds["time"].values - ds["time"].values[0]) / np.timedelta64(1, "s")
+    power = ds["it_power"].values
+    state = ds["job_state"].values
+    events = (ds["event_time"].values - ds["time"].values[0]) / np.timedelta64(1, "s")
+    unexpected = events[(ds["event_kind"].values == "unexpected")
+                        & (ds["event_cause"].values != "NCCL watchdog timeouts")]
+    # the first failure preceded by 10 minutes of uninterrupted running
+    fail = next(e for e in unexpected if e > 700 and np.all(state[(t >= e - 600) & (t < e - 1)] == 0))
+    before = power[(t >= fail - 600) & (t < np.floor(fail))]
+    stall, restart = sc.reliability.stall_time, sc.reliability.restart_time
+    stalled = power[(t >= np.ceil(fail)) & (t < np.floor(fail + stall))]
+    idle = power[(t >= np.ceil(fail + stall)) & (t < np.floor(fail + stall + restart))]
+    # Constant levels, reached in the first whole second after each transition (sourced times:
+    # stall_time 60 s, restart_time 10 min, from the preset).
+    assert np.ptp(stalled) < 1e-9 and np.ptp(idle) < 1e-9
+    assert stalled.size == pytest.approx(stall, abs=1) and idle.size == pytest.approx(restart, abs=1)
+
+    gpu = _running_gpu_power(sc)
+    per_gpu = gpu - sc.gpu.stalled  # 631.75 W → 150 W (DESIGN.md: measured while stalled)
+    n, per_node = sc.cluster.n_gpus, sc.cluster.gpus_per_node
+    gpu_drop = ds["gpu_power"].values
+    assert np.mean(gpu_drop[(t >= fail - 600) & (t < np.floor(fail))]) - gpu_drop[
+        (t >= np.ceil(fail)) & (t < np.floor(fail + stall))
+    ].mean() == pytest.approx(n * per_gpu / 1e6, rel=0.01)
+    # At the rack input: the same change through the server supplies (80 PLUS Titanium curve);
+    # the rest of each node stays at its active power while the job is stalled.
+    node_run = per_node * gpu + sc.cluster.rest_power_active
+    node_stalled = per_node * sc.gpu.stalled + sc.cluster.rest_power_active
+    expected = n / per_node * (_psu(node_run, sc) - _psu(node_stalled, sc)) / 1e6
+    drop = before.mean() - stalled.mean()
+    assert drop == pytest.approx(expected, rel=0.01)
+    assert drop >= 8.0  # MW: the issue's bound for the reference
+    # then to idle: GPUs at idle, the rest of each node at its idle power
+    node_idle = per_node * sc.gpu.idle + sc.cluster.rest_power_idle
+    assert stalled.mean() - idle.mean() == pytest.approx(
+        n / per_node * (_psu(node_stalled, sc) - _psu(node_idle, sc)) / 1e6, rel=0.01
+    )
+
+
+def test_restart_ramp_follows_the_start_up_ramp(week):
+    sc, ds = week
+    t = (ds["time"].values - ds["time"].values[0]) / np.timedelta64(1, "s")
+    state, power = ds["job_state"].values, ds["it_power"].values
+
+    def ramps():
+        inside = state == State.RAMP
+        starts = np.flatnonzero(inside & ~np.roll(inside, 1))
+        return [power[s + 1 : s + int(sc.workload.startup_ramp) - 1] for s in starts]
+
+    first, *later = ramps()
+    assert later, "the two days should contain a restart"
+    slope = np.diff(first).mean()
+    # linear ramp from loaded to running mean over the start-up ramp time
+    for ramp in later:
+        assert_allclose(np.diff(ramp), slope, rtol=0.01)
+    loaded = power[(state == State.LOADING)][1]
+    assert slope * sc.workload.startup_ramp == pytest.approx(
+        power[state == State.RUNNING].mean() - loaded, rel=0.1
+    )
+
+
+def test_energy_same_at_100ms_and_1min():
+    # DESIGN principle 2: interval means make energy exact at any dt (PSU curve on).
+    base = {"simulation.duration": "6h", "simulation.seed": 11, "reliability.rate_scale": 20.0}
+    fine = simulate(load_scenario(REFERENCE, {**base, "simulation.dt": "100ms"}))
+    coarse = simulate(load_scenario(REFERENCE, {**base, "simulation.dt": "1min"}))
+    assert fine.sizes["time"] == 216000 and coarse.sizes["time"] == 360
+    assert len(fine["event_time"]) > 5  # the window holds failures and restarts, not just running
+    e_fine = metrics(fine)["energy_mwh"]
+    e_coarse = metrics(coarse)["energy_mwh"]
+    assert e_coarse == pytest.approx(e_fine, rel=1e-3)
+    assert e_coarse == pytest.approx(e_fine, rel=1e-9)  # exact up to rounding
+    # and the PSU losses are in it: rack input exceeds the DC sum of GPUs
+    assert np.all(fine["it_power"].values > fine["gpu_power"].values)
+    # the 1-min means are the means of the 100-ms ones
+    assert_allclose(fine["it_power"].values.reshape(360, 600).mean(axis=1),
+                    coarse["it_power"].values, rtol=1e-9)
+
+
+def test_same_seed_same_bytes_other_seed_other_failures():
+    over = {"simulation.duration": "2d"}
+    a = simulate(load_scenario(REFERENCE, over))
+    b = simulate(load_scenario(REFERENCE, over))
+    assert a.identical(b)
+    c = simulate(load_scenario(REFERENCE, {**over, "simulation.seed": 1}))
+    assert not np.array_equal(a["event_time"].values[:3], c["event_time"].values[:3])
+
+
+def test_failure_times_do_not_depend_on_dt():
+    over = {"simulation.duration": "2d", "simulation.seed": 5}
+    a = simulate(load_scenario(REFERENCE, {**over, "simulation.dt": "1s"}))
+    b = simulate(load_scenario(REFERENCE, {**over, "simulation.dt": "1h"}))
+    assert np.array_equal(a["event_time"].values, b["event_time"].values)
+    assert float(a["goodput"]) == float(b["goodput"])
+
+
+def test_dataset_has_units_names_and_the_scenario():
+    sc = load_scenario(REFERENCE, {"simulation.duration": "1h"})
+    ds = simulate(sc)
+    for name, units in [("gpu_power", "MW"), ("it_power", "MW"), ("throughput", "token/s")]:
+        assert ds[name].attrs["units"] == units
+        assert ds[name].attrs["long_name"]
+    assert ds["job_state"].dtype == np.int8
+    assert ds["job_state"].attrs["flag_meanings"].split()[0] == "running"
+    assert ds.sizes["time"] == 3600
+    assert load_scenario(type(sc).model_validate(json.loads(ds.attrs["scenario"]))) == sc
+    assert ds.attrs["site_timezone"] == "America/New_York"
+    # running throughput: 16M tokens per 6.13 s step
+    running = ds["throughput"].values[ds["job_state"].values == State.RUNNING]
+    assert running.max() == pytest.approx(16 * 2**20 / ds.attrs["step_time"], rel=1e-9)
+
+
+def test_throughput_integral_matches_goodput_plus_lost_work():
+    sc = load_scenario(REFERENCE, {"simulation.duration": "3d", "simulation.seed": 2})
+    ds = simulate(sc)
+    processed = ds["throughput"].values.sum() * 1.0
+    lost = ds["event_lost_work"].values.sum() * 16 * 2**20 / ds.attrs["step_time"]
+    assert processed - lost == pytest.approx(float(ds["goodput"]), rel=1e-9)
+
+
+def test_node_power_matches_newkirk_measurement():
+    # Validation, not fitted: Newkirk et al. measured intensive training at 76 % of the 10.2 kW
+    # rating of an 8 × H100 node; rest_power_active came from Latif's 8.4 kW peak instead.
+    sc = load_scenario(REFERENCE)
+    node = _psu(8 * _running_gpu_power(sc) + sc.cluster.rest_power_active, sc)
+    assert node / 10200 == pytest.approx(0.76, abs=0.02)
+    # and the peak (all GPUs at TDP) is Latif's 8.4 kW
+    assert _psu(8 * 700 + sc.cluster.rest_power_active, sc) == pytest.approx(8400, rel=0.01)
