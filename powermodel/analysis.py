@@ -24,7 +24,7 @@ def step_seconds(ds: xr.Dataset) -> float:
 
 
 def max_swing(power: np.ndarray, dt: float, window: float = SWING_WINDOW) -> float:
-    """Largest max − min of ``power`` within any rolling ``window``; NaN if the window spans < 2 steps.
+    """Largest max − min of ``power`` in any rolling ``window``; NaN if it spans under 2 steps.
 
     The window covers ``round(window / dt)`` interval means (5 s at 1 s: five samples).
     """
@@ -98,6 +98,14 @@ def resample(ds: xr.Dataset, interval: str | float) -> xr.Dataset:
             continue
         blocks = var.values.reshape(-1, factor)
         out[name] = ("time", blocks.mean(axis=1), var.attrs)
-        out[f"{name}_min"] = ("time", blocks.min(axis=1), {**var.attrs, "cell_methods": "time: minimum"})
-        out[f"{name}_max"] = ("time", blocks.max(axis=1), {**var.attrs, "cell_methods": "time: maximum"})
+        out[f"{name}_min"] = (
+            "time",
+            blocks.min(axis=1),
+            {**var.attrs, "cell_methods": "time: minimum"},
+        )
+        out[f"{name}_max"] = (
+            "time",
+            blocks.max(axis=1),
+            {**var.attrs, "cell_methods": "time: maximum"},
+        )
     return out

@@ -49,13 +49,18 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", parents=[common], help="simulate a scenario")
     run.add_argument("scenario", help="preset name or path to a .toml scenario")
     run.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="override a scenario key, e.g. --set cluster.n_gpus=100000 (repeatable)",
     )
     run.add_argument("-o", "--output", help="write the profile: .csv, .parquet or .nc")
     run.add_argument("--resample", help="write interval means with min and max, e.g. 1min")
     run.add_argument(
-        "--sensitivity", action="store_true",
+        "--sensitivity",
+        action="store_true",
         help="also rerun at the low and high end of each sourced range and tabulate",
     )
     run.set_defaults(func=_run)
@@ -98,9 +103,10 @@ def _run(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, args.overrides)
     derived = derive(scenario)
+    every = format_duration(round(derived.checkpoint_interval))
     print(
         f"{scenario.name or args.scenario}: ok — step {derived.step_time:.2f} s, checkpoint every "
-        f"{format_duration(round(derived.checkpoint_interval))} ({derived.checkpoint_stall:.1f} s stall)"
+        f"{every} ({derived.checkpoint_stall:.1f} s stall)"
     )
     return 0
 
@@ -117,7 +123,10 @@ def _print_summary(name: str, result: dict[str, Any], attrs: dict, elapsed: floa
         ("step time", f"{attrs['step_time']:.2f} s"),
         ("checkpoint interval", f"{attrs['checkpoint_interval']:.0f} s"),
         ("IT energy", f"{result['energy_mwh']:,.1f} MWh"),
-        ("IT power mean / peak / min", "{mean_mw:.2f} / {peak_mw:.2f} / {min_mw:.2f} MW".format(**result)),
+        (
+            "IT power mean / peak / min",
+            "{mean_mw:.2f} / {peak_mw:.2f} / {min_mw:.2f} MW".format(**result),
+        ),
         ("largest 5-s swing", f"{result['swing_5s_mw']:.2f} MW"),
         ("unexpected interruptions", f"{result['unexpected_interruptions']}"),
         ("planned interruptions", f"{result['planned_interruptions']}"),

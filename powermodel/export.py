@@ -19,8 +19,8 @@ FORMATS = (".csv", ".parquet", ".nc")
 def profile_table(ds: xr.Dataset, headers: bool = True) -> pa.Table:
     """The ``time`` variables of a Dataset as an Arrow table.
 
-    ``time`` is UTC; with ``headers`` the columns are named ``name [unit]``. ``job_state`` is written
-    as state names.
+    ``time`` is UTC; with ``headers`` the columns are named ``name [unit]``. ``job_state`` is
+    written as state names.
     """
     time = pa.array(ds["time"].values.astype("datetime64[ns]")).cast(pa.timestamp("ns", tz="UTC"))
     columns: dict[str, pa.Array] = {"time": time}
@@ -72,7 +72,8 @@ def write(ds: xr.Dataset, path: str | Path, resample: str | None = None) -> Path
     resample
         A coarser step (``"1min"``): interval means plus per-interval min and max.
     """
-    from powermodel.analysis import resample as coarsen, step_seconds
+    from powermodel.analysis import resample as coarsen
+    from powermodel.analysis import step_seconds
 
     path = check_path(path)
     if resample is not None:

@@ -59,7 +59,7 @@ _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)
 
 
 def parse_duration(value: Any) -> float:
-    """Seconds from ``"54d"``, ``"1s"``, ``"100ms"``, ``"10min"``, ``"2h"`` or a number of seconds."""
+    """Seconds from ``"54d"``, ``"1s"``, ``"100ms"``, ``"10min"``, ``"2h"`` or a number."""
     if isinstance(value, bool):
         raise ValueError(f"expected a duration such as '10min', got {value!r}")
     if isinstance(value, int | float):
@@ -395,9 +395,10 @@ def load_scenario(
         raw = name_or_path.to_dict()
     else:
         raw = _load_raw(name_or_path, seen=())
-    for key, value in _parse_overrides(overrides).items():
+    parsed = _parse_overrides(overrides)
+    for key, value in parsed.items():
         _set_dotted(raw, key, value)
-    _fill_gpu(raw)
+    _fill_gpu(raw, overridden={k.split(".", 1)[1] for k in parsed if k.startswith("gpu.")})
     return _validate(raw)
 
 
@@ -476,7 +477,7 @@ def _toml_value(value: Any) -> Any:
 
 
 def _set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
-    """Set ``a.b.c`` in nested tables; a number indexes an array of tables (``workload.phases.0``)."""
+    """Set ``a.b.c`` in nested tables; a number indexes an array (``workload.phases.0``)."""
     parts = key.split(".")
     node: Any = raw
     for depth, part in enumerate(parts):
@@ -484,9 +485,7 @@ def _set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
         last = depth == len(parts) - 1
         if isinstance(node, list):
             if not part.isdigit() or int(part) >= len(node):
-                raise ScenarioError(
-                    f"override {key!r}: {where!r} needs an index below {len(node)}"
-                )
+                raise ScenarioError(f"override {key!r}: {where!r} needs an index below {len(node)}")
             part = int(part)
         elif not isinstance(node, dict):
             raise ScenarioError(f"override {key!r}: {'.'.join(parts[:depth])!r} is a value")
@@ -498,7 +497,12 @@ def _set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
             node = node[part]
 
 
-def _fill_gpu(raw: dict[str, Any]) -> None:
+def _fill_gpu(raw: dict[str, Any], overridden: set[str]) -> None:
+    """Fill ``[gpu]`` from the catalogue entry of ``cluster.gpu``; explicit keys win.
+
+    A ``[gpu]`` table written for another GPU (a saved scenario whose ``cluster.gpu`` was then
+    changed) is dropped but for the keys the overrides set.
+    """
     name = raw.get("cluster", {}).get("gpu") if isinstance(raw.get("cluster"), dict) else None
     if not isinstance(name, str):
         return  # validation reports the missing or mistyped cluster.gpu
@@ -511,6 +515,8 @@ def _fill_gpu(raw: dict[str, Any]) -> None:
     explicit = raw.get("gpu", {})
     if not isinstance(explicit, dict):
         raise ScenarioError("gpu must be a table of GPU parameters")
+    if explicit.get("name", name) != name:
+        explicit = {k: v for k, v in explicit.items() if k in overridden}
     raw["gpu"] = _merge(catalogue[name], explicit)
 
 

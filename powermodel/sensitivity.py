@@ -13,9 +13,7 @@ from powermodel.simulate import simulate
 HEADLINE = ["mean_mw", "peak_mw", "min_mw", "swing_5s_mw", "effective_training_time"]
 
 
-def sensitivity(
-    scenario: Scenario, progress: Callable[[str], None] | None = None
-) -> pd.DataFrame:
+def sensitivity(scenario: Scenario, progress: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Run the scenario at the low and high end of each range in ``scenario.sensitivity``.
 
     Returns
@@ -24,15 +22,29 @@ def sensitivity(
         One row per run (the baseline first): ``key``, ``case`` (base/low/high), ``value``, the
         headline metrics, and the range's ``source``.
     """
-    rows = [{"key": "(scenario as given)", "case": "base", "value": None,
-             **_headline(scenario), "source": ""}]
+    rows = [
+        {
+            "key": "(scenario as given)",
+            "case": "base",
+            "value": None,
+            **_headline(scenario),
+            "source": "",
+        }
+    ]
     for item in scenario.sensitivity:
         for case, value in (("low", item.low), ("high", item.high)):
             if progress:
                 progress(f"{item.key} = {value:g}")
             varied = load_scenario(scenario, {item.key: value})
-            rows.append({"key": item.key, "case": case, "value": value,
-                         **_headline(varied), "source": item.source})
+            rows.append(
+                {
+                    "key": item.key,
+                    "case": case,
+                    "value": value,
+                    **_headline(varied),
+                    "source": item.source,
+                }
+            )
     return pd.DataFrame(rows)
 
 

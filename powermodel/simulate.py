@@ -94,15 +94,15 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
     Returns ``(cells (3, n_states, n_cells), shape_rate (n_states,))``. Per-GPU and per-server
     transforms (the PSU curve) act on the per-group waveform before the offsets aggregate it.
     """
-    sc, wl, cl, gpu = scenario, scenario.workload, scenario.cluster, scenario.gpu
+    wl, cl, gpu = scenario.workload, scenario.cluster, scenario.gpu
     levels = workload.phase_levels(
-        [p.kind for p in wl.phases], [p.power for p in wl.phases], wl.compute_power,
+        [p.kind for p in wl.phases],
+        [p.power for p in wl.phases],
+        wl.compute_power,
         wl.trough_depth,
     )
     shares = np.array([p.share for p in wl.phases])
-    per_gpu = gpu.tdp * workload.iteration_waveform(
-        shares, levels, derived.step_time, wl.edge_rate
-    )
+    per_gpu = gpu.tdp * workload.iteration_waveform(shares, levels, derived.step_time, wl.edge_rate)
     kernel = workload.offset_kernel(derived.step_time, wl.offset_spread, wl.jitter)
     n = per_gpu.size
     u = (np.arange(n) + 0.5) / n
@@ -191,8 +191,12 @@ def simulate(scenario: Scenario) -> xr.Dataset:
             "throughput": ("time", means[2]),
             "job_state": ("time", state.astype(np.int8)),
             **_event_variables(scenario, line),
-            "goodput": ((), (line.running_time - line.lost_work) / derived.step_time
-                        * scenario.workload.tokens_per_step),
+            "goodput": (
+                (),
+                (line.running_time - line.lost_work)
+                / derived.step_time
+                * scenario.workload.tokens_per_step,
+            ),
             "effective_training_time": ((), line.effective_training_time),
         },
         coords={"time": time.values},

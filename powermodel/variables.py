@@ -57,13 +57,16 @@ VARIABLES: dict[str, dict[str, str]] = {
     "event_lost_work": {
         "units": "s",
         "long_name": "Training time lost",
-        "description": "Training time since the last completed checkpoint, lost by the interruption.",
+        "description": "Training since the last completed checkpoint, lost by the interruption.",
     },
 }
 
 
 def annotate(ds: xr.Dataset) -> xr.Dataset:
-    """Set ``units``, ``long_name`` and ``description`` from the registry (last step: arithmetic drops attrs)."""
+    """Set ``units``, ``long_name`` and ``description`` from the registry.
+
+    Call it last: xarray arithmetic drops attrs.
+    """
     for name, meta in VARIABLES.items():
         if name in ds.variables:
             ds[name].attrs.update({k: v for k, v in meta.items() if v})

@@ -28,7 +28,9 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     assert script.exists(), "install the package (pip install -e .) to get the powermodel command"
     return subprocess.run(
         [str(script), *args],
-        capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
         timeout=300,
     )
 
@@ -43,10 +45,16 @@ def test_reference_run_writes_54_days_at_1s(tmp_path):
     # 54 days × 86,400 s (Llama 3 paper's 54-day snapshot at dt = 1 s)
     assert table.num_rows == 4_665_600
     assert table.column_names == [
-        "time", "gpu_power [MW]", "it_power [MW]", "throughput [token/s]", "job_state"
+        "time",
+        "gpu_power [MW]",
+        "it_power [MW]",
+        "throughput [token/s]",
+        "job_state",
     ]
     first, last = table["time"][0].as_py(), table["time"][-1].as_py()
-    assert str(first).startswith("2024-07-01 00:00:00") and str(last).startswith("2024-08-23 23:59:59")
+    assert str(first).startswith("2024-07-01 00:00:00") and str(last).startswith(
+        "2024-08-23 23:59:59"
+    )
     with open(out) as f:
         f.readline()
         assert f.readline().startswith('"2024-07-01T00:00:00Z"')
@@ -101,8 +109,13 @@ def test_presets_and_validate(capsys):
 def test_sensitivity_table(capsys):
     assert main(["run", REFERENCE, "--set", "simulation.duration=20min", "--sensitivity"]) == 0
     out = capsys.readouterr().out
-    for key in ("workload.trough_depth", "workload.edge_rate", "gpu.stalled",
-                "workload.startup_ramp", "checkpoint.blocking_time"):
+    for key in (
+        "workload.trough_depth",
+        "workload.edge_rate",
+        "gpu.stalled",
+        "workload.startup_ramp",
+        "checkpoint.blocking_time",
+    ):
         assert key in out
 
 
@@ -112,8 +125,10 @@ BAD = [
     (["run", REFERENCE, "--set", "cluster.n_gpus=many"], "valid integer"),
     (["run", REFERENCE, "--set", "cluster.n_gpus=-16"], "greater than 0"),
     (["run", REFERENCE, "--set", "workload.phases.0.share=0.9"], "phase shares must sum to 1"),
-    (["run", REFERENCE, "--set", "simulation.dt=2d", "--set", "simulation.duration=1d"],
-     "longer than the duration"),
+    (
+        ["run", REFERENCE, "--set", "simulation.dt=2d", "--set", "simulation.duration=1d"],
+        "longer than the duration",
+    ),
     (["run", REFERENCE, "-o", "out.xlsx"], "unknown extension '.xlsx'"),
     (["run", REFERENCE, *SHORT, "--resample", "7s"], "whole multiple"),
 ]

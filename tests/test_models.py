@@ -88,14 +88,34 @@ def test_young_daly():
 
 def _timeline(rates, seed=1, duration=86400.0 * 5, interval=300.0, stall=3.0, done=3.0):
     recoveries = [
-        Recovery(((State.STALLED, 60.0), (State.FAILED_IDLE, 600.0), (State.LOADING, 3.0),
-                  (State.RAMP, 10.0)), loses_work=True),
-        Recovery(((State.CHECKPOINT, stall), (State.MAINTENANCE, 600.0), (State.LOADING, 3.0),
-                  (State.RAMP, 10.0)), loses_work=False),
+        Recovery(
+            (
+                (State.STALLED, 60.0),
+                (State.FAILED_IDLE, 600.0),
+                (State.LOADING, 3.0),
+                (State.RAMP, 10.0),
+            ),
+            loses_work=True,
+        ),
+        Recovery(
+            (
+                (State.CHECKPOINT, stall),
+                (State.MAINTENANCE, 600.0),
+                (State.LOADING, 3.0),
+                (State.RAMP, 10.0),
+            ),
+            loses_work=False,
+        ),
     ]
     return events.job_timeline(
-        duration, np.asarray(rates), recoveries, ((State.LOADING, 3.0), (State.RAMP, 10.0)),
-        interval, stall, done, np.random.default_rng(seed),
+        duration,
+        np.asarray(rates),
+        recoveries,
+        ((State.LOADING, 3.0), (State.RAMP, 10.0)),
+        interval,
+        stall,
+        done,
+        np.random.default_rng(seed),
     )
 
 
@@ -134,8 +154,15 @@ def test_async_checkpoint_completing_late_loses_more_work():
 
 def test_render_is_energy_exact_at_any_grid():
     # A periodic shape and two constants, on segments that do not align with either grid.
-    cells = np.array([[np.sin(np.linspace(0, 2 * np.pi, 64, endpoint=False)) + 2.0,
-                       np.full(64, 5.0), np.full(64, 1.0)]])
+    cells = np.array(
+        [
+            [
+                np.sin(np.linspace(0, 2 * np.pi, 64, endpoint=False)) + 2.0,
+                np.full(64, 5.0),
+                np.full(64, 1.0),
+            ]
+        ]
+    )
     cum = render.cumulative_tables(cells)
     seg_start = np.array([0.0, 10.37, 31.1, 47.9])
     seg_shape = np.array([1, 0, 2, 0])
@@ -147,6 +174,17 @@ def test_render_is_energy_exact_at_any_grid():
     assert_allclose(fine[0, 100:1000], 5.0)
     # Analytic integral: 10.37·5 + (31.1−10.37)·2 + the sine over whole and partial cycles, etc.
     exact = 10.37 * 5 + 20.73 * 2 + 16.8 * 1 + 12.1 * 2
-    sine = (3.3 / (2 * np.pi)) * ((1 - np.cos(2 * np.pi * 20.73 / 3.3))
-                                  + (1 - np.cos(2 * np.pi * 12.1 / 3.3)))
+    sine = (3.3 / (2 * np.pi)) * (
+        (1 - np.cos(2 * np.pi * 20.73 / 3.3)) + (1 - np.cos(2 * np.pi * 12.1 / 3.3))
+    )
     assert coarse.sum() * 10.0 == pytest.approx(exact + sine, rel=2e-3)
+
+
+def test_render_in_chunks_equals_render_at_once(monkeypatch):
+    cells = np.array([[np.linspace(1.0, 2.0, 32), np.full(32, 3.0)]])
+    cum = render.cumulative_tables(cells)
+    args = (np.array([0.0, 7.3, 19.9]), np.array([0, 1, 0]), np.array([0.37, 1.0]), cum)
+    edges = np.linspace(0.0, 40.0, 1001)
+    whole = render.interval_means(*args, edges)
+    monkeypatch.setattr(render, "CHUNK", 7)
+    assert_allclose(render.interval_means(*args, edges), whole, rtol=1e-13)

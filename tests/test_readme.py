@@ -19,6 +19,9 @@ def test_quick_start_has_exactly_two_commands_and_ci_runs_the_second():
     run_app, run_tests = quick_start_commands()
     assert run_app.endswith("python app.py")
     assert run_tests.endswith("python -m pytest")
-    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
-          if line and not line.startswith(("#", "set ", "cd "))]
+    ci = [
+        line
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line and not line.startswith(("#", "set ", "cd "))
+    ]
     assert ci == [run_tests]

@@ -29,7 +29,9 @@ def test_reference_preset_loads_with_sourced_numbers():
 def test_reference_causes_are_table_5_counts():
     # data/published/llama3_interruptions.csv: Llama 3 paper, Table 5, transcribed.
     with open(DATA / "published" / "llama3_interruptions.csv") as f:
-        table = {row["component"]: (row["category"], float(row["count"])) for row in csv.DictReader(f)}
+        table = {
+            row["component"]: (row["category"], float(row["count"])) for row in csv.DictReader(f)
+        }
     causes = {c.name: (c.category, c.count) for c in load_scenario(REFERENCE).reliability.causes}
     assert causes == table
     assert sum(count for _, count in causes.values()) == 419
@@ -56,6 +58,9 @@ def test_changing_the_gpu_refills_the_gpu_table():
     assert sc.gpu.tdp == 1200.0 and sc.gpu.name == "GB200"
     sc = load_scenario(REFERENCE, {"cluster.gpu": "GB200", "gpu.stalled": 300.0})
     assert sc.gpu.stalled == 300.0
+    # starting from a full scenario (its [gpu] table written for the H100)
+    again = load_scenario(load_scenario(REFERENCE), {"cluster.gpu": "B200", "gpu.idle": 120.0})
+    assert again.gpu.name == "B200" and again.gpu.tdp == 1000.0 and again.gpu.idle == 120.0
 
 
 def test_overrides_as_mapping_and_as_strings_agree():
@@ -66,9 +71,7 @@ def test_overrides_as_mapping_and_as_strings_agree():
 
 
 def test_override_into_an_array_of_tables():
-    sc = load_scenario(
-        REFERENCE, ["workload.phases.0.share=0.6", "workload.phases.1.share=0.4"]
-    )
+    sc = load_scenario(REFERENCE, ["workload.phases.0.share=0.6", "workload.phases.1.share=0.4"])
     assert [p.share for p in sc.workload.phases] == [0.6, 0.4]
 
 
@@ -109,10 +112,18 @@ def test_durations():
     [
         ("no-such-preset", None, r"unknown preset 'no-such-preset'"),
         ("llama3-405b-16k-h10", None, r"did you mean 'llama3-405b-16k-h100'"),
-        (REFERENCE, {"cluster.n_gpu": 5}, r"unknown key 'cluster.n_gpu' \(did you mean 'cluster.n_gpus'"),
+        (
+            REFERENCE,
+            {"cluster.n_gpu": 5},
+            r"unknown key 'cluster.n_gpu' \(did you mean 'cluster.n_gpus'",
+        ),
         (REFERENCE, {"simulaton.seed": 5}, r"did you mean 'simulation'"),
         (REFERENCE, {"cluster.n_gpus": "many"}, r"cluster.n_gpus: Input should be a valid integer"),
-        (REFERENCE, {"cluster.n_gpus": -5}, r"cluster.n_gpus: Input should be greater than 0 \(got -5\)"),
+        (
+            REFERENCE,
+            {"cluster.n_gpus": -5},
+            r"cluster.n_gpus: Input should be greater than 0 \(got -5\)",
+        ),
         (REFERENCE, {"workload.phases.0.share": 0.5}, r"phase shares must sum to 1, got 0.825"),
         (REFERENCE, {"simulation.dt": "2d", "simulation.duration": "1d"}, r"dt \(2d\) is longer"),
         (REFERENCE, {"simulation.dt": "7s", "simulation.duration": "1min"}, r"whole number of dt"),
@@ -142,6 +153,15 @@ def test_missing_file_and_extends_loop(tmp_path):
     with pytest.raises(ScenarioError, match="does not exist"):
         load_scenario(tmp_path / "absent.toml")
     path = tmp_path / "loop.toml"
-    path.write_text('extends = 5\n')
+    path.write_text("extends = 5\n")
     with pytest.raises(ScenarioError, match="'extends' must be a preset name"):
         load_scenario(path)
+
+
+@pytest.mark.parametrize("name", presets())
+def test_every_preset_validates_and_runs(name):
+    from powermodel import metrics, simulate
+
+    ds = simulate(load_scenario(name, {"simulation.duration": "1h"}))
+    result = metrics(ds)
+    assert 0 < result["min_mw"] <= result["mean_mw"] <= result["peak_mw"]

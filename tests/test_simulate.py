@@ -80,7 +80,7 @@ def test_young_daly_interval_in_whole_steps():
 
 @pytest.fixture(scope="module")
 def week():
-    """Two days at 1 s with long checkpoint intervals, so failures interrupt long running stretches."""
+    """Two days at 1 s, checkpoints a day apart: failures interrupt long running stretches."""
     sc = load_scenario(
         REFERENCE, {"simulation.duration": "2d", "simulation.seed": 3, "checkpoint.interval": "1d"}
     )
@@ -107,10 +107,14 @@ def test_failure_drops_it_power_to_stalled_then_idle(week):
     power = ds["it_power"].values
     state = ds["job_state"].values
     events = (ds["event_time"].values - ds["time"].values[0]) / np.timedelta64(1, "s")
-    unexpected = events[(ds["event_kind"].values == "unexpected")
-                        & (ds["event_cause"].values != "NCCL watchdog timeouts")]
+    unexpected = events[
+        (ds["event_kind"].values == "unexpected")
+        & (ds["event_cause"].values != "NCCL watchdog timeouts")
+    ]
     # the first failure preceded by 10 minutes of uninterrupted running
-    fail = next(e for e in unexpected if e > 700 and np.all(state[(t >= e - 600) & (t < e - 1)] == 0))
+    fail = next(
+        e for e in unexpected if e > 700 and np.all(state[(t >= e - 600) & (t < e - 1)] == 0)
+    )
     before = power[(t >= fail - 600) & (t < np.floor(fail))]
     stall, restart = sc.reliability.stall_time, sc.reliability.restart_time
     stalled = power[(t >= np.ceil(fail)) & (t < np.floor(fail + stall))]
@@ -118,7 +122,9 @@ def test_failure_drops_it_power_to_stalled_then_idle(week):
     # Constant levels, reached in the first whole second after each transition (sourced times:
     # stall_time 60 s, restart_time 10 min, from the preset).
     assert np.ptp(stalled) < 1e-9 and np.ptp(idle) < 1e-9
-    assert stalled.size == pytest.approx(stall, abs=1) and idle.size == pytest.approx(restart, abs=1)
+    assert stalled.size == pytest.approx(stall, abs=1) and idle.size == pytest.approx(
+        restart, abs=1
+    )
 
     gpu = _running_gpu_power(sc)
     per_gpu = gpu - sc.gpu.stalled  # 631.75 W → 150 W (DESIGN.md: measured while stalled)
@@ -144,7 +150,6 @@ def test_failure_drops_it_power_to_stalled_then_idle(week):
 
 def test_restart_ramp_follows_the_start_up_ramp(week):
     sc, ds = week
-    t = (ds["time"].values - ds["time"].values[0]) / np.timedelta64(1, "s")
     state, power = ds["job_state"].values, ds["it_power"].values
 
     def ramps():
@@ -178,8 +183,9 @@ def test_energy_same_at_100ms_and_1min():
     # and the PSU losses are in it: rack input exceeds the DC sum of GPUs
     assert np.all(fine["it_power"].values > fine["gpu_power"].values)
     # the 1-min means are the means of the 100-ms ones
-    assert_allclose(fine["it_power"].values.reshape(360, 600).mean(axis=1),
-                    coarse["it_power"].values, rtol=1e-9)
+    assert_allclose(
+        fine["it_power"].values.reshape(360, 600).mean(axis=1), coarse["it_power"].values, rtol=1e-9
+    )
 
 
 def test_same_seed_same_bytes_other_seed_other_failures():

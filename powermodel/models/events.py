@@ -169,7 +169,7 @@ def job_timeline(
 def _draw_interruptions(
     horizon: float, rates: np.ndarray, down: np.ndarray, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Up times and causes of enough interruptions to pass ``horizon`` (batches, not a loop per event)."""
+    """Up times and causes of enough interruptions to pass ``horizon``, drawn in batches."""
     total = rates.sum()
     if total <= 0.0:
         return np.array([np.inf]), np.zeros(1, dtype=np.int64)
@@ -208,7 +208,7 @@ def _sequence_segments(
     sequences: list[tuple[tuple[State, float], ...]],
     which: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Segments of state sequence ``sequences[which[i]]`` starting at ``when[i]``; zero-length steps dropped."""
+    """Segments of ``sequences[which[i]]`` starting at ``when[i]``; zero-length steps dropped."""
     width = max(len(s) for s in sequences)
     states = np.full((len(sequences), width), -1, dtype=np.int8)
     times = np.zeros((len(sequences), width))

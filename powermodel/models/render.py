@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+CHUNK = 1 << 20  # grid edges per pass
+
 
 def cumulative_tables(cells: np.ndarray) -> np.ndarray:
     """Cumulative integral over one unit of ``x`` of cell values ``(..., n_shapes, n_cells)``.
@@ -55,11 +57,15 @@ def interval_means(
     before = np.concatenate(
         (np.zeros((cumulative.shape[0], 1)), np.cumsum(seg_integral, axis=1)[:, :-1]), axis=1
     )
-    seg = np.searchsorted(seg_start, edges, side="right") - 1
-    total = before[:, seg] + _integral(
-        cumulative, seg_shape[seg], shape_rate[seg_shape[seg]], edges - seg_start[seg]
-    )
-    return np.diff(total, axis=1) / np.diff(edges)
+    out = np.empty((cumulative.shape[0], edges.size - 1))
+    for lo in range(0, edges.size - 1, CHUNK):  # bounded temporaries on long runs
+        chunk = edges[lo : lo + CHUNK + 1]
+        seg = np.searchsorted(seg_start, chunk, side="right") - 1
+        total = before[:, seg] + _integral(
+            cumulative, seg_shape[seg], shape_rate[seg_shape[seg]], chunk - seg_start[seg]
+        )
+        out[:, lo : lo + chunk.size - 1] = np.diff(total, axis=1) / np.diff(chunk)
+    return out
 
 
 def _integral(

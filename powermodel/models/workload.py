@@ -60,8 +60,8 @@ def phase_levels(
 ) -> np.ndarray:
     """Per-phase GPU power as a fraction of TDP.
 
-    Compute phases draw ``compute_power``; communication phases ``compute_power·(1 − trough_depth)``;
-    other phases their own ``power``.
+    Compute phases draw ``compute_power``; communication phases
+    ``compute_power·(1 − trough_depth)``; other phases their own ``power``.
     """
     by_kind = {"compute": compute_power, "communication": compute_power * (1.0 - trough_depth)}
     return np.array([by_kind[k] if k in by_kind else p for k, p in zip(kinds, powers, strict=True)])
@@ -81,7 +81,7 @@ def iteration_waveform(
     shares
         Share of the step of each phase, in order; sums to 1. [1]
     levels
-        Power of each phase (any unit; TDP fractions here). 
+        Power of each phase (any unit; TDP fractions here).
     step_time
         Step time. [s]
     edge_rate
@@ -96,7 +96,7 @@ def iteration_waveform(
 
     Notes
     -----
-    Each change of level ``ΔL`` at a phase boundary is a linear ramp of duration ``|ΔL| / edge_rate``
+    Each change of level ``ΔL`` at a phase boundary is a linear ramp lasting ``|ΔL| / edge_rate``,
     centred on the boundary, so every phase keeps its energy. Ramps that overlap add up; a phase
     shorter than its edges never reaches its level, as on real hardware. The waveform is periodic:
     boundaries are repeated one period either side.
@@ -113,7 +113,9 @@ def iteration_waveform(
     lo, hi = cells[:-1, None, None], cells[1:, None, None]
     centre = bounds[None, :, None] + np.array([-1.0, 0.0, 1.0])[None, None, :]
     w = width[None, :, None]
-    ramp_area = w * (_ramp_integral((hi - centre) / w + 0.5) - _ramp_integral((lo - centre) / w + 0.5))
+    ramp_area = w * (
+        _ramp_integral((hi - centre) / w + 0.5) - _ramp_integral((lo - centre) / w + 0.5)
+    )
     fraction = ramp_area.sum(axis=2) / (hi[:, :, 0] - lo[:, :, 0])
     return levels[-1] + fraction @ steps
 
