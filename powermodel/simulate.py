@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,7 +13,7 @@ from powermodel import __version__
 from powermodel.errors import ScenarioError
 from powermodel.models import electrical, events, render, workload
 from powermodel.models.events import Recovery, State
-from powermodel.scenario import Scenario
+from powermodel.scenario import Scenario, load_scenario
 from powermodel.variables import annotate
 
 # Independent random streams per purpose (DESIGN principle 6): SeedSequence spawn keys.
@@ -110,6 +111,7 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
     def const(value: float) -> np.ndarray:
         return np.full(n, value)
 
+    # A checkpoint stall holds the GPUs at a barrier while the write completes: the stalled level.
     gpu_w = {
         State.RUNNING: per_gpu,
         State.CHECKPOINT: const(gpu.stalled),
@@ -162,8 +164,8 @@ def timeline(scenario: Scenario, derived: Derived | None = None) -> events.Timel
     )
 
 
-def simulate(scenario: Scenario) -> xr.Dataset:
-    """Simulate a scenario on its time grid.
+def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
+    """Simulate a scenario (or a preset name or TOML path, loaded as given) on its time grid.
 
     Returns
     -------
@@ -173,7 +175,7 @@ def simulate(scenario: Scenario) -> xr.Dataset:
         ``goodput`` and ``effective_training_time``; the scenario as JSON in ``attrs["scenario"]``.
     """
     if not isinstance(scenario, Scenario):
-        raise TypeError("simulate() takes a Scenario: use load_scenario(name_or_path) first")
+        scenario = load_scenario(scenario)
     sim = scenario.simulation
     derived = derive(scenario)
     line = timeline(scenario, derived)
