@@ -41,12 +41,14 @@ def derive(scenario: Scenario) -> Derived:
     )
     write = ck.blocking_time if ck.blocking_time is not None else ck.size / ck.write_bandwidth
     stall = write if ck.mode == "blocking" else ck.async_blocking_time
-    done = write if ck.mode == "blocking" else ck.async_blocking_time + ck.size / ck.write_bandwidth
-    per_gpu_hour = np.array([c.count for c in rel.causes] + [0.0]) * rel.rate_scale
-    per_gpu_hour[-1] = rel.planned_count
-    rates = per_gpu_hour / rel.exposure_gpu_hours * cl.n_gpus / 3600.0
+    done = write if ck.mode == "blocking" else ck.async_blocking_time + write
+    unexpected = np.array([c.count for c in rel.causes]) * rel.rate_scale
+    counts = np.append(unexpected, rel.planned_count)
+    rates = counts / rel.exposure_gpu_hours * cl.n_gpus / 3600.0
     if ck.interval == "young-daly":
-        interval = events.young_daly_interval(1.0 / rates.sum(), stall) if rates.sum() else np.inf
+        # Planned stops checkpoint first and lose nothing: the MTBF is of unexpected ones only.
+        lossy = rates[:-1].sum()
+        interval = events.young_daly_interval(1.0 / lossy, stall) if lossy else np.inf
     else:
         interval = ck.interval
     interval = max(1.0, round(interval / step)) * step if np.isfinite(interval) else 1e30
