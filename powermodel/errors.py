@@ -7,3 +7,7 @@ class PowerModelError(ValueError):
 
 class ScenarioError(PowerModelError):
     """A scenario that cannot be loaded or does not validate."""
+
+
+class DataFileError(PowerModelError):
+    """A data file (weather, chiller curves, a measured trace) that cannot be read as its format."""
