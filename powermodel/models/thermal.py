@@ -1,0 +1,126 @@
+"""GPU temperature, leakage, clocks and the pace of synchronous training.
+
+A GPU in a compute phase sits at its power cap: firmware holds ``P_cap = P_leak(T) + P_dyn`` with
+``P_dyn ∝ C·V²·f``, roughly ``∝ f³`` near the top of the voltage–frequency curve (REFERENCES §3).
+A hotter chip leaks more, so at the same cap its clock falls — continuously, with no threshold.
+Off the cap (communication, memory-bound phases) clocks hold and power rises a little when hot.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import log_ndtr
+from scipy.stats import norm
+
+DYNAMIC_EXPONENT = 3.0  # P_dyn ∝ f³ near the top of the V–f curve (REFERENCES §3: C·V²·f, V ∝ f)
+
+
+def steady_gpu_temperature(
+    temp_inlet: np.ndarray, power: np.ndarray, thermal_resistance: float
+) -> np.ndarray:
+    """Die temperature once the heat sink has settled: ``T = T_inlet + R_th·P``.
+
+    Parameters
+    ----------
+    temp_inlet
+        Air inlet or coolant supply temperature at the GPU. [°C]
+    power
+        GPU board power. [W]
+    thermal_resistance
+        Die-to-inlet thermal resistance. [K/W]
+    """
+    return np.asarray(temp_inlet) + thermal_resistance * np.asarray(power)
+
+
+def leakage_power(
+    temp_gpu: np.ndarray, leakage_ref: float, temp_ref: float, coefficient: float
+) -> np.ndarray:
+    """Static (leakage) power, exponential in die temperature.
+
+    ``P_leak(T) = P_ref · exp(k·(T − T_ref))``
+
+    Parameters
+    ----------
+    temp_gpu
+        Die temperature. [°C]
+    leakage_ref
+        Leakage at ``temp_ref``. [W]
+    temp_ref
+        Reference die temperature. [°C]
+    coefficient
+        ``k``: relative growth of leakage per kelvin. [1/K]
+
+    Notes
+    -----
+    Sub-threshold leakage grows roughly exponentially with temperature (it about doubles every
+    20–30 K in recent CMOS nodes, k ≈ 0.023–0.035 /K). ``k`` is the coefficient powermodel
+    calibrates on the Llama 3 diurnal throughput swing; it is labelled so in the presets.
+    """
+    return leakage_ref * np.exp(coefficient * (np.asarray(temp_gpu) - temp_ref))
+
+
+def clock_factor(
+    temp_gpu: np.ndarray,
+    power_cap: float,
+    leakage_ref: float,
+    temp_ref: float,
+    coefficient: float,
+    power_ref: float | None = None,
+    exponent: float = DYNAMIC_EXPONENT,
+) -> np.ndarray:
+    """Clock of a GPU held at its power cap, relative to that at ``temp_ref`` and ``power_ref``.
+
+    ``f / f_ref = ((P_cap − P_leak(T)) / (P_ref − P_leak(T_ref)))^(1/exponent)``
+
+    Parameters
+    ----------
+    temp_gpu
+        Die temperature. [°C]
+    power_cap
+        Power the firmware holds in compute phases. [W]
+    leakage_ref, temp_ref, coefficient
+        As in :func:`leakage_power`.
+    power_ref
+        Cap at which the reference clock was set (the TDP); ``power_cap`` if None. [W]
+    exponent
+        Dynamic power against clock: 3 near the top of the V–f curve.
+
+    Returns
+    -------
+    numpy.ndarray
+        Clock factor (1 at the reference); continuous in temperature and cap.
+    """
+    power_ref = power_cap if power_ref is None else power_ref
+    dynamic = power_cap - leakage_power(temp_gpu, leakage_ref, temp_ref, coefficient)
+    dynamic_ref = power_ref - leakage_ref
+    if np.any(dynamic <= 0):
+        raise ValueError("leakage reaches the power cap: the GPU cannot run at this temperature")
+    return (dynamic / dynamic_ref) ** (1.0 / exponent)
+
+
+def slowest_of(spread: float, n: int) -> float:
+    """Expected clock deficit of the slowest of ``n`` GPUs whose clocks spread by ``spread`` (σ).
+
+    Synchronous training waits for the slowest GPU. The largest of ``n`` standard Gaussian draws
+    has the expectation ``∫ x · n·φ(x)·Φ(x)^(n−1) dx``, which grows like ``√(2 ln n)``; the
+    integral is evaluated on a fixed grid, so the cost does not grow with ``n``.
+
+    Returns
+    -------
+    float
+        Relative clock deficit of the slowest GPU, ``spread`` times that expectation. [1]
+    """
+    if n < 2:
+        return 0.0
+    x = np.linspace(-3.0, 4.0 + np.sqrt(2.0 * np.log(n)), 8001)
+    density = np.exp(np.log(n) + norm.logpdf(x) + (n - 1) * log_ndtr(x))
+    return spread * float(np.sum(x * density) * (x[1] - x[0]))
+
+
+def step_time_factor(clock: np.ndarray, compute_share: float) -> np.ndarray:
+    """Step time relative to the reference when compute runs at ``clock``: compute stretches,
+    communication does not.
+
+    ``t / t_ref = s / c + (1 − s)``, ``s`` the compute share of the reference step.
+    """
+    return compute_share / np.asarray(clock) + (1.0 - compute_share)
