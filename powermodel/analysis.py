@@ -37,14 +37,18 @@ def max_swing(power: np.ndarray, dt: float, window: float = SWING_WINDOW) -> flo
 def metrics(ds: xr.Dataset) -> dict[str, Any]:
     """Headline numbers of a simulated run.
 
-    Power figures are of ``it_power`` [MW]; ``energy_mwh`` integrates its interval means exactly.
-    ``effective_training_time`` is a fraction; ``tokens`` counts tokens trained and kept.
+    Power figures without a prefix are of ``it_power`` [MW]; ``energy_mwh`` integrates its
+    interval means exactly. ``effective_training_time`` is a fraction; ``tokens`` counts tokens
+    trained and kept. ``pue`` is facility over IT energy for the whole run, ``wue_l_per_kwh``
+    water per IT kWh, ``throughput_lost_to_heat`` the fraction of tokens the clocks lost to
+    weather: against the plant holding its supply setpoint all the time.
     """
     power = ds["it_power"].values
     dt = step_seconds(ds)
     kinds = ds["event_kind"].values if "event_kind" in ds else np.array([])
     unexpected = kinds == "unexpected"
     categories, counts = np.unique(ds["event_category"].values[unexpected], return_counts=True)
+    facility = _facility_metrics(ds, dt) if "facility_power" in ds else {}
     return {
         "energy_mwh": float(power.sum() * dt / 3600.0),
         "mean_mw": float(power.mean()),
@@ -56,6 +60,30 @@ def metrics(ds: xr.Dataset) -> dict[str, Any]:
         "interruptions_by_category": dict(zip(categories.tolist(), counts.tolist(), strict=True)),
         "effective_training_time": float(ds["effective_training_time"]),
         "tokens": float(ds["goodput"]),
+        **facility,
+    }
+
+
+def _facility_metrics(ds: xr.Dataset, dt: float) -> dict[str, float]:
+    """PUE over the run, WUE, cooling energy, and the throughput the heat cost."""
+    it_mwh = float(ds["it_power"].sum()) * dt / 3600.0
+    facility_mwh = float(ds["facility_power"].sum()) * dt / 3600.0
+    water_l = float(ds["water_use"].astype(np.float64).sum()) * dt
+    share, best = ds.attrs["compute_share"], ds.attrs["clock_setpoint"]
+    clock = ds["clock_factor"].values.astype(np.float64)
+    throughput = ds["throughput"].values
+    # tokens had the plant held its supply setpoint: each interval's throughput times the ratio
+    # of its step stretch to the stretch at the setpoint
+    stretch = (share / clock + 1.0 - share) / (share / best + 1.0 - share)
+    nominal = float(np.sum(throughput * stretch))
+    return {
+        "facility_energy_mwh": facility_mwh,
+        "cooling_energy_mwh": float(ds["cooling_power"].sum()) * dt / 3600.0,
+        "facility_peak_mw": float(ds["facility_power"].max()),
+        "pue": facility_mwh / it_mwh,
+        "wue_l_per_kwh": water_l / (it_mwh * 1000.0),
+        "chiller_hours": float(ds["chiller_hours"]),
+        "throughput_lost_to_heat": 1.0 - float(throughput.sum()) / nominal if nominal else 0.0,
     }
 
 
@@ -109,3 +137,30 @@ def resample(ds: xr.Dataset, interval: str | float) -> xr.Dataset:
             {**var.attrs, "cell_methods": "time: maximum"},
         )
     return out
+
+
+def diurnal_profile(ds: xr.Dataset, name: str = "throughput") -> np.ndarray:
+    """Hour-of-day (local clock time) mean of a variable over the time the job is running.
+
+    Returns 24 values, hour 0 first; NaN for an hour with no running time.
+    """
+    import pandas as pd
+
+    running = ds["job_state"].values == 0
+    local = (
+        pd.DatetimeIndex(ds["time"].values)
+        .tz_localize("UTC")
+        .tz_convert(ds.attrs.get("site_timezone", "UTC"))
+    )
+    hours = local.hour.to_numpy()[running]
+    values = ds[name].values[running]
+    with np.errstate(invalid="ignore"):
+        return np.bincount(hours, values, 24) / np.bincount(hours, minlength=24)
+
+
+def diurnal_swing(ds: xr.Dataset, name: str = "throughput") -> tuple[float, int]:
+    """Peak-to-trough of :func:`diurnal_profile` over its mean, and the local hour of the trough."""
+    profile = diurnal_profile(ds, name)
+    return float((np.nanmax(profile) - np.nanmin(profile)) / np.nanmean(profile)), int(
+        np.nanargmin(profile)
+    )

@@ -130,6 +130,13 @@ def _print_summary(name: str, result: dict[str, Any], attrs: dict, elapsed: floa
         ("largest 5-s swing", f"{result['swing_5s_mw']:.2f} MW"),
         ("unexpected interruptions", f"{result['unexpected_interruptions']}"),
         ("planned interruptions", f"{result['planned_interruptions']}"),
+        (
+            "facility energy / peak",
+            "{facility_energy_mwh:,.1f} MWh / {facility_peak_mw:.2f} MW".format(**result),
+        ),
+        ("PUE / WUE", "{pue:.3f} / {wue_l_per_kwh:.3f} L/kWh".format(**result)),
+        ("cooling energy", f"{result['cooling_energy_mwh']:,.1f} MWh"),
+        ("throughput lost to heat", f"{100 * result['throughput_lost_to_heat']:.2f} %"),
         ("effective training time", f"{100 * result['effective_training_time']:.1f} %"),
         ("tokens trained", f"{result['tokens']:.4g}"),
         ("simulated in", f"{elapsed:.1f} s"),

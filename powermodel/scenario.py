@@ -39,9 +39,9 @@ from pydantic import (
 )
 
 from powermodel.errors import ScenarioError
+from powermodel.models import weather as wx
 
 PRESET_PACKAGE = "powermodel.presets"
-GPU_CATALOGUE = "gpus"
 
 _UNITS = {
     "ms": 1e-3,
@@ -140,9 +140,38 @@ class Simulation(Section):
         return round(self.duration / self.dt)
 
 
+class Synthetic(Section):
+    """Synthetic weather: seasonal and diurnal cosines (defaults fitted to Sterling's TMY3)."""
+
+    mean: float = Field(wx.STERLING_MEAN, description="Annual mean dry-bulb. [°C]")
+    seasonal_amplitude: float = Field(
+        wx.STERLING_SEASONAL_AMPLITUDE, ge=0, description="Half the summer-winter swing. [K]"
+    )
+    hottest_day: float = Field(
+        wx.STERLING_HOTTEST_DAY, ge=1, le=366, description="Day of year of the warmest mean."
+    )
+    daily_amplitude: float = Field(
+        wx.STERLING_DAILY_AMPLITUDE, ge=0, description="Half the daily range. [K]"
+    )
+    peak_hour: float = Field(
+        wx.PEAK_HOUR, ge=0, lt=24, description="Local hour of the daily maximum. [h]"
+    )
+    dew_point_depression: float = Field(
+        wx.STERLING_DEW_POINT_DEPRESSION,
+        ge=0,
+        description="Daily-mean dry-bulb minus dew point (moisture varies slowly). [K]",
+    )
+    pressure: float = Field(101325.0, gt=0, description="Station pressure. [Pa]")
+
+
 class Site(Section):
     name: str = Field("", description="Where the site is.")
     timezone: str = Field("UTC", description="IANA timezone of the site (local hour).")
+    weather: str = Field(
+        "synthetic",
+        description="A shipped weather name, a path to an EPW or TMY3 file, or synthetic.",
+    )
+    synthetic: Synthetic = Synthetic()
 
     @field_validator("timezone")
     @classmethod
@@ -171,6 +200,15 @@ class Gpu(Section):
     peak_flops: float = Field(gt=0, description="Dense BF16 peak. [FLOP/s]")
     power_cap_min: float = Field(gt=0, description="Lowest settable power cap. [W]")
     levers: list[Lever] = Field(description="Power levers the hardware has.")
+    cooling: Literal["air", "liquid"] = Field(description="How the GPU sheds its heat.")
+    thermal_resistance: float = Field(
+        gt=0, description="Die to air inlet (air) or to coolant supply (liquid). [K/W]"
+    )
+    leakage_ref: float = Field(ge=0, description="Leakage power at temp_ref. [W]")
+    temp_ref: float = Field(description="Die temperature of the reference clock. [°C]")
+    leakage_coefficient: float = Field(
+        ge=0, description="Relative growth of leakage per kelvin (calibrated). [1/K]"
+    )
     source: str = Field("", description="Where the numbers come from.")
 
     @model_validator(mode="after")
@@ -202,6 +240,17 @@ class Psu(Section):
         return self
 
 
+class Fans(Section):
+    """Server fans: part of the rest-of-node power, faster when the inlet is warm (cube law)."""
+
+    power: float = Field(
+        ge=0, description="Fan power at nominal speed, in rest_power_active. [W/node]"
+    )
+    temp_nominal: float = Field(description="Inlet temperature up to which fans run nominal. [°C]")
+    slope: float = Field(ge=0, description="Speed increase per kelvin above it. [1/K]")
+    speed_max: float = Field(ge=1, description="Top speed, relative to nominal. [1]")
+
+
 class Cluster(Section):
     gpu: str = Field(description="GPU model, a name in the GPU catalogue.")
     n_gpus: int = Field(gt=0, description="Number of GPUs in the job.")
@@ -213,6 +262,10 @@ class Cluster(Section):
     network_power: float = Field(ge=0, description="Network fabric and optics. [W/GPU]")
     storage_power: float = Field(ge=0, description="Storage cluster serving the job. [MW]")
     psu: Psu
+    fans: Fans
+    temp_spread: float = Field(
+        ge=0, description="Std. dev. of die temperature across GPUs (hot spots, position). [K]"
+    )
 
     @property
     def n_nodes(self) -> float:
@@ -312,6 +365,89 @@ class Reliability(Section):
     notes: str = ""
 
 
+class Cooling(Section):
+    """A cooling plant, from the plant catalogue (``presets/plants.toml``)."""
+
+    plant: str = Field(description="Catalogue name.")
+    type: Literal["outside-air-evaporative", "liquid", "chilled-water"]
+    dt: Duration = Field(
+        60.0, gt=0, description="Plant time step (coarser than the electrical). [s]"
+    )
+    tau: Duration = Field(gt=0, description="Time constant of the plant's response. [s]")
+    supply_setpoint: float = Field(description="Supply air or coolant temperature held. [°C]")
+    inlet_offset: float = Field(ge=0, description="GPU inlet above supply (recirculation). [K]")
+    fan_fraction: float = Field(ge=0, description="Air-moving power at design load / heat. [1]")
+    fan_min_speed: float = Field(
+        0.2, gt=0, le=1, description="Lowest fan speed; 1 for constant-speed fans. [1]"
+    )
+    pump_fraction: float = Field(ge=0, description="Pumping power at design load / heat. [1]")
+    misc_fraction: float = Field(
+        ge=0, description="Lighting, offices, controls, over design IT power; constant. [1]"
+    )
+    design_margin: float = Field(1.0, ge=1, description="Plant capacity over peak IT heat. [1]")
+    evap_effectiveness: float | None = Field(None, gt=0, le=1, description="Media pads. [1]")
+    air_delta_t: float | None = Field(None, gt=0, description="Air rise across servers. [K]")
+    liquid_fraction: float | None = Field(None, ge=0, le=1, description="Heat to liquid. [1]")
+    heat_rejection: Literal["dry-cooler", "tower"] | None = None
+    rejection_approach: float | None = Field(
+        None, ge=0, description="Dry cooler over dry-bulb, or tower over wet-bulb. [K]"
+    )
+    loop_delta_t: float | None = Field(None, gt=0, description="Coolant loop range. [K]")
+    chw_supply: float | None = Field(None, description="Chilled-water supply. [°C]")
+    economizer: bool = Field(True, description="Waterside economizer (chilled-water plants).")
+    economizer_approach: float | None = Field(
+        None, ge=0, description="Waterside economizer heat-exchanger approach. [K]"
+    )
+    chiller: str | None = Field(None, description="Chiller, a row of the EnergyPlus tables.")
+    chiller_capacity: float | None = Field(
+        None, gt=0, description="Installed chiller capacity / peak IT heat. [1]"
+    )
+    cycles_of_concentration: float = Field(4.0, gt=1, description="Tower blowdown. [1]")
+    source: str = ""
+
+    _required = {
+        "outside-air-evaporative": ("evap_effectiveness", "air_delta_t"),
+        "liquid": (
+            "liquid_fraction",
+            "heat_rejection",
+            "rejection_approach",
+            "loop_delta_t",
+            "chiller",
+            "chiller_capacity",
+        ),
+        "chilled-water": (
+            "chw_supply",
+            "economizer_approach",
+            "rejection_approach",
+            "loop_delta_t",
+            "chiller",
+            "chiller_capacity",
+        ),
+    }
+
+    @model_validator(mode="after")
+    def _complete(self) -> Cooling:
+        missing = [k for k in self._required[self.type] if getattr(self, k) is None]
+        if missing:
+            raise ValueError(f"a {self.type} plant needs {', '.join(missing)}")
+        return self
+
+
+class Electrical(Section):
+    """Facility electrical chain between the grid connection and the racks."""
+
+    chain: str = Field(description="Catalogue name (presets/electrical.toml).")
+    ups_load: list[float] = Field(description="UPS load points, fraction of capacity. [1]")
+    ups_efficiency: list[float] = Field(description="UPS efficiency at each point. [1]")
+    transformer_efficiency: float = Field(gt=0, le=1, description="Transformers and PDUs. [1]")
+    design_margin: float = Field(1.25, ge=1, description="Capacity over peak IT power. [1]")
+    source: str = ""
+
+
+class Mitigation(Section):
+    power_cap: float | None = Field(None, gt=0, description="GPU power cap (nvidia-smi -pl). [W]")
+
+
 class SensitivityRange(Section):
     key: str = Field(description="Dotted scenario key.")
     low: float
@@ -329,11 +465,23 @@ class Scenario(Section):
     workload: Workload
     checkpoint: Checkpoint
     reliability: Reliability
+    cooling: Cooling
+    electrical: Electrical
+    mitigation: Mitigation = Mitigation()
     sensitivity: list[SensitivityRange] = []
     sources: dict[str, str] = Field(default_factory=dict, description="Citations by short key.")
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
+        cap = self.mitigation.power_cap
+        if cap is not None:
+            if "power_cap" not in self.gpu.levers:
+                raise ValueError(f"the {self.gpu.name} has no settable power cap")
+            if not self.gpu.power_cap_min <= cap <= self.gpu.tdp:
+                raise ValueError(
+                    f"mitigation.power_cap {cap:g} W is outside the {self.gpu.name}'s settable "
+                    f"range {self.gpu.power_cap_min:g}-{self.gpu.tdp:g} W"
+                )
         if self.gpu.name != self.cluster.gpu:
             raise ValueError(
                 f"gpu.name {self.gpu.name!r} differs from cluster.gpu {self.cluster.gpu!r}"
@@ -353,23 +501,37 @@ class Scenario(Section):
 # --- loading --------------------------------------------------------------------------------
 
 
+# Catalogues fill a section from a named entry: section -> (table and key naming the entry,
+# catalogue file, what an entry is, the section's own field holding the name).
+CATALOGUES = {
+    "gpu": ("cluster", "gpu", "gpus", "GPU", "name"),
+    "cooling": ("cooling", "plant", "plants", "cooling plant", "plant"),
+    "electrical": ("electrical", "chain", "electrical", "electrical chain", "chain"),
+}
+
+
 def presets() -> list[str]:
     """Names of the scenario presets shipped in the package."""
-    files = resources.files(PRESET_PACKAGE).iterdir()
+    catalogues = {f"{entry[2]}.toml" for entry in CATALOGUES.values()}
     return sorted(
         f.name.removesuffix(".toml")
-        for f in files
-        if f.name.endswith(".toml") and f.name != f"{GPU_CATALOGUE}.toml"
+        for f in resources.files(PRESET_PACKAGE).iterdir()
+        if f.name.endswith(".toml") and f.name not in catalogues
     )
+
+
+def catalogue(section: str) -> dict[str, dict[str, Any]]:
+    """A catalogue (``"gpu"``: GPUs, ``"cooling"``: cooling plants): name -> raw table."""
+    _, _, file, _, field = CATALOGUES[section]
+    raw = _parse_toml(
+        resources.files(PRESET_PACKAGE).joinpath(f"{file}.toml").read_text(), f"{file}.toml"
+    )
+    return {name: {field: name, **table} for name, table in raw.items()}
 
 
 def gpu_catalogue() -> dict[str, dict[str, Any]]:
     """The GPU catalogue: name -> raw table."""
-    raw = _parse_toml(
-        resources.files(PRESET_PACKAGE).joinpath(f"{GPU_CATALOGUE}.toml").read_text(),
-        f"{GPU_CATALOGUE}.toml",
-    )
-    return {name: {"name": name, **table} for name, table in raw.items()}
+    return catalogue("gpu")
 
 
 def load_scenario(
@@ -398,7 +560,8 @@ def load_scenario(
     parsed = _parse_overrides(overrides)
     for key, value in parsed.items():
         _set_dotted(raw, key, value)
-    _fill_gpu(raw, overridden={k.split(".", 1)[1] for k in parsed if k.startswith("gpu.")})
+    for section in CATALOGUES:
+        _fill_from_catalogue(raw, section, parsed)
     return _validate(raw)
 
 
@@ -497,27 +660,30 @@ def _set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
             node = node[part]
 
 
-def _fill_gpu(raw: dict[str, Any], overridden: set[str]) -> None:
-    """Fill ``[gpu]`` from the catalogue entry of ``cluster.gpu``; explicit keys win.
+def _fill_from_catalogue(raw: dict[str, Any], section: str, overrides: dict[str, Any]) -> None:
+    """Fill a section from the catalogue entry it names; keys given explicitly win.
 
-    A ``[gpu]`` table written for another GPU (a saved scenario whose ``cluster.gpu`` was then
-    changed) is dropped but for the keys the overrides set.
+    When the overrides choose another entry (``cluster.gpu=B200``), the section's old keys were
+    written for the old entry: only the keys the overrides set are kept over the new entry.
     """
-    name = raw.get("cluster", {}).get("gpu") if isinstance(raw.get("cluster"), dict) else None
+    table, key, _, what, _ = CATALOGUES[section]
+    selector = f"{table}.{key}"
+    name = raw.get(table, {}).get(key) if isinstance(raw.get(table), dict) else None
     if not isinstance(name, str):
-        return  # validation reports the missing or mistyped cluster.gpu
-    catalogue = gpu_catalogue()
-    if name not in catalogue:
+        return  # validation reports the missing or mistyped selector
+    entries = catalogue(section)
+    if name not in entries:
         raise ScenarioError(
-            f"cluster.gpu: unknown GPU {name!r}{_did_you_mean(name, catalogue)}; "
-            f"the catalogue has {', '.join(catalogue)}"
+            f"{selector}: unknown {what} {name!r}{_did_you_mean(name, entries)}; "
+            f"the catalogue has {', '.join(entries)}"
         )
-    explicit = raw.get("gpu", {})
+    explicit = raw.get(section, {})
     if not isinstance(explicit, dict):
-        raise ScenarioError("gpu must be a table of GPU parameters")
-    if explicit.get("name", name) != name:
-        explicit = {k: v for k, v in explicit.items() if k in overridden}
-    raw["gpu"] = _merge(catalogue[name], explicit)
+        raise ScenarioError(f"{section} must be a table")
+    if selector in overrides:
+        prefix = f"{section}."
+        explicit = {k: v for k, v in explicit.items() if f"{prefix}{k}" in overrides}
+    raw[section] = _merge(entries[name], explicit)
 
 
 def _validate(raw: dict[str, Any]) -> Scenario:

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from powermodel import __version__
+from powermodel import __version__, facility
 from powermodel.errors import ScenarioError
 from powermodel.models import electrical, events, render, workload
 from powermodel.models.events import Recovery, State
-from powermodel.scenario import Scenario, load_scenario
+from powermodel.scenario import Scenario, format_duration, load_scenario
 from powermodel.variables import annotate
 
 # Independent random streams per purpose (DESIGN principle 6): SeedSequence spawn keys.
@@ -106,6 +106,8 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
     )
     shares = np.array([p.share for p in wl.phases])
     per_gpu = gpu.tdp * workload.iteration_waveform(shares, levels, derived.step_time, wl.edge_rate)
+    if scenario.mitigation.power_cap is not None:  # per GPU, before aggregation (principle 2)
+        per_gpu = np.minimum(per_gpu, scenario.mitigation.power_cap)
     kernel = workload.offset_kernel(derived.step_time, wl.offset_spread, wl.jitter)
     n = per_gpu.size
     u = (np.arange(n) + 0.5) / n
@@ -128,7 +130,7 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
     fixed = cl.n_gpus * cl.network_power / 1e6 + cl.storage_power
     gpu_cells, it_cells, tok_cells = [], [], []
     for state in State:
-        node_ac = electrical.psu_input_power(
+        node_ac = electrical.input_power(
             cl.gpus_per_node * gpu_w[state] + rest[state],
             cl.psu.capacity,
             np.array(cl.psu.load),
@@ -172,13 +174,16 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
     Returns
     -------
     xarray.Dataset
-        ``gpu_power``, ``it_power``, ``throughput``, ``job_state`` on ``time`` (interval means,
-        each labelled by its start, timezone-naive UTC); the interruptions on ``event``;
-        ``goodput`` and ``effective_training_time``; the scenario as JSON in ``attrs["scenario"]``.
+        On ``time`` (interval means, each labelled by its start, timezone-naive UTC): the
+        electrical path ``gpu_power``, ``it_power``, ``facility_loss``, ``cooling_power``,
+        ``facility_power``, ``pue`` (hourly), ``throughput``, ``job_state``; the plant path, held
+        over each plant step: ``temp_air``, ``temp_wetbulb``, ``supply_temp``, ``gpu_temp``,
+        ``clock_factor``, ``water_use``. The interruptions on ``event``; ``goodput`` and
+        ``effective_training_time``; the scenario as JSON in ``attrs["scenario"]``.
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
-    sim = scenario.simulation
+    sim, cl = scenario.simulation, scenario.cluster
     derived = derive(scenario)
     line = timeline(scenario, derived)
     cells, rate = shape_tables(scenario, derived)
@@ -187,23 +192,58 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
         line.start, line.state.astype(np.int64), rate, render.cumulative_tables(cells), edges
     )
     state = render.state_at(line.start, line.state, edges[:-1] + 0.5 * sim.dt)
-    time = pd.Timestamp(sim.start) + pd.to_timedelta(edges[:-1], unit="s")
+    time = (pd.Timestamp(sim.start) + pd.to_timedelta(edges[:-1], unit="s")).values
+    gpu_power, it_power, nominal_throughput = means
+
+    k = plant_steps(scenario)
+    plant_dt = k * sim.dt
+    design = design_it_power(scenario)
+    path = facility.plant_path(
+        scenario,
+        time[::k] + np.timedelta64(round(plant_dt * 5e8), "ns"),
+        _block_mean(it_power, k) * 1e6,
+        _block_mean(gpu_power, k) * 1e6 / cl.n_gpus,
+        plant_dt,
+        design,
+    )
+    running = nominal_throughput / (scenario.workload.tokens_per_step / derived.step_time)  # 0-1
+    leak = cl.n_gpus * running * np.repeat(path.leak_extra, k)  # W, DC, while training
+    fans = cl.n_nodes * np.repeat(path.fan_extra, k)  # W, DC, whenever the nodes are on
+    gpu_power = gpu_power + leak / 1e6
+    it_power = it_power + (leak + fans) * _psu_slope(scenario) / 1e6
+    throughput = nominal_throughput / np.repeat(path.step_factor, k)
+    loss = facility.facility_loss(
+        it_power, scenario, scenario.electrical.design_margin * design / 1e6
+    )
+    # misc loads (lighting, offices, controls) do not follow the IT swing: a share of design IT
+    cooling = np.repeat(path.cooling_power, k) / 1e6 + scenario.cooling.misc_fraction * design / 1e6
+    facility_power = it_power + loss + cooling
+    # work lost to a failure is priced at the training rate of the plant step it happened in
+    nominal_rate = scenario.workload.tokens_per_step / derived.step_time
+    at = np.minimum((line.event_time // plant_dt).astype(np.int64), path.step_factor.size - 1)
+    lost_tokens = line.event_lost_work * nominal_rate / path.step_factor[at]
+    held = {
+        name: ("time", np.repeat(getattr(path, name), k).astype(np.float32))
+        for name in ("temp_air", "temp_wetbulb", "supply_temp", "gpu_temp", "clock_factor")
+    }
     ds = xr.Dataset(
         {
-            "gpu_power": ("time", means[0]),
-            "it_power": ("time", means[1]),
-            "throughput": ("time", means[2]),
+            "gpu_power": ("time", gpu_power),
+            "it_power": ("time", it_power),
+            "facility_loss": ("time", loss),
+            "cooling_power": ("time", cooling),
+            "facility_power": ("time", facility_power),
+            "pue": ("time", hourly_ratio(facility_power, it_power, sim.dt)),
+            "throughput": ("time", throughput),
             "job_state": ("time", state.astype(np.int8)),
+            "water_use": ("time", np.repeat(path.water_use, k).astype(np.float32)),
+            **held,
             **_event_variables(scenario, line),
-            "goodput": (
-                (),
-                (line.running_time - line.lost_work)
-                / derived.step_time
-                * scenario.workload.tokens_per_step,
-            ),
+            "goodput": ((), float(throughput.sum() * sim.dt - lost_tokens.sum())),
             "effective_training_time": ((), line.effective_training_time),
+            "chiller_hours": ((), float(np.count_nonzero(path.chiller_load > 0) * plant_dt / 3600)),
         },
-        coords={"time": time.values},
+        coords={"time": time},
     )
     ds["job_state"].attrs.update(
         flag_values=[s.value for s in State], flag_meanings=" ".join(s.name.lower() for s in State)
@@ -212,14 +252,73 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
         title=f"powermodel: {scenario.name or 'scenario'}",
         scenario=scenario.to_json(),
         site_timezone=scenario.site.timezone,
+        weather=facility.hourly_weather(scenario).source,
         time_label="start of each interval; values are interval means",
         dt=sim.dt,
+        plant_dt=plant_dt,
         step_time=derived.step_time,
+        compute_share=sum(p.share for p in scenario.workload.phases if p.kind == "compute"),
+        clock_setpoint=path.clock_setpoint,
         checkpoint_interval=derived.checkpoint_interval,
         checkpoint_stall=derived.checkpoint_stall,
         powermodel_version=__version__,
     )
     return annotate(ds)
+
+
+def plant_steps(scenario: Scenario) -> int:
+    """Electrical steps per plant step: the plant runs at ``cooling.dt`` or ``dt``, the coarser."""
+    sim = scenario.simulation
+    k = max(1, round(scenario.cooling.dt / sim.dt))
+    if abs(k * sim.dt - max(scenario.cooling.dt, sim.dt)) > 1e-9 * k * sim.dt or sim.n_steps % k:
+        raise ScenarioError(
+            f"cooling.dt ({format_duration(scenario.cooling.dt)}) must be a whole number of "
+            f"simulation.dt ({format_duration(sim.dt)}) that divides the duration"
+        )
+    return k
+
+
+def design_it_power(scenario: Scenario) -> float:
+    """Nameplate IT power the plant and the electrical chain are sized for: every GPU at TDP,
+    the rest of each node active with fans at top speed, network and storage. [W]"""
+    cl, gpu = scenario.cluster, scenario.gpu
+    node_dc = (
+        cl.gpus_per_node * gpu.tdp
+        + cl.rest_power_active
+        + cl.fans.power * (cl.fans.speed_max**3 - 1.0)
+    )
+    node_ac = electrical.input_power(
+        node_dc, cl.psu.capacity, np.array(cl.psu.load), np.array(cl.psu.efficiency)
+    )
+    return float(cl.n_nodes * node_ac + cl.n_gpus * cl.network_power + cl.storage_power * 1e6)
+
+
+def hourly_ratio(numerator: np.ndarray, denominator: np.ndarray, dt: float) -> np.ndarray:
+    """Ratio of the two signals' energies over each clock hour of the run, on every sample."""
+    hour = (np.arange(numerator.size) * dt // 3600).astype(np.int64)
+    return (np.bincount(hour, numerator) / np.bincount(hour, denominator))[hour]
+
+
+def _psu_slope(scenario: Scenario) -> float:
+    """d(AC)/d(DC) of a server's supplies at the running load: small DC changes pass through it."""
+    cl, wl = scenario.cluster, scenario.workload
+    levels = workload.phase_levels(
+        [p.kind for p in wl.phases],
+        [p.power for p in wl.phases],
+        wl.compute_power,
+        wl.trough_depth,
+    )
+    gpu = np.minimum(levels * scenario.gpu.tdp, scenario.mitigation.power_cap or np.inf)
+    node = (
+        cl.gpus_per_node * float(np.dot([p.share for p in wl.phases], gpu)) + cl.rest_power_active
+    )
+    load, eff = np.array(cl.psu.load), np.array(cl.psu.efficiency)
+    up, down = (electrical.input_power(node + d, cl.psu.capacity, load, eff) for d in (1.0, -1.0))
+    return float((up - down) / 2.0)
+
+
+def _block_mean(values: np.ndarray, k: int) -> np.ndarray:
+    return values.reshape(-1, k).mean(axis=1)
 
 
 def _event_variables(scenario: Scenario, line: events.Timeline) -> dict[str, tuple]:

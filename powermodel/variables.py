@@ -22,6 +22,53 @@ VARIABLES: dict[str, dict[str, str]] = {
             "plus network and storage: the IT boundary of ISO/IEC 30134-2, interval mean."
         ),
     },
+    "facility_loss": {
+        "units": "MW",
+        "long_name": "Facility electrical losses",
+        "description": "UPS, transformers and distribution between the grid and the racks.",
+    },
+    "cooling_power": {
+        "units": "MW",
+        "long_name": "Cooling and other non-IT power",
+        "description": "Fans, pumps, chillers (held over each plant step) and misc loads.",
+    },
+    "facility_power": {
+        "units": "MW",
+        "long_name": "Facility power",
+        "description": "IT power + facility losses + cooling and misc: what the site draws.",
+    },
+    "pue": {
+        "units": "1",
+        "long_name": "Power usage effectiveness of the clock hour",
+        "description": "Facility energy over IT energy in each hour (ISO/IEC 30134-2 boundary).",
+    },
+    "water_use": {
+        "units": "L/s",
+        "long_name": "Water consumed",
+        "description": "Evaporation (and tower blowdown), held over each plant step.",
+    },
+    "temp_air": {"units": "degC", "long_name": "Outdoor dry-bulb temperature", "description": ""},
+    "temp_wetbulb": {
+        "units": "degC",
+        "long_name": "Outdoor wet-bulb temperature",
+        "description": "",
+    },
+    "supply_temp": {
+        "units": "degC",
+        "long_name": "Supply temperature",
+        "description": "Supply air (air plants) or coolant (liquid plants) from the cooling plant.",
+    },
+    "gpu_temp": {
+        "units": "degC",
+        "long_name": "Mean GPU die temperature",
+        "description": "Inlet + thermal resistance × mean board power.",
+    },
+    "clock_factor": {
+        "units": "1",
+        "long_name": "Clock of the slowest GPU, relative to nominal",
+        "description": "At its power cap; below 1 when hot (leakage) or capped.",
+    },
+    "chiller_hours": {"units": "h", "long_name": "Hours with chillers running", "description": ""},
     "throughput": {
         "units": "token/s",
         "long_name": "Training throughput",

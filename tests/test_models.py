@@ -74,10 +74,10 @@ def test_psu_curve_passes_through_titanium_points():
     # REFERENCES §7: 80 PLUS Titanium 90/94/96/91 % at 10/20/50/100 % load.
     capacity = 19800.0
     out = TITANIUM_LOAD * capacity
-    inp = electrical.psu_input_power(out, capacity, TITANIUM_LOAD, TITANIUM_EFF)
+    inp = electrical.input_power(out, capacity, TITANIUM_LOAD, TITANIUM_EFF)
     assert_allclose(out / inp, TITANIUM_EFF, rtol=1e-12)
     # Below 10 % load the loss falls toward a no-load loss near 1 % of capacity.
-    idle = electrical.psu_input_power(np.array(0.0), capacity, TITANIUM_LOAD, TITANIUM_EFF)
+    idle = electrical.input_power(np.array(0.0), capacity, TITANIUM_LOAD, TITANIUM_EFF)
     assert 0.005 * capacity < idle < 0.015 * capacity
 
 

@@ -1,24 +1,24 @@
-"""Power conversion inside the IT boundary: server power supplies."""
+"""Power conversion: server power supplies, UPS, transformers."""
 
 from __future__ import annotations
 
 import numpy as np
 
 
-def psu_input_power(
+def input_power(
     output: np.ndarray,
     capacity: float,
     load: np.ndarray,
     efficiency: np.ndarray,
 ) -> np.ndarray:
-    """AC input power of a server's supplies delivering ``output`` DC.
+    """Input power of a converter (server PSU, UPS, transformer) delivering ``output``.
 
     Parameters
     ----------
     output
-        DC power drawn by the server. [W]
+        Power delivered. [W, or any unit shared with ``capacity``]
     capacity
-        Installed, load-sharing PSU capacity of the server. [W]
+        Installed, load-sharing capacity (a server's supplies, a UPS system, a transformer).
     load
         Published load points, fraction of capacity, increasing. [1]
     efficiency
@@ -27,7 +27,7 @@ def psu_input_power(
     Returns
     -------
     numpy.ndarray
-        AC input power. [W]
+        Input power, in the unit of ``output``.
 
     Notes
     -----

@@ -1,0 +1,251 @@
+"""The thermal and plant path: weather, cooling plant, GPU temperatures and clocks, facility power.
+
+It runs on the plant's own, coarser step (DESIGN principle 4) and hands ``simulate`` arrays on
+that step; ``simulate`` holds them over the electrical step and builds the Dataset.
+"""
+
+from __future__ import annotations
+
+import zoneinfo
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+
+import numpy as np
+
+from powermodel.errors import ScenarioError
+from powermodel.iotools.chillers import AIR_COOLED, WATER_COOLED, chiller, read_chiller_curves
+from powermodel.iotools.weather import read_weather
+from powermodel.models import electrical, plants, thermal, weather
+from powermodel.scenario import Scenario
+
+HOURS_PER_YEAR = 8760
+
+
+@dataclass(frozen=True)
+class HourlyWeather:
+    """A typical year, hourly, hour-ending local standard time (``to_grid``'s ``first_hour=1``)."""
+
+    temp_air: np.ndarray
+    temp_wetbulb: np.ndarray
+    utc_offset: float
+    source: str
+
+
+def hourly_weather(scenario: Scenario) -> HourlyWeather:
+    """The site's weather: a shipped name, an EPW or TMY3 path, or the synthetic model."""
+    site = scenario.site
+    if site.weather == "synthetic":
+        return _synthetic(site.synthetic.model_dump_json(), _standard_offset(site.timezone))
+    return _from_file(site.weather)
+
+
+@lru_cache(maxsize=8)
+def _from_file(name_or_path: str) -> HourlyWeather:
+    data, meta = read_weather(name_or_path)
+    wetbulb = weather.wet_bulb(
+        data["temp_air"].to_numpy(),
+        data["relative_humidity"].to_numpy(),
+        data["pressure"].to_numpy(),
+    )
+    return HourlyWeather(
+        data["temp_air"].to_numpy(), wetbulb, meta["utc_offset"], str(meta["file"])
+    )
+
+
+@lru_cache(maxsize=8)
+def _synthetic(parameters: str, utc_offset: float) -> HourlyWeather:
+    from powermodel.scenario import Synthetic
+
+    p = Synthetic.model_validate_json(parameters)
+    hours = np.arange(1.0, HOURS_PER_YEAR + 1.0)
+    temp = weather.synthetic_temperature(
+        hours, p.mean, p.seasonal_amplitude, p.hottest_day, p.daily_amplitude, p.peak_hour
+    )
+    dew = weather.synthetic_dew_point(
+        hours, temp, p.mean, p.seasonal_amplitude, p.hottest_day, p.dew_point_depression
+    )
+    rh = weather.relative_humidity_from_dew_point(temp, dew)
+    wetbulb = weather.wet_bulb(temp, rh, np.full(HOURS_PER_YEAR, p.pressure))
+    return HourlyWeather(temp, wetbulb, utc_offset, "synthetic")
+
+
+def _standard_offset(timezone: str) -> float:
+    """Local standard time minus UTC [h] (no daylight saving: weather files use standard time)."""
+    zone = zoneinfo.ZoneInfo(timezone)
+    january = datetime(2001, 1, 15, tzinfo=zone)
+    return (january.utcoffset() - january.dst()).total_seconds() / 3600.0
+
+
+@dataclass(frozen=True)
+class PlantPath:
+    """The plant-step state of the facility, each array on the plant grid."""
+
+    temp_air: np.ndarray
+    temp_wetbulb: np.ndarray
+    supply_temp: np.ndarray
+    gpu_temp: np.ndarray
+    clock_factor: np.ndarray
+    clock_setpoint: (
+        float  # clock with the supply at its setpoint: what the weather is measured from
+    )
+    step_factor: np.ndarray
+    cooling_power: np.ndarray  # W: air movers at the servers' airflow, pumps, chillers
+    water_use: np.ndarray  # kg/s
+    chiller_load: np.ndarray  # W
+    fan_extra: np.ndarray  # W per node, server fans above nominal speed (DC)
+    leak_extra: np.ndarray  # W per GPU, off-cap phases' extra leakage when hot (DC)
+
+
+def plant_path(
+    scenario: Scenario,
+    times: np.ndarray,
+    heat: np.ndarray,
+    gpu_mean: np.ndarray,
+    dt: float,
+    design_heat: float,
+) -> PlantPath:
+    """Weather → plant → inlet → die temperature → clocks, on the plant grid.
+
+    Parameters
+    ----------
+    times
+        Plant-step midpoints, timezone-naive UTC.
+    heat
+        IT power, plant-step means. [W]
+    gpu_mean
+        Board power per GPU, plant-step means. [W]
+    dt
+        Plant step. [s]
+    design_heat
+        Peak IT power the plant is sized for. [W]
+    """
+    wx = hourly_weather(scenario)
+    hours = weather.local_hour_of_year(times, wx.utc_offset)
+    temp_air = weather.to_grid(wx.temp_air, hours)
+    temp_wetbulb = weather.to_grid(wx.temp_wetbulb, hours)
+    out = run_plant(scenario, heat, temp_air, temp_wetbulb, dt, design_heat)
+    inlet = out.supply_temp + scenario.cooling.inlet_offset
+    gpu, fans = scenario.gpu, scenario.cluster.fans
+    cap = scenario.mitigation.power_cap or gpu.tdp
+    # The workload's step time and phase powers hold at the nominal inlet (fans at nominal speed)
+    # with the GPUs at TDP: clocks and leakage are relative to that.
+    nominal = _slowest_clock(scenario, fans.temp_nominal, gpu.tdp)
+    clock = _slowest_clock(scenario, inlet, cap) / nominal
+    setpoint = scenario.cooling.supply_setpoint + scenario.cooling.inlet_offset
+    share = sum(p.share for p in scenario.workload.phases if p.kind == "compute")
+    leak = [
+        thermal.leakage_power(
+            thermal.steady_gpu_temperature(t, gpu_mean, gpu.thermal_resistance),
+            gpu.leakage_ref,
+            gpu.temp_ref,
+            gpu.leakage_coefficient,
+        )
+        for t in (inlet, fans.temp_nominal)
+    ]
+    speed = np.clip(1.0 + fans.slope * (inlet - fans.temp_nominal), 1.0, fans.speed_max)
+    return PlantPath(
+        temp_air=temp_air,
+        temp_wetbulb=temp_wetbulb,
+        supply_temp=out.supply_temp,
+        gpu_temp=thermal.steady_gpu_temperature(inlet, gpu_mean, gpu.thermal_resistance),
+        clock_factor=clock,
+        clock_setpoint=float(_slowest_clock(scenario, setpoint, cap) / nominal),
+        step_factor=thermal.step_time_factor(clock, share),
+        cooling_power=out.cooling_power + out.fan_power * _airflow(scenario, speed) ** 3,
+        water_use=out.water_use,
+        chiller_load=out.chiller_load,
+        fan_extra=fans.power * (speed**3 - 1.0),
+        leak_extra=(1.0 - share) * (leak[0] - leak[1]),
+    )
+
+
+def _airflow(scenario: Scenario, server_fan_speed: np.ndarray) -> np.ndarray | float:
+    """Airflow the hall's air movers deliver, relative to nominal: in an air-cooled hall, the air
+    the servers pull, which grows with their fan speed; a liquid plant's fans do not see it."""
+    return server_fan_speed if scenario.cooling.type != "liquid" else 1.0
+
+
+def _slowest_clock(scenario: Scenario, inlet: np.ndarray | float, cap: float) -> np.ndarray:
+    """Clock of the slowest GPU: the hottest, σ·E[max of N] above the mean die, at its cap."""
+    gpu, cl = scenario.gpu, scenario.cluster
+    hottest = thermal.steady_gpu_temperature(inlet, cap, gpu.thermal_resistance) + (
+        thermal.slowest_of(cl.temp_spread, cl.n_gpus)
+    )
+    try:
+        return thermal.clock_factor(
+            hottest, cap, gpu.leakage_ref, gpu.temp_ref, gpu.leakage_coefficient, power_ref=gpu.tdp
+        )
+    except ValueError:
+        raise ScenarioError(
+            f"at {np.max(hottest):.0f} °C die temperature the {gpu.name}'s leakage reaches its "
+            f"{cap:g} W cap: lower gpu.leakage_coefficient or gpu.leakage_ref, or cool the inlet"
+        ) from None
+
+
+def run_plant(
+    scenario: Scenario,
+    heat: np.ndarray,
+    temp_air: np.ndarray,
+    temp_wetbulb: np.ndarray,
+    dt: float,
+    design_heat: float,
+) -> plants.PlantOutput:
+    """The scenario's cooling plant on the plant grid."""
+    c = scenario.cooling
+    common = {
+        "design_heat": design_heat * c.design_margin,
+        "dt": dt,
+        "tau": c.tau,
+        "supply_setpoint": c.supply_setpoint,
+        "fan_fraction": c.fan_fraction,
+        "pump_fraction": c.pump_fraction,
+        "fan_min_speed": c.fan_min_speed,
+    }
+    if c.type == "outside-air-evaporative":
+        return plants.outside_air_evaporative(
+            heat,
+            temp_air,
+            temp_wetbulb,
+            evap_effectiveness=c.evap_effectiveness,
+            air_delta_t=c.air_delta_t,
+            **common,
+        )
+    water_side = {
+        "rejection_approach": c.rejection_approach,
+        "loop_delta_t": c.loop_delta_t,
+        "chiller": find_chiller(c.chiller),
+        "chiller_capacity": c.chiller_capacity,
+        "cycles_of_concentration": c.cycles_of_concentration,
+    }
+    if c.type == "liquid":
+        return plants.liquid(
+            heat, temp_air, temp_wetbulb, heat_rejection=c.heat_rejection, **water_side, **common
+        )
+    return plants.chilled_water(
+        heat,
+        temp_air,
+        temp_wetbulb,
+        chw_supply=c.chw_supply,
+        economizer=c.economizer,
+        economizer_approach=c.economizer_approach,
+        **water_side,
+        **common,
+    )
+
+
+@lru_cache(maxsize=16)
+def find_chiller(name: str):
+    """A chiller by name from the water-cooled or the air-cooled EnergyPlus table."""
+    if name in read_chiller_curves(AIR_COOLED)[0].index:
+        return chiller(name, AIR_COOLED)
+    return chiller(name, WATER_COOLED)
+
+
+def facility_loss(it_power: np.ndarray, scenario: Scenario, capacity: float) -> np.ndarray:
+    """UPS, transformer and distribution losses at the IT load. [unit of ``it_power``]"""
+    e = scenario.electrical
+    through_ups = electrical.input_power(
+        it_power, capacity, np.array(e.ups_load), np.array(e.ups_efficiency)
+    )
+    return through_ups / e.transformer_efficiency - it_power

@@ -1,0 +1,307 @@
+"""Cooling plants on their own, coarser time step: heat and weather in, supply temperature,
+power and water out.
+
+Each plant removes the heat of the hall (``heat``, the IT power) and holds a supply temperature
+(air to the servers, or coolant to the cold plates) at its setpoint when it can. When it cannot —
+outside air too warm for the evaporative pads, trim chillers too small — the supply rises and the
+GPUs pay for it. The plant lags the heat by its time constant: it does not follow a one-second
+swing (DESIGN principle 4).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from powermodel.models.cooling import (
+    ChillerCurves,
+    chiller_power,
+    cooling_tower_leaving,
+    direct_evaporative_supply,
+    dry_cooler_leaving,
+    evaporation_water,
+    fan_power,
+    first_order_lag,
+)
+
+MIN_CONDENSER_WATER = (
+    15.0  # °C: towers bypass to hold condenser water above it for the chillers [A]
+)
+
+
+class PlantOutput(NamedTuple):
+    """Plant state on the plant grid."""
+
+    supply_temp: np.ndarray
+    """Supply air (air plants) or coolant (liquid plants) temperature. [°C]"""
+    fan_power: np.ndarray
+    """Electric power of the air movers (supply fans, CRAHs, dry-cooler fans) at the airflow the
+    heat needs with the servers' fans at nominal speed. [W]"""
+    cooling_power: np.ndarray
+    """Electric power of pumps and chillers. [W]"""
+    water_use: np.ndarray
+    """Water evaporated and blown down. [kg/s, about L/s]"""
+    chiller_load: np.ndarray
+    """Heat removed by chillers (zero when the plant cools for free). [W]"""
+
+
+def outside_air_evaporative(
+    heat: np.ndarray,
+    temp_air: np.ndarray,
+    temp_wetbulb: np.ndarray,
+    *,
+    design_heat: float,
+    dt: float,
+    tau: float,
+    supply_setpoint: float,
+    evap_effectiveness: float,
+    air_delta_t: float,
+    fan_fraction: float,
+    pump_fraction: float,
+    fan_min_speed: float = 0.2,
+) -> PlantOutput:
+    """Outside-air economizer with direct evaporative cooling and no chillers (Meta-style halls).
+
+    Parameters
+    ----------
+    heat
+        Heat to remove (IT power), plant-step means. [W]
+    temp_air, temp_wetbulb
+        Outdoor dry-bulb and wet-bulb. [°C]
+    design_heat
+        Heat the fans are sized for. [W]
+    dt, tau
+        Plant step and time constant. [s]
+    supply_setpoint
+        Lowest supply air temperature: in cold weather outside air is mixed with return air to
+        hold it. [°C]
+    evap_effectiveness
+        Saturation effectiveness of the pads. [1]
+    air_delta_t
+        Air temperature rise across the servers, which sets the airflow. [K]
+    fan_fraction, pump_fraction
+        Fan and pad-pump power at design, over ``design_heat``. [1]
+    fan_min_speed
+        Lowest fan speed, fraction of design (1 for constant-speed fans). [1]
+
+    Notes
+    -----
+    Supply = setpoint when the outside air is colder (economizer mixing); otherwise the pads
+    cool it toward the wet-bulb, ``T_db − ε·(T_db − T_wb)``, but not below the setpoint. The
+    airflow carries the heat at ``air_delta_t``; the water evaporated is the sensible cooling of
+    that air divided by the latent heat.
+    """
+    seen = _lagged(heat, dt, tau)
+    evaporative = direct_evaporative_supply(temp_air, temp_wetbulb, evap_effectiveness)
+    wet = temp_air > supply_setpoint
+    supply = np.where(wet, np.maximum(evaporative, supply_setpoint), supply_setpoint)
+    # the airflow that carries the heat at air_delta_t, cooled by (T_db − supply) in the pads
+    cooled = seen * np.where(wet, temp_air - supply, 0.0) / air_delta_t
+    return PlantOutput(
+        supply_temp=_lagged(supply, dt, tau),
+        fan_power=fan_power(seen / design_heat, fan_fraction * design_heat, fan_min_speed),
+        cooling_power=np.where(wet, pump_fraction * design_heat, 0.0),
+        water_use=evaporation_water(cooled),
+        chiller_load=np.zeros_like(seen),
+    )
+
+
+def liquid(
+    heat: np.ndarray,
+    temp_air: np.ndarray,
+    temp_wetbulb: np.ndarray,
+    *,
+    design_heat: float,
+    dt: float,
+    tau: float,
+    supply_setpoint: float,
+    heat_rejection: str,
+    rejection_approach: float,
+    loop_delta_t: float,
+    chiller: ChillerCurves,
+    chiller_capacity: float,
+    fan_fraction: float,
+    pump_fraction: float,
+    cycles_of_concentration: float,
+    fan_min_speed: float = 0.2,
+) -> PlantOutput:
+    """Warm-water liquid cooling: dry coolers or towers, trim chillers for the hot hours.
+
+    The heat-rejection equipment delivers ``T_db + approach`` (dry cooler) or
+    ``T_wb + approach`` (tower). Above the setpoint, trim chillers cool the loop the rest of the
+    way: their load is the heat times the fraction of the loop range they must cover. What they
+    cannot remove raises the coolant supply by ``unmet · loop_delta_t / heat``.
+    """
+    seen = _lagged(heat, dt, tau)
+    if heat_rejection == "tower":
+        rejected = cooling_tower_leaving(temp_wetbulb, rejection_approach)
+        condenser = np.maximum(rejected, MIN_CONDENSER_WATER)
+    else:
+        rejected = dry_cooler_leaving(temp_air, rejection_approach)
+        condenser = np.asarray(temp_air, dtype=float)  # air-cooled trim chiller
+    share = np.clip((rejected - supply_setpoint) / loop_delta_t, 0.0, 1.0)
+    load = seen * share
+    chiller_w, unmet = staged_chillers(
+        load, supply_setpoint, condenser, chiller, chiller_capacity * design_heat
+    )
+    water = (
+        evaporation_water(seen + chiller_w, cycles_of_concentration=cycles_of_concentration)
+        if heat_rejection == "tower"
+        else np.zeros_like(seen)
+    )
+    return _water_side_output(
+        seen,
+        unmet,
+        load,
+        chiller_w,
+        water,
+        dt,
+        tau,
+        supply_setpoint,
+        loop_delta_t,
+        design_heat,
+        fan_fraction,
+        pump_fraction,
+        fan_min_speed,
+        pump_min_speed=1.0,
+    )
+
+
+def chilled_water(
+    heat: np.ndarray,
+    temp_air: np.ndarray,
+    temp_wetbulb: np.ndarray,
+    *,
+    design_heat: float,
+    dt: float,
+    tau: float,
+    supply_setpoint: float,
+    chw_supply: float,
+    economizer: bool,
+    economizer_approach: float,
+    rejection_approach: float,
+    loop_delta_t: float,
+    chiller: ChillerCurves,
+    chiller_capacity: float,
+    fan_fraction: float,
+    pump_fraction: float,
+    cycles_of_concentration: float,
+    fan_min_speed: float = 0.2,
+) -> PlantOutput:
+    """CRAHs on chilled water: water-cooled chillers, cooling towers, a waterside economizer.
+
+    With an ``economizer``, tower water at ``T_wb + approach`` precools the chilled-water return
+    through a plate heat exchanger (``economizer_approach``): it takes the share of the loop range
+    it can, the chillers the rest (integrated economizer). Heat the chillers cannot remove warms
+    the chilled water, and the supply air with it.
+    """
+    seen = _lagged(heat, dt, tau)
+    tower = cooling_tower_leaving(temp_wetbulb, rejection_approach)
+    chw_return = chw_supply + loop_delta_t
+    free = np.clip((chw_return - (tower + economizer_approach)) / loop_delta_t, 0.0, 1.0)
+    if not economizer:
+        free = np.zeros_like(free)
+    load = seen * (1.0 - free)
+    chiller_w, unmet = staged_chillers(
+        load,
+        chw_supply,
+        np.maximum(tower, MIN_CONDENSER_WATER),
+        chiller,
+        chiller_capacity * design_heat,
+    )
+    water = evaporation_water(seen + chiller_w, cycles_of_concentration=cycles_of_concentration)
+    return _water_side_output(
+        seen,
+        unmet,
+        load,
+        chiller_w,
+        water,
+        dt,
+        tau,
+        supply_setpoint,
+        loop_delta_t,
+        design_heat,
+        fan_fraction,
+        pump_fraction,
+        fan_min_speed,
+        pump_min_speed=0.2,
+    )
+
+
+def staged_chillers(
+    load: np.ndarray,
+    temp_chw_leaving: float,
+    temp_cond_entering: np.ndarray,
+    curves: ChillerCurves,
+    installed: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Identical chillers, as many running as the load needs, sharing it equally.
+
+    Parameters
+    ----------
+    load
+        Cooling asked of the plant. [W]
+    temp_chw_leaving
+        Leaving chilled-water (or coolant) temperature. [°C]
+    temp_cond_entering
+        Entering condenser water, or outdoor air for air-cooled chillers. [°C]
+    curves
+        One chiller of the EnergyPlus tables.
+    installed
+        Installed capacity, rated; whole chillers of the table's size make it up. [W]
+
+    Returns
+    -------
+    tuple
+        Electric power [W] and load not met [W].
+    """
+    units = max(1, int(np.ceil(installed / curves.reference_capacity)))
+    unit_capacity = chiller_power(0.0, temp_chw_leaving, temp_cond_entering, curves).capacity
+    running = np.clip(np.ceil(load / np.maximum(unit_capacity, 1e-9)), 1, units)
+    op = chiller_power(load / running, temp_chw_leaving, temp_cond_entering, curves)
+    power = np.where(load > 0, running * op.power, 0.0)
+    return power, running * op.unmet
+
+
+def _water_side_output(
+    seen,
+    unmet,
+    load,
+    chiller_w,
+    water,
+    dt,
+    tau,
+    supply_setpoint,
+    loop_delta_t,
+    design_heat,
+    fan_fraction,
+    pump_fraction,
+    fan_min_speed,
+    pump_min_speed,
+) -> PlantOutput:
+    """Supply rise from unmet load; fans and pumps by the cube law of the flow the heat needs.
+
+    Cold-plate loops run at constant flow (``pump_min_speed`` 1: every plate must stay fed); a
+    chilled-water loop's variable-speed pumps turn down with the load.
+    """
+    fraction = seen / design_heat
+    return PlantOutput(
+        supply_temp=_lagged(supply_setpoint + _rise(unmet, seen, loop_delta_t), dt, tau),
+        fan_power=fan_power(fraction, fan_fraction * design_heat, fan_min_speed),
+        cooling_power=fan_power(fraction, pump_fraction * design_heat, pump_min_speed) + chiller_w,
+        water_use=water,
+        chiller_load=load - unmet,
+    )
+
+
+def _lagged(signal: np.ndarray, dt: float, tau: float) -> np.ndarray:
+    """First-order lag, causal on the step grid: each step holds the state at its start, so a
+    change of heat within a step reaches the plant from the next step on."""
+    lagged = first_order_lag(signal, dt, tau)
+    return np.concatenate((np.asarray(signal, dtype=float)[:1], lagged[:-1]))
+
+
+def _rise(unmet: np.ndarray, heat: np.ndarray, loop_delta_t: float) -> np.ndarray:
+    """Supply rise when ``unmet`` of ``heat`` is not removed from a loop of that range."""
+    return np.where(heat > 0, unmet / np.maximum(heat, 1e-9) * loop_delta_t, 0.0)

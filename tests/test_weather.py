@@ -1,0 +1,286 @@
+"""Weather: psychrometrics, EPW and TMY3 readers on the shipped files and on broken ones, the
+synthetic climate, the ASHRAE design day, and interpolation onto the simulation grid."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from powermodel.errors import DataFileError
+from powermodel.iotools import weather as io
+from powermodel.models import weather
+
+STERLING = io.SHIPPED["sterling"]
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return {name: io.read_weather(name) for name in io.SHIPPED}
+
+
+def _stull_wet_bulb(temp_air, relative_humidity):
+    """Stull, "Wet-bulb temperature from relative humidity and air temperature", J. Appl.
+    Meteor. Climatol. 50, 2267–2269 (2011), Eq. 1: at 101,325 Pa, RH 5–99 %, −20…50 °C."""
+    t, rh = temp_air, relative_humidity
+    return (
+        t * np.arctan(0.151977 * np.sqrt(rh + 8.313659))
+        + np.arctan(t + rh)
+        - np.arctan(rh - 1.676331)
+        + 0.00391838 * rh**1.5 * np.arctan(0.023101 * rh)
+        - 4.686035
+    )
+
+
+def test_wet_bulb_at_35c_40pct():
+    # ASHRAE Psychrometric Chart No. 1 (sea level): 35 °C dry-bulb, 40 % RH lies on the 23.9 °C
+    # wet-bulb line; the ASHRAE Handbook—Fundamentals Ch. 1 equations (psychrolib) give 23.93.
+    assert weather.wet_bulb(35.0, 40.0, 101325.0) == pytest.approx(23.93, abs=0.05)
+    # Stull (2011), independent empirical fit: errors within −1 … +0.65 °C of the exact value.
+    assert _stull_wet_bulb(35.0, 40.0) == pytest.approx(23.93, abs=1.0)
+
+
+def test_wet_bulb_broadcasts_and_refuses_a_fine_grid():
+    wb = weather.wet_bulb(np.array([[20.0], [30.0]]), np.array([50.0, 100.0]), 101325.0)
+    assert wb.shape == (2, 2)
+    assert_allclose(wb[:, 1], [20.0, 30.0], atol=1e-3)  # saturated air: wet-bulb = dry-bulb
+    assert_allclose(wb[:, 0], _stull_wet_bulb(np.array([20.0, 30.0]), 50.0), atol=1.0)
+    with pytest.raises(ValueError, match="hourly weather"):
+        weather.wet_bulb(np.zeros(86400 * 3), 50.0, 101325.0)
+
+
+def test_relative_humidity_from_dew_point_matches_the_files(shipped):
+    assert weather.relative_humidity_from_dew_point(20.0, 20.0) == pytest.approx(100.0)
+    assert weather.relative_humidity_from_dew_point(20.0, 25.0) == 100.0
+    # The EPW's own RH column (NREL's, from the same readings) agrees to rounding, on average.
+    data, _ = shipped["sterling"]
+    rh = weather.relative_humidity_from_dew_point(data.temp_air, data.temp_dew)
+    assert np.mean(np.abs(rh - data.relative_humidity)) < 1.5
+
+
+@pytest.mark.parametrize("name", list(io.SHIPPED))
+def test_shipped_epw_parse_to_a_plausible_year(shipped, name):
+    data, meta = shipped[name]
+    assert list(data.columns) == ["temp_air", "temp_dew", "relative_humidity", "pressure"]
+    assert data.shape == (8760, 4) and not data.isna().any().any()
+    assert str(data.index[0]) == "2019-01-01 01:00:00"  # hour-ending, local standard time
+    assert str(data.index[-1]) == "2020-01-01 00:00:00"
+    assert data.temp_air.between(-40, 50).all() and data.temp_dew.between(-50, 35).all()
+    assert (data.temp_dew <= data.temp_air + 0.1).all()
+    assert data.relative_humidity.between(0, 100).all()
+    assert data.pressure.between(60e3, 110e3).all()
+    assert meta["filled"] == dict.fromkeys(io.COLUMNS, 0)
+    assert meta["utc_offset"] in (-5.0, -6.0, -7.0) and meta["country"] == "USA"
+    assert meta["design_conditions"]["cooling"]["DB004"] > 30.0
+
+
+def test_altitude_lowers_golden_pressure(shipped):
+    golden, tampa = shipped["golden"], shipped["tampa"]
+    assert golden[0].pressure.max() < 90e3 < 99e3 < tampa[0].pressure.min()
+    # Mean station pressure follows the standard atmosphere at each elevation (1,829 m, 6 m).
+    ratio = golden[0].pressure.mean() / tampa[0].pressure.mean()
+    expected = weather.standard_pressure(golden[1]["elevation"]) / weather.standard_pressure(6.0)
+    assert ratio == pytest.approx(expected, rel=0.01)
+
+
+def test_sterling_design_conditions_are_the_header_numbers(shipped):
+    _, meta = shipped["sterling"]
+    line = io.resolve_weather("sterling").read_text().splitlines()[1]
+    heating = line.split(",Heating,")[1].split(",")
+    cooling = line.split(",Cooling,")[1].split(",")
+    extremes = line.split(",Extremes,")[1].split(",")
+    design = meta["design_conditions"]
+    assert design["source"] == "Climate Design Data 2009 ASHRAE Handbook"
+    assert design["heating"]["DB996"] == float(heating[1]) == -11.8
+    assert design["cooling"]["Month"] == float(cooling[0]) == 7
+    assert design["cooling"]["DBR"] == float(cooling[1]) == 11.4
+    assert design["cooling"]["DB004"] == float(cooling[2]) == 34.1
+    assert design["cooling"]["WB_DB004"] == float(cooling[3]) == 23.9
+    assert design["cooling"]["DB010"] == float(cooling[4]) == 32.7
+    assert design["cooling"]["WB_DB010"] == float(cooling[5]) == 23.5
+    assert design["cooling"]["WB004"] == float(cooling[8]) == 25.4
+    assert design["extremes"]["WBmax"] == float(extremes[3]) == 28.9
+    assert meta["city"] == "Washington Dc Dulles IntL Ar" and meta["station_id"] == "724030"
+    assert (meta["latitude"], meta["longitude"], meta["elevation"]) == (38.98, -77.47, 82.0)
+
+
+def test_sterling_year_is_plausible_and_its_wet_bulb_meets_the_design_values(shipped):
+    data, meta = shipped["sterling"]
+    monthly = data.temp_air.groupby((data.index - np.timedelta64(1, "h")).month).mean()
+    # Dulles: annual mean about 12–13 °C; July the hottest month. Climate normals put July near
+    # 25 °C; the TMY3 July (one month picked from 1973–2005) is 24.5 °C.
+    assert data.temp_air.mean() == pytest.approx(12.7, abs=1.0)
+    assert monthly.idxmax() == 7 and 24.0 < monthly[7] < 26.5
+    wb = weather.wet_bulb(data.temp_air, data.relative_humidity, data.pressure)
+    extremes, cooling = meta["design_conditions"]["extremes"], meta["design_conditions"]["cooling"]
+    # A typical year reaches about the 0.4 % wet-bulb, not the extreme of the record.
+    assert cooling["WB004"] - 1.0 < wb.max() < extremes["WBmax"]
+
+
+def test_design_day_follows_the_ashrae_profile(shipped):
+    _, meta = shipped["sterling"]
+    cooling = meta["design_conditions"]["cooling"]
+    p = weather.standard_pressure(meta["elevation"])
+    hour, temp, wb = weather.design_day(meta["design_conditions"], p)
+    assert_allclose(hour, np.arange(1, 25))
+    assert_allclose(temp[[13, 14]], cooling["DB004"])  # Table 6: fraction 0 at hours 14 and 15
+    assert temp.argmin() == 4 and temp.min() == pytest.approx(cooling["DB004"] - cooling["DBR"])
+    assert_allclose(wb[13], cooling["WB_DB004"], atol=1e-3)  # the mean coincident wet-bulb
+    assert (wb <= temp + 1e-9).all() and np.all(np.diff(wb[4:13]) > 0)
+    assert weather.design_day(meta["design_conditions"], p, level=1.0)[1].max() == 32.7
+    with pytest.raises(ValueError, match="0.4, 1 or 2"):
+        weather.design_day(meta["design_conditions"], p, level=5.0)
+
+
+def _epw_lines():
+    return io.resolve_weather("sterling").read_text().splitlines()
+
+
+def test_truncated_epw_names_the_file_and_count(tmp_path):
+    path = tmp_path / "short.epw"
+    path.write_text("\n".join(_epw_lines()[: 8 + 4000]) + "\n")
+    with pytest.raises(DataFileError, match=r"short\.epw: has 4000 data rows, expected 8760"):
+        io.read_epw(path)
+
+
+def test_epw_missing_column_names_the_row_and_field_count(tmp_path):
+    lines = _epw_lines()
+    rows = [",".join(r.split(",")[:8] + r.split(",")[9:]) for r in lines[8:]]  # drop RH
+    path = tmp_path / "no_rh.epw"
+    path.write_text("\n".join(lines[:8] + rows))
+    with pytest.raises(DataFileError, match=r"no_rh\.epw: data row 1 \(line 9\) has 34 fields"):
+        io.read_epw(path)
+
+
+def test_not_an_epw_names_the_first_line(tmp_path):
+    path = tmp_path / "power.epw"
+    path.write_text("time,power [MW]\n2024-07-01T00:00:00,1.0\n")
+    with pytest.raises(DataFileError, match=r"power\.epw: not an EPW .* 'time,power \[MW\]'"):
+        io.read_epw(path)
+
+
+def test_epw_missing_codes_are_filled_and_counted(tmp_path):
+    lines = _epw_lines()
+    fields = [r.split(",") for r in lines[8:]]
+    for i in (100, 101):
+        fields[i][6] = "99.9"
+    fields[5000][9] = "999999"
+    path = tmp_path / "gaps.epw"
+    path.write_text("\n".join(lines[:8] + [",".join(f) for f in fields]))
+    data, meta = io.read_epw(path)
+    assert meta["filled"] == {"temp_air": 2, "temp_dew": 0, "relative_humidity": 0, "pressure": 1}
+    before, after = float(fields[99][6]), float(fields[102][6])
+    assert_allclose(data.temp_air.iloc[100:102], before + (after - before) * np.array([1, 2]) / 3)
+    for f in fields[:6000]:
+        f[8] = "999"
+    path.write_text("\n".join(lines[:8] + [",".join(f) for f in fields]))
+    with pytest.raises(DataFileError, match="relative_humidity is missing in 6000 of 8760"):
+        io.read_epw(path)
+
+
+def _write_tmy3(path, drop=None):
+    """A TMY3 CSV as in data/README.md: site line, column names, 8,760 hourly rows."""
+    names = ["Date (MM/DD/YYYY)", "Time (HH:MM)", "ETR (W/m^2)"]
+    for quantity in ("Dry-bulb (C)", "Dew-point (C)", "RHum (%)", "Pressure (mbar)"):
+        stem = quantity.split(" (")[0]
+        names += [quantity, f"{stem} source", f"{stem} uncert (%)"]
+    stamps = np.arange("2019-01-01T01", "2020-01-01T01", dtype="datetime64[h]")
+    lines = ['723170,"GREENSBORO PIEDMONT TRIAD INT",NC,-5.0,36.100,-79.950,273', ",".join(names)]
+    for i, t in enumerate(stamps - np.timedelta64(1, "h")):
+        year, month, day = str(t)[:10].split("-")
+        year = "1988" if month != "07" else "2001"  # typical years mix source years
+        hour = int(str(t)[11:13]) + 1
+        temp = "-9900" if i == 3 else f"{10 + 10 * np.sin(i / 500):.1f}"
+        row = [f"{month}/{day}/{year}", f"{hour:02d}:00", "0"]
+        row += [temp, "A", "0", "5.0", "A", "0", "60", "A", "0", "1013.25", "A", "0"]
+        lines.append(",".join(row))
+    if drop is not None:
+        lines[1] = lines[1].replace(drop, "Other")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_tmy3_reader(tmp_path):
+    path = tmp_path / "723170TYA.CSV"
+    _write_tmy3(path)
+    data, meta = io.read_weather(path)
+    assert data.shape == (8760, 4) and str(data.index[-1]) == "2020-01-01 00:00:00"
+    assert_allclose(data.pressure, 101325.0)  # 1013.25 mbar × 100 Pa/mbar
+    assert_allclose(data.relative_humidity, 60.0)
+    assert meta["filled"]["temp_air"] == 1
+    assert data.temp_air.iloc[3] == pytest.approx(np.mean(data.temp_air.iloc[[2, 4]]))
+    assert meta["station_id"] == "723170" and meta["city"] == "GREENSBORO PIEDMONT TRIAD INT"
+    assert (meta["utc_offset"], meta["latitude"], meta["elevation"]) == (-5.0, 36.1, 273.0)
+    _write_tmy3(path, drop="Pressure (mbar)")
+    with pytest.raises(DataFileError, match=r"TYA\.CSV: TMY3 column 'Pressure \(mbar\)'"):
+        io.read_tmy3(path)
+    with pytest.raises(DataFileError, match=r"not a TMY3 CSV file: line 2 is 'DESIGN COND"):
+        io.read_tmy3(io.resolve_weather("sterling"))
+
+
+def test_resolve_weather():
+    assert io.resolve_weather("Sterling").name == STERLING
+    assert io.resolve_weather(io.resolve_weather("tampa")) == io.shipped_weather()["tampa"]
+    assert (io.weather_dir() / "EnergyPlus_LICENSE.txt").is_file()
+    with pytest.raises(DataFileError, match="did you mean 'sterling'"):
+        io.resolve_weather("sterlin")
+    with pytest.raises(DataFileError, match="'synthetic', or a path"):
+        io.resolve_weather("atlantis")
+    with pytest.raises(DataFileError, match=r"weather file nowhere\.epw not found"):
+        io.resolve_weather("nowhere.epw")
+
+
+def test_synthetic_temperature_peaks_at_peak_hour_with_the_seasonal_mean():
+    hours = 180 * 24 + np.arange(0, 24, 0.01)
+    temp = weather.synthetic_temperature(hours, 20.0, 0.0, 199.0, 6.0, peak_hour=15.0)
+    assert hours[temp.argmax()] % 24 == pytest.approx(15.0)
+    assert temp.max() - temp.min() == pytest.approx(12.0, rel=1e-6)
+    assert temp.mean() == pytest.approx(20.0, abs=1e-9)
+    # Seasonal cosine: warmest in the middle of day 199 (18 July), coldest half a year later.
+    year = np.arange(8760) + 0.5
+    seasonal = weather.seasonal_temperature(year, 12.7, 12.1, 199.0)
+    assert year[seasonal.argmax()] / 24 == pytest.approx(198.5, abs=0.1)
+    assert seasonal.mean() == pytest.approx(12.7) and seasonal.max() == pytest.approx(24.8)
+    temp = weather.synthetic_temperature(year)
+    assert temp.reshape(365, 24).mean(axis=1) == pytest.approx(seasonal.reshape(365, 24).mean(1))
+
+
+def test_synthetic_humidity_keeps_dew_point_below_dry_bulb():
+    year = np.arange(8760.0)
+    temp = weather.synthetic_temperature(year)
+    dew = weather.synthetic_dew_point(year, temp, depression=4.0)
+    rh = weather.relative_humidity_from_dew_point(temp, dew)
+    assert (dew <= temp).all() and rh.max() == pytest.approx(100.0) and rh.min() > 30.0
+    day = rh[4800:4824]  # relative humidity is highest near dawn, lowest mid-afternoon
+    assert 0 <= day.argmax() <= 6 and 12 <= day.argmin() <= 17
+
+
+def test_to_grid_is_exact_at_hours_linear_between_and_periodic():
+    values = np.random.default_rng(0).normal(size=8760)
+    whole = np.arange(1.0, 8761.0)
+    assert_allclose(weather.to_grid(values, whole), values, rtol=0, atol=0)
+    assert_allclose(
+        weather.to_grid(values, whole[:-1] + 0.25), 0.75 * values[:-1] + 0.25 * values[1:]
+    )
+    # Across New Year: hour 0 is the last row (24:00 on 31 December), hour 0.5 halfway to 01:00.
+    assert weather.to_grid(values, 0.0) == values[-1]
+    assert weather.to_grid(values, 0.5) == pytest.approx(0.5 * (values[-1] + values[0]))
+    assert weather.to_grid(values, 8760.5) == pytest.approx(0.5 * (values[-1] + values[0]))
+    assert weather.to_grid(values, -0.5) == pytest.approx(0.5 * (values[-2] + values[-1]))
+    assert weather.to_grid(np.arange(24.0), 0.5, first_hour=0.0) == 0.5
+
+
+def test_local_hour_of_year_maps_utc_by_month_day_and_hour():
+    utc = np.array(
+        ["2023-01-01T05:00", "2024-02-29T17:30", "2024-03-01T05:00", "2023-03-01T05:00",
+         "2024-01-01T00:00", "2025-01-01T04:59"],
+        dtype="datetime64[s]",
+    )  # fmt: skip
+    hours = weather.local_hour_of_year(utc, -5.0)
+    assert_allclose(hours[0], 0.0)  # midnight local standard time, EST = UTC − 5 h
+    assert_allclose(hours[1], 58 * 24 + 12.5)  # 29 February repeats 28 February
+    assert hours[2] == hours[3] == 59 * 24  # 1 March is 1 March in any year
+    assert_allclose(hours[4], 8760 - 5)  # 31 December 19:00 local
+    assert 0 <= hours.min() and hours.max() < 8760
+    minutes = np.arange("2024-01-01", "2025-01-01", dtype="datetime64[m]")
+    temp = weather.to_grid(np.arange(8760.0), weather.local_hour_of_year(minutes, -5.0))
+    assert temp.shape == minutes.shape
