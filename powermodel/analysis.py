@@ -139,28 +139,31 @@ def resample(ds: xr.Dataset, interval: str | float) -> xr.Dataset:
     return out
 
 
-def diurnal_profile(ds: xr.Dataset, name: str = "throughput") -> np.ndarray:
-    """Hour-of-day (local clock time) mean of a variable over the time the job is running.
+def diurnal_throughput(ds: xr.Dataset) -> np.ndarray:
+    """Hour-of-day (local clock time) tokens per second of running time.
 
-    Returns 24 values, hour 0 first; NaN for an hour with no running time.
+    Each interval's running time is recovered exactly from its throughput and clock:
+    ``throughput = running share · nominal rate / stretch(clock)``. Returns 24 values, hour 0
+    first; NaN for an hour with no running time.
     """
+    import json
+
     import pandas as pd
 
-    running = ds["job_state"].values == 0
-    local = (
-        pd.DatetimeIndex(ds["time"].values)
-        .tz_localize("UTC")
-        .tz_convert(ds.attrs.get("site_timezone", "UTC"))
-    )
-    hours = local.hour.to_numpy()[running]
-    values = ds[name].values[running]
+    share = ds.attrs["compute_share"]
+    tokens_per_step = json.loads(ds.attrs["scenario"])["workload"]["tokens_per_step"]
+    nominal = tokens_per_step / ds.attrs["step_time"]
+    clock = ds["clock_factor"].values.astype(np.float64)
+    tokens = ds["throughput"].values
+    running = tokens * (share / clock + 1.0 - share) / nominal
+    local = pd.DatetimeIndex(ds["time"].values).tz_localize("UTC")
+    hours = local.tz_convert(ds.attrs.get("site_timezone", "UTC")).hour.to_numpy()
     with np.errstate(invalid="ignore"):
-        return np.bincount(hours, values, 24) / np.bincount(hours, minlength=24)
+        return np.bincount(hours, tokens, 24) / np.bincount(hours, running, 24)
 
 
-def diurnal_swing(ds: xr.Dataset, name: str = "throughput") -> tuple[float, int]:
-    """Peak-to-trough of :func:`diurnal_profile` over its mean, and the local hour of the trough."""
-    profile = diurnal_profile(ds, name)
-    return float((np.nanmax(profile) - np.nanmin(profile)) / np.nanmean(profile)), int(
-        np.nanargmin(profile)
-    )
+def diurnal_swing(ds: xr.Dataset) -> tuple[float, int]:
+    """Peak-to-trough of :func:`diurnal_throughput` over its mean, and the hour of the trough."""
+    profile = diurnal_throughput(ds)
+    swing = (np.nanmax(profile) - np.nanmin(profile)) / np.nanmean(profile)
+    return float(swing), int(np.nanargmin(profile))

@@ -1,0 +1,185 @@
+"""Weather, clocks, cooling plants and facility power, end to end (issue 3's acceptance)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from powermodel import load_scenario, metrics, simulate
+from powermodel.analysis import diurnal_swing
+from powermodel.calibration import (
+    CALIBRATION_WEEK,
+    CALIBRATION_YEAR,
+    DIURNAL_SWING_TARGET,
+    PUE_TARGET,
+    leakage_coefficient,
+)
+from powermodel.facility import facility_loss
+from powermodel.models.events import State
+from powermodel.simulate import design_it_power
+
+REFERENCE = "llama3-405b-16k-h100"
+JULY_WEEK = {
+    "simulation.start": "2024-07-08T04:00:00",  # local midnight at Sterling (EDT)
+    "simulation.duration": "7d",
+    "simulation.dt": "1min",
+}
+
+
+def test_diurnal_throughput_swing_calibration():
+    # Calibration: Llama 3 paper, "a diurnal 1-2% throughput variation based on time-of-day" from
+    # "higher mid-day temperatures". The reference as it stands (failures on) over a July week.
+    ds = simulate(load_scenario(REFERENCE, JULY_WEEK))
+    swing, trough = diurnal_swing(ds)
+    assert 0.01 <= swing <= 0.02
+    assert 12 <= trough < 18
+    # the stored coefficient is the calibration's result, which hits the middle of the range
+    sc = load_scenario(REFERENCE)
+    assert CALIBRATION_WEEK["simulation.start"] == JULY_WEEK["simulation.start"]
+    assert leakage_coefficient(sc, DIURNAL_SWING_TARGET) == pytest.approx(
+        sc.gpu.leakage_coefficient, rel=0.01
+    )
+
+
+def test_plant_that_holds_its_supply_shows_no_diurnal_swing():
+    # With chillers sized to hold the supply air whatever the weather, the GPUs never see it.
+    ds = simulate(
+        load_scenario(REFERENCE, {**JULY_WEEK, "cooling.plant": "enterprise-chilled-water"})
+    )
+    assert np.ptp(ds["supply_temp"].values) < 1e-6
+    assert diurnal_swing(ds)[0] < 0.001
+
+
+def test_gb200_power_cap_validation():
+    # Validation, not fitted: Meta lowered GB200 from 1,200 W to 1,000 W: -16.7 % power, -5 %
+    # performance (REFERENCES §2). GB200s are liquid-cooled: a warm-water plant.
+    base = {
+        **JULY_WEEK,
+        "simulation.duration": "2d",
+        "simulation.dt": "1s",
+        "reliability.rate_scale": 0.0,
+        "cluster.gpu": "GB200",
+        "cooling.plant": "liquid-dry-cooler",
+    }
+    full = simulate(load_scenario(REFERENCE, base))
+    capped = simulate(load_scenario(REFERENCE, {**base, "mitigation.power_cap": 1000.0}))
+    running = full["job_state"].values == State.RUNNING
+    assert np.array_equal(running, capped["job_state"].values == State.RUNNING)
+    power = capped["gpu_power"].max() / full["gpu_power"].max() - 1.0  # what the cap provisions
+    tokens = capped["throughput"].values[running].mean() / full["throughput"].values[running].mean()
+    assert float(power) == pytest.approx(-0.167, abs=0.015)
+    assert tokens - 1.0 == pytest.approx(-0.05, abs=0.015)
+
+
+@pytest.fixture(scope="module")
+def years():
+    """A year at 1 min for the reference cluster at three sites on three kinds of plant."""
+    plants = {
+        "meta-outside-air-evaporative": "standby",
+        "liquid-dry-cooler": "double-conversion",
+        "enterprise-chilled-water": "double-conversion",
+        "modern-chilled-water": "double-conversion",
+    }
+    out = {}
+    for plant, chain in plants.items():
+        for site in ("tampa", "sterling", "chicago"):
+            over = {
+                **CALIBRATION_YEAR,
+                "site.weather": site,
+                "cooling.plant": plant,
+                "electrical.chain": chain,
+            }
+            ds = simulate(load_scenario(REFERENCE, over))
+            assert np.all(ds["facility_power"].values >= ds["it_power"].values)
+            assert np.all(ds["pue"].values >= 1.0)
+            out[plant, site] = metrics(ds)
+    return out
+
+
+# Published PUE by plant type (REFERENCES §1 and §7)
+RANGES = {
+    "meta-outside-air-evaporative": (1.07, 1.09),  # Meta halls, outside air + evaporative
+    "liquid-dry-cooler": (1.1, 1.3),  # direct-to-chip
+}
+
+
+@pytest.mark.parametrize("plant", list(RANGES))
+def test_annual_pue_orders_sites_and_lies_in_published_range(years, plant):
+    tampa, sterling, chicago = (years[plant, s]["pue"] for s in ("tampa", "sterling", "chicago"))
+    assert tampa > sterling > chicago
+    low, high = RANGES[plant]
+    assert low <= chicago and tampa <= high
+
+
+def test_reference_plant_pue_is_its_calibration(years):
+    # Calibration: the outside-air plant's fan fraction was fitted to Meta's fleet PUE 1.08.
+    assert years["meta-outside-air-evaporative", "sterling"]["pue"] == pytest.approx(
+        PUE_TARGET, abs=0.001
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap: the legacy chilled-water plant gives 1.46-1.49 for a fully loaded AI hall, "
+    "below the 1.5-1.6 published for typical (partly loaded) enterprise halls",
+)
+def test_enterprise_chilled_water_pue_in_published_range(years):
+    for site in ("tampa", "sterling", "chicago"):
+        assert 1.5 <= years["enterprise-chilled-water", site]["pue"] <= 1.6
+
+
+def test_chiller_hours_order_with_the_climate(years):
+    hours = [
+        years["modern-chilled-water", s]["chiller_hours"] for s in ("tampa", "sterling", "chicago")
+    ]
+    assert hours[0] > hours[1] > hours[2]
+    assert hours[0] > 0
+    chw = [years["modern-chilled-water", s]["pue"] for s in ("tampa", "sterling", "chicago")]
+    assert chw[0] > chw[1] > chw[2]
+
+
+def test_failure_reaches_the_facility_at_once_and_cooling_follows():
+    sc = load_scenario(
+        REFERENCE,
+        {
+            "simulation.duration": "2d",
+            "simulation.seed": 3,
+            "checkpoint.interval": "1d",
+            "cluster.fans.slope": 0.0,
+            # an outage longer than five plant time constants (5 × 5 min), so the drop lasts
+            "reliability.restart_time": "40min",
+        },
+    )
+    ds = simulate(sc)
+    t = (ds["time"].values - ds["time"].values[0]) / np.timedelta64(1, "s")
+    tau, plant_dt = sc.cooling.tau, ds.attrs["plant_dt"]
+    events = (ds["event_time"].values - ds["time"].values[0]) / np.timedelta64(1, "s")
+    unexpected = events[ds["event_kind"].values == "unexpected"]
+    # a failure with 10 minutes of training before it, whose next 10 s stay in one plant step
+    fail = next(
+        e
+        for e in unexpected
+        if e > 900
+        and (e % plant_dt) < plant_dt - 11
+        and np.all(ds["job_state"].values[(t >= e - 600) & (t < e - 1)] == State.RUNNING)
+    )
+    it, fac = ds["it_power"].values, ds["facility_power"].values
+    before = (t >= fail - 120) & (t < np.floor(fail))
+    after = (t >= np.ceil(fail) + 1) & (t < np.ceil(fail) + 10)
+    d_it = it[before].mean() - it[after].mean()
+    d_fac = fac[before].mean() - fac[after].mean()
+    # the marginal loss of the UPS/transformer chain at this load (a numerical derivative)
+    capacity = sc.electrical.design_margin * design_it_power(sc) / 1e6
+    level = it[before].mean()
+    marginal = (
+        facility_loss(np.array(level + 0.01), sc, capacity)
+        - facility_loss(np.array(level - 0.01), sc, capacity)
+    ) / 0.02
+    assert d_it > 8.0  # MW, issue 2's bound
+    assert d_fac == pytest.approx(d_it * (1 + float(marginal)), rel=0.02)
+    # five plant time constants later the cooling has followed: the facility change is larger
+    late = (t >= fail + 5 * tau) & (t < fail + 5 * tau + 30)
+    assert np.all(ds["job_state"].values[late] == State.FAILED_IDLE)
+    d_fac_late = fac[before].mean() - fac[late].mean()
+    d_it_late = it[before].mean() - it[late].mean()
+    assert d_fac_late >= d_it_late
