@@ -6,7 +6,6 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from scipy.ndimage import maximum_filter1d, minimum_filter1d
 
 from powermodel.errors import PowerModelError
 
@@ -28,6 +27,8 @@ def max_swing(power: np.ndarray, dt: float, window: float = SWING_WINDOW) -> flo
 
     The window covers ``round(window / dt)`` interval means (5 s at 1 s: five samples).
     """
+    from scipy.ndimage import maximum_filter1d, minimum_filter1d  # slow to import: only here
+
     size = round(window / dt)
     if size < 2:
         return float("nan")

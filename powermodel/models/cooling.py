@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from scipy.signal import lfilter
 
 LATENT_HEAT_WATER = 2.45e6  # J/kg, enthalpy of vaporisation of water at about 20 °C (steam tables)
 
@@ -367,6 +366,8 @@ def first_order_lag(
     ``a = exp(−dt/τ)`` (zero-order-hold discretisation), evaluated as an IIR filter. For a periodic
     input the periodic output has the input's mean: the lag moves energy in time, not in total.
     """
+    from scipy.signal import lfilter  # here, not at import: scipy.signal takes a second to load
+
     u = np.asarray(signal, dtype=float)
     if dt <= 0.0 or tau < 0.0:
         raise ValueError(f"need dt > 0 and tau ≥ 0, got dt={dt:g}, tau={tau:g}")

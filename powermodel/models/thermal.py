@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import log_ndtr
-from scipy.stats import norm
 
 DYNAMIC_EXPONENT = 3.0  # P_dyn ∝ f³ near the top of the V–f curve (REFERENCES §3: C·V²·f, V ∝ f)
 
@@ -113,7 +112,8 @@ def slowest_of(spread: float, n: int) -> float:
     if n < 2:
         return 0.0
     x = np.linspace(-3.0, 4.0 + np.sqrt(2.0 * np.log(n)), 8001)
-    density = np.exp(np.log(n) + norm.logpdf(x) + (n - 1) * log_ndtr(x))
+    log_pdf = -0.5 * x * x - 0.5 * np.log(2.0 * np.pi)
+    density = np.exp(np.log(n) + log_pdf + (n - 1) * log_ndtr(x))
     return spread * float(np.sum(x * density) * (x[1] - x[0]))
 
 
