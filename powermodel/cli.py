@@ -14,6 +14,7 @@ from typing import Any
 from powermodel import export
 from powermodel.analysis import metrics, resample_factor
 from powermodel.errors import PowerModelError
+from powermodel.facility import design_day
 from powermodel.scenario import format_duration, load_scenario, presets
 from powermodel.sensitivity import sensitivity
 from powermodel.simulate import derive, simulate
@@ -108,6 +109,13 @@ def _validate(args: argparse.Namespace) -> int:
         f"{scenario.name or args.scenario}: ok — step {derived.step_time:.2f} s, checkpoint every "
         f"{every} ({derived.checkpoint_stall:.1f} s stall)"
     )
+    if scenario.site.weather != "synthetic":
+        day = design_day(scenario)
+        print(
+            "ASHRAE 0.4 % cooling design day ({design_temp_air:.1f} °C), nameplate IT: facility "
+            "peak {peak_facility_mw:.2f} MW (cooling {peak_cooling_mw:.2f} MW, PUE "
+            "{peak_pue:.3f}), supply up to {max_supply_temp:.1f} °C".format(**day)
+        )
     return 0
 
 

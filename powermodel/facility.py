@@ -125,8 +125,9 @@ def plant_path(
     temp_air = weather.to_grid(wx.temp_air, hours)
     temp_wetbulb = weather.to_grid(wx.temp_wetbulb, hours)
     out = run_plant(scenario, heat, temp_air, temp_wetbulb, dt, design_heat)
-    inlet = out.supply_temp + scenario.cooling.inlet_offset
     gpu, fans = scenario.gpu, scenario.cluster.fans
+    # what the die sees of the inlet, through the heat sink's thermal mass
+    inlet = plants.causal_lag(out.supply_temp + scenario.cooling.inlet_offset, dt, gpu.thermal_tau)
     cap = scenario.mitigation.power_cap or gpu.tdp
     # The workload's step time and phase powers hold at the nominal inlet (fans at nominal speed)
     # with the GPUs at TDP: clocks and leakage are relative to that.
@@ -148,7 +149,11 @@ def plant_path(
         temp_air=temp_air,
         temp_wetbulb=temp_wetbulb,
         supply_temp=out.supply_temp,
-        gpu_temp=thermal.steady_gpu_temperature(inlet, gpu_mean, gpu.thermal_resistance),
+        gpu_temp=plants.causal_lag(
+            thermal.steady_gpu_temperature(inlet, gpu_mean, gpu.thermal_resistance),
+            dt,
+            gpu.thermal_tau,
+        ),
         clock_factor=clock,
         clock_setpoint=float(_slowest_clock(scenario, setpoint, cap) / nominal),
         step_factor=thermal.step_time_factor(clock, share),
@@ -249,3 +254,58 @@ def facility_loss(it_power: np.ndarray, scenario: Scenario, capacity: float) -> 
         it_power, capacity, np.array(e.ups_load), np.array(e.ups_efficiency)
     )
     return through_ups / e.transformer_efficiency - it_power
+
+
+def design_day(scenario: Scenario, level: float = 0.4) -> dict[str, float]:
+    """Peak facility power on the ASHRAE cooling design day, at nameplate IT load.
+
+    The site's EPW header gives the design dry-bulb, its coincident wet-bulb and the daily range
+    (``level`` = 0.4, 1 or 2 % of hours exceeded); the plant runs three such days at its own step
+    (the first two settle its lags) with every GPU at TDP.
+
+    Returns
+    -------
+    dict
+        ``design_temp_air`` [°C], ``peak_facility_mw``, ``peak_cooling_mw``, ``peak_pue`` and
+        ``max_supply_temp`` [°C].
+    """
+    from powermodel.errors import PowerModelError
+
+    if scenario.site.weather == "synthetic":
+        raise PowerModelError(
+            "a design day needs an EPW weather file with ASHRAE design conditions"
+        )
+    _, meta = read_weather(scenario.site.weather)
+    design = meta.get("design_conditions")
+    if not design or "cooling" not in design:
+        raise PowerModelError(
+            f"{meta['file']}: no ASHRAE cooling design conditions in its header "
+            f"({meta.get('design_conditions_note') or 'not an EPW file'})"
+        )
+    _, temp_air, temp_wetbulb = weather.design_day(
+        design, float(weather.standard_pressure(meta["elevation"])), level
+    )
+    dt = scenario.cooling.dt
+    hours = np.arange(0.0, 72.0, dt / 3600.0)
+    from powermodel.simulate import design_it_power
+
+    it = design_it_power(scenario)
+    out = run_plant(
+        scenario,
+        np.full(hours.size, it),
+        weather.to_grid(temp_air, hours),
+        weather.to_grid(temp_wetbulb, hours),
+        dt,
+        it,
+    )
+    last = hours >= 48.0
+    cooling = out.cooling_power[last] + out.fan_power[last] + scenario.cooling.misc_fraction * it
+    loss = facility_loss(np.array(it), scenario, scenario.electrical.design_margin * it)
+    facility = it + loss + cooling
+    return {
+        "design_temp_air": float(temp_air.max()),
+        "peak_facility_mw": float(facility.max() / 1e6),
+        "peak_cooling_mw": float(cooling.max() / 1e6),
+        "peak_pue": float(facility.max() / it),
+        "max_supply_temp": float(out.supply_temp[last].max()),
+    }

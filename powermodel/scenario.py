@@ -204,6 +204,9 @@ class Gpu(Section):
     thermal_resistance: float = Field(
         gt=0, description="Die to air inlet (air) or to coolant supply (liquid). [K/W]"
     )
+    thermal_tau: Duration = Field(
+        60.0, ge=0, description="Time constant of die and heat sink (or cold plate). [s]"
+    )
     leakage_ref: float = Field(ge=0, description="Leakage power at temp_ref. [W]")
     temp_ref: float = Field(description="Die temperature of the reference clock. [°C]")
     leakage_coefficient: float = Field(

@@ -183,3 +183,28 @@ def test_failure_reaches_the_facility_at_once_and_cooling_follows():
     d_fac_late = fac[before].mean() - fac[late].mean()
     d_it_late = it[before].mean() - it[late].mean()
     assert d_fac_late >= d_it_late
+
+
+def test_design_day_bounds_the_year(years):
+    # ASHRAE 0.4 % cooling design day from the EPW header: the hottest hour is the header's
+    # design dry-bulb (Sterling: 34.1 °C, its DESIGN CONDITIONS line); at nameplate IT it bounds
+    # every hour of the typical year.
+    from powermodel.facility import design_day
+
+    sc = load_scenario(REFERENCE)
+    day = design_day(sc)
+    assert day["design_temp_air"] == pytest.approx(34.1, abs=0.05)
+    assert (
+        day["peak_facility_mw"]
+        > years["meta-outside-air-evaporative", "sterling"]["facility_peak_mw"]
+    )
+    assert day["peak_pue"] >= 1.0
+
+
+def test_weather_errors_are_clear():
+    from powermodel import PowerModelError
+
+    with pytest.raises(PowerModelError, match="did you mean 'sterling'"):
+        simulate(
+            load_scenario(REFERENCE, {"site.weather": "stirling", "simulation.duration": "1h"})
+        )

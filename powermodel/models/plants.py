@@ -25,6 +25,8 @@ from powermodel.models.cooling import (
     first_order_lag,
 )
 
+CURVE_CHW_RANGE = (4.4, 10.0)  # °C, leaving chilled water the EnergyPlus curves were fitted on
+CURVE_CONDENSER_RANGE = {False: (12.8, 30.0), True: (29.0, 46.0)}  # °C: water-, air-cooled
 MIN_CONDENSER_WATER = (
     15.0  # °C: towers bypass to hold condenser water above it for the chillers [A]
 )
@@ -92,14 +94,14 @@ def outside_air_evaporative(
     airflow carries the heat at ``air_delta_t``; the water evaporated is the sensible cooling of
     that air divided by the latent heat.
     """
-    seen = _lagged(heat, dt, tau)
+    seen = causal_lag(heat, dt, tau)
     evaporative = direct_evaporative_supply(temp_air, temp_wetbulb, evap_effectiveness)
     wet = temp_air > supply_setpoint
     supply = np.where(wet, np.maximum(evaporative, supply_setpoint), supply_setpoint)
     # the airflow that carries the heat at air_delta_t, cooled by (T_db − supply) in the pads
     cooled = seen * np.where(wet, temp_air - supply, 0.0) / air_delta_t
     return PlantOutput(
-        supply_temp=_lagged(supply, dt, tau),
+        supply_temp=causal_lag(supply, dt, tau),
         fan_power=fan_power(seen / design_heat, fan_fraction * design_heat, fan_min_speed),
         cooling_power=np.where(wet, pump_fraction * design_heat, 0.0),
         water_use=evaporation_water(cooled),
@@ -133,7 +135,7 @@ def liquid(
     way: their load is the heat times the fraction of the loop range they must cover. What they
     cannot remove raises the coolant supply by ``unmet · loop_delta_t / heat``.
     """
-    seen = _lagged(heat, dt, tau)
+    seen = causal_lag(heat, dt, tau)
     if heat_rejection == "tower":
         rejected = cooling_tower_leaving(temp_wetbulb, rejection_approach)
         condenser = np.maximum(rejected, MIN_CONDENSER_WATER)
@@ -196,7 +198,7 @@ def chilled_water(
     it can, the chillers the rest (integrated economizer). Heat the chillers cannot remove warms
     the chilled water, and the supply air with it.
     """
-    seen = _lagged(heat, dt, tau)
+    seen = causal_lag(heat, dt, tau)
     tower = cooling_tower_leaving(temp_wetbulb, rejection_approach)
     chw_return = chw_supply + loop_delta_t
     free = np.clip((chw_return - (tower + economizer_approach)) / loop_delta_t, 0.0, 1.0)
@@ -257,9 +259,15 @@ def staged_chillers(
         Electric power [W] and load not met [W].
     """
     units = max(1, int(np.ceil(installed / curves.reference_capacity)))
-    unit_capacity = chiller_power(0.0, temp_chw_leaving, temp_cond_entering, curves).capacity
+    # The curves are fits over about 4-10 °C chilled water and 13-30 °C condenser water (29-46 °C
+    # air for air-cooled sets); EnergyPlus clips curve inputs to their fitted range, and so do
+    # we. A warm-water trim chiller (30 °C leaving) is thus rated as if it made 10 °C water:
+    # conservative, as its real lift is smaller.
+    chw = np.clip(temp_chw_leaving, *CURVE_CHW_RANGE)
+    cond = np.clip(temp_cond_entering, *CURVE_CONDENSER_RANGE[curves.condenser_type == "AirCooled"])
+    unit_capacity = chiller_power(0.0, chw, cond, curves).capacity
     running = np.clip(np.ceil(load / np.maximum(unit_capacity, 1e-9)), 1, units)
-    op = chiller_power(load / running, temp_chw_leaving, temp_cond_entering, curves)
+    op = chiller_power(load / running, chw, cond, curves)
     power = np.where(load > 0, running * op.power, 0.0)
     return power, running * op.unmet
 
@@ -287,7 +295,7 @@ def _water_side_output(
     """
     fraction = seen / design_heat
     return PlantOutput(
-        supply_temp=_lagged(supply_setpoint + _rise(unmet, seen, loop_delta_t), dt, tau),
+        supply_temp=causal_lag(supply_setpoint + _rise(unmet, seen, loop_delta_t), dt, tau),
         fan_power=fan_power(fraction, fan_fraction * design_heat, fan_min_speed),
         cooling_power=fan_power(fraction, pump_fraction * design_heat, pump_min_speed) + chiller_w,
         water_use=water,
@@ -295,7 +303,7 @@ def _water_side_output(
     )
 
 
-def _lagged(signal: np.ndarray, dt: float, tau: float) -> np.ndarray:
+def causal_lag(signal: np.ndarray, dt: float, tau: float) -> np.ndarray:
     """First-order lag, causal on the step grid: each step holds the state at its start, so a
     change of heat within a step reaches the plant from the next step on."""
     lagged = first_order_lag(signal, dt, tau)
