@@ -8,6 +8,7 @@ import numpy as np
 import xarray as xr
 
 from powermodel.errors import PowerModelError
+from powermodel.models.thermal import step_time_factor
 
 SWING_WINDOW = 5.0  # s: the rolling window of ERCOT's 5-s peak-to-peak proposal (REFERENCES §5)
 
@@ -75,7 +76,7 @@ def _facility_metrics(ds: xr.Dataset, dt: float) -> dict[str, float]:
     throughput = ds["throughput"].values
     # tokens had the plant held its supply setpoint: each interval's throughput times the ratio
     # of its step stretch to the stretch at the setpoint
-    stretch = (share / clock + 1.0 - share) / (share / best + 1.0 - share)
+    stretch = step_time_factor(clock, share) / step_time_factor(best, share)
     nominal = float(np.sum(throughput * stretch))
     return {
         "facility_energy_mwh": facility_mwh,
@@ -156,7 +157,7 @@ def diurnal_throughput(ds: xr.Dataset) -> np.ndarray:
     nominal = tokens_per_step / ds.attrs["step_time"]
     clock = ds["clock_factor"].values.astype(np.float64)
     tokens = ds["throughput"].values
-    running = tokens * (share / clock + 1.0 - share) / nominal
+    running = tokens * step_time_factor(clock, share) / nominal
     local = pd.DatetimeIndex(ds["time"].values).tz_localize("UTC")
     hours = local.tz_convert(ds.attrs.get("site_timezone", "UTC")).hour.to_numpy()
     with np.errstate(invalid="ignore"):

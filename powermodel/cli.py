@@ -11,6 +11,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from powermodel import export
 from powermodel.analysis import metrics, resample_factor
 from powermodel.errors import PowerModelError
@@ -105,10 +107,12 @@ def _validate(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, args.overrides)
     derived = derive(scenario)
     every = format_duration(round(derived.checkpoint_interval))
-    print(
-        f"{scenario.name or args.scenario}: ok — step {derived.step_time:.2f} s, checkpoint every "
-        f"{every} ({derived.checkpoint_stall:.1f} s stall)"
+    checkpoints = (
+        f"checkpoint every {every} ({derived.checkpoint_stall:.1f} s stall)"
+        if derived.checkpoints
+        else "no checkpoints (no failures expected)"
     )
+    print(f"{scenario.name or args.scenario}: ok — step {derived.step_time:.2f} s, {checkpoints}")
     if scenario.site.weather != "synthetic":
         day = design_day(scenario)
         print(
@@ -129,7 +133,12 @@ def _print_summary(name: str, result: dict[str, Any], attrs: dict, elapsed: floa
     rows = [
         ("scenario", name),
         ("step time", f"{attrs['step_time']:.2f} s"),
-        ("checkpoint interval", f"{attrs['checkpoint_interval']:.0f} s"),
+        (
+            "checkpoint interval",
+            f"{attrs['checkpoint_interval']:.0f} s"
+            if np.isfinite(attrs["checkpoint_interval"])
+            else "none (no failures expected)",
+        ),
         ("IT energy", f"{result['energy_mwh']:,.1f} MWh"),
         (
             "IT power mean / peak / min",

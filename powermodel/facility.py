@@ -125,44 +125,61 @@ def plant_path(
     temp_air = weather.to_grid(wx.temp_air, hours)
     temp_wetbulb = weather.to_grid(wx.temp_wetbulb, hours)
     out = run_plant(scenario, heat, temp_air, temp_wetbulb, dt, design_heat)
-    gpu, fans = scenario.gpu, scenario.cluster.fans
-    # what the die sees of the inlet, through the heat sink's thermal mass
-    inlet = plants.causal_lag(out.supply_temp + scenario.cooling.inlet_offset, dt, gpu.thermal_tau)
-    cap = scenario.mitigation.power_cap or gpu.tdp
+    gpu, cl = scenario.gpu, scenario.cluster
+    inlet = out.supply_temp + scenario.cooling.inlet_offset
+    # One die state: inlet + R·(mean board power), through the die and heat sink's thermal mass.
+    die = plants.causal_lag(
+        thermal.steady_gpu_temperature(inlet, gpu_mean, gpu.thermal_resistance), dt, gpu.thermal_tau
+    )
     # The workload's step time and phase powers hold at the nominal inlet (fans at nominal speed)
-    # with the GPUs at TDP: clocks and leakage are relative to that.
-    nominal = _slowest_clock(scenario, fans.temp_nominal, gpu.tdp)
-    clock = _slowest_clock(scenario, inlet, cap) / nominal
-    setpoint = scenario.cooling.supply_setpoint + scenario.cooling.inlet_offset
-    share = sum(p.share for p in scenario.workload.phases if p.kind == "compute")
+    # and uncapped: clocks and leakage are relative to that die temperature.
+    shares, watts = scenario.phase_powers(capped=False)
+    nominal_die = thermal.steady_gpu_temperature(
+        cl.fans.temp_nominal, float(shares @ watts), gpu.thermal_resistance
+    )
+    cap = scenario.mitigation.power_cap or gpu.tdp
+    nominal = _slowest_clock(scenario, nominal_die, gpu.tdp)
+    clock = _slowest_clock(scenario, die, cap) / nominal
+    share = scenario.compute_share
     leak = [
-        thermal.leakage_power(
-            thermal.steady_gpu_temperature(t, gpu_mean, gpu.thermal_resistance),
-            gpu.leakage_ref,
-            gpu.temp_ref,
-            gpu.leakage_coefficient,
-        )
-        for t in (inlet, fans.temp_nominal)
+        thermal.leakage_power(t, gpu.leakage_ref, gpu.temp_ref, gpu.leakage_coefficient)
+        for t in (die, nominal_die)
     ]
-    speed = np.clip(1.0 + fans.slope * (inlet - fans.temp_nominal), 1.0, fans.speed_max)
+    speed = server_fan_speed(scenario, inlet)
     return PlantPath(
         temp_air=temp_air,
         temp_wetbulb=temp_wetbulb,
         supply_temp=out.supply_temp,
-        gpu_temp=plants.causal_lag(
-            thermal.steady_gpu_temperature(inlet, gpu_mean, gpu.thermal_resistance),
-            dt,
-            gpu.thermal_tau,
-        ),
+        gpu_temp=die,
         clock_factor=clock,
-        clock_setpoint=float(_slowest_clock(scenario, setpoint, cap) / nominal),
+        clock_setpoint=float(_slowest_clock(scenario, _setpoint_die(scenario), cap) / nominal),
         step_factor=thermal.step_time_factor(clock, share),
-        cooling_power=out.cooling_power + out.fan_power * _airflow(scenario, speed) ** 3,
+        cooling_power=plant_power(scenario, out, speed),
         water_use=out.water_use,
         chiller_load=out.chiller_load,
-        fan_extra=fans.power * (speed**3 - 1.0),
+        fan_extra=cl.fans.power * (speed**3 - 1.0),
         leak_extra=(1.0 - share) * (leak[0] - leak[1]),
     )
+
+
+def _setpoint_die(scenario: Scenario) -> float:
+    """Mean die temperature while training with the plant at its supply setpoint. [°C]"""
+    shares, watts = scenario.phase_powers()
+    inlet = scenario.cooling.supply_setpoint + scenario.cooling.inlet_offset
+    return float(
+        thermal.steady_gpu_temperature(inlet, shares @ watts, scenario.gpu.thermal_resistance)
+    )
+
+
+def server_fan_speed(scenario: Scenario, inlet: np.ndarray | float) -> np.ndarray:
+    """Server fan speed relative to nominal: up by ``slope`` per kelvin of inlet above nominal."""
+    fans = scenario.cluster.fans
+    return np.clip(1.0 + fans.slope * (np.asarray(inlet) - fans.temp_nominal), 1.0, fans.speed_max)
+
+
+def plant_power(scenario: Scenario, out: plants.PlantOutput, speed: np.ndarray) -> np.ndarray:
+    """Plant power [W]: pumps and chillers, and the air movers at the airflow the servers pull."""
+    return out.cooling_power + out.fan_power * _airflow(scenario, speed) ** 3
 
 
 def _airflow(scenario: Scenario, server_fan_speed: np.ndarray) -> np.ndarray | float:
@@ -171,12 +188,10 @@ def _airflow(scenario: Scenario, server_fan_speed: np.ndarray) -> np.ndarray | f
     return server_fan_speed if scenario.cooling.type != "liquid" else 1.0
 
 
-def _slowest_clock(scenario: Scenario, inlet: np.ndarray | float, cap: float) -> np.ndarray:
+def _slowest_clock(scenario: Scenario, die: np.ndarray | float, cap: float) -> np.ndarray:
     """Clock of the slowest GPU: the hottest, σ·E[max of N] above the mean die, at its cap."""
     gpu, cl = scenario.gpu, scenario.cluster
-    hottest = thermal.steady_gpu_temperature(inlet, cap, gpu.thermal_resistance) + (
-        thermal.slowest_of(cl.temp_spread, cl.n_gpus)
-    )
+    hottest = die + thermal.slowest_of(cl.temp_spread, cl.n_gpus)
     try:
         return thermal.clock_factor(
             hottest, cap, gpu.leakage_ref, gpu.temp_ref, gpu.leakage_coefficient, power_ref=gpu.tdp
@@ -212,6 +227,7 @@ def run_plant(
             heat,
             temp_air,
             temp_wetbulb,
+            supply_max=c.supply_max,
             evap_effectiveness=c.evap_effectiveness,
             air_delta_t=c.air_delta_t,
             **common,
@@ -242,9 +258,15 @@ def run_plant(
 @lru_cache(maxsize=16)
 def find_chiller(name: str):
     """A chiller by name from the water-cooled or the air-cooled EnergyPlus table."""
-    if name in read_chiller_curves(AIR_COOLED)[0].index:
-        return chiller(name, AIR_COOLED)
-    return chiller(name, WATER_COOLED)
+    found = chiller(
+        name, AIR_COOLED if name in read_chiller_curves(AIR_COOLED)[0].index else WATER_COOLED
+    )
+    if not np.isfinite(found.reference_capacity):
+        raise ScenarioError(
+            f"cooling.chiller {name!r} is a generic curve set without a capacity (Autosize): "
+            "choose a chiller with a rated capacity from data/chillers/"
+        )
+    return found
 
 
 def facility_loss(it_power: np.ndarray, scenario: Scenario, capacity: float) -> np.ndarray:
@@ -299,7 +321,8 @@ def design_day(scenario: Scenario, level: float = 0.4) -> dict[str, float]:
         it,
     )
     last = hours >= 48.0
-    cooling = out.cooling_power[last] + out.fan_power[last] + scenario.cooling.misc_fraction * it
+    speed = server_fan_speed(scenario, out.supply_temp + scenario.cooling.inlet_offset)
+    cooling = plant_power(scenario, out, speed)[last] + scenario.cooling.misc_fraction * it
     loss = facility_loss(np.array(it), scenario, scenario.electrical.design_margin * it)
     facility = it + loss + cooling
     return {

@@ -234,13 +234,18 @@ class Psu(Section):
 
     @model_validator(mode="after")
     def _curve(self) -> Psu:
-        if len(self.load) != len(self.efficiency) or len(self.load) < 3:
-            raise ValueError("psu.load and psu.efficiency need the same length, at least 3 points")
-        if not all(0 < e <= 1 for e in self.efficiency) or not all(0 < x for x in self.load):
-            raise ValueError("psu efficiencies must lie in (0, 1] and load points be positive")
-        if any(b <= a for a, b in zip(self.load, self.load[1:], strict=False)):
-            raise ValueError(f"psu.load must increase, got {self.load}")
+        _check_curve("psu.load", self.load, "psu.efficiency", self.efficiency)
         return self
+
+
+def _check_curve(load_key: str, load: list[float], eff_key: str, efficiency: list[float]) -> None:
+    """An efficiency curve: matching lengths, at least 3 increasing positive loads, η in (0, 1]."""
+    if len(load) != len(efficiency) or len(load) < 3:
+        raise ValueError(f"{load_key} and {eff_key} need the same length, at least 3 points")
+    if not all(0 < e <= 1 for e in efficiency) or not all(0 < x for x in load):
+        raise ValueError(f"{eff_key} must lie in (0, 1] and {load_key} be positive")
+    if any(b <= a for a, b in zip(load, load[1:], strict=False)):
+        raise ValueError(f"{load_key} must increase, got {load}")
 
 
 class Fans(Section):
@@ -342,6 +347,13 @@ class Checkpoint(Section):
         1.0, gt=0, description="Stall of an async checkpoint (copy to host memory). [s]"
     )
 
+    @field_validator("interval")
+    @classmethod
+    def _positive(cls, value: float | str) -> float | str:
+        if isinstance(value, float) and value <= 0:
+            raise ValueError("the checkpoint interval must be positive (or 'young-daly')")
+        return value
+
 
 class Cause(Section):
     name: str
@@ -378,6 +390,9 @@ class Cooling(Section):
     )
     tau: Duration = Field(gt=0, description="Time constant of the plant's response. [s]")
     supply_setpoint: float = Field(description="Supply air or coolant temperature held. [°C]")
+    supply_max: float | None = Field(
+        None, description="Outside-air plants: supply floats up to it before pads wet. [°C]"
+    )
     inlet_offset: float = Field(ge=0, description="GPU inlet above supply (recirculation). [K]")
     fan_fraction: float = Field(ge=0, description="Air-moving power at design load / heat. [1]")
     fan_min_speed: float = Field(
@@ -390,7 +405,6 @@ class Cooling(Section):
     design_margin: float = Field(1.0, ge=1, description="Plant capacity over peak IT heat. [1]")
     evap_effectiveness: float | None = Field(None, gt=0, le=1, description="Media pads. [1]")
     air_delta_t: float | None = Field(None, gt=0, description="Air rise across servers. [K]")
-    liquid_fraction: float | None = Field(None, ge=0, le=1, description="Heat to liquid. [1]")
     heat_rejection: Literal["dry-cooler", "tower"] | None = None
     rejection_approach: float | None = Field(
         None, ge=0, description="Dry cooler over dry-bulb, or tower over wet-bulb. [K]"
@@ -409,9 +423,8 @@ class Cooling(Section):
     source: str = ""
 
     _required = {
-        "outside-air-evaporative": ("evap_effectiveness", "air_delta_t"),
+        "outside-air-evaporative": ("supply_max", "evap_effectiveness", "air_delta_t"),
         "liquid": (
-            "liquid_fraction",
             "heat_rejection",
             "rejection_approach",
             "loop_delta_t",
@@ -445,6 +458,13 @@ class Electrical(Section):
     transformer_efficiency: float = Field(gt=0, le=1, description="Transformers and PDUs. [1]")
     design_margin: float = Field(1.25, ge=1, description="Capacity over peak IT power. [1]")
     source: str = ""
+
+    @model_validator(mode="after")
+    def _curve(self) -> Electrical:
+        _check_curve(
+            "electrical.ups_load", self.ups_load, "electrical.ups_efficiency", self.ups_efficiency
+        )
+        return self
 
 
 class Mitigation(Section):
@@ -490,6 +510,29 @@ class Scenario(Section):
                 f"gpu.name {self.gpu.name!r} differs from cluster.gpu {self.cluster.gpu!r}"
             )
         return self
+
+    def phase_powers(self, capped: bool = True) -> tuple[Any, Any]:
+        """Shares of the step and per-GPU power of each phase [W], under the power cap if set."""
+        import numpy as np
+
+        from powermodel.models.workload import phase_levels
+
+        wl = self.workload
+        levels = phase_levels(
+            [p.kind for p in wl.phases],
+            [p.power for p in wl.phases],
+            wl.compute_power,
+            wl.trough_depth,
+        )
+        watts = levels * self.gpu.tdp
+        if capped and self.mitigation.power_cap is not None:
+            watts = np.minimum(watts, self.mitigation.power_cap)
+        return np.array([p.share for p in wl.phases]), watts
+
+    @property
+    def compute_share(self) -> float:
+        """Share of the step spent in compute phases. [1]"""
+        return sum(p.share for p in self.workload.phases if p.kind == "compute")
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
@@ -750,7 +793,7 @@ def _fields_at(loc: tuple[Any, ...]) -> list[str]:
 def _did_you_mean(word: str, choices: Iterable[str]) -> str:
     choices = list(choices)
     folded = {c.casefold(): c for c in choices}
-    close = difflib.get_close_matches(word.casefold(), list(folded), n=1, cutoff=0.6)
+    close = [c for c in folded if word and c.startswith(word.casefold())][:1]
     if not close:
-        close = [c for c in folded if word and c.startswith(word.casefold())][:1]
+        close = difflib.get_close_matches(word.casefold(), list(folded), n=1, cutoff=0.6)
     return f" (did you mean {folded[close[0]]!r}?)" if close else ""

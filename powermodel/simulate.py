@@ -19,6 +19,7 @@ from powermodel.variables import annotate
 # Independent random streams per purpose (DESIGN principle 6): SeedSequence spawn keys.
 JOB = 0
 STREAM_FAILURES = 1
+NO_CHECKPOINTS = 1e30  # s: an interval no run reaches (the timeline's arithmetic needs a number)
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,11 @@ class Derived:
     checkpoint_interval: float
     reload_time: float
     rates: np.ndarray  # per cause, planned last [1/s of up time]
+
+    @property
+    def checkpoints(self) -> bool:
+        """False when no failures are expected and Young/Daly asks for none."""
+        return self.checkpoint_interval < NO_CHECKPOINTS
 
 
 def derive(scenario: Scenario) -> Derived:
@@ -51,7 +57,7 @@ def derive(scenario: Scenario) -> Derived:
         interval = events.young_daly_interval(1.0 / lossy, stall) if lossy else np.inf
     else:
         interval = ck.interval
-    interval = max(1.0, round(interval / step)) * step if np.isfinite(interval) else 1e30
+    interval = max(1.0, round(interval / step)) * step if np.isfinite(interval) else NO_CHECKPOINTS
     if done - stall >= interval:
         raise ScenarioError(
             f"an async checkpoint takes {done - stall:.0f} s to persist, longer than the "
@@ -98,14 +104,13 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
     transforms (the PSU curve) act on the per-group waveform before the offsets aggregate it.
     """
     wl, cl, gpu = scenario.workload, scenario.cluster, scenario.gpu
-    levels = workload.phase_levels(
-        [p.kind for p in wl.phases],
-        [p.power for p in wl.phases],
-        wl.compute_power,
-        wl.trough_depth,
-    )
-    shares = np.array([p.share for p in wl.phases])
-    per_gpu = gpu.tdp * workload.iteration_waveform(shares, levels, derived.step_time, wl.edge_rate)
+    shares, watts = scenario.phase_powers(capped=False)
+    try:
+        per_gpu = workload.iteration_waveform(
+            shares, watts, derived.step_time, wl.edge_rate * gpu.tdp
+        )
+    except ValueError as exc:
+        raise ScenarioError(f"workload.edge_rate {wl.edge_rate:g}: {exc}") from None
     if scenario.mitigation.power_cap is not None:  # per GPU, before aggregation (principle 2)
         per_gpu = np.minimum(per_gpu, scenario.mitigation.power_cap)
     kernel = workload.offset_kernel(derived.step_time, wl.offset_spread, wl.jitter)
@@ -215,9 +220,10 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
     loss = facility.facility_loss(
         it_power, scenario, scenario.electrical.design_margin * design / 1e6
     )
+    cooling = np.repeat(path.cooling_power, k) / 1e6
     # misc loads (lighting, offices, controls) do not follow the IT swing: a share of design IT
-    cooling = np.repeat(path.cooling_power, k) / 1e6 + scenario.cooling.misc_fraction * design / 1e6
-    facility_power = it_power + loss + cooling
+    misc = np.full(it_power.size, scenario.cooling.misc_fraction * design / 1e6)
+    facility_power = it_power + loss + cooling + misc
     # work lost to a failure is priced at the training rate of the plant step it happened in
     nominal_rate = scenario.workload.tokens_per_step / derived.step_time
     at = np.minimum((line.event_time // plant_dt).astype(np.int64), path.step_factor.size - 1)
@@ -232,6 +238,7 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
             "it_power": ("time", it_power),
             "facility_loss": ("time", loss),
             "cooling_power": ("time", cooling),
+            "misc_power": ("time", misc),
             "facility_power": ("time", facility_power),
             "pue": ("time", hourly_ratio(facility_power, it_power, sim.dt)),
             "throughput": ("time", throughput),
@@ -257,9 +264,9 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
         dt=sim.dt,
         plant_dt=plant_dt,
         step_time=derived.step_time,
-        compute_share=sum(p.share for p in scenario.workload.phases if p.kind == "compute"),
+        compute_share=scenario.compute_share,
         clock_setpoint=path.clock_setpoint,
-        checkpoint_interval=derived.checkpoint_interval,
+        checkpoint_interval=derived.checkpoint_interval if derived.checkpoints else np.inf,
         checkpoint_stall=derived.checkpoint_stall,
         powermodel_version=__version__,
     )
@@ -301,17 +308,9 @@ def hourly_ratio(numerator: np.ndarray, denominator: np.ndarray, dt: float) -> n
 
 def _psu_slope(scenario: Scenario) -> float:
     """d(AC)/d(DC) of a server's supplies at the running load: small DC changes pass through it."""
-    cl, wl = scenario.cluster, scenario.workload
-    levels = workload.phase_levels(
-        [p.kind for p in wl.phases],
-        [p.power for p in wl.phases],
-        wl.compute_power,
-        wl.trough_depth,
-    )
-    gpu = np.minimum(levels * scenario.gpu.tdp, scenario.mitigation.power_cap or np.inf)
-    node = (
-        cl.gpus_per_node * float(np.dot([p.share for p in wl.phases], gpu)) + cl.rest_power_active
-    )
+    cl = scenario.cluster
+    shares, watts = scenario.phase_powers()
+    node = cl.gpus_per_node * float(shares @ watts) + cl.rest_power_active
     load, eff = np.array(cl.psu.load), np.array(cl.psu.efficiency)
     up, down = (electrical.input_power(node + d, cl.psu.capacity, load, eff) for d in (1.0, -1.0))
     return float((up - down) / 2.0)

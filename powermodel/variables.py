@@ -29,13 +29,18 @@ VARIABLES: dict[str, dict[str, str]] = {
     },
     "cooling_power": {
         "units": "MW",
-        "long_name": "Cooling and other non-IT power",
-        "description": "Fans, pumps, chillers (held over each plant step) and misc loads.",
+        "long_name": "Cooling power",
+        "description": "Fans, pumps and chillers of the plant, held over each plant step.",
+    },
+    "misc_power": {
+        "units": "MW",
+        "long_name": "Other facility loads",
+        "description": "Lighting, offices, controls: a constant share of design IT power.",
     },
     "facility_power": {
         "units": "MW",
         "long_name": "Facility power",
-        "description": "IT power + facility losses + cooling and misc: what the site draws.",
+        "description": "IT power + facility losses + cooling + misc: what the site draws.",
     },
     "pue": {
         "units": "1",

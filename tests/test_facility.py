@@ -50,9 +50,9 @@ def test_plant_that_holds_its_supply_shows_no_diurnal_swing():
     assert diurnal_swing(ds)[0] < 0.001
 
 
-def test_gb200_power_cap_validation():
-    # Validation, not fitted: Meta lowered GB200 from 1,200 W to 1,000 W: -16.7 % power, -5 %
-    # performance (REFERENCES §2). GB200s are liquid-cooled: a warm-water plant.
+@pytest.fixture(scope="module")
+def gb200():
+    """GB200s (liquid-cooled, a warm-water plant) at their 1,200 W TDP and capped at 1,000 W."""
     base = {
         **JULY_WEEK,
         "simulation.duration": "2d",
@@ -65,10 +65,28 @@ def test_gb200_power_cap_validation():
     capped = simulate(load_scenario(REFERENCE, {**base, "mitigation.power_cap": 1000.0}))
     running = full["job_state"].values == State.RUNNING
     assert np.array_equal(running, capped["job_state"].values == State.RUNNING)
-    power = capped["gpu_power"].max() / full["gpu_power"].max() - 1.0  # what the cap provisions
+    return full, capped, running
+
+
+def test_gb200_power_cap_throughput_validation(gb200):
+    # Validation, not fitted: Meta lowered GB200 from 1,200 W to 1,000 W for -5 % performance
+    # (REFERENCES §2). Clocks fall at the cap by the cube law, less what a cooler die leaks.
+    full, capped, running = gb200
     tokens = capped["throughput"].values[running].mean() / full["throughput"].values[running].mean()
-    assert float(power) == pytest.approx(-0.167, abs=0.015)
     assert tokens - 1.0 == pytest.approx(-0.05, abs=0.015)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap: capping lowers the compute phases only (communication at 0.7 TDP = 840 W "
+    "is under the cap), so mean GPU power falls about 12 %, not Meta's 16.7 % (which equals the "
+    "cap ratio: a provisioned figure, or a workload with shallower troughs)",
+)
+def test_gb200_power_cap_power_validation(gb200):
+    # Meta: -16.7 % power for the 1,200 -> 1,000 W cap (REFERENCES §2).
+    full, capped, running = gb200
+    power = capped["gpu_power"].values[running].mean() / full["gpu_power"].values[running].mean()
+    assert power - 1.0 == pytest.approx(-0.167, abs=0.015)
 
 
 @pytest.fixture(scope="module")

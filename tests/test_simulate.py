@@ -81,7 +81,8 @@ def test_young_daly_interval_in_whole_steps():
 @pytest.fixture(scope="module")
 def week():
     """Two days at 1 s, checkpoints a day apart: failures interrupt long running stretches."""
-    # Server fans held at nominal speed: the plateaus then isolate the GPU and node changes.
+    # Server fans at nominal speed and leakage independent of temperature: the plateaus then
+    # isolate the GPU and node changes from the weather's (tested in test_facility.py).
     sc = load_scenario(
         REFERENCE,
         {
@@ -89,6 +90,7 @@ def week():
             "simulation.seed": 3,
             "checkpoint.interval": "1d",
             "cluster.fans.slope": 0.0,
+            "gpu.leakage_coefficient": 0.0,
         },
     )
     return sc, simulate(sc)

@@ -57,6 +57,7 @@ def outside_air_evaporative(
     dt: float,
     tau: float,
     supply_setpoint: float,
+    supply_max: float,
     evap_effectiveness: float,
     air_delta_t: float,
     fan_fraction: float,
@@ -78,6 +79,9 @@ def outside_air_evaporative(
     supply_setpoint
         Lowest supply air temperature: in cold weather outside air is mixed with return air to
         hold it. [°C]
+    supply_max
+        Highest supply air temperature the plant aims for: between the two the supply floats
+        with the outside air; above it the pads are wetted. [°C]
     evap_effectiveness
         Saturation effectiveness of the pads. [1]
     air_delta_t
@@ -89,15 +93,21 @@ def outside_air_evaporative(
 
     Notes
     -----
-    Supply = setpoint when the outside air is colder (economizer mixing); otherwise the pads
-    cool it toward the wet-bulb, ``T_db − ε·(T_db − T_wb)``, but not below the setpoint. The
+    Supply = setpoint when the outside air is colder (economizer mixing), the outside air itself
+    up to ``supply_max``, and above it the pads cool the air toward the wet-bulb,
+    ``T_db − ε·(T_db − T_wb)``, but not below ``supply_max`` (they are modulated). When even the
+    pads cannot reach ``supply_max`` (humid heat), the supply rises above it and the GPUs pay.
+    Humidity limits on the supply air are not modelled. The
     airflow carries the heat at ``air_delta_t``; the water evaporated is the sensible cooling of
     that air divided by the latent heat.
     """
     seen = causal_lag(heat, dt, tau)
     evaporative = direct_evaporative_supply(temp_air, temp_wetbulb, evap_effectiveness)
-    wet = temp_air > supply_setpoint
-    supply = np.where(wet, np.maximum(evaporative, supply_setpoint), supply_setpoint)
+    wet = temp_air > supply_max
+    # mixing with return air holds the floor; above the ceiling the pads cool toward it
+    supply = np.where(
+        wet, np.maximum(evaporative, supply_max), np.maximum(temp_air, supply_setpoint)
+    )
     # the airflow that carries the heat at air_delta_t, cooled by (T_db − supply) in the pads
     cooled = seen * np.where(wet, temp_air - supply, 0.0) / air_delta_t
     return PlantOutput(

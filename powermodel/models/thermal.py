@@ -51,9 +51,10 @@ def leakage_power(
 
     Notes
     -----
-    Sub-threshold leakage grows roughly exponentially with temperature (it about doubles every
-    20–30 K in recent CMOS nodes, k ≈ 0.023–0.035 /K). ``k`` is the coefficient powermodel
-    calibrates on the Llama 3 diurnal throughput swing; it is labelled so in the presets.
+    Sub-threshold leakage grows roughly exponentially with temperature; rules of thumb have it
+    doubling every 10–30 K (k ≈ 0.023–0.069 /K). ``k`` is the coefficient powermodel calibrates
+    on the Llama 3 diurnal throughput swing (0.041 /K: doubling every 17 K); it is labelled so
+    in the presets.
     """
     return leakage_ref * np.exp(coefficient * (np.asarray(temp_gpu) - temp_ref))
 
