@@ -127,6 +127,9 @@ def resample(ds: xr.Dataset, interval: str | float) -> xr.Dataset:
                 out[name] = var
             continue
         blocks = var.values.reshape(-1, factor)
+        if name == "pue":  # a ratio of energies, not a mean of ratios (ISO/IEC 30134-2)
+            out[name] = ("time", _pue(ds, factor), var.attrs)
+            continue
         out[name] = ("time", blocks.mean(axis=1), var.attrs)
         out[f"{name}_min"] = (
             "time",
@@ -139,6 +142,15 @@ def resample(ds: xr.Dataset, interval: str | float) -> xr.Dataset:
             {**var.attrs, "cell_methods": "time: maximum"},
         )
     return out
+
+
+def _pue(ds: xr.Dataset, factor: int) -> np.ndarray:
+    """PUE of each resampled interval: its energies' ratio, or its hour's PUE when shorter."""
+    if factor * step_seconds(ds) < 3600.0:
+        return ds["pue"].values[::factor]
+    return ds["facility_power"].values.reshape(-1, factor).sum(axis=1) / ds[
+        "it_power"
+    ].values.reshape(-1, factor).sum(axis=1)
 
 
 def diurnal_throughput(ds: xr.Dataset) -> np.ndarray:

@@ -269,13 +269,19 @@ def find_chiller(name: str):
     return found
 
 
-def facility_loss(it_power: np.ndarray, scenario: Scenario, capacity: float) -> np.ndarray:
-    """UPS, transformer and distribution losses at the IT load. [unit of ``it_power``]"""
+def facility_loss(
+    it_power: np.ndarray, scenario: Scenario, capacity: float, other: np.ndarray | float = 0.0
+) -> np.ndarray:
+    """Electrical losses between the grid connection and the loads. [unit of ``it_power``]
+
+    The IT load passes through the UPS (efficiency curve over ``capacity``) and the transformers
+    and distribution; the ``other`` loads (cooling, misc) through the transformers only.
+    """
     e = scenario.electrical
     through_ups = electrical.input_power(
         it_power, capacity, np.array(e.ups_load), np.array(e.ups_efficiency)
     )
-    return through_ups / e.transformer_efficiency - it_power
+    return (through_ups + other) / e.transformer_efficiency - it_power - other
 
 
 def design_day(scenario: Scenario, level: float = 0.4) -> dict[str, float]:
@@ -323,7 +329,7 @@ def design_day(scenario: Scenario, level: float = 0.4) -> dict[str, float]:
     last = hours >= 48.0
     speed = server_fan_speed(scenario, out.supply_temp + scenario.cooling.inlet_offset)
     cooling = plant_power(scenario, out, speed)[last] + scenario.cooling.misc_fraction * it
-    loss = facility_loss(np.array(it), scenario, scenario.electrical.design_margin * it)
+    loss = facility_loss(np.array(it), scenario, scenario.electrical.design_margin * it, cooling)
     facility = it + loss + cooling
     return {
         "design_temp_air": float(temp_air.max()),

@@ -217,12 +217,11 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
     gpu_power = gpu_power + leak / 1e6
     it_power = it_power + (leak + fans) * _psu_slope(scenario) / 1e6
     throughput = nominal_throughput / np.repeat(path.step_factor, k)
-    loss = facility.facility_loss(
-        it_power, scenario, scenario.electrical.design_margin * design / 1e6
-    )
     cooling = np.repeat(path.cooling_power, k) / 1e6
     # misc loads (lighting, offices, controls) do not follow the IT swing: a share of design IT
     misc = np.full(it_power.size, scenario.cooling.misc_fraction * design / 1e6)
+    capacity = scenario.electrical.design_margin * design / 1e6
+    loss = facility.facility_loss(it_power, scenario, capacity, cooling + misc)
     facility_power = it_power + loss + cooling + misc
     # work lost to a failure is priced at the training rate of the plant step it happened in
     nominal_rate = scenario.workload.tokens_per_step / derived.step_time

@@ -158,3 +158,16 @@ def test_toml_syntax_error_from_the_cli(tmp_path: Path):
 def test_debug_shows_the_traceback():
     result = run_cli("run", "no-such-preset", "--debug")
     assert result.returncode != 0 and "Traceback" in result.stderr
+
+
+def test_resampled_pue_is_a_ratio_of_energies():
+    from powermodel.analysis import resample
+
+    ds = simulate(load_scenario(REFERENCE, {"simulation.duration": "1d", "simulation.dt": "1min"}))
+    daily = resample(ds, "1d")
+    # ISO/IEC 30134-2: PUE = facility energy / IT energy over the period
+    expected = ds["facility_power"].values.sum() / ds["it_power"].values.sum()
+    assert float(daily["pue"][0]) == pytest.approx(expected, rel=1e-12)
+    assert "pue_min" not in daily
+    hourly = resample(ds, "10min")
+    assert_allclose(hourly["pue"].values, ds["pue"].values[::10])
