@@ -17,6 +17,7 @@ from powermodel.errors import ScenarioError
 from powermodel.iotools.chillers import AIR_COOLED, WATER_COOLED, chiller, read_chiller_curves
 from powermodel.iotools.weather import read_weather
 from powermodel.models import electrical, plants, thermal, weather
+from powermodel.models.cooling import ChillerCurves
 from powermodel.scenario import Scenario
 
 HOURS_PER_YEAR = 8760
@@ -256,7 +257,7 @@ def run_plant(
 
 
 @lru_cache(maxsize=16)
-def find_chiller(name: str):
+def find_chiller(name: str) -> ChillerCurves:
     """A chiller by name from the water-cooled or the air-cooled EnergyPlus table."""
     found = chiller(
         name, AIR_COOLED if name in read_chiller_curves(AIR_COOLED)[0].index else WATER_COOLED

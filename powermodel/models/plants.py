@@ -146,37 +146,34 @@ def liquid(
     cannot remove raises the coolant supply by ``unmet · loop_delta_t / heat``.
     """
     seen = causal_lag(heat, dt, tau)
-    if heat_rejection == "tower":
+    tower = heat_rejection == "tower"
+    if tower:
         rejected = cooling_tower_leaving(temp_wetbulb, rejection_approach)
         condenser = np.maximum(rejected, MIN_CONDENSER_WATER)
     else:
         rejected = dry_cooler_leaving(temp_air, rejection_approach)
         condenser = np.asarray(temp_air, dtype=float)  # air-cooled trim chiller
     share = np.clip((rejected - supply_setpoint) / loop_delta_t, 0.0, 1.0)
-    load = seen * share
-    chiller_w, unmet = staged_chillers(
-        load, supply_setpoint, condenser, chiller, chiller_capacity * design_heat
-    )
-    water = (
-        evaporation_water(seen + chiller_w, cycles_of_concentration=cycles_of_concentration)
-        if heat_rejection == "tower"
-        else np.zeros_like(seen)
-    )
-    return _water_side_output(
+    return _water_side(
         seen,
-        unmet,
-        load,
-        chiller_w,
-        water,
-        dt,
-        tau,
+        seen * share,
+        supply_setpoint,
+        condenser,
+        tower,
         supply_setpoint,
         loop_delta_t,
-        design_heat,
-        fan_fraction,
-        pump_fraction,
-        fan_min_speed,
-        pump_min_speed=1.0,
+        Sizing(
+            design_heat,
+            dt,
+            tau,
+            chiller,
+            chiller_capacity,
+            fan_fraction,
+            pump_fraction,
+            fan_min_speed,
+            1.0,
+            cycles_of_concentration,
+        ),
     )
 
 
@@ -214,30 +211,26 @@ def chilled_water(
     free = np.clip((chw_return - (tower + economizer_approach)) / loop_delta_t, 0.0, 1.0)
     if not economizer:
         free = np.zeros_like(free)
-    load = seen * (1.0 - free)
-    chiller_w, unmet = staged_chillers(
-        load,
+    return _water_side(
+        seen,
+        seen * (1.0 - free),
         chw_supply,
         np.maximum(tower, MIN_CONDENSER_WATER),
-        chiller,
-        chiller_capacity * design_heat,
-    )
-    water = evaporation_water(seen + chiller_w, cycles_of_concentration=cycles_of_concentration)
-    return _water_side_output(
-        seen,
-        unmet,
-        load,
-        chiller_w,
-        water,
-        dt,
-        tau,
+        True,
         supply_setpoint,
         loop_delta_t,
-        design_heat,
-        fan_fraction,
-        pump_fraction,
-        fan_min_speed,
-        pump_min_speed=0.2,
+        Sizing(
+            design_heat,
+            dt,
+            tau,
+            chiller,
+            chiller_capacity,
+            fan_fraction,
+            pump_fraction,
+            fan_min_speed,
+            0.2,
+            cycles_of_concentration,
+        ),
     )
 
 
@@ -282,32 +275,53 @@ def staged_chillers(
     return power, running * op.unmet
 
 
-def _water_side_output(
-    seen,
-    unmet,
-    load,
-    chiller_w,
-    water,
-    dt,
-    tau,
-    supply_setpoint,
-    loop_delta_t,
-    design_heat,
-    fan_fraction,
-    pump_fraction,
-    fan_min_speed,
-    pump_min_speed,
+class Sizing(NamedTuple):
+    """What a water-side plant is built with."""
+
+    design_heat: float
+    dt: float
+    tau: float
+    chiller: ChillerCurves
+    chiller_capacity: float
+    fan_fraction: float
+    pump_fraction: float
+    fan_min_speed: float
+    pump_min_speed: float
+    cycles_of_concentration: float
+
+
+def _water_side(
+    seen: np.ndarray,
+    load: np.ndarray,
+    leaving: float,
+    condenser: np.ndarray,
+    tower: bool,
+    supply_setpoint: float,
+    loop_delta_t: float,
+    plant: Sizing,
 ) -> PlantOutput:
-    """Supply rise from unmet load; fans and pumps by the cube law of the flow the heat needs.
+    """Chillers take ``load``; what they cannot remove raises the supply; towers evaporate the
+    heat and the chillers' power; fans and pumps follow the cube law of the flow the heat needs.
 
     Cold-plate loops run at constant flow (``pump_min_speed`` 1: every plate must stay fed); a
     chilled-water loop's variable-speed pumps turn down with the load.
     """
-    fraction = seen / design_heat
+    design = plant.design_heat
+    chiller_w, unmet = staged_chillers(
+        load, leaving, condenser, plant.chiller, plant.chiller_capacity * design
+    )
+    water = (
+        evaporation_water(seen + chiller_w, cycles_of_concentration=plant.cycles_of_concentration)
+        if tower
+        else np.zeros_like(seen)
+    )
+    fraction = seen / design
+    supply = supply_setpoint + _rise(unmet, seen, loop_delta_t)
     return PlantOutput(
-        supply_temp=causal_lag(supply_setpoint + _rise(unmet, seen, loop_delta_t), dt, tau),
-        fan_power=fan_power(fraction, fan_fraction * design_heat, fan_min_speed),
-        cooling_power=fan_power(fraction, pump_fraction * design_heat, pump_min_speed) + chiller_w,
+        supply_temp=causal_lag(supply, plant.dt, plant.tau),
+        fan_power=fan_power(fraction, plant.fan_fraction * design, plant.fan_min_speed),
+        cooling_power=fan_power(fraction, plant.pump_fraction * design, plant.pump_min_speed)
+        + chiller_w,
         water_use=water,
         chiller_load=load - unmet,
     )
