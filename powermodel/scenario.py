@@ -275,9 +275,18 @@ class Cluster(Section):
         ge=0, description="Std. dev. of die temperature across GPUs (hot spots, position). [K]"
     )
 
+    @model_validator(mode="after")
+    def _whole_nodes(self) -> Cluster:
+        if self.n_gpus % self.gpus_per_node:
+            raise ValueError(
+                f"n_gpus ({self.n_gpus}) must fill whole nodes of {self.gpus_per_node} GPUs: "
+                "a training job takes whole servers (change n_gpus or gpus_per_node)"
+            )
+        return self
+
     @property
-    def n_nodes(self) -> float:
-        return self.n_gpus / self.gpus_per_node
+    def n_nodes(self) -> int:
+        return self.n_gpus // self.gpus_per_node
 
 
 class Phase(Section):

@@ -138,7 +138,7 @@ def test_reference_plant_pue_is_its_calibration(years):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known gap: the legacy chilled-water plant gives 1.46-1.49 for a fully loaded AI hall, "
+    reason="known gap: the legacy chilled-water plant gives 1.47-1.50 for a fully loaded AI hall, "
     "below the 1.5-1.6 published for typical (partly loaded) enterprise halls",
 )
 def test_enterprise_chilled_water_pue_in_published_range(years):

@@ -132,6 +132,11 @@ def test_durations():
         (REFERENCE, {"site.timezone": "Mars/Olympus"}, r"unknown timezone"),
         (REFERENCE, {"simulation.start": "2024-07-01T00:00:00+02:00"}, r"timezone offset"),
         (REFERENCE, {"gpu.idle": 900.0}, r"idle <= stalled <= tdp"),
+        (REFERENCE, {"cluster.n_gpus": 12}, r"must fill whole nodes of 8 GPUs"),
+        (REFERENCE, {"checkpoint.interval": "0s"}, r"interval must be positive"),
+        (REFERENCE, {"electrical.ups_efficiency": [1.5, 1, 1, 1]}, r"must lie in \(0, 1\]"),
+        (REFERENCE, {"cooling.plant": "chiled"}, r"unknown cooling plant 'chiled'"),
+        (REFERENCE, {"mitigation.power_cap": 100.0}, r"outside the H100-SXM's settable range"),
         (REFERENCE, ["cluster.n_gpus"], r"not of the form key.path=value"),
     ],
 )
