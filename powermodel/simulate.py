@@ -188,7 +188,7 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
-    sim, cl = scenario.simulation, scenario.cluster
+    sim = scenario.simulation
     derived = derive(scenario)
     line = timeline(scenario, derived)
     cells, rate = shape_tables(scenario, derived)
@@ -198,56 +198,14 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
     )
     state = render.state_at(line.start, line.state, edges[:-1] + 0.5 * sim.dt)
     time = (pd.Timestamp(sim.start) + pd.to_timedelta(edges[:-1], unit="s")).values
-    gpu_power, it_power, nominal_throughput = means
-
     k = plant_steps(scenario)
-    plant_dt = k * sim.dt
-    design = design_it_power(scenario)
-    path = facility.plant_path(
-        scenario,
-        time[::k] + np.timedelta64(round(plant_dt * 5e8), "ns"),
-        _block_mean(it_power, k) * 1e6,
-        _block_mean(gpu_power, k) * 1e6 / cl.n_gpus,
-        plant_dt,
-        design,
-    )
-    running = nominal_throughput / (scenario.workload.tokens_per_step / derived.step_time)  # 0-1
-    leak = cl.n_gpus * running * np.repeat(path.leak_extra, k)  # W, DC, while training
-    fans = cl.n_nodes * np.repeat(path.fan_extra, k)  # W, DC, whenever the nodes are on
-    gpu_power = gpu_power + leak / 1e6
-    it_power = it_power + (leak + fans) * _psu_slope(scenario) / 1e6
-    throughput = nominal_throughput / np.repeat(path.step_factor, k)
-    cooling = np.repeat(path.cooling_power, k) / 1e6
-    # misc loads (lighting, offices, controls) do not follow the IT swing: a share of design IT
-    misc = np.full(it_power.size, scenario.cooling.misc_fraction * design / 1e6)
-    capacity = scenario.electrical.design_margin * design / 1e6
-    loss = facility.facility_loss(it_power, scenario, capacity, cooling + misc)
-    facility_power = it_power + loss + cooling + misc
-    # work lost to a failure is priced at the training rate of the plant step it happened in
-    nominal_rate = scenario.workload.tokens_per_step / derived.step_time
-    at = np.minimum((line.event_time // plant_dt).astype(np.int64), path.step_factor.size - 1)
-    lost_tokens = line.event_lost_work * nominal_rate / path.step_factor[at]
-    held = {
-        name: ("time", np.repeat(getattr(path, name), k).astype(np.float32))
-        for name in ("temp_air", "temp_wetbulb", "supply_temp", "gpu_temp", "clock_factor")
-    }
+    variables, path = _with_facility(scenario, derived, line, time, means, k)
     ds = xr.Dataset(
         {
-            "gpu_power": ("time", gpu_power),
-            "it_power": ("time", it_power),
-            "facility_loss": ("time", loss),
-            "cooling_power": ("time", cooling),
-            "misc_power": ("time", misc),
-            "facility_power": ("time", facility_power),
-            "pue": ("time", hourly_ratio(facility_power, it_power, sim.dt)),
-            "throughput": ("time", throughput),
+            **variables,
             "job_state": ("time", state.astype(np.int8)),
-            "water_use": ("time", np.repeat(path.water_use, k).astype(np.float32)),
-            **held,
             **_event_variables(scenario, line),
-            "goodput": ((), float(throughput.sum() * sim.dt - lost_tokens.sum())),
             "effective_training_time": ((), line.effective_training_time),
-            "chiller_hours": ((), float(np.count_nonzero(path.chiller_load > 0) * plant_dt / 3600)),
         },
         coords={"time": time},
     )
@@ -261,7 +219,7 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
         weather=facility.hourly_weather(scenario).source,
         time_label="start of each interval; values are interval means",
         dt=sim.dt,
-        plant_dt=plant_dt,
+        plant_dt=k * sim.dt,
         step_time=derived.step_time,
         compute_share=scenario.compute_share,
         clock_setpoint=path.clock_setpoint,
@@ -270,6 +228,66 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
         powermodel_version=__version__,
     )
     return annotate(ds)
+
+
+def _with_facility(
+    scenario: Scenario,
+    derived: Derived,
+    line: events.Timeline,
+    time: np.ndarray,
+    means: np.ndarray,
+    k: int,
+) -> tuple[dict[str, tuple], facility.PlantPath]:
+    """The electrical-path means completed by the plant path (``k`` electrical steps a plant step):
+    clocks slow throughput, hot dies leak and server fans speed up, the facility adds losses,
+    cooling and misc loads."""
+    cl, dt = scenario.cluster, scenario.simulation.dt
+    gpu_power, it_power, nominal_throughput = means
+    plant_dt = k * dt
+    design = design_it_power(scenario)
+    path = facility.plant_path(
+        scenario,
+        time[::k] + np.timedelta64(round(plant_dt * 5e8), "ns"),
+        _block_mean(it_power, k) * 1e6,
+        _block_mean(gpu_power, k) * 1e6 / cl.n_gpus,
+        plant_dt,
+        design,
+    )
+    nominal_rate = scenario.workload.tokens_per_step / derived.step_time
+    running = nominal_throughput / nominal_rate  # share of each interval spent training
+    leak = cl.n_gpus * running * np.repeat(path.leak_extra, k)  # W, DC, while training
+    fans = cl.n_nodes * np.repeat(path.fan_extra, k)  # W, DC, whenever the nodes are on
+    gpu_power = gpu_power + leak / 1e6
+    it_power = it_power + (leak + fans) * _psu_slope(scenario) / 1e6
+    throughput = nominal_throughput / np.repeat(path.step_factor, k)
+    cooling = np.repeat(path.cooling_power, k) / 1e6
+    # misc loads (lighting, offices, controls) do not follow the IT swing: a share of design IT
+    misc = np.full(it_power.size, scenario.cooling.misc_fraction * design / 1e6)
+    capacity = scenario.electrical.design_margin * design / 1e6
+    loss = facility.facility_loss(it_power, scenario, capacity, cooling + misc)
+    facility_power = it_power + loss + cooling + misc
+    # work lost to a failure is priced at the training rate of the plant step it happened in
+    at = np.minimum((line.event_time // plant_dt).astype(np.int64), path.step_factor.size - 1)
+    lost_tokens = line.event_lost_work * nominal_rate / path.step_factor[at]
+    held = {
+        name: ("time", np.repeat(getattr(path, name), k).astype(np.float32))
+        for name in ("temp_air", "temp_wetbulb", "supply_temp", "gpu_temp", "clock_factor")
+    }
+    chiller_hours = np.count_nonzero(path.chiller_load > 0) * plant_dt / 3600
+    return {
+        "gpu_power": ("time", gpu_power),
+        "it_power": ("time", it_power),
+        "facility_loss": ("time", loss),
+        "cooling_power": ("time", cooling),
+        "misc_power": ("time", misc),
+        "facility_power": ("time", facility_power),
+        "pue": ("time", hourly_ratio(facility_power, it_power, dt)),
+        "throughput": ("time", throughput),
+        "water_use": ("time", np.repeat(path.water_use, k).astype(np.float32)),
+        **held,
+        "goodput": ((), float(throughput.sum() * dt - lost_tokens.sum())),
+        "chiller_hours": ((), float(chiller_hours)),
+    }, path
 
 
 def plant_steps(scenario: Scenario) -> int:
