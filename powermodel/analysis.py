@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from powermodel.errors import PowerModelError
 from powermodel.models.thermal import step_time_factor
+from powermodel.scenario import format_duration, parse_duration
 
 SWING_WINDOW = 5.0  # s: the rolling window of ERCOT's 5-s peak-to-peak proposal (REFERENCES §5)
 
@@ -92,8 +95,6 @@ def _facility_metrics(ds: xr.Dataset, dt: float) -> dict[str, float]:
 def resample_factor(n_steps: int, dt: float, interval: str | float) -> int:
     """Steps per resampled interval; an error unless ``interval`` is a whole multiple of ``dt``
     that divides the run."""
-    from powermodel.scenario import format_duration, parse_duration
-
     try:
         seconds = parse_duration(interval)
     except ValueError as exc:
@@ -160,10 +161,6 @@ def diurnal_throughput(ds: xr.Dataset) -> np.ndarray:
     ``throughput = running share · nominal rate / stretch(clock)``. Returns 24 values, hour 0
     first; NaN for an hour with no running time.
     """
-    import json
-
-    import pandas as pd
-
     share = ds.attrs["compute_share"]
     tokens_per_step = json.loads(ds.attrs["scenario"])["workload"]["tokens_per_step"]
     nominal = tokens_per_step / ds.attrs["step_time"]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy.optimize import brentq
 
+from powermodel.analysis import diurnal_swing
 from powermodel.models import events
-from powermodel.scenario import Scenario
-from powermodel.simulate import derive, recoveries, startup
+from powermodel.scenario import Scenario, load_scenario
+from powermodel.simulate import derive, recoveries, simulate, startup
 
 
 def exposure_gpu_hours(scenario: Scenario) -> float:
@@ -40,10 +42,6 @@ CALIBRATION_WEEK = {
 
 def diurnal_swing_with(scenario: Scenario, coefficient: float) -> float:
     """Hour-of-day swing of throughput over the calibration week with a leakage coefficient."""
-    from powermodel.analysis import diurnal_swing
-    from powermodel.scenario import load_scenario
-    from powermodel.simulate import simulate
-
     week = load_scenario(scenario, {**CALIBRATION_WEEK, "gpu.leakage_coefficient": coefficient})
     return diurnal_swing(simulate(week))[0]
 
@@ -54,8 +52,6 @@ def leakage_coefficient(scenario: Scenario, target: float = DIURNAL_SWING_TARGET
     Solves ``swing(k) = target`` for the scenario's site, plant and GPUs over a July week; the
     result goes into the GPU catalogue as ``leakage_coefficient`` (a calibrated coefficient).
     """
-    from scipy.optimize import brentq
-
     return float(brentq(lambda k: diurnal_swing_with(scenario, k) - target, 0.0, 0.08, xtol=1e-5))
 
 
@@ -70,9 +66,6 @@ CALIBRATION_YEAR = {
 
 def annual_pue_with(scenario: Scenario, fan_fraction: float) -> float:
     """Annual PUE of the scenario's site and plant with a given air-mover fraction."""
-    from powermodel.scenario import load_scenario
-    from powermodel.simulate import simulate
-
     year = load_scenario(scenario, {**CALIBRATION_YEAR, "cooling.fan_fraction": fan_fraction})
     ds = simulate(year)
     return float(ds["facility_power"].sum() / ds["it_power"].sum())
@@ -84,6 +77,4 @@ def fan_fraction(scenario: Scenario, target: float = PUE_TARGET) -> float:
     The outside-air plant has no chillers: beyond the electrical chain, its overhead is mostly its
     fans, the one plant figure no source gives. Calibrated on Meta's published fleet PUE.
     """
-    from scipy.optimize import brentq
-
     return float(brentq(lambda f: annual_pue_with(scenario, f) - target, 0.0, 0.3, xtol=1e-5))

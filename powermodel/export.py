@@ -11,6 +11,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import xarray as xr
 
+from powermodel.analysis import resample as coarsen
+from powermodel.analysis import step_seconds
 from powermodel.errors import PowerModelError
 
 FORMATS = (".csv", ".parquet", ".nc")
@@ -72,9 +74,6 @@ def write(ds: xr.Dataset, path: str | Path, resample: str | None = None) -> Path
     resample
         A coarser step (``"1min"``): interval means plus per-interval min and max.
     """
-    from powermodel.analysis import resample as coarsen
-    from powermodel.analysis import step_seconds
-
     path = check_path(path)
     if resample is not None:
         ds = coarsen(ds, resample)

@@ -13,12 +13,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from powermodel.errors import ScenarioError
+from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.iotools.chillers import AIR_COOLED, WATER_COOLED, chiller, read_chiller_curves
 from powermodel.iotools.weather import read_weather
 from powermodel.models import electrical, plants, thermal, weather
 from powermodel.models.cooling import ChillerCurves
-from powermodel.scenario import Scenario
+from powermodel.scenario import Scenario, Synthetic
 
 HOURS_PER_YEAR = 8760
 
@@ -56,8 +56,6 @@ def _from_file(name_or_path: str) -> HourlyWeather:
 
 @lru_cache(maxsize=8)
 def _synthetic(parameters: str, utc_offset: float) -> HourlyWeather:
-    from powermodel.scenario import Synthetic
-
     p = Synthetic.model_validate_json(parameters)
     hours = np.arange(1.0, HOURS_PER_YEAR + 1.0)
     temp = weather.synthetic_temperature(
@@ -233,26 +231,35 @@ def run_plant(
             air_delta_t=c.air_delta_t,
             **common,
         )
+    plant = plants.Sizing(
+        design_heat=common["design_heat"],
+        dt=dt,
+        tau=c.tau,
+        chiller=find_chiller(c.chiller),
+        chiller_capacity=c.chiller_capacity,
+        fan_fraction=c.fan_fraction,
+        pump_fraction=c.pump_fraction,
+        fan_min_speed=c.fan_min_speed,
+        cycles_of_concentration=c.cycles_of_concentration,
+    )
     water_side = {
+        "supply_setpoint": c.supply_setpoint,
         "rejection_approach": c.rejection_approach,
         "loop_delta_t": c.loop_delta_t,
-        "chiller": find_chiller(c.chiller),
-        "chiller_capacity": c.chiller_capacity,
-        "cycles_of_concentration": c.cycles_of_concentration,
     }
     if c.type == "liquid":
         return plants.liquid(
-            heat, temp_air, temp_wetbulb, heat_rejection=c.heat_rejection, **water_side, **common
+            heat, temp_air, temp_wetbulb, plant, heat_rejection=c.heat_rejection, **water_side
         )
     return plants.chilled_water(
         heat,
         temp_air,
         temp_wetbulb,
+        plant,
         chw_supply=c.chw_supply,
         economizer=c.economizer,
         economizer_approach=c.economizer_approach,
         **water_side,
-        **common,
     )
 
 
@@ -268,6 +275,21 @@ def find_chiller(name: str) -> ChillerCurves:
             "choose a chiller with a rated capacity from data/chillers/"
         )
     return found
+
+
+def design_it_power(scenario: Scenario) -> float:
+    """Nameplate IT power the plant and the electrical chain are sized for: every GPU at TDP,
+    the rest of each node active with fans at top speed, network and storage. [W]"""
+    cl, gpu = scenario.cluster, scenario.gpu
+    node_dc = (
+        cl.gpus_per_node * gpu.tdp
+        + cl.rest_power_active
+        + cl.fans.power * (cl.fans.speed_max**3 - 1.0)
+    )
+    node_ac = electrical.input_power(
+        node_dc, cl.psu.capacity, np.array(cl.psu.load), np.array(cl.psu.efficiency)
+    )
+    return float(cl.n_nodes * node_ac + cl.n_gpus * cl.network_power + cl.storage_power * 1e6)
 
 
 def facility_loss(
@@ -298,8 +320,6 @@ def design_day(scenario: Scenario, level: float = 0.4) -> dict[str, float]:
         ``design_temp_air`` [°C], ``peak_facility_mw``, ``peak_cooling_mw``, ``peak_pue`` and
         ``max_supply_temp`` [°C].
     """
-    from powermodel.errors import PowerModelError
-
     if scenario.site.weather == "synthetic":
         raise PowerModelError(
             "a design day needs an EPW weather file with ASHRAE design conditions"
@@ -316,8 +336,6 @@ def design_day(scenario: Scenario, level: float = 0.4) -> dict[str, float]:
     )
     dt = scenario.cooling.dt
     hours = np.arange(0.0, 72.0, dt / 3600.0)
-    from powermodel.simulate import design_it_power
-
     it = design_it_power(scenario)
     out = run_plant(
         scenario,

@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import numpy as np
 import tomli_w
 from pydantic import (
     BaseModel,
@@ -40,6 +41,7 @@ from pydantic import (
 
 from powermodel.errors import ScenarioError
 from powermodel.models import weather as wx
+from powermodel.models.workload import phase_levels
 
 PRESET_PACKAGE = "powermodel.presets"
 
@@ -520,12 +522,8 @@ class Scenario(Section):
             )
         return self
 
-    def phase_powers(self, capped: bool = True) -> tuple[Any, Any]:
+    def phase_powers(self, capped: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Shares of the step and per-GPU power of each phase [W], under the power cap if set."""
-        import numpy as np
-
-        from powermodel.models.workload import phase_levels
-
         wl = self.workload
         levels = phase_levels(
             [p.kind for p in wl.phases],

@@ -245,7 +245,7 @@ def _with_facility(
     cl, dt = scenario.cluster, scenario.simulation.dt
     gpu_power, it_power, nominal_throughput = means
     plant_dt = k * dt
-    design = design_it_power(scenario)
+    design = facility.design_it_power(scenario)
     path = facility.plant_path(
         scenario,
         time[::k] + np.timedelta64(round(plant_dt * 5e8), "ns"),
@@ -301,21 +301,6 @@ def plant_steps(scenario: Scenario) -> int:
             f"simulation.dt ({format_duration(sim.dt)}) that divides the duration"
         )
     return k
-
-
-def design_it_power(scenario: Scenario) -> float:
-    """Nameplate IT power the plant and the electrical chain are sized for: every GPU at TDP,
-    the rest of each node active with fans at top speed, network and storage. [W]"""
-    cl, gpu = scenario.cluster, scenario.gpu
-    node_dc = (
-        cl.gpus_per_node * gpu.tdp
-        + cl.rest_power_active
-        + cl.fans.power * (cl.fans.speed_max**3 - 1.0)
-    )
-    node_ac = electrical.input_power(
-        node_dc, cl.psu.capacity, np.array(cl.psu.load), np.array(cl.psu.efficiency)
-    )
-    return float(cl.n_nodes * node_ac + cl.n_gpus * cl.network_power + cl.storage_power * 1e6)
 
 
 def hourly_ratio(numerator: np.ndarray, denominator: np.ndarray, dt: float) -> np.ndarray:

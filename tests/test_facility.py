@@ -14,9 +14,8 @@ from powermodel.calibration import (
     PUE_TARGET,
     leakage_coefficient,
 )
-from powermodel.facility import facility_loss
+from powermodel.facility import design_it_power, facility_loss
 from powermodel.models.events import State
-from powermodel.simulate import design_it_power
 
 REFERENCE = "llama3-405b-16k-h100"
 JULY_WEEK = {

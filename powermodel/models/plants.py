@@ -119,24 +119,32 @@ def outside_air_evaporative(
     )
 
 
+class Sizing(NamedTuple):
+    """What a water-side plant is built with: its design heat [W], step and time constant [s],
+    chillers (curves, installed capacity over design heat), fan and pump power at design over
+    design heat, lowest fan speed, and the towers' cycles of concentration."""
+
+    design_heat: float
+    dt: float
+    tau: float
+    chiller: ChillerCurves
+    chiller_capacity: float
+    fan_fraction: float
+    pump_fraction: float
+    fan_min_speed: float
+    cycles_of_concentration: float
+
+
 def liquid(
     heat: np.ndarray,
     temp_air: np.ndarray,
     temp_wetbulb: np.ndarray,
+    plant: Sizing,
     *,
-    design_heat: float,
-    dt: float,
-    tau: float,
     supply_setpoint: float,
     heat_rejection: str,
     rejection_approach: float,
     loop_delta_t: float,
-    chiller: ChillerCurves,
-    chiller_capacity: float,
-    fan_fraction: float,
-    pump_fraction: float,
-    cycles_of_concentration: float,
-    fan_min_speed: float = 0.2,
 ) -> PlantOutput:
     """Warm-water liquid cooling: dry coolers or towers, trim chillers for the hot hours.
 
@@ -145,7 +153,7 @@ def liquid(
     way: their load is the heat times the fraction of the loop range they must cover. What they
     cannot remove raises the coolant supply by ``unmet · loop_delta_t / heat``.
     """
-    seen = causal_lag(heat, dt, tau)
+    seen = causal_lag(heat, plant.dt, plant.tau)
     tower = heat_rejection == "tower"
     if tower:
         rejected = cooling_tower_leaving(temp_wetbulb, rejection_approach)
@@ -162,18 +170,8 @@ def liquid(
         tower,
         supply_setpoint,
         loop_delta_t,
-        Sizing(
-            design_heat,
-            dt,
-            tau,
-            chiller,
-            chiller_capacity,
-            fan_fraction,
-            pump_fraction,
-            fan_min_speed,
-            1.0,
-            cycles_of_concentration,
-        ),
+        plant,
+        pump_min_speed=1.0,
     )
 
 
@@ -181,22 +179,14 @@ def chilled_water(
     heat: np.ndarray,
     temp_air: np.ndarray,
     temp_wetbulb: np.ndarray,
+    plant: Sizing,
     *,
-    design_heat: float,
-    dt: float,
-    tau: float,
     supply_setpoint: float,
     chw_supply: float,
     economizer: bool,
     economizer_approach: float,
     rejection_approach: float,
     loop_delta_t: float,
-    chiller: ChillerCurves,
-    chiller_capacity: float,
-    fan_fraction: float,
-    pump_fraction: float,
-    cycles_of_concentration: float,
-    fan_min_speed: float = 0.2,
 ) -> PlantOutput:
     """CRAHs on chilled water: water-cooled chillers, cooling towers, a waterside economizer.
 
@@ -205,32 +195,23 @@ def chilled_water(
     it can, the chillers the rest (integrated economizer). Heat the chillers cannot remove warms
     the chilled water, and the supply air with it.
     """
-    seen = causal_lag(heat, dt, tau)
+    seen = causal_lag(heat, plant.dt, plant.tau)
     tower = cooling_tower_leaving(temp_wetbulb, rejection_approach)
     chw_return = chw_supply + loop_delta_t
     free = np.clip((chw_return - (tower + economizer_approach)) / loop_delta_t, 0.0, 1.0)
     if not economizer:
         free = np.zeros_like(free)
+    condenser = np.maximum(tower, MIN_CONDENSER_WATER)
     return _water_side(
         seen,
         seen * (1.0 - free),
         chw_supply,
-        np.maximum(tower, MIN_CONDENSER_WATER),
+        condenser,
         True,
         supply_setpoint,
         loop_delta_t,
-        Sizing(
-            design_heat,
-            dt,
-            tau,
-            chiller,
-            chiller_capacity,
-            fan_fraction,
-            pump_fraction,
-            fan_min_speed,
-            0.2,
-            cycles_of_concentration,
-        ),
+        plant,
+        pump_min_speed=0.2,
     )
 
 
@@ -275,21 +256,6 @@ def staged_chillers(
     return power, running * op.unmet
 
 
-class Sizing(NamedTuple):
-    """What a water-side plant is built with."""
-
-    design_heat: float
-    dt: float
-    tau: float
-    chiller: ChillerCurves
-    chiller_capacity: float
-    fan_fraction: float
-    pump_fraction: float
-    fan_min_speed: float
-    pump_min_speed: float
-    cycles_of_concentration: float
-
-
 def _water_side(
     seen: np.ndarray,
     load: np.ndarray,
@@ -299,6 +265,7 @@ def _water_side(
     supply_setpoint: float,
     loop_delta_t: float,
     plant: Sizing,
+    pump_min_speed: float,
 ) -> PlantOutput:
     """Chillers take ``load``; what they cannot remove raises the supply; towers evaporate the
     heat and the chillers' power; fans and pumps follow the cube law of the flow the heat needs.
@@ -320,8 +287,7 @@ def _water_side(
     return PlantOutput(
         supply_temp=causal_lag(supply, plant.dt, plant.tau),
         fan_power=fan_power(fraction, plant.fan_fraction * design, plant.fan_min_speed),
-        cooling_power=fan_power(fraction, plant.pump_fraction * design, plant.pump_min_speed)
-        + chiller_w,
+        cooling_power=fan_power(fraction, plant.pump_fraction * design, pump_min_speed) + chiller_w,
         water_use=water,
         chiller_load=load - unmet,
     )
