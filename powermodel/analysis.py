@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
@@ -10,6 +9,7 @@ import pandas as pd
 import xarray as xr
 
 from powermodel.errors import PowerModelError
+from powermodel.models import signal
 from powermodel.models.thermal import step_time_factor
 from powermodel.scenario import format_duration, parse_duration
 
@@ -31,12 +31,72 @@ def max_swing(power: np.ndarray, dt: float, window: float = SWING_WINDOW) -> flo
 
     The window covers ``round(window / dt)`` interval means (5 s at 1 s: five samples).
     """
-    from scipy.ndimage import maximum_filter1d, minimum_filter1d  # slow to import: only here
-
     size = round(window / dt)
     if size < 2:
         return float("nan")
-    return float(np.max(maximum_filter1d(power, size) - minimum_filter1d(power, size)))
+    return float(np.max(signal.rolling_range(power, size)))
+
+
+RAMPS = {
+    "net_change": signal.net_change,
+    "average_slope": signal.average_slope,
+    "range": signal.rolling_range,
+}
+
+
+def ramps(power: np.ndarray, dt: float, window: float) -> dict[str, float]:
+    """The three readings of "the ramp over a window", up and down. [MW per window]
+
+    ``net_change``: power now less power one window ago; ``average_slope``: the window average
+    now less the window average one window ago; ``range``: max − min within the window (no
+    direction). On a 6 s swing and a 1-min window the first is near zero, the second moderate and
+    the third the whole swing (REFERENCES §8).
+    """
+    n = signal.samples(window, dt)
+    out = {}
+    for name, statistic in RAMPS.items():
+        value = statistic(power, n)
+        if name == "range":
+            out[name] = float(value.max())
+        else:
+            out[f"{name}_up"], out[f"{name}_down"] = float(value.max()), float(-value.min())
+    return out
+
+
+def load_duration(power: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Load-duration curve: power sorted from highest, and the share of time at or above it."""
+    ordered = np.sort(power)[::-1]
+    return ordered, np.arange(1, ordered.size + 1) / ordered.size
+
+
+def band_variances(
+    power: np.ndarray, dt: float, bands: tuple[tuple[float, float], ...]
+) -> dict[str, float]:
+    """Variance of ``power`` in each band [MW²]: "energy in a band" is a variance, not MWh."""
+    return {f"{lo:g}-{hi:g} Hz": signal.band_variance(power, dt, lo, hi) for lo, hi in bands}
+
+
+def grid_metrics(ds: xr.Dataset, dt: float) -> dict[str, float]:
+    """What the utility sees at the connection."""
+    power = ds["grid_power"].values
+    energy = float(power.sum() * dt / 3600.0)
+    tokens = float(ds["goodput"]) if "goodput" in ds else 0.0
+    minute = ramps(power, dt, 60.0) if power.size * dt >= 120.0 and dt <= 12.0 else {}
+    out = {
+        "grid_energy_mwh": energy,
+        "grid_mean_mw": float(power.mean()),
+        "grid_peak_mw": float(power.max()),
+        "grid_min_mw": float(power.min()),
+        "load_factor": float(power.mean() / power.max()),
+        "grid_swing_5s_mw": max_swing(power, dt),
+        **{f"ramp_1min_{k}_mw": v for k, v in minute.items()},
+        "energy_per_token_j": energy * 3.6e9 / tokens if tokens else float("nan"),
+    }
+    if "grid_voltage" in ds:
+        out["voltage_swing_5s_pct"] = 100.0 * max_swing(ds["grid_voltage"].values, dt)
+    if "grid_reactive_power" in ds:
+        out["grid_reactive_mean_mvar"] = float(ds["grid_reactive_power"].mean())
+    return out
 
 
 def metrics(ds: xr.Dataset) -> dict[str, Any]:
@@ -54,6 +114,7 @@ def metrics(ds: xr.Dataset) -> dict[str, Any]:
     unexpected = kinds == "unexpected"
     categories, counts = np.unique(ds["event_category"].values[unexpected], return_counts=True)
     facility = _facility_metrics(ds, dt) if "facility_power" in ds else {}
+    grid = grid_metrics(ds, dt) if "grid_power" in ds else {}
     return {
         "energy_mwh": float(power.sum() * dt / 3600.0),
         "mean_mw": float(power.mean()),
@@ -66,6 +127,7 @@ def metrics(ds: xr.Dataset) -> dict[str, Any]:
         "effective_training_time": float(ds["effective_training_time"]),
         "tokens": float(ds["goodput"]),
         **facility,
+        **grid,
     }
 
 
@@ -162,8 +224,7 @@ def diurnal_throughput(ds: xr.Dataset) -> np.ndarray:
     first; NaN for an hour with no running time.
     """
     share = ds.attrs["compute_share"]
-    tokens_per_step = json.loads(ds.attrs["scenario"])["workload"]["tokens_per_step"]
-    nominal = tokens_per_step / ds.attrs["step_time"]
+    nominal = ds.attrs["token_rate"]
     clock = ds["clock_factor"].values.astype(np.float64)
     tokens = ds["throughput"].values
     running = tokens * step_time_factor(clock, share) / nominal

@@ -1,6 +1,7 @@
 """Command line: parse, call the API, print, exit code. No model logic here.
 
-Errors print one line and exit with code 1; ``--debug`` shows the traceback instead.
+Errors print one line and exit with code 1; ``--debug`` shows the traceback instead. ``check``
+exits 0 when every rule passes and 3 when some rule is violated (2 is argparse's usage error).
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from powermodel import export
+from powermodel import export, rules
 from powermodel.analysis import metrics, resample_factor
 from powermodel.errors import PowerModelError
 from powermodel.facility import design_day
+from powermodel.rules import describe, load_rules, rule_names
 from powermodel.scenario import format_duration, load_scenario, presets
-from powermodel.sensitivity import sensitivity
+from powermodel.sensitivity import check_seeds, check_sensitivity, sensitivity
 from powermodel.simulate import derive, simulate
 
 
@@ -73,6 +76,29 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--set", dest="overrides", action="append", default=[])
     validate.set_defaults(func=_validate)
 
+    check = sub.add_parser(
+        "check",
+        parents=[common],
+        help="measure a scenario or a CSV trace by utility rules (exit 0 pass, 3 violated)",
+    )
+    check.add_argument("target", help="preset name, .toml scenario, or .csv trace (time, P [MW])")
+    check.add_argument(
+        "--rules",
+        required=True,
+        help="comma-separated rule or group names, or .toml rule files: " + ", ".join(rule_names()),
+    )
+    check.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    check.add_argument("--seeds", type=int, default=1, help="run this many seeds; P50 and P95")
+    check.add_argument(
+        "--sensitivity",
+        action="store_true",
+        help="also check at both ends of the scenario's sensitivity ranges (trough depth ...)",
+    )
+    check.add_argument("--registered-demand", type=float, help="MW, overrides the scenario's")
+    check.add_argument("--power", help="trace column of active power [MW]")
+    check.add_argument("--violations", help="write every violation to this CSV file")
+    check.set_defaults(func=_check)
+
     listing = sub.add_parser("presets", parents=[common], help="list the shipped presets")
     listing.set_defaults(func=_presets)
     parser.set_defaults(debug=False)
@@ -121,6 +147,44 @@ def _validate(args: argparse.Namespace) -> int:
             "{peak_pue:.3f}), supply up to {max_supply_temp:.1f} °C".format(**day)
         )
     return 0
+
+
+VIOLATED = 3
+
+
+def _check(args: argparse.Namespace) -> int:
+    rule_list = load_rules(args.rules)
+    if args.seeds < 1:
+        raise PowerModelError(f"--seeds must be at least 1, got {args.seeds}")
+    for rule in rule_list:
+        print(f"{rule.name} [{rule.status}]: {describe(rule)}")
+        if rule.choices:
+            print(f"  choices: {rule.choices}")
+    print()
+    demand = args.registered_demand
+    if args.target.lower().endswith(".csv"):
+        per_seed = [rules.check(rules.read_trace(args.target, args.power), rule_list, demand)]
+    else:
+        scenario = load_scenario(args.target, args.overrides)
+        per_seed = check_seeds(scenario, rule_list, args.seeds, demand)
+    print(rules.summary(per_seed).to_string(index=False, float_format=_fmt))
+    causes = rules.by_cause(per_seed)
+    if not causes.empty:
+        print("\nviolations by cause:")
+        print(causes.to_string(index=False, float_format=_fmt))
+    if args.violations:
+        rows = [
+            r.violations.assign(rule=r.rule.name, run=i)
+            for i, results in enumerate(per_seed)
+            for r in results
+        ]
+        pd.concat(rows).to_csv(args.violations, index=False)
+        print(f"wrote {args.violations}")
+    if args.sensitivity and not args.target.lower().endswith(".csv"):
+        print()
+        table = check_sensitivity(scenario, rule_list, demand)
+        print(table.to_string(index=False, float_format=_fmt))
+    return VIOLATED if any(not r.passed for rs in per_seed for r in rs) else 0
 
 
 def _presets(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ import numpy as np
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.iotools.chillers import AIR_COOLED, WATER_COOLED, chiller, read_chiller_curves
 from powermodel.iotools.weather import read_weather
-from powermodel.models import electrical, plants, thermal, weather
+from powermodel.models import electrical, grid, mitigation, plants, thermal, weather
 from powermodel.models.cooling import ChillerCurves
 from powermodel.scenario import Scenario, Synthetic
 
@@ -357,3 +357,62 @@ def design_day(scenario: Scenario, level: float = 0.4) -> dict[str, float]:
         "peak_pue": float(facility.max() / it),
         "max_supply_temp": float(out.supply_temp[last].max()),
     }
+
+
+def registered_demand(scenario: Scenario) -> float:
+    """Demand registered with the utility [MW]: ``grid.registered_demand``, or else the design-day
+    facility peak (NaN with synthetic weather, which has no design day)."""
+    if scenario.grid.registered_demand is not None:
+        return scenario.grid.registered_demand
+    if scenario.site.weather == "synthetic":
+        return float("nan")
+    return design_day(scenario)["peak_facility_mw"]
+
+
+def storage(
+    scenario: Scenario, location: str, load: np.ndarray, dt: float
+) -> tuple[np.ndarray, list[mitigation.StorageResult]]:
+    """The scenario's batteries at ``location`` in front of ``load`` [MW]: what is left of the
+    load upstream of them [MW], and each battery's dispatch."""
+    results = []
+    for unit in scenario.mitigation.storage:
+        if unit.location != location:
+            continue
+        result = mitigation.storage_dispatch(
+            load,
+            dt,
+            power=unit.power,
+            energy=unit.energy,
+            efficiency=unit.efficiency,
+            delay=unit.delay,
+            soc_min=unit.soc_min,
+            soc_max=unit.soc_max,
+            soc_initial=unit.soc_initial,
+            tau=unit.tau,
+            ramp=unit.ramp,
+        )
+        load = load - result.power
+        results.append(result)
+    return load, results
+
+
+def reactive_power(
+    scenario: Scenario, it_power: np.ndarray, loss: np.ndarray, other: np.ndarray
+) -> np.ndarray:
+    """Reactive power at the connection [Mvar] from the IT path and the other loads [MW].
+
+    Server supplies are leading at light load; a double-conversion UPS rectifier
+    (``electrical.input_power_factor``) replaces them by its own, lagging, power factor. Cooling
+    and misc loads (motors, drives) lag at ``grid.other_power_factor``.
+    """
+    cl, e = scenario.cluster, scenario.electrical
+    if e.input_power_factor is None:
+        psu = cl.psu
+        q_it = grid.reactive_power(
+            it_power, cl.n_nodes * psu.capacity / 1e6, psu.load, psu.power_factor, sign=-1.0
+        )
+    else:
+        pf = e.input_power_factor
+        q_it = (it_power + loss) * np.sqrt(1.0 - pf * pf) / pf
+    pf = scenario.grid.other_power_factor
+    return q_it + other * np.sqrt(1.0 - pf * pf) / pf

@@ -232,11 +232,15 @@ class Psu(Section):
     capacity: float = Field(gt=0, description="Installed PSU capacity per node, load-sharing. [W]")
     load: list[float] = Field(description="Load points, fraction of capacity. [1]")
     efficiency: list[float] = Field(description="Efficiency at each load point. [1]")
+    power_factor: list[float] = Field(
+        description="Input power factor at each load point, leading (capacitive). [1]"
+    )
     source: str = ""
 
     @model_validator(mode="after")
     def _curve(self) -> Psu:
         _check_curve("psu.load", self.load, "psu.efficiency", self.efficiency)
+        _check_curve("psu.load", self.load, "psu.power_factor", self.power_factor)
         return self
 
 
@@ -468,6 +472,13 @@ class Electrical(Section):
     ups_efficiency: list[float] = Field(description="UPS efficiency at each point. [1]")
     transformer_efficiency: float = Field(gt=0, le=1, description="Transformers and PDUs. [1]")
     design_margin: float = Field(1.25, ge=1, description="Capacity over peak IT power. [1]")
+    input_power_factor: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="Power factor of a double-conversion UPS rectifier, which hides the servers' "
+        "reactive power from the grid; none for a chain that passes it through. [1]",
+    )
     source: str = ""
 
     @model_validator(mode="after")
@@ -478,8 +489,99 @@ class Electrical(Section):
         return self
 
 
+class Smoothing(Section):
+    """NVIDIA power smoothing (GB200/GB300): a floor and ramp rates per GPU (REFERENCES §4)."""
+
+    floor: float = Field(
+        ge=0, le=0.9, description="Floor, fraction of TDP (NVML allows 0-90 %). [1]"
+    )
+    ramp_up: float = Field(gt=0, description="Largest rise of board power. [W/s]")
+    ramp_down: float = Field(gt=0, description="Largest fall of board power (burning). [W/s]")
+    hysteresis: Duration = Field(0.0, ge=0, description="Hold after a rise before a fall. [s]")
+
+
+class StopBurn(Section):
+    """Burn on job stop or failure: the GPUs ramp down instead of dropping."""
+
+    ramp_down: float = Field(gt=0, description="Ramp-down rate per GPU. [W/s]")
+    delay: Duration = Field(
+        0.0,
+        ge=0,
+        description="From the stop to the burn: 0 in hardware (GB300 burn mode), the detection "
+        "time of a software agent otherwise. [s]",
+    )
+
+
+class Storage(Section):
+    """A battery: at the racks (inside the IT boundary) or at the site (before the connection)."""
+
+    location: Literal["rack", "site"] = "site"
+    power: float = Field(gt=0, description="Rated power. [MW]")
+    energy: float = Field(gt=0, description="Usable energy. [MWh]")
+    efficiency: float = Field(0.9, gt=0, le=1, description="Round-trip efficiency. [1]")
+    delay: Duration = Field(0.1, ge=0, description="Response of controller and converters. [s]")
+    soc_min: float = Field(0.1, ge=0, lt=1, description="Lowest state of charge. [1]")
+    soc_max: float = Field(0.9, gt=0, le=1, description="Highest state of charge. [1]")
+    soc_initial: float = Field(0.5, ge=0, le=1, description="State of charge at the start. [1]")
+    tau: Duration = Field(
+        60.0, ge=0, description="Time constant of the smoothed power the grid should see. [s]"
+    )
+    ramp: float | None = Field(
+        None, gt=0, description="Largest ramp the grid should see, either way. [MW/min]"
+    )
+
+    @model_validator(mode="after")
+    def _window(self) -> Storage:
+        if not self.soc_min <= self.soc_initial <= self.soc_max:
+            raise ValueError(
+                f"storage needs soc_min <= soc_initial <= soc_max, got {self.soc_min}, "
+                f"{self.soc_initial}, {self.soc_max}"
+            )
+        return self
+
+
 class Mitigation(Section):
+    """Mitigations, each only where the hardware has it (``gpu.levers``)."""
+
     power_cap: float | None = Field(None, gt=0, description="GPU power cap (nvidia-smi -pl). [W]")
+    software_burn: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="Dummy work fills every phase of training up to this fraction of TDP. [1]",
+    )
+    smoothing: Smoothing | None = None
+    stop_burn: StopBurn | None = None
+    storage: list[Storage] = []
+
+
+class Grid(Section):
+    """The connection: its strength, the registered demand the rules refer to, power factors."""
+
+    short_circuit: float = Field(
+        gt=0, description="Short-circuit power of the grid at the connection. [MVA]"
+    )
+    x_r: float = Field(gt=0, description="X/R ratio of the grid impedance. [1]")
+    registered_demand: float | None = Field(
+        None,
+        gt=0,
+        description="Demand registered with the utility; default: the design-day facility "
+        "peak. [MW]",
+    )
+    other_power_factor: float = Field(
+        0.95, gt=0, le=1, description="Cooling and misc loads (motors, drives), lagging. [1]"
+    )
+    source: str = ""
+
+
+class Prices(Section):
+    """Prices that turn mitigation costs into money; none set, none reported."""
+
+    energy: float | None = Field(None, ge=0, description="Energy. [$/MWh]")
+    gpu_hour: float | None = Field(None, ge=0, description="Value of one GPU-hour of training. [$]")
+    storage_energy: float | None = Field(
+        None, ge=0, description="Battery capital, annualised. [$/kWh/year]"
+    )
 
 
 class SensitivityRange(Section):
@@ -502,6 +604,8 @@ class Scenario(Section):
     cooling: Cooling
     electrical: Electrical
     mitigation: Mitigation = Mitigation()
+    grid: Grid
+    prices: Prices = Prices()
     sensitivity: list[SensitivityRange] = []
     sources: dict[str, str] = Field(default_factory=dict, description="Citations by short key.")
 
@@ -515,6 +619,15 @@ class Scenario(Section):
                 raise ValueError(
                     f"mitigation.power_cap {cap:g} W is outside the {self.gpu.name}'s settable "
                     f"range {self.gpu.power_cap_min:g}-{self.gpu.tdp:g} W"
+                )
+        for lever, present in (
+            ("power_smoothing", self.mitigation.smoothing is not None),
+            ("energy_storage", any(b.location == "rack" for b in self.mitigation.storage)),
+        ):
+            if present and lever not in self.gpu.levers:
+                raise ValueError(
+                    f"the {self.gpu.name} has no {lever.replace('_', ' ')} (its levers: "
+                    f"{', '.join(self.gpu.levers)}): remove it or choose a GPU that has it"
                 )
         if self.gpu.name != self.cluster.gpu:
             raise ValueError(
@@ -565,7 +678,7 @@ CATALOGUES = {
 
 def presets() -> list[str]:
     """Names of the scenario presets shipped in the package."""
-    catalogues = {f"{entry[2]}.toml" for entry in CATALOGUES.values()}
+    catalogues = {f"{entry[2]}.toml" for entry in CATALOGUES.values()} | {"rules.toml"}
     return sorted(
         f.name.removesuffix(".toml")
         for f in resources.files(PRESET_PACKAGE).iterdir()

@@ -1,4 +1,4 @@
-"""How the headline metrics move across the sourced range of each decisive default."""
+"""Runs over variations of a scenario: the sourced range of each decisive default, and seeds."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from powermodel import rules
 from powermodel.analysis import metrics
 from powermodel.scenario import Scenario, load_scenario
 from powermodel.simulate import simulate
@@ -51,3 +52,48 @@ def sensitivity(scenario: Scenario, progress: Callable[[str], None] | None = Non
 def _headline(scenario: Scenario) -> dict[str, float]:
     result = metrics(simulate(scenario))
     return {name: result[name] for name in HEADLINE}
+
+
+def check_seeds(
+    scenario: Scenario,
+    rule_list: list[rules.Rule],
+    seeds: int,
+    registered_demand: float | None = None,
+) -> list[list[rules.RuleResult]]:
+    """:func:`powermodel.rules.check` on ``seeds`` runs from the scenario's seed on."""
+    first = scenario.simulation.seed
+    return [
+        rules.check(
+            simulate(load_scenario(scenario, {"simulation.seed": seed})),
+            rule_list,
+            registered_demand,
+        )
+        for seed in range(first, first + seeds)
+    ]
+
+
+def check_sensitivity(
+    scenario: Scenario, rule_list: list[rules.Rule], registered_demand: float | None = None
+) -> pd.DataFrame:
+    """Violations per day by cause at the low and high end of each range in
+    ``scenario.sensitivity``: which events violate a rule depends on these defaults."""
+    rows = []
+    cases = [("(scenario as given)", "base", None)] + [
+        (item.key, case, value)
+        for item in scenario.sensitivity
+        for case, value in (("low", item.low), ("high", item.high))
+    ]
+    for key, case, value in cases:
+        varied = scenario if value is None else load_scenario(scenario, {key: value})
+        for result in rules.check(simulate(varied), rule_list, registered_demand):
+            rows.append(
+                {
+                    "key": key,
+                    "case": case,
+                    "value": value,
+                    "rule": result.rule.name,
+                    "worst": result.worst,
+                    **{f"{c}/day": result.per_day().get(c, 0.0) for c in rules.CAUSES},
+                }
+            )
+    return pd.DataFrame(rows)

@@ -11,7 +11,7 @@ import xarray as xr
 
 from powermodel import __version__, facility
 from powermodel.errors import ScenarioError
-from powermodel.models import electrical, events, render, workload
+from powermodel.models import electrical, events, grid, mitigation, render, workload
 from powermodel.models.events import Recovery, State
 from powermodel.scenario import Scenario, format_duration, load_scenario
 from powermodel.variables import annotate
@@ -111,8 +111,7 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
         )
     except ValueError as exc:
         raise ScenarioError(f"workload.edge_rate {wl.edge_rate:g}: {exc}") from None
-    if scenario.mitigation.power_cap is not None:  # per GPU, before aggregation (principle 2)
-        per_gpu = np.minimum(per_gpu, scenario.mitigation.power_cap)
+    per_gpu, throttled = _mitigated_waveform(scenario, derived, per_gpu)
     kernel = workload.offset_kernel(derived.step_time, wl.offset_spread, wl.jitter)
     n = per_gpu.size
     u = (np.arange(n) + 0.5) / n
@@ -120,11 +119,13 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
     def const(value: float) -> np.ndarray:
         return np.full(n, value)
 
-    # A checkpoint stall holds the GPUs at a barrier while the write completes: the stalled level.
+    # A checkpoint stall holds the GPUs at a barrier while the write completes: the stalled level,
+    # or the smoothing floor while the job holds the GPUs.
+    held = max(gpu.stalled, _smoothing_floor(scenario))
     gpu_w = {
         State.RUNNING: per_gpu,
-        State.CHECKPOINT: const(gpu.stalled),
-        State.STALLED: const(gpu.stalled),
+        State.CHECKPOINT: const(held),
+        State.STALLED: const(held),
         State.FAILED_IDLE: const(gpu.idle),
         State.MAINTENANCE: const(gpu.idle),
         State.LOADING: const(gpu.idle),
@@ -146,12 +147,61 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
             board, node_ac = workload.aggregate(board, kernel), workload.aggregate(node_ac, kernel)
         gpu_cells.append(board * cl.n_gpus / 1e6)
         it_cells.append(node_ac * cl.n_nodes / 1e6 + fixed)
-        tokens = wl.tokens_per_step / derived.step_time if state == State.RUNNING else 0.0
+        # work a ramp-up limit delays is made up later: the step stretches by that share
+        tokens = wl.tokens_per_step / derived.step_time / (1.0 + throttled)
+        tokens = tokens if state == State.RUNNING else 0.0
         tok_cells.append(const(tokens))
     rate = np.ones(len(State))
     rate[State.RUNNING] = 1.0 / derived.step_time
     rate[State.RAMP] = 1.0 / wl.startup_ramp if wl.startup_ramp > 0 else 1.0
     return np.array([gpu_cells, it_cells, tok_cells]), rate
+
+
+def _mitigated_waveform(
+    scenario: Scenario, derived: Derived, per_gpu: np.ndarray
+) -> tuple[np.ndarray, float]:
+    """Per-GPU mitigations on one iteration, before aggregation (DESIGN principle 2): the cap,
+    software burn, power smoothing. Returns the waveform and the share of work throttled."""
+    m, tdp = scenario.mitigation, scenario.gpu.tdp
+    if m.power_cap is not None:
+        per_gpu = np.minimum(per_gpu, m.power_cap)
+    if m.software_burn is not None:
+        per_gpu = mitigation.floor(per_gpu, m.software_burn * tdp)
+    if m.smoothing is None:
+        return per_gpu, 0.0
+    sm = m.smoothing
+    demand = mitigation.floor(per_gpu, sm.floor * tdp)
+    smoothed = mitigation.smooth_periodic(
+        demand, derived.step_time, sm.ramp_up, sm.ramp_down, sm.hysteresis
+    )
+    return smoothed, mitigation.throttled_share(smoothed, demand)
+
+
+def _smoothing_floor(scenario: Scenario) -> float:
+    sm = scenario.mitigation.smoothing
+    return 0.0 if sm is None else sm.floor * scenario.gpu.tdp
+
+
+def stop_ramps(
+    scenario: Scenario, line: events.Timeline, gpu_power: np.ndarray, running_mean: float
+) -> np.ndarray:
+    """Per-GPU burn after stops, on the rendered cluster GPU power [MW]: burn on job stop ramps
+    down from the running mean when the job leaves the running state; power smoothing ramps
+    down from its floor when the job releases the GPUs. Returns the added GPU power [MW]."""
+    m, cl, dt = scenario.mitigation, scenario.cluster, scenario.simulation.dt
+    per_gpu = gpu_power * 1e6 / cl.n_gpus
+    was, now = line.state[:-1], line.state[1:]
+    out = per_gpu
+    if m.stop_burn is not None:
+        left = line.start[1:][(was == State.RUNNING) & (now != State.RUNNING)]
+        out = mitigation.stop_ramp(
+            out, left, running_mean, m.stop_burn.ramp_down, dt, m.stop_burn.delay
+        )
+    if m.smoothing is not None:
+        released = line.start[1:][np.isin(now, (State.FAILED_IDLE, State.MAINTENANCE))]
+        level = max(scenario.gpu.stalled, _smoothing_floor(scenario))
+        out = mitigation.stop_ramp(out, released, level, m.smoothing.ramp_down, dt)
+    return (out - per_gpu) * cl.n_gpus / 1e6
 
 
 def failure_rng(seed: int, job: int = JOB) -> np.random.Generator:
@@ -197,10 +247,15 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
     means = render.interval_means(
         line.start, line.state.astype(np.int64), rate, render.cumulative_tables(cells), edges
     )
+    running_mean = cells[0, State.RUNNING].mean() * 1e6 / scenario.cluster.n_gpus  # W per GPU
+    burn = stop_ramps(scenario, line, means[0], running_mean)
+    means[0] += burn
+    means[1] += burn * _psu_slope(scenario)
     state = render.state_at(line.start, line.state, edges[:-1] + 0.5 * sim.dt)
     time = (pd.Timestamp(sim.start) + pd.to_timedelta(edges[:-1], unit="s")).values
     k = plant_steps(scenario)
-    variables, path = _with_facility(scenario, derived, line, time, means, k)
+    token_rate = cells[2, State.RUNNING, 0]
+    variables, path = _with_facility(scenario, line, time, means, k, token_rate)
     ds = xr.Dataset(
         {
             **variables,
@@ -226,6 +281,8 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
         clock_setpoint=path.clock_setpoint,
         checkpoint_interval=derived.checkpoint_interval if derived.checkpoints else np.inf,
         checkpoint_stall=derived.checkpoint_stall,
+        token_rate=token_rate,
+        registered_demand=facility.registered_demand(scenario),
         powermodel_version=__version__,
     )
     return annotate(ds)
@@ -233,11 +290,11 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
 
 def _with_facility(
     scenario: Scenario,
-    derived: Derived,
     line: events.Timeline,
     time: np.ndarray,
     means: np.ndarray,
     k: int,
+    nominal_rate: float,
 ) -> tuple[dict[str, tuple], facility.PlantPath]:
     """The electrical-path means completed by the plant path (``k`` electrical steps a plant step):
     clocks slow throughput, hot dies leak and server fans speed up, the facility adds losses,
@@ -254,12 +311,12 @@ def _with_facility(
         plant_dt,
         design,
     )
-    nominal_rate = scenario.workload.tokens_per_step / derived.step_time
     running = nominal_throughput / nominal_rate  # share of each interval spent training
     leak = cl.n_gpus * running * np.repeat(path.leak_extra, k)  # W, DC, while training
     fans = cl.n_nodes * np.repeat(path.fan_extra, k)  # W, DC, whenever the nodes are on
     gpu_power = gpu_power + leak / 1e6
     it_power = it_power + (leak + fans) * _psu_slope(scenario) / 1e6
+    it_power, rack = facility.storage(scenario, "rack", it_power, dt)
     throughput = nominal_throughput / np.repeat(path.step_factor, k)
     cooling = np.repeat(path.cooling_power, k) / 1e6
     # misc loads (lighting, offices, controls) do not follow the IT swing: a share of design IT
@@ -267,6 +324,9 @@ def _with_facility(
     capacity = scenario.electrical.design_margin * design / 1e6
     loss = facility.facility_loss(it_power, scenario, capacity, cooling + misc)
     facility_power = it_power + loss + cooling + misc
+    grid_power, site = facility.storage(scenario, "site", facility_power, dt)
+    reactive = facility.reactive_power(scenario, it_power, loss, cooling + misc)
+    g = scenario.grid
     # work lost to a failure is priced at the training rate of the plant step it happened in
     at = np.minimum((line.event_time // plant_dt).astype(np.int64), path.step_factor.size - 1)
     lost_tokens = line.event_lost_work * nominal_rate / path.step_factor[at]
@@ -282,6 +342,13 @@ def _with_facility(
         "cooling_power": ("time", cooling),
         "misc_power": ("time", misc),
         "facility_power": ("time", facility_power),
+        "grid_power": ("time", grid_power),
+        "grid_reactive_power": ("time", reactive),
+        "grid_voltage": (
+            "time",
+            1.0 + grid.voltage_change(grid_power, reactive, g.short_circuit, g.x_r),
+        ),
+        **_storage_variables(rack, site),
         "pue": ("time", hourly_ratio(facility_power, it_power, dt)),
         "throughput": ("time", throughput),
         "water_use": ("time", np.repeat(path.water_use, k).astype(np.float32)),
@@ -289,6 +356,21 @@ def _with_facility(
         "goodput": ((), float(throughput.sum() * dt - lost_tokens.sum())),
         "chiller_hours": ((), float(chiller_hours)),
     }, path
+
+
+def _storage_variables(
+    rack: list[mitigation.StorageResult], site: list[mitigation.StorageResult]
+) -> dict[str, tuple]:
+    out = {}
+    if rack:
+        out["rack_storage_power"] = ("time", sum(r.power for r in rack))
+    if site:
+        out["bess_power"] = ("time", sum(r.power for r in site))
+        out["bess_soc"] = (
+            "time",
+            sum(r.soc * r.energy for r in site) / sum(r.energy for r in site),
+        )
+    return out
 
 
 def plant_steps(scenario: Scenario) -> int:

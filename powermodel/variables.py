@@ -84,6 +84,40 @@ VARIABLES: dict[str, dict[str, str]] = {
         "long_name": "Job state at the interval midpoint",
         "description": "Code into flag_meanings.",
     },
+    "grid_power": {
+        "units": "MW",
+        "long_name": "Active power at the point of interconnection",
+        "description": "Facility power less site-battery discharge plus its charging.",
+    },
+    "grid_reactive_power": {
+        "units": "Mvar",
+        "long_name": "Reactive power at the point of interconnection",
+        "description": (
+            "From power-factor curves: server supplies (leading at light load) or a "
+            "double-conversion UPS rectifier, and the cooling and misc loads (lagging). Positive "
+            "absorbed (lagging)."
+        ),
+    },
+    "grid_voltage": {
+        "units": "1",
+        "long_name": "Voltage at the connection, per unit of no-load",
+        "description": "1 − (P·cos θ + Q·sin θ)/S_sc with the grid's short-circuit power and X/R.",
+    },
+    "bess_power": {
+        "units": "MW",
+        "long_name": "Site battery power",
+        "description": "Positive discharging (serving the site), negative charging.",
+    },
+    "bess_soc": {
+        "units": "1",
+        "long_name": "Site battery state of charge",
+        "description": "Stored energy over usable energy, at the end of each interval.",
+    },
+    "rack_storage_power": {
+        "units": "MW",
+        "long_name": "Rack battery power",
+        "description": "Batteries at the racks (inside the IT boundary), positive discharging.",
+    },
     "goodput": {
         "units": "token",
         "long_name": "Tokens trained and kept",

@@ -15,9 +15,32 @@ and interpolate the result with :func:`to_grid`; never call :func:`wet_bulb` on 
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
-import psychrolib
 from numpy.typing import ArrayLike
+
+
+def _import_psychrolib():  # noqa: ANN202 - a module
+    """psychrolib, in its plain-Python form.
+
+    When numba is importable psychrolib turns its functions into numba ufuncs, compiled afresh in
+    every process (about 9 s here, uncached) and slower than plain Python on scalars. powermodel
+    needs numba elsewhere (the battery), so psychrolib is imported with numba hidden from it.
+    """
+    saved = sys.modules.get("numba")
+    sys.modules["numba"] = None  # type: ignore[assignment]  # makes `import numba` fail
+    try:
+        import psychrolib
+    finally:
+        if saved is None:
+            del sys.modules["numba"]
+        else:
+            sys.modules["numba"] = saved
+    return psychrolib
+
+
+psychrolib = _import_psychrolib()
 
 HOURS_PER_YEAR = 8760
 DAYS_PER_YEAR = 365

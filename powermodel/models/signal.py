@@ -1,0 +1,132 @@
+"""Signal processing for measurement chains: filters, rolling statistics, spectra.
+
+Signals are interval means on a uniform grid of step ``dt`` (held over each interval), as
+powermodel writes them and as meters report them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import signal as sps
+from scipy.ndimage import maximum_filter1d, minimum_filter1d
+
+from powermodel.errors import PowerModelError
+
+
+def nyquist(dt: float) -> float:
+    """Nyquist frequency of a grid. [Hz]"""
+    return 0.5 / dt
+
+
+def resolved(dt: float) -> float:
+    """Highest frequency a grid resolves for a verdict: half the Nyquist frequency. [Hz]
+
+    Between half and the whole Nyquist frequency a sinusoid's interval means lose more than
+    a third of its amplitude (sinc(0.5) = 0.64), so band content there cannot be trusted.
+    """
+    return 0.5 * nyquist(dt)
+
+
+def high_pass(x: np.ndarray, dt: float, cutoff: float) -> np.ndarray:
+    """First-order high-pass at ``cutoff`` [Hz], sampled at the start of each interval.
+
+    Notes
+    -----
+    ``H(s) = s·τ / (1 + s·τ)``, ``τ = 1/(2π·f_c)``, equal to the signal less its first-order
+    low-pass. For a signal held over each interval the low-pass is exact at the interval starts
+    (``lp[n] = a·lp[n−1] + (1 − a)·x[n−1]``, ``a = e^{−dt/τ}``), so a step passes whole at its
+    instant and decays as ``e^{−t/τ}``: the closed forms of REFERENCES §8 hold at any ``dt``
+    short against ``τ``.
+    """
+    a = np.exp(-dt * 2.0 * np.pi * cutoff)
+    b, den = [0.0, 1.0 - a], [1.0, -a]
+    low, _ = sps.lfilter(b, den, x, zi=sps.lfilter_zi(b, den) * x[0])
+    return x - low
+
+
+def low_pass(x: np.ndarray, dt: float, cutoff: float) -> np.ndarray:
+    """First-order low-pass at ``cutoff`` [Hz], at the end of each held interval (exact)."""
+    a = np.exp(-dt * 2.0 * np.pi * cutoff)
+    b, den = [1.0 - a], [1.0, -a]
+    out, _ = sps.lfilter(b, den, x, zi=sps.lfilter_zi(b, den) * x[0])
+    return out
+
+
+def band(x: np.ndarray, dt: float, low: float | None, high: float | None) -> np.ndarray:
+    """First-order band filter: a high-pass at ``low`` then a low-pass at ``high`` (either may
+    be None). A ``high`` at or above what the grid resolves is left out: the interval means
+    already hold nothing above it."""
+    if low is not None:
+        x = high_pass(x, dt, low)
+    if high is not None and high < resolved(dt):
+        x = low_pass(x, dt, high)
+    return x
+
+
+def samples(window: float, dt: float, what: str = "window") -> int:
+    """Samples in a window; an error when the window is shorter than five steps."""
+    n = int(round(window / dt))
+    if window < 5.0 * dt - 1e-9:
+        raise PowerModelError(
+            f"a {what} of {window:g} s is shorter than five steps of {dt:g} s: the profile cannot "
+            f"support that verdict; simulate at dt <= {window / 5:g} s"
+        )
+    return n
+
+
+def rolling_range(x: np.ndarray, n: int) -> np.ndarray:
+    """Max − min of the ``n`` samples ending at each sample (the first ``n − 1`` are partial)."""
+    origin = (n - 1) // 2  # trailing window: the filter's window ends at the sample
+    return maximum_filter1d(x, n, origin=origin) - minimum_filter1d(x, n, origin=origin)
+
+
+def net_change(x: np.ndarray, n: int) -> np.ndarray:
+    """``x[i] − x[i − n]``; zero for the first ``n`` samples."""
+    out = np.zeros_like(x)
+    out[n:] = x[n:] - x[:-n]
+    return out
+
+
+def rolling_mean(x: np.ndarray, n: int) -> np.ndarray:
+    """Mean of the ``n`` samples ending at each sample (over fewer at the start)."""
+    c = np.concatenate(([0.0], np.cumsum(x, dtype=np.float64)))
+    i = np.arange(1, x.size + 1)
+    lo = np.maximum(i - n, 0)
+    return (c[i] - c[lo]) / (i - lo)
+
+
+def average_slope(x: np.ndarray, n: int) -> np.ndarray:
+    """Change of the window average from the window before, per window: ``(mean of the last n
+    samples − mean of the n before) / 1 window``; zero until two whole windows have passed."""
+    m = rolling_mean(x, n)
+    return net_change(m, n) if x.size > n else np.zeros_like(x)
+
+
+def spectrum(
+    x: np.ndarray, dt: float, segment: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided power spectral density by Welch's method (Hann, 50 % overlap, mean removed).
+
+    Returns frequencies [Hz] and density [unit²/Hz]; its integral over all frequencies is the
+    variance of ``x``.
+    """
+    nperseg = x.size if segment is None else min(x.size, max(8, int(round(segment / dt))))
+    return sps.welch(x, fs=1.0 / dt, nperseg=nperseg, detrend="constant", scaling="density")
+
+
+def band_variance(
+    x: np.ndarray, dt: float, low: float, high: float, segment: float | None = None
+) -> float:
+    """Variance of ``x`` in the band ``[low, high)`` Hz, from its spectrum. [unit²]
+
+    Raises an error for a band above half the Nyquist frequency: interval means cannot tell
+    what lies there.
+    """
+    if high > resolved(dt) + 1e-12:
+        raise PowerModelError(
+            f"the band {low:g}-{high:g} Hz reaches above half the Nyquist frequency of a "
+            f"{dt:g} s profile ({resolved(dt):g} Hz): simulate at dt <= {0.25 / high:g} s"
+        )
+    f, p = spectrum(x, dt, segment)
+    df = f[1] - f[0]
+    return float(p[(f >= low) & (f < high)].sum() * df)

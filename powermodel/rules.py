@@ -1,0 +1,431 @@
+"""Utility rules as measurement chains, and checking a profile against them.
+
+A rule is data (``presets/rules.toml`` or a user TOML file): signal, averaging, band, window,
+statistic, direction, limit and reference. :func:`check` measures a Dataset (simulated, or a
+trace read by :func:`read_trace`) the way the rule says, reports pass or fail with the worst value
+and when, and attributes each violation to what caused it from the job's state.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from scipy.ndimage import maximum_filter1d
+
+from powermodel.analysis import step_seconds
+from powermodel.errors import PowerModelError
+from powermodel.models import signal
+from powermodel.models.events import State
+from powermodel.scenario import Duration, format_duration
+
+Statistic = Literal["range", "net_change", "rate", "average_slope"]
+UNITS = {"range": "MW", "net_change": "MW", "rate": "MW/min", "average_slope": "MW/min"}
+
+# Causes, in the order a window holding several is attributed: the strongest first.
+CAUSES = ("failure", "restart", "maintenance", "checkpoint", "iteration swing", "weather")
+_STATE_CAUSE = {
+    State.STALLED: 0,
+    State.FAILED_IDLE: 0,
+    State.LOADING: 1,
+    State.RAMP: 1,
+    State.MAINTENANCE: 2,
+    State.CHECKPOINT: 3,
+    State.RUNNING: 4,
+}
+UNKNOWN = "unknown"  # a measured trace has no job state
+
+
+class RuleError(PowerModelError):
+    """A rule that cannot be read or a verdict the data cannot support."""
+
+
+class Rule(BaseModel):
+    """One utility rule, stated as a measurement chain."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    title: str
+    source: str
+    status: Literal["proposal", "in force", "quoted"]
+    signal: Literal["grid_power", "grid_reactive_power", "facility_power", "it_power"] = (
+        "grid_power"
+    )
+    averaging: Duration | None = Field(None, gt=0, description="Rolling mean first. [s]")
+    band: tuple[float, float] | None = Field(None, description="Filter band. [Hz]")
+    window: Duration = Field(gt=0, description="Window of the statistic. [s]")
+    statistic: Statistic
+    direction: Literal["up", "down", "both"] = "both"
+    limit: float | None = Field(None, gt=0, description="Limit in the statistic's unit.")
+    limit_fraction: float | None = Field(None, gt=0, description="Limit over the reference.")
+    reference: Literal["registered_demand"] | None = None
+    choices: str = ""
+    groups: list[str] = []
+
+    @field_validator("band")
+    @classmethod
+    def _ordered(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
+        if value is not None and not 0 < value[0] < value[1]:
+            raise ValueError(f"band must be two increasing positive frequencies, got {value}")
+        return value
+
+    def model_post_init(self, _: object) -> None:
+        if self.limit is None and self.limit_fraction is None:
+            raise ValueError("a rule needs limit, limit_fraction or both")
+        if self.limit_fraction is not None and self.reference is None:
+            raise ValueError("limit_fraction needs a reference (registered_demand)")
+
+    @property
+    def unit(self) -> str:
+        return UNITS[self.statistic]
+
+    def threshold(self, reference: float | None) -> float:
+        """The limit that applies: the lesser of the absolute and the relative one."""
+        limits = [] if self.limit is None else [self.limit]
+        if self.limit_fraction is not None:
+            if reference is None or not np.isfinite(reference):
+                raise RuleError(
+                    f"rule {self.name} refers to the registered demand: set "
+                    "grid.registered_demand in the scenario (or --registered-demand for a trace)"
+                )
+            limits.append(self.limit_fraction * reference)
+        return min(limits)
+
+
+def rule_names() -> list[str]:
+    """Names of the shipped rules and of their groups."""
+    shipped = _shipped()
+    groups = {g for r in shipped.values() for g in r.get("groups", [])}
+    return sorted(set(shipped) | groups)
+
+
+def load_rules(names: str | list[str]) -> list[Rule]:
+    """Rules by name, group name (``nprr1191``) or TOML file path, comma-separated or listed."""
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    if not names:
+        raise RuleError("no rules given: name one or more of " + ", ".join(rule_names()))
+    shipped = _shipped()
+    out: dict[str, Rule] = {}
+    for name in names:
+        if name.endswith(".toml") or Path(name).is_file():
+            tables = _read_rule_file(Path(name))
+        elif name in shipped:
+            tables = {name: shipped[name]}
+        else:
+            tables = {k: v for k, v in shipped.items() if name in v.get("groups", [])}
+        if not tables:
+            raise RuleError(f"unknown rule {name!r}: choose from {', '.join(rule_names())}")
+        for key, table in tables.items():
+            try:
+                out[key] = Rule(name=key, **table)
+            except ValidationError as exc:
+                problems = "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or key}: {e['msg']}" for e in exc.errors()
+                )
+                raise RuleError(f"rule {key}: {problems}") from None
+    return list(out.values())
+
+
+def _shipped() -> dict[str, dict]:
+    text = resources.files("powermodel.presets").joinpath("rules.toml").read_text("utf-8")
+    return tomllib.loads(text)
+
+
+def _read_rule_file(path: Path) -> dict[str, dict]:
+    try:
+        tables = tomllib.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise RuleError(f"{path}: no such rule file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RuleError(f"{path}: not valid TOML ({exc})") from None
+    bad = [k for k, v in tables.items() if not isinstance(v, dict)]
+    if bad:
+        raise RuleError(f"{path}: each rule is a table [name]; {', '.join(bad)} is not")
+    return tables
+
+
+@dataclass
+class RuleResult:
+    """A rule's verdict on one profile."""
+
+    rule: Rule
+    limit: float
+    worst: float
+    worst_time: np.datetime64
+    violations: pd.DataFrame  # start, end, worst, cause
+    days: float
+    resolved_to: float | None = None  # Hz: the band is cut there, so a pass is a lower bound
+    by_cause: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.violations.empty
+
+    def per_day(self) -> dict[str, float]:
+        return {cause: n / self.days for cause, n in self.by_cause.items()}
+
+
+def check(
+    ds: xr.Dataset, rules: list[Rule], registered_demand: float | None = None
+) -> list[RuleResult]:
+    """Measure a profile by each rule.
+
+    Parameters
+    ----------
+    ds
+        A simulated Dataset or a trace from :func:`read_trace`.
+    rules
+        From :func:`load_rules`.
+    registered_demand
+        Overrides the Dataset's ``registered_demand`` attribute. [MW]
+
+    Raises
+    ------
+    RuleError
+        For a verdict the data cannot support: a window or averaging shorter than five steps, a
+        band whose low edge lies above half the Nyquist frequency, a missing signal.
+    """
+    dt = step_seconds(ds)
+    reference = registered_demand or ds.attrs.get("registered_demand")
+    return [_check_one(ds, rule, dt, reference) for rule in rules]
+
+
+def _check_one(ds: xr.Dataset, rule: Rule, dt: float, reference: float | None) -> RuleResult:
+    if rule.signal not in ds:
+        raise RuleError(f"rule {rule.name} measures {rule.signal}, which the profile lacks")
+    limit = rule.threshold(reference)
+    value = measure(ds[rule.signal].values.astype(np.float64), rule, dt)
+    n = signal.samples(rule.window, dt)
+    lookback = n + (signal.samples(rule.averaging, dt, "averaging") if rule.averaging else 0)
+    episodes = _episodes(value > limit)
+    times = ds["time"].values
+    table = pd.DataFrame(
+        {
+            "start": times[episodes[:, 0]],
+            "end": times[episodes[:, 1] - 1],
+            "worst": np.maximum.reduceat(np.append(value, 0.0), episodes.ravel())[::2]
+            if len(episodes)
+            else [],
+            "cause": _causes(ds, rule, dt, limit, lookback, episodes),
+        }
+    )
+    at = int(np.argmax(value))
+    resolved = signal.resolved(dt)
+    return RuleResult(
+        rule=rule,
+        limit=limit,
+        worst=float(value[at]),
+        worst_time=times[at],
+        violations=table,
+        days=len(times) * dt / 86400.0,
+        resolved_to=resolved if rule.band and rule.band[1] > resolved else None,
+        by_cause=table["cause"].value_counts().to_dict(),
+    )
+
+
+def measure(x: np.ndarray, rule: Rule, dt: float) -> np.ndarray:
+    """The rule's statistic at every sample, signed so that larger is worse. [rule.unit]"""
+    if rule.averaging:
+        x = signal.rolling_mean(x, signal.samples(rule.averaging, dt, "averaging"))
+    if rule.band:
+        low, high = rule.band
+        if low >= signal.resolved(dt):
+            raise RuleError(
+                f"rule {rule.name} measures {low:g}-{high:g} Hz: a {dt:g} s profile resolves "
+                f"only up to {signal.resolved(dt):g} Hz; simulate at dt <= {0.25 / high:g} s"
+            )
+        x = signal.band(x, dt, low, high)
+    n = signal.samples(rule.window, dt)
+    per_minute = 60.0 / rule.window
+    stat = {
+        "range": lambda: signal.rolling_range(x, n),
+        "net_change": lambda: signal.net_change(x, n),
+        "rate": lambda: signal.net_change(x, n) * per_minute,
+        "average_slope": lambda: signal.average_slope(x, n) * per_minute,
+    }[rule.statistic]()
+    if rule.statistic == "range" or rule.direction == "both":
+        return np.abs(stat)
+    return stat if rule.direction == "up" else -stat
+
+
+def _episodes(over: np.ndarray) -> np.ndarray:
+    """Runs of True as rows ``(first, one past last)``."""
+    edges = np.diff(np.concatenate(([0], over.astype(np.int8), [0])))
+    return np.column_stack((np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)))
+
+
+def _causes(
+    ds: xr.Dataset,
+    rule: Rule,
+    dt: float,
+    limit: float,
+    lookback: int,
+    episodes: list[tuple[int, int]],
+) -> list[str]:
+    """What caused each violation: the strongest job event in the episode or in the window
+    before it; with the job running throughout, the iteration swing if the signal less the
+    cooling plant violates too, the weather (cooling) if not."""
+    if not len(episodes):
+        return []
+    if "job_state" not in ds:
+        return [UNKNOWN] * len(episodes)
+    code = np.array([_STATE_CAUSE[State(v)] for v in range(len(State))])[ds["job_state"].values]
+    # strongest cause within the trailing window: the least code, via a max filter of -code
+    seen = -maximum_filter1d(-code, lookback + 1, origin=lookback // 2)
+    strongest = np.minimum.reduceat(np.append(seen, 0), episodes.ravel())[::2]
+    causes = np.array(CAUSES, dtype=object)[strongest]
+    running = strongest == 4
+    if running.any():
+        rest = ds[rule.signal].values.astype(np.float64)
+        if "cooling_power" in ds and rule.signal != "it_power":
+            rest = rest - ds["cooling_power"].values
+        hits = np.add.reduceat(np.append(measure(rest, rule, dt) > limit, False), episodes.ravel())
+        causes[running & (hits[::2] == 0)] = "weather"
+    return causes.tolist()
+
+
+def read_trace(
+    path: str | Path, power: str | None = None, reactive: str | None = None
+) -> xr.Dataset:
+    """A measured profile from CSV: a time column and active (and optionally reactive) power.
+
+    Parameters
+    ----------
+    path
+        CSV file with a header. The time column is ``time`` (ISO 8601, UTC) or the first column;
+        the active power is ``power`` or the first column whose header starts with
+        ``grid_power``, ``facility_power``, ``power`` or ``P``; values in MW.
+    power, reactive
+        Column names to use instead of the defaults.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``grid_power`` (and ``grid_reactive_power``) on ``time``; steps must be uniform.
+    """
+    path = Path(path)
+    try:
+        frame = pd.read_csv(path)
+    except FileNotFoundError:
+        raise PowerModelError(f"{path}: no such file") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise PowerModelError(f"{path}: not a readable CSV ({exc})") from None
+    columns = list(frame.columns)
+    time_col = (
+        "time"
+        if "time" in columns
+        else next((c for c in columns if str(c).startswith("time")), columns[0])
+    )
+    p_col = power or _find(columns, ("grid_power", "facility_power", "power", "P"))
+    if p_col is None or p_col not in columns:
+        raise PowerModelError(
+            f"{path}: no power column (looked for {power or 'grid_power, facility_power, power, P'}"
+            f" among {', '.join(map(str, columns))}): name it with --power"
+        )
+    try:
+        time = pd.to_datetime(frame[time_col], utc=True).dt.tz_localize(None).to_numpy()
+    except (ValueError, TypeError) as exc:
+        raise PowerModelError(f"{path}: column {time_col!r} is not a time ({exc})") from None
+    steps = np.diff(time) / np.timedelta64(1, "s")
+    if time.size < 2 or not np.allclose(steps, steps[0], rtol=1e-6) or steps[0] <= 0:
+        raise PowerModelError(
+            f"{path}: times must increase in equal steps (found steps from "
+            f"{steps.min() if steps.size else 0:g} to {steps.max() if steps.size else 0:g} s): "
+            "resample the trace to a uniform step first"
+        )
+    values = pd.to_numeric(frame[p_col], errors="coerce").to_numpy()
+    if np.isnan(values).any():
+        row = int(np.flatnonzero(np.isnan(values))[0]) + 2
+        raise PowerModelError(f"{path}: line {row}: {p_col!r} is not a number")
+    out = xr.Dataset({"grid_power": ("time", values)}, coords={"time": time})
+    q_col = reactive or _find(columns, ("grid_reactive_power", "Q"))
+    if q_col is not None and q_col in columns:
+        out["grid_reactive_power"] = ("time", pd.to_numeric(frame[q_col]).to_numpy())
+    out.attrs.update(dt=float(steps[0]), source=str(path))
+    return out
+
+
+def _find(columns: list, prefixes: tuple[str, ...]) -> str | None:
+    for prefix in prefixes:
+        for c in columns:
+            if str(c) == prefix or str(c).startswith(prefix + " "):
+                return c
+    return None
+
+
+def summary(per_seed: list[list[RuleResult]]) -> pd.DataFrame:
+    """One row per rule: verdict (failing runs), worst value (P50 and P95 over runs) and when
+    it happened in the first run, the limit, violations per day (P50 and P95)."""
+    rows = []
+    for results in zip(*per_seed, strict=True):
+        first = results[0]
+        worst = np.array([r.worst for r in results])
+        daily = np.array([sum(r.per_day().values()) for r in results])
+        rows.append(
+            {
+                "rule": first.rule.name,
+                "status": first.rule.status,
+                "verdict": "pass" if all(r.passed for r in results) else "FAIL",
+                "failing runs": f"{sum(not r.passed for r in results)}/{len(results)}",
+                "worst p50": np.percentile(worst, 50),
+                "worst p95": np.percentile(worst, 95),
+                "limit": first.limit,
+                "unit": first.rule.unit,
+                "worst at (run 1)": pd.Timestamp(first.worst_time),
+                "violations/day p50": np.percentile(daily, 50),
+                "violations/day p95": np.percentile(daily, 95),
+                "note": (
+                    f"band cut at {first.resolved_to:g} Hz: a pass is not proven above it"
+                    if first.resolved_to
+                    else ""
+                ),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def by_cause(per_seed: list[list[RuleResult]]) -> pd.DataFrame:
+    """Violations per day of each rule by cause, P50 and P95 over runs (causes seen only)."""
+    rows = []
+    for results in zip(*per_seed, strict=True):
+        causes = sorted({c for r in results for c in r.by_cause}, key=_cause_order)
+        for cause in causes:
+            daily = np.array([r.per_day().get(cause, 0.0) for r in results])
+            rows.append(
+                {
+                    "rule": results[0].rule.name,
+                    "cause": cause,
+                    "per day p50": np.percentile(daily, 50),
+                    "per day p95": np.percentile(daily, 95),
+                }
+            )
+    return pd.DataFrame(rows, columns=["rule", "cause", "per day p50", "per day p95"])
+
+
+def _cause_order(cause: str) -> int:
+    return CAUSES.index(cause) if cause in CAUSES else len(CAUSES)
+
+
+def describe(rule: Rule) -> str:
+    """The measurement chain in words."""
+    parts = [f"{rule.signal}"]
+    if rule.averaging:
+        parts.append(f"averaged over {format_duration(rule.averaging)}")
+    if rule.band:
+        parts.append(f"filtered to {rule.band[0]:g}-{rule.band[1]:g} Hz")
+    parts.append(
+        f"{rule.statistic.replace('_', ' ')} ({rule.direction}) in {format_duration(rule.window)}"
+    )
+    limit = [f"{rule.limit:g} {rule.unit}"] if rule.limit else []
+    if rule.limit_fraction:
+        limit.append(f"{rule.limit_fraction:.1%} of {rule.reference}")
+    return ", ".join(parts) + " <= " + " or ".join(limit) + (" (lesser)" if len(limit) > 1 else "")
