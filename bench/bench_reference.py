@@ -1,7 +1,9 @@
 """Wall time and peak memory of the reference runs.
 
 - the 54-day, 1-s reference run (issue 2, point 8): under 20 s and 2 GB here;
-- a year at 1 min with weather and cooling plant at Sterling (issue 3, point 7): under 10 s.
+- a year at 1 min with weather and cooling plant at Sterling (issue 3, point 7): under 10 s;
+- metrics and ``check`` (ERCOT 5 s, NPRR1191, IESO) over the 54-day 1-s run (issue 4, point 6):
+  under 10 s.
 
 Each measurement runs in a fresh subprocess so that peak RSS is its own. Machines here are shared
 and noisy, so the script also reports ratios measured side by side in the same run:
@@ -39,6 +41,14 @@ if mode == "csv":
     ds[[n for n, v in ds.data_vars.items() if v.dims == ("time",)]].to_dataframe().to_csv(
         "/tmp/powermodel-bench-pandas.csv")
     elapsed["pandas_csv"] = time.perf_counter() - start
+if mode == "check":
+    from powermodel import metrics
+    from powermodel.rules import check, load_rules
+    rules = load_rules("ercot-5s,nprr1191,ieso")
+    start = time.perf_counter()
+    metrics(ds)
+    check(ds, rules)
+    elapsed["metrics_check"] = time.perf_counter() - start
 peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
 print(json.dumps({**elapsed, "peak_gb": peak_gb, "rows": ds.sizes["time"]}))
 """
@@ -55,7 +65,7 @@ def measure(overrides: dict, mode: str = "") -> dict:
 
 
 def main() -> None:
-    full = measure({})
+    full = measure({}, "check")
     week = measure({"simulation.duration": "7d"})
     no_fail = {"simulation.duration": "7d", "reliability.rate_scale": 0.0}
     small = measure(no_fail)
@@ -77,6 +87,10 @@ def main() -> None:
         f"  peak memory         {full['peak_gb']:6.2f} GB  (target < 2 GB: "
         f"{full['peak_gb'] / 2:.2f} of it)"
     )
+    print(
+        f"  metrics and check   {full['metrics_check']:6.2f} s   (target < 10 s: "
+        f"{full['metrics_check'] / 10:.2f} of it)"
+    )
     print(f"year at 1 min with weather and plant: {year['rows']:,} rows")
     print(
         f"  simulate wall time  {year['simulate']:6.2f} s   (target < 10 s: "
@@ -90,7 +104,12 @@ def main() -> None:
         f"  131,072 / 16,384 GPUs     {big['simulate'] / small['simulate']:6.2f}  (1 if flat in N)"
     )
     print(f"  pandas / pyarrow CSV      {csv['pandas_csv'] / csv['pyarrow_csv']:6.1f}")
-    ok = full["simulate"] < 20 and full["peak_gb"] < 2 and year["simulate"] < 10
+    ok = (
+        full["simulate"] < 20
+        and full["peak_gb"] < 2
+        and year["simulate"] < 10
+        and full["metrics_check"] < 10
+    )
     print("PASS" if ok else "FAIL")
     sys.exit(0 if ok else 1)
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from powermodel import export, rules
+from powermodel import export, rules, sizing
 from powermodel.analysis import metrics, resample_factor
 from powermodel.errors import PowerModelError
 from powermodel.facility import design_day
@@ -98,6 +98,36 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--power", help="trace column of active power [MW]")
     check.add_argument("--violations", help="write every violation to this CSV file")
     check.set_defaults(func=_check)
+
+    size = sub.add_parser(
+        "size",
+        parents=[common],
+        help="for each rule, the gentlest setting of each mitigation that makes it pass",
+    )
+    size.add_argument("scenario", help="preset name or .toml scenario")
+    size.add_argument("--rules", required=True, help="as for check")
+    size.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    size.add_argument("--registered-demand", type=float, help="MW, overrides the scenario's")
+    size.set_defaults(func=_size)
+
+    exporting = sub.add_parser(
+        "export", parents=[common], help="write what the grid sees for a grid tool"
+    )
+    exporting.add_argument("scenario", help="preset name or .toml scenario")
+    exporting.add_argument(
+        "--to",
+        required=True,
+        choices=list(export.TOOLS),
+        help="; ".join(f"{k}: {v[1]}" for k, v in export.TOOLS.items()),
+    )
+    exporting.add_argument("-o", "--output", required=True, help="directory to write into")
+    exporting.add_argument(
+        "--resample", help="step of the export (default: the tool's; envelopes when coarser)"
+    )
+    exporting.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE"
+    )
+    exporting.set_defaults(func=_export)
 
     listing = sub.add_parser("presets", parents=[common], help="list the shipped presets")
     listing.set_defaults(func=_presets)
@@ -185,6 +215,30 @@ def _check(args: argparse.Namespace) -> int:
         table = check_sensitivity(scenario, rule_list, demand)
         print(table.to_string(index=False, float_format=_fmt))
     return VIOLATED if any(not r.passed for rs in per_seed for r in rs) else 0
+
+
+def _size(args: argparse.Namespace) -> int:
+    rule_list = load_rules(args.rules)
+    scenario = load_scenario(args.scenario, args.overrides)
+    table = sizing.size(
+        scenario,
+        rule_list,
+        args.registered_demand,
+        progress=lambda s: print(f"  running {s}", file=sys.stderr),
+    )
+    print(table.to_string(index=False, float_format=_fmt))
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    scenario = load_scenario(args.scenario, args.overrides)
+    step = args.resample or export.TOOLS[args.to][0]
+    if step is not None:
+        resample_factor(scenario.simulation.n_steps, scenario.simulation.dt, step)
+    files = export.export_tool(simulate(scenario), args.to, args.output, args.resample)
+    for path in files:
+        print(f"wrote {path}")
+    return 0
 
 
 def _presets(args: argparse.Namespace) -> int:

@@ -164,7 +164,8 @@ class RuleResult:
     violations: pd.DataFrame  # start, end, worst, cause
     days: float
     resolved_to: float | None = None  # Hz: the band is cut there, so a pass is a lower bound
-    by_cause: dict[str, int] = field(default_factory=dict)
+    by_cause: dict[str, int] = field(default_factory=dict)  # violations
+    seconds_by_cause: dict[str, float] = field(default_factory=dict)  # time over the limit
 
     @property
     def passed(self) -> bool:
@@ -206,20 +207,27 @@ def _check_one(ds: xr.Dataset, rule: Rule, dt: float, reference: float | None) -
     value = measure(ds[rule.signal].values.astype(np.float64), rule, dt)
     n = signal.samples(rule.window, dt)
     lookback = n + (signal.samples(rule.averaging, dt, "averaging") if rule.averaging else 0)
-    episodes = _episodes(value > limit)
+    over = value > limit
+    cause = np.where(over, _causes(ds, rule, dt, limit, lookback, over), -1)
+    # a violation is a run of samples over the limit with one cause
+    change = np.flatnonzero(np.diff(np.concatenate(([-1], cause, [-1]))) != 0)
+    bounds = np.column_stack((change[:-1], change[1:]))
+    bounds = bounds[cause[bounds[:, 0]] >= 0]
     times = ds["time"].values
+    labels = np.array([*CAUSES, UNKNOWN], dtype=object)
     table = pd.DataFrame(
         {
-            "start": times[episodes[:, 0]],
-            "end": times[episodes[:, 1] - 1],
-            "worst": np.maximum.reduceat(np.append(value, 0.0), episodes.ravel())[::2]
-            if len(episodes)
+            "start": times[bounds[:, 0]],
+            "end": times[bounds[:, 1] - 1],
+            "worst": np.maximum.reduceat(np.append(value, 0.0), bounds.ravel())[::2]
+            if len(bounds)
             else [],
-            "cause": _causes(ds, rule, dt, limit, lookback, episodes),
+            "cause": labels[cause[bounds[:, 0]]] if len(bounds) else [],
         }
     )
     at = int(np.argmax(value))
     resolved = signal.resolved(dt)
+    codes, seconds = np.unique(cause[over], return_counts=True)
     return RuleResult(
         rule=rule,
         limit=limit,
@@ -229,6 +237,9 @@ def _check_one(ds: xr.Dataset, rule: Rule, dt: float, reference: float | None) -
         days=len(times) * dt / 86400.0,
         resolved_to=resolved if rule.band and rule.band[1] > resolved else None,
         by_cause=table["cause"].value_counts().to_dict(),
+        seconds_by_cause={
+            str(labels[c]): float(k * dt) for c, k in zip(codes, seconds, strict=True)
+        },
     )
 
 
@@ -241,7 +252,8 @@ def measure(x: np.ndarray, rule: Rule, dt: float) -> np.ndarray:
         if low >= signal.resolved(dt):
             raise RuleError(
                 f"rule {rule.name} measures {low:g}-{high:g} Hz: a {dt:g} s profile resolves "
-                f"only up to {signal.resolved(dt):g} Hz; simulate at dt <= {0.25 / high:g} s"
+                f"only up to {signal.resolved(dt):g} Hz; simulate at dt <= "
+                f"{signal.step_for(high):g} s"
             )
         x = signal.band(x, dt, low, high)
     n = signal.samples(rule.window, dt)
@@ -257,40 +269,25 @@ def measure(x: np.ndarray, rule: Rule, dt: float) -> np.ndarray:
     return stat if rule.direction == "up" else -stat
 
 
-def _episodes(over: np.ndarray) -> np.ndarray:
-    """Runs of True as rows ``(first, one past last)``."""
-    edges = np.diff(np.concatenate(([0], over.astype(np.int8), [0])))
-    return np.column_stack((np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)))
-
-
 def _causes(
-    ds: xr.Dataset,
-    rule: Rule,
-    dt: float,
-    limit: float,
-    lookback: int,
-    episodes: list[tuple[int, int]],
-) -> list[str]:
-    """What caused each violation: the strongest job event in the episode or in the window
-    before it; with the job running throughout, the iteration swing if the signal less the
-    cooling plant violates too, the weather (cooling) if not."""
-    if not len(episodes):
-        return []
+    ds: xr.Dataset, rule: Rule, dt: float, limit: float, lookback: int, over: np.ndarray
+) -> np.ndarray:
+    """Cause code (index into ``CAUSES``, or of ``UNKNOWN``) of each sample: the strongest job
+    event within the rule's window before it; with the job running throughout, the iteration
+    swing if the signal less the cooling plant is over the limit too, else the weather."""
     if "job_state" not in ds:
-        return [UNKNOWN] * len(episodes)
+        return np.full(over.size, len(CAUSES))
     code = np.array([_STATE_CAUSE[State(v)] for v in range(len(State))])[ds["job_state"].values]
     # strongest cause within the trailing window: the least code, via a max filter of -code
-    seen = -maximum_filter1d(-code, lookback + 1, origin=lookback // 2)
-    strongest = np.minimum.reduceat(np.append(seen, 0), episodes.ravel())[::2]
-    causes = np.array(CAUSES, dtype=object)[strongest]
-    running = strongest == 4
+    cause = -maximum_filter1d(-code, lookback + 1, origin=lookback // 2)
+    running = over & (cause == CAUSES.index("iteration swing"))
     if running.any():
         rest = ds[rule.signal].values.astype(np.float64)
         if "cooling_power" in ds and rule.signal != "it_power":
             rest = rest - ds["cooling_power"].values
-        hits = np.add.reduceat(np.append(measure(rest, rule, dt) > limit, False), episodes.ravel())
-        causes[running & (hits[::2] == 0)] = "weather"
-    return causes.tolist()
+        weather = running & (measure(rest, rule, dt) <= limit)
+        cause = np.where(weather, CAUSES.index("weather"), cause)
+    return cause
 
 
 def read_trace(
@@ -383,6 +380,9 @@ def summary(per_seed: list[list[RuleResult]]) -> pd.DataFrame:
                 "worst at (run 1)": pd.Timestamp(first.worst_time),
                 "violations/day p50": np.percentile(daily, 50),
                 "violations/day p95": np.percentile(daily, 95),
+                "time over limit p50": np.percentile(
+                    [sum(r.seconds_by_cause.values()) / (r.days * 86400.0) for r in results], 50
+                ),
                 "note": (
                     f"band cut at {first.resolved_to:g} Hz: a pass is not proven above it"
                     if first.resolved_to
@@ -400,15 +400,18 @@ def by_cause(per_seed: list[list[RuleResult]]) -> pd.DataFrame:
         causes = sorted({c for r in results for c in r.by_cause}, key=_cause_order)
         for cause in causes:
             daily = np.array([r.per_day().get(cause, 0.0) for r in results])
+            share = [r.seconds_by_cause.get(cause, 0.0) / (r.days * 86400.0) for r in results]
             rows.append(
                 {
                     "rule": results[0].rule.name,
                     "cause": cause,
                     "per day p50": np.percentile(daily, 50),
                     "per day p95": np.percentile(daily, 95),
+                    "time over limit p50": np.percentile(share, 50),
                 }
             )
-    return pd.DataFrame(rows, columns=["rule", "cause", "per day p50", "per day p95"])
+    columns = ["rule", "cause", "per day p50", "per day p95", "time over limit p50"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _cause_order(cause: str) -> int:

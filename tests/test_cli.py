@@ -134,6 +134,23 @@ BAD = [
     ),
     (["run", REFERENCE, "-o", "out.xlsx"], "unknown extension '.xlsx'"),
     (["run", REFERENCE, *SHORT, "--resample", "7s"], "whole multiple"),
+    (["check", REFERENCE, *SHORT, "--rules", "ercot"], "unknown rule 'ercot'"),
+    (["check", REFERENCE, *SHORT, "--rules", "lipa-high"], "simulate at dt <= 0.002 s"),
+    (["check", "missing.csv", "--rules", "ercot-5s"], "missing.csv: no such file"),
+    (["export", REFERENCE, *SHORT, "--to", "pypsa", "-o", "x", "--resample", "7min"], "divides"),
+    (
+        [
+            "run",
+            REFERENCE,
+            "--set",
+            "mitigation.smoothing.floor=0.5",
+            "--set",
+            "mitigation.smoothing.ramp_up=100",
+            "--set",
+            "mitigation.smoothing.ramp_down=100",
+        ],
+        "the H100-SXM has no power smoothing",
+    ),
 ]
 
 
@@ -171,3 +188,59 @@ def test_resampled_pue_is_a_ratio_of_energies():
     assert "pue_min" not in daily
     hourly = resample(ds, "10min")
     assert_allclose(hourly["pue"].values, ds["pue"].values[::10])
+
+
+def test_check_exit_codes_tell_pass_from_violation(tmp_path: Path):
+    # exit 0: every rule passes; 3: some rule violated (1 stays for errors)
+    quiet = [*SHORT, "--set", "reliability.rate_scale=0"]
+    passed = run_cli("check", REFERENCE, *quiet, "--rules", "ieso-1min,caiso-10min")
+    assert passed.returncode == 0, passed.stderr
+    assert "pass" in passed.stdout and "FAIL" not in passed.stdout
+    failing = run_cli(
+        "check",
+        REFERENCE,
+        *SHORT,
+        "--set",
+        "reliability.rate_scale=10",
+        "--rules",
+        "nprr1191",
+        "--seeds",
+        "2",
+        "--violations",
+        str(tmp_path / "v.csv"),
+    )
+    assert failing.returncode == 3, failing.stderr
+    assert "violations by cause" in failing.stdout and "failure" in failing.stdout
+    table = pd.read_csv(tmp_path / "v.csv")
+    assert set(table["run"]) == {0, 1} and "failure" in set(table["cause"])
+
+
+def test_check_a_measured_trace(tmp_path: Path):
+    trace = tmp_path / "meter.csv"
+    times = pd.date_range("2025-03-01", periods=120, freq="1s")
+    power = np.where(np.arange(120) < 60, 40.0, 28.0)  # a 12 MW drop
+    pd.DataFrame({"time": times, "P": power}).to_csv(trace, index=False)
+    result = run_cli("check", str(trace), "--rules", "ercot-5s")
+    assert result.returncode == 3, result.stderr
+    assert "unknown" in result.stdout  # no job state in a meter trace: no cause
+
+
+def test_size_prints_a_setting_per_rule_and_lever():
+    result = run_cli(
+        "size",
+        REFERENCE,
+        "--set",
+        "simulation.duration=1h",
+        "--set",
+        "reliability.rate_scale=30",
+        "--rules",
+        "ieso-15s",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "power cap" in result.stdout and "site battery" in result.stdout
+
+
+def test_export_writes_the_grid_tool_files(tmp_path: Path):
+    result = run_cli("export", REFERENCE, *SHORT, "--to", "opendss", "-o", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "loadshape.dss").exists() and (tmp_path / "example.dss").exists()

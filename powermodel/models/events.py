@@ -126,7 +126,7 @@ def job_timeline(
     rates = np.asarray(rates, dtype=float)
     down = np.array([r.duration for r in recoveries])
     t0 = sum(d for _, d in startup)
-    up, cause = _draw_interruptions(duration - t0, rates, down, rng)
+    up, cause = _draw_interruptions(max(duration - t0, 0.0), rates, down, rng)
     period_start = t0 + np.concatenate(([0.0], np.cumsum(up + down[cause])))[:-1]
     failure = period_start + up
     n_events = int(np.searchsorted(failure, duration))

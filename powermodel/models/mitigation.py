@@ -81,15 +81,23 @@ def smooth_periodic(
     return out[-cells.size :]
 
 
-def throttled_share(limited: np.ndarray, demand: np.ndarray) -> float:
-    """Share of the work delayed when power may not rise as fast as the work asks. [1]
+def slew(power: np.ndarray, dt: float, ramp_up: float, ramp_down: float) -> np.ndarray:
+    """Rate-limited power series: no rise faster than ``ramp_up``, no fall faster than
+    ``ramp_down`` [W/s] between consecutive interval means of step ``dt`` [s]."""
+    return _slew(np.asarray(power, dtype=float), dt, ramp_up, ramp_down, 0.0, float(power[0]))
 
-    Work is taken as proportional to power above the lowest level of the waveform: the deficit
-    where ``limited < demand`` must be made up later, stretching the step by that share.
+
+def throttled_share(limited: np.ndarray, demand: np.ndarray) -> float:
+    """Stretch of the step when power may not rise as fast as the work asks. [1]
+
+    Work is taken as proportional to power above the waveform's lowest level: the energy short
+    of demand where ``limited < demand`` is work made up later at the top level, which takes
+    ``deficit / (top − lowest)`` more time, as a share of the step.
     """
-    base = demand.min()
-    deficit = np.clip(demand - limited, 0.0, None).sum()
-    return float(deficit / max((demand - base).sum(), 1e-12))
+    span = demand.max() - demand.min()
+    if span <= 0.0:
+        return 0.0
+    return float(np.clip(demand - limited, 0.0, None).mean() / span)
 
 
 @njit(cache=True)
@@ -115,7 +123,7 @@ def _slew(x, dt, up, down, hold, start):  # pragma: no cover - compiled
 def stop_ramp(
     power: np.ndarray,
     stop_times: np.ndarray,
-    level: float,
+    level: np.ndarray,
     rate: float,
     dt: float,
     delay: float = 0.0,
@@ -129,7 +137,7 @@ def stop_ramp(
     stop_times
         Times the job leaves the running state. [s]
     level
-        Power the burn starts from (the running mean). [W]
+        Power each burn starts from (the power before its stop). [W]
     rate
         Ramp-down rate. [W/s]
     delay
@@ -151,6 +159,7 @@ def stop_ramp(
     edges = np.arange(power.size + 1) * dt
     last = np.searchsorted(stop_times, edges[:-1] + 0.5 * dt, side="right") - 1
     start = np.where(last >= 0, stop_times[np.maximum(last, 0)] + delay, np.inf)
+    level = np.asarray(level, dtype=float)[np.maximum(last, 0)]
     # mean of the envelope over each interval: the integral of a clipped ramp, exactly
     duration = level / rate
 

@@ -27,6 +27,13 @@ def resolved(dt: float) -> float:
     return 0.5 * nyquist(dt)
 
 
+def step_for(frequency: float) -> float:
+    """A round step [s] (1, 2 or 5 × 10^k) whose grid resolves ``frequency`` [Hz]."""
+    finest = 0.25 / frequency
+    decade = 10.0 ** np.floor(np.log10(finest))
+    return float(max(m for m in (1.0, 2.0, 5.0) if m * decade <= finest * (1 + 1e-9)) * decade)
+
+
 def high_pass(x: np.ndarray, dt: float, cutoff: float) -> np.ndarray:
     """First-order high-pass at ``cutoff`` [Hz], sampled at the start of each interval.
 
@@ -69,7 +76,7 @@ def samples(window: float, dt: float, what: str = "window") -> int:
     if window < 5.0 * dt - 1e-9:
         raise PowerModelError(
             f"a {what} of {window:g} s is shorter than five steps of {dt:g} s: the profile cannot "
-            f"support that verdict; simulate at dt <= {window / 5:g} s"
+            f"support that verdict; simulate at dt <= {step_for(1.25 / window):g} s"
         )
     return n
 
@@ -125,7 +132,7 @@ def band_variance(
     if high > resolved(dt) + 1e-12:
         raise PowerModelError(
             f"the band {low:g}-{high:g} Hz reaches above half the Nyquist frequency of a "
-            f"{dt:g} s profile ({resolved(dt):g} Hz): simulate at dt <= {0.25 / high:g} s"
+            f"{dt:g} s profile ({resolved(dt):g} Hz): simulate at dt <= {step_for(high):g} s"
         )
     f, p = spectrum(x, dt, segment)
     df = f[1] - f[0]
