@@ -50,11 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", help="show tracebacks")
-    sub = parser.add_subparsers(dest="command")
-
-    run = sub.add_parser("run", parents=[common], help="simulate a scenario")
-    run.add_argument("scenario", help="preset name or path to a .toml scenario")
-    run.add_argument(
+    scenario_keys = argparse.ArgumentParser(add_help=False)
+    scenario_keys.add_argument(
         "--set",
         dest="overrides",
         action="append",
@@ -62,6 +59,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override a scenario key, e.g. --set cluster.n_gpus=100000 (repeatable)",
     )
+    with_scenario = [common, scenario_keys]
+    sub = parser.add_subparsers(dest="command")
+
+    run = sub.add_parser("run", parents=with_scenario, help="simulate a scenario")
+    run.add_argument("scenario", help="preset name or path to a .toml scenario")
     run.add_argument("-o", "--output", help="write the profile: .csv, .parquet or .nc")
     run.add_argument("--resample", help="write interval means with min and max, e.g. 1min")
     run.add_argument(
@@ -71,14 +73,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(func=_run)
 
-    validate = sub.add_parser("validate", parents=[common], help="check a scenario, no run")
+    validate = sub.add_parser("validate", parents=with_scenario, help="check a scenario, no run")
     validate.add_argument("scenario")
-    validate.add_argument("--set", dest="overrides", action="append", default=[])
     validate.set_defaults(func=_validate)
 
     check = sub.add_parser(
         "check",
-        parents=[common],
+        parents=with_scenario,
         help="measure a scenario or a CSV trace by utility rules (exit 0 pass, 3 violated)",
     )
     check.add_argument("target", help="preset name, .toml scenario, or .csv trace (time, P [MW])")
@@ -87,7 +88,6 @@ def _parser() -> argparse.ArgumentParser:
         required=True,
         help="comma-separated rule or group names, or .toml rule files: " + ", ".join(rule_names()),
     )
-    check.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     check.add_argument("--seeds", type=int, default=1, help="run this many seeds; P50 and P95")
     check.add_argument(
         "--sensitivity",
@@ -101,17 +101,16 @@ def _parser() -> argparse.ArgumentParser:
 
     size = sub.add_parser(
         "size",
-        parents=[common],
+        parents=with_scenario,
         help="for each rule, the gentlest setting of each mitigation that makes it pass",
     )
     size.add_argument("scenario", help="preset name or .toml scenario")
     size.add_argument("--rules", required=True, help="as for check")
-    size.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     size.add_argument("--registered-demand", type=float, help="MW, overrides the scenario's")
     size.set_defaults(func=_size)
 
     exporting = sub.add_parser(
-        "export", parents=[common], help="write what the grid sees for a grid tool"
+        "export", parents=with_scenario, help="write what the grid sees for a grid tool"
     )
     exporting.add_argument("scenario", help="preset name or .toml scenario")
     exporting.add_argument(
@@ -123,9 +122,6 @@ def _parser() -> argparse.ArgumentParser:
     exporting.add_argument("-o", "--output", required=True, help="directory to write into")
     exporting.add_argument(
         "--resample", help="step of the export (default: the tool's; envelopes when coarser)"
-    )
-    exporting.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE"
     )
     exporting.set_defaults(func=_export)
 

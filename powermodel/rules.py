@@ -29,13 +29,14 @@ from powermodel.scenario import Duration, format_duration
 Statistic = Literal["range", "net_change", "rate", "average_slope"]
 UNITS = {"range": "MW", "net_change": "MW", "rate": "MW/min", "average_slope": "MW/min"}
 
-# Causes, in the order a window holding several is attributed: the strongest first.
-CAUSES = ("failure", "restart", "maintenance", "checkpoint", "iteration swing", "weather")
+# Causes, strongest first: a window holding several is attributed to the first. A restart
+# comes first because its window may still hold the idle time of the failure before it.
+CAUSES = ("restart", "failure", "maintenance", "checkpoint", "iteration swing", "weather")
 _STATE_CAUSE = {
-    State.STALLED: 0,
-    State.FAILED_IDLE: 0,
-    State.LOADING: 1,
-    State.RAMP: 1,
+    State.LOADING: 0,
+    State.RAMP: 0,
+    State.STALLED: 1,
+    State.FAILED_IDLE: 1,
     State.MAINTENANCE: 2,
     State.CHECKPOINT: 3,
     State.RUNNING: 4,
@@ -206,7 +207,9 @@ def _check_one(ds: xr.Dataset, rule: Rule, dt: float, reference: float | None) -
     limit = rule.threshold(reference)
     value = measure(ds[rule.signal].values.astype(np.float64), rule, dt)
     n = signal.samples(rule.window, dt)
-    lookback = n + (signal.samples(rule.averaging, dt, "averaging") if rule.averaging else 0)
+    # the samples a statistic looks back over: two windows for the slope of the average
+    span = 2 * n if rule.statistic == "average_slope" else n
+    lookback = span + (signal.samples(rule.averaging, dt, "averaging") if rule.averaging else 0)
     over = value > limit
     cause = np.where(over, _causes(ds, rule, dt, limit, lookback, over), -1)
     # a violation is a run of samples over the limit with one cause
@@ -272,19 +275,34 @@ def measure(x: np.ndarray, rule: Rule, dt: float) -> np.ndarray:
 def _causes(
     ds: xr.Dataset, rule: Rule, dt: float, limit: float, lookback: int, over: np.ndarray
 ) -> np.ndarray:
-    """Cause code (index into ``CAUSES``, or of ``UNKNOWN``) of each sample: the strongest job
-    event within the rule's window before it; with the job running throughout, the iteration
-    swing if the signal less the cooling plant is over the limit too, else the weather."""
+    """Cause code (index into ``CAUSES``, or of ``UNKNOWN``) of each sample.
+
+    The strongest job event within the statistic's reach before the sample. Checkpoints are
+    short and frequent, so a window often holds one beside an iteration swing that violates on
+    its own: the checkpoint is blamed only if the sample would pass with the checkpoint stalls
+    held at the running median. Running throughout, the iteration swing is blamed if the signal
+    less the cooling plant violates too, the weather (the plant's response) if not.
+    """
     if "job_state" not in ds:
         return np.full(over.size, len(CAUSES))
-    code = np.array([_STATE_CAUSE[State(v)] for v in range(len(State))])[ds["job_state"].values]
+    state = ds["job_state"].values
+    code = np.array([_STATE_CAUSE[State(v)] for v in range(len(State))])[state]
+    # job_state is the state at each interval's middle: an interval also holds part of the
+    # next one's state when that state starts within it
+    code[:-1] = np.minimum(code[:-1], code[1:])
     # strongest cause within the trailing window: the least code, via a max filter of -code
     cause = -maximum_filter1d(-code, lookback + 1, origin=lookback // 2)
+    x = ds[rule.signal].values.astype(np.float64)
+    checkpoint = over & (cause == CAUSES.index("checkpoint"))
+    if checkpoint.any():
+        # the intervals either side of a stall hold part of it too
+        stalled = maximum_filter1d((state == State.CHECKPOINT).astype(np.int8), 3) > 0
+        held = np.where(stalled, np.median(x[state == State.RUNNING]), x)
+        anyway = checkpoint & (measure(held, rule, dt) > limit)
+        cause = np.where(anyway, CAUSES.index("iteration swing"), cause)
     running = over & (cause == CAUSES.index("iteration swing"))
     if running.any():
-        rest = ds[rule.signal].values.astype(np.float64)
-        if "cooling_power" in ds and rule.signal != "it_power":
-            rest = rest - ds["cooling_power"].values
+        rest = x - ds["cooling_power"].values if "cooling_power" in ds else x
         weather = running & (measure(rest, rule, dt) <= limit)
         cause = np.where(weather, CAUSES.index("weather"), cause)
     return cause

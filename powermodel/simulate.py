@@ -312,12 +312,12 @@ def _with_facility(
     running = nominal_throughput / nominal_rate  # share of each interval spent training
     leak = cl.n_gpus * running * np.repeat(path.leak_extra, k)  # W, DC, while training
     fans = cl.n_nodes * np.repeat(path.fan_extra, k)  # W, DC, whenever the nodes are on
+    # ramp limits act on what each GPU finally draws, leakage included; small DC changes pass
+    # through the server supplies at their running slope
     gpu_power = gpu_power + leak / 1e6
-    it_power = it_power + (leak + fans) * _psu_slope(scenario) / 1e6
-    # ramp limits act on what each GPU finally draws, leakage included
     limited = stop_ramps(scenario, line, gpu_power)
     gpu_power = gpu_power + limited
-    it_power = it_power + limited * _psu_slope(scenario)
+    it_power = it_power + ((leak + fans) / 1e6 + limited) * _psu_slope(scenario)
     it_power, rack = facility.storage(scenario, "rack", it_power, dt)
     throughput = nominal_throughput / np.repeat(path.step_factor, k)
     cooling = np.repeat(path.cooling_power, k) / 1e6

@@ -124,6 +124,21 @@ def test_check_attributes_violations_to_their_causes(fine_day):
         }
 
 
+def test_checkpoints_are_blamed_only_for_what_they_cause():
+    # NPRR1191's upward 2 % (0.5 MW/min on the 1-min average) is broken every few minutes when
+    # blocking checkpoints stall the job, and never by the iteration swing alone (the average
+    # of a 6 s swing over a minute hardly moves): the same run without checkpoints shows it.
+    over = {**QUIET, "simulation.duration": "6h"}
+    rule = load_rules("nprr1191-up")
+    with_stalls = check(
+        simulate(load_scenario(REFERENCE, {**over, "checkpoint.interval": "4min"})), rule
+    )[0]
+    assert with_stalls.by_cause["checkpoint"] > 50
+    assert "iteration swing" not in with_stalls.by_cause
+    without = check(simulate(load_scenario(REFERENCE, over)), rule)[0]
+    assert set(without.by_cause) <= {"restart"}  # the first start's ramp only
+
+
 def test_counts_per_day_over_seeds_p50_p95():
     sc = load_scenario(REFERENCE, {"simulation.duration": "12h", "reliability.rate_scale": 3.0})
     per_seed = check_seeds(sc, load_rules("nprr1191-down"), seeds=4)
