@@ -138,8 +138,13 @@ def plant_path(
     )
     cap = scenario.mitigation.power_cap or gpu.tdp
     nominal = _slowest_clock(scenario, nominal_die, gpu.tdp)
-    clock = _slowest_clock(scenario, die, cap) / nominal
+    at_cap = _slowest_clock(scenario, die, cap) / nominal
+    # a locked clock holds below what the cap allows: compute phases then run off the cap too,
+    # and draw more when hot instead of slowing
+    lock = scenario.mitigation.clock_lock or np.inf
+    clock = np.minimum(at_cap, lock)
     share = scenario.compute_share
+    off_cap = np.where(at_cap > lock, 1.0, 1.0 - share)
     leak = [
         thermal.leakage_power(t, gpu.leakage_ref, gpu.temp_ref, gpu.leakage_coefficient)
         for t in (die, nominal_die)
@@ -151,13 +156,15 @@ def plant_path(
         supply_temp=out.supply_temp,
         gpu_temp=die,
         clock_factor=clock,
-        clock_setpoint=float(_slowest_clock(scenario, _setpoint_die(scenario), cap) / nominal),
+        clock_setpoint=float(
+            min(_slowest_clock(scenario, _setpoint_die(scenario), cap) / nominal, lock)
+        ),
         step_factor=thermal.step_time_factor(clock, share),
         cooling_power=plant_power(scenario, out, speed),
         water_use=out.water_use,
         chiller_load=out.chiller_load,
         fan_extra=cl.fans.power * (speed**3 - 1.0),
-        leak_extra=(1.0 - share) * (leak[0] - leak[1]),
+        leak_extra=off_cap * (leak[0] - leak[1]),
     )
 
 

@@ -41,6 +41,7 @@ from pydantic import (
 
 from powermodel.errors import ScenarioError
 from powermodel.models import weather as wx
+from powermodel.models.thermal import DYNAMIC_EXPONENT
 from powermodel.models.workload import phase_levels
 
 PRESET_PACKAGE = "powermodel.presets"
@@ -544,6 +545,9 @@ class Mitigation(Section):
     """Mitigations, each only where the hardware has it (``gpu.levers``)."""
 
     power_cap: float | None = Field(None, gt=0, description="GPU power cap (nvidia-smi -pl). [W]")
+    clock_lock: float | None = Field(
+        None, gt=0, le=1, description="Locked GPU clock, fraction of nominal (nvidia-smi -lgc). [1]"
+    )
     software_burn: float | None = Field(
         None,
         gt=0,
@@ -621,6 +625,7 @@ class Scenario(Section):
                     f"range {self.gpu.power_cap_min:g}-{self.gpu.tdp:g} W"
                 )
         for lever, present in (
+            ("clock_lock", self.mitigation.clock_lock is not None),
             ("power_smoothing", self.mitigation.smoothing is not None),
             ("energy_storage", any(b.location == "rack" for b in self.mitigation.storage)),
         ):
@@ -635,16 +640,29 @@ class Scenario(Section):
             )
         return self
 
-    def phase_powers(self, capped: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        """Shares of the step and per-GPU power of each phase [W], under the power cap if set."""
+    def phase_powers(
+        self, capped: bool = True, locked: bool | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Shares of the step and per-GPU power of each phase [W], at the locked clock if set
+        (``locked``, by default as ``capped``) and under the power cap if set (``capped``).
+
+        A locked clock ``f`` scales the power above leakage by ``f³`` in compute phases (dynamic
+        power ``∝ C·V²·f`` with the voltage following the clock near the top of the V–f curve,
+        REFERENCES §3) and by ``f`` elsewhere [A] (communication and memory-bound phases run
+        near the voltage floor): frequency locking lowers troughs as well as peaks (Patel et
+        al., REFERENCES §2).
+        """
         wl = self.workload
+        kinds = [p.kind for p in wl.phases]
         levels = phase_levels(
-            [p.kind for p in wl.phases],
-            [p.power for p in wl.phases],
-            wl.compute_power,
-            wl.trough_depth,
+            kinds, [p.power for p in wl.phases], wl.compute_power, wl.trough_depth
         )
         watts = levels * self.gpu.tdp
+        lock = self.mitigation.clock_lock
+        if (capped if locked is None else locked) and lock is not None:
+            base = np.minimum(self.gpu.leakage_ref, watts)
+            exponent = np.where(np.array(kinds) == "compute", DYNAMIC_EXPONENT, 1.0)
+            watts = base + (watts - base) * lock**exponent
         if capped and self.mitigation.power_cap is not None:
             watts = np.minimum(watts, self.mitigation.power_cap)
         return np.array([p.share for p in wl.phases]), watts

@@ -104,7 +104,7 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
     transforms (the PSU curve) act on the per-group waveform before the offsets aggregate it.
     """
     wl, cl, gpu = scenario.workload, scenario.cluster, scenario.gpu
-    shares, watts = scenario.phase_powers(capped=False)
+    shares, watts = scenario.phase_powers(capped=False, locked=True)  # the cap acts per GPU below
     try:
         per_gpu = workload.iteration_waveform(
             shares, watts, derived.step_time, wl.edge_rate * gpu.tdp

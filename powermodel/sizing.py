@@ -55,6 +55,10 @@ def levers(
                 lambda v: {"mitigation.power_cap": v},
             )
         )
+    if "clock_lock" in gpu.levers:
+        out.append(
+            Lever("clock lock", "of nominal", 1.0, 0.5, lambda v: {"mitigation.clock_lock": v})
+        )
     out.append(
         Lever(
             "software burn",

@@ -276,6 +276,31 @@ def test_ramp_limited_power_never_exceeds_the_set_rate(dt):
     assert (ds["event_kind"].values == "unexpected").sum() > 3  # it saw crashes
 
 
+def test_clock_lock_lowers_peaks_and_troughs_and_stretches_compute():
+    # Patel et al. (REFERENCES §2): capping lowers peaks, not troughs; locking the clock lowers
+    # everything. Locked at 0.8 the compute phases take 1/0.8 as long; communication does not.
+    over = {**QUIET, "simulation.duration": "2h"}
+    free = simulate(load_scenario(REFERENCE, over))
+    capped = simulate(load_scenario(REFERENCE, {**over, "mitigation.power_cap": 500.0}))
+    locked = simulate(load_scenario(REFERENCE, {**over, "mitigation.clock_lock": 0.8}))
+    run = free["job_state"].values == State.RUNNING
+    peak, trough = (
+        lambda ds: ds["gpu_power"].values[run].max(),
+        lambda ds: ds["gpu_power"].values[run].min(),
+    )
+    assert peak(capped) < peak(free) and trough(capped) == pytest.approx(trough(free), rel=0.02)
+    assert peak(locked) < peak(free) and trough(locked) < 0.9 * trough(free)
+    # the free run's clocks already sag in the July heat; the locked one holds 0.8 throughout
+    from powermodel.models.thermal import step_time_factor
+
+    share = free.attrs["compute_share"]
+    assert np.all(locked["clock_factor"].values == pytest.approx(0.8))
+    tokens = locked["throughput"].values[run].mean() / free["throughput"].values[run].mean()
+    clock = free["clock_factor"].values[run].astype(float)
+    expected = (1 / step_time_factor(0.8, share)) / np.mean(1 / step_time_factor(clock, share))
+    assert tokens == pytest.approx(expected, rel=1e-3)
+
+
 def test_ramp_limit_within_an_iteration_throttles_and_costs_throughput():
     cells = np.where(np.arange(4096) < 2458, 700.0, 350.0)  # 60/40 square over a 6 s step
     limited = mitigation.smooth_periodic(cells, 6.0, 1000.0, 1000.0, 0.0)
@@ -429,3 +454,55 @@ def test_check_reads_a_measured_trace(tmp_path):
     )
     with pytest.raises(PowerModelError, match="line 3"):
         read_trace(bad)
+
+
+def test_load_duration_curve_and_band_variances():
+    from powermodel.analysis import band_variances, load_duration
+
+    power = np.array([3.0, 1.0, 2.0, 5.0])
+    ordered, share = load_duration(power)
+    np.testing.assert_array_equal(ordered, [5.0, 3.0, 2.0, 1.0])
+    np.testing.assert_array_equal(share, [0.25, 0.5, 0.75, 1.0])
+    # a 0.02 Hz sine of amplitude 4 MW: variance 8 MW², all of it in the band around it
+    dt = 1.0
+    t = np.arange(0, 20000.0, dt)
+    bands = band_variances(4.0 * np.sin(2 * np.pi * 0.02 * t), dt, ((0.01, 0.04), (0.05, 0.25)))
+    assert bands["0.01-0.04 Hz"] == pytest.approx(8.0, rel=0.01)
+    assert bands["0.05-0.25 Hz"] < 0.01
+
+
+def test_user_rules_from_toml_and_their_errors(tmp_path):
+    mine = tmp_path / "mine.toml"
+    mine.write_text(
+        '[my-utility]\ntitle = "15 MW a minute"\nsource = "our interconnection agreement"\n'
+        'status = "in force"\nwindow = "1min"\nstatistic = "rate"\nlimit = 15.0\n'
+    )
+    (rule,) = load_rules(str(mine))
+    assert rule.name == "my-utility" and rule.unit == "MW/min"
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        '[bad]\ntitle = "x"\nsource = "x"\nstatus = "draft"\nwindow = "1min"\n'
+        'statistic = "rate"\nlimit = 1.0\n'
+    )
+    with pytest.raises(RuleError, match="rule bad: status"):
+        load_rules(str(bad))
+    nolimit = tmp_path / "nolimit.toml"
+    nolimit.write_text(
+        '[n]\ntitle = "x"\nsource = "x"\nstatus = "quoted"\nwindow = "1min"\nstatistic = "rate"\n'
+    )
+    with pytest.raises(RuleError, match="needs limit"):
+        load_rules(str(nolimit))
+    with pytest.raises(RuleError, match="unknown rule 'ercot'"):
+        load_rules("ercot")
+
+
+def test_mitigation_costs_in_money_with_prices():
+    over = {**QUIET, "simulation.duration": "6h"}
+    prices = {"prices.energy": 50.0, "prices.gpu_hour": 2.0}
+    base = simulate(load_scenario(REFERENCE, over))
+    capped_sc = load_scenario(REFERENCE, {**over, **prices, "mitigation.power_cap": 500.0})
+    c = costs(capped_sc, base, simulate(capped_sc))
+    # a year of the daily energy change at $50/MWh, plus the tokens lost as GPU-hours at $2
+    expected = c["energy_mwh_per_day"] * 365 * 50.0 + c["throughput_cost"] * 16384 * 8760 * 2.0
+    assert c["cost_per_year"] == pytest.approx(expected)
+    assert c["throughput_cost"] > 0 and c["energy_mwh_per_day"] < 0
