@@ -266,6 +266,12 @@ def _print_summary(name: str, result: dict[str, Any], attrs: dict, elapsed: floa
             "{facility_energy_mwh:,.1f} MWh / {facility_peak_mw:.2f} MW".format(**result),
         ),
         ("PUE / WUE", "{pue:.3f} / {wue_l_per_kwh:.3f} L/kWh".format(**result)),
+        (
+            "grid peak / 5-s swing / its ΔV",
+            "{grid_peak_mw:.2f} MW / {grid_swing_5s_mw:.2f} MW / "
+            "{voltage_swing_5s_pct:.3f} %".format(**result),
+        ),
+        ("energy per token", f"{result['energy_per_token_j']:.2f} J"),
         ("cooling energy", f"{result['cooling_energy_mwh']:,.1f} MWh"),
         ("throughput lost to heat", f"{100 * result['throughput_lost_to_heat']:.2f} %"),
         ("effective training time", f"{100 * result['effective_training_time']:.1f} %"),
