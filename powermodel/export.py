@@ -104,7 +104,11 @@ TOOLS = {
     "pypsa": ("1h", "PyPSA CSV folder (import_from_csv_folder)"),
     "pandapower": ("15min", "pandapower time-series profile (DFData/ConstControl)"),
     "playback": (None, "time/P/Q playback CSV for dynamic-simulation tools (PSS/E, PowerFactory)"),
+    "csv": (None, "the whole profile, profile.csv (with min/max columns when resampled)"),
+    "parquet": (None, "the whole profile, profile.parquet"),
+    "netcdf": (None, "the whole Dataset with the scenario in its attributes, profile.nc"),
 }
+DATASET_FILES = {"csv": "profile.csv", "parquet": "profile.parquet", "netcdf": "profile.nc"}
 LOAD = "datacenter"  # the load's name in every tool
 DBL_POINTS = 100_000  # longer OpenDSS shapes go to binary doubles, read far faster than text
 
@@ -128,6 +132,8 @@ def export_tool(
     """
     if tool not in TOOLS:
         raise PowerModelError(f"unknown export format {tool!r}: use one of {', '.join(TOOLS)}")
+    if tool in DATASET_FILES:
+        return [write(ds, Path(directory) / DATASET_FILES[tool], resample)]
     for name in ("grid_power", "grid_reactive_power"):
         if name not in ds:
             raise PowerModelError(f"the profile has no {name}: export a simulated Dataset")

@@ -133,3 +133,18 @@ def test_playback_csv_is_time_p_q_at_the_native_step(profile, tmp_path):
     assert list(frame.columns) == ["t [s]", "P [MW]", "Q [Mvar]"]
     np.testing.assert_allclose(frame["t [s]"].values, np.arange(profile.sizes["time"]) * 1.0)
     np.testing.assert_allclose(frame["P [MW]"].values, profile["grid_power"].values)
+
+
+def test_dataset_exports_through_the_same_command(profile, tmp_path):
+    import xarray as xr
+
+    (nc,) = export_tool(profile, "netcdf", tmp_path)
+    back = xr.open_dataset(nc)
+    np.testing.assert_allclose(back["grid_power"].values, profile["grid_power"].values)
+    assert back.attrs["scenario"] == profile.attrs["scenario"]
+    (csv,) = export_tool(profile, "csv", tmp_path, resample="1min")
+    frame = pd.read_csv(csv)
+    np.testing.assert_allclose(
+        frame["grid_power_max [MW]"].values,
+        profile["grid_power"].values.reshape(-1, 60).max(axis=1),
+    )

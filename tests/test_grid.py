@@ -284,10 +284,13 @@ def test_clock_lock_lowers_peaks_and_troughs_and_stretches_compute():
     capped = simulate(load_scenario(REFERENCE, {**over, "mitigation.power_cap": 500.0}))
     locked = simulate(load_scenario(REFERENCE, {**over, "mitigation.clock_lock": 0.8}))
     run = free["job_state"].values == State.RUNNING
-    peak, trough = (
-        lambda ds: ds["gpu_power"].values[run].max(),
-        lambda ds: ds["gpu_power"].values[run].min(),
-    )
+
+    def peak(ds):
+        return ds["gpu_power"].values[run].max()
+
+    def trough(ds):
+        return ds["gpu_power"].values[run].min()
+
     assert peak(capped) < peak(free) and trough(capped) == pytest.approx(trough(free), rel=0.02)
     assert peak(locked) < peak(free) and trough(locked) < 0.9 * trough(free)
     # the free run's clocks already sag in the July heat; the locked one holds 0.8 throughout
@@ -506,3 +509,25 @@ def test_mitigation_costs_in_money_with_prices():
     expected = c["energy_mwh_per_day"] * 365 * 50.0 + c["throughput_cost"] * 16384 * 8760 * 2.0
     assert c["cost_per_year"] == pytest.approx(expected)
     assert c["throughput_cost"] > 0 and c["energy_mwh_per_day"] < 0
+
+
+def test_rack_batteries_only_where_the_hardware_has_them():
+    # GB300 power shelves store energy (REFERENCES §4); an H100 rack has none to configure
+    rack = {"location": "rack", "power": 3.0, "energy": 0.05, "tau": "10s"}
+    with pytest.raises(PowerModelError, match="has no energy storage"):
+        load_scenario(REFERENCE, {"mitigation.storage": [rack]})
+    over = {
+        **QUIET,
+        "simulation.duration": "1h",
+        "cluster.gpu": "GB300",
+        "cooling.plant": "liquid-dry-cooler",
+    }
+    free = simulate(load_scenario(REFERENCE, over))
+    shelved = simulate(load_scenario(REFERENCE, {**over, "mitigation.storage": [rack]}))
+    run = free["job_state"].values == State.RUNNING
+
+    def swing(ds):  # peak-to-peak of the running IT power, past the battery's first minutes
+        return np.ptp(ds["it_power"].values[run][600:])
+
+    assert swing(shelved) < 0.8 * swing(free)
+    assert np.abs(shelved["rack_storage_power"].values).max() <= 3.0 + 1e-12
