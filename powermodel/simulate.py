@@ -186,10 +186,9 @@ def stop_ramps(scenario: Scenario, line: events.Timeline, gpu_power: np.ndarray)
     """Per-GPU power limits across state changes, on the rendered cluster GPU power [MW].
 
     Burn on job stop ramps down from the power of the interval before the job leaves the
-    running state;
-    power smoothing limits every rise and fall to its rates (within an iteration it already
-    acts on the waveform, whose interval means then pass the limiter unchanged). Returns the
-    change of GPU power [MW].
+    running state; power smoothing limits every rise and fall to its rates (within an iteration
+    it already acts on the waveform, whose interval means then pass the limiter unchanged).
+    Returns the change of GPU power [MW].
     """
     m, cl, dt = scenario.mitigation, scenario.cluster, scenario.simulation.dt
     per_gpu = gpu_power * 1e6 / cl.n_gpus

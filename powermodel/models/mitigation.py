@@ -181,9 +181,6 @@ class StorageResult:
     power: np.ndarray
     soc: np.ndarray
     energy: float
-    losses: float
-    stored_change: float
-    discharged: float
 
 
 def storage_dispatch(
@@ -213,7 +210,7 @@ def storage_dispatch(
     efficiency
         Round trip; charge and discharge each take its square root. [1]
     delay
-        Response delay of the controller and converters. [s]
+        Response delay of the controller and converters, in whole steps (rounded). [s]
     soc_min, soc_max, soc_initial
         State-of-charge window and start. [1]
     tau
@@ -254,17 +251,7 @@ def storage_dispatch(
         0.5 * (soc_min + soc_max),
         energy / (RECOVERY / 3600.0),
     )
-    hours = dt / 3600.0
-    discharge, charge = np.clip(p, 0, None), np.clip(-p, 0, None)
-    losses = float((discharge * (1.0 / eta - 1.0) + charge * (1.0 - eta)).sum() * hours)
-    return StorageResult(
-        power=p,
-        soc=soc,
-        energy=energy,
-        losses=losses,
-        stored_change=float((soc[-1] - soc_initial) * energy),
-        discharged=float(discharge.sum() * hours),
-    )
+    return StorageResult(power=p, soc=soc, energy=energy)
 
 
 @njit(cache=True)
