@@ -60,6 +60,13 @@ def _parser() -> argparse.ArgumentParser:
         help="override a scenario key, e.g. --set cluster.n_gpus=100000 (repeatable)",
     )
     with_scenario = [common, scenario_keys]
+    rule_args = argparse.ArgumentParser(add_help=False)
+    rule_args.add_argument(
+        "--rules",
+        required=True,
+        help="comma-separated rule or group names, or .toml rule files: " + ", ".join(rule_names()),
+    )
+    rule_args.add_argument("--registered-demand", type=float, help="MW, overrides the scenario's")
     sub = parser.add_subparsers(dest="command")
 
     run = sub.add_parser("run", parents=with_scenario, help="simulate a scenario")
@@ -79,34 +86,26 @@ def _parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser(
         "check",
-        parents=with_scenario,
+        parents=[*with_scenario, rule_args],
         help="measure a scenario or a CSV trace by utility rules (exit 0 pass, 3 violated)",
     )
     check.add_argument("target", help="preset name, .toml scenario, or .csv trace (time, P [MW])")
-    check.add_argument(
-        "--rules",
-        required=True,
-        help="comma-separated rule or group names, or .toml rule files: " + ", ".join(rule_names()),
-    )
     check.add_argument("--seeds", type=int, default=1, help="run this many seeds; P50 and P95")
     check.add_argument(
         "--sensitivity",
         action="store_true",
         help="also check at both ends of the scenario's sensitivity ranges (trough depth ...)",
     )
-    check.add_argument("--registered-demand", type=float, help="MW, overrides the scenario's")
     check.add_argument("--power", help="trace column of active power [MW]")
     check.add_argument("--violations", help="write every violation to this CSV file")
     check.set_defaults(func=_check)
 
     size = sub.add_parser(
         "size",
-        parents=with_scenario,
+        parents=[*with_scenario, rule_args],
         help="for each rule, the gentlest setting of each mitigation that makes it pass",
     )
     size.add_argument("scenario", help="preset name or .toml scenario")
-    size.add_argument("--rules", required=True, help="as for check")
-    size.add_argument("--registered-demand", type=float, help="MW, overrides the scenario's")
     size.set_defaults(func=_size)
 
     exporting = sub.add_parser(
