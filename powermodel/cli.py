@@ -181,16 +181,26 @@ def _check(args: argparse.Namespace) -> int:
     rule_list = load_rules(args.rules)
     if args.seeds < 1:
         raise PowerModelError(f"--seeds must be at least 1, got {args.seeds}")
+    demand = args.registered_demand
+    trace = args.target.lower().endswith(".csv")
+    if trace and (args.sensitivity or args.seeds > 1 or args.overrides):
+        raise PowerModelError(
+            "--sensitivity, --seeds and --set vary a scenario; a measured trace has none"
+        )
+    # read what is to be checked before saying anything: a bad input is one line
+    measured = rules.read_trace(args.target, args.power) if trace else None
+    scenario = None if trace else load_scenario(args.target, args.overrides)
+    if trace:
+        for rule in rule_list:
+            rule.threshold(demand)  # a rule on registered demand needs --registered-demand
     for rule in rule_list:
         print(f"{rule.name} [{rule.status}]: {describe(rule)}")
         if rule.choices:
             print(f"  choices: {rule.choices}")
     print()
-    demand = args.registered_demand
-    if args.target.lower().endswith(".csv"):
-        per_seed = [rules.check(rules.read_trace(args.target, args.power), rule_list, demand)]
+    if trace:
+        per_seed = [rules.check(measured, rule_list, demand)]
     else:
-        scenario = load_scenario(args.target, args.overrides)
         per_seed = check_seeds(scenario, rule_list, args.seeds, demand)
     print(rules.summary(per_seed).to_string(index=False, float_format=_fmt))
     causes = rules.by_cause(per_seed)
@@ -205,7 +215,7 @@ def _check(args: argparse.Namespace) -> int:
         ]
         pd.concat(rows).to_csv(args.violations, index=False)
         print(f"wrote {args.violations}")
-    if args.sensitivity and not args.target.lower().endswith(".csv"):
+    if args.sensitivity and not trace:
         print()
         table = check_sensitivity(scenario, rule_list, demand)
         print(table.to_string(index=False, float_format=_fmt))

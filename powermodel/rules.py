@@ -209,6 +209,11 @@ def _check_one(ds: xr.Dataset, rule: Rule, dt: float, reference: float | None) -
     n = signal.samples(rule.window, dt)
     # the samples a statistic looks back over: two windows for the slope of the average
     span = 2 * n if rule.statistic == "average_slope" else n
+    if span >= value.size:
+        raise RuleError(
+            f"rule {rule.name} looks at {format_duration(span * dt)} at a time, longer than the "
+            f"profile ({format_duration(value.size * dt)}): check a longer run or trace"
+        )
     lookback = span + (signal.samples(rule.averaging, dt, "averaging") if rule.averaging else 0)
     over = value > limit
     cause = np.where(over, _causes(ds, rule, dt, limit, lookback, over), -1)

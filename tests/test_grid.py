@@ -457,6 +457,9 @@ def test_check_reads_a_measured_trace(tmp_path):
     )
     with pytest.raises(PowerModelError, match="line 3"):
         read_trace(bad)
+    # ten seconds cannot say anything about a rule on two 1-min averages: refused, not passed
+    with pytest.raises(RuleError, match="longer than the profile"):
+        check(trace.isel(time=slice(0, 10)), load_rules("ieso-1min"))
 
 
 def test_load_duration_curve_and_band_variances():
