@@ -227,7 +227,8 @@ def diurnal_throughput(ds: xr.Dataset) -> np.ndarray:
     nominal = ds.attrs["token_rate"]
     clock = ds["clock_factor"].values.astype(np.float64)
     tokens = ds["throughput"].values
-    running = tokens * step_time_factor(clock, share) / nominal
+    stretch = step_time_factor(clock, share) / step_time_factor(ds.attrs["clock_lock"], share)
+    running = tokens * stretch / nominal
     local = pd.DatetimeIndex(ds["time"].values).tz_localize("UTC")
     hours = local.tz_convert(ds.attrs.get("site_timezone", "UTC")).hour.to_numpy()
     with np.errstate(invalid="ignore"):

@@ -141,8 +141,8 @@ def plant_path(
     at_cap = _slowest_clock(scenario, die, cap) / nominal
     # a locked clock holds below what the cap allows: compute phases then run off the cap too,
     # and draw more when hot instead of slowing
-    lock = scenario.mitigation.clock_lock or np.inf
-    clock = np.minimum(at_cap, lock)
+    lock = scenario.mitigation.clock_lock or 1.0
+    clock = np.minimum(at_cap, scenario.mitigation.clock_lock or np.inf)
     share = scenario.compute_share
     off_cap = np.where(at_cap > lock, 1.0, 1.0 - share)
     leak = [
@@ -159,7 +159,8 @@ def plant_path(
         clock_setpoint=float(
             min(_slowest_clock(scenario, _setpoint_die(scenario), cap) / nominal, lock)
         ),
-        step_factor=thermal.step_time_factor(clock, share),
+        # relative to the scenario's step, which already holds the lock's stretch
+        step_factor=thermal.step_time_factor(clock, share) / thermal.step_time_factor(lock, share),
         cooling_power=plant_power(scenario, out, speed),
         water_use=out.water_use,
         chiller_load=out.chiller_load,

@@ -645,6 +645,7 @@ class Scenario(Section):
     ) -> tuple[np.ndarray, np.ndarray]:
         """Shares of the step and per-GPU power of each phase [W], at the locked clock if set
         (``locked``, by default as ``capped``) and under the power cap if set (``capped``).
+        ``compute_share`` stays the unlocked reference's.
 
         A locked clock ``f`` scales the power above leakage by ``f³`` in compute phases (dynamic
         power ``∝ C·V²·f`` with the voltage following the clock near the top of the V–f curve,
@@ -658,14 +659,18 @@ class Scenario(Section):
             kinds, [p.power for p in wl.phases], wl.compute_power, wl.trough_depth
         )
         watts = levels * self.gpu.tdp
+        shares = np.array([p.share for p in wl.phases])
         lock = self.mitigation.clock_lock
         if (capped if locked is None else locked) and lock is not None:
+            compute = np.array(kinds) == "compute"
             base = np.minimum(self.gpu.leakage_ref, watts)
-            exponent = np.where(np.array(kinds) == "compute", DYNAMIC_EXPONENT, 1.0)
-            watts = base + (watts - base) * lock**exponent
+            watts = base + (watts - base) * lock ** np.where(compute, DYNAMIC_EXPONENT, 1.0)
+            # compute phases take 1/f as long: their share of the (longer) step grows
+            shares = np.where(compute, shares / lock, shares)
+            shares = shares / shares.sum()
         if capped and self.mitigation.power_cap is not None:
             watts = np.minimum(watts, self.mitigation.power_cap)
-        return np.array([p.share for p in wl.phases]), watts
+        return shares, watts
 
     @property
     def compute_share(self) -> float:

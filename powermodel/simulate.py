@@ -13,6 +13,7 @@ from powermodel import __version__, facility
 from powermodel.errors import ScenarioError
 from powermodel.models import electrical, events, grid, mitigation, render, workload
 from powermodel.models.events import Recovery, State
+from powermodel.models.thermal import step_time_factor
 from powermodel.scenario import Scenario, format_duration, load_scenario
 from powermodel.variables import annotate
 
@@ -45,6 +46,8 @@ def derive(scenario: Scenario) -> Derived:
     step = wl.step_time or workload.derived_step_time(
         wl.model_params, wl.tokens_per_step, cl.n_gpus, scenario.gpu.peak_flops, wl.mfu
     )
+    # a locked clock stretches the compute phases of every step
+    step *= float(step_time_factor(scenario.mitigation.clock_lock or 1.0, scenario.compute_share))
     write = ck.blocking_time if ck.blocking_time is not None else ck.size / ck.write_bandwidth
     stall = write if ck.mode == "blocking" else ck.async_blocking_time
     done = write if ck.mode == "blocking" else ck.async_blocking_time + write
@@ -276,6 +279,7 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
         step_time=derived.step_time,
         compute_share=scenario.compute_share,
         clock_setpoint=path.clock_setpoint,
+        clock_lock=scenario.mitigation.clock_lock or 1.0,
         checkpoint_interval=derived.checkpoint_interval if derived.checkpoints else np.inf,
         checkpoint_stall=derived.checkpoint_stall,
         token_rate=token_rate,
