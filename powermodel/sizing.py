@@ -38,9 +38,7 @@ class Lever:
     log: bool = False  # bisect in log space (rates, ratings spanning decades)
 
 
-def levers(
-    scenario: Scenario, rule: rules.Rule | None = None, reference: float | None = None
-) -> list[Lever]:
+def levers(scenario: Scenario, rule: rules.Rule, reference: float | None) -> list[Lever]:
     """The mitigations this scenario's hardware and site have (REFERENCES §4); the battery's
     controller holds the grid to 80 % of the rule's limit, as a ramp."""
     gpu, wl = scenario.gpu, scenario.workload
@@ -98,7 +96,7 @@ def levers(
         Lever("graceful start ramp", "s", 0.0, 3600.0, lambda v: {"workload.startup_ramp": v})
     )
     design = scenario.cluster.n_gpus * gpu.tdp / 1e6
-    controller = {} if rule is None else {"tau": 0.0, "ramp": 0.8 * ramp_limit(rule, reference)}
+    controller = {"tau": 0.0, "ramp": 0.8 * ramp_limit(rule, reference)}
     out.append(
         Lever(
             f"site battery ({STORAGE_HOURS * 60:g} min)",
