@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pandas as pd
 
@@ -23,30 +23,22 @@ def sensitivity(scenario: Scenario, progress: Callable[[str], None] | None = Non
         One row per run (the baseline first): ``key``, ``case`` (base/low/high), ``value``, the
         headline metrics, and the range's ``source``.
     """
-    rows = [
-        {
-            "key": "(scenario as given)",
-            "case": "base",
-            "value": None,
-            **_headline(scenario),
-            "source": "",
-        }
-    ]
+    rows = []
+    for case, varied in _cases(scenario):
+        if progress and case["value"] is not None:
+            progress(f"{case['key']} = {case['value']:g}")
+        rows.append({**case, **_headline(varied)})
+    return pd.DataFrame(rows)[["key", "case", "value", *HEADLINE, "source"]]
+
+
+def _cases(scenario: Scenario) -> Iterator[tuple[dict, Scenario]]:
+    """The scenario as given, then at the low and high end of each sourced range: a row's
+    ``key``, ``case``, ``value`` and ``source``, and the varied scenario."""
+    yield {"key": "(scenario as given)", "case": "base", "value": None, "source": ""}, scenario
     for item in scenario.sensitivity:
         for case, value in (("low", item.low), ("high", item.high)):
-            if progress:
-                progress(f"{item.key} = {value:g}")
-            varied = load_scenario(scenario, {item.key: value})
-            rows.append(
-                {
-                    "key": item.key,
-                    "case": case,
-                    "value": value,
-                    **_headline(varied),
-                    "source": item.source,
-                }
-            )
-    return pd.DataFrame(rows)
+            row = {"key": item.key, "case": case, "value": value, "source": item.source}
+            yield row, load_scenario(scenario, {item.key: value})
 
 
 def _headline(scenario: Scenario) -> dict[str, float]:
@@ -78,19 +70,11 @@ def check_sensitivity(
     """Violations per day by cause at the low and high end of each range in
     ``scenario.sensitivity``: which events violate a rule depends on these defaults."""
     rows = []
-    cases = [("(scenario as given)", "base", None)] + [
-        (item.key, case, value)
-        for item in scenario.sensitivity
-        for case, value in (("low", item.low), ("high", item.high))
-    ]
-    for key, case, value in cases:
-        varied = scenario if value is None else load_scenario(scenario, {key: value})
+    for case, varied in _cases(scenario):
         for result in rules.check(simulate(varied), rule_list, registered_demand):
             rows.append(
                 {
-                    "key": key,
-                    "case": case,
-                    "value": value,
+                    **{k: case[k] for k in ("key", "case", "value")},
                     "rule": result.rule.name,
                     "worst": result.worst,
                     **{f"{c}/day": result.per_day().get(c, 0.0) for c in rules.CAUSES},
