@@ -20,7 +20,7 @@ import xarray as xr
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from scipy.ndimage import maximum_filter1d
 
-from powermodel.analysis import step_seconds
+from powermodel.analysis import RAMPS, step_seconds
 from powermodel.errors import PowerModelError
 from powermodel.models import signal
 from powermodel.models.events import State
@@ -264,14 +264,12 @@ def measure(x: np.ndarray, rule: Rule, dt: float) -> np.ndarray:
                 f"{signal.step_for(high):g} s"
             )
         x = signal.band(x, dt, low, high)
-    n = signal.samples(rule.window, dt)
-    per_minute = 60.0 / rule.window
-    stat = {
-        "range": lambda: signal.rolling_range(x, n),
-        "net_change": lambda: signal.net_change(x, n),
-        "rate": lambda: signal.net_change(x, n) * per_minute,
-        "average_slope": lambda: signal.average_slope(x, n) * per_minute,
-    }[rule.statistic]()
+    # the ramp readings of analysis.ramps; "rate" is the net change per minute
+    stat = RAMPS["net_change" if rule.statistic == "rate" else rule.statistic](
+        x, signal.samples(rule.window, dt)
+    )
+    if rule.unit == "MW/min":
+        stat = stat * 60.0 / rule.window
     if rule.statistic == "range" or rule.direction == "both":
         return np.abs(stat)
     return stat if rule.direction == "up" else -stat
@@ -307,7 +305,9 @@ def _causes(
         cause = np.where(anyway, CAUSES.index("iteration swing"), cause)
     running = over & (cause == CAUSES.index("iteration swing"))
     if running.any():
-        rest = x - ds["cooling_power"].values if "cooling_power" in ds else x
+        # the cooling plant is in what the grid and the facility draw, not in IT power
+        plant = "cooling_power" in ds and rule.signal in ("grid_power", "facility_power")
+        rest = x - ds["cooling_power"].values if plant else x
         weather = running & (measure(rest, rule, dt) <= limit)
         cause = np.where(weather, CAUSES.index("weather"), cause)
     return cause
