@@ -12,6 +12,7 @@ from datetime import datetime
 from functools import lru_cache
 
 import numpy as np
+import pandas as pd
 
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.iotools.chillers import AIR_COOLED, WATER_COOLED, chiller, read_chiller_curves
@@ -42,8 +43,15 @@ def hourly_weather(scenario: Scenario) -> HourlyWeather:
 
 
 @lru_cache(maxsize=8)
+def _read(name_or_path: str) -> tuple[pd.DataFrame, dict]:
+    """A weather file, read and parsed once per process (the hourly series and the design day
+    both need it; neither changes what it returns)."""
+    return read_weather(name_or_path)
+
+
+@lru_cache(maxsize=8)
 def _from_file(name_or_path: str) -> HourlyWeather:
-    data, meta = read_weather(name_or_path)
+    data, meta = _read(name_or_path)
     wetbulb = weather.wet_bulb(
         data["temp_air"].to_numpy(),
         data["relative_humidity"].to_numpy(),
@@ -332,7 +340,7 @@ def design_day(scenario: Scenario, level: float = 0.4) -> dict[str, float]:
         raise PowerModelError(
             "a design day needs an EPW weather file with ASHRAE design conditions"
         )
-    _, meta = read_weather(scenario.site.weather)
+    _, meta = _read(scenario.site.weather)
     design = meta.get("design_conditions")
     if not design or "cooling" not in design:
         raise PowerModelError(
