@@ -170,21 +170,16 @@ def _header(ds: xr.Dataset, comment: str) -> str:
 def _opendss(ds: xr.Dataset, directory: Path) -> list[Path]:
     p, q, dt = _grid(ds)
     n = p.size
-    files = []
-    if n > DBL_POINTS:
-        refs = []
-        for name, values in (("p", p), ("q", q)):
-            path = directory / f"{LOAD}_{name}.dbl"
-            (values * 1000.0).astype("<f8").tofile(path)  # kW, kvar
-            refs.append(f"(dblfile={path.name})")
-            files.append(path)
-    else:
-        refs = []
-        for name, values in (("p", p), ("q", q)):
-            path = directory / f"{LOAD}_{name}.csv"
-            np.savetxt(path, values * 1000.0, fmt="%.6f")
-            refs.append(f"(file={path.name})")
-            files.append(path)
+    binary = n > DBL_POINTS
+    files, refs = [], []
+    for name, values in (("p", p * 1000.0), ("q", q * 1000.0)):  # kW, kvar
+        path = directory / f"{LOAD}_{name}.{'dbl' if binary else 'csv'}"
+        if binary:
+            values.astype("<f8").tofile(path)
+        else:
+            np.savetxt(path, values, fmt="%.6f")
+        refs.append(f"({'dblfile' if binary else 'file'}={path.name})")
+        files.append(path)
     shape = directory / "loadshape.dss"
     shape.write_text(
         _header(ds, "!")
