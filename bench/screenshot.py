@@ -1,14 +1,19 @@
-"""Screenshot of the dashboard in headless Chromium: ``python bench/screenshot.py OUT.png``.
+"""Screenshots of every view of the dashboard in headless Chromium, with a layout check.
 
-Serves ``create_app()`` from a thread, loads it in a viewport of the size asked for, waits until
-plotly has drawn the figure, saves the screenshot and prints the console's warnings and errors.
+``python bench/screenshot.py OUT_DIR [--size 1440x900] [--set KEY=VALUE ...]`` serves
+``create_app()`` from a thread, opens each tab in a viewport of the size asked for, waits until
+its figures are drawn, saves ``OUT_DIR/<view>.png`` and checks that no two controls overlap and
+that none is cut off at the edge of the sidebar, the header or the window. It prints what it
+found, the browser console's warnings and errors, and exits 1 if there were any.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import sys
 import threading
+from pathlib import Path
 
 from selenium import webdriver
 from selenium.webdriver.common.by import By
@@ -26,51 +31,114 @@ CHROMIUM_ARGS = (
     "--enable-unsafe-swiftshader",
     "--hide-scrollbars",
 )
+# what each view has drawn when it is ready
+READY = {
+    "power": ".js-plotly-plot .legend",
+    "thermal": f"#{ids.THERMAL_DIURNAL} .bars",
+    "grid": f"#{ids.COMPLIANCE} td",
+    "mitigation": f"#{ids.MITIGATION_COSTS} td",
+    "compare": f"#{ids.COMPARE_TABLE} td",
+    "export": f"#{ids.EXPORT_LINK}[href*='download']",
+}
+# Boxes that must neither overlap one another nor stick out of their container.
+CHECKED = ".header > *, .sidebar .control, .sidebar .upload, .sidebar summary, .view .control"
+OVERLAP_SCRIPT = """
+const problems = [];
+const text = (el) => (el.innerText || el.id || el.className).slice(0, 30).replace(/\\n/g, ' ');
+const els = [...document.querySelectorAll(arguments[0])].filter((el) => {
+  const r = el.getBoundingClientRect();
+  return r.width > 0 && r.height > 0;
+});
+for (const el of els) {
+  const r = el.getBoundingClientRect();
+  const h = (el.closest('.sidebar, .header, main') || document.body).getBoundingClientRect();
+  if (r.left < h.left - 1 || r.right > h.right + 1 || r.right > window.innerWidth + 1) {
+    problems.push('cut off: ' + text(el));
+  }
+}
+for (let i = 0; i < els.length; i++) {
+  for (let j = i + 1; j < els.length; j++) {
+    if (els[i].contains(els[j]) || els[j].contains(els[i])) continue;
+    const a = els[i].getBoundingClientRect(), b = els[j].getBoundingClientRect();
+    const apart = a.right <= b.left + 1 || b.right <= a.left + 1
+      || a.bottom <= b.top + 1 || b.bottom <= a.top + 1;
+    if (!apart) problems.push('overlap: ' + text(els[i]) + ' / ' + text(els[j]));
+  }
+}
+return problems;
+"""
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Screenshot of the powermodel dashboard.")
-    parser.add_argument("out", help="PNG file to write")
-    parser.add_argument("--size", default="1440x900", help="viewport WIDTHxHEIGHT [px]")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="scenario override, e.g. simulation.duration=2d",
-    )
-    parser.add_argument("--chromium", default="/usr/bin/chromium", help="browser binary")
-    args = parser.parse_args(argv)
-    width, height = (int(n) for n in args.size.split("x"))
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    server = make_server("127.0.0.1", 0, create_app(overrides=args.set).server, threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-
+def browser(width: int, height: int, chromium: str) -> webdriver.Chrome:
+    """Headless Chromium whose viewport (not window) is ``width`` × ``height``."""
     options = webdriver.ChromeOptions()
-    options.binary_location = args.chromium
+    options.binary_location = chromium
     for arg in (*CHROMIUM_ARGS, f"--window-size={width},{height}"):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options)
+    # Headless windows keep room for browser chrome they do not draw: set the viewport itself.
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+    )
+    return driver
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Screenshots of every dashboard view.")
+    parser.add_argument("out", help="folder for the PNG files")
+    parser.add_argument("--size", default="1440x900", help="viewport WIDTHxHEIGHT [px]")
+    parser.add_argument(
+        "--set", action="append", default=None, metavar="KEY=VALUE", help="app override"
+    )
+    parser.add_argument("--chromium", default="/usr/bin/chromium", help="browser binary")
+    args = parser.parse_args(argv)
+    width, height = (int(n) for n in args.size.split("x"))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    app = create_app(overrides=args.set)
+    server = make_server("127.0.0.1", 0, app.server, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    driver = browser(width, height, args.chromium)
+    problems: list[str] = []
     try:
-        # Headless windows keep room for browser chrome they do not draw: set the viewport itself.
-        driver.execute_cdp_cmd(
-            "Emulation.setDeviceMetricsOverride",
-            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        driver.get(f"http://127.0.0.1:{server.server_port}/?preset=llama3-405b-16k-h100")
+        WebDriverWait(driver, 90).until(
+            EC.presence_of_element_located((By.CSS_SELECTOR, READY["power"]))
         )
-        driver.get(f"http://127.0.0.1:{server.server_port}/")
-        WebDriverWait(driver, 60).until(
-            EC.presence_of_element_located((By.CSS_SELECTOR, f"#{ids.POWER_GRAPH} .legend"))
-        )
-        driver.save_screenshot(args.out)
+        for view in ids.VIEWS:
+            driver.find_element(
+                By.CSS_SELECTOR, f".tab:nth-child({ids.VIEWS.index(view) + 1})"
+            ).click()
+            if view == "compare":
+                driver.find_element(By.ID, ids.PIN).click()
+            ready = READY[view]
+            WebDriverWait(driver, 90).until(
+                EC.presence_of_element_located((By.CSS_SELECTOR, ready))
+            )
+            WebDriverWait(driver, 90).until(
+                lambda d: not d.find_elements(By.CSS_SELECTOR, "[data-dash-is-loading='true']")
+            )
+            path = out / f"{view}.png"
+            driver.save_screenshot(str(path))
+            found = driver.execute_script(OVERLAP_SCRIPT, CHECKED)
+            problems += [f"{view}: {p}" for p in found]
+            print(f"{path}: {'; '.join(found) or 'no overlapping or cut-off controls'}")
         for entry in driver.get_log("browser"):
-            if entry["level"] != "INFO":
-                print(entry["level"], entry["message"])
+            if entry["level"] == "SEVERE":
+                problems.append(f"console error: {entry['message']}")
+            elif entry["level"] != "INFO":  # swiftshader's WebGL notes, for instance
+                print(f"console {entry['level']}: {entry['message']}")
     finally:
         driver.quit()
         server.shutdown()
+    for problem in problems:
+        print(problem)
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -746,6 +746,32 @@ def load_scenario(
         raw = name_or_path.to_dict()
     else:
         raw = _load_raw(name_or_path, seen=())
+    return _build(raw, overrides)
+
+
+def loads_scenario(
+    text: str,
+    overrides: Mapping[str, Any] | Iterable[str] | None = None,
+    label: str = "scenario",
+) -> Scenario:
+    """Load a scenario from TOML text (an upload), as :func:`load_scenario` does from a file.
+
+    Only data is read: the text is parsed as TOML, never evaluated, and ``extends`` may name a
+    preset but not a file, so an uploaded scenario cannot make the server read its files.
+    """
+    raw = _parse_toml(text, label)
+    base_name = raw.pop("extends", None)
+    if base_name is not None:
+        if base_name not in presets():
+            raise ScenarioError(
+                f"{label}: 'extends' must name a preset ({', '.join(presets())}), "
+                f"got {base_name!r}"
+            )
+        raw = _merge(_load_raw(base_name, seen=(base_name,)), raw)
+    return _build(raw, overrides)
+
+
+def _build(raw: dict[str, Any], overrides: Mapping[str, Any] | Iterable[str] | None) -> Scenario:
     parsed = _parse_overrides(overrides)
     for key, value in parsed.items():
         _set_dotted(raw, key, value)

@@ -1,66 +1,274 @@
-"""Layout of the dashboard: functions returning Dash components."""
+"""Layout of the dashboard: functions returning Dash components (styles in assets/style.css)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import plotly.graph_objects as go
+import dash_ag_grid as dag
 from dash import dcc, html
 
-from powermodel.scenario import format_duration
+from powermodel.export import DATASET_FILES, TOOLS
+from powermodel.rules import rule_names
+from powermodel.scenario import format_duration, presets
 from powermodel.webapp import ids
+from powermodel.webapp.controls import GROUPS, Control, options
+
+DEFAULT_RULES = ["ercot-5s", "nprr1191-down", "nprr1191-up", "ieso-1min", "ieso-15s"]
+# the profile's own formats first, then the grid tools'
+EXPORT_FORMATS = {
+    tool: f"{tool}: {what}"
+    for tool, (_, what) in sorted(TOOLS.items(), key=lambda kv: kv[0] not in DATASET_FILES)
+}
 
 
 def summary(metrics: dict[str, Any], duration: float) -> str:
     """One line of headline numbers from :func:`powermodel.metrics` and the run length [s]."""
-    return " · ".join(
-        [
-            format_duration(duration),
-            f"mean {metrics['mean_mw']:.1f} MW",
-            f"peak {metrics['peak_mw']:.1f} MW",
-            f"min {metrics['min_mw']:.1f} MW",
-            f"{metrics['unexpected_interruptions']} unexpected interruptions",
-            f"effective training time {100 * metrics['effective_training_time']:.1f} %",
-        ]
-    )
+    parts = [
+        format_duration(duration),
+        f"mean {metrics['mean_mw']:.1f} MW",
+        f"peak {metrics['peak_mw']:.1f} MW",
+        f"min {metrics['min_mw']:.1f} MW",
+        f"{metrics['unexpected_interruptions']} unexpected interruptions",
+        f"effective training time {100 * metrics['effective_training_time']:.1f} %",
+    ]
+    if "pue" in metrics:
+        parts.append(f"PUE {metrics['pue']:.3f}")
+    return " · ".join(parts)
 
 
-def header(scenario_name: str, summary_line: str) -> html.Header:
-    """The scenario's name and its headline numbers, on one line."""
+def header() -> html.Header:
+    """Scenario name, headline numbers, progress, and the ways to take the scenario away."""
     return html.Header(
         [
-            html.H1(
-                scenario_name,
-                id=ids.SCENARIO_NAME,
-                style={"fontSize": "20px", "margin": "0 16px 0 0", "whiteSpace": "nowrap"},
+            html.H1("", id=ids.SCENARIO_NAME),
+            html.P("", id=ids.SUMMARY),
+            html.Span("", id=ids.STATUS, className="status", role="status"),
+            html.Div(
+                [
+                    html.A("link to this view", id=ids.SHARE, href="", className="button"),
+                    html.Button("download scenario (TOML)", id=ids.TOML_BUTTON, className="button"),
+                    dcc.Download(id=ids.TOML_DOWNLOAD),
+                ],
+                className="actions",
             ),
-            html.P(summary_line, id=ids.SUMMARY, style={"margin": "0", "color": "#444"}),
         ],
-        style={
-            "display": "flex",
-            "flexWrap": "wrap",
-            "alignItems": "baseline",
-            "padding": "12px 20px 4px",
-        },
+        className="header",
     )
 
 
-def page(scenario_name: str, summary_line: str, figure: go.Figure) -> html.Div:
-    """The whole page: header above the power figure, which fills the rest of the window."""
+def _control(control: Control) -> html.Div:
+    cid = ids.control(control.key)
+    if control.kind == "dropdown":
+        field = dcc.Dropdown(id=cid, options=options(control.key), clearable=False)
+    elif control.kind == "slider":
+        field = dcc.Slider(
+            id=cid,
+            min=control.low,
+            max=control.high,
+            step=control.step,
+            marks=None,
+            tooltip={"placement": "bottom", "always_visible": True},
+        )
+    elif control.kind == "date":
+        field = dcc.DatePickerSingle(id=cid, display_format="YYYY-MM-DD")
+    else:
+        field = dcc.Input(
+            id=cid,
+            type="text" if control.kind == "text" else "number",
+            min=control.low,
+            max=control.high,
+            step=control.step if control.step else "any",
+            debounce=True,
+            placeholder=control.hint or None,
+        )
+    label = f"{control.label} [{control.unit}]" if control.unit else control.label
     return html.Div(
+        [html.Label(label, title=control.hint or control.key), field],
+        className=f"control control-{control.kind}",
+    )
+
+
+def sidebar(preset: str, upload_limit: int) -> html.Aside:
+    """The scenario: preset, upload, every control by group, weather upload, messages."""
+    mb = f"{upload_limit / 1e6:g} MB"
+    groups = [
+        html.Details([html.Summary(title), *(_control(c) for c in group)], open=True)
+        for title, group in GROUPS
+    ]
+    return html.Aside(
         [
-            header(scenario_name, summary_line),
-            dcc.Graph(
-                id=ids.POWER_GRAPH,
-                figure=figure,
-                config={"displaylogo": False},
-                style={"flex": "1 1 auto", "minHeight": "0"},
+            html.Div(
+                [
+                    html.Label("preset"),
+                    dcc.Dropdown(id=ids.PRESET, options=presets(), value=preset, clearable=False),
+                ],
+                className="control",
+            ),
+            dcc.Upload(
+                html.Div(["upload a scenario (TOML, up to ", mb, ")"]),
+                id=ids.UPLOAD_SCENARIO,
+                accept=".toml",
+                className="upload",
+            ),
+            html.Div("", id=ids.SCENARIO_ERROR, className="message error", role="alert"),
+            html.Div("", id=ids.MESSAGE, className="message", role="alert"),
+            *groups,
+            dcc.Upload(
+                html.Div(["upload weather (EPW, up to ", mb, ")"]),
+                id=ids.UPLOAD_WEATHER,
+                accept=".epw",
+                className="upload",
             ),
         ],
-        style={
-            "display": "flex",
-            "flexDirection": "column",
-            "height": "100vh",
-            "fontFamily": "system-ui, sans-serif",
+        className="sidebar",
+    )
+
+
+def _graph(graph_id: Any, **style: str) -> dcc.Graph:
+    return dcc.Graph(id=graph_id, config={"displaylogo": False}, className="graph", style=style)
+
+
+TABLES = {
+    ids.COMPLIANCE: ("rule", "verdict", "limit", "worst", "when", "violations per day", "note"),
+    ids.VIOLATIONS: ("rule", "start", "end", "worst", "cause"),
+    ids.MITIGATION_COSTS: ("cost", "value"),
+    ids.MITIGATION_RULES: ("rule", "limit", "worst without", "worst with", "verdict with"),
+    ids.COMPARE_TABLE: ("metric", "this", "other", "change"),
+}
+
+
+def _table(table_id: str, page_size: int = 10) -> dag.AgGrid:
+    selectable = {"rowSelection": {"mode": "singleRow", "checkboxes": False}}
+    return dag.AgGrid(
+        id=table_id,
+        columnDefs=[{"field": c} for c in TABLES[table_id]],
+        rowData=[],
+        columnSize="responsiveSizeToFit",
+        defaultColDef={"resizable": True, "sortable": True, "wrapText": True, "autoHeight": True},
+        dashGridOptions={
+            "domLayout": "autoHeight",
+            "pagination": True,
+            "paginationPageSize": page_size,
+            "paginationPageSizeSelector": False,
+            **(selectable if table_id == ids.VIOLATIONS else {}),
         },
+        className="ag-theme-alpine table",
+        style={"height": None},
+    )
+
+
+def _loading(*children: Any) -> dcc.Loading:
+    return dcc.Loading(html.Div(list(children), className="view"), type="default", delay_show=0)
+
+
+def views() -> dcc.Tabs:
+    """One tab per view; each view's content is computed when its tab is open."""
+    tabs = {
+        "power": _loading(_graph(ids.resampled("power"), height="calc(100vh - 150px)")),
+        "thermal": _loading(
+            html.Div(
+                [
+                    _graph(ids.resampled("thermal"), height="calc(100vh - 150px)"),
+                    html.Div(
+                        [
+                            _graph(ids.THERMAL_DIURNAL, height="360px"),
+                            html.Div(id=ids.THERMAL_NUMBERS),
+                        ],
+                    ),
+                ],
+                className="two-columns",
+            )
+        ),
+        "grid": _loading(
+            html.Div(
+                [
+                    html.Label("utility rules"),
+                    dcc.Dropdown(
+                        id=ids.RULES, options=rule_names(), value=DEFAULT_RULES, multi=True
+                    ),
+                ],
+                className="control wide",
+            ),
+            _graph(ids.resampled("grid"), height="520px"),
+            html.Div(
+                [_graph(ids.GRID_RAMPS, height="320px"), _graph(ids.GRID_SPECTRUM, height="320px")],
+                className="two-columns even",
+            ),
+            html.H3("compliance"),
+            _table(ids.COMPLIANCE),
+            html.H3("violations (click one to see it on the time axis)"),
+            _table(ids.VIOLATIONS, page_size=10),
+        ),
+        "mitigation": _loading(
+            html.P(id=ids.MITIGATION_NOTE),
+            _graph(ids.resampled("mitigation"), height="480px"),
+            html.Div(
+                [_table(ids.MITIGATION_COSTS), _table(ids.MITIGATION_RULES)],
+                className="two-columns even",
+            ),
+        ),
+        "compare": _loading(
+            html.Div(
+                [
+                    html.Label("compare with"),
+                    dcc.Dropdown(id=ids.COMPARE_WITH, options=_compare_options(None), value=None),
+                    html.Button("pin this scenario for comparison", id=ids.PIN, className="button"),
+                ],
+                className="control wide inline",
+            ),
+            _graph(ids.resampled("compare"), height="440px"),
+            _table(ids.COMPARE_TABLE, page_size=20),
+        ),
+        "export": html.Div(
+            [
+                html.Div(
+                    [
+                        html.Label("format"),
+                        dcc.RadioItems(
+                            id=ids.EXPORT_FORMAT,
+                            options=[{"label": v, "value": k} for k, v in EXPORT_FORMATS.items()],
+                            value="csv",
+                            className="choices",
+                        ),
+                    ],
+                    className="control wide",
+                ),
+                html.Div(
+                    [
+                        html.Label("resolution"),
+                        dcc.Dropdown(id=ids.EXPORT_INTERVAL, clearable=False),
+                    ],
+                    className="control narrow",
+                ),
+                html.A("download", id=ids.EXPORT_LINK, href="", className="button", download=""),
+                html.P(id=ids.EXPORT_NOTE),
+            ],
+            className="view",
+        ),
+    }
+    return dcc.Tabs(
+        [dcc.Tab(children, label=name, value=name) for name, children in tabs.items()],
+        id=ids.TABS,
+        value="power",
+    )
+
+
+def _compare_options(pinned: str | None) -> list[dict[str, str]]:
+    pinned_option = [{"label": f"pinned: {pinned}", "value": "pinned"}] if pinned else []
+    return pinned_option + [{"label": f"preset: {p}", "value": p} for p in presets()]
+
+
+def page(preset: str, upload_limit: int) -> html.Div:
+    """The whole page: header, sidebar of controls, tabs of views."""
+    return html.Div(
+        [
+            dcc.Location(id=ids.URL, refresh=False),
+            dcc.Store(id=ids.BASE),
+            dcc.Store(id=ids.SCENARIO),
+            dcc.Store(id=ids.COMPARE),
+            dcc.Store(id=ids.UPLOADED_WEATHER, data={}),
+            header(),
+            html.Div([sidebar(preset, upload_limit), html.Main(views())], className="body"),
+        ],
+        className="page",
     )

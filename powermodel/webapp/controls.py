@@ -1,0 +1,317 @@
+"""The scenario controls as data: the key each control sets, its unit, and the conversions.
+
+The sidebar, the callback that turns the controls into a scenario and the URL that shares them
+are all built from :data:`GROUPS`. A control shows its value in its own unit (minutes, billions
+of parameters ...); ``scale`` turns that into the scenario's unit. The state of the page is a
+*base* (a preset with the app's default overrides, or an uploaded file) and the controls'
+*changes* against it: the URL carries exactly that.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+from urllib.parse import parse_qsl, urlencode
+
+from powermodel.errors import ScenarioError
+from powermodel.iotools.weather import SHIPPED
+from powermodel.scenario import (
+    Scenario,
+    catalogue,
+    format_duration,
+    load_scenario,
+    loads_scenario,
+    parse_duration,
+)
+
+COMPUTE_SHARE = "workload.compute_share"  # derived: rescales every phase's share
+SITE_BATTERY = "mitigation.site_battery"  # derived: one site battery of this power
+BATTERY_HOURS = 0.25  # h: as sizing.STORAGE_HOURS, a 15-min battery [A]
+STEPS = ("100ms", "1s", "10s", "1min")
+DURATIONS = {"simulation.duration", "simulation.dt"}
+
+
+@dataclass(frozen=True)
+class Control:
+    """One control of the sidebar."""
+
+    key: str  # dotted scenario key, or a derived key above
+    label: str
+    unit: str = ""
+    kind: Literal["number", "text", "slider", "dropdown", "date"] = "number"
+    scale: float = 1.0  # scenario value = shown value * scale
+    low: float | None = None
+    high: float | None = None
+    step: float | None = None
+    empty: Any = None  # scenario value of an empty field; None leaves the key unset
+    hint: str = ""
+
+
+GROUPS: tuple[tuple[str, tuple[Control, ...]], ...] = (
+    (
+        "Cluster",
+        (
+            Control("cluster.gpu", "GPU", kind="dropdown"),
+            Control("cluster.n_gpus", "GPUs", low=1, step=1),
+        ),
+    ),
+    (
+        "Workload",
+        (
+            Control("workload.step_time", "step time", "s", low=0.01, hint="empty: 6·N·D / MFU"),
+            Control("workload.model_params", "model size", "B params", scale=1e9, low=0.001),
+            Control("workload.mfu", "MFU", kind="slider", low=0.05, high=0.8, step=0.01),
+            Control(COMPUTE_SHARE, "compute share", kind="slider", low=0.05, high=0.95, step=0.025),
+            Control(
+                "workload.trough_depth", "trough depth", kind="slider", low=0.0, high=0.9, step=0.05
+            ),
+        ),
+    ),
+    (
+        "Checkpoints and failures",
+        (
+            Control(
+                "checkpoint.interval",
+                "checkpoint every",
+                "min",
+                scale=60.0,
+                low=0.1,
+                empty="young-daly",
+                hint="empty: Young/Daly",
+            ),
+            Control(
+                "checkpoint.blocking_time",
+                "checkpoint stall",
+                "s",
+                low=0.0,
+                hint="empty: size / bandwidth",
+            ),
+            Control(
+                "reliability.rate_scale",
+                "failure rate ×",
+                kind="slider",
+                low=0.0,
+                high=5.0,
+                step=0.25,
+            ),
+            Control("reliability.restart_time", "restart time", "min", scale=60.0, low=0.0),
+        ),
+    ),
+    (
+        "Site and period",
+        (
+            Control("site.weather", "weather", kind="dropdown"),
+            Control("simulation.start", "start", kind="date"),
+            Control("simulation.duration", "period", kind="text", hint="e.g. 12h, 7d, 54d"),
+            Control("simulation.dt", "step", kind="dropdown"),
+            Control("simulation.seed", "seed", low=0, step=1),
+        ),
+    ),
+    (
+        "Cooling",
+        (
+            Control("cooling.plant", "plant", kind="dropdown"),
+            Control("cooling.supply_setpoint", "supply setpoint", "°C"),
+        ),
+    ),
+    (
+        "Mitigation",
+        (
+            Control("mitigation.power_cap", "power cap", "W", low=1.0),
+            Control(
+                "mitigation.clock_lock", "clock lock", "× nominal", low=0.3, high=1.0, step=0.01
+            ),
+            Control(
+                "mitigation.software_burn", "software burn", "× TDP", low=0.01, high=1.0, step=0.01
+            ),
+            Control("checkpoint.mode", "checkpoint writes", kind="dropdown"),
+            Control("workload.startup_ramp", "start-up ramp", "s", low=0.0),
+            Control(SITE_BATTERY, "site battery, 15 min", "MW", low=0.01),
+        ),
+    ),
+)
+CONTROLS: tuple[Control, ...] = tuple(c for _, group in GROUPS for c in group)
+BY_KEY = {c.key: c for c in CONTROLS}
+
+
+def options(key: str, uploaded: dict[str, str] | None = None) -> list[dict[str, str]]:
+    """Choices of a dropdown control; ``uploaded`` adds weather files: label -> path."""
+    values: dict[str, str]
+    if key == "cluster.gpu":
+        values = {name: name for name in catalogue("gpu")}
+    elif key == "cooling.plant":
+        values = {name: name for name in catalogue("cooling")}
+    elif key == "site.weather":
+        values = {name: name for name in SHIPPED} | {"synthetic": "synthetic"}
+        values |= {f"uploaded: {label}": path for label, path in (uploaded or {}).items()}
+    elif key == "simulation.dt":
+        values = {step: step for step in STEPS}
+    elif key == "checkpoint.mode":
+        values = {"blocking": "blocking", "async": "async"}
+    else:
+        raise KeyError(key)
+    return [{"label": label, "value": value} for label, value in values.items()]
+
+
+def shown(scenario: Scenario, control: Control) -> Any:
+    """What ``control`` shows for ``scenario``; None for an unset (empty) field."""
+    key = control.key
+    if key == COMPUTE_SHARE:
+        value: Any = scenario.compute_share
+    elif key == SITE_BATTERY:
+        value = sum(s.power for s in scenario.mitigation.storage if s.location == "site") or None
+    else:
+        value = scenario
+        for part in key.split("."):
+            value = getattr(value, part)
+    if value is None or value == control.empty:
+        return None
+    if isinstance(value, datetime):
+        return value.date().isoformat()
+    if key in DURATIONS:
+        return format_duration(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float):
+        return float(f"{value / control.scale:.6g}")
+    return value
+
+
+def shown_values(scenario: Scenario) -> dict[str, Any]:
+    """Every control's value for ``scenario``."""
+    return {c.key: shown(scenario, c) for c in CONTROLS}
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12)
+    return a == b
+
+
+def changes(values: dict[str, Any], base: Scenario) -> dict[str, Any]:
+    """The controls whose value differs from the base scenario's: key -> shown value."""
+    now = shown_values(base)
+    return {k: v for k, v in values.items() if k in BY_KEY and not _same(_comparable(k, v), now[k])}
+
+
+def _comparable(key: str, value: Any) -> Any:
+    value = _blank(value)
+    if key in DURATIONS and isinstance(value, str):
+        try:
+            return format_duration(parse_duration(value))
+        except ValueError:
+            return value  # validation names it
+    return value
+
+
+def _blank(value: Any) -> Any:
+    return None if value == "" else value
+
+
+def overrides(changed: dict[str, Any], base: Scenario) -> dict[str, Any]:
+    """Dotted scenario overrides for the changed controls (:func:`changes`)."""
+    out: dict[str, Any] = {}
+    for key, value in changed.items():
+        control = BY_KEY[key]
+        value = _blank(value)
+        if value is None:
+            value = control.empty
+        elif control.kind in ("number", "slider"):
+            value = value * control.scale
+            if isinstance(shown(base, control), int) and float(value).is_integer():
+                value = int(value)
+        elif control.kind == "date":
+            value = datetime.combine(
+                datetime.fromisoformat(str(value)[:10]).date(), base.simulation.start.time()
+            ).isoformat()
+        out.update(_settings(control, value, base))
+    return out
+
+
+def _settings(control: Control, value: Any, base: Scenario) -> dict[str, Any]:
+    if control.key == COMPUTE_SHARE:
+        return _phase_shares(base, value)
+    if control.key == SITE_BATTERY:
+        others = [
+            s.model_dump(mode="json") for s in base.mitigation.storage if s.location != "site"
+        ]
+        battery = (
+            []
+            if value is None
+            else [{"location": "site", "power": value, "energy": value * BATTERY_HOURS}]
+        )
+        return {"mitigation.storage": others + battery}
+    return {control.key: value}
+
+
+def _phase_shares(base: Scenario, compute: float) -> dict[str, float]:
+    """Shares of every phase with the compute phases together at ``compute``; each group keeps
+    its phases' proportions."""
+    now = base.compute_share
+    if now >= 1.0:
+        raise ScenarioError("the workload has no communication phase: add one to split the step")
+    # rounded: the shares' sum is checked against 1, and 0.4000000000000001 reads badly
+    return {
+        f"workload.phases.{i}.share": round(
+            p.share * (compute / now if p.kind == "compute" else (1 - compute) / (1 - now)), 12
+        )
+        for i, p in enumerate(base.workload.phases)
+    }
+
+
+def parse_shown(key: str, text: str) -> Any:
+    """A control's value from its text in the URL; ``""`` is an emptied field."""
+    control = BY_KEY[key]
+    if text == "":
+        return None
+    if control.kind in ("number", "slider"):
+        try:
+            number = float(text)
+        except ValueError:
+            raise ScenarioError(f"the link sets {key} to {text!r}, which is not a number") from None
+        return int(number) if number.is_integer() and control.step == 1 else number
+    if key in DURATIONS:
+        parse_duration(text)
+    return text
+
+
+def base_scenario(base: dict[str, Any]) -> Scenario:
+    """The scenario a base names: a preset ``{"preset", "overrides"}`` or an upload
+    ``{"upload", "toml"}``."""
+    if "toml" in base:
+        return loads_scenario(base["toml"], label=base.get("upload", "uploaded scenario"))
+    return load_scenario(base["preset"], base.get("overrides") or {})
+
+
+def scenario_of(base: dict[str, Any], changed: dict[str, Any]) -> Scenario:
+    """The base with the controls' changes applied, validated."""
+    start = base_scenario(base)
+    return load_scenario(start, overrides(changed, start))
+
+
+def to_query(base: dict[str, Any], changed: dict[str, Any], tab: str | None = None) -> str:
+    """The URL query that reproduces the view: preset, changed controls, tab."""
+    pairs = [("preset", base["preset"])] if "preset" in base else [("upload", base["upload"])]
+    pairs += [(k, "" if v is None else str(v)) for k, v in changed.items()]
+    if tab:
+        pairs.append(("tab", tab))
+    return "?" + urlencode(pairs)
+
+
+def from_query(search: str | None) -> tuple[str | None, dict[str, Any], str | None]:
+    """Preset, changed controls and tab from a URL query; unknown keys are errors."""
+    preset, tab, changed = None, None, {}
+    for key, text in parse_qsl((search or "").lstrip("?"), keep_blank_values=True):
+        if key == "preset":
+            preset = text
+        elif key == "tab":
+            tab = text
+        elif key == "upload":
+            continue  # the file itself is not in the link: the preset stands in for it
+        elif key in BY_KEY:
+            changed[key] = parse_shown(key, text)
+        else:
+            raise ScenarioError(f"the link sets {key!r}, which the dashboard has no control for")
+    return preset, changed, tab

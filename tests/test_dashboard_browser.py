@@ -1,0 +1,169 @@
+"""The dashboard in headless Chromium (dash.testing): whole flows as a user drives them.
+
+Expected values come from ``simulate`` and ``metrics`` on the scenario the page should show;
+waits are for text or data, never sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from numpy.testing import assert_allclose
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.wait import WebDriverWait
+
+from powermodel import load_scenario, metrics, simulate
+from powermodel.analysis import resample
+from powermodel.webapp import create_app, ids
+from powermodel.webapp.layout import summary
+
+REFERENCE = "llama3-405b-16k-h100"
+ONE_DAY = {"simulation.duration": "1d"}
+DAY = 86400.0
+
+
+def _selector(component_id: dict) -> str:
+    """CSS selector of a pattern-matched component (Dash writes its id as sorted JSON)."""
+    text = json.dumps(component_id, sort_keys=True, separators=(",", ":"))
+    return '[id="' + text.replace('"', '\\"') + '"]'
+
+
+POWER = _selector(ids.resampled("power"))
+# Plotly 6 sends arrays base64-encoded; plotly.js decodes them into _fullData.
+TRACES = """
+const gd = document.querySelector(arguments[0] + ' .js-plotly-plot');
+if (!gd || !gd._fullData) { return null; }
+return gd._fullData.map((t) => ({name: t.name, x: Array.from(t.x || []), y: Array.from(t.y || [])}));
+"""
+
+
+def _traces(dash_duo, selector: str = POWER) -> list[dict] | None:
+    return dash_duo.driver.execute_script(TRACES, selector)
+
+
+def _wait(dash_duo, condition, timeout: float = 60):
+    """Wait until ``condition()`` holds; a condition that raises (no graph yet) is not met."""
+
+    def met(_):
+        try:
+            return condition()
+        except (TypeError, ValueError, IndexError):
+            return False
+
+    return WebDriverWait(dash_duo.driver, timeout).until(met)
+
+
+def _expected_summary(overrides: dict, preset: str = REFERENCE) -> tuple[str, object]:
+    ds = simulate(load_scenario(preset, overrides))
+    return summary(metrics(ds), DAY), ds
+
+
+def _choose(dash_duo, dropdown_id: str, label: str) -> None:
+    """Pick an option of a dcc.Dropdown by its text, as a user does."""
+    dash_duo.find_element(f"#{dropdown_id}").click()
+    option = _wait(
+        dash_duo,
+        lambda: next(
+            (o for o in dash_duo.driver.find_elements(By.CSS_SELECTOR, "[role=option]")
+             if o.text == label),
+            None,
+        ),
+    )
+    option.click()
+
+
+def test_page_loads_the_reference_with_a_clean_console(dash_duo):
+    dash_duo.start_server(create_app(overrides=ONE_DAY))
+    expected, ds = _expected_summary(ONE_DAY)
+    dash_duo.wait_for_text_to_equal(f"#{ids.SCENARIO_NAME}", REFERENCE)
+    dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", expected)
+    failures = metrics(ds)["unexpected_interruptions"]
+    dash_duo.wait_for_contains_text(f"{POWER} .legend", f"failure ({failures})")
+    assert dash_duo.driver.title == "powermodel"
+    assert dash_duo.get_logs() == []
+
+
+def test_preset_and_slider_update_the_graphs(dash_duo):
+    dash_duo.start_server(create_app(overrides=ONE_DAY))
+    dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", _expected_summary(ONE_DAY)[0])
+
+    expected, ds = _expected_summary(ONE_DAY, "llama3-405b-8k-h100")
+    _choose(dash_duo, ids.PRESET, "llama3-405b-8k-h100")
+    dash_duo.wait_for_text_to_equal(f"#{ids.SCENARIO_NAME}", "llama3-405b-8k-h100")
+    dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", expected)
+    # the shown IT power keeps the run's extremes (min-max LTTB): they are the new run's
+    _wait(dash_duo, lambda: max(_traces(dash_duo)[1]["y"]) == float(ds["it_power"].max()))
+
+    # trough depth 0.30 -> 0.35: one step of its slider, by keyboard
+    slider = dash_duo.find_element(f"{_selector(ids.control('workload.trough_depth'))} [role=slider]")
+    slider.send_keys(Keys.ARROW_RIGHT)
+    changed = {**ONE_DAY, "workload.trough_depth": 0.35}
+    expected, ds = _expected_summary(changed, "llama3-405b-8k-h100")
+    dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", expected)
+    _wait(dash_duo, lambda: min(_traces(dash_duo)[1]["y"]) == float(ds["it_power"].min()))
+    assert "workload.trough_depth=0.35" in dash_duo.driver.current_url  # the link follows
+    assert dash_duo.get_logs() == []
+
+
+def test_zoom_to_thirty_seconds_shows_iterations(dash_duo):
+    dash_duo.start_server(create_app(overrides=ONE_DAY))
+    ds = simulate(load_scenario(REFERENCE, ONE_DAY))
+    _wait(dash_duo, lambda: _traces(dash_duo) is not None and len(_traces(dash_duo)) > 3)
+    start = pd.Timestamp("2024-07-01 12:00:00")
+    window = [str(start), str(start + pd.Timedelta(seconds=30))]
+    dash_duo.driver.execute_script(
+        "Plotly.relayout(document.querySelector(arguments[0] + ' .js-plotly-plot'),"
+        " {'xaxis.range': arguments[1]});",
+        POWER,
+        window,
+    )
+    # plotly-resampler sends the window's samples: every 1-s value, not a thinned overview
+    _wait(dash_duo, lambda: len(_traces(dash_duo)[1]["x"]) < 100)
+    it = _traces(dash_duo)[1]
+    x = pd.to_datetime(it["x"])
+    inside = (x >= window[0]) & (x <= window[1])
+    want = ds["it_power"].sel(time=slice(*window)).values
+    assert inside.sum() == want.size == 31
+    assert_allclose(np.asarray(it["y"])[inside], want, rtol=1e-12)
+    # individual iterations: a dip every 6.13 s step (REFERENCES §1), about five in 30 s
+    dips = np.sum((want[1:-1] < want[:-2]) & (want[1:-1] <= want[2:]))
+    assert 4 <= dips <= 6
+    assert dash_duo.get_logs() == []
+
+
+def test_csv_download_matches_simulate(dash_duo):
+    dash_duo.start_server(create_app(overrides=ONE_DAY))
+    dash_duo.wait_for_text_to_equal(f"#{ids.SCENARIO_NAME}", REFERENCE)
+    dash_duo.find_element(f"#{ids.TABS} .tab:nth-child({ids.VIEWS.index('export') + 1})").click()
+    _choose(dash_duo, ids.EXPORT_INTERVAL, "1min")
+    dash_duo.wait_for_contains_text(f"#{ids.EXPORT_NOTE}", "1,440 rows at 1min")
+    dash_duo.find_element(f"#{ids.EXPORT_LINK}").click()
+    target = Path(dash_duo.download_path) / "profile.csv"
+    _wait(dash_duo, target.is_file)
+    table = pd.read_csv(target)
+    coarse = resample(simulate(load_scenario(REFERENCE, ONE_DAY)), "1min")
+    assert len(table) == 1440
+    for name in ("it_power", "it_power_min", "it_power_max", "grid_power", "facility_power"):
+        assert_allclose(table[f"{name} [MW]"], coarse[name].values, rtol=1e-12)
+    assert dash_duo.get_logs() == []
+
+
+def test_malformed_upload_shows_an_error_and_the_app_still_works(dash_duo, tmp_path):
+    dash_duo.start_server(create_app(overrides=ONE_DAY))
+    dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", _expected_summary(ONE_DAY)[0])
+    bad = tmp_path / "broken.toml"
+    bad.write_text("[simulation\nduration = \n")
+    dash_duo.find_element(f"#{ids.UPLOAD_SCENARIO} input[type=file]").send_keys(str(bad))
+    dash_duo.wait_for_contains_text(f"#{ids.MESSAGE}", "broken.toml: TOML syntax error")
+    dash_duo.wait_for_contains_text(f"#{ids.MESSAGE}", "the scenario shown is unchanged")
+
+    gpus = dash_duo.find_element(f"{_selector(ids.control('cluster.n_gpus'))}")
+    gpus.send_keys(Keys.CONTROL, "a")
+    gpus.send_keys("8192", Keys.ENTER)
+    expected = _expected_summary({**ONE_DAY, "cluster.n_gpus": 8192})[0]
+    dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", expected)
+    assert dash_duo.get_logs() == []
