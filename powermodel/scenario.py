@@ -764,8 +764,7 @@ def loads_scenario(
     if base_name is not None:
         if base_name not in presets():
             raise ScenarioError(
-                f"{label}: 'extends' must name a preset ({', '.join(presets())}), "
-                f"got {base_name!r}"
+                f"{label}: 'extends' must name a preset ({', '.join(presets())}), got {base_name!r}"
             )
         raw = _merge(_load_raw(base_name, seen=(base_name,)), raw)
     return _build(raw, overrides)

@@ -37,7 +37,9 @@ POWER = _selector(ids.resampled("power"))
 TRACES = """
 const gd = document.querySelector(arguments[0] + ' .js-plotly-plot');
 if (!gd || !gd._fullData) { return null; }
-return gd._fullData.map((t) => ({name: t.name, x: Array.from(t.x || []), y: Array.from(t.y || [])}));
+return gd._fullData.map(
+  (t) => ({name: t.name, x: Array.from(t.x || []), y: Array.from(t.y || [])})
+);
 """
 
 
@@ -68,8 +70,11 @@ def _choose(dash_duo, dropdown_id: str, label: str) -> None:
     option = _wait(
         dash_duo,
         lambda: next(
-            (o for o in dash_duo.driver.find_elements(By.CSS_SELECTOR, "[role=option]")
-             if o.text == label),
+            (
+                o
+                for o in dash_duo.driver.find_elements(By.CSS_SELECTOR, "[role=option]")
+                if o.text == label
+            ),
             None,
         ),
     )
@@ -99,7 +104,9 @@ def test_preset_and_slider_update_the_graphs(dash_duo):
     _wait(dash_duo, lambda: max(_traces(dash_duo)[1]["y"]) == float(ds["it_power"].max()))
 
     # trough depth 0.30 -> 0.35: one step of its slider, by keyboard
-    slider = dash_duo.find_element(f"{_selector(ids.control('workload.trough_depth'))} [role=slider]")
+    slider = dash_duo.find_element(
+        f"{_selector(ids.control('workload.trough_depth'))} [role=slider]"
+    )
     slider.send_keys(Keys.ARROW_RIGHT)
     changed = {**ONE_DAY, "workload.trough_depth": 0.35}
     expected, ds = _expected_summary(changed, "llama3-405b-8k-h100")

@@ -7,8 +7,8 @@ Expected values come from powermodel's own API on the same scenario (``simulate`
 from __future__ import annotations
 
 import base64
-import re
 import io
+import re
 import zipfile
 from pathlib import Path
 
@@ -116,8 +116,7 @@ def test_controls_changes_become_the_scenario_the_api_builds():
 def test_controls_emptied_field_restores_the_default():
     base = load_scenario(REFERENCE, {"checkpoint.interval": "5min", "mitigation.power_cap": 500})
     changed = controls.changes(
-        controls.shown_values(base)
-        | {"checkpoint.interval": None, "mitigation.power_cap": ""},
+        controls.shown_values(base) | {"checkpoint.interval": None, "mitigation.power_cap": ""},
         base,
     )
     got = load_scenario(base, controls.overrides(changed, base))
@@ -186,7 +185,10 @@ def test_power_figure_traces_markers_and_zoom(day):
     for trace, name in zip(fig.hf_data, ("facility_power", "it_power", "grid_power"), strict=True):
         assert_allclose(trace["y"], day[name].values, rtol=0)
     # every trace sent keeps the global extremes (min-max LTTB)
-    assert fig.data[1].y.max() == day["it_power"].max() and fig.data[1].y.min() == day["it_power"].min()
+    assert (
+        fig.data[1].y.max() == day["it_power"].max()
+        and fig.data[1].y.min() == day["it_power"].min()
+    )
 
     marks = figures.event_marks(day)
     assert marks["failure"][0].size == metrics(day)["unexpected_interruptions"] > 0
@@ -236,7 +238,8 @@ def test_thermal_figures(day):
     rows = {t.yaxis for t in fig.data}
     assert len(rows) == 4  # temperatures, GPU, clock, PUE
     assert {_untagged(t.name) for t in fig.data} >= {
-        day[n].attrs["long_name"] for n in ("temp_air", "temp_wetbulb", "gpu_temp", "clock_factor", "pue")
+        day[n].attrs["long_name"]
+        for n in ("temp_air", "temp_wetbulb", "gpu_temp", "clock_factor", "pue")
     }
     bars, temp = figures.diurnal_figure(day).data
     profile = diurnal_throughput(day)
@@ -272,7 +275,9 @@ def test_grid_view_matches_rule_check(board):
     assert [v["start"] for v in violations] == sorted(v["start"] for v in violations)
     # each violation is marked on the P row
     marked = {t.name: len(t.x) for t in fig.data if "violations" in (t.name or "")}
-    assert marked[f"ercot-5s violations ({len(results[0].violations)})"] == len(results[0].violations)
+    assert marked[f"ercot-5s violations ({len(results[0].violations)})"] == len(
+        results[0].violations
+    )
     # rolling 5-s peak-to-peak row
     p_row, q_row, swing = fig.hf_data
     assert_allclose(p_row["y"], ds["grid_power"].values, rtol=0)
@@ -339,7 +344,9 @@ def test_compare_pinned_scenario(board):
     a = metrics(board.cache.get(board.scenario(doubled)).ds)
     b = metrics(board.cache.get(board.scenario(pinned)).ds)
     energy = next(r for r in table if r["metric"] == "IT energy [MWh]")
-    assert energy["this"] == f"{a['energy_mwh']:,.0f}" and energy["other"] == f"{b['energy_mwh']:,.0f}"
+    assert (
+        energy["this"] == f"{a['energy_mwh']:,.0f}" and energy["other"] == f"{b['energy_mwh']:,.0f}"
+    )
     assert energy["change"] == f"{b['energy_mwh'] / a['energy_mwh'] - 1:+.2%}"
     # hours since each start on the x axis
     assert fig.hf_data[0]["x"][0] == 0.0 and fig.hf_data[0]["x"][-1] == pytest.approx(6 - 1 / 3600)
@@ -417,13 +424,17 @@ def test_malformed_upload_keeps_the_scenario(board):
     big = _data_url("#" * 200_000)
     *_, message = board.set_base(ids.UPLOAD_SCENARIO, "", REFERENCE, big, "big.toml")
     assert message.startswith("big.toml is 0.2 MB; the dashboard takes files up to 0.1 MB")
-    *_, message = board.set_base(ids.UPLOAD_SCENARIO, "", REFERENCE, _data_url(b"\xff\xfe"), "x.toml")
+    *_, message = board.set_base(
+        ids.UPLOAD_SCENARIO, "", REFERENCE, _data_url(b"\xff\xfe"), "x.toml"
+    )
     assert message == "x.toml is not a text file: upload a TOML scenario"
 
 
 def test_uploaded_scenario_becomes_the_base(board):
     text = load_scenario(REFERENCE, {"simulation.duration": "2h", "cluster.n_gpus": 4096}).to_toml()
-    base, values, *_ = board.set_base(ids.UPLOAD_SCENARIO, "", REFERENCE, _data_url(text), "mine.toml")
+    base, values, *_ = board.set_base(
+        ids.UPLOAD_SCENARIO, "", REFERENCE, _data_url(text), "mine.toml"
+    )
     state, error = board.assemble(base, values)
     assert error == "" and state["changes"] == {}
     assert board.scenario(state).cluster.n_gpus == 4096
@@ -442,14 +453,21 @@ def test_limits_of_the_dashboard(board):
     assert long.simulation.duration / long.simulation.dt > MAX_STEPS
     with pytest.raises(ScenarioError, match="lengthen the step"):
         board.check_limits(long)
-    board.check_limits(load_scenario(REFERENCE, {"simulation.duration": "60d", "simulation.dt": "10s"}))
+    board.check_limits(
+        load_scenario(REFERENCE, {"simulation.duration": "60d", "simulation.dt": "10s"})
+    )
     with pytest.raises(ScenarioError, match="upload the file"):
         board.check_limits(load_scenario(REFERENCE, {"site.weather": str(Path(__file__))}))
 
 
 def test_weather_upload(tmp_path):
     board = Dashboard(SimulationCache(), REFERENCE, SIX_HOURS, tmp_path.resolve(), 5_000_000)
-    epw = Path(__file__).parents[1] / "data" / "weather" / "USA_IL_Chicago-OHare.Intl.AP.725300_TMY3.epw"
+    epw = (
+        Path(__file__).parents[1]
+        / "data"
+        / "weather"
+        / "USA_IL_Chicago-OHare.Intl.AP.725300_TMY3.epw"
+    )
     uploaded, options, value, message = board.upload_weather(
         _data_url(epw.read_bytes()), "chicago copy.epw", {}
     )

@@ -31,6 +31,7 @@ class Entry:
     ds: xr.Dataset
     views: dict[str, Any] = field(default_factory=dict)
     nbytes: int = 0
+    building: dict[str, threading.Lock] = field(default_factory=dict)
 
 
 class SimulationCache:
@@ -75,13 +76,19 @@ class SimulationCache:
         return entry
 
     def view(self, entry: Entry, name: str, build: Callable[[Entry], Any]) -> Any:
-        """What ``build(entry)`` returns, built once per entry and counted in its size."""
-        if name not in entry.views:
-            value = build(entry)
-            entry.views[name] = value
-            with self._lock:
-                entry.nbytes += _arrays_bytes(value)
-                self._evict()
+        """What ``build(entry)`` returns, built once per entry (a second caller waits for the
+        first) and counted in its size."""
+        if name in entry.views:
+            return entry.views[name]
+        with self._lock:
+            building = entry.building.setdefault(name, threading.Lock())
+        with building:
+            if name not in entry.views:
+                value = build(entry)
+                entry.views[name] = value
+                with self._lock:
+                    entry.nbytes += _arrays_bytes(value)
+                    self._evict()
         return entry.views[name]
 
     @property

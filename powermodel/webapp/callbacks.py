@@ -12,6 +12,7 @@ import base64
 import binascii
 import hashlib
 import re
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from powermodel.webapp.controls import (
 from powermodel.webapp.layout import _compare_options, summary
 
 MAX_STEPS = 5_000_000  # steps the dashboard simulates: 58 days at 1 s, about 0.7 GB
+PREFETCHED = ("power", "thermal", "grid", "mitigation")  # views built ahead of a tab change
 MITIGATION_KEYS = ("checkpoint.mode", "workload.startup_ramp")  # levers outside [mitigation]
 
 
@@ -79,6 +81,8 @@ class Dashboard:
         self.defaults = defaults  # overrides every preset opens with (the app's period)
         self.uploads = uploads
         self.upload_limit = upload_limit
+        self._prefetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch")
+        self._latest: str | None = None
 
     # --- scenario ---------------------------------------------------------------------------
 
@@ -178,8 +182,29 @@ class Dashboard:
         """Scenario name and headline numbers."""
         entry = self.entry(state)
         m = self.cache.view(entry, "metrics", lambda e: metrics(e.ds))
-        duration = entry.scenario.simulation.duration
-        return state["name"], summary(m, duration)
+        return state["name"], summary(m, entry.scenario.simulation.duration)
+
+    def opened(self, name: str, state: dict | None, rule_names: list[str] | None = None) -> dict:
+        """The open tab's view; the other views follow in the background."""
+        shown = self.view(name, state, rule_names)
+        self.prefetch(state, rule_names)
+        return shown
+
+    def prefetch(self, state: dict, rule_names: list[str] | None) -> Future:
+        """Build every view of the latest scenario on a background thread, once the open one
+        is shown, so that a tab change finds it ready; a newer scenario stops older ones."""
+        self._latest = state["key"]
+
+        def build() -> None:
+            for name in PREFETCHED:
+                if self._latest != state["key"]:
+                    return
+                try:
+                    self.view(name, state, rule_names)
+                except Exception:  # the open tab's callback meets and reports it
+                    return
+
+        return self._prefetcher.submit(build)
 
     def toml(self, n_clicks: int | None, state: dict | None) -> dict:
         """The scenario as a TOML file: loading it reproduces the view."""
@@ -260,21 +285,21 @@ class Dashboard:
 
     def power(self, state: dict | None, tab: str) -> Any:
         _only(tab, "power")
-        return self.view("power", state)["figure"]
+        return self.opened("power", state)["figure"]
 
     def thermal(self, state: dict | None, tab: str) -> tuple:
         _only(tab, "thermal")
-        v = self.view("thermal", state)
+        v = self.opened("thermal", state)
         return v["figure"], v["diurnal"], v["numbers"]
 
     def grid(self, state: dict | None, tab: str, rule_names: list[str]) -> tuple:
         _only(tab, "grid")
-        v = self.view("grid", state, rule_names)
+        v = self.opened("grid", state, rule_names)
         return v["figure"], v["ramps"], v["spectrum"], v["compliance"], v["violations"]
 
     def mitigation(self, state: dict | None, tab: str, rule_names: list[str]) -> tuple:
         _only(tab, "mitigation")
-        v = self.view("mitigation", state, rule_names)
+        v = self.opened("mitigation", state, rule_names)
         return v["note"], v["figure"], v["costs"], v["rules"]
 
     def compare(
@@ -373,11 +398,13 @@ class Dashboard:
             Input(ids.UPLOAD_SCENARIO, "contents"),
             State(ids.UPLOAD_SCENARIO, "filename"),
         )(lambda *a: self.set_base(ctx.triggered_id, *a))
+        busy = [(Output(ids.STATUS, "children"), "simulating…", "")]
         app.callback(
             Output(ids.SCENARIO, "data"),
             Output(ids.SCENARIO_ERROR, "children"),
             Input(ids.BASE, "data"),
             Input({"type": "control", "key": ALL}, "value"),
+            running=busy,  # shown from the keystroke on, before the scenario reaches the server
         )(self.assemble)
         app.clientside_callback(
             """function(state, tab) {
@@ -390,7 +417,6 @@ class Dashboard:
             Input(ids.SCENARIO, "data"),
             Input(ids.TABS, "value"),
         )
-        busy = [(Output(ids.STATUS, "children"), "simulating…", "")]
         app.callback(
             Output(ids.SCENARIO_NAME, "children"),
             Output(ids.SUMMARY, "children"),

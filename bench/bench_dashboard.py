@@ -1,0 +1,214 @@
+"""Callback latency of the dashboard on a 7-day 1-s scenario: ``python bench/bench_dashboard.py``.
+
+Server side, each callback is timed as Dash runs it: the method, then the JSON encoding of what
+it returns (what travels to the browser). Measured, p50 and p95:
+
+- pan/zoom: the plotly-resampler callback of each time-series view, for windows from 30 s to
+  the whole week (target: p95 < 300 ms);
+- tab change: a view's callback for a scenario already simulated (target: p95 < 300 ms);
+- scenario edit to finished figures: assemble the scenario, simulate it, the summary line and
+  the open view's figures, each edit a new scenario (target: < 2 s). Edits are spaced as a user
+  spaces them: the background build of the previous scenario's other views has finished.
+
+With ``--browser`` it also drives headless Chromium and times, from a keystroke in a control,
+the progress line appearing (target: < 300 ms) and the new summary and figure arriving.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from dash._utils import to_json
+
+from powermodel.webapp import controls
+from powermodel.webapp.cache import SimulationCache
+from powermodel.webapp.callbacks import PREFETCHED, Dashboard
+from powermodel.webapp.layout import DEFAULT_RULES
+
+PRESET = "llama3-405b-16k-h100"
+WEEK = {"simulation.duration": "7d"}  # at the preset's 1-s step: 604,800 steps
+TARGET_INTERACTIVE = 0.300  # s
+TARGET_EDIT = 2.0  # s
+PAUSE = 4.0  # s between edits in the browser
+
+
+def timed(call: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    to_json(call())
+    return time.perf_counter() - start
+
+
+def report(name: str, seconds: list[float], target: float) -> bool:
+    p50, p95 = np.percentile(seconds, [50, 95])
+    ok = p95 < target
+    print(
+        f"{name:<34} n={len(seconds):>3}  p50 {1000 * p50:7.1f} ms  p95 {1000 * p95:7.1f} ms"
+        f"  (target p95 < {1000 * target:.0f} ms: {'met' if ok else 'MISSED'})"
+    )
+    return ok
+
+
+def state(board: Dashboard, changed: dict) -> dict:
+    base = {"preset": PRESET, "overrides": board.defaults}
+    values = controls.shown_values(controls.base_scenario(base)) | changed
+    out, error = board.assemble(base, [values[c.key] for c in controls.CONTROLS])
+    if error:
+        raise SystemExit(error)
+    return out
+
+
+def windows(rng: np.random.Generator, n: int) -> list[dict]:
+    """Relayouts a user makes: zooms from 30 s to a week at random places, and resets."""
+    start = pd.Timestamp("2024-07-01")
+    out = []
+    for _ in range(n):
+        width = 30.0 * 2.0 ** rng.uniform(0, np.log2(7 * 86400 / 30))
+        left = rng.uniform(0, 7 * 86400 - width)
+        a, b = (start + pd.Timedelta(seconds=s) for s in (left, left + width))
+        out.append({"xaxis.range[0]": str(a), "xaxis.range[1]": str(b)})
+    out.append({"xaxis.autorange": True})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--edits", type=int, default=8, help="scenario edits per view")
+    parser.add_argument("--zooms", type=int, default=30, help="pan/zoom steps per view")
+    parser.add_argument("--browser", action="store_true", help="also time it in Chromium")
+    args = parser.parse_args(argv)
+    rng = np.random.default_rng(0)
+    board = Dashboard(
+        SimulationCache(), PRESET, WEEK, Path(tempfile.mkdtemp()).resolve(), 5_000_000
+    )
+    rules = DEFAULT_RULES
+    views = {
+        "power": lambda s: board.power(s, "power"),
+        "thermal": lambda s: board.thermal(s, "thermal"),
+        "grid": lambda s: board.grid(s, "grid", rules),
+        "mitigation": lambda s: board.mitigation(s, "mitigation", rules),
+        "export": lambda s: board.export(s, "csv", "1min"),
+    }
+    print(f"{PRESET}, 7 days at 1 s (604,800 steps); first simulation warms the caches")
+    timed(lambda: board.summarize(state(board, {"simulation.seed": 999})))
+    ok = True
+
+    # scenario edit with each view open: a new seed each time, so every edit simulates
+    seed = 0
+    edits: dict[str, list[float]] = {}
+    for name, view in views.items():
+        for _ in range(args.edits):
+            seed += 1
+            base = {"preset": PRESET, "overrides": WEEK}
+            values = controls.shown_values(controls.base_scenario(base)) | {"simulation.seed": seed}
+            row = [values[c.key] for c in controls.CONTROLS]
+            board.prefetch(state(board, {"simulation.seed": seed - 1}), rules).result()  # a pause
+            start = time.perf_counter()
+            s, _ = board.assemble(base, row)
+            to_json(board.summarize(s))
+            to_json(view(s))
+            edits.setdefault(name, []).append(time.perf_counter() - start)
+    for name, seconds in edits.items():
+        ok &= report(f"edit -> figures, {name} open", seconds, TARGET_EDIT)
+
+    # tab changes: once the background prefetch that follows an edit has built the views
+    # (it runs while the user looks at the first one), and, for reference, a first visit that
+    # finds its view not built yet
+    first = []
+    for seed in range(100, 100 + args.edits):
+        fresh = state(board, {"simulation.seed": seed})
+        board.cache.get(board.scenario(fresh))
+        for name in PREFETCHED:  # built here, without starting the background prefetch
+            first.append(timed(lambda name=name, fresh=fresh: board.view(name, fresh, rules)))
+    s = state(board, {"simulation.seed": 1})
+    board.prefetch(s, rules).result()
+    tabs = [timed(lambda view=view: view(s)) for _ in range(10) for view in views.values()]
+    ok &= report("tab change (after the prefetch)", tabs, TARGET_INTERACTIVE)
+    report("tab change (view not built yet)", first, TARGET_EDIT)
+    s_mitigated = state(board, {"simulation.seed": 1, "mitigation.power_cap": 550.0})
+
+    for name in ("power", "thermal", "grid", "mitigation"):
+        current = s_mitigated if name == "mitigation" else s
+        views[name](current)
+        figure = board.view(name, current, rules)["figure"]
+        zooms = [
+            timed(lambda r=r, figure=figure: figure.construct_update_data_patch(r))
+            for r in windows(rng, args.zooms)
+        ]
+        ok &= report(f"pan/zoom, {name}", zooms, TARGET_INTERACTIVE)
+    print(f"cache: {len(board.cache)} runs, {board.cache.nbytes / 2**20:.0f} MiB")
+
+    if args.browser:
+        ok &= browser(args.edits)
+    return 0 if ok else 1
+
+
+def browser(edits: int) -> bool:
+    """Keystroke in the GPU-count field -> progress shown -> summary and figure updated."""
+    import json
+    import logging
+    import threading
+
+    from screenshot import browser as chromium  # bench/screenshot.py
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.wait import WebDriverWait
+    from werkzeug.serving import make_server
+
+    from powermodel.webapp import create_app, ids
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    app = create_app(overrides=WEEK)
+    server = make_server("127.0.0.1", 0, app.server, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    driver = chromium(1440, 900, "/usr/bin/chromium")
+    watch = """
+        const status = document.getElementById(arguments[0]);
+        const summary = document.getElementById(arguments[1]);
+        window.__t = {start: performance.now(), before: summary.innerText};
+        new MutationObserver(() => {
+            if (status.innerText && !window.__t.progress) window.__t.progress = performance.now();
+        }).observe(status, {childList: true, subtree: true, characterData: true});
+        new MutationObserver(() => {
+            if (summary.innerText !== window.__t.before && !window.__t.done)
+                window.__t.done = performance.now();
+        }).observe(summary, {childList: true, subtree: true, characterData: true});
+    """
+    progress, done = [], []
+    try:
+        driver.get(f"http://127.0.0.1:{server.server_port}/")
+        WebDriverWait(driver, 120).until(lambda d: d.find_element(By.ID, ids.SUMMARY).text)
+        gpus = json.dumps(ids.control("cluster.n_gpus"), sort_keys=True, separators=(",", ":"))
+        field = driver.find_element(By.CSS_SELECTOR, '[id="' + gpus.replace('"', '\\"') + '"]')
+        for i in range(edits):
+            time.sleep(3 * PAUSE if i == 0 else PAUSE)  # a user's pause (longer after the
+            # page load, whose four views build in the background while Chromium draws)
+            field.send_keys(Keys.CONTROL, "a")
+            field.send_keys(str(16384 + 1024 * (i + 1)))  # the summary line changes
+            driver.execute_script(watch, ids.STATUS, ids.SUMMARY)
+            field.send_keys(Keys.ENTER)
+            WebDriverWait(driver, 60).until(lambda d: d.execute_script("return window.__t.done"))
+            t = driver.execute_script("return window.__t")
+            progress.append((t.get("progress", t["done"]) - t["start"]) / 1000)
+            done.append((t["done"] - t["start"]) / 1000)
+    finally:
+        driver.quit()
+        server.shutdown()
+    ok = report("browser: edit -> progress shown", progress, TARGET_INTERACTIVE)
+    ok &= report("browser: edit -> summary updated", done, TARGET_EDIT)
+    print(
+        "browser, each edit [s]: progress",
+        [round(p, 3) for p in progress],
+        "done",
+        [round(d, 3) for d in done],
+    )
+    return ok
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
