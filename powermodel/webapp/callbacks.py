@@ -11,8 +11,10 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import queue
 import re
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,7 @@ from powermodel.webapp.controls import (
     shown_values,
     to_query,
 )
-from powermodel.webapp.layout import _compare_options, summary
+from powermodel.webapp.layout import compare_options, summary
 
 MAX_STEPS = 5_000_000  # steps the dashboard simulates: 58 days at 1 s, about 0.7 GB
 PREFETCHED = ("power", "thermal", "grid", "mitigation")  # views built ahead of a tab change
@@ -81,8 +83,10 @@ class Dashboard:
         self.defaults = defaults  # overrides every preset opens with (the app's period)
         self.uploads = uploads
         self.upload_limit = upload_limit
-        self._prefetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch")
+        # one daemon thread: the server's exit (or a test's) need not wait for a prefetch
+        self._prefetches: queue.Queue = queue.Queue()
         self._latest: str | None = None
+        threading.Thread(target=self._prefetch_loop, name="prefetch", daemon=True).start()
 
     # --- scenario ---------------------------------------------------------------------------
 
@@ -194,17 +198,21 @@ class Dashboard:
         """Build every view of the latest scenario on a background thread, once the open one
         is shown, so that a tab change finds it ready; a newer scenario stops older ones."""
         self._latest = state["key"]
+        done: Future = Future()
+        self._prefetches.put((state, rule_names, done))
+        return done
 
-        def build() -> None:
+    def _prefetch_loop(self) -> None:
+        while True:
+            state, rule_names, done = self._prefetches.get()
             for name in PREFETCHED:
                 if self._latest != state["key"]:
-                    return
+                    break
                 try:
                     self.view(name, state, rule_names)
-                except Exception:  # the open tab's callback meets and reports it
-                    return
-
-        return self._prefetcher.submit(build)
+                except Exception:  # the open tab's callback meets it and reports it
+                    break
+            done.set_result(None)
 
     def toml(self, n_clicks: int | None, state: dict | None) -> dict:
         """The scenario as a TOML file: loading it reproduces the view."""
@@ -313,7 +321,7 @@ class Dashboard:
         """Pin the scenario shown for comparison with the ones that follow."""
         if not n_clicks or not state:
             raise PreventUpdate
-        return state, _compare_options(state["name"]), "pinned"
+        return state, compare_options(state["name"]), "pinned"
 
     def export(self, state: dict | None, fmt: str, interval: str | None) -> tuple:
         """Resolutions on offer, the chosen one, the download link and what it holds."""

@@ -141,10 +141,17 @@ def _table(table_id: str, page_size: int = 10) -> dag.AgGrid:
     selectable = {"rowSelection": {"mode": "singleRow", "checkboxes": False}}
     return dag.AgGrid(
         id=table_id,
-        columnDefs=[{"field": c} for c in TABLES[table_id]],
+        columnDefs=[{"field": c, "headerName": c} for c in TABLES[table_id]],
         rowData=[],
         columnSize="responsiveSizeToFit",
-        defaultColDef={"resizable": True, "sortable": True, "wrapText": True, "autoHeight": True},
+        defaultColDef={
+            "resizable": True,
+            "sortable": True,
+            "wrapText": True,
+            "autoHeight": True,
+            "wrapHeaderText": True,
+            "autoHeaderHeight": True,
+        },
         dashGridOptions={
             "domLayout": "autoHeight",
             "pagination": True,
@@ -211,7 +218,7 @@ def views() -> dcc.Tabs:
             html.Div(
                 [
                     html.Label("compare with"),
-                    dcc.Dropdown(id=ids.COMPARE_WITH, options=_compare_options(None), value=None),
+                    dcc.Dropdown(id=ids.COMPARE_WITH, options=compare_options(None), value=None),
                     html.Button("pin this scenario for comparison", id=ids.PIN, className="button"),
                 ],
                 className="control wide inline",
@@ -253,7 +260,7 @@ def views() -> dcc.Tabs:
     )
 
 
-def _compare_options(pinned: str | None) -> list[dict[str, str]]:
+def compare_options(pinned: str | None) -> list[dict[str, str]]:
     pinned_option = [{"label": f"pinned: {pinned}", "value": "pinned"}] if pinned else []
     return pinned_option + [{"label": f"preset: {p}", "value": p} for p in presets()]
 
