@@ -275,7 +275,7 @@ class Dashboard:
                 entry, f"mitigation:{','.join(chosen)}", lambda e: _mitigation(e, before, chosen)
             )
         if name == "compare":
-            other, label = self.other(compare_with, pinned)
+            other, label = self._other(compare_with, pinned)
             names = (f"this: {state['name']}", label)
             return self.cache.view(
                 entry,
@@ -284,7 +284,7 @@ class Dashboard:
             )
         raise KeyError(name)
 
-    def other(self, compare_with: str | None, pinned: dict | None) -> tuple[Entry, str]:
+    def _other(self, compare_with: str | None, pinned: dict | None) -> tuple[Entry, str]:
         if compare_with == "pinned" and pinned:
             return self.entry(pinned), f"pinned: {pinned['name']}"
         if not compare_with:
@@ -368,7 +368,7 @@ class Dashboard:
         row = selected[0]
         start = _timestamp(row["start"]) - 60.0
         end = _timestamp(row["end"]) + 60.0
-        x0, x1 = (dash_time(s) for s in (start, end))
+        x0, x1 = (_dash_time(s) for s in (start, end))
         fig = self.view("grid", state, rule_names)["figure"]
         patch = fig.construct_update_data_patch({"xaxis.range[0]": x0, "xaxis.range[1]": x1})
         if patch is no_update:
@@ -628,6 +628,6 @@ def _timestamp(text: str) -> float:
     return pd.Timestamp(text).timestamp()
 
 
-def dash_time(seconds: float) -> str:
+def _dash_time(seconds: float) -> str:
     """A UTC instant as plotly's date axes write it."""
     return pd.Timestamp(seconds, unit="s").strftime("%Y-%m-%d %H:%M:%S.%f")

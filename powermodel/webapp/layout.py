@@ -218,7 +218,12 @@ def views() -> dcc.Tabs:
             html.Div(
                 [
                     html.Label("compare with"),
-                    dcc.Dropdown(id=ids.COMPARE_WITH, options=compare_options(None), value=None),
+                    dcc.Dropdown(
+                        id=ids.COMPARE_WITH,
+                        options=compare_options(None),
+                        value=None,
+                        placeholder="a preset, or pin this scenario and change it",
+                    ),
                     html.Button("pin this scenario for comparison", id=ids.PIN, className="button"),
                 ],
                 className="control wide inline",
