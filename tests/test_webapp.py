@@ -127,8 +127,10 @@ def test_controls_emptied_field_restores_the_default():
 def test_url_query_round_trip():
     base = {"preset": REFERENCE, "overrides": {}}
     changed = {"cluster.n_gpus": 32768, "mitigation.power_cap": None, "simulation.duration": "2d"}
-    preset, back, tab = controls.from_query(controls.to_query(base, changed, "grid"))
-    assert (preset, back, tab) == (REFERENCE, changed, "grid")
+    link = controls.from_query(controls.to_query(base, changed, "grid"))
+    assert link == (REFERENCE, changed, "grid", None)
+    uploaded = {"upload": "mine.toml", "toml": ""}
+    assert controls.from_query(controls.to_query(uploaded, {})).upload == "mine.toml"
     with pytest.raises(ScenarioError, match="no control for"):
         controls.from_query("?preset=x&cluster.n_gpu=5")
     with pytest.raises(ScenarioError, match="not a number"):
@@ -411,6 +413,10 @@ def test_page_load_reads_the_link(board):
     assert (preset, tab, message) == (REFERENCE, "grid", "")
     _, _, preset, _, message = board.set_base(None, "?preset=nope", None, None, None)
     assert preset == REFERENCE and "unknown preset 'nope'" in message
+    # a link made from an upload says the file must come again, rather than silently
+    # showing the preset as if it were the upload
+    *_, message = board.set_base(None, "?upload=mine.toml&cluster.n_gpus=8192", None, None, None)
+    assert message.startswith("this link was made from an uploaded scenario, mine.toml")
 
 
 def test_malformed_upload_keeps_the_scenario(board):

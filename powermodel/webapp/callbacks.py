@@ -34,6 +34,7 @@ from powermodel.webapp.cache import Entry, SimulationCache
 from powermodel.webapp.controls import (
     BY_KEY,
     CONTROLS,
+    Link,
     base_scenario,
     changes,
     from_query,
@@ -115,11 +116,17 @@ class Dashboard:
             name, changed = preset or self.preset, {}
             if trigger != ids.PRESET:  # page load: the link's state
                 try:
-                    linked, changed, linked_tab = from_query(search)
+                    link = from_query(search)
                 except (ScenarioError, ValueError) as exc:
-                    linked, linked_tab, message = None, None, f"{exc}; showing the preset"
-                name = linked or self.preset
-                tab = linked_tab if linked_tab in ids.VIEWS else no_update
+                    link, message = Link(None, {}, None, None), f"{exc}; showing the preset"
+                name, changed = link.preset or self.preset, link.changed
+                tab = link.tab if link.tab in ids.VIEWS else no_update
+                if link.upload:
+                    message = (
+                        f"this link was made from an uploaded scenario, {link.upload}, which a "
+                        f"link cannot carry: upload it again (meanwhile its changes are shown "
+                        f"on {name})"
+                    )
             base = {"preset": name, "overrides": self.defaults}
             try:
                 scenario = base_scenario(base)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 from urllib.parse import parse_qsl, urlencode
 
 from powermodel.errors import ScenarioError
@@ -300,18 +300,24 @@ def to_query(base: dict[str, Any], changed: dict[str, Any], tab: str | None = No
     return "?" + urlencode(pairs)
 
 
-def from_query(search: str | None) -> tuple[str | None, dict[str, Any], str | None]:
-    """Preset, changed controls and tab from a URL query; unknown keys are errors."""
-    preset, tab, changed = None, None, {}
+class Link(NamedTuple):
+    """What a URL query says: preset, changed controls, tab, and the name of an uploaded
+    scenario it was made from (a link cannot carry the file itself)."""
+
+    preset: str | None
+    changed: dict[str, Any]
+    tab: str | None
+    upload: str | None
+
+
+def from_query(search: str | None) -> Link:
+    """The state a URL query links to; unknown keys are errors."""
+    fields: dict[str, Any] = {"preset": None, "changed": {}, "tab": None, "upload": None}
     for key, text in parse_qsl((search or "").lstrip("?"), keep_blank_values=True):
-        if key == "preset":
-            preset = text
-        elif key == "tab":
-            tab = text
-        elif key == "upload":
-            continue  # the file itself is not in the link: the preset stands in for it
+        if key in ("preset", "tab", "upload"):
+            fields[key] = text
         elif key in BY_KEY:
-            changed[key] = parse_shown(key, text)
+            fields["changed"][key] = parse_shown(key, text)
         else:
             raise ScenarioError(f"the link sets {key!r}, which the dashboard has no control for")
-    return preset, changed, tab
+    return Link(**fields)
