@@ -276,7 +276,9 @@ def test_grid_view_matches_rule_check(board):
     assert len(violations) == sum(len(r.violations) for r in results) > 0
     assert [v["start"] for v in violations] == sorted(v["start"] for v in violations)
     # each violation is marked on the P row
-    marked = {t.name: len(t.x) for t in fig.data if "violations" in (t.name or "")}
+    marked = {t.name: len(t.x) for t in fig.data if "(" in (t.name or "")}
+    checkpoints = figures.event_marks(ds)["checkpoint"][0].size
+    assert marked[f"checkpoint ({checkpoints})"] == checkpoints  # what violations follow
     assert marked[f"ercot-5s violations ({len(results[0].violations)})"] == len(
         results[0].violations
     )

@@ -104,28 +104,49 @@ def event_marks(ds: xr.Dataset) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-def _marks(fig: go.Figure, ds: xr.Dataset, top: float, row: int = 1) -> None:
-    for i, (name, (times, labels)) in enumerate(event_marks(ds).items()):
-        color, symbol = MARKS[name]
-        fig.add_trace(
-            go.Scattergl(
-                x=times,
-                y=np.full(times.size, top * (1.03 + 0.035 * i)),
-                mode="markers",
-                marker={
-                    "symbol": symbol,
-                    "size": 8,
-                    "color": color,
-                    "line": {"color": color, "width": 1},
-                },
-                text=labels,
-                name=f"{name} ({times.size})",
-                hovertemplate="%{x}<br>%{text}<extra></extra>",
-            ),
-            row=row,
-            col=1,
-            max_n_samples=max(times.size, 1),  # markers are drawn, never thinned
-        )
+def _mark_row(
+    fig: go.Figure,
+    times: np.ndarray,
+    labels: Sequence[str],
+    name: str,
+    y: float,
+    color: str | None = None,
+    symbol: str = "x-thin-open",
+) -> None:
+    """A row of markers at height ``y`` on the top row: events or violations, never thinned."""
+    line = {"width": 2 if color is None else 1, **({"color": color} if color else {})}
+    fig.add_trace(
+        go.Scattergl(
+            x=times,
+            y=np.full(len(times), y),
+            mode="markers",
+            marker={
+                "symbol": symbol,
+                "size": 8,
+                "line": line,
+                **({"color": color} if color else {}),
+            },
+            text=list(labels),
+            name=f"{name} ({len(times)})",
+            hovertemplate="%{x}<br>%{text}<extra></extra>",
+        ),
+        row=1,
+        col=1,
+        max_n_samples=max(len(times), 1),
+    )
+
+
+def _marks(fig: go.Figure, ds: xr.Dataset, top: float) -> int:
+    """Failures, maintenance, restarts and checkpoints in rows above ``top``; returns the
+    number of rows used."""
+    marks = event_marks(ds)
+    for i, (name, (times, labels)) in enumerate(marks.items()):
+        _mark_row(fig, times, labels, name, _level(top, i), *MARKS[name])
+    return len(marks)
+
+
+def _level(top: float, row: int) -> float:
+    return top * (1.03 + 0.035 * row)
 
 
 def power_figure(ds: xr.Dataset) -> FigureResampler:
@@ -210,8 +231,8 @@ def diurnal_figure(ds: xr.Dataset) -> go.Figure:
 
 
 def grid_figure(ds: xr.Dataset, results: Sequence[rules_mod.RuleResult] = ()) -> FigureResampler:
-    """P and Q at the connection and the rolling 5-s peak-to-peak of P, with each rule's
-    violations marked at their start on the P row."""
+    """P and Q at the connection and the rolling 5-s peak-to-peak of P; on the P row, the job's
+    events and each rule's violations, marked at their start."""
     fig = _resampler(3, row_heights=[0.5, 0.25, 0.25])
     times, dt = ds["time"].values, step_seconds(ds)
     p = ds["grid_power"].values
@@ -230,30 +251,19 @@ def grid_figure(ds: xr.Dataset, results: Sequence[rules_mod.RuleResult] = ()) ->
             fig,
             times,
             signal.rolling_range(p, n),
-            f"max − min in {SWING_WINDOW:g} s [MW]",
+            f"max − min in {SWING_WINDOW:g} s, unfiltered [MW]",
             row=3,
             color="#6c3483",
         )
     top = float(p.max())
-    for i, result in enumerate(results):
-        v = result.violations
-        fig.add_trace(
-            go.Scattergl(
-                x=v["start"].values,
-                y=np.full(len(v), top * (1.03 + 0.035 * i)),
-                mode="markers",
-                marker={"symbol": "x-thin-open", "size": 8, "line": {"width": 2}},
-                text=[
-                    f"{result.rule.name}: {w:.3g} {result.rule.unit} ({c})"
-                    for w, c in zip(v["worst"], v["cause"], strict=True)
-                ],
-                name=f"{result.rule.name} violations ({len(v)})",
-                hovertemplate="%{x}<br>%{text}<extra></extra>",
-            ),
-            row=1,
-            col=1,
-            max_n_samples=max(len(v), 1),
-        )
+    used = _marks(fig, ds, top)  # the events, to see what each violation follows
+    for i, result in enumerate(results, start=used):
+        v, rule = result.violations, result.rule
+        labels = [
+            f"{rule.name}: {w:.3g} {rule.unit} ({c})"
+            for w, c in zip(v["worst"], v["cause"], strict=True)
+        ]
+        _mark_row(fig, v["start"].values, labels, f"{rule.name} violations", _level(top, i))
     fig.update_yaxes(title_text="P [MW]", row=1, col=1)
     fig.update_yaxes(title_text="Q [Mvar]", row=2, col=1)
     fig.update_yaxes(title_text="5-s swing [MW]", row=3, col=1, rangemode="tozero")
