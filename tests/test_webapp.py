@@ -124,6 +124,51 @@ def test_controls_emptied_field_restores_the_default():
     assert got.mitigation.power_cap is None
 
 
+def test_smoothing_and_stop_burn_controls():
+    gb200 = load_scenario(REFERENCE, {"cluster.gpu": "GB200"})
+    values = controls.shown_values(gb200) | {
+        "mitigation.smoothing.floor": 0.3,
+        "mitigation.smoothing.ramp_up": 2000.0,
+        "mitigation.smoothing.ramp_down": 500.0,
+        "mitigation.stop_burn.ramp_down": 300.0,
+        "mitigation.stop_burn.delay": 2.0,
+    }
+    smoothed = load_scenario(gb200, controls.overrides(controls.changes(values, gb200), gb200))
+    # the GB200 power-smoothing case of test_grid.py, set from the sidebar
+    assert smoothed.mitigation.smoothing.model_dump() == {
+        "floor": 0.3,
+        "ramp_up": 2000.0,
+        "ramp_down": 500.0,
+        "hysteresis": "0s",  # a Duration serialises as written in scenario files
+    }
+    assert (smoothed.mitigation.stop_burn.ramp_down, smoothed.mitigation.stop_burn.delay) == (
+        300.0,
+        2.0,
+    )
+    # emptying every field of a mitigation removes it
+    emptied = controls.shown_values(smoothed) | {
+        "mitigation.smoothing.floor": None,
+        "mitigation.smoothing.ramp_up": "",
+        "mitigation.smoothing.ramp_down": None,
+    }
+    back = load_scenario(
+        smoothed, controls.overrides(controls.changes(emptied, smoothed), smoothed)
+    )
+    assert back.mitigation.smoothing is None and back.mitigation.stop_burn is not None
+
+
+def test_smoothing_on_a_gpu_without_it_is_refused(board):
+    base = {"preset": REFERENCE, "overrides": SIX_HOURS}
+    values = controls.shown_values(controls.base_scenario(base)) | {
+        "mitigation.smoothing.floor": 0.5,
+        "mitigation.smoothing.ramp_up": 1000.0,
+        "mitigation.smoothing.ramp_down": 1000.0,
+    }
+    state, error = board.assemble(base, [values[c.key] for c in controls.CONTROLS])
+    assert state is dash.no_update
+    assert "the H100-SXM has no power smoothing" in error
+
+
 def test_url_query_round_trip():
     base = {"preset": REFERENCE, "overrides": {}}
     changed = {"cluster.n_gpus": 32768, "mitigation.power_cap": None, "simulation.duration": "2d"}

@@ -129,9 +129,30 @@ GROUPS: tuple[tuple[str, tuple[Control, ...]], ...] = (
             Control("checkpoint.mode", "checkpoint writes", kind="dropdown"),
             Control("workload.startup_ramp", "start-up ramp", "s", low=0.0),
             Control(SITE_BATTERY, "site battery, 15 min", "MW", low=0.01),
+            Control(
+                "mitigation.smoothing.floor",
+                "smoothing floor",
+                "× TDP",
+                low=0.0,
+                high=0.9,
+                step=0.01,
+                hint="GB200/GB300 power smoothing",
+            ),
+            Control("mitigation.smoothing.ramp_up", "smoothing ramp up", "W/s", low=1.0),
+            Control("mitigation.smoothing.ramp_down", "smoothing ramp down", "W/s", low=1.0),
+            Control("mitigation.stop_burn.ramp_down", "burn on stop, ramp", "W/s", low=1.0),
+            Control(
+                "mitigation.stop_burn.delay",
+                "burn on stop, delay",
+                "s",
+                low=0.0,
+                hint="0 in hardware (GB300); ~2 s for a software agent",
+            ),
         ),
     ),
 )
+# tables a mitigation lives in: emptying all of their fields removes the mitigation
+OPTIONAL_TABLES = ("mitigation.smoothing", "mitigation.stop_burn")
 CONTROLS: tuple[Control, ...] = tuple(c for _, group in GROUPS for c in group)
 BY_KEY = {c.key: c for c in CONTROLS}
 
@@ -165,7 +186,7 @@ def shown(scenario: Scenario, control: Control) -> Any:
     else:
         value = scenario
         for part in key.split("."):
-            value = getattr(value, part)
+            value = None if value is None else getattr(value, part)  # an unset table
     if value is None or value == control.empty:
         return None
     if isinstance(value, datetime):
@@ -227,6 +248,13 @@ def overrides(changed: dict[str, Any], base: Scenario) -> dict[str, Any]:
                 datetime.fromisoformat(str(value)[:10]).date(), base.simulation.start.time()
             ).isoformat()
         out.update(_settings(control, value, base))
+    for table in OPTIONAL_TABLES:
+        fields = [c for c in CONTROLS if c.key.startswith(f"{table}.")]
+        final = [_blank(changed[c.key]) if c.key in changed else shown(base, c) for c in fields]
+        if any(c.key in changed for c in fields) and all(v is None for v in final):
+            for c in fields:
+                out.pop(c.key, None)
+            out[table] = None
     return out
 
 
