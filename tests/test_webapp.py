@@ -501,6 +501,16 @@ def test_bad_control_value_is_refused_with_its_reason(board):
     assert error.startswith("not applied: cluster.n_gpus: Input should be greater than 0")
 
 
+def test_scenario_that_does_not_simulate_is_explained(board):
+    # valid on its own, refused by the simulation: the plant's 1-min step does not divide 90 s
+    state = _state(board, {"simulation.duration": "90s"})
+    name, line = board.summarize(state)
+    assert line.startswith("not simulated: cooling.dt (1min) must be a whole number")
+    assert line.endswith("(the figures show the last run)")
+    with pytest.raises(PreventUpdate):
+        board.power(state, "power")
+
+
 def test_limits_of_the_dashboard(board):
     long = load_scenario(REFERENCE, {"simulation.duration": "60d"})
     assert long.simulation.duration / long.simulation.dt > MAX_STEPS

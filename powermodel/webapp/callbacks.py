@@ -185,13 +185,23 @@ class Dashboard:
         return load_scenario(start, overrides(state["changes"], start))
 
     def entry(self, state: dict | None) -> Entry:
+        """The simulated scenario; a scenario that does not simulate leaves the views as they
+        are (the summary line says why)."""
         if not state:
             raise PreventUpdate
-        return self.cache.get(self.scenario(state))
+        try:
+            return self.cache.get(self.scenario(state))
+        except PowerModelError:
+            raise PreventUpdate from None
 
     def summarize(self, state: dict | None) -> tuple[str, str]:
-        """Scenario name and headline numbers."""
-        entry = self.entry(state)
+        """Scenario name and headline numbers, or why the scenario does not simulate."""
+        if not state:
+            raise PreventUpdate
+        try:
+            entry = self.cache.get(self.scenario(state))
+        except PowerModelError as exc:
+            return state["name"], f"not simulated: {exc} (the figures show the last run)"
         m = self.cache.view(entry, "metrics", lambda e: metrics(e.ds))
         return state["name"], summary(m, entry.scenario.simulation.duration)
 
