@@ -2,7 +2,8 @@
 
 ``python bench/screenshot.py OUT_DIR [--size 1440x900] [--set KEY=VALUE ...]`` serves
 ``create_app()`` from a thread, opens each tab in a viewport of the size asked for, waits until
-its figures are drawn, saves ``OUT_DIR/<view>.png`` and checks that no two controls overlap and
+its figures are drawn, saves ``OUT_DIR/<view>.png`` (and ``controls.png``, the sidebar scrolled
+to its end) and checks that no two controls overlap and
 that none is cut off at the edge of the sidebar, the header or the window. It prints what it
 found, the browser console's warnings and errors, and exits 1 if there were any.
 """
@@ -46,24 +47,26 @@ CHECKED = ".header > *, .sidebar .control, .sidebar .upload, .sidebar summary, .
 OVERLAP_SCRIPT = """
 const problems = [];
 const text = (el) => (el.innerText || el.id || el.className).slice(0, 30).replace(/\\n/g, ' ');
-const els = [...document.querySelectorAll(arguments[0])].filter((el) => {
-  const r = el.getBoundingClientRect();
-  return r.width > 0 && r.height > 0;
-});
-for (const el of els) {
+// each box as far as it shows: clipped to the scrolling panel that holds it
+const shown = (el) => {
   const r = el.getBoundingClientRect();
   const h = (el.closest('.sidebar, .header, main') || document.body).getBoundingClientRect();
-  if (r.left < h.left - 1 || r.right > h.right + 1 || r.right > window.innerWidth + 1) {
-    problems.push('cut off: ' + text(el));
+  return {el, r, h, top: Math.max(r.top, h.top), bottom: Math.min(r.bottom, h.bottom)};
+};
+const boxes = [...document.querySelectorAll(arguments[0])].map(shown)
+  .filter((b) => b.r.width > 0 && b.bottom > b.top);
+for (const b of boxes) {
+  if (b.r.left < b.h.left - 1 || b.r.right > b.h.right + 1 || b.r.right > window.innerWidth + 1) {
+    problems.push('cut off: ' + text(b.el));
   }
 }
-for (let i = 0; i < els.length; i++) {
-  for (let j = i + 1; j < els.length; j++) {
-    if (els[i].contains(els[j]) || els[j].contains(els[i])) continue;
-    const a = els[i].getBoundingClientRect(), b = els[j].getBoundingClientRect();
-    const apart = a.right <= b.left + 1 || b.right <= a.left + 1
+for (let i = 0; i < boxes.length; i++) {
+  for (let j = i + 1; j < boxes.length; j++) {
+    const a = boxes[i], b = boxes[j];
+    if (a.el.contains(b.el) || b.el.contains(a.el)) continue;
+    const apart = a.r.right <= b.r.left + 1 || b.r.right <= a.r.left + 1
       || a.bottom <= b.top + 1 || b.bottom <= a.top + 1;
-    if (!apart) problems.push('overlap: ' + text(els[i]) + ' / ' + text(els[j]));
+    if (!apart) problems.push('overlap: ' + text(a.el) + ' / ' + text(b.el));
   }
 }
 return problems;
@@ -131,6 +134,13 @@ def main(argv: list[str] | None = None) -> int:
             found = driver.execute_script(OVERLAP_SCRIPT, CHECKED)
             problems += [f"{view}: {p}" for p in found]
             print(f"{path}: {'; '.join(found) or 'no overlapping or cut-off controls'}")
+        # the controls below the fold: the sidebar scrolled to its end
+        driver.execute_script("document.querySelector('.sidebar').scrollTop = 1e6")
+        path = out / "controls.png"
+        driver.save_screenshot(str(path))
+        found = driver.execute_script(OVERLAP_SCRIPT, CHECKED)
+        problems += [f"controls: {p}" for p in found]
+        print(f"{path}: {'; '.join(found) or 'no overlapping or cut-off controls'}")
         for entry in driver.get_log("browser"):
             if entry["level"] == "SEVERE":
                 problems.append(f"console error: {entry['message']}")
