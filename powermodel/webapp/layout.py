@@ -91,8 +91,21 @@ def _control(control: Control) -> html.Div:
 def sidebar(preset: str, upload_limit: int) -> html.Aside:
     """The scenario: preset, upload, every control by group, weather upload, messages."""
     mb = f"{upload_limit / 1e6:g} MB"
+    weather_upload = dcc.Upload(
+        html.Div(["upload weather (EPW, up to ", mb, ")"]),
+        id=ids.UPLOAD_WEATHER,
+        accept=".epw",
+        className="upload",
+    )
     groups = [
-        html.Details([html.Summary(title), *(_control(c) for c in group)], open=True)
+        html.Details(
+            [
+                html.Summary(title),
+                *(_control(c) for c in group),
+                *([weather_upload] if any(c.key == "site.weather" for c in group) else []),
+            ],
+            open=True,
+        )
         for title, group in GROUPS
     ]
     return html.Aside(
@@ -113,12 +126,6 @@ def sidebar(preset: str, upload_limit: int) -> html.Aside:
             html.Div("", id=ids.SCENARIO_ERROR, className="message error", role="alert"),
             html.Div("", id=ids.MESSAGE, className="message", role="alert"),
             *groups,
-            dcc.Upload(
-                html.Div(["upload weather (EPW, up to ", mb, ")"]),
-                id=ids.UPLOAD_WEATHER,
-                accept=".epw",
-                className="upload",
-            ),
         ],
         className="sidebar",
     )
