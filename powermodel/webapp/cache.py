@@ -16,6 +16,7 @@ from powermodel.scenario import Scenario
 from powermodel.simulate import simulate
 
 DEFAULT_BYTES = 3 * 2**30  # a 54-day 1-s run is about 0.6 GB with its views
+SCENARIOS_KEPT = 1000
 
 
 def scenario_key(scenario: Scenario) -> str:
@@ -46,13 +47,17 @@ class SimulationCache:
         self._entries: OrderedDict[str, Entry] = OrderedDict()
         self._lock = threading.Lock()
         self._building: dict[str, threading.Lock] = {}
-        self.scenarios: dict[str, Scenario] = {}  # every scenario seen, by key (small)
+        # scenarios seen, by key, for download links and callbacks: kB each, the latest kept
+        self.scenarios: OrderedDict[str, Scenario] = OrderedDict()
 
     def remember(self, scenario: Scenario) -> str:
         """Register a scenario (for download links and callbacks) and return its key."""
         key = scenario_key(scenario)
         with self._lock:
             self.scenarios[key] = scenario
+            self.scenarios.move_to_end(key)
+            if len(self.scenarios) > SCENARIOS_KEPT:
+                self.scenarios.popitem(last=False)
         return key
 
     def get(self, scenario: Scenario) -> Entry:

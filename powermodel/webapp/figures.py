@@ -19,7 +19,7 @@ from plotly.subplots import make_subplots
 from plotly_resampler import FigureResampler
 
 from powermodel import rules as rules_mod
-from powermodel.analysis import diurnal_throughput, step_seconds
+from powermodel.analysis import SWING_WINDOW, diurnal_throughput, step_seconds
 from powermodel.models import signal
 from powermodel.models.events import State
 
@@ -40,7 +40,6 @@ MARKS = {
     "restart": ("#27ae60", "triangle-up"),
     "checkpoint": ("#7f8c8d", "line-ns-open"),
 }
-SWING_WINDOW = 5.0  # s: rolling peak-to-peak as ERCOT's proposal reads it (REFERENCES §5)
 SPECTRUM_SEGMENT = 3600.0  # s: Welch segments of an hour resolve down to 0.3 mHz
 
 
@@ -49,31 +48,29 @@ def _resampler(rows: int = 1, **kwargs: Any) -> FigureResampler:
     return FigureResampler(base, default_n_shown_samples=SHOWN, show_mean_aggregation_size=False)
 
 
-def _style(fig: go.Figure, height: int | None = None) -> go.Figure:
+def _style(fig: go.Figure) -> go.Figure:
+    # No uirevision: a new figure (another scenario) arrives with its whole-run overview, so
+    # keeping an old zoom would show that overview's few points as if they were the window's.
     fig.update_layout(
         template=TEMPLATE,
         margin={"l": 64, "r": 16, "t": 36, "b": 36},
         legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
         hovermode="x",
-        uirevision="keep",  # a zoom survives a figure update
-        **({"height": height} if height else {}),
     )
     return fig
 
 
 def _line(
-    fig: FigureResampler, x: np.ndarray, y: np.ndarray, name: str, row: int = 1, **kw: Any
+    fig: FigureResampler,
+    x: np.ndarray,
+    y: np.ndarray,
+    name: str,
+    row: int = 1,
+    color: str | None = None,
 ) -> None:
-    color = kw.pop("color", None)
-    fig.add_trace(
-        go.Scattergl(
-            name=name, mode="lines", line={"width": 1, **({"color": color} if color else {})}, **kw
-        ),
-        hf_x=x,
-        hf_y=y,
-        row=row,
-        col=1,
-    )
+    """A full-resolution line that plotly-resampler thins to the window shown."""
+    line = {"width": 1, **({"color": color} if color else {})}
+    fig.add_trace(go.Scattergl(name=name, mode="lines", line=line), hf_x=x, hf_y=y, row=row, col=1)
 
 
 def event_marks(ds: xr.Dataset) -> dict[str, tuple[np.ndarray, np.ndarray]]:

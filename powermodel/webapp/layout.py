@@ -172,7 +172,7 @@ def _table(table_id: str, page_size: int = 10) -> dag.AgGrid:
 
 
 def _loading(*children: Any) -> dcc.Loading:
-    return dcc.Loading(html.Div(list(children), className="view"), type="default", delay_show=0)
+    return dcc.Loading(html.Div(list(children), className="view"), type="default")
 
 
 def views() -> dcc.Tabs:
