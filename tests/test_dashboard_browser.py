@@ -174,3 +174,27 @@ def test_malformed_upload_shows_an_error_and_the_app_still_works(dash_duo, tmp_p
     expected = _expected_summary({**ONE_DAY, "cluster.n_gpus": 8192})[0]
     dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", expected)
     assert dash_duo.get_logs() == []
+
+
+def test_choosing_a_violation_shows_it_on_the_time_axis(dash_duo):
+    dash_duo.start_server(create_app(overrides=ONE_DAY))
+    dash_duo.wait_for_text_to_equal(f"#{ids.SCENARIO_NAME}", REFERENCE)
+    dash_duo.find_element(f"#{ids.TABS} .tab:nth-child({ids.VIEWS.index('grid') + 1})").click()
+    first = dash_duo.wait_for_element(f"#{ids.VIOLATIONS} .ag-row[row-index='0'] .ag-cell", 120)
+    start = pd.Timestamp(
+        dash_duo.find_element(f"#{ids.VIOLATIONS} .ag-row[row-index='0'] [col-id='start']").text
+    )
+    first.click()
+    grid = _selector(ids.resampled("grid"))
+    script = "return document.querySelector(arguments[0] + ' .js-plotly-plot').layout.xaxis.range"
+    # the grid figure zooms to the violation, a minute either side, and gets that window's
+    # samples from the server
+    _wait(
+        dash_duo,
+        lambda: (
+            pd.Timestamp(dash_duo.driver.execute_script(script, grid)[0])
+            == start - pd.Timedelta(minutes=1)
+        ),
+    )
+    _wait(dash_duo, lambda: len(_traces(dash_duo, grid)[0]["x"]) < 400)
+    assert dash_duo.get_logs() == []

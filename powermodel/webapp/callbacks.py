@@ -87,6 +87,7 @@ class Dashboard:
         # one daemon thread: the server's exit (or a test's) need not wait for a prefetch
         self._prefetches: queue.Queue = queue.Queue()
         self._latest: str | None = None
+        self._resampling = threading.Lock()
         threading.Thread(target=self._prefetch_loop, name="prefetch", daemon=True).start()
 
     # --- scenario ---------------------------------------------------------------------------
@@ -369,9 +370,14 @@ class Dashboard:
         if not relayout or not state:
             raise PreventUpdate
         view = ctx.triggered_id["view"] if ctx.triggered_id else "power"
-        return self.view(view, state, rule_names, compare_with, pinned)[
-            "figure"
-        ].construct_update_data_patch(relayout)
+        figure = self.view(view, state, rule_names, compare_with, pinned)["figure"]
+        return self._patch(figure, relayout)
+
+    def _patch(self, figure: Any, relayout: dict) -> Any:
+        """plotly-resampler's answer to a relayout. A cached figure is shared by every page
+        showing its scenario, and the resampler keeps per-call state: one at a time."""
+        with self._resampling:
+            return figure.construct_update_data_patch(relayout)
 
     def show_violation(
         self,
@@ -387,7 +393,7 @@ class Dashboard:
         end = _timestamp(row["end"]) + 60.0
         x0, x1 = (_dash_time(s) for s in (start, end))
         fig = self.view("grid", state, rule_names)["figure"]
-        patch = fig.construct_update_data_patch({"xaxis.range[0]": x0, "xaxis.range[1]": x1})
+        patch = self._patch(fig, {"xaxis.range[0]": x0, "xaxis.range[1]": x1})
         if patch is no_update:
             patch = dash.Patch()
         patch["layout"]["xaxis"]["range"] = [x0, x1]

@@ -29,7 +29,7 @@ from powermodel.scenario import (
 COMPUTE_SHARE = "workload.compute_share"  # derived: rescales every phase's share
 SITE_BATTERY = "mitigation.site_battery"  # derived: one site battery of this power
 BATTERY_HOURS = 0.25  # h: as sizing.STORAGE_HOURS, a 15-min battery [A]
-STEPS = ("100ms", "1s", "10s", "1min")
+STEPS = ("100ms", "200ms", "500ms", "1s", "2s", "5s", "10s", "30s", "1min")
 DURATIONS = {"simulation.duration", "simulation.dt"}
 
 

@@ -145,7 +145,9 @@ TABLES = {
 
 
 def _table(table_id: str, page_size: int = 10) -> dag.AgGrid:
-    selectable = {"rowSelection": {"mode": "singleRow", "checkboxes": False}}
+    selectable = {
+        "rowSelection": {"mode": "singleRow", "checkboxes": False, "enableClickSelection": True}
+    }
     return dag.AgGrid(
         id=table_id,
         columnDefs=[{"field": c, "headerName": c} for c in TABLES[table_id]],
