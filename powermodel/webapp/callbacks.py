@@ -40,8 +40,10 @@ from powermodel.webapp.controls import (
     from_query,
     options,
     overrides,
+    scenario_of,
     shown_values,
     to_query,
+    value_at,
 )
 from powermodel.webapp.layout import compare_options, summary
 
@@ -162,11 +164,10 @@ class Dashboard:
     def check_limits(self, scenario: Scenario) -> None:
         """Refuse what the dashboard should not run: too many steps, a weather file that is
         neither shipped nor uploaded."""
-        sim = scenario.simulation
-        steps = sim.duration / sim.dt
+        steps = scenario.simulation.n_steps
         if steps > MAX_STEPS:
             raise ScenarioError(
-                f"{steps:,.0f} steps is more than the dashboard draws ({MAX_STEPS:,}): lengthen "
+                f"{steps:,} steps is more than the dashboard draws ({MAX_STEPS:,}): lengthen "
                 "the step or shorten the period (the command line has no such limit)"
             )
         weather = scenario.site.weather
@@ -180,10 +181,7 @@ class Dashboard:
     def scenario(self, state: dict) -> Scenario:
         """The scenario of a page state: by its key, or rebuilt from its base and changes."""
         known = self.cache.scenarios.get(state["key"])
-        if known is not None:
-            return known
-        start = base_scenario(state["base"])
-        return load_scenario(start, overrides(state["changes"], start))
+        return known or scenario_of(state["base"], state["changes"])
 
     def entry(self, state: dict | None) -> Entry:
         """The simulated scenario; a scenario that does not simulate leaves the views as they
@@ -346,7 +344,7 @@ class Dashboard:
         if not state:
             raise PreventUpdate
         sim = self.scenario(state).simulation
-        choices = downloads.intervals(sim.dt, round(sim.duration / sim.dt))
+        choices = downloads.intervals(sim.dt, sim.n_steps)
         interval = interval if interval in choices else choices[0]
         step = TOOLS[fmt][0] or interval
         rows = round(sim.duration / parse_duration(step))
@@ -558,15 +556,8 @@ def _only(tab: str, view: str) -> None:
 def unmitigated(scenario: Scenario, base: Scenario) -> Scenario:
     """The scenario without its mitigations: no ``[mitigation]``, and the levers that live
     elsewhere (checkpoint mode, start-up ramp) as the base has them."""
-    keep = {key: _get(base, key) for key in MITIGATION_KEYS}
+    keep = {key: value_at(base, key) for key in MITIGATION_KEYS}
     return load_scenario(scenario, {"mitigation": {}, **keep})
-
-
-def _get(scenario: Scenario, key: str) -> Any:
-    value: Any = scenario
-    for part in key.split("."):
-        value = getattr(value, part)
-    return value
 
 
 def _thermal(entry: Entry) -> dict[str, Any]:

@@ -25,10 +25,10 @@ from powermodel.scenario import (
     loads_scenario,
     parse_duration,
 )
+from powermodel.sizing import STORAGE_HOURS
 
 COMPUTE_SHARE = "workload.compute_share"  # derived: rescales every phase's share
 SITE_BATTERY = "mitigation.site_battery"  # derived: one site battery of this power
-BATTERY_HOURS = 0.25  # h: as sizing.STORAGE_HOURS, a 15-min battery [A]
 STEPS = ("100ms", "200ms", "500ms", "1s", "2s", "5s", "10s", "30s", "1min")
 DURATIONS = {"simulation.duration", "simulation.dt"}
 
@@ -184,9 +184,7 @@ def shown(scenario: Scenario, control: Control) -> Any:
     elif key == SITE_BATTERY:
         value = sum(s.power for s in scenario.mitigation.storage if s.location == "site") or None
     else:
-        value = scenario
-        for part in key.split("."):
-            value = None if value is None else getattr(value, part)  # an unset table
+        value = value_at(scenario, key)
     if value is None or value == control.empty:
         return None
     if isinstance(value, datetime):
@@ -197,6 +195,14 @@ def shown(scenario: Scenario, control: Control) -> Any:
         return value
     if isinstance(value, float):
         return float(f"{value / control.scale:.6g}")
+    return value
+
+
+def value_at(scenario: Scenario, key: str) -> Any:
+    """The scenario's value at a dotted key; None inside an unset table."""
+    value: Any = scenario
+    for part in key.split("."):
+        value = None if value is None else getattr(value, part)
     return value
 
 
@@ -268,7 +274,7 @@ def _settings(control: Control, value: Any, base: Scenario) -> dict[str, Any]:
         battery = (
             []
             if value is None
-            else [{"location": "site", "power": value, "energy": value * BATTERY_HOURS}]
+            else [{"location": "site", "power": value, "energy": value * STORAGE_HOURS}]
         )
         return {"mitigation.storage": others + battery}
     return {control.key: value}
