@@ -201,8 +201,7 @@ class Dashboard:
             entry = self.cache.get(self.scenario(state))
         except PowerModelError as exc:
             return state["name"], f"not simulated: {exc} (the figures show the last run)"
-        m = self.cache.view(entry, "metrics", lambda e: metrics(e.ds))
-        return state["name"], summary(m, entry.scenario.simulation.duration)
+        return state["name"], summary(self.metrics(entry), entry.scenario.simulation.duration)
 
     def opened(self, name: str, state: dict | None, rule_names: list[str] | None = None) -> dict:
         """The open tab's view; the other views follow in the background."""
@@ -280,15 +279,20 @@ class Dashboard:
         if name == "power":
             return self.cache.view(entry, name, lambda e: {"figure": figures.power_figure(e.ds)})
         if name == "thermal":
-            return self.cache.view(entry, name, _thermal)
+            return self.cache.view(entry, name, lambda e: _thermal(e, self.metrics(e)))
+        chosen = tuple(rule_names or ())
         if name == "grid":
-            chosen = tuple(rule_names or ())
-            return self.cache.view(entry, f"grid:{','.join(chosen)}", lambda e: _grid(e, chosen))
+            return self.cache.view(
+                entry, f"grid:{','.join(chosen)}", lambda e: _grid(e, *self.checked(e, chosen))
+            )
         if name == "mitigation":
             before = self.cache.get(unmitigated(entry.scenario, base_scenario(state["base"])))
-            chosen = tuple(rule_names or ())
             return self.cache.view(
-                entry, f"mitigation:{','.join(chosen)}", lambda e: _mitigation(e, before, chosen)
+                entry,
+                f"mitigation:{','.join(chosen)}",
+                lambda e: _mitigation(
+                    e, before, self.checked(e, chosen)[0], self.checked(before, chosen)[0]
+                ),
             )
         if name == "compare":
             other, label = self._other(compare_with, pinned)
@@ -296,9 +300,19 @@ class Dashboard:
             return self.cache.view(
                 entry,
                 f"compare:{self.cache.remember(other.scenario)}",
-                lambda e: _compare(e, other, names),
+                lambda e: _compare(e, other, names, [self.metrics(e), self.metrics(other)]),
             )
         raise KeyError(name)
+
+    def metrics(self, entry: Entry) -> dict[str, Any]:
+        """:func:`powermodel.metrics` of a run, once per run (summary, thermal, compare)."""
+        return self.cache.view(entry, "metrics", lambda e: metrics(e.ds))
+
+    def checked(
+        self, entry: Entry, names: tuple[str, ...]
+    ) -> tuple[list[rules.RuleResult], list[dict]]:
+        """The rules' results on a run, once per run and rule set (grid and mitigation)."""
+        return self.cache.view(entry, f"rules:{','.join(names)}", lambda e: _check(e, names))
 
     def _other(self, compare_with: str | None, pinned: dict | None) -> tuple[Entry, str]:
         if compare_with == "pinned" and pinned:
@@ -560,9 +574,8 @@ def unmitigated(scenario: Scenario, base: Scenario) -> Scenario:
     return load_scenario(scenario, {"mitigation": {}, **keep})
 
 
-def _thermal(entry: Entry) -> dict[str, Any]:
+def _thermal(entry: Entry, m: dict[str, Any]) -> dict[str, Any]:
     ds = entry.ds
-    m = metrics(ds)
     swing, trough = diurnal_swing(ds)
     numbers = [
         ("PUE over the run", f"{m['pue']:.3f}"),
@@ -593,8 +606,7 @@ def _check(entry: Entry, names: tuple[str, ...]) -> tuple[list[rules.RuleResult]
     return results, refused
 
 
-def _grid(entry: Entry, names: tuple[str, ...]) -> dict[str, Any]:
-    results, refused = _check(entry, names)
+def _grid(entry: Entry, results: list[rules.RuleResult], refused: list[dict]) -> dict[str, Any]:
     return {
         "figure": figures.grid_figure(entry.ds, results),
         "ramps": figures.ramp_figure(entry.ds),
@@ -604,15 +616,18 @@ def _grid(entry: Entry, names: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-def _mitigation(entry: Entry, before: Entry, names: tuple[str, ...]) -> dict[str, Any]:
+def _mitigation(
+    entry: Entry,
+    before: Entry,
+    after_results: list[rules.RuleResult],
+    before_results: list[rules.RuleResult],
+) -> dict[str, Any]:
     if before.scenario == entry.scenario:
         note = "No mitigation is set: choose one under Mitigation in the sidebar to see its effect."
     else:
         note = (
             "The run without its mitigations (top) and with them (bottom); costs against the first."
         )
-    after_results, _ = _check(entry, names)
-    before_results, _ = _check(before, names)
     verdicts = [
         {
             "rule": a.rule.name,
@@ -631,10 +646,12 @@ def _mitigation(entry: Entry, before: Entry, names: tuple[str, ...]) -> dict[str
     }
 
 
-def _compare(entry: Entry, other: Entry, names: tuple[str, str]) -> dict[str, Any]:
+def _compare(
+    entry: Entry, other: Entry, names: tuple[str, str], both: list[dict[str, Any]]
+) -> dict[str, Any]:
     return {
         "figure": figures.compare_figure(entry.ds, other.ds, names),
-        "table": figures.metric_rows([metrics(entry.ds), metrics(other.ds)], ("this", "other")),
+        "table": figures.metric_rows(both, ("this", "other")),
     }
 
 
