@@ -216,6 +216,12 @@ def _pue(ds: xr.Dataset, factor: int) -> np.ndarray:
     ].values.reshape(-1, factor).sum(axis=1)
 
 
+def local_hours(ds: xr.Dataset) -> np.ndarray:
+    """Hour of day (0-23) of each sample on the site's local clock (``site_timezone``)."""
+    local = pd.DatetimeIndex(ds["time"].values).tz_localize("UTC")
+    return local.tz_convert(ds.attrs.get("site_timezone", "UTC")).hour.to_numpy()
+
+
 def diurnal_throughput(ds: xr.Dataset) -> np.ndarray:
     """Hour-of-day (local clock time) tokens per second of running time.
 
@@ -229,8 +235,7 @@ def diurnal_throughput(ds: xr.Dataset) -> np.ndarray:
     tokens = ds["throughput"].values
     stretch = step_time_factor(clock, share) / step_time_factor(ds.attrs["clock_lock"], share)
     running = tokens * stretch / nominal
-    local = pd.DatetimeIndex(ds["time"].values).tz_localize("UTC")
-    hours = local.tz_convert(ds.attrs.get("site_timezone", "UTC")).hour.to_numpy()
+    hours = local_hours(ds)
     with np.errstate(invalid="ignore"):
         return np.bincount(hours, tokens, 24) / np.bincount(hours, running, 24)
 

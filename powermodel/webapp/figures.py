@@ -19,7 +19,7 @@ from plotly.subplots import make_subplots
 from plotly_resampler import FigureResampler
 
 from powermodel import rules as rules_mod
-from powermodel.analysis import SWING_WINDOW, diurnal_throughput, step_seconds
+from powermodel.analysis import SWING_WINDOW, diurnal_throughput, local_hours, step_seconds
 from powermodel.models import signal
 from powermodel.models.events import State
 
@@ -191,12 +191,7 @@ def diurnal_figure(ds: xr.Dataset) -> go.Figure:
     outdoor temperature of each hour."""
     profile = diurnal_throughput(ds)
     relative = 100.0 * (profile / np.nanmean(profile) - 1.0)
-    local = (
-        pd.DatetimeIndex(ds["time"].values)
-        .tz_localize("UTC")
-        .tz_convert(ds.attrs.get("site_timezone", "UTC"))
-    )
-    hours = local.hour.to_numpy()
+    hours = local_hours(ds)
     temp = np.bincount(hours, ds["temp_air"].values.astype(np.float64), 24) / np.maximum(
         np.bincount(hours, minlength=24), 1
     )
