@@ -236,9 +236,10 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
         On ``time`` (interval means, each labelled by its start, timezone-naive UTC): the
         electrical path ``gpu_power``, ``it_power``, ``facility_loss``, ``cooling_power``,
         ``misc_power``, ``facility_power``, ``pue`` (hourly), ``throughput``, ``job_state``; the
-        plant path, held
-        over each plant step: ``temp_air``, ``temp_wetbulb``, ``supply_temp``, ``gpu_temp``,
-        ``clock_factor``, ``water_use``. The interruptions on ``event``; ``goodput`` and
+        plant path, held over each plant step: ``temp_air``, ``temp_wetbulb``, ``supply_temp``,
+        ``gpu_temp``, ``clock_factor``, ``water_use``; the connection: ``grid_power``,
+        ``grid_reactive_power``, ``grid_voltage`` (and ``bess_power``, ``bess_soc``,
+        ``rack_storage_power`` with batteries). The interruptions on ``event``; ``goodput`` and
         ``effective_training_time``; the scenario as JSON in ``attrs["scenario"]``.
     """
     if not isinstance(scenario, Scenario):
