@@ -1,15 +1,24 @@
 """Serve the powermodel dashboard: ``python app.py [--host HOST] [--port PORT] [--debug]``.
 
-It listens on 127.0.0.1 (this machine only) unless ``--host`` says otherwise, with Dash's debug
-tools off unless ``--debug``: the dashboard runs simulations on request and has no log-in.
+It listens on 127.0.0.1 (this machine only) unless ``--host`` says otherwise, served by
+waitress, a production WSGI server (Flask's own server is for development: ``--debug`` uses it,
+with Dash's dev tools and reloader). The dashboard runs simulations on request and has no
+log-in: its memory is bounded by ``--cache-gb`` and its simulations queue (``--simulations`` at
+once).
 """
 
 from __future__ import annotations
 
 import argparse
 
+import waitress
+
 from powermodel.webapp import REFERENCE_SCENARIO, UPLOAD_LIMIT, create_app
-from powermodel.webapp.cache import DEFAULT_BYTES
+from powermodel.webapp.cache import DEFAULT_BYTES, QUEUE, SIMULATIONS, tune_allocator
+
+# requests served at once: a summary waiting for its run's turn holds one, so there are enough
+# for a full queue and, beside it, the quick callbacks (pans, tab changes, the queue's position)
+THREADS = QUEUE + 16
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -22,20 +31,38 @@ def main(argv: list[str] | None = None) -> None:
         "--cache-gb",
         type=float,
         default=DEFAULT_BYTES / 2**30,
-        help="memory kept for simulations and their figures [GiB]",
+        help="memory kept for simulations, their figures and the runs in flight [GiB]",
+    )
+    parser.add_argument(
+        "--simulations", type=int, default=SIMULATIONS, help="simulations run at once"
     )
     parser.add_argument(
         "--upload-mb", type=float, default=UPLOAD_LIMIT / 1e6, help="largest upload [MB]"
     )
+    parser.add_argument("--threads", type=int, default=THREADS, help="requests served at once")
     args = parser.parse_args(argv)
+    if not (0 < args.cache_gb < 1e4 and 0 < args.upload_mb < 1e4 and args.simulations >= 1):
+        parser.error("--cache-gb and --upload-mb must be positive, --simulations at least 1")
     app = create_app(
         args.preset,
         cache_bytes=int(args.cache_gb * 2**30),
         upload_limit=int(args.upload_mb * 1e6),
+        simulations=args.simulations,
     )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"powermodel: serving on {args.host}: anyone who can reach it can run simulations")
-    app.run(host=args.host, port=args.port, debug=args.debug)
+    if args.debug:
+        app.run(host=args.host, port=args.port, debug=True)
+        return
+    print(f"powermodel dashboard on http://{args.host}:{args.port}/")
+    tune_allocator()  # freed runs go back to the system: memory follows the cache's bound
+    waitress.serve(
+        app.server,
+        host=args.host,
+        port=args.port,
+        threads=args.threads,
+        max_request_body_size=app.server.config["MAX_CONTENT_LENGTH"],
+    )
 
 
 if __name__ == "__main__":

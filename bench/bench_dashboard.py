@@ -55,9 +55,9 @@ def report(name: str, seconds: list[float], target: float) -> bool:
 
 
 def state(board: Dashboard, changed: dict) -> dict:
-    base = {"preset": PRESET, "overrides": board.defaults}
-    values = controls.shown_values(controls.base_scenario(base)) | changed
-    out, error = board.assemble(base, [values[c.key] for c in controls.CONTROLS])
+    base = {"preset": PRESET}
+    values = controls.shown_values(board.base(base)) | changed
+    out, error = board.assemble(base, *controls.page_values(values))
     if error:
         raise SystemExit(error)
     return out
@@ -112,12 +112,12 @@ def server_side(edits: int, zooms: int) -> bool:
     for name, view in views.items():
         for _ in range(edits):
             seed += 1
-            base = {"preset": PRESET, "overrides": WEEK}
-            values = controls.shown_values(controls.base_scenario(base)) | {"simulation.seed": seed}
-            row = [values[c.key] for c in controls.CONTROLS]
+            base = {"preset": PRESET}
+            values = controls.shown_values(board.base(base)) | {"simulation.seed": seed}
+            row = controls.page_values(values)
             board.prefetch(state(board, {"simulation.seed": seed - 1}), rules).result()  # a pause
             start = time.perf_counter()
-            s, _ = board.assemble(base, row)
+            s, _ = board.assemble(base, *row)
             to_json(board.summarize(s))
             to_json(view(s))
             latency.setdefault(name, []).append(time.perf_counter() - start)

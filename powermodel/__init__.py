@@ -4,7 +4,11 @@ Public API::
 
     from powermodel import load_scenario, simulate, metrics
     ds = simulate(load_scenario("llama3-405b-16k-h100", {"simulation.duration": "7d"}))
-    metrics(ds)
+    metrics(ds)  # {"it_mean_mw": ..., "facility_peak_mw": ..., "grid_swing_5s_mw": ...}
+
+Every power and energy metric is named by where it is metered: ``it_`` (the racks),
+``cooling_`` (the plant), ``facility_`` (what the site draws) or ``grid_`` (the connection,
+after any site battery).
 """
 
 __version__ = "0.1.0"

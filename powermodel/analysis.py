@@ -8,8 +8,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from powermodel import variables
 from powermodel.errors import PowerModelError
 from powermodel.models import signal
+from powermodel.models.events import State
 from powermodel.models.thermal import step_time_factor
 from powermodel.scenario import format_duration, parse_duration
 
@@ -26,15 +28,25 @@ def step_seconds(ds: xr.Dataset) -> float:
     return float((times[1] - times[0]) / np.timedelta64(1, "s"))
 
 
-def max_swing(power: np.ndarray, dt: float, window: float = SWING_WINDOW) -> float:
+def max_swing(
+    power: np.ndarray,
+    dt: float,
+    window: float = SWING_WINDOW,
+    where: np.ndarray | None = None,
+) -> float:
     """Largest max − min of ``power`` in any rolling ``window``; NaN if it spans under 2 steps.
 
-    The window covers ``round(window / dt)`` interval means (5 s at 1 s: five samples).
+    The window covers ``round(window / dt)`` interval means (5 s at 1 s: five samples). With
+    ``where`` (one bool a sample), only windows wholly inside it count; NaN if none is.
     """
     size = round(window / dt)
     if size < 2:
         return float("nan")
-    return float(np.max(signal.rolling_range(power, size)))
+    swing = signal.rolling_range(power, size)
+    if where is not None:
+        # a window's share of samples inside is exactly 1 only when all are
+        swing = swing[signal.rolling_mean(where, size) == 1.0]
+    return float(np.max(swing)) if swing.size else float("nan")
 
 
 RAMPS = {
@@ -77,23 +89,33 @@ def band_variances(
 
 
 def grid_metrics(ds: xr.Dataset, dt: float) -> dict[str, float]:
-    """What the utility sees at the connection."""
+    """What the utility sees at the connection: every key starts ``grid_``.
+
+    ``grid_swing_5s_mw`` is the largest 5-s swing of the run, most often a failure's drop;
+    ``grid_swing_5s_training_mw`` the largest of the windows wholly in the running state
+    (``job_state``), the iterations' own swing. An interval mean can straddle a change of
+    state (a checkpoint stall that starts mid-interval), so a sample counts as running only
+    with running samples either side.
+    """
     power = ds["grid_power"].values
     energy = float(power.sum() * dt / 3600.0)
     tokens = float(ds["goodput"]) if "goodput" in ds else 0.0
     minute = ramps(power, dt, 60.0) if power.size * dt >= 120.0 and dt <= 12.0 else {}
+    running = ds["job_state"].values == State.RUNNING
+    running[1:-1] &= running[:-2] & running[2:]
     out = {
         "grid_energy_mwh": energy,
         "grid_mean_mw": float(power.mean()),
         "grid_peak_mw": float(power.max()),
         "grid_min_mw": float(power.min()),
-        "load_factor": float(power.mean() / power.max()),
+        "grid_load_factor": float(power.mean() / power.max()),
         "grid_swing_5s_mw": max_swing(power, dt),
-        **{f"ramp_1min_{k}_mw": v for k, v in minute.items()},
-        "energy_per_token_j": energy * 3.6e9 / tokens if tokens else float("nan"),
+        "grid_swing_5s_training_mw": max_swing(power, dt, where=running),
+        **{f"grid_ramp_1min_{k}_mw": v for k, v in minute.items()},
+        "grid_energy_per_token_j": energy * 3.6e9 / tokens if tokens else float("nan"),
     }
     if "grid_voltage" in ds:
-        out["voltage_swing_5s_pct"] = 100.0 * max_swing(ds["grid_voltage"].values, dt)
+        out["grid_voltage_swing_5s_pct"] = 100.0 * max_swing(ds["grid_voltage"].values, dt)
     if "grid_reactive_power" in ds:
         out["grid_reactive_mean_mvar"] = float(ds["grid_reactive_power"].mean())
     return out
@@ -102,11 +124,14 @@ def grid_metrics(ds: xr.Dataset, dt: float) -> dict[str, float]:
 def metrics(ds: xr.Dataset) -> dict[str, Any]:
     """Headline numbers of a simulated run.
 
-    Power figures without a prefix are of ``it_power`` [MW]; ``energy_mwh`` integrates its
-    interval means exactly. ``effective_training_time`` is a fraction; ``tokens`` counts tokens
-    trained and kept. ``pue`` is facility over IT energy for the whole run, ``wue_l_per_kwh``
-    water per IT kWh, ``throughput_lost_to_heat`` the fraction of tokens the clocks lost to
-    weather: against the plant holding its supply setpoint all the time.
+    Every power and energy figure is named by where it is metered, then what, then its unit:
+    ``it_`` (``it_power``, the racks), ``cooling_`` (the plant), ``facility_`` (what the site
+    draws) and ``grid_`` (the connection: the facility less any site battery), as in
+    ``it_mean_mw`` or ``grid_swing_5s_mw`` [MW, MWh]; energies integrate the interval means
+    exactly. ``effective_training_time`` is a fraction; ``tokens`` counts tokens trained and
+    kept. ``pue`` is facility over IT energy for the whole run, ``wue_l_per_kwh`` water per IT
+    kWh, ``throughput_lost_to_heat`` the fraction of tokens the clocks lost to weather: against
+    the plant holding its supply setpoint all the time.
     """
     power = ds["it_power"].values
     dt = step_seconds(ds)
@@ -116,11 +141,11 @@ def metrics(ds: xr.Dataset) -> dict[str, Any]:
     facility = _facility_metrics(ds, dt) if "facility_power" in ds else {}
     grid = grid_metrics(ds, dt) if "grid_power" in ds else {}
     return {
-        "energy_mwh": float(power.sum() * dt / 3600.0),
-        "mean_mw": float(power.mean()),
-        "peak_mw": float(power.max()),
-        "min_mw": float(power.min()),
-        "swing_5s_mw": max_swing(power, dt),
+        "it_energy_mwh": float(power.sum() * dt / 3600.0),
+        "it_mean_mw": float(power.mean()),
+        "it_peak_mw": float(power.max()),
+        "it_min_mw": float(power.min()),
+        "it_swing_5s_mw": max_swing(power, dt),
         "unexpected_interruptions": int(unexpected.sum()),
         "planned_interruptions": int((kinds == "planned").sum()),
         "interruptions_by_category": dict(zip(categories.tolist(), counts.tolist(), strict=True)),
@@ -173,6 +198,9 @@ def resample_factor(n_steps: int, dt: float, interval: str | float) -> int:
 def resample(ds: xr.Dataset, interval: str | float) -> xr.Dataset:
     """Coarser profile: interval means (energy-exact) plus each interval's ``_min`` and ``_max``.
 
+    A state variable (one with ``flag_meanings``, ``job_state``) becomes the most common state of
+    each interval, and ``share_<state>`` the fraction of the interval in each state. [1]
+
     Parameters
     ----------
     ds
@@ -183,11 +211,15 @@ def resample(ds: xr.Dataset, interval: str | float) -> xr.Dataset:
     """
     factor = resample_factor(ds.sizes["time"], step_seconds(ds), interval)
     attrs = {**ds.attrs, "dt": factor * step_seconds(ds)}
-    out = xr.Dataset(coords={"time": ds["time"].values[::factor]}, attrs=attrs)
+    time = ds["time"]
+    out = xr.Dataset(coords={"time": ("time", time.values[::factor], time.attrs)}, attrs=attrs)
     for name, var in ds.data_vars.items():
-        if var.dims != ("time",) or name == "job_state":
+        if var.dims != ("time",):
             if "time" not in var.dims:
                 out[name] = var
+            continue
+        if "flag_meanings" in var.attrs:
+            out = out.assign(_states(var, factor))
             continue
         blocks = var.values.reshape(-1, factor)
         if name == "pue":  # a ratio of energies, not a mean of ratios (ISO/IEC 30134-2)
@@ -204,6 +236,23 @@ def resample(ds: xr.Dataset, interval: str | float) -> xr.Dataset:
             blocks.max(axis=1),
             {**var.attrs, "cell_methods": "time: maximum"},
         )
+    return out
+
+
+def _states(var: xr.DataArray, factor: int) -> dict[str, tuple]:
+    """Most common state of each interval (ties to the lower code), and the share of each state.
+
+    One ``bincount`` over (interval, state) pairs counts every interval's states at once.
+    """
+    codes = np.asarray(var.attrs["flag_values"])
+    index = np.searchsorted(codes, var.values)
+    n = index.size // factor
+    pairs = np.arange(index.size) // factor * codes.size + index
+    counts = np.bincount(pairs, minlength=n * codes.size).reshape(n, codes.size)
+    mode = codes[counts.argmax(axis=1)].astype(var.dtype)
+    out = {var.name: ("time", mode, {**var.attrs, "cell_methods": "time: mode"})}
+    for meaning, count in zip(var.attrs["flag_meanings"].split(), counts.T, strict=True):
+        out[f"share_{meaning}"] = ("time", count / factor, variables.attrs(f"share_{meaning}"))
     return out
 
 

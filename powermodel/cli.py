@@ -2,6 +2,8 @@
 
 Errors print one line and exit with code 1; ``--debug`` shows the traceback instead. ``check``
 exits 0 when every rule passes and 3 when some rule is violated (2 is argparse's usage error).
+A defect of powermodel itself (an exception that is not about the input) is one line too, with
+exit code 70.
 """
 
 from __future__ import annotations
@@ -13,16 +15,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from powermodel import export, rules, sizing
 from powermodel.analysis import metrics, resample_factor
 from powermodel.errors import PowerModelError
-from powermodel.facility import design_day
+from powermodel.facility import design_conditions, design_day
 from powermodel.rules import describe, load_rules, rule_names
 from powermodel.scenario import format_duration, load_scenario, presets
 from powermodel.sensitivity import check_seeds, check_sensitivity, sensitivity
-from powermodel.simulate import derive, simulate
+from powermodel.simulate import preflight, simulate
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -41,6 +42,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("powermodel: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a defect of powermodel's, not of the input: one line still
+        if args.debug:
+            raise
+        print(
+            f"powermodel: internal error: {type(exc).__name__}: {exc} (a defect: please report "
+            "it with the output of --debug)",
+            file=sys.stderr,
+        )
+        return INTERNAL
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -96,7 +106,9 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also check at both ends of the scenario's sensitivity ranges (trough depth ...)",
     )
-    check.add_argument("--power", help="trace column of active power [MW]")
+    check.add_argument(
+        "--power", help="trace column of active power, by its header (e.g. 'P_meter [kW]')"
+    )
     check.add_argument("--violations", help="write every violation to this CSV file")
     check.set_defaults(func=_check)
 
@@ -156,7 +168,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, args.overrides)
-    derived = derive(scenario)
+    derived, _, _ = preflight(scenario)
     every = format_duration(round(derived.checkpoint_interval))
     checkpoints = (
         f"checkpoint every {every} ({derived.checkpoint_stall:.1f} s stall)"
@@ -164,17 +176,23 @@ def _validate(args: argparse.Namespace) -> int:
         else "no checkpoints (no failures expected)"
     )
     print(f"{scenario.name or args.scenario}: ok — step {derived.step_time:.2f} s, {checkpoints}")
-    if scenario.site.weather != "synthetic":
+    if design_conditions(scenario) is not None:
         day = design_day(scenario)
         print(
             "ASHRAE 0.4 % cooling design day ({design_temp_air:.1f} °C), nameplate IT: facility "
             "peak {peak_facility_mw:.2f} MW (cooling {peak_cooling_mw:.2f} MW, PUE "
             "{peak_pue:.3f}), supply up to {max_supply_temp:.1f} °C".format(**day)
         )
+    elif scenario.grid.registered_demand is None:
+        print(
+            f"weather {scenario.site.weather!r} has no ASHRAE design day, so no registered "
+            "demand: rules relative to it (nprr1191, ieso-sso) need grid.registered_demand"
+        )
     return 0
 
 
 VIOLATED = 3
+INTERNAL = 70  # EX_SOFTWARE of sysexits.h
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -190,36 +208,34 @@ def _check(args: argparse.Namespace) -> int:
     # read what is to be checked before saying anything: a bad input is one line
     measured = rules.read_trace(args.target, args.power) if trace else None
     scenario = None if trace else load_scenario(args.target, args.overrides)
-    if trace:
-        for rule in rule_list:
-            rule.threshold(demand)  # a rule on registered demand needs --registered-demand
     for rule in rule_list:
         print(f"{rule.name} [{rule.status}]: {describe(rule)}")
         if rule.choices:
             print(f"  choices: {rule.choices}")
     print()
     if trace:
-        per_seed = [rules.check(measured, rule_list, demand)]
+        results, refused = rules.check_each(measured, rule_list, demand)
+        per_seed = [results]
     else:
-        per_seed = check_seeds(scenario, rule_list, args.seeds, demand)
-    print(rules.summary(per_seed).to_string(index=False, float_format=_fmt))
+        per_seed, refused = check_seeds(scenario, rule_list, args.seeds, demand)
+    print(rules.summary(per_seed, refused).to_string(index=False, float_format=_fmt, na_rep=""))
     causes = rules.by_cause(per_seed)
     if not causes.empty:
         print("\nviolations by cause:")
         print(causes.to_string(index=False, float_format=_fmt))
     if args.violations:
-        rows = [
-            r.violations.assign(rule=r.rule.name, run=i)
-            for i, results in enumerate(per_seed)
-            for r in results
-        ]
-        pd.concat(rows).to_csv(args.violations, index=False)
+        rules.violations_table(per_seed).to_csv(args.violations, index=False)
         print(f"wrote {args.violations}")
-    if args.sensitivity and not trace:
+    judged = [r.rule for r in per_seed[0]]
+    if args.sensitivity and not trace and judged:
         print()
-        table = check_sensitivity(scenario, rule_list, demand)
+        table = check_sensitivity(scenario, judged, demand)
         print(table.to_string(index=False, float_format=_fmt))
-    return VIOLATED if any(not r.passed for rs in per_seed for r in rs) else 0
+    if any(not r.passed for rs in per_seed for r in rs):
+        return VIOLATED
+    if refused:
+        raise PowerModelError("no verdict: " + "; ".join(no.reason for no in refused))
+    return 0
 
 
 def _size(args: argparse.Namespace) -> int:
@@ -253,6 +269,13 @@ def _presets(args: argparse.Namespace) -> int:
 
 
 def _print_summary(name: str, result: dict[str, Any], attrs: dict, elapsed: float) -> None:
+    # a 5-s swing spans two steps at least: at a coarser step it is not measured (NaN)
+    unresolved = f"not resolved at a {format_duration(attrs['dt'])} step (needs dt <= 2.5s)"
+
+    def swing(key: str, unit: str = "MW", digits: int = 2) -> str:
+        value = result[key]
+        return f"{value:.{digits}f} {unit}" if np.isfinite(value) else unresolved
+
     rows = [
         ("scenario", name),
         ("step time", f"{attrs['step_time']:.2f} s"),
@@ -262,12 +285,12 @@ def _print_summary(name: str, result: dict[str, Any], attrs: dict, elapsed: floa
             if np.isfinite(attrs["checkpoint_interval"])
             else "none (no failures expected)",
         ),
-        ("IT energy", f"{result['energy_mwh']:,.1f} MWh"),
+        ("IT energy", f"{result['it_energy_mwh']:,.1f} MWh"),
         (
             "IT power mean / peak / min",
-            "{mean_mw:.2f} / {peak_mw:.2f} / {min_mw:.2f} MW".format(**result),
+            "{it_mean_mw:.2f} / {it_peak_mw:.2f} / {it_min_mw:.2f} MW".format(**result),
         ),
-        ("largest 5-s swing", f"{result['swing_5s_mw']:.2f} MW"),
+        ("IT largest 5-s swing", swing("it_swing_5s_mw")),
         ("unexpected interruptions", f"{result['unexpected_interruptions']}"),
         ("planned interruptions", f"{result['planned_interruptions']}"),
         (
@@ -276,11 +299,17 @@ def _print_summary(name: str, result: dict[str, Any], attrs: dict, elapsed: floa
         ),
         ("PUE / WUE", "{pue:.3f} / {wue_l_per_kwh:.3f} L/kWh".format(**result)),
         (
-            "grid peak / 5-s swing / its ΔV",
-            "{grid_peak_mw:.2f} MW / {grid_swing_5s_mw:.2f} MW / "
-            "{voltage_swing_5s_pct:.3f} %".format(**result),
+            "grid power mean / peak / min",
+            "{grid_mean_mw:.2f} / {grid_peak_mw:.2f} / {grid_min_mw:.2f} MW".format(**result),
         ),
-        ("energy per token", f"{result['energy_per_token_j']:.2f} J"),
+        (
+            "grid largest 5-s swing / its ΔV",
+            f"{swing('grid_swing_5s_mw')} / {swing('grid_voltage_swing_5s_pct', '%', 3)}"
+            if np.isfinite(result["grid_swing_5s_mw"])
+            else unresolved,
+        ),
+        ("grid largest 5-s swing while training", swing("grid_swing_5s_training_mw")),
+        ("grid energy per token", f"{result['grid_energy_per_token_j']:.2f} J"),
         ("cooling energy", f"{result['cooling_energy_mwh']:,.1f} MWh"),
         ("throughput lost to heat", f"{100 * result['throughput_lost_to_heat']:.2f} %"),
         ("effective training time", f"{100 * result['effective_training_time']:.1f} %"),

@@ -17,30 +17,43 @@ from powermodel.analysis import resample as coarsen
 from powermodel.analysis import step_seconds
 from powermodel.errors import PowerModelError
 from powermodel.scenario import parse_duration
+from powermodel.variables import Q_SIGN, header
 
 FORMATS = (".csv", ".parquet", ".nc")
 
 
 def profile_table(ds: xr.Dataset, headers: bool = True) -> pa.Table:
-    """The ``time`` variables of a Dataset as an Arrow table.
+    """The ``time`` variables of a Dataset as an Arrow table, its attrs as Arrow metadata.
 
-    ``time`` is UTC; with ``headers`` the columns are named ``name [unit]``. ``job_state`` is
-    written as state names.
+    ``time`` is UTC. Each field carries its variable's attrs (``units``, ``long_name``,
+    ``description``, ``cell_methods``) and the schema the Dataset's (``scenario``, ``dt``,
+    ``site_timezone``, ...): Parquet keeps both. With ``headers`` the columns are named
+    ``name [units]`` (:func:`powermodel.variables.header`), for CSV, which keeps no metadata.
+    ``job_state`` is written as state names.
     """
     time = pa.array(ds["time"].values.astype("datetime64[ns]")).cast(pa.timestamp("ns", tz="UTC"))
-    columns: dict[str, pa.Array] = {"time": time}
+    fields, arrays = [pa.field("time", time.type, metadata=_metadata(ds["time"].attrs))], [time]
     for name, var in ds.data_vars.items():
         if var.dims != ("time",):
             continue
-        units = var.attrs.get("units", "")
-        label = f"{name} [{units}]" if headers and units not in ("", "1") else name
         if "flag_meanings" in var.attrs:
             names = np.array(var.attrs["flag_meanings"].split())
             codes = np.searchsorted(var.attrs["flag_values"], var.values)
-            columns[label] = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int8()), names)
+            array = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int8()), names)
         else:
-            columns[label] = pa.array(var.values)
-    return pa.table(columns)
+            array = pa.array(var.values)
+        label = header(name, var.attrs.get("units")) if headers else name
+        fields.append(pa.field(label, array.type, metadata=_metadata(var.attrs)))
+        arrays.append(array)
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=_metadata(ds.attrs)))
+
+
+def _metadata(attrs: dict) -> dict[str, str]:
+    """Attrs as Arrow metadata, which holds text: strings as they are, numbers and lists as JSON."""
+    return {
+        key: value if isinstance(value, str) else json.dumps(np.asarray(value).tolist())
+        for key, value in attrs.items()
+    }
 
 
 def iso_times(time: pa.Array, dt: float) -> pa.Array:
@@ -111,6 +124,15 @@ TOOLS = {
 DATASET_FILES = {"csv": "profile.csv", "parquet": "profile.parquet", "netcdf": "profile.nc"}
 LOAD = "datacenter"  # the load's name in every tool
 DBL_POINTS = 100_000  # longer OpenDSS shapes go to binary doubles, read far faster than text
+# Where each tool reads a load's reactive power: every one takes Q positive absorbed, as we do,
+# so Q is written unchanged (OpenDSS, GridLAB-D, PyPSA and pandapower manuals on loads).
+Q_CONVENTION = {
+    "opendss": "a Load's kvar in OpenDSS",
+    "gridlabd": "the Q of a GridLAB-D load's constant_power (P + jQ)",
+    "pypsa": "a PyPSA Load's q_set",
+    "pandapower": "a pandapower load's q_mvar (consumer reference system)",
+    "playback": "a load's Q in PSS/E and PowerFactory",
+}
 
 
 def export_tool(
@@ -157,14 +179,30 @@ def _grid(ds: xr.Dataset) -> tuple[np.ndarray, np.ndarray, float]:
     return ds["grid_power"].values, ds["grid_reactive_power"].values, step_seconds(ds)
 
 
-def _header(ds: xr.Dataset, comment: str) -> str:
+def _header(ds: xr.Dataset, comment: str, tool: str) -> str:
+    """What every grid-tool export states, as ``comment`` lines: the source, the start (UTC), the
+    step, and the sign of Q."""
     start = np.datetime_as_string(ds["time"].values[0], unit="s")
-    return (
-        f"{comment} powermodel {ds.attrs.get('powermodel_version', '')}: "
+    lines = (
+        f"powermodel {ds.attrs.get('powermodel_version', '')}: "
         f"{ds.attrs.get('title', 'profile')}; grid_power and grid_reactive_power at the point "
-        f"of interconnection, from {start} UTC, step {step_seconds(ds):g} s, "
-        f"{ds.sizes['time']} points\n"
+        f"of interconnection, from {start}Z (UTC), step {step_seconds(ds):g} s, "
+        f"{ds.sizes['time']} points, each the mean of the interval it starts",
+        f"reactive power {Q_SIGN}: the sign of {Q_CONVENTION[tool]}, so written unchanged",
     )
+    return "".join(f"{comment} {line}\n" if comment else f"{line}\n" for line in lines)
+
+
+def _readme(ds: xr.Dataset, directory: Path, tool: str, files: list[str]) -> Path:
+    """README.txt beside data files that cannot hold comments: the header, then what each holds."""
+    envelope = (
+        ["grid_power_min, grid_power_max [MW]: each interval's minimum and maximum of grid_power"]
+        if "grid_power_min" in ds
+        else []
+    )
+    path = directory / "README.txt"
+    path.write_text(_header(ds, "", tool) + "".join(f"{line}\n" for line in files + envelope))
+    return path
 
 
 def _opendss(ds: xr.Dataset, directory: Path) -> list[Path]:
@@ -182,15 +220,16 @@ def _opendss(ds: xr.Dataset, directory: Path) -> list[Path]:
         files.append(path)
     shape = directory / "loadshape.dss"
     shape.write_text(
-        _header(ds, "!")
-        + "! actual kW and kvar (useactual=yes): whatever kW the load has, it follows these\n"
+        _header(ds, "!", "opendss")
+        + f"! {files[0].name} P [kW], {files[1].name} Q [kvar], actual values (useactual=yes): "
+        + "whatever kW the load has, it follows these\n"
         + f"New LoadShape.{LOAD} npts={n} sinterval={dt:g} mult={refs[0]} qmult={refs[1]} "
         + "useactual=yes\n"
     )
     example = directory / "example.dss"
     short_circuit, x_r = _grid_strength(ds)
     example.write_text(
-        _header(ds, "!")
+        _header(ds, "!", "opendss")
         + "! A source with the site's short-circuit strength feeding the datacenter at its POI.\n"
         + "Clear\n"
         + f"New Circuit.powermodel basekv=138 pu=1.0 phases=3 bus1=poi MVAsc3={short_circuit:g} "
@@ -225,7 +264,12 @@ def _gridlabd(ds: xr.Dataset, directory: Path) -> list[Path]:
         f"{s},{a:+.3f}{b:+.3f}j" for s, a, b in zip(stamps, p * 1e6 / 3, q * 1e6 / 3, strict=True)
     ]
     player = directory / f"{LOAD}.player"
-    player.write_text("\n".join(per_phase) + "\n")
+    player.write_text(
+        _header(ds, "#", "gridlabd")
+        + "# per phase: a third of P + jQ [VA], at times in UTC\n"
+        + "\n".join(per_phase)
+        + "\n"
+    )
     start = str(stamps[0])
     stop = str(
         np.datetime_as_string(ds["time"].values[-1] + np.timedelta64(int(dt), "s"), unit="s")
@@ -236,7 +280,7 @@ def _gridlabd(ds: xr.Dataset, directory: Path) -> list[Path]:
         for ph in "ABC"
     )
     model.write_text(
-        _header(ds, "//")
+        _header(ds, "//", "gridlabd")
         + "// The datacenter as a constant-power load (per phase: a third of P + jQ, in VA) at a\n"
         + "// swing bus; the recorder writes what the grid sees at each step.\n"
         + f"clock {{\n  timezone \"UTC0\";\n  starttime '{start}';\n  stoptime '{stop}';\n}}\n"
@@ -253,7 +297,12 @@ def _gridlabd(ds: xr.Dataset, directory: Path) -> list[Path]:
 
 
 def _envelope_columns(ds: xr.Dataset) -> dict[str, np.ndarray]:
-    return {name: ds[name].values for name in ("grid_power_min", "grid_power_max") if name in ds}
+    """Each interval's min and max of ``grid_power`` where resampled, headed ``name [units]``."""
+    return {
+        header(name, ds[name].attrs.get("units")): ds[name].values
+        for name in ("grid_power_min", "grid_power_max")
+        if name in ds
+    }
 
 
 def _pypsa(ds: xr.Dataset, directory: Path) -> list[Path]:
@@ -274,18 +323,30 @@ def _pypsa(ds: xr.Dataset, directory: Path) -> list[Path]:
         path = directory / name
         frame.to_csv(path, index=not name.startswith(("snapshots", "buses", "loads.")))
         out.append(path)
-    return out
+    notes = [
+        "snapshots.csv: snapshot, the start of each interval in UTC (timezone-naive, as PyPSA "
+        "reads it); weightings [h]",
+        "buses.csv: v_nom [kV]",
+        f"loads-p_set.csv [MW], loads-q_set.csv [Mvar]: the load {LOAD!r}",
+    ]
+    return [*out, _readme(ds, directory, "pypsa", notes)]
 
 
 def _pandapower(ds: xr.Dataset, directory: Path) -> list[Path]:
-    p, q, _ = _grid(ds)
+    p, q, dt = _grid(ds)
+    time = iso_times(pa.array(ds["time"].values.astype("datetime64[ns]")), dt)
     frame = pd.DataFrame(
-        {"time": ds["time"].values, "p_mw": p, "q_mvar": q, **_envelope_columns(ds)}
+        {"time": time.to_numpy(zero_copy_only=False), "p_mw": p, "q_mvar": q}
+        | _envelope_columns(ds)
     )
     frame.index.name = "time_step"
     path = directory / "profile.csv"
     frame.to_csv(path)
-    return [path]
+    notes = [
+        "profile.csv: time_step, the row DFData reads; time, the start of the interval (ISO 8601, "
+        "UTC); p_mw [MW] and q_mvar [Mvar], pandapower's names for ConstControl"
+    ]
+    return [path, _readme(ds, directory, "pandapower", notes)]
 
 
 def _playback(ds: xr.Dataset, directory: Path) -> list[Path]:
@@ -295,9 +356,10 @@ def _playback(ds: xr.Dataset, directory: Path) -> list[Path]:
             "t [s]": np.arange(p.size) * dt,
             "P [MW]": p,
             "Q [Mvar]": q,
-            **{f"{k} [MW]": v for k, v in _envelope_columns(ds).items()},
+            **_envelope_columns(ds),
         }
     )
     path = directory / "playback.csv"
     pacsv.write_csv(table, path, pacsv.WriteOptions(quoting_style="needed"))
-    return [path]
+    notes = ["playback.csv: t [s] since the start above, P [MW], Q [Mvar]"]
+    return [path, _readme(ds, directory, "playback", notes)]

@@ -336,17 +336,14 @@ def design_day(scenario: Scenario, level: float = 0.4) -> dict[str, float]:
         ``design_temp_air`` [°C], ``peak_facility_mw``, ``peak_cooling_mw``, ``peak_pue`` and
         ``max_supply_temp`` [°C].
     """
-    if scenario.site.weather == "synthetic":
+    design = design_conditions(scenario)
+    if design is None:
         raise PowerModelError(
-            "a design day needs an EPW weather file with ASHRAE design conditions"
+            f"weather {scenario.site.weather!r} quotes no ASHRAE cooling design conditions (an EPW "
+            "header has them; synthetic weather and TMY3 files do not): no design day; set "
+            "grid.registered_demand for the rules that refer to it"
         )
     _, meta = _read(scenario.site.weather)
-    design = meta.get("design_conditions")
-    if not design or "cooling" not in design:
-        raise PowerModelError(
-            f"{meta['file']}: no ASHRAE cooling design conditions in its header "
-            f"({meta.get('design_conditions_note') or 'not an EPW file'})"
-        )
     _, temp_air, temp_wetbulb = weather.design_day(
         design, float(weather.standard_pressure(meta["elevation"])), level
     )
@@ -375,12 +372,23 @@ def design_day(scenario: Scenario, level: float = 0.4) -> dict[str, float]:
     }
 
 
+def design_conditions(scenario: Scenario) -> dict | None:
+    """The ASHRAE design conditions of the site's weather file (an EPW header); None for
+    synthetic weather, TMY3 files and EPW files without them."""
+    if scenario.site.weather == "synthetic":
+        return None
+    _, meta = _read(scenario.site.weather)
+    design = meta.get("design_conditions")
+    return design if design and "cooling" in design else None
+
+
 def registered_demand(scenario: Scenario) -> float:
     """Demand registered with the utility [MW]: ``grid.registered_demand``, or else the design-day
-    facility peak (NaN with synthetic weather, which has no design day)."""
+    facility peak; NaN where the weather has no design day (synthetic, TMY3): the rules that
+    refer to it then ask for ``grid.registered_demand``."""
     if scenario.grid.registered_demand is not None:
         return scenario.grid.registered_demand
-    if scenario.site.weather == "synthetic":
+    if design_conditions(scenario) is None:
         return float("nan")
     return design_day(scenario)["peak_facility_mw"]
 

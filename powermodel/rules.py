@@ -8,7 +8,6 @@ and when, and attributes each violation to what caused it from the job's state.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -17,14 +16,15 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 import xarray as xr
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from scipy.ndimage import maximum_filter1d
 
 from powermodel.analysis import RAMPS, step_seconds
-from powermodel.errors import PowerModelError
+from powermodel.errors import PowerModelError, ScenarioError
+from powermodel.iotools.trace import read_trace  # noqa: F401  (rules.read_trace, as before)
 from powermodel.models import signal
 from powermodel.models.events import State
-from powermodel.scenario import Duration, format_duration
+from powermodel.scenario import DAY, Duration, Section, format_duration, parse_toml
 
 Statistic = Literal["range", "net_change", "rate", "average_slope"]
 UNITS = {"range": "MW", "net_change": "MW", "rate": "MW/min", "average_slope": "MW/min"}
@@ -48,28 +48,26 @@ class RuleError(PowerModelError):
     """A rule that cannot be read or a verdict the data cannot support."""
 
 
-class Rule(BaseModel):
+class Rule(Section):
     """One utility rule, stated as a measurement chain."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    title: str
-    source: str
+    name: str = Field(max_length=200)
+    title: str = Field(max_length=1000)
+    source: str = Field(max_length=2000)
     status: Literal["proposal", "in force", "quoted"]
     signal: Literal["grid_power", "grid_reactive_power", "facility_power", "it_power"] = (
         "grid_power"
     )
-    averaging: Duration | None = Field(None, gt=0, description="Rolling mean first. [s]")
+    averaging: Duration | None = Field(None, gt=0, le=DAY, description="Rolling mean first. [s]")
     band: tuple[float, float] | None = Field(None, description="Filter band. [Hz]")
-    window: Duration = Field(gt=0, description="Window of the statistic. [s]")
+    window: Duration = Field(gt=0, le=DAY, description="Window of the statistic. [s]")
     statistic: Statistic
     direction: Literal["up", "down", "both"] = "both"
     limit: float | None = Field(None, gt=0, description="Limit in the statistic's unit.")
     limit_fraction: float | None = Field(None, gt=0, description="Limit over the reference.")
     reference: Literal["registered_demand"] | None = None
-    choices: str = ""
-    groups: list[str] = []
+    choices: str = Field("", max_length=2000)
+    groups: list[str] = Field([], max_length=100)
 
     @field_validator("band")
     @classmethod
@@ -78,11 +76,13 @@ class Rule(BaseModel):
             raise ValueError(f"band must be two increasing positive frequencies, got {value}")
         return value
 
-    def model_post_init(self, _: object) -> None:
+    @model_validator(mode="after")
+    def _limited(self) -> Rule:
         if self.limit is None and self.limit_fraction is None:
             raise ValueError("a rule needs limit, limit_fraction or both")
         if self.limit_fraction is not None and self.reference is None:
             raise ValueError("limit_fraction needs a reference (registered_demand)")
+        return self
 
     @property
     def unit(self) -> str:
@@ -126,11 +126,18 @@ def load_rules(names: str | list[str]) -> list[Rule]:
         if not tables:
             raise RuleError(f"unknown rule {name!r}: choose from {', '.join(rule_names())}")
         for key, table in tables.items():
+            if "name" in table:
+                raise RuleError(
+                    f"rule {key}: a rule is named by its table header [{key}]; remove its "
+                    "'name' key"
+                )
             try:
-                out[key] = Rule(name=key, **table)
+                out[key] = Rule.model_validate({**table, "name": key})
             except ValidationError as exc:
                 problems = "; ".join(
-                    f"{'.'.join(map(str, e['loc'])) or key}: {e['msg']}" for e in exc.errors()
+                    f"{'.'.join(map(str, e['loc'])) or key}: "
+                    f"{e['msg'].removeprefix('Value error, ')}"
+                    for e in exc.errors()[:5]
                 )
                 raise RuleError(f"rule {key}: {problems}") from None
     return list(out.values())
@@ -138,16 +145,22 @@ def load_rules(names: str | list[str]) -> list[Rule]:
 
 def _shipped() -> dict[str, dict]:
     text = resources.files("powermodel.presets").joinpath("rules.toml").read_text("utf-8")
-    return tomllib.loads(text)
+    return parse_toml(text, "rules.toml")
 
 
 def _read_rule_file(path: Path) -> dict[str, dict]:
     try:
-        tables = tomllib.loads(path.read_text("utf-8"))
+        text = path.read_text("utf-8")
     except FileNotFoundError:
         raise RuleError(f"{path}: no such rule file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise RuleError(f"{path}: not valid TOML ({exc})") from None
+    except UnicodeDecodeError:
+        raise RuleError(f"{path}: not a text file in UTF-8: save the rules as UTF-8") from None
+    except OSError as exc:
+        raise RuleError(f"{path}: cannot read the rule file ({exc.strerror})") from None
+    try:
+        tables = parse_toml(text, str(path))
+    except ScenarioError as exc:
+        raise RuleError(str(exc)) from None
     bad = [k for k, v in tables.items() if not isinstance(v, dict)]
     if bad:
         raise RuleError(f"{path}: each rule is a table [name]; {', '.join(bad)} is not")
@@ -201,19 +214,43 @@ def check(
     return [_check_one(ds, rule, dt, reference) for rule in rules]
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A rule whose verdict the profile cannot support, and why."""
+
+    rule: Rule
+    reason: str
+
+
+def check_each(
+    ds: xr.Dataset, rules: list[Rule], registered_demand: float | None = None
+) -> tuple[list[RuleResult], list[Refusal]]:
+    """:func:`check` rule by rule: the verdicts the profile supports, and the rules it cannot
+    judge with the reason, so that one refused rule does not hide the others' results."""
+    results, refused = [], []
+    for rule in rules:
+        try:
+            results += check(ds, [rule], registered_demand)
+        except PowerModelError as exc:
+            refused.append(Refusal(rule, str(exc)))
+    return results, refused
+
+
 def _check_one(ds: xr.Dataset, rule: Rule, dt: float, reference: float | None) -> RuleResult:
     if rule.signal not in ds:
         raise RuleError(f"rule {rule.name} measures {rule.signal}, which the profile lacks")
     limit = rule.threshold(reference)
-    value = measure(ds[rule.signal].values.astype(np.float64), rule, dt)
+    _check_band(rule, dt)
     n = signal.samples(rule.window, dt)
     # the samples a statistic looks back over: two windows for the slope of the average
     span = 2 * n if rule.statistic == "average_slope" else n
-    if span >= value.size:
+    size = ds.sizes["time"]
+    if span >= size:  # refused before any work: the window's arrays would be the largest
         raise RuleError(
             f"rule {rule.name} looks at {format_duration(span * dt)} at a time, longer than the "
-            f"profile ({format_duration(value.size * dt)}): check a longer run or trace"
+            f"profile ({format_duration(size * dt)}): check a longer run or trace"
         )
+    value = measure(ds[rule.signal].values.astype(np.float64), rule, dt)
     lookback = span + (signal.samples(rule.averaging, dt, "averaging") if rule.averaging else 0)
     over = value > limit
     cause = np.where(over, _causes(ds, rule, dt, limit, lookback, over), -1)
@@ -256,14 +293,8 @@ def measure(x: np.ndarray, rule: Rule, dt: float) -> np.ndarray:
     if rule.averaging:
         x = signal.rolling_mean(x, signal.samples(rule.averaging, dt, "averaging"))
     if rule.band:
-        low, high = rule.band
-        if low >= signal.resolved(dt):
-            raise RuleError(
-                f"rule {rule.name} measures {low:g}-{high:g} Hz: a {dt:g} s profile resolves "
-                f"only up to {signal.resolved(dt):g} Hz; simulate at dt <= "
-                f"{signal.step_for(high):g} s"
-            )
-        x = signal.band(x, dt, low, high)
+        _check_band(rule, dt)
+        x = signal.band(x, dt, *rule.band)
     # the ramp readings of analysis.ramps; "rate" is the net change per minute
     stat = RAMPS["net_change" if rule.statistic == "rate" else rule.statistic](
         x, signal.samples(rule.window, dt)
@@ -313,78 +344,10 @@ def _causes(
     return cause
 
 
-def read_trace(
-    path: str | Path, power: str | None = None, reactive: str | None = None
-) -> xr.Dataset:
-    """A measured profile from CSV: a time column and active (and optionally reactive) power.
-
-    Parameters
-    ----------
-    path
-        CSV file with a header. The time column is ``time`` (ISO 8601, UTC) or the first column;
-        the active power is ``power`` or the first column whose header starts with
-        ``grid_power``, ``facility_power``, ``power`` or ``P``; values in MW.
-    power, reactive
-        Column names to use instead of the defaults.
-
-    Returns
-    -------
-    xarray.Dataset
-        ``grid_power`` (and ``grid_reactive_power``) on ``time``; steps must be uniform.
-    """
-    path = Path(path)
-    try:
-        frame = pd.read_csv(path)
-    except FileNotFoundError:
-        raise PowerModelError(f"{path}: no such file") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise PowerModelError(f"{path}: not a readable CSV ({exc})") from None
-    columns = list(frame.columns)
-    time_col = (
-        "time"
-        if "time" in columns
-        else next((c for c in columns if str(c).startswith("time")), columns[0])
-    )
-    p_col = power or _find(columns, ("grid_power", "facility_power", "power", "P"))
-    if p_col is None or p_col not in columns:
-        raise PowerModelError(
-            f"{path}: no power column (looked for {power or 'grid_power, facility_power, power, P'}"
-            f" among {', '.join(map(str, columns))}): name it with --power"
-        )
-    try:
-        time = pd.to_datetime(frame[time_col], utc=True).dt.tz_localize(None).to_numpy()
-    except (ValueError, TypeError) as exc:
-        raise PowerModelError(f"{path}: column {time_col!r} is not a time ({exc})") from None
-    steps = np.diff(time) / np.timedelta64(1, "s")
-    if time.size < 2 or not np.allclose(steps, steps[0], rtol=1e-6) or steps[0] <= 0:
-        raise PowerModelError(
-            f"{path}: times must increase in equal steps (found steps from "
-            f"{steps.min() if steps.size else 0:g} to {steps.max() if steps.size else 0:g} s): "
-            "resample the trace to a uniform step first"
-        )
-    values = pd.to_numeric(frame[p_col], errors="coerce").to_numpy()
-    if np.isnan(values).any():
-        row = int(np.flatnonzero(np.isnan(values))[0]) + 2
-        raise PowerModelError(f"{path}: line {row}: {p_col!r} is not a number")
-    out = xr.Dataset({"grid_power": ("time", values)}, coords={"time": time})
-    q_col = reactive or _find(columns, ("grid_reactive_power", "Q"))
-    if q_col is not None and q_col in columns:
-        out["grid_reactive_power"] = ("time", pd.to_numeric(frame[q_col]).to_numpy())
-    out.attrs.update(dt=float(steps[0]), source=str(path))
-    return out
-
-
-def _find(columns: list, prefixes: tuple[str, ...]) -> str | None:
-    for prefix in prefixes:
-        for c in columns:
-            if str(c) == prefix or str(c).startswith(prefix + " "):
-                return c
-    return None
-
-
-def summary(per_seed: list[list[RuleResult]]) -> pd.DataFrame:
+def summary(per_seed: list[list[RuleResult]], refused: list[Refusal] = ()) -> pd.DataFrame:
     """One row per rule: verdict (failing runs), worst value (P50 and P95 over runs) and when
-    it happened in the first run, the limit, violations per day (P50 and P95)."""
+    it happened in the first run, the limit, violations per day (P50 and P95), the share of the
+    run over the limit [%]; then a "cannot say" row for each refused rule, with the reason."""
     rows = []
     for results in zip(*per_seed, strict=True):
         first = results[0]
@@ -400,10 +363,11 @@ def summary(per_seed: list[list[RuleResult]]) -> pd.DataFrame:
                 "worst p95": np.percentile(worst, 95),
                 "limit": first.limit,
                 "unit": first.rule.unit,
-                "worst at (run 1)": pd.Timestamp(first.worst_time),
+                "worst at (run 1)": f"{pd.Timestamp(first.worst_time):%Y-%m-%d %H:%M:%S}",
                 "violations/day p50": np.percentile(daily, 50),
                 "violations/day p95": np.percentile(daily, 95),
-                "time over limit p50": np.percentile(
+                "time over limit p50 [%]": 100.0
+                * np.percentile(
                     [sum(r.seconds_by_cause.values()) / (r.days * 86400.0) for r in results], 50
                 ),
                 "note": (
@@ -413,7 +377,32 @@ def summary(per_seed: list[list[RuleResult]]) -> pd.DataFrame:
                 ),
             }
         )
+    rows += [
+        {
+            "rule": no.rule.name,
+            "status": no.rule.status,
+            "verdict": "cannot say",
+            "unit": no.rule.unit,
+            "note": no.reason,
+        }
+        for no in refused
+    ]
     return pd.DataFrame(rows)
+
+
+def violations_table(per_seed: list[list[RuleResult]]) -> pd.DataFrame:
+    """Every violation of every run, by start time: ``run``, ``rule``, ``start``, ``end``,
+    ``worst`` and its ``unit``, ``cause``."""
+    columns = ["run", "rule", "start", "end", "worst", "unit", "cause"]
+    frames = [
+        r.violations.assign(run=i, rule=r.rule.name, unit=r.rule.unit)
+        for i, results in enumerate(per_seed)
+        for r in results
+        if len(r.violations)
+    ]
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(frames)[columns].sort_values(["run", "start"], kind="stable")
 
 
 def by_cause(per_seed: list[list[RuleResult]]) -> pd.DataFrame:
@@ -430,15 +419,28 @@ def by_cause(per_seed: list[list[RuleResult]]) -> pd.DataFrame:
                     "cause": cause,
                     "per day p50": np.percentile(daily, 50),
                     "per day p95": np.percentile(daily, 95),
-                    "time over limit p50": np.percentile(share, 50),
+                    "time over limit p50 [%]": 100.0 * np.percentile(share, 50),
                 }
             )
-    columns = ["rule", "cause", "per day p50", "per day p95", "time over limit p50"]
+    columns = ["rule", "cause", "per day p50", "per day p95", "time over limit p50 [%]"]
     return pd.DataFrame(rows, columns=columns)
 
 
 def _cause_order(cause: str) -> int:
     return CAUSES.index(cause) if cause in CAUSES else len(CAUSES)
+
+
+def _check_band(rule: Rule, dt: float) -> None:
+    """Refuse a band the profile cannot resolve, saying the step that would, in one wording."""
+    if rule.band is None or rule.band[0] < signal.resolved(dt):
+        return
+    low, high = rule.band
+    raise RuleError(
+        f"rule {rule.name} measures {low:g}-{high:g} Hz: a {format_duration(dt)} profile "
+        f"resolves only up to {signal.resolved(dt):g} Hz; simulate at dt <= "
+        f"{format_duration(signal.step_for(high))} to resolve the whole band (dt <= "
+        f"{format_duration(signal.step_for(low))} resolves its low edge only)"
+    )
 
 
 def describe(rule: Rule) -> str:
@@ -447,7 +449,10 @@ def describe(rule: Rule) -> str:
     if rule.averaging:
         parts.append(f"averaged over {format_duration(rule.averaging)}")
     if rule.band:
-        parts.append(f"filtered to {rule.band[0]:g}-{rule.band[1]:g} Hz")
+        parts.append(
+            f"filtered to {rule.band[0]:g}-{rule.band[1]:g} Hz (resolved whole at dt <= "
+            f"{format_duration(signal.step_for(rule.band[1]))})"
+        )
     parts.append(
         f"{rule.statistic.replace('_', ' ')} ({rule.direction}) in {format_duration(rule.window)}"
     )

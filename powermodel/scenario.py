@@ -17,11 +17,12 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import math
 import re
 import tomllib
 import zoneinfo
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -34,12 +35,14 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
+    TypeAdapter,
     ValidationError,
     field_validator,
     model_validator,
 )
 
-from powermodel.errors import ScenarioError
+from powermodel.errors import DataFileError, ScenarioError
+from powermodel.iotools.weather import SHIPPED, site_of
 from powermodel.models import weather as wx
 from powermodel.models.thermal import DYNAMIC_EXPONENT
 from powermodel.models.workload import phase_levels
@@ -58,34 +61,50 @@ _UNITS = {
     "days": 86400.0,
     "w": 7 * 86400.0,
 }
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+_DURATION = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+_UNIT_HINT = (
+    "write a number and a unit, one of ms, s, min, h, d, w (e.g. '100ms', '1s', '10min', '54d')"
+)
 
 
 def parse_duration(value: Any) -> float:
-    """Seconds from ``"54d"``, ``"1s"``, ``"100ms"``, ``"10min"``, ``"2h"`` or a number."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a duration such as '10min', got {value!r}")
-    if isinstance(value, int | float):
-        return float(value)
+    """Seconds from a duration written with its unit: ``"54d"``, ``"1s"``, ``"100ms"``,
+    ``"10min"``, ``"2h"``.
+
+    A bare number is refused: ``duration = 7`` could mean seven seconds or seven days, and a
+    scenario must say which. Negative and non-finite durations (``"1e400s"``) are refused too.
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise ValueError(f"{value!r} has no unit: {_UNIT_HINT}")
     if not isinstance(value, str):
         raise ValueError(f"expected a duration such as '10min', got {value!r}")
     match = _DURATION.match(value)
     unit = match.group(2).lower() if match else None
+    if unit == "":
+        raise ValueError(f"{value!r} has no unit: {_UNIT_HINT}")
     if match is None or unit not in _UNITS:
-        raise ValueError(
-            f"cannot read {value!r} as a duration: write a number and a unit, one of "
-            "ms, s, min, h, d, w (e.g. '100ms', '1s', '10min', '54d')"
-        )
-    return float(match.group(1)) * _UNITS[unit]
+        raise ValueError(f"cannot read {value!r} as a duration: {_UNIT_HINT}")
+    seconds = float(match.group(1)) * _UNITS[unit]
+    if not math.isfinite(seconds):
+        raise ValueError(f"{value!r} is not a finite duration")
+    if seconds < 0:
+        raise ValueError(f"{value!r} is negative: a duration is zero or longer")
+    return seconds
 
 
 def format_duration(seconds: float) -> str:
-    """The shortest exact string for a duration, as written in scenario files."""
-    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0), ("s", 1.0), ("ms", 1e-3)):
-        count = seconds / size
-        if count >= 1 and abs(count - round(count)) < 1e-9:
-            return f"{round(count)}{unit}"
-    return f"{seconds:g}s"
+    """The shortest string that :func:`parse_duration` reads back to exactly ``seconds``."""
+    seconds = float(seconds)
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        count = round(seconds / size)
+        if count >= 1 and count * size == seconds:
+            return f"{count}{unit}"
+    if seconds == round(seconds):
+        return f"{round(seconds)}s"
+    millis = round(seconds * 1e3)
+    if millis * 1e-3 == seconds:
+        return f"{millis}ms"
+    return f"{seconds!r}s"
 
 
 Duration = Annotated[
@@ -94,20 +113,29 @@ Duration = Annotated[
     PlainSerializer(format_duration, return_type=str),
 ]
 
+# Bounds of the scenario's durations and sizes [s]: beyond them no training job or site exists,
+# and the engine's arrays and loops are sized by them.
+MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
+MAX_RUN = 3660 * DAY  # ten years: weather is a typical year, repeated
+MAX_RECOVERY = 30 * DAY  # a stall, restart or maintenance: a month is already a lost job
+MAX_GPUS = 10_000_000  # ten times the largest campus announced (REFERENCES §9)
+TIME_RANGE = (datetime(1677, 9, 22), datetime(2262, 4, 11))  # datetime64[ns] holds these
+
 
 class Section(BaseModel):
-    """Base of every scenario table: unknown keys are errors, values are validated on assignment."""
+    """Base of every scenario table: unknown keys are errors, numbers must be finite, values are
+    validated on assignment."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class Simulation(Section):
     start: datetime = Field(
         datetime(2024, 7, 1), description="Start of the run, UTC, without a timezone offset."
     )
-    duration: Duration = Field(description="Length of the run. [s]")
-    dt: Duration = Field(description="Time step of the electrical path (interval means). [s]")
-    seed: int = Field(0, ge=0, description="Seed of every random draw.")
+    duration: Duration = Field(gt=0, le=MAX_RUN, description="Length of the run. [s]")
+    dt: Duration = Field(gt=0, description="Time step of the electrical path (interval means). [s]")
+    seed: int = Field(0, ge=0, lt=2**63, description="Seed of every random draw.")
 
     @field_validator("start")
     @classmethod
@@ -121,8 +149,6 @@ class Simulation(Section):
 
     @model_validator(mode="after")
     def _grid(self) -> Simulation:
-        if self.duration <= 0 or self.dt <= 0:
-            raise ValueError("duration and dt must be positive")
         if self.dt < 1e-3:
             raise ValueError(f"dt {format_duration(self.dt)} is below 1 ms, the model's floor")
         if self.dt > self.duration:
@@ -136,6 +162,14 @@ class Simulation(Section):
                 f"duration {format_duration(self.duration)} is not a whole number of dt "
                 f"({format_duration(self.dt)}) steps: choose a dt that divides it"
             )
+        first, last = TIME_RANGE
+        end = self.start + timedelta(seconds=self.duration)
+        if self.start < first or end > last:
+            raise ValueError(
+                f"the run {self.start:%Y-%m-%d} to {end:%Y-%m-%d} leaves the years "
+                f"{first:%Y-%m-%d} to {last:%Y-%m-%d} that nanosecond timestamps can hold: "
+                "choose another start or a shorter duration"
+            )
         return self
 
     @property
@@ -146,15 +180,16 @@ class Simulation(Section):
 class Synthetic(Section):
     """Synthetic weather: seasonal and diurnal cosines (defaults fitted to Sterling's TMY3)."""
 
-    mean: float = Field(wx.STERLING_MEAN, description="Annual mean dry-bulb. [°C]")
+    # bounds: the extremes of the Earth's climate (annual means −55 to +35 °C)
+    mean: float = Field(wx.STERLING_MEAN, ge=-60, le=50, description="Annual mean dry-bulb. [°C]")
     seasonal_amplitude: float = Field(
-        wx.STERLING_SEASONAL_AMPLITUDE, ge=0, description="Half the summer-winter swing. [K]"
+        wx.STERLING_SEASONAL_AMPLITUDE, ge=0, le=40, description="Half the summer-winter swing. [K]"
     )
     hottest_day: float = Field(
         wx.STERLING_HOTTEST_DAY, ge=1, le=366, description="Day of year of the warmest mean."
     )
     daily_amplitude: float = Field(
-        wx.STERLING_DAILY_AMPLITUDE, ge=0, description="Half the daily range. [K]"
+        wx.STERLING_DAILY_AMPLITUDE, ge=0, le=25, description="Half the daily range. [K]"
     )
     peak_hour: float = Field(
         wx.PEAK_HOUR, ge=0, lt=24, description="Local hour of the daily maximum. [h]"
@@ -162,16 +197,20 @@ class Synthetic(Section):
     dew_point_depression: float = Field(
         wx.STERLING_DEW_POINT_DEPRESSION,
         ge=0,
+        le=50,
         description="Daily-mean dry-bulb minus dew point (moisture varies slowly). [K]",
     )
-    pressure: float = Field(101325.0, gt=0, description="Station pressure. [Pa]")
+    pressure: float = Field(
+        101325.0, ge=30e3, le=115e3, description="Station pressure (Everest to the Dead Sea). [Pa]"
+    )
 
 
 class Site(Section):
-    name: str = Field("", description="Where the site is.")
+    name: str = Field("", max_length=200, description="Where the site is.")
     timezone: str = Field("UTC", description="IANA timezone of the site (local hour).")
     weather: str = Field(
         "synthetic",
+        max_length=4096,
         description="A shipped weather name, a path to an EPW or TMY3 file, or synthetic.",
     )
     synthetic: Synthetic = Synthetic()
@@ -181,7 +220,7 @@ class Site(Section):
     def _known_zone(cls, value: str) -> str:
         try:
             zoneinfo.ZoneInfo(value)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
             raise ValueError(
                 f"unknown timezone {value!r}: use an IANA name such as 'America/New_York'"
             ) from None
@@ -194,26 +233,29 @@ Lever = Literal["power_cap", "clock_lock", "power_smoothing", "burn_on_stop", "e
 class Gpu(Section):
     """One GPU model, from the catalogue (``presets/gpus.toml``)."""
 
-    name: str = Field(description="Catalogue name.")
-    tdp: float = Field(gt=0, description="Board power limit (TDP). [W]")
-    idle: float = Field(gt=0, description="Board power with no work. [W]")
+    name: str = Field(max_length=200, description="Catalogue name.")
+    # bounds: a board draws watts to a few kilowatts (GB300: 1.4 kW) and computes up to 10^17 FLOP/s
+    tdp: float = Field(gt=0, le=10e3, description="Board power limit (TDP). [W]")
+    idle: float = Field(gt=0, le=10e3, description="Board power with no work. [W]")
     stalled: float = Field(
-        gt=0, description="Board power spinning in a blocked collective or barrier. [W]"
+        gt=0, le=10e3, description="Board power spinning in a blocked collective or barrier. [W]"
     )
-    peak_flops: float = Field(gt=0, description="Dense BF16 peak. [FLOP/s]")
-    power_cap_min: float = Field(gt=0, description="Lowest settable power cap. [W]")
+    peak_flops: float = Field(gt=0, le=1e18, description="Dense BF16 peak. [FLOP/s]")
+    power_cap_min: float = Field(gt=0, le=10e3, description="Lowest settable power cap. [W]")
     levers: list[Lever] = Field(description="Power levers the hardware has.")
     cooling: Literal["air", "liquid"] = Field(description="How the GPU sheds its heat.")
     thermal_resistance: float = Field(
-        gt=0, description="Die to air inlet (air) or to coolant supply (liquid). [K/W]"
+        gt=0, le=1.0, description="Die to air inlet (air) or to coolant supply (liquid). [K/W]"
     )
     thermal_tau: Duration = Field(
-        60.0, ge=0, description="Time constant of die and heat sink (or cold plate). [s]"
+        60.0, ge=0, le=HOUR, description="Time constant of die and heat sink (or cold plate). [s]"
     )
-    leakage_ref: float = Field(ge=0, description="Leakage power at temp_ref. [W]")
-    temp_ref: float = Field(description="Die temperature of the reference clock. [°C]")
+    leakage_ref: float = Field(ge=0, le=10e3, description="Leakage power at temp_ref. [W]")
+    temp_ref: float = Field(
+        ge=0, le=150, description="Die temperature of the reference clock. [°C]"
+    )
     leakage_coefficient: float = Field(
-        ge=0, description="Relative growth of leakage per kelvin (calibrated). [1/K]"
+        ge=0, le=1.0, description="Relative growth of leakage per kelvin (calibrated). [1/K]"
     )
     source: str = Field("", description="Where the numbers come from.")
 
@@ -230,7 +272,9 @@ class Gpu(Section):
 class Psu(Section):
     """Server power supplies: efficiency versus load, per node."""
 
-    capacity: float = Field(gt=0, description="Installed PSU capacity per node, load-sharing. [W]")
+    capacity: float = Field(
+        gt=0, le=1e6, description="Installed PSU capacity per node, load-sharing. [W]"
+    )
     load: list[float] = Field(description="Load points, fraction of capacity. [1]")
     efficiency: list[float] = Field(description="Efficiency at each load point. [1]")
     power_factor: list[float] = Field(
@@ -247,10 +291,10 @@ class Psu(Section):
 
 def _check_curve(load_key: str, load: list[float], eff_key: str, efficiency: list[float]) -> None:
     """An efficiency curve: matching lengths, at least 3 increasing positive loads, η in (0, 1]."""
-    if len(load) != len(efficiency) or len(load) < 3:
-        raise ValueError(f"{load_key} and {eff_key} need the same length, at least 3 points")
-    if not all(0 < e <= 1 for e in efficiency) or not all(0 < x for x in load):
-        raise ValueError(f"{eff_key} must lie in (0, 1] and {load_key} be positive")
+    if len(load) != len(efficiency) or not 3 <= len(load) <= 100:
+        raise ValueError(f"{load_key} and {eff_key} need the same length, 3 to 100 points")
+    if not all(0 < e <= 1 for e in efficiency) or not all(0 < x <= 10 for x in load):
+        raise ValueError(f"{eff_key} must lie in (0, 1] and {load_key} in (0, 10]")
     if any(b <= a for a, b in zip(load, load[1:], strict=False)):
         raise ValueError(f"{load_key} must increase, got {load}")
 
@@ -259,27 +303,35 @@ class Fans(Section):
     """Server fans: part of the rest-of-node power, faster when the inlet is warm (cube law)."""
 
     power: float = Field(
-        ge=0, description="Fan power at nominal speed, in rest_power_active. [W/node]"
+        ge=0, le=1e5, description="Fan power at nominal speed, in rest_power_active. [W/node]"
     )
-    temp_nominal: float = Field(description="Inlet temperature up to which fans run nominal. [°C]")
-    slope: float = Field(ge=0, description="Speed increase per kelvin above it. [1/K]")
-    speed_max: float = Field(ge=1, description="Top speed, relative to nominal. [1]")
+    temp_nominal: float = Field(
+        ge=-20, le=60, description="Inlet temperature up to which fans run nominal. [°C]"
+    )
+    slope: float = Field(ge=0, le=1, description="Speed increase per kelvin above it. [1/K]")
+    speed_max: float = Field(ge=1, le=5, description="Top speed, relative to nominal. [1]")
 
 
 class Cluster(Section):
     gpu: str = Field(description="GPU model, a name in the GPU catalogue.")
-    n_gpus: int = Field(gt=0, description="Number of GPUs in the job.")
-    gpus_per_node: int = Field(8, gt=0, description="GPUs per server.")
+    n_gpus: int = Field(gt=0, le=MAX_GPUS, description="Number of GPUs in the job.")
+    gpus_per_node: int = Field(8, gt=0, le=1024, description="GPUs per server (or rack domain).")
     rest_power_active: float = Field(
-        ge=0, description="Rest of the node (CPUs, memory, NICs, fans) with the job up. [W/node]"
+        ge=0,
+        le=1e6,
+        description="Rest of the node (CPUs, memory, NICs, fans) with the job up. [W/node]",
     )
-    rest_power_idle: float = Field(ge=0, description="Rest of the node with no job. [W/node]")
-    network_power: float = Field(ge=0, description="Network fabric and optics. [W/GPU]")
-    storage_power: float = Field(ge=0, description="Storage cluster serving the job. [MW]")
+    rest_power_idle: float = Field(
+        ge=0, le=1e6, description="Rest of the node with no job. [W/node]"
+    )
+    network_power: float = Field(ge=0, le=10e3, description="Network fabric and optics. [W/GPU]")
+    storage_power: float = Field(ge=0, le=1e3, description="Storage cluster serving the job. [MW]")
     psu: Psu
     fans: Fans
     temp_spread: float = Field(
-        ge=0, description="Std. dev. of die temperature across GPUs (hot spots, position). [K]"
+        ge=0,
+        le=30,
+        description="Std. dev. of die temperature across GPUs (hot spots, position). [K]",
     )
 
     @model_validator(mode="after")
@@ -297,20 +349,24 @@ class Cluster(Section):
 
 
 class Phase(Section):
-    name: str
+    name: str = Field(max_length=200)
     kind: Literal["compute", "communication", "other"]
     share: float = Field(gt=0, le=1, description="Share of the step time. [1]")
     power: float | None = Field(
-        None, gt=0, description="Power of an 'other' phase, fraction of TDP. [1]"
+        None, gt=0, le=1.2, description="Power of an 'other' phase, fraction of TDP. [1]"
     )
 
 
 class Workload(Section):
     step_time: Duration | None = Field(
-        None, description="Time of one training step; derived from the model when absent. [s]"
+        None,
+        gt=0,
+        le=HOUR,
+        description="Time of one training step; derived from the model when absent. [s]",
     )
-    model_params: float = Field(gt=0, description="Model parameters. [1]")
-    tokens_per_step: float = Field(gt=0, description="Global batch. [token]")
+    # bounds: a thousand times the largest models and batches trained (REFERENCES §1, §9)
+    model_params: float = Field(gt=0, le=1e16, description="Model parameters. [1]")
+    tokens_per_step: float = Field(gt=0, le=1e12, description="Global batch. [token]")
     mfu: float = Field(gt=0, le=1, description="Model FLOPs utilisation. [1]")
     compute_power: float = Field(
         gt=0, le=1.2, description="GPU power in compute phases, fraction of TDP. [1]"
@@ -318,14 +374,19 @@ class Workload(Section):
     trough_depth: float = Field(
         ge=0, lt=1, description="Communication-phase power below compute power, fraction. [1]"
     )
-    phases: list[Phase] = Field(min_length=1)
-    edge_rate: float = Field(gt=0, description="Rate of power edges, TDP per second. [1/s]")
+    phases: list[Phase] = Field(min_length=1, max_length=100)
+    edge_rate: float = Field(gt=0, le=1e4, description="Rate of power edges, TDP per second. [1/s]")
     offset_spread: Duration = Field(
-        0.0, ge=0, description="Spread of group start offsets (pipeline schedule), uniform. [s]"
+        0.0,
+        ge=0,
+        le=HOUR,
+        description="Spread of group start offsets (pipeline schedule), uniform. [s]",
     )
-    jitter: Duration = Field(0.0, ge=0, description="Random offset of groups, std. dev. [s]")
+    jitter: Duration = Field(
+        0.0, ge=0, le=HOUR, description="Random offset of groups, std. dev. [s]"
+    )
     startup_ramp: Duration = Field(
-        ge=0, description="Ramp from loaded to running power at every (re)start. [s]"
+        ge=0, le=DAY, description="Ramp from loaded to running power at every (re)start. [s]"
     )
     notes: str = ""
 
@@ -352,47 +413,71 @@ class Checkpoint(Section):
     interval: Duration | Literal["young-daly"] = Field(
         "young-daly", description="Training time between checkpoints, or Young/Daly's optimum."
     )
-    size: float = Field(gt=0, description="Checkpoint size, whole job. [GB]")
-    write_bandwidth: float = Field(gt=0, description="Storage write bandwidth. [GB/s]")
-    read_bandwidth: float = Field(gt=0, description="Storage read bandwidth (restart). [GB/s]")
+    size: float = Field(gt=0, le=1e9, description="Checkpoint size, whole job. [GB]")
+    write_bandwidth: float = Field(gt=0, le=1e7, description="Storage write bandwidth. [GB/s]")
+    read_bandwidth: float = Field(
+        gt=0, le=1e7, description="Storage read bandwidth (restart). [GB/s]"
+    )
     blocking_time: Duration | None = Field(
-        None, description="Stall of a blocking checkpoint; size / write_bandwidth if absent. [s]"
+        None,
+        ge=0,
+        le=DAY,
+        description="Stall of a blocking checkpoint; size / write_bandwidth if absent. [s]",
     )
     mode: Literal["blocking", "async"] = "blocking"
     async_blocking_time: Duration = Field(
-        1.0, gt=0, description="Stall of an async checkpoint (copy to host memory). [s]"
+        1.0, gt=0, le=HOUR, description="Stall of an async checkpoint (copy to host memory). [s]"
     )
 
     @field_validator("interval")
     @classmethod
     def _positive(cls, value: float | str) -> float | str:
-        if isinstance(value, float) and value <= 0:
-            raise ValueError("the checkpoint interval must be positive (or 'young-daly')")
+        if isinstance(value, float) and not 0 < value <= MAX_RECOVERY:
+            raise ValueError(
+                "the checkpoint interval must be positive and at most 30 days (or 'young-daly')"
+            )
         return value
 
 
 class Cause(Section):
-    name: str
-    category: str
-    count: float = Field(ge=0, description="Interruptions in the reference record. [1]")
-    stall_time: Duration | None = Field(None, description="Overrides reliability.stall_time.")
-    restart_time: Duration | None = Field(None, description="Overrides reliability.restart_time.")
+    name: str = Field(max_length=200)
+    category: str = Field(max_length=200)
+    count: float = Field(ge=0, le=1e6, description="Interruptions in the reference record. [1]")
+    stall_time: Duration | None = Field(
+        None, ge=0, le=MAX_RECOVERY, description="Overrides reliability.stall_time."
+    )
+    restart_time: Duration | None = Field(
+        None, ge=0, le=MAX_RECOVERY, description="Overrides reliability.restart_time."
+    )
 
 
 class Reliability(Section):
-    causes: list[Cause] = Field(description="Unexpected interruptions by root cause.")
-    planned_count: float = Field(ge=0, description="Planned interruptions in the record. [1]")
-    exposure_gpu_hours: float = Field(
-        gt=0, description="Running GPU-hours the counts were observed over (calibrated). [GPU·h]"
+    causes: list[Cause] = Field(
+        max_length=1000, description="Unexpected interruptions by root cause."
     )
-    rate_scale: float = Field(1.0, ge=0, description="Multiplier on every failure rate. [1]")
+    planned_count: float = Field(
+        ge=0, le=1e6, description="Planned interruptions in the record. [1]"
+    )
+    exposure_gpu_hours: float = Field(
+        ge=1.0,
+        le=1e15,
+        description="Running GPU-hours the counts were observed over (calibrated). [GPU·h]",
+    )
+    # a thousand times the reference rates is a failure every few seconds on 16K GPUs
+    rate_scale: float = Field(
+        1.0, ge=0, le=1000, description="Multiplier on every failure rate. [1]"
+    )
     stall_time: Duration = Field(
-        ge=0, description="Survivors spin in blocked collectives until the job is torn down. [s]"
+        ge=0,
+        le=MAX_RECOVERY,
+        description="Survivors spin in blocked collectives until the job is torn down. [s]",
     )
     restart_time: Duration = Field(
-        ge=0, description="Detection, rescheduling and node swap, GPUs idle. [s]"
+        ge=0, le=MAX_RECOVERY, description="Detection, rescheduling and node swap, GPUs idle. [s]"
     )
-    planned_downtime: Duration = Field(ge=0, description="GPUs idle in planned maintenance. [s]")
+    planned_downtime: Duration = Field(
+        ge=0, le=MAX_RECOVERY, description="GPUs idle in planned maintenance. [s]"
+    )
     notes: str = ""
 
 
@@ -402,40 +487,54 @@ class Cooling(Section):
     plant: str = Field(description="Catalogue name.")
     type: Literal["outside-air-evaporative", "liquid", "chilled-water"]
     dt: Duration = Field(
-        60.0, gt=0, description="Plant time step (coarser than the electrical). [s]"
+        60.0, gt=0, le=HOUR, description="Plant time step (coarser than the electrical). [s]"
     )
-    tau: Duration = Field(gt=0, description="Time constant of the plant's response. [s]")
-    supply_setpoint: float = Field(description="Supply air or coolant temperature held. [°C]")
+    tau: Duration = Field(gt=0, le=DAY, description="Time constant of the plant's response. [s]")
+    # bounds: chilled water at 5 °C to warm-water liquid cooling at 60 °C (ASHRAE W-classes)
+    supply_setpoint: float = Field(
+        ge=0, le=70, description="Supply air or coolant temperature held. [°C]"
+    )
     supply_max: float | None = Field(
-        None, description="Outside-air plants: supply floats up to it before pads wet. [°C]"
+        None,
+        ge=0,
+        le=70,
+        description="Outside-air plants: supply floats up to it before pads wet. [°C]",
     )
-    inlet_offset: float = Field(ge=0, description="GPU inlet above supply (recirculation). [K]")
-    fan_fraction: float = Field(ge=0, description="Air-moving power at design load / heat. [1]")
+    inlet_offset: float = Field(
+        ge=0, le=30, description="GPU inlet above supply (recirculation). [K]"
+    )
+    fan_fraction: float = Field(
+        ge=0, le=1, description="Air-moving power at design load / heat. [1]"
+    )
     fan_min_speed: float = Field(
         0.2, gt=0, le=1, description="Lowest fan speed; 1 for constant-speed fans. [1]"
     )
-    pump_fraction: float = Field(ge=0, description="Pumping power at design load / heat. [1]")
+    pump_fraction: float = Field(ge=0, le=1, description="Pumping power at design load / heat. [1]")
     misc_fraction: float = Field(
-        ge=0, description="Lighting, offices, controls, over design IT power; constant. [1]"
+        ge=0, le=1, description="Lighting, offices, controls, over design IT power; constant. [1]"
     )
-    design_margin: float = Field(1.0, ge=1, description="Plant capacity over peak IT heat. [1]")
+    design_margin: float = Field(
+        1.0, ge=1, le=10, description="Plant capacity over peak IT heat. [1]"
+    )
     evap_effectiveness: float | None = Field(None, gt=0, le=1, description="Media pads. [1]")
-    air_delta_t: float | None = Field(None, gt=0, description="Air rise across servers. [K]")
+    air_delta_t: float | None = Field(None, gt=0, le=50, description="Air rise across servers. [K]")
     heat_rejection: Literal["dry-cooler", "tower"] | None = None
     rejection_approach: float | None = Field(
-        None, ge=0, description="Dry cooler over dry-bulb, or tower over wet-bulb. [K]"
+        None, ge=0, le=30, description="Dry cooler over dry-bulb, or tower over wet-bulb. [K]"
     )
-    loop_delta_t: float | None = Field(None, gt=0, description="Coolant loop range. [K]")
-    chw_supply: float | None = Field(None, description="Chilled-water supply. [°C]")
+    loop_delta_t: float | None = Field(None, gt=0, le=50, description="Coolant loop range. [K]")
+    chw_supply: float | None = Field(None, ge=0, le=40, description="Chilled-water supply. [°C]")
     economizer: bool = Field(True, description="Waterside economizer (chilled-water plants).")
     economizer_approach: float | None = Field(
-        None, ge=0, description="Waterside economizer heat-exchanger approach. [K]"
+        None, ge=0, le=30, description="Waterside economizer heat-exchanger approach. [K]"
     )
-    chiller: str | None = Field(None, description="Chiller, a row of the EnergyPlus tables.")
+    chiller: str | None = Field(
+        None, max_length=200, description="Chiller, a row of the EnergyPlus tables."
+    )
     chiller_capacity: float | None = Field(
-        None, gt=0, description="Installed chiller capacity / peak IT heat. [1]"
+        None, gt=0, le=10, description="Installed chiller capacity / peak IT heat. [1]"
     )
-    cycles_of_concentration: float = Field(4.0, gt=1, description="Tower blowdown. [1]")
+    cycles_of_concentration: float = Field(4.0, gt=1, le=100, description="Tower blowdown. [1]")
     source: str = ""
 
     _required = {
@@ -471,8 +570,8 @@ class Electrical(Section):
     chain: str = Field(description="Catalogue name (presets/electrical.toml).")
     ups_load: list[float] = Field(description="UPS load points, fraction of capacity. [1]")
     ups_efficiency: list[float] = Field(description="UPS efficiency at each point. [1]")
-    transformer_efficiency: float = Field(gt=0, le=1, description="Transformers and PDUs. [1]")
-    design_margin: float = Field(1.25, ge=1, description="Capacity over peak IT power. [1]")
+    transformer_efficiency: float = Field(ge=0.5, le=1, description="Transformers and PDUs. [1]")
+    design_margin: float = Field(1.25, ge=1, le=10, description="Capacity over peak IT power. [1]")
     input_power_factor: float | None = Field(
         None,
         gt=0,
@@ -496,18 +595,23 @@ class Smoothing(Section):
     floor: float = Field(
         ge=0, le=0.9, description="Floor, fraction of TDP (NVML allows 0-90 %). [1]"
     )
-    ramp_up: float = Field(gt=0, description="Largest rise of board power. [W/s]")
-    ramp_down: float = Field(gt=0, description="Largest fall of board power (burning). [W/s]")
-    hysteresis: Duration = Field(0.0, ge=0, description="Hold after a rise before a fall. [s]")
+    ramp_up: float = Field(gt=0, le=1e9, description="Largest rise of board power. [W/s]")
+    ramp_down: float = Field(
+        gt=0, le=1e9, description="Largest fall of board power (burning). [W/s]"
+    )
+    hysteresis: Duration = Field(
+        0.0, ge=0, le=HOUR, description="Hold after a rise before a fall. [s]"
+    )
 
 
 class StopBurn(Section):
     """Burn on job stop or failure: the GPUs ramp down instead of dropping."""
 
-    ramp_down: float = Field(gt=0, description="Ramp-down rate per GPU. [W/s]")
+    ramp_down: float = Field(gt=0, le=1e9, description="Ramp-down rate per GPU. [W/s]")
     delay: Duration = Field(
         0.0,
         ge=0,
+        le=HOUR,
         description="From the stop to the burn: 0 in hardware (GB300 burn mode), the detection "
         "time of a software agent otherwise. [s]",
     )
@@ -517,18 +621,23 @@ class Storage(Section):
     """A battery: at the racks (inside the IT boundary) or at the site (before the connection)."""
 
     location: Literal["rack", "site"] = "site"
-    power: float = Field(gt=0, description="Rated power. [MW]")
-    energy: float = Field(gt=0, description="Usable energy. [MWh]")
-    efficiency: float = Field(0.9, gt=0, le=1, description="Round-trip efficiency. [1]")
-    delay: Duration = Field(0.1, ge=0, description="Response of controller and converters. [s]")
+    power: float = Field(gt=0, le=1e5, description="Rated power. [MW]")
+    energy: float = Field(gt=0, le=1e6, description="Usable energy. [MWh]")
+    efficiency: float = Field(0.9, ge=0.1, le=1, description="Round-trip efficiency. [1]")
+    delay: Duration = Field(
+        0.1, ge=0, le=HOUR, description="Response of controller and converters. [s]"
+    )
     soc_min: float = Field(0.1, ge=0, lt=1, description="Lowest state of charge. [1]")
     soc_max: float = Field(0.9, gt=0, le=1, description="Highest state of charge. [1]")
     soc_initial: float = Field(0.5, ge=0, le=1, description="State of charge at the start. [1]")
     tau: Duration = Field(
-        60.0, ge=0, description="Time constant of the smoothed power the grid should see. [s]"
+        60.0,
+        ge=0,
+        le=DAY,
+        description="Time constant of the smoothed power the grid should see. [s]",
     )
     ramp: float | None = Field(
-        None, gt=0, description="Largest ramp the grid should see, either way. [MW/min]"
+        None, gt=0, le=1e5, description="Largest ramp the grid should see, either way. [MW/min]"
     )
 
     @model_validator(mode="after")
@@ -544,7 +653,9 @@ class Storage(Section):
 class Mitigation(Section):
     """Mitigations, each only where the hardware has it (``gpu.levers``)."""
 
-    power_cap: float | None = Field(None, gt=0, description="GPU power cap (nvidia-smi -pl). [W]")
+    power_cap: float | None = Field(
+        None, gt=0, le=10e3, description="GPU power cap (nvidia-smi -pl). [W]"
+    )
     clock_lock: float | None = Field(
         None, gt=0, le=1, description="Locked GPU clock, fraction of nominal (nvidia-smi -lgc). [1]"
     )
@@ -556,19 +667,20 @@ class Mitigation(Section):
     )
     smoothing: Smoothing | None = None
     stop_burn: StopBurn | None = None
-    storage: list[Storage] = []
+    storage: list[Storage] = Field([], max_length=100)
 
 
 class Grid(Section):
     """The connection: its strength, the registered demand the rules refer to, power factors."""
 
     short_circuit: float = Field(
-        gt=0, description="Short-circuit power of the grid at the connection. [MVA]"
+        gt=0, le=1e6, description="Short-circuit power of the grid at the connection. [MVA]"
     )
-    x_r: float = Field(gt=0, description="X/R ratio of the grid impedance. [1]")
+    x_r: float = Field(gt=0, le=1000, description="X/R ratio of the grid impedance. [1]")
     registered_demand: float | None = Field(
         None,
         gt=0,
+        le=1e5,
         description="Demand registered with the utility; default: the design-day facility "
         "peak. [MW]",
     )
@@ -581,23 +693,25 @@ class Grid(Section):
 class Prices(Section):
     """Prices that turn mitigation costs into money; none set, none reported."""
 
-    energy: float | None = Field(None, ge=0, description="Energy. [$/MWh]")
-    gpu_hour: float | None = Field(None, ge=0, description="Value of one GPU-hour of training. [$]")
+    energy: float | None = Field(None, ge=0, le=1e6, description="Energy. [$/MWh]")
+    gpu_hour: float | None = Field(
+        None, ge=0, le=1e6, description="Value of one GPU-hour of training. [$]"
+    )
     storage_energy: float | None = Field(
-        None, ge=0, description="Battery capital, annualised. [$/kWh/year]"
+        None, ge=0, le=1e6, description="Battery capital, annualised. [$/kWh/year]"
     )
 
 
 class SensitivityRange(Section):
-    key: str = Field(description="Dotted scenario key.")
-    low: float
-    high: float
+    key: str = Field(max_length=200, description="Dotted scenario key.")
+    low: float | str = Field(description="Low end, in the key's own form (durations with a unit).")
+    high: float | str = Field(description="High end, in the key's own form.")
     source: str
 
 
 class Scenario(Section):
-    name: str = ""
-    description: str = ""
+    name: str = Field("", max_length=200)
+    description: str = Field("", max_length=2000)
     simulation: Simulation
     site: Site = Site()
     cluster: Cluster
@@ -610,7 +724,7 @@ class Scenario(Section):
     mitigation: Mitigation = Mitigation()
     grid: Grid
     prices: Prices = Prices()
-    sensitivity: list[SensitivityRange] = []
+    sensitivity: list[SensitivityRange] = Field([], max_length=100)
     sources: dict[str, str] = Field(default_factory=dict, description="Citations by short key.")
 
     @model_validator(mode="after")
@@ -637,6 +751,24 @@ class Scenario(Section):
         if self.gpu.name != self.cluster.gpu:
             raise ValueError(
                 f"gpu.name {self.gpu.name!r} differs from cluster.gpu {self.cluster.gpu!r}"
+            )
+        # a working GPU draws at least its idle power: a phase below it is a wrong trough depth
+        # or phase power, not a saving
+        _, watts = self.phase_powers(capped=False, locked=False)
+        low = int(np.argmin(watts))
+        if watts[low] < self.gpu.idle:
+            phase = self.workload.phases[low]
+            fix = (
+                f"lower workload.trough_depth to at most "
+                f"{1 - self.gpu.idle / (self.workload.compute_power * self.gpu.tdp):.2f}"
+                if phase.kind == "communication"
+                else f"raise the power of phase {phase.name!r}"
+                if phase.kind == "other"
+                else "raise workload.compute_power"
+            )
+            raise ValueError(
+                f"phase {phase.name!r} would draw {watts[low]:.0f} W a GPU, below the "
+                f"{self.gpu.name}'s idle {self.gpu.idle:g} W: {fix}"
             )
         return self
 
@@ -712,7 +844,7 @@ def presets() -> list[str]:
 def catalogue(section: str) -> dict[str, dict[str, Any]]:
     """A catalogue (``"gpu"``: GPUs, ``"cooling"``: cooling plants): name -> raw table."""
     _, _, file, _, field = CATALOGUES[section]
-    raw = _parse_toml(
+    raw = parse_toml(
         resources.files(PRESET_PACKAGE).joinpath(f"{file}.toml").read_text(), f"{file}.toml"
     )
     return {name: {field: name, **table} for name, table in raw.items()}
@@ -759,12 +891,20 @@ def loads_scenario(
     Only data is read: the text is parsed as TOML, never evaluated, and ``extends`` may name a
     preset but not a file, so an uploaded scenario cannot make the server read its files.
     """
-    raw = _parse_toml(text, label)
+    raw = parse_toml(text, label)
+    site = raw.get("site")
+    weather = site.get("weather") if isinstance(site, dict) else None
+    if weather is not None and weather != "synthetic" and weather not in SHIPPED:
+        raise ScenarioError(
+            f"{label}: site.weather {shorten(weather)}: a scenario read from text may name a "
+            f"shipped weather file ({', '.join(SHIPPED)}) or synthetic, not a path"
+        )
     base_name = raw.pop("extends", None)
     if base_name is not None:
-        if base_name not in presets():
+        if not isinstance(base_name, str) or base_name not in presets():
             raise ScenarioError(
-                f"{label}: 'extends' must name a preset ({', '.join(presets())}), got {base_name!r}"
+                f"{label}: 'extends' must name a preset ({', '.join(presets())}), got "
+                f"{shorten(base_name)}"
             )
         raw = _merge(_load_raw(base_name, seen=(base_name,)), raw)
     return _build(raw, overrides)
@@ -772,6 +912,11 @@ def loads_scenario(
 
 def _build(raw: dict[str, Any], overrides: Mapping[str, Any] | Iterable[str] | None) -> Scenario:
     parsed = _parse_overrides(overrides)
+    if "site.weather" in parsed:
+        brought: dict[str, Any] = {}
+        _weather_brings_site(parsed["site.weather"], brought)
+        for key, value in brought.items():
+            parsed.setdefault(f"site.{key}", value)
     for key, value in parsed.items():
         _set_dotted(raw, key, value)
     for section in CATALOGUES:
@@ -779,27 +924,63 @@ def _build(raw: dict[str, Any], overrides: Mapping[str, Any] | Iterable[str] | N
     return _validate(raw)
 
 
-def _load_raw(name_or_path: str | Path, seen: tuple[str, ...]) -> dict[str, Any]:
-    text, label = _read_source(name_or_path)
-    raw = _parse_toml(text, label)
+def _load_raw(
+    name_or_path: str | Path, seen: tuple[str, ...], folder: Path | None = None
+) -> dict[str, Any]:
+    """The raw tables of a preset or file with what it ``extends`` merged under it. A relative
+    path in ``extends`` is relative to the file that names it (``folder``), as in an include."""
+    text, label, where = _read_source(name_or_path, folder)
+    raw = parse_toml(text, label)
+    site = raw.get("site")
+    if isinstance(site, dict) and "weather" in site:
+        _weather_brings_site(site["weather"], site)
     base_name = raw.pop("extends", None)
     if base_name is None:
         return raw
     if not isinstance(base_name, str):
-        raise ScenarioError(f"{label}: 'extends' must be a preset name, got {base_name!r}")
-    if base_name in seen:
+        raise ScenarioError(
+            f"{label}: 'extends' must be a preset name or a file, got {shorten(base_name)}"
+        )
+    key = str((where / base_name).resolve()) if _is_file_name(base_name, where) else base_name
+    if key in seen:
         raise ScenarioError(f"{label}: 'extends' loops back to {base_name!r}")
-    return _merge(_load_raw(base_name, seen + (base_name,)), raw)
+    if len(seen) >= MAX_EXTENDS:
+        raise ScenarioError(f"{label}: more than {MAX_EXTENDS} files deep in 'extends'")
+    return _merge(_load_raw(base_name, seen + (key,), where), raw)
 
 
-def _read_source(name_or_path: str | Path) -> tuple[str, str]:
-    path = Path(name_or_path)
-    looks_like_file = path.suffix == ".toml" or path.exists() or len(path.parts) > 1
-    if looks_like_file:
+MAX_EXTENDS = 16
+
+
+def _weather_brings_site(weather: Any, site: dict[str, Any]) -> None:
+    """A weather file is a place: where a layer of the scenario names one, the site's name and
+    time zone come with it, unless the same layer sets them (``site`` is that layer's table)."""
+    if not isinstance(weather, str) or weather == "synthetic":
+        return  # validation names a weather that is not text
+    try:
+        name, zone = site_of(weather)
+    except DataFileError as exc:
+        raise ScenarioError(f"site.weather: {exc}") from None
+    site.setdefault("name", name)
+    if zone is not None:
+        site.setdefault("timezone", zone)
+
+
+def _is_file_name(name: str | Path, folder: Path | None) -> bool:
+    path = Path(folder or ".") / name
+    return Path(name).suffix == ".toml" or len(Path(name).parts) > 1 or path.exists()
+
+
+def _read_source(
+    name_or_path: str | Path, folder: Path | None = None
+) -> tuple[str, str, Path | None]:
+    """Text, label and folder (None for a preset) of a preset name or a TOML file."""
+    if _is_file_name(name_or_path, folder):
+        path = Path(folder or ".") / name_or_path
         if not path.is_file():
             raise ScenarioError(f"scenario file {str(path)!r} does not exist")
         try:
-            return path.read_text(encoding="utf-8"), str(path)
+            return path.read_text(encoding="utf-8"), str(path), path.resolve().parent
         except (OSError, UnicodeDecodeError) as exc:
             raise ScenarioError(f"cannot read scenario file {str(path)!r}: {exc}") from None
     name = str(name_or_path)
@@ -808,14 +989,52 @@ def _read_source(name_or_path: str | Path) -> tuple[str, str]:
             f"unknown preset {name!r}{_did_you_mean(name, presets())}; "
             f"presets: {', '.join(presets())} (or give a path to a .toml file)"
         )
-    return resources.files(PRESET_PACKAGE).joinpath(f"{name}.toml").read_text(), name
+    return resources.files(PRESET_PACKAGE).joinpath(f"{name}.toml").read_text(), name, None
 
 
-def _parse_toml(text: str, label: str) -> dict[str, Any]:
+MAX_DEPTH = 12  # tables and arrays nested in a scenario or rule file (the schema needs 4)
+
+
+def parse_toml(text: str, label: str) -> dict[str, Any]:
+    """TOML text as data, never evaluated; nesting deeper than :data:`MAX_DEPTH` is refused
+    (deeper structures are no scenario and would exhaust Python's recursion)."""
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{label}: TOML syntax error: {exc}") from None
+    except RecursionError:
+        data = None
+    return _shallow(data, label)
+
+
+def _shallow(data: dict[str, Any] | None, label: str) -> dict[str, Any]:
+    """Parsed TOML (None where the parser ran out of recursion), refused when too deep."""
+    if data is None or _depth(data) > MAX_DEPTH:
+        raise ScenarioError(
+            f"{label}: tables or arrays nested more than {MAX_DEPTH} deep: no scenario or rule "
+            "needs that; check the brackets"
+        )
+    return data
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of tables and arrays, without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level + 1)
+            if level + 1 <= MAX_DEPTH:  # deeper is refused anyway: stop looking
+                stack.extend(
+                    (v, level + 1) for v in (item.values() if isinstance(item, dict) else item)
+                )
+    return deepest
+
+
+def shorten(value: Any, width: int = 60) -> str:
+    """``repr(value)`` cut to ``width`` characters, for messages about arbitrary input."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -848,9 +1067,12 @@ def _toml_value(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        return tomllib.loads(f"v = {value}")["v"]
+        data = tomllib.loads(f"v = {value}")
     except tomllib.TOMLDecodeError:
-        return value
+        return value  # a bare word: the string itself
+    except RecursionError:
+        data = None
+    return _shallow(data, f"override {shorten(value)}")["v"]
 
 
 def _set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
@@ -906,56 +1128,138 @@ def _validate(raw: dict[str, Any]) -> Scenario:
     except ValidationError as exc:
         raise ScenarioError(_explain(exc)) from None
     for item in scenario.sensitivity:
-        _check_key(scenario, item.key)
+        _check_range(scenario, item)
     return scenario
 
 
-def _check_key(scenario: Scenario, key: str) -> None:
+def _check_range(scenario: Scenario, item: SensitivityRange) -> None:
+    """A sensitivity range names a field, and both its ends are values that field takes."""
     node: Any = scenario
-    for part in key.split("."):
+    info = None
+    for part in item.key.split("."):
         fields = type(node).model_fields if isinstance(node, BaseModel) else {}
         if part not in fields:
             raise ScenarioError(
-                f"sensitivity key {key!r}: no field {part!r}{_did_you_mean(part, fields)}"
+                f"sensitivity key {item.key!r}: no field {part!r}{_did_you_mean(part, fields)}"
             )
-        node = getattr(node, part)
+        node, info = getattr(node, part), fields[part]
+    check = TypeAdapter(Annotated[info.annotation, info], config=ConfigDict(allow_inf_nan=False))
+    for end in ("low", "high"):
+        try:
+            check.validate_python(getattr(item, end))
+        except ValidationError as exc:
+            message = exc.errors()[0]["msg"].removeprefix("Value error, ")
+            raise ScenarioError(
+                f"sensitivity range of {item.key}: {end} {getattr(item, end)!r}: {message}"
+            ) from None
 
 
-def _explain(exc: ValidationError) -> str:
-    """One line per problem, with the dotted key, the value given and a suggestion."""
-    lines = []
+def _explain(exc: ValidationError, most: int = 5) -> str:
+    """One line per problem (the first ``most``), with the dotted key, the value given and a
+    suggestion. Of a value that fails every branch of a union (a duration or 'young-daly'),
+    the first branch's reason is given."""
+    lines: dict[str, str] = {}
     for err in exc.errors():
-        loc = [str(p) for p in err["loc"]]
-        where = ".".join(loc) or "scenario"
+        loc = [p for p in err["loc"] if isinstance(p, int) or _is_key(p)]
+        where = shorten(".".join(map(str, loc)) or "scenario", 80).strip("'")
+        if where in lines:
+            continue
         if err["type"] == "extra_forbidden":
-            parent = ".".join(str(p) for p in err["loc"][:-1] if not isinstance(p, int))
-            known = [f"{parent}.{f}" if parent else f for f in _fields_at(err["loc"][:-1])]
-            guess = f"{parent}.{loc[-1]}" if parent else loc[-1]
-            lines.append(f"unknown key {where!r}{_did_you_mean(guess, known)}")
+            parent = ".".join(str(p) for p in loc[:-1] if not isinstance(p, int))
+            known = [f"{parent}.{f}" if parent else f for f in _fields_at(tuple(loc[:-1]))]
+            guess = f"{parent}.{loc[-1]}" if parent else str(loc[-1])
+            lines[where] = f"unknown key {where!r}{_did_you_mean(guess, known)}"
         elif err["type"] == "missing":
-            lines.append(f"missing key {where!r}")
+            lines[where] = f"missing key {where!r}"
         else:
-            message = err["msg"].removeprefix("Value error, ")
+            bound = _bound_as_duration(err, loc)
+            message = bound or _too_large(err, loc) or err["msg"].removeprefix("Value error, ")
             given = err.get("input")
-            shown = f" (got {given!r})" if isinstance(given, str | int | float) else ""
-            lines.append(f"{where}: {message}{shown}")
-    return "; ".join(lines)
+            if bound and isinstance(given, float):
+                given = format_duration(given)
+            shown = (
+                f" (got {shorten(given)})"
+                if isinstance(given, str | int | float) and repr(given) not in message
+                else ""
+            )
+            lines[where] = f"{where}: {message}{shown}"
+    found = list(lines.values())
+    more = f"; and {len(found) - most} more" if len(found) > most else ""
+    return "; ".join(found[:most]) + more
+
+
+_BOUNDS = {
+    "greater_than": "longer than",
+    "greater_than_equal": "at least",
+    "less_than": "shorter than",
+    "less_than_equal": "at most",
+}
+
+
+def _bound_as_duration(err: Any, loc: list) -> str | None:
+    """A bound broken by a duration, said in durations: 'must be at most 30d'."""
+    if err["type"] not in _BOUNDS or not _is_duration(_field_at(tuple(loc))):
+        return None
+    (limit,) = err["ctx"].values()
+    return f"must be {_BOUNDS[err['type']]} {format_duration(float(limit))}"
+
+
+def is_duration(key: str) -> bool:
+    """Whether the dotted scenario key holds a duration (written with a unit)."""
+    return _is_duration(_field_at(tuple(p for p in key.split(".") if not p.isdigit())))
+
+
+def _too_large(err: Any, loc: list) -> str | None:
+    """A whole number too large to read, said with the field's bound."""
+    if err["type"] != "int_parsing_size":
+        return None
+    field = _field_at(tuple(loc))
+    bounds = [m.le for m in getattr(field, "metadata", ()) if hasattr(m, "le")]
+    return f"must be at most {bounds[0]:,}" if bounds else "is too large"
+
+
+def _is_duration(field: Any) -> bool:
+    """Whether a field holds a :data:`Duration` (alone or in a union)."""
+    validators = [getattr(m, "func", None) for m in getattr(field, "metadata", ())]
+    return field is not None and (
+        parse_duration in validators or "parse_duration" in repr(field.annotation)
+    )
+
+
+def _is_key(part: Any) -> bool:
+    """A location part that names a key, not one of pydantic's union or validator branches."""
+    return isinstance(part, str) and not any(c in part for c in "[](),")
 
 
 def _fields_at(loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the table at ``loc`` (empty where ``loc`` is no table)."""
+    model = _model_of(_field_at(loc)) if loc else Scenario
+    return list(model.model_fields) if model is not None else []
+
+
+def _field_at(loc: tuple[Any, ...]) -> Any:
+    """The schema's FieldInfo at a location (``("cluster", "n_gpus")``), or None."""
     model: Any = Scenario
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        field = model.model_fields.get(part) if hasattr(model, "model_fields") else None
+    field = None
+    for part in (p for p in loc if not isinstance(p, int)):
+        field = model.model_fields.get(part) if model is not None else None
         if field is None:
-            return []
-        annotation = field.annotation
-        args = getattr(annotation, "__args__", ())
-        model = next((a for a in (annotation, *args) if hasattr(a, "model_fields")), None)
-        if model is None:
-            return []
-    return list(model.model_fields)
+            return None
+        model = _model_of(field)
+    return field
+
+
+def _model_of(field: Any) -> Any:
+    """The table (model) a field holds, directly, in a list or optionally; None for a value."""
+    if field is None:
+        return None
+    pending, seen = [field.annotation], 0
+    while pending and seen < 16:
+        annotation, seen = pending.pop(), seen + 1
+        if hasattr(annotation, "model_fields"):
+            return annotation
+        pending.extend(getattr(annotation, "__args__", ()))
+    return None
 
 
 def _did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -11,7 +11,16 @@ from powermodel.analysis import metrics
 from powermodel.scenario import Scenario, load_scenario
 from powermodel.simulate import simulate
 
-HEADLINE = ["mean_mw", "peak_mw", "min_mw", "swing_5s_mw", "effective_training_time"]
+# IT power as the ranges move it, then the connection's largest 5-s swing over the run (most
+# often a failure's drop) beside its largest while training (the iterations' own swing)
+HEADLINE = [
+    "it_mean_mw",
+    "it_peak_mw",
+    "it_min_mw",
+    "grid_swing_5s_mw",
+    "grid_swing_5s_training_mw",
+    "effective_training_time",
+]
 
 
 def sensitivity(scenario: Scenario, progress: Callable[[str], None] | None = None) -> pd.DataFrame:
@@ -26,7 +35,7 @@ def sensitivity(scenario: Scenario, progress: Callable[[str], None] | None = Non
     rows = []
     for case, varied in _cases(scenario):
         if progress and case["value"] is not None:
-            progress(f"{case['key']} = {case['value']:g}")
+            progress(f"{case['key']} = {case['value']}")
         rows.append({**case, **_headline(varied)})
     return pd.DataFrame(rows)[["key", "case", "value", *HEADLINE, "source"]]
 
@@ -51,17 +60,18 @@ def check_seeds(
     rule_list: list[rules.Rule],
     seeds: int,
     registered_demand: float | None = None,
-) -> list[list[rules.RuleResult]]:
-    """:func:`powermodel.rules.check` on ``seeds`` runs from the scenario's seed on."""
+) -> tuple[list[list[rules.RuleResult]], list[rules.Refusal]]:
+    """:func:`powermodel.rules.check_each` on ``seeds`` runs from the scenario's seed on: each
+    run's results, and the rules refused (for the step, length or registered demand, which the
+    seed does not change: found on the first run, not asked again)."""
     first = scenario.simulation.seed
-    return [
-        rules.check(
-            simulate(load_scenario(scenario, {"simulation.seed": seed})),
-            rule_list,
-            registered_demand,
-        )
+    runs = (
+        simulate(load_scenario(scenario, {"simulation.seed": seed}))
         for seed in range(first, first + seeds)
-    ]
+    )
+    results, refused = rules.check_each(next(runs), rule_list, registered_demand)
+    judged = [r.rule for r in results]
+    return [results, *(rules.check(ds, judged, registered_demand) for ds in runs)], refused
 
 
 def check_sensitivity(
@@ -71,7 +81,7 @@ def check_sensitivity(
     ``scenario.sensitivity``: which events violate a rule depends on these defaults."""
     rows = []
     for case, varied in _cases(scenario):
-        for result in rules.check(simulate(varied), rule_list, registered_demand):
+        for result in rules.check_each(simulate(varied), rule_list, registered_demand)[0]:
             rows.append(
                 {
                     **{k: case[k] for k in ("key", "case", "value")},

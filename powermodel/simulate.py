@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import psutil
 import xarray as xr
 
 from powermodel import __version__, facility
@@ -21,6 +22,12 @@ from powermodel.variables import annotate
 JOB = 0
 STREAM_FAILURES = 1
 NO_CHECKPOINTS = 1e30  # s: an interval no run reaches (the timeline's arithmetic needs a number)
+MAX_INTERRUPTIONS = 1_000_000  # a failure every 5 min for ten years: beyond, no job trains
+# Peak memory of a run per electrical step [B]: the Dataset (26 float64 and float32 variables,
+# 121 B/step) with simulate's temporaries, metrics and writing the profile to CSV, measured
+# at 0.86 M steps (286 B/step) with a margin; and per timeline segment (start, state, order).
+BYTES_PER_STEP = 320
+BYTES_PER_SEGMENT = 64
 
 
 @dataclass(frozen=True)
@@ -43,9 +50,12 @@ class Derived:
 def derive(scenario: Scenario) -> Derived:
     """Step time, checkpoint timing and interruption rates implied by a scenario."""
     wl, ck, rel, cl = scenario.workload, scenario.checkpoint, scenario.reliability, scenario.cluster
-    step = wl.step_time or workload.derived_step_time(
-        wl.model_params, wl.tokens_per_step, cl.n_gpus, scenario.gpu.peak_flops, wl.mfu
-    )
+    if wl.step_time is not None:
+        step = wl.step_time
+    else:
+        step = workload.derived_step_time(
+            wl.model_params, wl.tokens_per_step, cl.n_gpus, scenario.gpu.peak_flops, wl.mfu
+        )
     # a locked clock stretches the compute phases of every step
     step *= float(step_time_factor(scenario.mitigation.clock_lock or 1.0, scenario.compute_share))
     write = ck.blocking_time if ck.blocking_time is not None else ck.size / ck.write_bandwidth
@@ -108,12 +118,21 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
     """
     wl, cl, gpu = scenario.workload, scenario.cluster, scenario.gpu
     shares, watts = scenario.phase_powers(capped=False, locked=True)  # the cap acts per GPU below
-    try:
-        per_gpu = workload.iteration_waveform(
-            shares, watts, derived.step_time, wl.edge_rate * gpu.tdp
+    edge = float(np.max(np.abs(watts - np.roll(watts, 1)))) / (wl.edge_rate * gpu.tdp)
+    if edge >= derived.step_time:
+        # the usual cause: the derived step of a big cluster at a batch sized for a small one
+        fix = (
+            "give workload.step_time, or grow the global batch workload.tokens_per_step with "
+            f"the cluster (to at least {wl.tokens_per_step * edge / derived.step_time:.3g} "
+            "tokens, as large jobs do)"
+            if wl.step_time is None
+            else "lengthen workload.step_time"
         )
-    except ValueError as exc:
-        raise ScenarioError(f"workload.edge_rate {wl.edge_rate:g}: {exc}") from None
+        raise ScenarioError(
+            f"a training step of {derived.step_time:.3g} s is shorter than one power edge "
+            f"({edge:.3g} s at workload.edge_rate {wl.edge_rate:g} TDP/s): {fix}"
+        )
+    per_gpu = workload.iteration_waveform(shares, watts, derived.step_time, wl.edge_rate * gpu.tdp)
     per_gpu, throttled = _mitigated_waveform(scenario, derived, per_gpu)
     kernel = workload.offset_kernel(derived.step_time, wl.offset_spread, wl.jitter)
     n = per_gpu.size
@@ -215,16 +234,76 @@ def failure_rng(seed: int, job: int = JOB) -> np.random.Generator:
 def timeline(scenario: Scenario, derived: Derived | None = None) -> events.Timeline:
     """The job timeline of a scenario (no rendering): cheap, for Monte Carlo over seeds."""
     derived = derived or derive(scenario)
+    steps = recoveries(scenario, derived)
+    expected = events.expected_interruptions(
+        scenario.simulation.duration, derived.rates, np.array([r.duration for r in steps])
+    )
+    if expected > MAX_INTERRUPTIONS:
+        raise ScenarioError(
+            f"the scenario expects {expected:,.0f} interruptions in its run, more than "
+            f"{MAX_INTERRUPTIONS:,} (a 16K-GPU job sees about 8 a day): lower "
+            "reliability.rate_scale or raise reliability.exposure_gpu_hours"
+        )
     return events.job_timeline(
         duration=scenario.simulation.duration,
         rates=derived.rates,
-        recoveries=recoveries(scenario, derived),
+        recoveries=steps,
         startup=startup(scenario, derived),
         interval=derived.checkpoint_interval,
         checkpoint_stall=derived.checkpoint_stall,
         checkpoint_done=derived.checkpoint_done,
         rng=failure_rng(scenario.simulation.seed),
     )
+
+
+def memory_estimate(scenario: Scenario) -> int:
+    """Peak memory a run of the scenario will take, known before it starts [B]: its steps and
+    the segments of its timeline (checkpoints and interruptions)."""
+    derived = derive(scenario)
+    sim = scenario.simulation
+    down = np.array([r.duration for r in recoveries(scenario, derived)])
+    interruptions = events.expected_interruptions(sim.duration, derived.rates, down)
+    checkpoints = sim.duration / (derived.checkpoint_interval + derived.checkpoint_stall)
+    segments = 2.0 * checkpoints + len(State) * interruptions
+    return int(sim.n_steps * BYTES_PER_STEP + segments * BYTES_PER_SEGMENT)
+
+
+def available_memory() -> int:
+    """Memory this process can still take [B]: the machine's available memory, or what is left
+    under the cgroup (container) limit where that is lower."""
+    free = psutil.virtual_memory().available
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text())
+    except (OSError, ValueError):
+        return free
+    return free if limit == "max" else min(free, int(limit) - used)
+
+
+def check_memory(scenario: Scenario) -> None:
+    """Refuse, before any work, a run that would not fit in memory."""
+    need, free = memory_estimate(scenario), available_memory()
+    if need > free:
+        sim = scenario.simulation
+        raise ScenarioError(
+            f"{sim.n_steps:,} steps of {format_duration(sim.dt)} need about {need / 1e9:.1f} GB "
+            f"and {free / 1e9:.1f} GB is available: lengthen simulation.dt or shorten "
+            "simulation.duration (or run the period in parts)"
+        )
+
+
+def preflight(scenario: Scenario) -> tuple[Derived, np.ndarray, np.ndarray]:
+    """Every check a run makes before its work, at a fraction of its cost: memory, step and
+    checkpoint timing, the plant step, the weather file, the iteration waveform. ``validate``
+    runs it, so a scenario it passes does not fail at the start of a run.
+
+    Returns what the run goes on with: :func:`derive` and :func:`shape_tables`.
+    """
+    check_memory(scenario)
+    derived = derive(scenario)
+    plant_steps(scenario)
+    facility.hourly_weather(scenario)
+    return (derived, *shape_tables(scenario, derived))
 
 
 def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
@@ -244,10 +323,9 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
+    derived, cells, rate = preflight(scenario)
     sim = scenario.simulation
-    derived = derive(scenario)
     line = timeline(scenario, derived)
-    cells, rate = shape_tables(scenario, derived)
     edges = np.arange(sim.n_steps + 1) * sim.dt
     means = render.interval_means(
         line.start, line.state.astype(np.int64), rate, render.cumulative_tables(cells), edges

@@ -18,7 +18,7 @@ import xarray as xr
 
 from powermodel import rules
 from powermodel.analysis import step_seconds
-from powermodel.scenario import Scenario, load_scenario
+from powermodel.scenario import Scenario, format_duration, load_scenario
 from powermodel.simulate import simulate
 
 SOFTWARE_BURN_DELAY = 2.0  # s [A]: an agent polling NVML every second notices a stop within ~2 s
@@ -68,7 +68,10 @@ def levers(scenario: Scenario, rule: rules.Rule, reference: float | None) -> lis
             "s",
             stall,
             0.05,
-            lambda v: {"checkpoint.mode": "async", "checkpoint.async_blocking_time": v},
+            lambda v: {
+                "checkpoint.mode": "async",
+                "checkpoint.async_blocking_time": format_duration(v),
+            },
             log=True,
         )
     )
@@ -88,15 +91,21 @@ def levers(scenario: Scenario, rule: rules.Rule, reference: float | None) -> lis
             "W/s",
             5000.0,
             1.0,
-            lambda v: {"mitigation.stop_burn": {"ramp_down": v, "delay": delay}},
+            lambda v: {"mitigation.stop_burn": {"ramp_down": v, "delay": format_duration(delay)}},
             log=True,
         )
     )
     out.append(
-        Lever("graceful start ramp", "s", 0.0, 3600.0, lambda v: {"workload.startup_ramp": v})
+        Lever(
+            "graceful start ramp",
+            "s",
+            0.0,
+            3600.0,
+            lambda v: {"workload.startup_ramp": format_duration(v)},
+        )
     )
     design = scenario.cluster.n_gpus * gpu.tdp / 1e6
-    controller = {"tau": 0.0, "ramp": 0.8 * ramp_limit(rule, reference)}
+    controller = {"tau": "0s", "ramp": 0.8 * ramp_limit(rule, reference)}
     out.append(
         Lever(
             f"site battery ({STORAGE_HOURS * 60:g} min)",

@@ -1,14 +1,32 @@
 """The result vocabulary: one registry of variable name -> units and long name.
 
-It drives the Dataset attrs, the CSV headers and the docs, so a variable has one name and one
-unit everywhere (STYLE.md, after PyPSA's component attribute tables).
+It drives the Dataset attrs, the CSV headers, the Parquet field metadata and the docs, so a
+variable has one name and one unit everywhere (STYLE.md, after PyPSA's component attribute tables).
+
+One rule for what has no dimension: a ratio or a fraction has units ``1`` (as in CF) and shows
+them (``pue [1]``), so that a header without a unit is a label, never a forgotten unit; a
+power-system per-unit quantity says ``pu`` and names its base in the long name. Label columns
+(``job_state``, the ``event_`` strings) and ``time`` (UTC) have no units.
 """
 
 from __future__ import annotations
 
+import json
+
 import xarray as xr
 
+from powermodel.models.events import State
+
+# The sign of reactive power wherever it is written: the load convention that OpenDSS,
+# GridLAB-D, PyPSA, pandapower, PSS/E and PowerFactory all use for a load.
+Q_SIGN = "positive absorbed (lagging), negative supplied (leading)"
+
 VARIABLES: dict[str, dict[str, str]] = {
+    "time": {
+        "units": "",
+        "long_name": "Start of the interval (UTC)",
+        "description": "Timezone-naive UTC in the Dataset; ISO 8601 ending in Z in CSV files.",
+    },
     "gpu_power": {
         "units": "MW",
         "long_name": "GPU board power, all GPUs (DC)",
@@ -80,9 +98,20 @@ VARIABLES: dict[str, dict[str, str]] = {
         "description": "Tokens processed per second, interval mean (includes work later lost).",
     },
     "job_state": {
-        "units": "1",
-        "long_name": "Job state at the interval midpoint",
-        "description": "Code into flag_meanings.",
+        "units": "",
+        "long_name": "Job state",
+        "description": (
+            "Code into flag_meanings: the state at the interval midpoint; in a resampled profile "
+            "the most common state of the interval (cell_methods 'time: mode')."
+        ),
+    },
+    **{
+        f"share_{state.name.lower()}": {
+            "units": "1",
+            "long_name": f"Share of the interval in state {state.name.lower()}",
+            "description": "Fraction of the interval's steps in that job state (resampled only).",
+        }
+        for state in State
     },
     "grid_power": {
         "units": "MW",
@@ -91,16 +120,15 @@ VARIABLES: dict[str, dict[str, str]] = {
     },
     "grid_reactive_power": {
         "units": "Mvar",
-        "long_name": "Reactive power at the point of interconnection",
+        "long_name": f"Reactive power at the point of interconnection, {Q_SIGN}",
         "description": (
             "From power-factor curves: server supplies (leading at light load) or a "
-            "double-conversion UPS rectifier, and the cooling and misc loads (lagging). Positive "
-            "absorbed (lagging)."
+            "double-conversion UPS rectifier, and the cooling and misc loads (lagging)."
         ),
     },
     "grid_voltage": {
-        "units": "1",
-        "long_name": "Voltage at the connection, per unit of no-load",
+        "units": "pu",
+        "long_name": "Voltage at the connection, per unit of the no-load voltage",
         "description": "1 − (P·cos θ + Q·sin θ)/S_sc with the grid's short-circuit power and X/R.",
     },
     "bess_power": {
@@ -148,18 +176,50 @@ VARIABLES: dict[str, dict[str, str]] = {
 }
 
 
+# Units of the Dataset's numeric attrs. netCDF and Arrow attributes hold no units of their own:
+# annotate writes these beside them as one JSON attribute, ``attribute_units``.
+ATTRIBUTE_UNITS = {
+    "dt": "s",
+    "plant_dt": "s",
+    "step_time": "s",
+    "checkpoint_interval": "s",
+    "checkpoint_stall": "s",
+    "compute_share": "1",
+    "clock_setpoint": "1",
+    "clock_lock": "1",
+    "token_rate": "token/s",
+    "registered_demand": "MW",
+}
+
+
+def attrs(name: str) -> dict[str, str]:
+    """The registry's ``units``, ``long_name`` and ``description`` of a variable, where set."""
+    return {k: v for k, v in VARIABLES.get(name, {}).items() if v}
+
+
 def annotate(ds: xr.Dataset) -> xr.Dataset:
-    """Set ``units``, ``long_name`` and ``description`` from the registry.
+    """Set ``units``, ``long_name`` and ``description`` from the registry, and the units of the
+    Dataset's numeric attrs as ``attribute_units`` (JSON).
 
     Call it last: xarray arithmetic drops attrs.
     """
-    for name, meta in VARIABLES.items():
-        if name in ds.variables:
-            ds[name].attrs.update({k: v for k, v in meta.items() if v})
+    for name in VARIABLES.keys() & ds.variables.keys():
+        ds[name].attrs.update(attrs(name))
+    units = {name: unit for name, unit in ATTRIBUTE_UNITS.items() if name in ds.attrs}
+    if units:
+        ds.attrs["attribute_units"] = json.dumps(units)
     return ds
 
 
-def header(name: str) -> str:
-    """CSV column header ``name [unit]`` (no brackets for dimensionless or unitless columns)."""
-    units = VARIABLES.get(name, {}).get("units", "")
-    return f"{name} [{units}]" if units and units != "1" else name
+def header(name: str, units: str | None = None) -> str:
+    """CSV column header ``name [units]``: ``pue [1]`` for a ratio, bare for a label column.
+
+    Parameters
+    ----------
+    name
+        Column name.
+    units
+        The column's units (a variable's ``units`` attr); by default the registry's.
+    """
+    units = VARIABLES.get(name, {}).get("units", "") if units is None else units
+    return f"{name} [{units}]" if units else name

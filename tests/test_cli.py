@@ -135,7 +135,7 @@ BAD = [
     (["run", REFERENCE, "-o", "out.xlsx"], "unknown extension '.xlsx'"),
     (["run", REFERENCE, *SHORT, "--resample", "7s"], "whole multiple"),
     (["check", REFERENCE, *SHORT, "--rules", "ercot"], "unknown rule 'ercot'"),
-    (["check", REFERENCE, *SHORT, "--rules", "lipa-high"], "simulate at dt <= 0.002 s"),
+    (["check", REFERENCE, *SHORT, "--rules", "lipa-high"], "simulate at dt <= 2ms"),
     (["check", "missing.csv", "--rules", "ercot-5s"], "missing.csv: no such file"),
     (["export", REFERENCE, *SHORT, "--to", "pypsa", "-o", "x", "--resample", "7min"], "divides"),
     (
@@ -219,7 +219,7 @@ def test_check_a_measured_trace(tmp_path: Path):
     trace = tmp_path / "meter.csv"
     times = pd.date_range("2025-03-01", periods=120, freq="1s")
     power = np.where(np.arange(120) < 60, 40.0, 28.0)  # a 12 MW drop
-    pd.DataFrame({"time": times, "P": power}).to_csv(trace, index=False)
+    pd.DataFrame({"time": times, "P [MW]": power}).to_csv(trace, index=False)
     result = run_cli("check", str(trace), "--rules", "ercot-5s")
     assert result.returncode == 3, result.stderr
     assert "unknown" in result.stdout  # no job state in a meter trace: no cause

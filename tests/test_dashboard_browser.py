@@ -149,7 +149,7 @@ def test_csv_download_matches_simulate(dash_duo):
     _choose(dash_duo, ids.EXPORT_INTERVAL, "1min")
     dash_duo.wait_for_contains_text(f"#{ids.EXPORT_NOTE}", "1,440 rows at 1min")
     dash_duo.find_element(f"#{ids.EXPORT_LINK}").click()
-    target = Path(dash_duo.download_path) / "profile.csv"
+    target = Path(dash_duo.download_path) / f"{REFERENCE}-profile.csv"  # the scenario's name
     _wait(dash_duo, target.is_file)
     table = pd.read_csv(target)
     coarse = resample(simulate(load_scenario(REFERENCE, ONE_DAY)), "1min")
@@ -197,4 +197,29 @@ def test_choosing_a_violation_shows_it_on_the_time_axis(dash_duo):
         ),
     )
     _wait(dash_duo, lambda: len(_traces(dash_duo, grid)[0]["x"]) < 400)
+    assert dash_duo.get_logs() == []
+
+
+def test_start_date_and_refused_values_in_the_browser(dash_duo):
+    # issue 10: the start-date control did nothing (it holds its value in `date`, the callbacks
+    # read `value`) and a link's start showed "Select Date"; -5 GPUs said "Input should be a
+    # valid integer" (the browser sent None for a number below the box's min)
+    link = f"/?preset={REFERENCE}&simulation.start=2024-08-01"
+    dash_duo.start_server(create_app(overrides=ONE_DAY))
+    dash_duo.driver.get(dash_duo.server_url + link)
+    date = dash_duo.find_element(_selector(ids.control("simulation.start", "date")))  # the input
+    _wait(dash_duo, lambda: date.get_attribute("value") == "2024-08-01")
+    date.send_keys(Keys.CONTROL, "a")
+    date.send_keys("2024-09-15", Keys.ENTER)
+    _wait(dash_duo, lambda: "simulation.start=2024-09-15" in dash_duo.driver.current_url)
+    expected = _expected_summary({**ONE_DAY, "simulation.start": "2024-09-15T00:00:00"})[0]
+    dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", expected)
+
+    gpus = dash_duo.find_element(_selector(ids.control("cluster.n_gpus")))
+    gpus.send_keys(Keys.CONTROL, "a")
+    gpus.send_keys("-5", Keys.ENTER)
+    dash_duo.wait_for_contains_text(
+        f"#{ids.SCENARIO_ERROR}", "cluster.n_gpus: Input should be greater than 0 (got -5)"
+    )
+    dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", expected)  # the last good run stays
     assert dash_duo.get_logs() == []

@@ -100,7 +100,7 @@ def test_pypsa_imports_the_folder(profile, tmp_path):
     )
     assert list(pd.to_datetime(n.snapshots)) == list(pd.to_datetime(profile["time"].values[::3600]))
     envelope = pd.read_csv(tmp_path / "powermodel-envelope.csv", index_col=0)
-    np.testing.assert_allclose(envelope["grid_power_max"].values, hourly.max(axis=1))
+    np.testing.assert_allclose(envelope["grid_power_max [MW]"].values, hourly.max(axis=1))
 
 
 def test_pandapower_runs_a_time_series_on_the_profile(profile, tmp_path):
@@ -111,6 +111,7 @@ def test_pandapower_runs_a_time_series_on_the_profile(profile, tmp_path):
     export_tool(profile.isel(time=slice(0, 7200)), "pandapower", tmp_path)  # 15-min steps
     frame = pd.read_csv(tmp_path / "profile.csv", index_col="time_step")
     assert len(frame) == 8
+    assert frame["time"].iloc[1] == "2024-07-01T00:15:00Z"  # UTC, as every CSV we write
     net = pp.create_empty_network()
     poi = pp.create_bus(net, vn_kv=138.0)
     pp.create_ext_grid(net, poi)
@@ -122,15 +123,21 @@ def test_pandapower_runs_a_time_series_on_the_profile(profile, tmp_path):
     )
     writer = OutputWriter(net, time_steps=frame.index, output_path=None)
     writer.log_variable("res_ext_grid", "p_mw")
+    writer.log_variable("res_ext_grid", "q_mvar")
     run_timeseries(net, time_steps=frame.index, verbose=False)
     quarter = profile["grid_power"].values[:7200].reshape(-1, 900).mean(axis=1)
     np.testing.assert_allclose(writer.output["res_ext_grid.p_mw"][0].values, quarter, rtol=1e-9)
+    # the grid supplies (generator reference, positive out) the Q our load absorbs: one sign
+    q_quarter = profile["grid_reactive_power"].values[:7200].reshape(-1, 900).mean(axis=1)
+    np.testing.assert_allclose(writer.output["res_ext_grid.q_mvar"][0].values, q_quarter, rtol=1e-9)
 
 
 def test_playback_csv_is_time_p_q_at_the_native_step(profile, tmp_path):
-    (path,) = export_tool(profile, "playback", tmp_path)
+    path, notes = export_tool(profile, "playback", tmp_path)
     frame = pd.read_csv(path)
     assert list(frame.columns) == ["t [s]", "P [MW]", "Q [Mvar]"]
+    assert "from 2024-07-01T00:00:00Z (UTC)" in notes.read_text()
+    assert "reactive power positive absorbed (lagging)" in notes.read_text()
     np.testing.assert_allclose(frame["t [s]"].values, np.arange(profile.sizes["time"]) * 1.0)
     np.testing.assert_allclose(frame["P [MW]"].values, profile["grid_power"].values)
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from powermodel import load_scenario, metrics, simulate
+from powermodel.analysis import max_swing
 from powermodel.errors import PowerModelError
 from powermodel.models import mitigation, signal
 from powermodel.models.events import State
@@ -141,7 +142,8 @@ def test_checkpoints_are_blamed_only_for_what_they_cause():
 
 def test_counts_per_day_over_seeds_p50_p95():
     sc = load_scenario(REFERENCE, {"simulation.duration": "12h", "reliability.rate_scale": 3.0})
-    per_seed = check_seeds(sc, load_rules("nprr1191-down"), seeds=4)
+    per_seed, refused = check_seeds(sc, load_rules("nprr1191-down"), seeds=4)
+    assert refused == []
     table = by_cause(per_seed)
     failure = table[table["cause"] == "failure"].iloc[0]
     # 419 crashes in 54 days (Llama 3) at three times the rate: 23.3 a day; a P50 over 4 seeds
@@ -219,7 +221,7 @@ SQUARE = {
         {"name": "compute", "kind": "compute", "share": 0.6},
         {"name": "exchange", "kind": "communication", "share": 0.4},
     ],
-    "workload.startup_ramp": 0.0,
+    "workload.startup_ramp": "0s",
 }
 
 
@@ -397,7 +399,7 @@ def test_a_band_above_half_nyquist_is_refused():
     with pytest.raises(PowerModelError, match="half the Nyquist"):
         signal.band_variance(x, 1.0, 0.1, 0.5)
     ds = simulate(load_scenario(REFERENCE, {**QUIET, "simulation.duration": "1h"}))
-    with pytest.raises(RuleError, match="dt <= 0.002 s"):
+    with pytest.raises(RuleError, match="dt <= 2ms to resolve the whole band"):
         check(ds, load_rules("lipa-high"))
     with pytest.raises(PowerModelError, match="shorter than five steps"):
         check(
@@ -428,9 +430,46 @@ def test_grid_metrics_ramps_three_ways():
     assert 0.1 * a * step / 60 < part["average_slope_up"] <= a * step / 60 + 1e-9
     ds = simulate(load_scenario(REFERENCE, {"simulation.duration": "6h"}))
     m = metrics(ds)
-    assert m["load_factor"] == pytest.approx(m["grid_mean_mw"] / m["grid_peak_mw"])
+    assert m["grid_load_factor"] == pytest.approx(m["grid_mean_mw"] / m["grid_peak_mw"])
     # energy per token: grid joules over tokens kept (405B: about 6·405e9 FLOP a token)
-    assert 3.0 < m["energy_per_token_j"] < 15.0
+    assert 3.0 < m["grid_energy_per_token_j"] < 15.0
+
+
+def test_metrics_are_named_by_their_boundary():
+    # issue 10: a bare "mean_mw" was IT power without saying so
+    m = metrics(simulate(load_scenario(REFERENCE, {"simulation.duration": "1h"})))
+    powers = [k for k in m if k.endswith(("_mw", "_mwh", "_mvar", "_j", "_pct", "_factor"))]
+    assert len(powers) >= 20
+    assert all(k.startswith(("it_", "cooling_", "facility_", "grid_")) for k in powers), powers
+
+
+def test_largest_swing_while_training_leaves_failures_out():
+    # a 2-MW square wave while running, and a 10-MW crash while not: 2 MW
+    p = 10.0 + np.tile([1.0, 1.0, 1.0, -1.0, -1.0, -1.0], 10)
+    p[40:] -= 10.0
+    running = np.arange(p.size) < 40
+    assert max_swing(p, 1.0) == 12.0
+    assert max_swing(p, 1.0, where=running) == 2.0
+    assert np.isnan(max_swing(p, 1.0, where=np.zeros(p.size, bool)))
+    # the reference: failures three times as often, so a 6-h run holds some
+    ds = simulate(
+        load_scenario(REFERENCE, {"simulation.duration": "6h", "reliability.rate_scale": 3.0})
+    )
+    m = metrics(ds)
+    assert (ds["event_kind"].values == "unexpected").any()
+    # by definition: max − min of each 5-sample window whose samples, and the one either side
+    # (an interval mean may straddle the start of a stall), all run
+    running = np.lib.stride_tricks.sliding_window_view(ds["job_state"].values == State.RUNNING, 7)
+    windows = np.lib.stride_tricks.sliding_window_view(ds["grid_power"].values[1:-1], 5)
+    swing = np.ptp(windows, axis=1)[running.all(axis=1)].max()
+    assert m["grid_swing_5s_training_mw"] == swing
+    # the iterations alone: the same run without failures (nor the checkpoints they call for).
+    # Within a fifth: after each restart the cooled dies clock higher and the compute plateau
+    # climbs as they warm, so the failing run's iterations swing up to 4.35 MW against 3.72.
+    # Failures add crashes of about 11 MW (issue 4), far above either.
+    quiet = metrics(simulate(load_scenario(REFERENCE, {**QUIET, "simulation.duration": "6h"})))
+    assert swing == pytest.approx(quiet["grid_swing_5s_training_mw"], rel=0.2)
+    assert m["grid_swing_5s_mw"] > 2 * swing
 
 
 # --- measured traces ---------------------------------------------------------------------------
@@ -441,7 +480,7 @@ def test_check_reads_a_measured_trace(tmp_path):
     p = 50.0 + 12.0 * (t >= 300)  # a 12 MW step up
     path = tmp_path / "trace.csv"
     path.write_text(
-        "time,P\n"
+        "time,P [MW]\n"
         + "\n".join(
             f"2025-01-01T00:{int(s) // 60:02d}:{int(s) % 60:02d}Z,{v}"
             for s, v in zip(t, p, strict=True)
@@ -453,7 +492,7 @@ def test_check_reads_a_measured_trace(tmp_path):
     assert result.by_cause == {"unknown": 1}
     bad = tmp_path / "bad.csv"
     bad.write_text(
-        "time,P\n2025-01-01T00:00:00Z,1\n2025-01-01T00:00:01Z,x\n2025-01-01T00:00:02Z,2\n"
+        "time,P [MW]\n2025-01-01T00:00:00Z,1\n2025-01-01T00:00:01Z,x\n2025-01-01T00:00:02Z,2\n"
     )
     with pytest.raises(PowerModelError, match="line 3"):
         read_trace(bad)

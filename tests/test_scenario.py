@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from powermodel import ScenarioError, load_scenario, presets
@@ -100,11 +101,29 @@ def test_durations():
     assert parse_duration("54d") == 4665600.0
     assert parse_duration("100ms") == pytest.approx(0.1)
     assert parse_duration("1min") == 60.0
-    assert parse_duration(2.5) == 2.5
     assert format_duration(4665600.0) == "54d"
     assert format_duration(0.1) == "100ms"
     with pytest.raises(ValueError, match="unit"):
         parse_duration("5 parsecs")
+    # issue 10: a bare number is seconds or days to different readers; a unit is required
+    with pytest.raises(ValueError, match="has no unit"):
+        parse_duration(2.5)
+    for bad, why in (("1e400s", "not a finite"), ("-1s", "negative"), ("nans", "cannot read")):
+        with pytest.raises(ValueError, match=why):
+            parse_duration(bad)
+
+
+def test_durations_round_trip_exactly():
+    # issue 10: the TOML round trip rounded durations to 6 digits (327 of 500 changed)
+    rng = np.random.default_rng(0)
+    seconds = rng.uniform(0, 1e6, 500) * rng.choice([1e-3, 1.0, 60.0], 500)
+    assert all(parse_duration(format_duration(x)) == x for x in seconds)
+    assert [format_duration(x) for x in (600.0, 0.25, 2.8, 86400.0 * 7)] == [
+        "10min",
+        "250ms",
+        "2.8s",
+        "7d",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -169,4 +188,4 @@ def test_every_preset_validates_and_runs(name):
 
     ds = simulate(load_scenario(name, {"simulation.duration": "1h"}))
     result = metrics(ds)
-    assert 0 < result["min_mw"] <= result["mean_mw"] <= result["peak_mw"]
+    assert 0 < result["it_min_mw"] <= result["it_mean_mw"] <= result["it_peak_mw"]

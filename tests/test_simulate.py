@@ -185,8 +185,8 @@ def test_energy_same_at_100ms_and_1min():
     coarse = simulate(load_scenario(REFERENCE, {**base, "simulation.dt": "1min"}))
     assert fine.sizes["time"] == 216000 and coarse.sizes["time"] == 360
     assert len(fine["event_time"]) > 5  # the window holds failures and restarts, not just running
-    e_fine = metrics(fine)["energy_mwh"]
-    e_coarse = metrics(coarse)["energy_mwh"]
+    e_fine = metrics(fine)["it_energy_mwh"]
+    e_coarse = metrics(coarse)["it_energy_mwh"]
     assert e_coarse == pytest.approx(e_fine, rel=1e-3)
     assert e_coarse == pytest.approx(e_fine, rel=1e-9)  # exact up to rounding
     # and the PSU losses are in it: rack input exceeds the DC sum of GPUs

@@ -3,6 +3,9 @@ synthetic climate, the ASHRAE design day, and interpolation onto the simulation 
 
 from __future__ import annotations
 
+import zoneinfo
+from datetime import datetime, timedelta
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
@@ -215,6 +218,235 @@ def test_tmy3_reader(tmp_path):
         io.read_tmy3(path)
     with pytest.raises(DataFileError, match=r"not a TMY3 CSV file: line 2 is 'DESIGN COND"):
         io.read_tmy3(io.resolve_weather("sterling"))
+
+
+# --- broken and unusual files (issue 10) --------------------------------------------------------
+
+
+def _write_epw(path, lines, newline="\n", encoding="utf-8"):
+    path.write_bytes((newline.join(lines) + newline).encode(encoding))
+    return path
+
+
+def _set(line: str, field: int, value: str) -> str:
+    fields = line.split(",")
+    fields[field] = value
+    return ",".join(fields)
+
+
+@pytest.mark.parametrize(
+    ("header_line", "row", "field", "value", "match"),
+    [
+        (None, 10, 6, "nan", r"line 19, field 7 \(temp_air\) is 'nan', not a finite number"),
+        (None, 0, 8, "inf", r"line 9, field 9 \(relative_humidity\) is 'inf', not a finite"),
+        (None, 8759, 9, "1e400", r"line 8768, field 10 \(pressure\) is '1e400'"),
+        (None, 5, 2, "", r"line 14, field 3 \(day\) is empty, not a finite number"),
+        (0, None, 8, "nan", r"the LOCATION line \(line 1\), field 9 \(utc_offset\) is 'nan'"),
+        (0, None, 8, "-inf", r"the LOCATION line \(line 1\), field 9 \(utc_offset\) is '-inf'"),
+        (0, None, 9, "nan", r"the LOCATION line \(line 1\), field 10 \(elevation\) is 'nan'"),
+        (0, None, 6, "north", r"field 7 \(latitude\) is 'north', not a finite number"),
+    ],
+)
+def test_epw_refuses_non_finite_numbers_naming_line_and_field(
+    tmp_path, header_line, row, field, value, match
+):
+    # float() takes "nan", "inf" and "1e400": they passed the reader and failed in psychrolib
+    lines = _epw_lines()
+    at = 8 + row if row is not None else header_line
+    lines[at] = _set(lines[at], field, value)
+    path = _write_epw(tmp_path / "bad.epw", lines)
+    with pytest.raises(DataFileError, match=match):
+        io.read_epw(path)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        (6, "999", r"field 7: latitude 999 °N is outside -90…90 °N"),
+        (7, "-200", r"field 8: longitude -200 °E is outside -180…180 °E"),
+        (8, "100", r"field 9: utc_offset 100 h is outside -12…14 h"),
+        (8, "-13", r"field 9: utc_offset -13 h is outside -12…14 h"),
+        (9, "-600", r"field 10: elevation -600 m is outside -500…9000 m"),
+        (9, "9500", r"field 10: elevation 9500 m is outside -500…9000 m"),
+    ],
+)
+def test_site_numbers_outside_physical_bounds_are_refused(tmp_path, field, value, match):
+    lines = _epw_lines()
+    lines[0] = _set(lines[0], field, value)
+    path = _write_epw(tmp_path / "site.epw", lines)
+    for read in (io.read_epw, io.site_of):
+        with pytest.raises(DataFileError, match=match):
+            read(path)
+    # the extremes in use are inside: UTC+14 (Line Islands), the Dead Sea shore at −430 m
+    lines[0] = _set(_set(_epw_lines()[0], 8, "14"), 9, "-430")
+    assert io.read_epw(_write_epw(tmp_path / "kiribati.epw", lines))[1]["utc_offset"] == 14.0
+
+
+def test_rows_not_one_year_name_the_days(tmp_path):
+    lines = _epw_lines()
+    head, rows = lines[:8], lines[8:]
+    leap = [r.replace(",2,28,", ",2,29,", 1) for r in rows[58 * 24 : 59 * 24]]
+    # 29 February in, 31 December out: 8,760 rows, but not the year's hours
+    path = _write_epw(tmp_path / "leap.epw", head + rows[: 59 * 24] + leap + rows[59 * 24 : -24])
+    with pytest.raises(
+        DataFileError,
+        match=r"the 8760 data rows are not the 8760 hours of one year: 29 February is present, "
+        r"31 December is missing",
+    ):
+        io.read_epw(path)
+    # a complete leap year reads, its 29 February dropped
+    data, _ = io.read_epw(
+        _write_epw(tmp_path / "leap_year.epw", head + rows[: 59 * 24] + leap + rows[59 * 24 :])
+    )
+    assert data.shape == (8760, 4) and str(data.index[-1]) == "2020-01-01 00:00:00"
+    # 8,784 rows without 29 February: 1 March twice
+    march1 = rows[59 * 24 : 60 * 24]
+    doubled = head + rows[: 60 * 24] + march1 + rows[60 * 24 :]
+    with pytest.raises(DataFileError, match=r"not the 8760 hours .*: 1 March has 48 rows"):
+        io.read_epw(_write_epw(tmp_path / "double.epw", doubled))
+
+
+def test_kelvin_temperatures_are_named(tmp_path):
+    lines = _epw_lines()
+    rows = [_set(r, 6, f"{float(r.split(',')[6]) + 273.15:.2f}") for r in lines[8:]]
+    # it was: "temp_air is missing in 8760 of 8760 rows", as values ≥ 99.9 are EPW's missing code
+    with pytest.raises(DataFileError, match=r"temp_air looks like kelvin .*temperatures are in °C"):
+        io.read_epw(_write_epw(tmp_path / "kelvin.epw", lines[:8] + rows))
+    path = tmp_path / "kelvin.csv"
+    _write_tmy3(path)
+    tmy3 = path.read_text().splitlines()
+    tmy3[2:] = [_set(r, 6, "283.15") for r in tmy3[2:]]  # the dew point
+    path.write_text("\n".join(tmy3))
+    with pytest.raises(DataFileError, match=r"temp_dew looks like kelvin \(median 283.15\)"):
+        io.read_tmy3(path)
+
+
+@pytest.mark.parametrize(
+    ("newline", "encoding", "prefix", "suffix"),
+    [
+        ("\r\n", "utf-8", "", ""),  # Windows line endings
+        ("\n", "utf-8", "", "\n\n  \n"),  # trailing blank lines
+        ("\n", "utf-8", "\ufeff", ""),  # a UTF-8 byte-order mark
+        ("\n", "latin-1", "", ""),  # older files: Latin-1 city names
+    ],
+)
+def test_text_variants_read_as_the_original(shipped, tmp_path, newline, encoding, prefix, suffix):
+    lines = _epw_lines()
+    lines[0] = _set(lines[0], 1, "São José dos Campos")
+    lines[0] = prefix + lines[0]
+    lines[-1] += suffix
+    data, meta = io.read_epw(_write_epw(tmp_path / "variant.epw", lines, newline, encoding))
+    assert data.equals(shipped["sterling"][0]) and meta["city"] == "São José dos Campos"
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        (b"", r"not an EPW weather file: line 1 is missing"),
+        (bytes(range(256)) * 40, r"a binary file, not a weather file"),
+        ("header", r"has 0 data rows, expected 8760"),
+        ("extra row", r"has 8761 data rows, expected 8760"),
+    ],
+)
+def test_broken_epw_files_are_refused(tmp_path, content, match):
+    lines = _epw_lines()
+    path = tmp_path / "broken.epw"
+    if content == "header":
+        _write_epw(path, lines[:8])
+    elif content == "extra row":
+        _write_epw(path, lines + lines[-1:])
+    else:
+        path.write_bytes(content)
+    with pytest.raises(DataFileError, match=match):
+        io.read_epw(path)
+
+
+@pytest.mark.parametrize("value", ["3.4.1", "1e400"])
+def test_a_bad_design_value_loses_the_design_conditions_not_the_year(tmp_path, value):
+    lines = _epw_lines()
+    lines[1] = lines[1].replace(",34.1,", f",{value},", 1)
+    data, meta = io.read_epw(_write_epw(tmp_path / "design.epw", lines))
+    assert data.shape == (8760, 4) and meta["design_conditions"] is None
+    assert meta["design_conditions_note"] == "the Cooling section's DB004 is not a finite number"
+
+
+@pytest.mark.parametrize(
+    ("site", "match"),
+    [
+        ('723170,"GREENSBORO",NC,-5.0,36.100,-79.950', r"line 1 has 6 site fields, expected 7"),
+        ('723170,"GREENSBORO",NC,,36.1,-79.95,273', r"line 1, field 4 \(utc_offset\) is ''"),
+        ('723170,"GREENSBORO",NC,nan,36.1,-79.95,273', r"line 1, field 4 \(utc_offset\) is 'nan'"),
+        ('723170,"GREENSBORO",NC,-5,36.1,-79.95,1e400', r"field 7 \(elevation\) is '1e400'"),
+        ('723170,"GREENSBORO",NC,-5,91,-79.95,273', r"field 5: latitude 91 °N is outside"),
+    ],
+)
+def test_tmy3_site_line_is_checked(tmp_path, site, match):
+    path = tmp_path / "site.csv"
+    _write_tmy3(path)
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([site, *lines[1:]]))
+    for read in (io.read_tmy3, io.site_of):
+        with pytest.raises(DataFileError, match=match):
+            read(path)
+
+
+def test_tmy3_non_finite_values_are_refused(tmp_path):
+    path = tmp_path / "nan.csv"
+    _write_tmy3(path)
+    lines = path.read_text().splitlines()
+    lines[7] = _set(lines[7], 12, "nan")
+    path.write_text("\n".join(lines))
+    with pytest.raises(DataFileError, match=r"line 8, field 13 \(Pressure \(mbar\)\) is 'nan'"):
+        io.read_tmy3(path)
+    lines[7] = _set(lines[7], 0, "0105")  # no slashes in the date
+    path.write_text("\n".join(lines))
+    with pytest.raises(DataFileError, match=r"line 8, the day in field 1 is empty"):
+        io.read_tmy3(path)
+
+
+# --- site_of ------------------------------------------------------------------------------------
+
+
+def test_site_of_shipped_names_gives_the_town_and_its_zone(shipped):
+    assert set(io.SITES) == set(io.SHIPPED)
+    assert io.site_of("sterling") == ("Sterling, Virginia", "America/New_York")
+    assert io.site_of(" Golden") == ("Golden, Colorado", "America/Denver")
+    assert io.site_of(io.resolve_weather("chicago")) == ("Chicago, Illinois", "America/Chicago")
+    for name, (_, zone) in io.SITES.items():
+        # the zone's January (standard) offset is the file's own
+        offset = zoneinfo.ZoneInfo(zone).utcoffset(datetime(2019, 1, 15))
+        assert offset == timedelta(hours=shipped[name][1]["utc_offset"])
+
+
+def test_site_of_a_file_reads_its_first_line_only(tmp_path):
+    lines = _epw_lines()
+    # a valid LOCATION line over a broken year: site_of does not read the rows
+    path = _write_epw(tmp_path / "site.epw", lines[:1] + ["garbage"])
+    assert io.site_of(path) == ("Washington Dc Dulles IntL Ar, VA", "Etc/GMT+5")
+    zone = zoneinfo.ZoneInfo(io.site_of(path)[1])  # POSIX sign: Etc/GMT+5 is UTC−5
+    assert zone.utcoffset(datetime(2019, 7, 1)) == timedelta(hours=-5)
+    for offset, expected in (("5.5", None), ("0", "Etc/GMT"), ("14", "Etc/GMT-14")):
+        _write_epw(path, [_set(lines[0], 8, offset)])
+        assert io.site_of(path)[1] == expected
+    _write_epw(path, [_set(_set(lines[0], 1, ""), 2, "-")])
+    assert io.site_of(path)[0] == "site"  # no city or state: the file's name
+    tmy3 = tmp_path / "723170TYA.csv"
+    _write_tmy3(tmy3)
+    assert io.site_of(tmy3) == ("GREENSBORO PIEDMONT TRIAD INT, NC", "Etc/GMT+5")
+
+
+def test_site_of_refuses_what_the_readers_refuse(tmp_path):
+    with pytest.raises(DataFileError, match="did you mean 'sterling'"):
+        io.site_of("sterlin")
+    with pytest.raises(DataFileError, match=r"weather file nowhere\.epw not found"):
+        io.site_of("nowhere.epw")
+    path = tmp_path / "power.epw"
+    path.write_text("time,power [MW]\n")
+    with pytest.raises(DataFileError, match=r"not an EPW weather file: line 1 is 'time,power"):
+        io.site_of(path)
+    path.write_bytes(bytes(range(256)))
+    with pytest.raises(DataFileError, match="a binary file"):
+        io.site_of(path)
 
 
 def test_resolve_weather():

@@ -11,7 +11,8 @@ user's manuals; only radiation is a sum over the hour before), so the index is t
 typical-year file mixes source years and is ignored; a leap year's 29 February rows are dropped.
 
 Missing-value codes become NaN and are filled by linear interpolation in time (periodic over the
-year); ``meta["filled"]`` counts the filled values per column.
+year); ``meta["filled"]`` counts the filled values per column. :func:`site_of` names a source's
+site and time zone from its first line alone.
 """
 
 from __future__ import annotations
@@ -36,6 +37,14 @@ SHIPPED = {
     "chicago": "USA_IL_Chicago-OHare.Intl.AP.725300_TMY3.epw",
     "golden": "USA_CO_Golden-NREL.724666_TMY3.epw",
 }
+# The site and its IANA time zone of each shipped file. The LOCATION lines name the stations
+# ("Washington Dc Dulles IntL Ar"); these are the towns the file names give.
+SITES = {
+    "sterling": ("Sterling, Virginia", "America/New_York"),
+    "tampa": ("Tampa, Florida", "America/New_York"),
+    "chicago": ("Chicago, Illinois", "America/Chicago"),
+    "golden": ("Golden, Colorado", "America/Denver"),
+}
 
 # EnergyPlus Auxiliary Programs, "EnergyPlus Weather File (EPW) Data Dictionary": 35 fields a
 # row; a value at or above the code is missing.
@@ -51,6 +60,7 @@ _EPW_HEADER = (
 )
 _EPW_FIELDS = 35
 _EPW_FIELD = {"temp_air": 6, "temp_dew": 7, "relative_humidity": 8, "pressure": 9}
+_CALENDAR = ("month", "day", "hour")
 _EPW_MISSING = {
     "temp_air": 99.9,
     "temp_dew": 99.9,
@@ -76,6 +86,20 @@ _PLAUSIBLE = {
     "pressure": (30e3, 115e3),
 }
 _MOSTLY_MISSING = 0.5
+# A weather file's first line is under 1 kB; reading no more keeps a huge binary cheap.
+_MAX_LINE = 1 << 16  # [bytes]
+# Air temperatures of 180–340 are kelvin (−93…67 °C); in °C no air reaches 180.
+_KELVIN = (180.0, 340.0)
+
+# Site numbers: latitude and longitude by their definitions; UTC offsets as in use, UTC−12
+# (Baker Island) to UTC+14 (Line Islands), the IANA tz database's range and the EPW data
+# dictionary's; elevation from the Dead Sea shore (−430 m) to Everest (8,849 m), with a margin.
+_SITE = {
+    "latitude": (-90.0, 90.0, "°N"),
+    "longitude": (-180.0, 180.0, "°E"),
+    "utc_offset": (-12.0, 14.0, "h"),
+    "elevation": (-500.0, 9000.0, "m"),
+}
 
 # ASHRAE Handbook—Fundamentals 2009, Chapter 14, climatic design tables, in the order the EPW
 # DESIGN CONDITIONS line quotes them (the same keys as ladybug-tools' DesignCondition).
@@ -148,6 +172,50 @@ def read_weather(name_or_path: str | Path) -> tuple[pd.DataFrame, dict]:
     return reader(path)
 
 
+def site_of(name_or_path: str | Path) -> tuple[str, str | None]:
+    """The site name and time zone of a weather source, reading no more than its first line.
+
+    Parameters
+    ----------
+    name_or_path
+        A shipped short name (``"sterling"``) or a path, as :func:`read_weather` takes.
+
+    Returns
+    -------
+    name : str
+        A shipped file's town (``"Sterling, Virginia"``), or a file's ``city, state``.
+    timezone : str or None
+        A shipped file's IANA zone (``"America/New_York"``). For another file, the fixed zone
+        ``Etc/GMT±N`` of its whole-hour standard offset, with POSIX's inverted sign (UTC−5 is
+        ``Etc/GMT+5``); it keeps no daylight saving, as the file's own times do. None for a
+        fractional offset, which no ``Etc/`` zone holds.
+
+    Raises
+    ------
+    DataFileError
+        As :func:`resolve_weather`; or the first line is not an EPW LOCATION line or a TMY3
+        site line, or its coordinates are not finite numbers within physical bounds.
+    """
+    path = resolve_weather(name_or_path)
+    shipped = {file.resolve(): name for name, file in shipped_weather().items()}
+    if path.resolve() in shipped:
+        return SITES[shipped[path.resolve()]]
+    try:
+        with path.open("rb") as f:
+            line = _decode(f.readline(_MAX_LINE), path).strip()
+    except OSError as exc:
+        raise DataFileError(f"{path}: cannot read the weather file ({exc.strerror})") from exc
+    if path.suffix.lower() == ".csv":
+        site = _tmy3_site(next(csv.reader([line]), []), path)
+    else:
+        _check_epw_header([line], path, count=1)
+        site = _epw_location(line, path)
+    name = ", ".join(s for s in (site["city"], site["state"]) if s not in ("", "-"))
+    offset = site["utc_offset"]
+    zone = None if not offset.is_integer() else f"Etc/GMT{-int(offset):+d}" if offset else "Etc/GMT"
+    return name or path.stem, zone
+
+
 def read_epw(path: str | Path) -> tuple[pd.DataFrame, dict]:
     """Read an EnergyPlus EPW weather file.
 
@@ -174,22 +242,20 @@ def read_epw(path: str | Path) -> tuple[pd.DataFrame, dict]:
     Raises
     ------
     DataFileError
-        Not an EPW file, a row count other than 8,760, a row with a field missing or not a
-        number, rows out of calendar order, implausible values, or a column mostly missing.
+        Not an EPW file (or a binary one); site coordinates that are not finite numbers or
+        lie outside physical bounds; rows that are not the hours of one year (the days missing
+        or extra named) or out of calendar order; a row with a field missing or not a finite
+        number; temperatures in kelvin, implausible values, or a column mostly missing.
     """
     path = Path(path)
     lines = _read_lines(path)
-    for i, key in enumerate(_EPW_HEADER):
-        if i >= len(lines) or not lines[i].upper().startswith(key):
-            found = repr(lines[i][:60]) if i < len(lines) else "missing"
-            raise DataFileError(
-                f"{path}: not an EPW weather file: line {i + 1} is {found}, expected it to "
-                f"start with {key!r}; give an EnergyPlus .epw file (or a TMY3 .csv)"
-            )
+    _check_epw_header(lines, path)
     rows = _epw_rows(lines, path)
     meta = _epw_location(lines[0], path)
     meta["design_conditions"], meta["design_conditions_note"] = _design_conditions(lines[1])
-    table = _numbers(rows, [1, 2, 3, *_EPW_FIELD.values()], path, first_line=len(_EPW_HEADER) + 1)
+    fields = [1, 2, 3, *_EPW_FIELD.values()]
+    labels = [f"field {c + 1} ({n})" for c, n in zip(fields, _CALENDAR + COLUMNS, strict=True)]
+    table = _numbers(rows, fields, labels, path, first_line=len(_EPW_HEADER) + 1)
     values = {name: table[:, 3 + k] for k, name in enumerate(_EPW_FIELD)}
     missing = {name: values[name] >= code for name, code in _EPW_MISSING.items()}
     data, meta["filled"] = _frame(table[:, 0], table[:, 1], table[:, 2], values, missing, path)
@@ -223,43 +289,64 @@ def read_tmy3(path: str | Path) -> tuple[pd.DataFrame, dict]:
     lines = _read_lines(path)
     header = next(csv.reader(lines[:1]), [])
     names = lines[1].split(",") if len(lines) > 1 else []
-    if len(header) < 7 or names[:2] != ["Date (MM/DD/YYYY)", "Time (HH:MM)"]:
-        second = lines[1][:60] if len(lines) > 1 else "missing"
+    if names[:2] != ["Date (MM/DD/YYYY)", "Time (HH:MM)"]:
+        second = repr(lines[1][:60]) if len(lines) > 1 else "missing"
         raise DataFileError(
-            f"{path}: not a TMY3 CSV file: line 2 is {second!r}, expected column names "
+            f"{path}: not a TMY3 CSV file: line 2 is {second}, expected column names "
             "starting 'Date (MM/DD/YYYY),Time (HH:MM)' under a line of site metadata; give an "
             "NREL TMY3 .csv file (or an EnergyPlus .epw)"
         )
     absent = [col for col in _TMY3_COLUMN.values() if col not in names]
     if absent:
-        raise DataFileError(f"{path}: TMY3 column {absent[0]!r} is missing from line 2")
+        raise DataFileError(
+            f"{path}: TMY3 column {absent[0]!r} is missing from line 2; give an unmodified "
+            "NREL TMY3 .csv file"
+        )
+    meta = _tmy3_site(header, path)
     rows = lines[2:]
     _check_row_count(rows, path)
+    calendar = [f"the {n} in field {1 + (n == 'hour')}" for n in _CALENDAR]
+    table = _numbers([_tmy3_calendar(row) for row in rows], [0, 1, 2], calendar, path, 3)
     fields = [names.index(col) for col in _TMY3_COLUMN.values()]
-    table = _numbers([_tmy3_calendar(row) for row in rows], [0, 1, 2], path, first_line=3)
-    values = _numbers(rows, fields, path, first_line=3).T
-    values = dict(zip(_TMY3_COLUMN, values, strict=True))
+    labels = [f"field {names.index(col) + 1} ({col})" for col in _TMY3_COLUMN.values()]
+    values = dict(zip(_TMY3_COLUMN, _numbers(rows, fields, labels, path, 3).T, strict=True))
     missing = {name: v <= _TMY3_MISSING for name, v in values.items()}
     values["pressure"] = values["pressure"] * _MBAR
-    meta = {
-        "city": header[1],
-        "state": header[2],
-        "country": "USA",
-        "data_source": "TMY3",
-        "station_id": header[0],
-        **_coordinates([header[4], header[5], header[3], header[6]], path),
-        "file": str(path),
-    }
     data, meta["filled"] = _frame(table[:, 0], table[:, 1], table[:, 2], values, missing, path)
     return data, meta
 
 
 def _read_lines(path: Path) -> list[str]:
+    """The file's lines, trailing blank ones dropped; any line ending."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        raw = path.read_bytes()
     except OSError as exc:
         raise DataFileError(f"{path}: cannot read the weather file ({exc.strerror})") from exc
-    return text.rstrip("\r\n").splitlines()
+    return _decode(raw, path).rstrip().splitlines()
+
+
+def _decode(raw: bytes, path: Path) -> str:
+    """UTF-8 text, its BOM dropped; else Latin-1, in which older EPW files write city names."""
+    if b"\x00" in raw:
+        raise DataFileError(
+            f"{path}: a binary file, not a weather file; give an EnergyPlus .epw or an NREL "
+            "TMY3 .csv file"
+        )
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def _check_epw_header(lines: list[str], path: Path, count: int = len(_EPW_HEADER)) -> None:
+    """The first ``count`` lines start with the EPW header keys, in order."""
+    for i, key in enumerate(_EPW_HEADER[:count]):
+        if i >= len(lines) or not lines[i].upper().startswith(key):
+            found = repr(lines[i][:60]) if i < len(lines) else "missing"
+            raise DataFileError(
+                f"{path}: not an EPW weather file: line {i + 1} is {found}, expected it to "
+                f"start with {key!r}; give an EnergyPlus .epw file (or a TMY3 .csv)"
+            )
 
 
 def _check_row_count(rows: list[str], path: Path) -> None:
@@ -293,8 +380,9 @@ def _epw_location(line: str, path: Path) -> dict:
     f = [s.strip() for s in line.split(",")]
     if len(f) < 10:
         raise DataFileError(
-            f"{path}: the LOCATION line has {len(f)} fields, expected 10 (city, state, "
-            "country, source, WMO, latitude, longitude, time zone, elevation)"
+            f"{path}: the LOCATION line has {len(f)} fields, expected 10 (LOCATION, city, "
+            "state, country, source, WMO, latitude, longitude, time zone, elevation); give an "
+            "unmodified EPW file"
         )
     return {
         "city": " ".join(f[1].split()),
@@ -302,20 +390,56 @@ def _epw_location(line: str, path: Path) -> dict:
         "country": f[3],
         "data_source": f[4],
         "station_id": f[5],
-        **_coordinates(f[6:10], path),
+        **_coordinates(f[6:10], [7, 8, 9, 10], "the LOCATION line (line 1)", path),
         "file": str(path),
     }
 
 
-def _coordinates(fields: list[str], path: Path) -> dict:
-    """latitude, longitude, UTC offset, elevation, in that order, as numbers."""
-    keys = ("latitude", "longitude", "utc_offset", "elevation")
-    try:
-        return {k: float(v) for k, v in zip(keys, fields, strict=True)}
-    except ValueError as exc:
+def _tmy3_site(header: list[str], path: Path) -> dict:
+    """The site metadata of a TMY3 file's line 1 (split into fields)."""
+    if len(header) < 7:
         raise DataFileError(
-            f"{path}: site latitude, longitude, time zone, elevation {fields} are not numbers"
-        ) from exc
+            f"{path}: line 1 has {len(header)} site fields, expected 7 (USAF, name, state, time "
+            "zone, latitude, longitude, elevation); give an unmodified NREL TMY3 .csv file"
+        )
+    return {
+        "city": header[1],
+        "state": header[2],
+        "country": "USA",
+        "data_source": "TMY3",
+        "station_id": header[0],
+        **_coordinates([header[4], header[5], header[3], header[6]], [5, 6, 4, 7], "line 1", path),
+        "file": str(path),
+    }
+
+
+def _coordinates(fields: list[str], numbers: list[int], where: str, path: Path) -> dict:
+    """Latitude, longitude, UTC offset, elevation (in that order, at field ``numbers`` of
+    ``where``) as numbers within the bounds of :data:`_SITE`."""
+    site = {}
+    for (key, (lo, hi, unit)), text, number in zip(_SITE.items(), fields, numbers, strict=True):
+        value = _finite(text)
+        if value is None:
+            raise DataFileError(
+                f"{path}: {where}, field {number} ({key}) is {text!r}, not a finite number; "
+                f"give the site's {key} [{unit}]"
+            )
+        if not lo <= value <= hi:
+            raise DataFileError(
+                f"{path}: {where}, field {number}: {key} {value:g} {unit} is outside "
+                f"{lo:g}…{hi:g} {unit}; correct the site's {key}"
+            )
+        site[key] = value
+    return site
+
+
+def _finite(text: str) -> float | None:
+    """``text`` as a finite number, else None (``float`` alone takes "nan", "inf", "1e400")."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if np.isfinite(value) else None
 
 
 def _design_conditions(line: str) -> tuple[dict | None, str]:
@@ -335,32 +459,41 @@ def _design_conditions(line: str) -> tuple[dict | None, str]:
                 f"the {section.title()} section has {len(numbers)} values, expected "
                 f"{len(keys)} as in the 2009 ASHRAE Handbook layout"
             )
-        found[section] = {k: float(v) for k, v in zip(keys, numbers, strict=True) if v}
+        found[section] = {k: _finite(v) for k, v in zip(keys, numbers, strict=True) if v}
+        bad = next((k for k, v in found[section].items() if v is None), None)
+        if bad:
+            return None, f"the {section.title()} section's {bad} is not a finite number"
     return found, ""
 
 
 def _tmy3_calendar(row: str) -> str:
     """``MM/DD/YYYY,HH:MM,…`` → ``MM,DD,HH``."""
     date, time, *_ = [*row.split(",", 2), "", ""]
-    return ",".join([*date.split("/")[:2], time.split(":")[0]])
+    month, day, *_ = [*date.split("/"), "", ""]
+    return ",".join([month, day, time.split(":")[0]])
 
 
-def _numbers(rows: list[str], fields: list[int], path: Path, first_line: int) -> np.ndarray:
-    """The given fields of every row as floats; an error names the first bad one."""
-    split = [row.split(",") for row in rows]
-    try:
-        return np.array([[r[c] for c in fields] for r in split], dtype=float)
-    except (ValueError, IndexError):
-        for i, r in enumerate(split):
-            for c in fields:
-                text = r[c].strip() if c < len(r) else ""
-                try:
-                    float(text)
-                except ValueError:
-                    raise DataFileError(
-                        f"{path}: line {first_line + i}, field {c + 1} is {text!r}, not a number"
-                    ) from None
-        raise
+def _numbers(
+    rows: list[str], fields: list[int], labels: list[str], path: Path, first_line: int
+) -> np.ndarray:
+    """The given fields of every row as finite floats; an error names the first bad one by its
+    line and ``labels`` entry."""
+    split = (row.split(",") for row in rows)
+    cells = pd.DataFrame(
+        [[r[c].strip() if c < len(r) else "" for c in fields] for r in split],
+        columns=labels,
+        dtype=object,
+    )
+    table = cells.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    bad = np.argwhere(~np.isfinite(table))
+    if bad.size:
+        i, k = bad[0]
+        text = cells.iat[i, k]
+        raise DataFileError(
+            f"{path}: line {first_line + i}, {labels[k]} is {repr(text) if text else 'empty'}, "
+            "not a finite number; a missing value is written as the format's missing code"
+        )
+    return table
 
 
 def _frame(
@@ -375,7 +508,7 @@ def _frame(
     keep = ~((month == 2) & (day == 29))
     index = pd.date_range(f"{TYPICAL_YEAR}-01-01 01:00", periods=HOURS, freq="h", name="time")
     if keep.sum() != HOURS:
-        raise DataFileError(_row_count_message(month.size, path))
+        raise DataFileError(_calendar_message(month, day, path))
     start = index - pd.Timedelta(hours=1)
     expected = np.stack([start.month, start.day, start.hour + 1])
     wrong = np.flatnonzero((np.stack([month, day, hour])[:, keep] != expected).any(axis=0))
@@ -383,16 +516,51 @@ def _frame(
         i = int(wrong[0])
         got = "/".join(f"{v[keep][i]:g}" for v in (month, day, hour))
         raise DataFileError(
-            f"{path}: data row {i + 1} is month/day/hour {got}, expected "
+            f"{path}: data row {np.flatnonzero(keep)[i] + 1} is month/day/hour {got}, expected "
             f"{'/'.join(str(v) for v in expected[:, i])}: rows must be the 8760 hours of one "
             "year in order"
         )
     filled = {}
     columns = {}
     for name in COLUMNS:
+        if name in ("temp_air", "temp_dew"):
+            _check_celsius(values[name][keep], name, path)
         columns[name], filled[name] = _fill(values[name][keep], missing[name][keep], name, path)
-        _check_range(columns[name], name, path)
+        _check_range(columns[name], name, path, rows=np.flatnonzero(keep))
     return pd.DataFrame(columns, index=index), filled
+
+
+def _calendar_message(month: np.ndarray, day: np.ndarray, path: Path) -> str:
+    """Why the rows are not the hours of one year: the days missing, extra or not 24 rows."""
+    days = pd.date_range(f"{TYPICAL_YEAR}-01-01", periods=365, freq="D")
+    key = (days.month * 100 + days.day).to_numpy()
+    rows = pd.Series(month * 100 + day).value_counts()
+    per_day = rows.reindex(key, fill_value=0).to_numpy()
+    problems = ["29 February is present"] if month.size == HOURS and 229 in rows.index else []
+    problems += [
+        f"{days[i].day} {days[i].month_name()} "
+        + ("is missing" if per_day[i] == 0 else f"has {per_day[i]} rows")
+        for i in np.flatnonzero(per_day != 24)[:4]
+    ]
+    problems += [
+        f"month/day {k // 100:g}/{k % 100:g} is no date"
+        for k in rows.index.difference([*key, 229])[:4]
+    ]
+    return (
+        f"{path}: the {month.size} data rows are not the {HOURS} hours of one year: "
+        f"{', '.join(problems[:4])}{' …' if len(problems) > 4 else ''}; give one complete "
+        f"year, {HOURS} rows (or {HOURS + 24} with 29 February)"
+    )
+
+
+def _check_celsius(values: np.ndarray, name: str, path: Path) -> None:
+    """Refuse a temperature column mostly in the kelvin range (where EPW's 99.9 code is not)."""
+    lo, hi = _KELVIN
+    if np.mean((values >= lo) & (values <= hi)) > 0.5:
+        raise DataFileError(
+            f"{path}: {name} looks like kelvin (median {np.median(values):g}): EPW and TMY3 "
+            "temperatures are in °C; convert the column (°C = K − 273.15)"
+        )
 
 
 def _fill(values: np.ndarray, missing: np.ndarray, name: str, path: Path) -> tuple[np.ndarray, int]:
@@ -410,11 +578,12 @@ def _fill(values: np.ndarray, missing: np.ndarray, name: str, path: Path) -> tup
     return np.interp(hours, hours[good], values[good], period=values.size), n
 
 
-def _check_range(values: np.ndarray, name: str, path: Path) -> None:
+def _check_range(values: np.ndarray, name: str, path: Path, rows: np.ndarray) -> None:
+    """Values within :data:`_PLAUSIBLE`; ``rows`` are their data rows, counted from 0."""
     lo, hi = _PLAUSIBLE[name]
     bad = np.flatnonzero((values < lo) | (values > hi))
     if bad.size:
         raise DataFileError(
-            f"{path}: {name} is {values[bad[0]]:g} in data row {bad[0] + 1}, outside "
+            f"{path}: {name} is {values[bad[0]]:g} in data row {rows[bad[0]] + 1}, outside "
             f"{lo:g}…{hi:g}: a wrong column or unit?"
         )

@@ -166,16 +166,33 @@ def job_timeline(
     )
 
 
+def expected_interruptions(horizon: float, rates: np.ndarray, down: np.ndarray) -> float:
+    """Mean number of interruptions in ``horizon`` [s] of a renewal process that alternates
+    exponential up times (``rates`` per cause [1/s]) with each cause's down time [s].
+
+    Down times bound the count whatever the rates: at most ``horizon / min(down)`` events.
+    """
+    total = float(np.sum(rates))
+    if total <= 0.0:
+        return 0.0
+    cycle = 1.0 / total + float(np.dot(rates, down)) / total  # mean up + mean down
+    return horizon / cycle
+
+
 def _draw_interruptions(
     horizon: float, rates: np.ndarray, down: np.ndarray, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Up times and causes of enough interruptions to pass ``horizon``, drawn in batches."""
+    """Up times and causes of enough interruptions to pass ``horizon``, drawn in batches sized
+    by the expected count (so memory follows the events, not the rates)."""
+    if not (np.all(np.isfinite(down)) and np.all(down >= 0) and np.all(np.isfinite(rates))):
+        raise ValueError("down times must be finite and non-negative, rates finite")
     total = rates.sum()
     if total <= 0.0:
         return np.array([np.inf]), np.zeros(1, dtype=np.int64)
     p = rates / total
     up_parts, cause_parts, elapsed = [], [], 0.0
-    batch = int(horizon * total * 1.2 + 10.0 * np.sqrt(horizon * total) + 16)
+    expected = expected_interruptions(horizon + down.max(), rates, down)
+    batch = int(expected * 1.2 + 10.0 * np.sqrt(expected) + 16)
     while elapsed <= horizon + down.max():  # the last up period must reach past the horizon
         up = rng.exponential(1.0 / total, batch)
         cause = rng.choice(rates.size, size=batch, p=p)

@@ -11,7 +11,7 @@ import dash
 
 from powermodel.scenario import load_scenario
 from powermodel.webapp import downloads, layout
-from powermodel.webapp.cache import DEFAULT_BYTES, SimulationCache
+from powermodel.webapp.cache import DEFAULT_BYTES, SIMULATIONS, SimulationCache
 from powermodel.webapp.callbacks import Dashboard
 
 REFERENCE_SCENARIO = "llama3-405b-16k-h100"
@@ -26,6 +26,7 @@ def create_app(
     overrides: Mapping[str, Any] | Iterable[str] | None = None,
     cache_bytes: int = DEFAULT_BYTES,
     upload_limit: int = UPLOAD_LIMIT,
+    simulations: int = SIMULATIONS,
 ) -> dash.Dash:
     """The dashboard, opening on a preset.
 
@@ -36,14 +37,19 @@ def create_app(
     overrides
         Dotted overrides every preset opens with; by default :data:`APP_OVERRIDES`.
     cache_bytes
-        Bound of the simulations (and their figures) kept in memory. [B]
+        Bound of the simulations (and their figures) kept in memory, and of those in flight. [B]
     upload_limit
         Largest scenario or weather file accepted. [B]
+    simulations
+        Simulations run at once; the others queue.
+
+    The app's working folder (uploaded weather, downloads being written) is a temporary folder
+    deleted when the app is (``app.workdir``), and at the latest when the process exits.
     """
     defaults = dict(APP_OVERRIDES if overrides is None else _as_mapping(overrides))
     load_scenario(scenario_name, defaults)  # a bad preset or override fails here, not in a page
-    cache = SimulationCache(cache_bytes)
-    uploads = Path(tempfile.mkdtemp(prefix="powermodel-uploads-")).resolve()
+    cache = SimulationCache(cache_bytes, simulations)
+    workdir = tempfile.TemporaryDirectory(prefix="powermodel-dashboard-")
     app = dash.Dash(
         __name__,
         title="powermodel",
@@ -53,10 +59,17 @@ def create_app(
     # A request carries an upload base64-encoded (4/3 of it) with the rest of the callback.
     app.server.config["MAX_CONTENT_LENGTH"] = 2 * upload_limit + 1_000_000
     app.layout = layout.page(scenario_name, upload_limit)
-    Dashboard(cache, scenario_name, defaults, uploads, upload_limit).register(app)
-    downloads.register(app.server, cache)
-    app.cache = cache
+    board = Dashboard(cache, scenario_name, defaults, Path(workdir.name).resolve(), upload_limit)
+    board.register(app)
+    downloads.register(app.server, cache, board.downloads, board.violations)
+    app.server.register_error_handler(RecursionError, _too_deep)
+    app.cache, app.board, app.workdir = cache, board, workdir
     return app
+
+
+def _too_deep(_: RecursionError) -> tuple[str, int]:
+    """A request nested deeper than Python parses (no page of this dashboard sends one)."""
+    return "the request is nested too deeply to read\n", 400
 
 
 def _as_mapping(overrides: Mapping[str, Any] | Iterable[str]) -> dict[str, Any]:

@@ -1,22 +1,48 @@
-"""Simulations kept by scenario, with everything the views built from them, in bounded memory."""
+"""Simulations kept by scenario, with everything the views built from them, in bounded memory.
+
+The bound holds for the whole cache, work in flight included: a simulation starts only when the
+memory it will take (:func:`powermodel.simulate.memory_estimate`) fits beside what is kept,
+evicting the least recently used runs to make room, and so does the building of a view (figures,
+rule checks: :data:`VIEW_BYTES_PER_STEP`). At most ``simulations`` run at once, the others wait
+in a first-come queue of bounded length whose positions the page shows; at most
+:data:`VIEW_BUILDS` views are built at once.
+"""
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import platform
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
+from powermodel.errors import PowerModelError
 from powermodel.scenario import Scenario
-from powermodel.simulate import simulate
+from powermodel.simulate import memory_estimate, simulate
 
 DEFAULT_BYTES = 3 * 2**30  # a 54-day 1-s run is about 0.6 GB with its views
 SCENARIOS_KEPT = 1000
+SIMULATIONS = 1  # at once: on a 2-core machine a second one only slows the first
+QUEUE = 32  # simulations waiting; beyond, a request is told the server is busy
+VIEW_BUILDS = 2  # views built at once (the other requests wait, or answer from the cache)
+# Peak memory of building a view, per step of its run [B]: measured with tracemalloc on 7 days
+# at 1 s, the thermal view 95 B and the grid view with five rules 93 B (the largest), rounded up
+VIEW_BYTES_PER_STEP = 128
+M_MMAP_THRESHOLD = -3  # mallopt parameter (malloc.h)
+MMAP_THRESHOLD = 1 << 20  # B: a run's per-step arrays are larger, small objects smaller
+_LIBC = ctypes.CDLL("libc.so.6") if platform.libc_ver()[0] == "glibc" else None
+
+
+class Busy(PowerModelError):
+    """The server has more simulations waiting than it queues: try again shortly."""
 
 
 def scenario_key(scenario: Scenario) -> str:
@@ -33,20 +59,41 @@ class Entry:
     views: dict[str, Any] = field(default_factory=dict)
     nbytes: int = 0
     building: dict[str, threading.Lock] = field(default_factory=dict)
+    buffers: set[int] = field(default_factory=set)  # ids of the arrays counted in nbytes
 
 
 class SimulationCache:
-    """Least recently used simulations, up to ``max_bytes`` of Datasets and view arrays.
+    """Least recently used simulations, up to ``max_bytes`` of Datasets, view arrays and
+    simulations in flight.
 
     Safe to share between the server's threads: a scenario asked for by several callbacks at
     once is simulated once, the others wait for it.
+
+    Parameters
+    ----------
+    max_bytes
+        Bound of the memory kept and reserved for simulations in flight. [B]
+    simulations
+        Simulations run at once.
+    queue
+        Simulations that may wait for a turn; more are refused with :class:`Busy`.
     """
 
-    def __init__(self, max_bytes: int = DEFAULT_BYTES) -> None:
+    def __init__(
+        self, max_bytes: int = DEFAULT_BYTES, simulations: int = SIMULATIONS, queue: int = QUEUE
+    ) -> None:
         self.max_bytes = max_bytes
+        self.simulations = simulations
+        self.queue = queue
         self._entries: OrderedDict[str, Entry] = OrderedDict()
         self._lock = threading.Lock()
         self._building: dict[str, threading.Lock] = {}
+        self._turns = threading.Condition(self._lock)
+        self._waiting: list[str] = []  # keys waiting for a turn, first come first
+        self._running = 0
+        self._reserved = 0  # bytes held for simulations and view builds in flight
+        self._views = threading.BoundedSemaphore(VIEW_BUILDS)
+        self._building_here = threading.local()  # a view built inside another's build
         # scenarios seen, by key, for download links and callbacks: kB each, the latest kept
         self.scenarios: OrderedDict[str, Scenario] = OrderedDict()
 
@@ -61,7 +108,15 @@ class SimulationCache:
         return key
 
     def get(self, scenario: Scenario) -> Entry:
-        """The entry of ``scenario``, simulating it if it is not kept."""
+        """The entry of ``scenario``, simulating it if it is not kept.
+
+        Raises
+        ------
+        Busy
+            More simulations wait than the queue holds.
+        PowerModelError
+            The scenario does not simulate, or alone needs more memory than the bound.
+        """
         key = self.remember(scenario)
         with self._lock:
             if key in self._entries:
@@ -72,57 +127,165 @@ class SimulationCache:
             with self._lock:
                 if key in self._entries:
                     return self._entries[key]
-            ds = simulate(scenario)
-            entry = Entry(scenario, ds, nbytes=int(ds.nbytes))
+            try:
+                with self._turn(key, memory_estimate(scenario)):
+                    ds = simulate(scenario)
+            finally:
+                with self._lock:
+                    self._building.pop(key, None)
+            counted: set[int] = set()
+            nbytes = _arrays_bytes([v.values for v in ds.variables.values()], counted)
+            entry = Entry(scenario, ds, nbytes=nbytes, buffers=counted)
             with self._lock:
                 self._entries[key] = entry
-                self._building.pop(key, None)
                 self._evict()
         return entry
 
+    def position(self, scenario: Scenario) -> int | None:
+        """Where a scenario's simulation stands: its place in the queue (1 is next), 0 while it
+        runs or when it is kept, None when nobody asked for it."""
+        key = scenario_key(scenario)
+        with self._lock:
+            if key in self._waiting:
+                return self._waiting.index(key) + 1
+            return 0 if key in self._building or key in self._entries else None
+
+    @contextmanager
+    def _turn(self, key: str, need: int) -> Iterator[None]:
+        """Wait for a turn to simulate, first come first served, with ``need`` bytes made
+        free under the bound and held until the simulation is kept or fails."""
+        with self._turns:
+            if need > self.max_bytes:
+                raise PowerModelError(
+                    f"this run needs about {need / 2**30:.1f} GiB, more than the dashboard's "
+                    f"{self.max_bytes / 2**30:.1f} GiB: lengthen the step or shorten the period"
+                )
+            if len(self._waiting) >= self.queue:
+                raise Busy(
+                    f"the server is busy ({len(self._waiting)} runs queued): try again in a "
+                    "minute"
+                )
+            self._waiting.append(key)
+            try:
+                self._turns.wait_for(
+                    lambda: self._waiting[0] == key and self._running < self.simulations
+                )
+            finally:
+                self._waiting.remove(key)
+                self._turns.notify_all()
+            self._running += 1
+            self._reserved += need
+            self._evict()
+        try:
+            yield
+        finally:
+            with self._turns:
+                self._running -= 1
+                self._reserved -= need
+                self._turns.notify_all()
+
     def view(self, entry: Entry, name: str, build: Callable[[Entry], Any]) -> Any:
         """What ``build(entry)`` returns, built once per entry (a second caller waits for the
-        first) and counted in its size."""
+        first) and counted in its size: the arrays it holds that the Dataset does not. A build
+        takes one of :data:`VIEW_BUILDS` slots and holds room for its temporaries under the
+        bound; a view built inside another's build (a figure's rule check) shares its slot."""
         if name in entry.views:
             return entry.views[name]
         with self._lock:
             building = entry.building.setdefault(name, threading.Lock())
         with building:
             if name not in entry.views:
-                value = build(entry)
+                with self._view_slot(entry.ds.sizes["time"] * VIEW_BYTES_PER_STEP):
+                    value = build(entry)
                 entry.views[name] = value
                 with self._lock:
-                    entry.nbytes += _arrays_bytes(value)
+                    entry.nbytes += _arrays_bytes(value, entry.buffers)
                     self._evict()
         return entry.views[name]
 
+    @contextmanager
+    def _view_slot(self, need: int) -> Iterator[None]:
+        if getattr(self._building_here, "depth", 0):
+            yield  # nested in a build that holds a slot and its room already
+            return
+        with self._views:
+            with self._lock:
+                self._reserved += need
+                self._evict()
+            self._building_here.depth = 1
+            try:
+                yield
+            finally:
+                self._building_here.depth = 0
+                with self._lock:
+                    self._reserved -= need
+
     @property
     def nbytes(self) -> int:
+        """Bytes kept, and held for simulations in flight."""
         with self._lock:
-            return sum(e.nbytes for e in self._entries.values())
+            return sum(e.nbytes for e in self._entries.values()) + self._reserved
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def _evict(self) -> None:
-        """Drop the least recently used entries over the bound; the newest always stays."""
-        total = sum(e.nbytes for e in self._entries.values())
-        while total > self.max_bytes and len(self._entries) > 1:
-            _, dropped = self._entries.popitem(last=False)
-            total -= dropped.nbytes
+        """Drop the least recently used entries until what is kept and held for work in flight
+        fits the bound; the newest stays unless work in flight needs its room."""
+        total = sum(e.nbytes for e in self._entries.values()) + self._reserved
+        keep = 0 if self._reserved else 1
+        dropped = False
+        while total > self.max_bytes and len(self._entries) > keep:
+            _, entry = self._entries.popitem(last=False)
+            total -= entry.nbytes
+            dropped = True
+        if dropped:
+            release_memory()
 
 
-def _arrays_bytes(value: Any, seen: set[int] | None = None) -> int:
-    """Bytes of the numpy arrays a view holds (figures keep their full-resolution data)."""
+def release_memory() -> None:
+    """Hand memory freed by dropped runs back to the system (glibc's ``malloc_trim``; nothing
+    elsewhere). Without it the allocator keeps freed heap pages, and the process's memory grows
+    past what the cache holds."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def tune_allocator(threshold: int = MMAP_THRESHOLD) -> None:
+    """Serve every allocation of ``threshold`` bytes or more (a run's arrays) from its own
+    memory map, returned to the system when freed: glibc otherwise raises the threshold as
+    large blocks are freed (up to 32 MiB) and keeps their memory in its heap, where freed
+    arrays fragment it. Process-wide; a server calls it once at start."""
+    if _LIBC is not None:
+        _LIBC.mallopt(M_MMAP_THRESHOLD, threshold)
+
+
+def _owner(array: np.ndarray) -> np.ndarray:
+    """The array that owns a view's memory."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+def _arrays_bytes(value: Any, counted: set[int], seen: set[int] | None = None) -> int:
+    """Bytes of the arrays ``value`` holds (figures keep their full-resolution data), each
+    memory block once: blocks in ``counted`` (the Dataset's) are not counted again, and the
+    blocks found are added to it."""
     seen = set() if seen is None else seen
     if id(value) in seen:
         return 0
     seen.add(id(value))
+    if isinstance(value, pd.Index | pd.Series):
+        value = value.to_numpy()
     if isinstance(value, np.ndarray):
-        return 0 if value.base is not None else value.nbytes
+        owner = _owner(value)
+        if id(owner) in counted:
+            return 0
+        counted.add(id(owner))
+        return owner.nbytes
     if isinstance(value, dict):
-        return sum(_arrays_bytes(v, seen) for v in value.values())
+        return sum(_arrays_bytes(v, counted, seen) for v in value.values())
     if isinstance(value, list | tuple):
-        return sum(_arrays_bytes(v, seen) for v in value)
+        return sum(_arrays_bytes(v, counted, seen) for v in value)
     hf = getattr(value, "_hf_data", None)  # plotly-resampler: each trace's full data
-    return _arrays_bytes(hf, seen) if isinstance(hf, dict) else 0
+    return _arrays_bytes(hf, counted, seen) if isinstance(hf, dict) else 0

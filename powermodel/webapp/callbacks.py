@@ -11,9 +11,10 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import json
 import queue
-import re
 import threading
+from collections import OrderedDict
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -28,28 +29,35 @@ from powermodel.analysis import diurnal_swing
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.export import TOOLS
 from powermodel.iotools.weather import SHIPPED, read_weather
-from powermodel.scenario import Scenario, load_scenario, loads_scenario, parse_duration
+from powermodel.rules import rule_names
+from powermodel.scenario import Scenario, load_scenario, parse_duration, presets, shorten
+from powermodel.simulate import memory_estimate
 from powermodel.webapp import downloads, figures, ids
-from powermodel.webapp.cache import Entry, SimulationCache
+from powermodel.webapp.cache import Entry, SimulationCache, scenario_key
 from powermodel.webapp.controls import (
     BY_KEY,
-    CONTROLS,
+    BY_PROP,
     Link,
     base_scenario,
     changes,
     from_query,
     options,
+    out_of_range,
     overrides,
-    scenario_of,
+    page_values,
     shown_values,
     to_query,
-    value_at,
 )
+from powermodel.webapp.downloads import safe_name
 from powermodel.webapp.layout import compare_options, summary
 
 MAX_STEPS = 5_000_000  # steps the dashboard simulates: 58 days at 1 s, about 0.7 GB
 PREFETCHED = ("power", "thermal", "grid", "mitigation")  # views built ahead of a tab change
+RESAMPLED = ("power", "thermal", "grid", "mitigation", "compare")  # views with a zoomed graph
 MITIGATION_KEYS = ("checkpoint.mode", "workload.startup_ramp")  # levers outside [mitigation]
+BUILT_KEPT = 256  # scenarios rebuilt from page states, kept by state
+WEATHER_KEPT = 32  # uploaded weather files kept on disk (1.6 MB each)
+VIOLATION_ROWS = 20_000  # violations sent to the table: the largest, the rest in the CSV
 
 
 class UploadError(ValueError):
@@ -58,7 +66,9 @@ class UploadError(ValueError):
 
 def decode_upload(contents: str, filename: str, limit: int) -> bytes:
     """The bytes of a ``dcc.Upload`` data URL, refused over ``limit`` bytes."""
-    _, _, data = (contents or "").partition(",")
+    if not isinstance(contents, str):
+        raise UploadError(f"{filename} did not arrive whole: upload it again")
+    _, _, data = contents.partition(",")
     size = len(data) * 3 // 4
     if size > limit:
         raise UploadError(
@@ -71,21 +81,34 @@ def decode_upload(contents: str, filename: str, limit: int) -> bytes:
 
 
 class Dashboard:
-    """The callbacks of one app, sharing its cache, defaults and upload folder."""
+    """The callbacks of one app, sharing its cache, defaults and working folder.
+
+    Everything a callback receives comes from a browser and is checked here, on the server,
+    whatever the page would have sent: a scenario is rebuilt from its base (a preset *name*, or
+    uploaded TOML parsed as data) and the controls' changes (:func:`scenario`), and every limit
+    (:meth:`check_limits`) holds for every way in — the link, an upload, the stored state of
+    the page, the comparison, the pinned scenario, a download.
+    """
 
     def __init__(
         self,
         cache: SimulationCache,
         preset: str,
         defaults: dict[str, Any],
-        uploads: Path,
+        folder: Path,
         upload_limit: int,
     ) -> None:
         self.cache = cache
         self.preset = preset
         self.defaults = defaults  # overrides every preset opens with (the app's period)
-        self.uploads = uploads
+        self.uploads = folder / "uploads"
+        self.downloads = folder / "downloads"
+        for path in (self.uploads, self.downloads):
+            path.mkdir(parents=True, exist_ok=True)
         self.upload_limit = upload_limit
+        self.weather: OrderedDict[str, str] = OrderedDict()  # uploaded: token -> path
+        self._built: OrderedDict[str, Scenario] = OrderedDict()  # scenarios by their state
+        self._lock = threading.Lock()
         # one daemon thread: the server's exit (or a test's) need not wait for a prefetch
         self._prefetches: queue.Queue = queue.Queue()
         self._latest: str | None = None
@@ -103,20 +126,22 @@ class Dashboard:
         filename: str | None,
     ) -> tuple:
         """The base and every control's value: from the URL on page load, from the preset
-        picker, or from an uploaded scenario. Returns base, control values, preset, tab,
-        message."""
+        picker, or from an uploaded scenario. Returns base, control values, dates, preset,
+        tab, message."""
         tab, message, preset_out = no_update, "", no_update
         if trigger == ids.UPLOAD_SCENARIO:
+            label = safe_name(filename if isinstance(filename, str) else "", "scenario.toml")
             try:
-                text = decode_upload(contents, filename, self.upload_limit).decode("utf-8")
-                scenario = loads_scenario(text, label=filename)
+                text = decode_upload(contents, label, self.upload_limit).decode("utf-8")
+                base = {"upload": label, "toml": text}
+                scenario = self.scenario({"base": base, "changes": {}})
             except UnicodeDecodeError:
-                return _unchanged(f"{filename} is not a text file: upload a TOML scenario")
-            except (UploadError, ScenarioError) as exc:
+                return _unchanged(f"{label} is not a text file: upload a TOML scenario")
+            except (UploadError, PowerModelError) as exc:
                 return _unchanged(f"{exc} — the scenario shown is unchanged")
-            base, changed, message = {"upload": filename, "toml": text}, {}, f"loaded {filename}"
+            changed, message = {}, f"loaded {label}"
         else:
-            name, changed = preset or self.preset, {}
+            name, changed = preset if preset in presets() else self.preset, {}
             if trigger != ids.PRESET:  # page load: the link's state
                 try:
                     link = from_query(search)
@@ -126,31 +151,32 @@ class Dashboard:
                 tab = link.tab if link.tab in ids.VIEWS else no_update
                 if link.upload:
                     message = (
-                        f"this link was made from an uploaded scenario, {link.upload}, which a "
-                        f"link cannot carry: upload it again (meanwhile its changes are shown "
-                        f"on {name})"
+                        f"this link was made from an uploaded scenario, {link.upload}, "
+                        f"which a link cannot carry: upload it again (meanwhile its changes are "
+                        f"shown on {name})"
                     )
-            base = {"preset": name, "overrides": self.defaults}
+            base = {"preset": name}
             try:
-                scenario = base_scenario(base)
-            except ScenarioError as exc:
-                base, changed = {"preset": self.preset, "overrides": self.defaults}, {}
-                scenario, message = base_scenario(base), f"{exc}; showing {self.preset}"
+                scenario = self.scenario({"base": base, "changes": {}})
+            except PowerModelError as exc:
+                base, changed = {"preset": self.preset}, {}
+                scenario, message = self.scenario({"base": base, "changes": {}}), (
+                    f"{exc}; showing {self.preset}"
+                )
             preset_out = base["preset"]
-        values = shown_values(scenario) | changed
-        return base, [values[c.key] for c in CONTROLS], preset_out, tab, message
+        values = shown_values(scenario, self.weather) | changed
+        return (base, *page_values(values), preset_out, tab, message)
 
-    def assemble(self, base: dict | None, values: list) -> tuple[Any, str]:
+    def assemble(self, base: dict | None, values: list, dates: list) -> tuple[Any, str]:
         """The scenario of the base and the controls, or why it is refused (the last good
         scenario stays shown)."""
         if base is None:
             raise PreventUpdate
         try:
-            start = base_scenario(base)
-            changed = changes(dict(zip(BY_KEY, values, strict=True)), start)
-            scenario = load_scenario(start, overrides(changed, start))
-            self.check_limits(scenario)
-        except (ScenarioError, PowerModelError, ValueError) as exc:
+            shown = _by_key(BY_PROP["value"], values) | _by_key(BY_PROP["date"], dates)
+            changed = changes(shown, self.base(base), self.weather)
+            scenario = self.scenario({"base": base, "changes": changed})
+        except PowerModelError as exc:
             return no_update, f"not applied: {exc}"
         state = {
             "key": self.cache.remember(scenario),
@@ -161,27 +187,64 @@ class Dashboard:
         }
         return state, ""
 
+    def base(self, base: Any) -> Scenario:
+        """The scenario a page's base names, checked as :meth:`scenario` checks."""
+        return self.scenario({"base": base, "changes": {}})
+
+    def scenario(self, state: Any) -> Scenario:
+        """The scenario of a page's state, rebuilt on the server from its base and the
+        controls' changes, and checked against every limit: the only way from a browser's
+        state to a scenario (a state the page never made is refused, never trusted).
+
+        Raises
+        ------
+        ScenarioError
+            The state is malformed, the scenario does not validate, or it breaks a limit.
+        """
+        base = state.get("base") if isinstance(state, dict) else None
+        changed = state.get("changes") if isinstance(state, dict) else None
+        if not (_plain(base) and _plain(changed)):
+            raise ScenarioError("the page's state is not one this dashboard made: reload the page")
+        key = hashlib.sha256(json.dumps([base, changed], sort_keys=True).encode()).hexdigest()
+        with self._lock:
+            if key in self._built:
+                self._built.move_to_end(key)
+                return self._built[key]
+        start = base_scenario(base, self.defaults)
+        scenario = load_scenario(start, overrides(changed, start, self.weather))
+        problem = out_of_range(changed)
+        if problem:
+            raise ScenarioError(problem)
+        self.check_limits(scenario)
+        with self._lock:
+            self._built[key] = scenario
+            if len(self._built) > BUILT_KEPT:
+                self._built.popitem(last=False)
+        return scenario
+
     def check_limits(self, scenario: Scenario) -> None:
-        """Refuse what the dashboard should not run: too many steps, a weather file that is
-        neither shipped nor uploaded."""
+        """Refuse what the dashboard should not run: too many steps, more memory than its
+        bound, a weather file that is neither shipped nor uploaded here."""
         steps = scenario.simulation.n_steps
         if steps > MAX_STEPS:
             raise ScenarioError(
                 f"{steps:,} steps is more than the dashboard draws ({MAX_STEPS:,}): lengthen "
                 "the step or shorten the period (the command line has no such limit)"
             )
-        weather = scenario.site.weather
-        uploaded = Path(weather).parent == self.uploads
-        if weather.lower() not in SHIPPED and weather != "synthetic" and not uploaded:
+        need = memory_estimate(scenario)
+        if need > self.cache.max_bytes:
             raise ScenarioError(
-                f"site.weather {weather!r}: the dashboard reads the shipped weather files "
-                f"({', '.join(SHIPPED)}), 'synthetic' or an uploaded EPW: upload the file"
+                f"this run needs about {need / 2**30:.1f} GiB, more than the dashboard keeps "
+                f"({self.cache.max_bytes / 2**30:.1f} GiB): lengthen the step or shorten the period"
             )
-
-    def scenario(self, state: dict) -> Scenario:
-        """The scenario of a page state: by its key, or rebuilt from its base and changes."""
-        known = self.cache.scenarios.get(state["key"])
-        return known or scenario_of(state["base"], state["changes"])
+        weather = scenario.site.weather
+        with self._lock:
+            uploaded = weather in self.weather.values()
+        if weather not in SHIPPED and weather != "synthetic" and not uploaded:
+            raise ScenarioError(
+                f"site.weather {shorten(weather)}: the dashboard reads the shipped weather files "
+                f"({', '.join(SHIPPED)}), 'synthetic' or an EPW uploaded here: upload the file"
+            )
 
     def entry(self, state: dict | None) -> Entry:
         """The simulated scenario; a scenario that does not simulate leaves the views as they
@@ -198,10 +261,24 @@ class Dashboard:
         if not state:
             raise PreventUpdate
         try:
-            entry = self.cache.get(self.scenario(state))
+            scenario = self.scenario(state)
+            entry = self.cache.get(scenario)
         except PowerModelError as exc:
-            return state["name"], f"not simulated: {exc} (the figures show the last run)"
-        return state["name"], summary(self.metrics(entry), entry.scenario.simulation.duration)
+            name = shorten(state.get("name", ""), 80).strip("'") if isinstance(state, dict) else ""
+            return name, f"not simulated: {exc} (the figures show the last run)"
+        return _title(scenario, state), summary(
+            self.metrics(entry), entry.scenario.simulation.duration
+        )
+
+    def progress(self, _: int | None, state: dict | None) -> str:
+        """Where the page's simulation stands while its summary waits: queued, or running."""
+        try:
+            where = self.cache.position(self.scenario(state))
+        except PowerModelError:
+            raise PreventUpdate from None
+        if where:
+            return f"busy: this run is number {where} in the queue"
+        return "simulating…" if where == 0 else ""
 
     def opened(self, name: str, state: dict | None, rule_names: list[str] | None = None) -> dict:
         """The open tab's view; the other views follow in the background."""
@@ -212,16 +289,17 @@ class Dashboard:
     def prefetch(self, state: dict, rule_names: list[str] | None) -> Future:
         """Build every view of the latest scenario on a background thread, once the open one
         is shown, so that a tab change finds it ready; a newer scenario stops older ones."""
-        self._latest = state["key"]
+        key = scenario_key(self.scenario(state))
+        self._latest = key
         done: Future = Future()
-        self._prefetches.put((state, rule_names, done))
+        self._prefetches.put((key, state, rule_names, done))
         return done
 
     def _prefetch_loop(self) -> None:
         while True:
-            state, rule_names, done = self._prefetches.get()
+            key, state, rule_names, done = self._prefetches.get()
             for name in PREFETCHED:
-                if self._latest != state["key"]:
+                if self._latest != key:
                     break
                 try:
                     self.view(name, state, rule_names)
@@ -233,20 +311,24 @@ class Dashboard:
         """The scenario as a TOML file: loading it reproduces the view."""
         if not n_clicks or not state:
             raise PreventUpdate
-        scenario = self.scenario(state)
-        return dcc.send_string(scenario.to_toml(), f"{scenario.name or 'scenario'}.toml")
+        try:
+            scenario = self.scenario(state)
+        except PowerModelError:
+            raise PreventUpdate from None
+        return dcc.send_string(scenario.to_toml(), f"{safe_name(scenario.name)}.toml")
 
-    def upload_weather(self, contents: str | None, filename: str | None, uploaded: dict) -> tuple:
+    def upload_weather(self, contents: str | None, filename: str | None, uploaded: Any) -> tuple:
         """Keep an uploaded EPW if it reads as one; returns uploaded, weather options and
-        value, message."""
+        value, message. The page holds a token for the file, never its path."""
         if not contents:
             raise PreventUpdate
-        name = re.sub(r"[^A-Za-z0-9._-]", "_", filename or "weather.epw")
+        name = safe_name(filename if isinstance(filename, str) else "", "weather.epw")
         try:
             data = decode_upload(contents, name, self.upload_limit)
             if not name.lower().endswith(".epw"):
                 raise UploadError(f"{name} is not an EPW file (.epw)")
-            path = self.uploads / f"{hashlib.sha1(data).hexdigest()[:12]}-{name}"
+            token = f"uploaded:{hashlib.sha1(data).hexdigest()[:12]}-{name}"
+            path = self.uploads / token.removeprefix("uploaded:")
             path.write_bytes(data)
             try:
                 _, meta = read_weather(path)
@@ -255,14 +337,37 @@ class Dashboard:
                 raise
         except (UploadError, PowerModelError) as exc:
             return no_update, no_update, no_update, f"{exc} — the weather is unchanged"
-        uploaded = {**(uploaded or {}), name: str(path)}
+        self._keep_weather(token, path)
+        shown = {k: v for k, v in (uploaded if _plain(uploaded) else {}).items()}
+        shown = {k: v for k, v in shown.items() if v in self.weather} | {name: token}
         place = ", ".join(str(meta[k]) for k in ("city", "state", "country") if meta.get(k))
-        return (
-            uploaded,
-            options("site.weather", uploaded),
-            str(path),
-            f"weather {name}: {place}, UTC{meta['utc_offset']:+g} h",
+        design = (
+            ""
+            if meta.get("design_conditions")
+            else "; no ASHRAE design day in it, so rules relative to the registered demand "
+            "cannot be checked"
         )
+        return (
+            shown,
+            options("site.weather", shown),
+            token,
+            f"weather {name}: {place}, UTC{meta['utc_offset']:+g} h{design}",
+        )
+
+    def _keep_weather(self, token: str, path: Path) -> None:
+        """Register an uploaded weather file; the oldest beyond :data:`WEATHER_KEPT` are
+        deleted (their scenarios then ask for the file again)."""
+        with self._lock:
+            self.weather[token] = str(path)
+            self.weather.move_to_end(token)
+            while len(self.weather) > WEATHER_KEPT:
+                _, old = self.weather.popitem(last=False)
+                Path(old).unlink(missing_ok=True)
+
+    def violations(self, scenario: Scenario, names: tuple[str, ...]) -> pd.DataFrame:
+        """Every violation of the rules on a run, as the CLI's ``check --violations`` writes."""
+        entry = self.cache.get(scenario)
+        return rules.violations_table([self.checked(entry, names)[0]])
 
     # --- views --------------------------------------------------------------------------------
 
@@ -280,13 +385,15 @@ class Dashboard:
             return self.cache.view(entry, name, lambda e: {"figure": figures.power_figure(e.ds)})
         if name == "thermal":
             return self.cache.view(entry, name, lambda e: _thermal(e, self.metrics(e)))
-        chosen = tuple(rule_names or ())
+        chosen = _rules(rule_names)
         if name == "grid":
             return self.cache.view(
-                entry, f"grid:{','.join(chosen)}", lambda e: _grid(e, *self.checked(e, chosen))
+                entry,
+                f"grid:{','.join(chosen)}",
+                lambda e: _grid(e, *self.checked(e, chosen), self.cache.remember(e.scenario)),
             )
         if name == "mitigation":
-            before = self.cache.get(unmitigated(entry.scenario, base_scenario(state["base"])))
+            before = self.cache.get(unmitigated(entry.scenario, self.base(state["base"])))
             return self.cache.view(
                 entry,
                 f"mitigation:{','.join(chosen)}",
@@ -296,13 +403,13 @@ class Dashboard:
             )
         if name == "compare":
             other, label = self._other(compare_with, pinned)
-            names = (f"this: {state['name']}", label)
+            names = (f"this: {_title(entry.scenario, state)}", label)
             return self.cache.view(
                 entry,
                 f"compare:{self.cache.remember(other.scenario)}",
                 lambda e: _compare(e, other, names, [self.metrics(e), self.metrics(other)]),
             )
-        raise KeyError(name)
+        raise PreventUpdate  # a view this page does not have
 
     def metrics(self, entry: Entry) -> dict[str, Any]:
         """:func:`powermodel.metrics` of a run, once per run (summary, thermal, compare)."""
@@ -310,16 +417,22 @@ class Dashboard:
 
     def checked(
         self, entry: Entry, names: tuple[str, ...]
-    ) -> tuple[list[rules.RuleResult], list[dict]]:
-        """The rules' results on a run, once per run and rule set (grid and mitigation)."""
-        return self.cache.view(entry, f"rules:{','.join(names)}", lambda e: _check(e, names))
+    ) -> tuple[list[rules.RuleResult], list[rules.Refusal]]:
+        """The rules' results on a run, and those it cannot judge, once per run and rule set
+        (grid and mitigation)."""
+        return self.cache.view(
+            entry, f"rules:{','.join(names)}", lambda e: rules.check_each(e.ds, _loaded(names))
+        )
 
     def _other(self, compare_with: str | None, pinned: dict | None) -> tuple[Entry, str]:
         if compare_with == "pinned" and pinned:
-            return self.entry(pinned), f"pinned: {pinned['name']}"
-        if not compare_with:
-            raise PreventUpdate
-        return self.cache.get(load_scenario(compare_with, self.defaults)), compare_with
+            return self.entry(pinned), f"pinned: {_title(self.scenario(pinned), pinned)}"
+        if compare_with not in presets():
+            raise PreventUpdate  # nothing chosen, or not a preset: presets go by name only
+        try:
+            return self.cache.get(self.base({"preset": compare_with})), compare_with
+        except PowerModelError:
+            raise PreventUpdate from None
 
     def power(self, state: dict | None, tab: str) -> Any:
         _only(tab, "power")
@@ -333,7 +446,14 @@ class Dashboard:
     def grid(self, state: dict | None, tab: str, rule_names: list[str]) -> tuple:
         _only(tab, "grid")
         v = self.opened("grid", state, rule_names)
-        return v["figure"], v["ramps"], v["spectrum"], v["compliance"], v["violations"]
+        return (
+            v["figure"],
+            v["ramps"],
+            v["spectrum"],
+            v["compliance"],
+            v["violations"],
+            v["violations_note"],
+        )
 
     def mitigation(self, state: dict | None, tab: str, rule_names: list[str]) -> tuple:
         _only(tab, "mitigation")
@@ -351,21 +471,32 @@ class Dashboard:
         """Pin the scenario shown for comparison with the ones that follow."""
         if not n_clicks or not state:
             raise PreventUpdate
-        return state, compare_options(state["name"]), "pinned"
+        try:
+            scenario = self.scenario(state)
+        except PowerModelError:
+            raise PreventUpdate from None
+        return state, compare_options(_title(scenario, state)), "pinned"
 
     def export(self, state: dict | None, fmt: str, interval: str | None) -> tuple:
         """Resolutions on offer, the chosen one, the download link and what it holds."""
         if not state:
             raise PreventUpdate
-        sim = self.scenario(state).simulation
+        try:
+            scenario = self.scenario(state)
+        except PowerModelError:
+            raise PreventUpdate from None
+        sim = scenario.simulation
         choices = downloads.intervals(sim.dt, sim.n_steps)
+        if fmt not in TOOLS:
+            return choices, choices[0], "", f"unknown format {shorten(fmt)}: choose one above"
         interval = interval if interval in choices else choices[0]
         step = TOOLS[fmt][0] or interval
         rows = round(sim.duration / parse_duration(step))
         note = f"{rows:,} rows at {step}" + (
             ", each with its interval's min and max" if step != choices[0] else ""
         )
-        link = downloads.href(state["key"], fmt, None if TOOLS[fmt][0] else interval)
+        key = scenario_key(scenario)
+        link = downloads.href(key, fmt, None if TOOLS[fmt][0] else interval)
         return choices, interval, link, note
 
     # --- zoom -----------------------------------------------------------------------------------
@@ -379,17 +510,23 @@ class Dashboard:
         pinned: dict | None,
     ) -> Any:
         """New points for a resampled graph after a pan or zoom (plotly-resampler)."""
-        if not relayout or not state:
+        if not relayout or not state or not _plain(relayout):
             raise PreventUpdate
         view = ctx.triggered_id["view"] if ctx.triggered_id else "power"
+        if view not in RESAMPLED:
+            raise PreventUpdate
         figure = self.view(view, state, rule_names, compare_with, pinned)["figure"]
         return self._patch(figure, relayout)
 
     def _patch(self, figure: Any, relayout: dict) -> Any:
         """plotly-resampler's answer to a relayout. A cached figure is shared by every page
-        showing its scenario, and the resampler keeps per-call state: one at a time."""
+        showing its scenario, and the resampler keeps per-call state: one at a time. A range
+        it cannot read (not a time, outside the years a timestamp holds) changes nothing."""
         with self._resampling:
-            return figure.construct_update_data_patch(relayout)
+            try:
+                return figure.construct_update_data_patch(relayout)
+            except (ValueError, TypeError, KeyError, OverflowError, IndexError):
+                raise PreventUpdate from None
 
     def show_violation(
         self,
@@ -398,12 +535,15 @@ class Dashboard:
         rule_names: list[str] | None,
     ) -> Any:
         """Zoom the grid view onto the violation chosen in the table, a minute either side."""
-        if not selected or not state:
+        if not selected or not state or not isinstance(selected, list):
             raise PreventUpdate
         row = selected[0]
-        start = _timestamp(row["start"]) - 60.0
-        end = _timestamp(row["end"]) + 60.0
-        x0, x1 = (_dash_time(s) for s in (start, end))
+        try:
+            start = _timestamp(row["start"]) - 60.0
+            end = _timestamp(row["end"]) + 60.0
+            x0, x1 = (_dash_time(s) for s in (start, end))
+        except (TypeError, KeyError, ValueError, OverflowError):
+            raise PreventUpdate from None
         fig = self.view("grid", state, rule_names)["figure"]
         patch = self._patch(fig, {"xaxis.range[0]": x0, "xaxis.range[1]": x1})
         if patch is no_update:
@@ -415,7 +555,7 @@ class Dashboard:
                 "type": "rect",
                 "xref": "x",
                 "yref": "paper",
-                "x0": row["start"],
+                "x0": row["start"],  # read as times above
                 "x1": row["end"],
                 "y0": 0,
                 "y1": 1,
@@ -430,9 +570,13 @@ class Dashboard:
 
     def register(self, app: dash.Dash) -> None:
         """Register every callback on ``app``."""
+        values, dates = (
+            {"type": ids.CONTROL_TYPES[prop], "key": ALL} for prop in ("value", "date")
+        )
         app.callback(
             Output(ids.BASE, "data"),
-            Output({"type": "control", "key": ALL}, "value"),
+            Output(values, "value"),
+            Output(dates, "date"),
             Output(ids.PRESET, "value"),
             Output(ids.TABS, "value"),
             Output(ids.MESSAGE, "children"),
@@ -446,7 +590,8 @@ class Dashboard:
             Output(ids.SCENARIO, "data"),
             Output(ids.SCENARIO_ERROR, "children"),
             Input(ids.BASE, "data"),
-            Input({"type": "control", "key": ALL}, "value"),
+            Input(values, "value"),
+            Input(dates, "date"),
             running=busy,  # shown from the keystroke on, before the scenario reaches the server
         )(self.assemble)
         app.clientside_callback(
@@ -464,8 +609,15 @@ class Dashboard:
             Output(ids.SCENARIO_NAME, "children"),
             Output(ids.SUMMARY, "children"),
             Input(ids.SCENARIO, "data"),
-            running=busy,
+            # while the summary waits, the page polls where its run stands in the queue
+            running=[*busy, (Output(ids.POLL, "disabled"), False, True)],
         )(self.summarize)
+        app.callback(
+            Output(ids.STATUS, "children", allow_duplicate=True),
+            Input(ids.POLL, "n_intervals"),
+            State(ids.SCENARIO, "data"),
+            prevent_initial_call=True,
+        )(self.progress)
         app.callback(
             Output(ids.TOML_DOWNLOAD, "data"),
             Input(ids.TOML_BUTTON, "n_clicks"),
@@ -500,6 +652,7 @@ class Dashboard:
             Output(ids.GRID_SPECTRUM, "figure"),
             Output(ids.COMPLIANCE, "rowData"),
             Output(ids.VIOLATIONS, "rowData"),
+            Output(ids.VIOLATIONS_NOTE, "children"),
             scenario,
             tab,
             rules_in,
@@ -558,7 +711,48 @@ class Dashboard:
 
 def _unchanged(message: str) -> tuple:
     """set_base's answer that changes nothing but the message (one no_update per control)."""
-    return no_update, [no_update] * len(CONTROLS), no_update, no_update, message
+    nothing = dict.fromkeys(BY_KEY, no_update)
+    return (no_update, *page_values(nothing), no_update, no_update, message)
+
+
+def _by_key(controls: tuple, values: Any) -> dict[str, Any]:
+    """The values the page sent for ``controls``, by key; a list of another length is no page
+    of this dashboard."""
+    if not isinstance(values, list) or len(values) != len(controls):
+        raise ScenarioError("the page's controls are not this dashboard's: reload the page")
+    return {c.key: v for c, v in zip(controls, values, strict=True)}
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    """Whether a value from the browser is plain JSON data of bounded depth: dicts with text
+    keys, lists, text, numbers, booleans, None (what the page's stores hold)."""
+    if depth > 4:
+        return False
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain(v, depth + 1) for v in value)
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _rules(names: Any) -> tuple[str, ...]:
+    """Rule names from the page: shipped rules by name only (a rule file is never read)."""
+    if names is None:
+        return ()
+    if not isinstance(names, list) or not all(n in rule_names() for n in names):
+        raise PreventUpdate
+    return tuple(names)
+
+
+def _loaded(names: tuple[str, ...]) -> list[rules.Rule]:
+    return rules.load_rules(list(names)) if names else []
+
+
+def _title(scenario: Scenario, state: Any) -> str:
+    """The name the header shows: the scenario's, or the uploaded file's."""
+    base = state.get("base") if isinstance(state, dict) else None
+    upload = base.get("upload") if isinstance(base, dict) else None
+    return scenario.name or (upload if isinstance(upload, str) else "scenario")
 
 
 def _only(tab: str, view: str) -> None:
@@ -570,49 +764,52 @@ def _only(tab: str, view: str) -> None:
 def unmitigated(scenario: Scenario, base: Scenario) -> Scenario:
     """The scenario without its mitigations: no ``[mitigation]``, and the levers that live
     elsewhere (checkpoint mode, start-up ramp) as the base has them."""
-    keep = {key: value_at(base, key) for key in MITIGATION_KEYS}
+    raw = base.to_dict()  # durations written with their unit, as overrides take them
+    keep = {key: _dotted(raw, key) for key in MITIGATION_KEYS}
     return load_scenario(scenario, {"mitigation": {}, **keep})
+
+
+def _dotted(raw: dict[str, Any], key: str) -> Any:
+    for part in key.split("."):
+        raw = raw[part]
+    return raw
 
 
 def _thermal(entry: Entry, m: dict[str, Any]) -> dict[str, Any]:
     ds = entry.ds
     swing, trough = diurnal_swing(ds)
-    numbers = [
-        ("PUE over the run", f"{m['pue']:.3f}"),
-        ("WUE", f"{m['wue_l_per_kwh']:.3f} L/kWh"),
-        ("chiller hours", f"{m['chiller_hours']:.0f} h"),
-        ("throughput lost to heat", f"{m['throughput_lost_to_heat']:.2%}"),
-        ("daily throughput swing", f"{swing:.2%}, lowest at {trough}:00"),
-    ]
+    rows = figures.thermal_numbers(m, swing, trough, ds.attrs["site_timezone"])
     return {
         "figure": figures.thermal_figure(ds),
         "diurnal": figures.diurnal_figure(ds),
-        "numbers": _numbers(numbers),
+        "numbers": html.Table(
+            [html.Tr([html.Td(what), html.Td(value), html.Td(why)]) for what, value, why in rows],
+            className="numbers",
+        ),
     }
 
 
-def _numbers(rows: list[tuple[str, str]]) -> html.Table:
-    return html.Table([html.Tr([html.Td(k), html.Td(v)]) for k, v in rows], className="numbers")
-
-
-def _check(entry: Entry, names: tuple[str, ...]) -> tuple[list[rules.RuleResult], list[dict]]:
-    """Results of the rules that can be read off this profile, and a row for each that cannot."""
-    results, refused = [], []
-    for rule in rules.load_rules(list(names)) if names else []:
-        try:
-            results += rules.check(entry.ds, [rule])
-        except PowerModelError as exc:
-            refused.append({"rule": rule.name, "verdict": "cannot say", "note": str(exc)})
-    return results, refused
-
-
-def _grid(entry: Entry, results: list[rules.RuleResult], refused: list[dict]) -> dict[str, Any]:
+def _grid(
+    entry: Entry, results: list[rules.RuleResult], refused: list[rules.Refusal], key: str
+) -> dict[str, Any]:
+    table = rules.violations_table([results])
+    shown = figures.violation_rows(table, VIOLATION_ROWS)
+    link = downloads.href(key, downloads.VIOLATIONS, None, tuple(r.rule.name for r in results))
+    if len(table) > len(shown):
+        note = [
+            f"the {len(shown):,} largest of {len(table):,} violations (sort by any column); ",
+            html.A("all of them as CSV", href=link),
+        ]
+    else:
+        note = [f"{len(table):,} violations; ", html.A("as CSV", href=link)] if len(table) else []
     return {
         "figure": figures.grid_figure(entry.ds, results),
         "ramps": figures.ramp_figure(entry.ds),
         "spectrum": figures.spectrum_figure(entry.ds, [r.rule for r in results]),
-        "compliance": figures.compliance_rows(results) + refused,
-        "violations": figures.violation_rows(results),
+        "compliance": figures.compliance_rows(results)
+        + [{"rule": no.rule.name, "verdict": "cannot say", "note": no.reason} for no in refused],
+        "violations": shown,
+        "violations_note": note,
     }
 
 

@@ -5,11 +5,15 @@ are all built from :data:`GROUPS`. A control shows its value in its own unit (mi
 of parameters ...); ``scale`` turns that into the scenario's unit. The state of the page is a
 *base* (a preset with the app's default overrides, or an uploaded file) and the controls'
 *changes* against it: the URL carries exactly that.
+
+Everything here reads values that arrive from a browser: each is checked for its type and the
+control's range before it becomes a scenario key, and the message names the control.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
@@ -21,9 +25,12 @@ from powermodel.scenario import (
     Scenario,
     catalogue,
     format_duration,
+    is_duration,
     load_scenario,
     loads_scenario,
     parse_duration,
+    presets,
+    shorten,
 )
 from powermodel.sizing import STORAGE_HOURS
 
@@ -31,6 +38,8 @@ COMPUTE_SHARE = "workload.compute_share"  # derived: rescales every phase's shar
 SITE_BATTERY = "mitigation.site_battery"  # derived: one site battery of this power
 STEPS = ("100ms", "200ms", "500ms", "1s", "2s", "5s", "10s", "30s", "1min")
 DURATIONS = {"simulation.duration", "simulation.dt"}
+BASE = "base"  # ``Control.empty`` of a field that an emptied box returns to the base's value
+TEXT_LIMIT = 100  # characters of a text control
 
 
 @dataclass(frozen=True)
@@ -45,8 +54,13 @@ class Control:
     low: float | None = None
     high: float | None = None
     step: float | None = None
-    empty: Any = None  # scenario value of an empty field; None leaves the key unset
+    empty: Any = BASE  # scenario value of an empty field: the base's (BASE), or None for unset
     hint: str = ""
+
+    @property
+    def prop(self) -> str:
+        """The component property holding the value (a date picker's is ``date``)."""
+        return "date" if self.kind == "date" else "value"
 
 
 GROUPS: tuple[tuple[str, tuple[Control, ...]], ...] = (
@@ -54,14 +68,24 @@ GROUPS: tuple[tuple[str, tuple[Control, ...]], ...] = (
         "Cluster",
         (
             Control("cluster.gpu", "GPU", kind="dropdown"),
-            Control("cluster.n_gpus", "GPUs", low=1, step=1),
+            Control("cluster.n_gpus", "GPUs", low=1, high=10_000_000, step=1),
         ),
     ),
     (
         "Workload",
         (
-            Control("workload.step_time", "step time", "s", low=0.01, hint="empty: 6·N·D / MFU"),
-            Control("workload.model_params", "model size", "B params", scale=1e9, low=0.001),
+            Control(
+                "workload.step_time",
+                "step time",
+                "s",
+                low=0.01,
+                high=3600.0,
+                empty=None,
+                hint="empty: 6·N·D / MFU",
+            ),
+            Control(
+                "workload.model_params", "model size", "B params", scale=1e9, low=0.001, high=1e6
+            ),
             Control("workload.mfu", "MFU", kind="slider", low=0.05, high=0.8, step=0.01),
             Control(COMPUTE_SHARE, "compute share", kind="slider", low=0.05, high=0.95, step=0.025),
             Control(
@@ -78,6 +102,7 @@ GROUPS: tuple[tuple[str, tuple[Control, ...]], ...] = (
                 "min",
                 scale=60.0,
                 low=0.1,
+                high=43200.0,
                 empty="young-daly",
                 hint="empty: Young/Daly",
             ),
@@ -86,6 +111,8 @@ GROUPS: tuple[tuple[str, tuple[Control, ...]], ...] = (
                 "checkpoint stall",
                 "s",
                 low=0.0,
+                high=3600.0,
+                empty=None,
                 hint="empty: size / bandwidth",
             ),
             Control(
@@ -96,7 +123,9 @@ GROUPS: tuple[tuple[str, tuple[Control, ...]], ...] = (
                 high=5.0,
                 step=0.25,
             ),
-            Control("reliability.restart_time", "restart time", "min", scale=60.0, low=0.0),
+            Control(
+                "reliability.restart_time", "restart time", "min", scale=60.0, low=0.0, high=1440.0
+            ),
         ),
     ),
     (
@@ -106,29 +135,41 @@ GROUPS: tuple[tuple[str, tuple[Control, ...]], ...] = (
             Control("simulation.start", "start", kind="date"),
             Control("simulation.duration", "period", kind="text", hint="e.g. 12h, 7d, 54d"),
             Control("simulation.dt", "step", kind="dropdown"),
-            Control("simulation.seed", "seed", low=0, step=1),
+            Control("simulation.seed", "seed", low=0, high=2**31 - 1, step=1),
         ),
     ),
     (
         "Cooling",
         (
             Control("cooling.plant", "plant", kind="dropdown"),
-            Control("cooling.supply_setpoint", "supply setpoint", "°C"),
+            Control("cooling.supply_setpoint", "supply setpoint", "°C", low=0.0, high=70.0),
         ),
     ),
     (
         "Mitigation",
         (
-            Control("mitigation.power_cap", "power cap", "W", low=1.0),
+            Control("mitigation.power_cap", "power cap", "W", low=1.0, high=10e3, empty=None),
             Control(
-                "mitigation.clock_lock", "clock lock", "× nominal", low=0.3, high=1.0, step=0.01
+                "mitigation.clock_lock",
+                "clock lock",
+                "× nominal",
+                low=0.3,
+                high=1.0,
+                step=0.01,
+                empty=None,
             ),
             Control(
-                "mitigation.software_burn", "software burn", "× TDP", low=0.01, high=1.0, step=0.01
+                "mitigation.software_burn",
+                "software burn",
+                "× TDP",
+                low=0.01,
+                high=1.0,
+                step=0.01,
+                empty=None,
             ),
             Control("checkpoint.mode", "checkpoint writes", kind="dropdown"),
-            Control("workload.startup_ramp", "start-up ramp", "s", low=0.0),
-            Control(SITE_BATTERY, "site battery, 15 min", "MW", low=0.01),
+            Control("workload.startup_ramp", "start-up ramp", "s", low=0.0, high=86400.0),
+            Control(SITE_BATTERY, "site battery, 15 min", "MW", low=0.01, high=1e4, empty=None),
             Control(
                 "mitigation.smoothing.floor",
                 "smoothing floor",
@@ -136,16 +177,40 @@ GROUPS: tuple[tuple[str, tuple[Control, ...]], ...] = (
                 low=0.0,
                 high=0.9,
                 step=0.01,
+                empty=None,
                 hint="GB200/GB300 only",
             ),
-            Control("mitigation.smoothing.ramp_up", "smoothing ramp up", "W/s", low=1.0),
-            Control("mitigation.smoothing.ramp_down", "smoothing ramp down", "W/s", low=1.0),
-            Control("mitigation.stop_burn.ramp_down", "burn on stop, ramp", "W/s", low=1.0),
+            Control(
+                "mitigation.smoothing.ramp_up",
+                "smoothing ramp up",
+                "W/s",
+                low=1.0,
+                high=1e9,
+                empty=None,
+            ),
+            Control(
+                "mitigation.smoothing.ramp_down",
+                "smoothing ramp down",
+                "W/s",
+                low=1.0,
+                high=1e9,
+                empty=None,
+            ),
+            Control(
+                "mitigation.stop_burn.ramp_down",
+                "burn on stop, ramp",
+                "W/s",
+                low=1.0,
+                high=1e9,
+                empty=None,
+            ),
             Control(
                 "mitigation.stop_burn.delay",
                 "burn on stop, delay",
                 "s",
                 low=0.0,
+                high=3600.0,
+                empty=None,
                 hint="0: hardware (GB300)",
             ),
         ),
@@ -155,10 +220,17 @@ GROUPS: tuple[tuple[str, tuple[Control, ...]], ...] = (
 OPTIONAL_TABLES = ("mitigation.smoothing", "mitigation.stop_burn")
 CONTROLS: tuple[Control, ...] = tuple(c for _, group in GROUPS for c in group)
 BY_KEY = {c.key: c for c in CONTROLS}
+BY_PROP = {prop: tuple(c for c in CONTROLS if c.prop == prop) for prop in ("value", "date")}
 
 
-def options(key: str, uploaded: dict[str, str] | None = None) -> list[dict[str, str]]:
-    """Choices of a dropdown control; ``uploaded`` adds weather files: label -> path."""
+def page_values(values: Mapping[str, Any]) -> tuple[list, list]:
+    """Every control's value (by key) as the page's callbacks carry them: the controls holding
+    a ``value``, then the date pickers."""
+    return [values[c.key] for c in BY_PROP["value"]], [values[c.key] for c in BY_PROP["date"]]
+
+
+def options(key: str, uploaded: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+    """Choices of a dropdown control; ``uploaded`` adds weather files: label -> token."""
     values: dict[str, str]
     if key == "cluster.gpu":
         values = {name: name for name in catalogue("gpu")}
@@ -166,7 +238,7 @@ def options(key: str, uploaded: dict[str, str] | None = None) -> list[dict[str, 
         values = {name: name for name in catalogue("cooling")}
     elif key == "site.weather":
         values = {name: name for name in SHIPPED} | {"synthetic": "synthetic"}
-        values |= {f"uploaded: {label}": path for label, path in (uploaded or {}).items()}
+        values |= {f"uploaded: {label}": token for label, token in (uploaded or {}).items()}
     elif key == "simulation.dt":
         values = {step: step for step in STEPS}
     elif key == "checkpoint.mode":
@@ -176,8 +248,9 @@ def options(key: str, uploaded: dict[str, str] | None = None) -> list[dict[str, 
     return [{"label": label, "value": value} for label, value in values.items()]
 
 
-def shown(scenario: Scenario, control: Control) -> Any:
-    """What ``control`` shows for ``scenario``; None for an unset (empty) field."""
+def shown(scenario: Scenario, control: Control, weather: Mapping[str, str] | None = None) -> Any:
+    """What ``control`` shows for ``scenario``; None for an unset (empty) field. ``weather``
+    maps the tokens of uploaded weather files to their paths: the control shows the token."""
     key = control.key
     if key == COMPUTE_SHARE:
         value: Any = scenario.compute_share
@@ -187,6 +260,8 @@ def shown(scenario: Scenario, control: Control) -> Any:
         value = value_at(scenario, key)
     if value is None or value == control.empty:
         return None
+    if key == "site.weather":
+        return next((t for t, path in (weather or {}).items() if path == value), value)
     if isinstance(value, datetime):
         return value.date().isoformat()
     if key in DURATIONS:
@@ -206,9 +281,9 @@ def value_at(scenario: Scenario, key: str) -> Any:
     return value
 
 
-def shown_values(scenario: Scenario) -> dict[str, Any]:
+def shown_values(scenario: Scenario, weather: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Every control's value for ``scenario``."""
-    return {c.key: shown(scenario, c) for c in CONTROLS}
+    return {c.key: shown(scenario, c, weather) for c in CONTROLS}
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -217,10 +292,20 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def changes(values: dict[str, Any], base: Scenario) -> dict[str, Any]:
-    """The controls whose value differs from the base scenario's: key -> shown value."""
-    now = shown_values(base)
-    return {k: v for k, v in values.items() if k in BY_KEY and not _same(_comparable(k, v), now[k])}
+def changes(
+    values: Mapping[str, Any], base: Scenario, weather: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The controls whose value differs from the base scenario's: key -> shown value. An
+    emptied box of a field without an optional setting is no change: it shows the base's."""
+    now = shown_values(base, weather)
+    out = {}
+    for key, value in values.items():
+        control = BY_KEY.get(key)
+        if control is None or (_blank(value) is None and control.empty == BASE):
+            continue
+        if not _same(_comparable(key, value), now[key]):
+            out[key] = value
+    return out
 
 
 def _comparable(key: str, value: Any) -> Any:
@@ -237,22 +322,80 @@ def _blank(value: Any) -> Any:
     return None if value == "" else value
 
 
-def overrides(changed: dict[str, Any], base: Scenario) -> dict[str, Any]:
-    """Dotted scenario overrides for the changed controls (:func:`changes`)."""
-    out: dict[str, Any] = {}
+def typed(control: Control, value: Any) -> Any:
+    """A control's value as a browser sent it, checked for its kind; None for an empty box.
+
+    Raises
+    ------
+    ScenarioError
+        Naming the control: a number box holding text, a text too long, a date that is none.
+    """
+    value = _blank(value)
+    if value is None:
+        return None
+    label = f"{control.label}: {shorten(value)}"
+    if control.kind in ("number", "slider"):
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or not math.isfinite(value):
+            raise ScenarioError(f"{label} is not a number")
+        return value
+    if not isinstance(value, str) or len(value) > TEXT_LIMIT:
+        raise ScenarioError(f"{label} is not a text of up to {TEXT_LIMIT} characters")
+    if control.kind == "date":
+        try:
+            datetime.fromisoformat(value[:10])
+        except ValueError:
+            raise ScenarioError(f"{label} is not a date (YYYY-MM-DD)") from None
+    return value
+
+
+def out_of_range(changed: Mapping[str, Any]) -> str | None:
+    """Why a changed control lies outside its range (the schema's bounds are checked first,
+    with the same words as the command line); None if all lie within."""
     for key, value in changed.items():
         control = BY_KEY[key]
-        value = _blank(value)
+        value = typed(control, value)
+        if not isinstance(value, int | float):
+            continue
+        low = -math.inf if control.low is None else control.low
+        high = math.inf if control.high is None else control.high
+        if not low <= value <= high:
+            unit = f" {control.unit}" if control.unit else ""
+            return (
+                f"{control.label}: {value:g}{unit} is outside the dashboard's range, "
+                f"{low:g} to {high:g}{unit} (the command line takes what the schema allows)"
+            )
+    return None
+
+
+def overrides(
+    changed: Mapping[str, Any], base: Scenario, weather: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Dotted scenario overrides for the changed controls (:func:`changes`), each value checked
+    (:func:`typed`). ``weather`` maps uploaded weather tokens to their paths: the weather
+    control takes a shipped name, ``synthetic`` or one of those, never a path."""
+    out: dict[str, Any] = {}
+    for key, raw in changed.items():
+        control = BY_KEY.get(key)
+        if control is None:
+            raise ScenarioError(f"the dashboard has no control {shorten(key)}")
+        value = typed(control, raw)
         if value is None:
+            if control.empty == BASE:
+                continue
             value = control.empty
         elif control.kind in ("number", "slider"):
             value = value * control.scale
             if isinstance(shown(base, control), int) and float(value).is_integer():
                 value = int(value)
+            if is_duration(key):
+                value = format_duration(value)
         elif control.kind == "date":
             value = datetime.combine(
-                datetime.fromisoformat(str(value)[:10]).date(), base.simulation.start.time()
+                datetime.fromisoformat(value[:10]).date(), base.simulation.start.time()
             ).isoformat()
+        elif key == "site.weather":
+            value = _weather_source(value, weather or {})
         out.update(_settings(control, value, base))
     for table in OPTIONAL_TABLES:
         fields = [c for c in CONTROLS if c.key.startswith(f"{table}.")]
@@ -262,6 +405,19 @@ def overrides(changed: dict[str, Any], base: Scenario) -> dict[str, Any]:
                 out.pop(c.key, None)
             out[table] = None
     return out
+
+
+def _weather_source(value: str, weather: Mapping[str, str]) -> str:
+    """``site.weather`` for the weather control's value: a shipped name, synthetic, or the
+    path of an uploaded file given by its token."""
+    if value in SHIPPED or value == "synthetic":
+        return value
+    if value in weather:
+        return weather[value]
+    raise ScenarioError(
+        f"weather {shorten(value)}: choose a shipped file ({', '.join(SHIPPED)}), synthetic, "
+        "or upload an EPW file (an uploaded file is kept while the server runs)"
+    )
 
 
 def _settings(control: Control, value: Any, base: Scenario) -> dict[str, Any]:
@@ -286,6 +442,8 @@ def _phase_shares(base: Scenario, compute: float) -> dict[str, float]:
     now = base.compute_share
     if now >= 1.0:
         raise ScenarioError("the workload has no communication phase: add one to split the step")
+    if not 0.0 < compute < 1.0:
+        raise ScenarioError(f"compute share: {compute:g} must lie between 0 and 1")
     # rounded: the shares' sum is checked against 1, and 0.4000000000000001 reads badly
     return {
         f"workload.phases.{i}.share": round(
@@ -304,25 +462,46 @@ def parse_shown(key: str, text: str) -> Any:
         try:
             number = float(text)
         except ValueError:
-            raise ScenarioError(f"the link sets {key} to {text!r}, which is not a number") from None
+            raise ScenarioError(
+                f"the link sets {key} to {shorten(text)}, which is not a number"
+            ) from None
+        typed(control, number)
         return int(number) if number.is_integer() and control.step == 1 else number
+    typed(control, text)
     if key in DURATIONS:
-        parse_duration(text)
+        try:
+            parse_duration(text)
+        except ValueError as exc:
+            raise ScenarioError(f"the link sets {key}: {exc}") from None
     return text
 
 
-def base_scenario(base: dict[str, Any]) -> Scenario:
-    """The scenario a base names: a preset ``{"preset", "overrides"}`` or an upload
-    ``{"upload", "toml"}``."""
-    if "toml" in base:
-        return loads_scenario(base["toml"], label=base.get("upload", "uploaded scenario"))
-    return load_scenario(base["preset"], base.get("overrides") or {})
+def base_scenario(base: Any, defaults: Mapping[str, Any] | None = None) -> Scenario:
+    """The scenario a base names: a preset ``{"preset": name}`` (opened with the app's
+    ``defaults``) or an upload ``{"upload": file name, "toml": text}``.
+
+    A base arrives from the browser: a preset is taken by name only, never as a path, and an
+    uploaded text is parsed as data (:func:`powermodel.scenario.loads_scenario`).
+    """
+    if isinstance(base, Mapping) and isinstance(base.get("toml"), str):
+        label = base.get("upload")
+        label = label if isinstance(label, str) and len(label) <= TEXT_LIMIT else "upload"
+        return loads_scenario(base["toml"], label=label)
+    name = base.get("preset") if isinstance(base, Mapping) else None
+    if not isinstance(name, str) or name not in presets():
+        raise ScenarioError(f"unknown preset {shorten(name)}: choose one of {', '.join(presets())}")
+    return load_scenario(name, defaults or {})
 
 
-def scenario_of(base: dict[str, Any], changed: dict[str, Any]) -> Scenario:
+def scenario_of(
+    base: Any,
+    changed: Mapping[str, Any],
+    defaults: Mapping[str, Any] | None = None,
+    weather: Mapping[str, str] | None = None,
+) -> Scenario:
     """The base with the controls' changes applied, validated."""
-    start = base_scenario(base)
-    return load_scenario(start, overrides(changed, start))
+    start = base_scenario(base, defaults)
+    return load_scenario(start, overrides(changed, start, weather))
 
 
 def to_query(base: dict[str, Any], changed: dict[str, Any], tab: str | None = None) -> str:
@@ -345,13 +524,21 @@ class Link(NamedTuple):
 
 
 def from_query(search: str | None) -> Link:
-    """The state a URL query links to; unknown keys are errors."""
+    """The state a URL query links to; unknown keys, unknown presets and values that are not
+    of their control's kind are errors."""
     fields: dict[str, Any] = {"preset": None, "changed": {}, "tab": None, "upload": None}
     for key, text in parse_qsl((search or "").lstrip("?"), keep_blank_values=True):
         if key in ("preset", "tab", "upload"):
-            fields[key] = text
+            fields[key] = text[:TEXT_LIMIT]
         elif key in BY_KEY:
             fields["changed"][key] = parse_shown(key, text)
         else:
-            raise ScenarioError(f"the link sets {key!r}, which the dashboard has no control for")
+            raise ScenarioError(
+                f"the link sets {shorten(key)}, which the dashboard has no control for"
+            )
+    if fields["preset"] is not None and fields["preset"] not in presets():
+        raise ScenarioError(
+            f"the link names preset {shorten(fields['preset'])}, which is not one of "
+            f"{', '.join(presets())}"
+        )
     return Link(**fields)

@@ -1,24 +1,48 @@
 """Downloads of the dashboard, served by Flask so that a 54-day profile streams from a file
-instead of travelling base64-encoded through a callback."""
+instead of travelling base64-encoded through a callback.
+
+Nothing a request carries names a file on the server: a download is found by the key of a
+scenario the server has checked and shown, written under fixed names into a folder of its own
+inside the dashboard's working folder, opened, and deleted before the first byte is sent (the
+open file streams on; the disk is freed when the response closes). The name the browser saves
+it under is made from the scenario's name by :func:`safe_name`.
+"""
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
+import threading
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import flask
+import pandas as pd
 import xarray as xr
 
 from powermodel.analysis import resample_factor, step_seconds
 from powermodel.errors import PowerModelError
 from powermodel.export import DATASET_FILES, TOOLS, export_tool
-from powermodel.scenario import Scenario, format_duration, parse_duration
+from powermodel.rules import rule_names
+from powermodel.scenario import Scenario, format_duration, parse_duration, shorten
 from powermodel.webapp.cache import SimulationCache
 
 ROUTE = "/download"
 INTERVALS = ("10s", "1min", "15min", "1h")
+VIOLATIONS = "violations"  # every violation of the chosen rules, as CSV
+FORMATS = (*TOOLS, "toml", VIOLATIONS)
+EXPORTS = 2  # downloads written at once; more wait their turn
+WAIT = 120.0  # s a download waits for a turn before it is refused
+
+
+def safe_name(text: str, fallback: str = "scenario") -> str:
+    """A file name from user text: letters, digits, ``-``, ``_`` and ``.`` only, at most 80
+    characters, never empty, never a path (``../x`` gives ``x``)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80].strip("-.")
+    return slug or fallback
 
 
 def intervals(dt: float, n: int) -> list[str]:
@@ -36,52 +60,100 @@ def intervals(dt: float, n: int) -> list[str]:
     return out
 
 
-def href(key: str, fmt: str, interval: str | None) -> str:
-    """The link that downloads a scenario's profile in a format at a resolution."""
-    return f"{ROUTE}/{key}/{fmt}" + (f"?interval={interval}" if interval else "")
+def href(key: str, fmt: str, interval: str | None, rules: tuple[str, ...] = ()) -> str:
+    """The link that downloads a scenario's profile in a format at a resolution (or the
+    violations of ``rules``)."""
+    query = [f"interval={interval}"] if interval else []
+    query += [f"rules={','.join(rules)}"] if rules else []
+    return f"{ROUTE}/{key}/{fmt}" + ("?" + "&".join(query) if query else "")
 
 
 def write_export(
     ds: xr.Dataset, scenario: Scenario, fmt: str, interval: str | None, folder: Path
-) -> Path:
-    """Write one download into ``folder``: a data file, a zip of a grid tool's files, or the
-    scenario's TOML. ``interval`` None (or the run's step) keeps the step."""
+) -> tuple[Path, str]:
+    """Write one download into ``folder`` under a fixed name: a data file, a zip of a grid
+    tool's files, or the scenario's TOML. ``interval`` None (or the run's step) keeps the step.
+    Returns the file and the name to save it as."""
     if interval is not None and abs(parse_duration(interval) - step_seconds(ds)) < 1e-9:
         interval = None
+    name = safe_name(scenario.name)
     if fmt == "toml":
-        path = folder / f"{scenario.name or 'scenario'}.toml"
+        path = folder / "scenario.toml"
         path.write_text(scenario.to_toml())
-        return path
-    files = export_tool(ds, fmt, folder / fmt, interval)
+        return path, f"{name}.toml"
+    files = export_tool(ds, fmt, folder / "export", interval)
     if fmt in DATASET_FILES:
-        return files[0]
-    path = folder / f"{scenario.name or 'scenario'}-{fmt}.zip"
+        return files[0], f"{name}-{files[0].name}"
+    path = folder / "export.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for file in files:
             archive.write(file, file.name)
-    return path
+    return path, f"{name}-{fmt}.zip"
 
 
-def register(server: flask.Flask, cache: SimulationCache) -> None:
-    """Serve ``/download/<key>/<format>?interval=...`` for the scenarios the page has shown."""
+def register(
+    server: flask.Flask,
+    cache: SimulationCache,
+    folder: Path,
+    violations: Callable[[Scenario, tuple[str, ...]], pd.DataFrame],
+) -> None:
+    """Serve ``/download/<key>/<format>?interval=...`` for the scenarios the page has shown,
+    writing into ``folder``; ``violations(scenario, rule names)`` gives the violations table."""
+    turns = threading.BoundedSemaphore(EXPORTS)
 
     @server.route(f"{ROUTE}/<key>/<fmt>")
     def download(key: str, fmt: str) -> flask.Response:
         scenario = cache.scenarios.get(key)
         if scenario is None:
             return _refuse(404, "this scenario is not on the server any more: reload the page")
-        if fmt not in TOOLS and fmt != "toml":
-            return _refuse(400, f"unknown format {fmt!r}: use one of {', '.join(TOOLS)}, toml")
+        if fmt not in FORMATS:
+            return _refuse(
+                400, f"unknown format {shorten(fmt)}: use one of {', '.join(FORMATS)}"
+            )
+        sim = scenario.simulation
+        offered = intervals(sim.dt, sim.n_steps)
         interval = flask.request.args.get("interval") or None
-        folder = Path(tempfile.mkdtemp(prefix="powermodel-download-"))
+        if interval is not None and interval not in offered:
+            return _refuse(
+                400, f"resolution {shorten(interval)}: choose one of {', '.join(offered)}"
+            )
+        rules = tuple(n for n in flask.request.args.get("rules", "").split(",") if n)
+        unknown = [n for n in rules if n not in rule_names()]
+        if unknown:
+            return _refuse(400, f"unknown rule {shorten(unknown[0])}")
+        if not turns.acquire(timeout=WAIT):
+            return _refuse(503, "the server is busy writing other downloads: try again shortly")
         try:
-            path = write_export(cache.get(scenario).ds, scenario, fmt, interval, folder)
-        except (PowerModelError, ValueError) as exc:
-            shutil.rmtree(folder, ignore_errors=True)
+            handle, name = _written(cache, scenario, fmt, interval, rules, folder, violations)
+        except PowerModelError as exc:
             return _refuse(400, str(exc))
-        response = flask.send_file(path, as_attachment=True, download_name=path.name)
-        response.call_on_close(lambda: shutil.rmtree(folder, ignore_errors=True))
-        return response
+        finally:
+            turns.release()
+        return flask.send_file(handle, as_attachment=True, download_name=name)
+
+
+def _written(
+    cache: SimulationCache,
+    scenario: Scenario,
+    fmt: str,
+    interval: str | None,
+    rules: tuple[str, ...],
+    folder: Path,
+    violations: Callable[[Scenario, tuple[str, ...]], pd.DataFrame],
+) -> tuple[BinaryIO, str]:
+    """The download, written, opened and deleted: the open file streams on, and its disk is
+    freed when the response closes it, whatever becomes of the request."""
+    work = Path(tempfile.mkdtemp(prefix="download-", dir=folder))
+    try:
+        if fmt == VIOLATIONS:
+            path = work / "violations.csv"
+            violations(scenario, rules).to_csv(path, index=False)
+            name = f"{safe_name(scenario.name)}-violations.csv"
+        else:
+            path, name = write_export(cache.get(scenario).ds, scenario, fmt, interval, work)
+        return path.open("rb"), name
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _refuse(status: int, message: str) -> flask.Response:

@@ -4,6 +4,10 @@ Time series over a whole run are :class:`plotly_resampler.FigureResampler` figur
 gets about :data:`SHOWN` points per trace, re-chosen on the server for each zoom (min-max LTTB),
 so a 54-day 1-s run pans smoothly and a 30-s window shows every sample. The callbacks keep these
 figures server-side and answer each zoom with :meth:`FigureResampler.construct_update_data_patch`.
+
+A power trace is drawn twice: thin and light at full resolution, which zoomed out is the min–max
+band of the samples behind each point (the 6-s iteration swing fills it), and bold as its
+:data:`MEAN_WINDOW` block means, the line the eye follows. Time axes are UTC, as ``time`` is.
 """
 
 from __future__ import annotations
@@ -41,11 +45,25 @@ MARKS = {
     "checkpoint": ("#7f8c8d", "line-ns-open"),
 }
 SPECTRUM_SEGMENT = 3600.0  # s: Welch segments of an hour resolve down to 0.3 mHz
+# s: the bold line's block means. Ten iterations of the reference's 6.13-s step, so the swing
+# averages out; the means are those of a 1-min export (analysis.resample) and of the 1-min ramp
+# rules' averaging.
+MEAN_WINDOW = 60.0
+LIGHT = 0.4  # opacity of a full-resolution line drawn under its means
+HOVER_TIME = "%Y-%m-%d %H:%M:%S UTC"
+BANDS = ("#f5b041", "#5dade2", "#af7ac5", "#58d68d", "#ec7063")  # rules' bands on the spectrum
 
 
 def _resampler(rows: int = 1, **kwargs: Any) -> FigureResampler:
     base = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.06, **kwargs)
-    return FigureResampler(base, default_n_shown_samples=SHOWN, show_mean_aggregation_size=False)
+    # no "[R]" before a thinned trace's name (plotly-resampler's default mark): every long
+    # trace is thinned, and the x-axis title says how the lines read
+    return FigureResampler(
+        base,
+        default_n_shown_samples=SHOWN,
+        show_mean_aggregation_size=False,
+        resampled_trace_prefix_suffix=("", ""),
+    )
 
 
 def _style(fig: go.Figure) -> go.Figure:
@@ -53,7 +71,8 @@ def _style(fig: go.Figure) -> go.Figure:
     # keeping an old zoom would show that overview's few points as if they were the window's.
     fig.update_layout(
         template=TEMPLATE,
-        margin={"l": 64, "r": 16, "t": 36, "b": 36},
+        # the legend sits on the plot; above it, room for the mode bar, which would cover it
+        margin={"l": 64, "r": 16, "t": 72, "b": 36},
         legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
         hovermode="x",
     )
@@ -67,10 +86,68 @@ def _line(
     name: str,
     row: int = 1,
     color: str | None = None,
+    width: float = 1.0,
+    **trace: Any,
 ) -> None:
     """A full-resolution line that plotly-resampler thins to the window shown."""
-    line = {"width": 1, **({"color": color} if color else {})}
-    fig.add_trace(go.Scattergl(name=name, mode="lines", line=line), hf_x=x, hf_y=y, row=row, col=1)
+    line = {"width": width, **({"color": color} if color else {})}
+    fig.add_trace(
+        go.Scattergl(name=name, mode="lines", line=line, **trace), hf_x=x, hf_y=y, row=row, col=1
+    )
+
+
+def block_means(x: np.ndarray, y: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Means of ``y`` over consecutive blocks of ``n`` samples (the last may be shorter), each
+    placed at the middle of its block's ``x``; energy-exact, as :func:`analysis.resample`."""
+    starts = np.arange(0, y.size, n)
+    last = np.minimum(starts + n, y.size) - 1
+    means = np.add.reduceat(y.astype(np.float64), starts) / (last - starts + 1)
+    return x[starts] + (x[last] - x[starts]) / 2, means
+
+
+def _series(
+    fig: FigureResampler,
+    x: np.ndarray,
+    dt: float,
+    series: Sequence[tuple[np.ndarray, str, str, int]],
+) -> str:
+    """Each ``(values, name, colour, row)`` light at full resolution under its bold
+    :data:`MEAN_WINDOW` block means, the window rounded to whole steps (or alone, when the step
+    is half the window or longer).
+
+    Every full-resolution line comes first: trace ``i`` is series ``i`` (the browser tests and
+    the zoom read them so). A line and its means share a legend entry, the means'. Returns how
+    the lines read, for the time axis's title.
+    """
+    n = round(MEAN_WINDOW / dt)
+    for values, name, color, row in series:
+        _line(
+            fig,
+            x,
+            values,
+            name,
+            row,
+            color,
+            1.5,
+            opacity=LIGHT if n >= 2 else 1.0,
+            legendgroup=name,
+            showlegend=n < 2,
+        )
+    if n < 2:
+        return ""
+    window = f"{n * dt / 60:.3g}-min"  # whole steps: 1.05-min at a 7-s step
+    for values, name, color, row in series:
+        centres, means = block_means(x, values, n)
+        _line(fig, centres, means, f"{name}, {window} mean", row, color, 2.5, legendgroup=name)
+    return f"bold: {window} means · light: every sample, zoomed out the band of its min and max"
+
+
+def _time_axis(fig: go.Figure, rows: int, reading: str = "", title: str = "time (UTC)") -> None:
+    """Title the shared time axis (on the bottom row) with its clock and how the lines read;
+    hover times say UTC too."""
+    if title.endswith("(UTC)"):
+        fig.update_xaxes(hoverformat=HOVER_TIME)
+    fig.update_xaxes(title_text=" · ".join(filter(None, (title, reading))), row=rows, col=1)
 
 
 def event_marks(ds: xr.Dataset) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -125,7 +202,7 @@ def _mark_row(
             },
             text=list(labels),
             name=f"{name} ({len(times)})",
-            hovertemplate="%{x}<br>%{text}<extra></extra>",
+            hovertemplate="%{x|" + HOVER_TIME + "}<br>%{text}<extra></extra>",
         ),
         row=1,
         col=1,
@@ -146,43 +223,86 @@ def _level(top: float, row: int) -> float:
     return top * (1.03 + 0.035 * row)
 
 
+FACILITY_IS_GRID = "Facility power = grid power (no site battery)"
+
+
+def power_lines(ds: xr.Dataset) -> list[tuple[str, str]]:
+    """The power variables drawn and their names: facility, IT and grid power, or one line named
+    for both facility and grid power where they are equal (no site battery between them)."""
+    same = np.array_equal(ds["facility_power"].values, ds["grid_power"].values)
+    names = ("facility_power", "it_power") if same else ("facility_power", "it_power", "grid_power")
+    return [
+        (n, FACILITY_IS_GRID if same and n == "facility_power" else ds[n].attrs["long_name"])
+        for n in names
+    ]
+
+
 def power_figure(ds: xr.Dataset) -> FigureResampler:
-    """Facility, IT and grid power over the run, with failures, maintenance, restarts and
-    checkpoints marked in rows above the traces."""
+    """Facility, IT and grid power over the run (light: every sample; bold: block means), with
+    failures, maintenance, restarts and checkpoints marked in rows above the traces."""
     fig = _resampler()
-    times = ds["time"].values
-    for name in ("facility_power", "it_power", "grid_power"):
-        if name in ds:
-            _line(fig, times, ds[name].values, ds[name].attrs["long_name"], color=COLORS[name])
-    top = float(max(ds[n].max() for n in ("facility_power", "it_power", "grid_power") if n in ds))
-    _marks(fig, ds, top)
+    lines = power_lines(ds)
+    reading = _series(
+        fig,
+        ds["time"].values,
+        step_seconds(ds),
+        [(ds[n].values, label, COLORS[n], 1) for n, label in lines],
+    )
+    _marks(fig, ds, float(max(ds[n].max() for n, _ in lines)))
     fig.update_yaxes(title_text="power [MW]", rangemode="tozero")
+    _time_axis(fig, 1, reading)
     return _style(fig)
 
 
+# variables of each row and the row's axis title
 THERMAL_ROWS = (
-    (("temp_air", "temp_wetbulb", "supply_temp"), "°C"),
-    (("gpu_temp",), "°C"),
-    (("clock_factor",), "1"),
-    (("pue",), "1"),
+    (("temp_air", "temp_wetbulb", "supply_temp"), "outdoor, supply [°C]"),
+    (("gpu_temp",), "GPU die [°C]"),
+    (("clock_factor",), "clock ÷ nominal"),
+    (("pue",), "PUE of the hour"),
 )
+CLOCK_NOTE = (
+    "The clock the slowest GPU can hold at its power cap: a cooler die leaks less, leaving more of "
+    "the cap to the clock, so it<br>falls in the heat and rises in the cool. It spikes at failures "
+    "and stalls, as idle GPUs cool, and settles minutes after the restart."
+)
+CLOCK_HOVER = "%{y:.3f} × nominal (above 1: cool dies, or idle GPUs)<extra></extra>"
 
 
 def thermal_figure(ds: xr.Dataset) -> FigureResampler:
     """Outdoor dry- and wet-bulb with the plant's supply; mean GPU die temperature; clock of the
-    slowest GPU; PUE of each clock hour."""
+    slowest GPU, with a note on why it rises at failures; PUE of each clock hour."""
     rows = [r for r in THERMAL_ROWS if all(v in ds for v in r[0])]
     fig = _resampler(len(rows))
     times = ds["time"].values
-    for i, (names, unit) in enumerate(rows, start=1):
+    for i, (names, title) in enumerate(rows, start=1):
         for name in names:
+            clock = name == "clock_factor"
             _line(
-                fig, times, ds[name].values.astype(np.float64), ds[name].attrs["long_name"], row=i
+                fig,
+                times,
+                ds[name].values.astype(np.float64),
+                ds[name].attrs["long_name"],
+                row=i,
+                hovertemplate=CLOCK_HOVER if clock else None,
             )
-        title = "clock" if names == ("clock_factor",) else names[0].replace("_", " ").split(" ")[0]
-        fig.update_yaxes(
-            title_text=f"{'temperature' if unit == '°C' else title} [{unit}]", row=i, col=1
-        )
+            if clock:
+                fig.add_annotation(  # in the gap above the row, clear of the spikes
+                    text=CLOCK_NOTE,
+                    x=0.0,
+                    y=1.0,
+                    xref="x domain",
+                    yref="y domain",
+                    xanchor="left",
+                    yanchor="bottom",
+                    align="left",
+                    showarrow=False,
+                    font={"size": 10},
+                    row=i,
+                    col=1,
+                )
+        fig.update_yaxes(title_text=title, row=i, col=1)
+    _time_axis(fig, len(rows))
     return _style(fig)
 
 
@@ -216,7 +336,10 @@ def diurnal_figure(ds: xr.Dataset) -> go.Figure:
         ),
         secondary_y=True,
     )
-    fig.update_xaxes(title_text=f"hour of day ({ds.attrs.get('site_timezone', 'UTC')})", dtick=3)
+    fig.update_xaxes(
+        title_text=f"hour of day, site local time ({ds.attrs.get('site_timezone', 'UTC')})",
+        dtick=3,
+    )
     fig.update_yaxes(title_text="throughput [%]", secondary_y=False)
     fig.update_yaxes(title_text="dry-bulb [°C]", secondary_y=True, showgrid=False)
     return _style(fig)
@@ -227,15 +350,15 @@ def grid_figure(ds: xr.Dataset, results: Sequence[rules_mod.RuleResult] = ()) ->
     events and each rule's violations, marked at their start."""
     fig = _resampler(3, row_heights=[0.5, 0.25, 0.25])
     times, dt = ds["time"].values, step_seconds(ds)
-    p = ds["grid_power"].values
-    _line(fig, times, p, "P at the connection [MW]", color=COLORS["grid_power"])
-    _line(
+    p, q = ds["grid_power"].values, ds["grid_reactive_power"].values
+    reading = _series(
         fig,
         times,
-        ds["grid_reactive_power"].values,
-        "Q at the connection [Mvar]",
-        row=2,
-        color=COLORS["grid_reactive_power"],
+        dt,
+        [
+            (p, "P at the connection", COLORS["grid_power"], 1),
+            (q, "Q at the connection", COLORS["grid_reactive_power"], 2),
+        ],
     )
     n = round(SWING_WINDOW / dt)
     if n >= 2:
@@ -259,37 +382,51 @@ def grid_figure(ds: xr.Dataset, results: Sequence[rules_mod.RuleResult] = ()) ->
     fig.update_yaxes(title_text="P [MW]", row=1, col=1)
     fig.update_yaxes(title_text="Q [Mvar]", row=2, col=1)
     fig.update_yaxes(title_text="5-s swing [MW]", row=3, col=1, rangemode="tozero")
+    _time_axis(fig, 3, reading)
     return _style(fig)
 
 
+RAMP_COLORS = ("#8e9bfa", "#f1948a", "#48c9b0")
+
+
 def ramp_figure(ds: xr.Dataset, bins: int = 60) -> go.Figure:
-    """Distributions of the ramp at the connection: the 1-min net change, the change of the
-    1-min average, and max − min within 5 s (REFERENCES §8 on why they differ)."""
+    """Distributions of the ramp at the connection, each reading on its own axis in its own
+    unit: the 1-min net change [MW], the 1-min average slope [MW/min] and max − min within 5 s
+    [MW] (REFERENCES §8 on why they differ)."""
     p, dt = ds["grid_power"].values, step_seconds(ds)
     readings = {}
     if 120.0 <= p.size * dt and dt <= 12.0:
         n = signal.samples(60.0, dt)
-        readings["1-min net change"] = signal.net_change(p, n)[n:]
-        readings["1-min average slope"] = signal.average_slope(p, n)[2 * n :]
+        readings["1-min net change"] = ("MW", signal.net_change(p, n)[n:])
+        readings["1-min average slope"] = ("MW/min", signal.average_slope(p, n)[2 * n :])
     if round(SWING_WINDOW / dt) >= 2:
-        readings["5-s max − min"] = signal.rolling_range(p, round(SWING_WINDOW / dt))
-    fig = go.Figure()
-    for name, values in readings.items():
+        readings["5-s max − min"] = ("MW", signal.rolling_range(p, round(SWING_WINDOW / dt)))
+    fig = make_subplots(
+        rows=1,
+        cols=max(len(readings), 1),
+        shared_yaxes=True,
+        horizontal_spacing=0.05,
+        subplot_titles=list(readings),
+    )
+    for col, (name, (unit, values)) in enumerate(readings.items(), start=1):
         counts, edges = np.histogram(values, bins=bins)
-        share = counts / max(values.size, 1)
         fig.add_trace(
             go.Bar(
                 x=0.5 * (edges[1:] + edges[:-1]),
-                y=share,
+                y=counts / max(values.size, 1),
                 width=np.diff(edges),
                 name=name,
-                opacity=0.6,
-                hovertemplate="%{x:.2f} MW: %{y:.2e} of the time<extra></extra>",
-            )
+                marker_color=RAMP_COLORS[col - 1],
+                showlegend=False,
+                hovertemplate=f"%{{x:.2f}} {unit}: %{{y:.2e}} of the time<extra>{name}</extra>",
+            ),
+            row=1,
+            col=col,
         )
-    fig.update_layout(barmode="overlay")
-    fig.update_xaxes(title_text="MW per window")
-    fig.update_yaxes(title_text="share of time", type="log")
+        fig.update_xaxes(title_text=unit, row=1, col=col)
+    fig.update_annotations(font_size=13)  # the subplot titles
+    fig.update_yaxes(type="log", exponentformat="power")
+    fig.update_yaxes(title_text="share of time", row=1, col=1)
     return _style(fig)
 
 
@@ -309,25 +446,26 @@ def spectrum_figure(ds: xr.Dataset, rules: Sequence[rules_mod.Rule] = ()) -> go.
         )
     )
     nyquist, resolved = signal.nyquist(dt), signal.resolved(dt)
-    for rule in rules:
-        if rule.band and rule.band[0] < nyquist:
-            fig.add_vrect(
-                x0=rule.band[0],
-                x1=min(rule.band[1], nyquist),
-                fillcolor="#f5b041",
-                opacity=0.18,
-                line_width=0,
-                annotation_text=f"{rule.name} band",
-                annotation_position="top left",
-            )
+    banded = [r for r in rules if r.band and r.band[0] < nyquist]
+    for i, rule in enumerate(banded):
+        lo, hi = rule.band
+        fig.add_vrect(
+            x0=lo,
+            x1=min(hi, nyquist),
+            fillcolor=BANDS[i % len(BANDS)],
+            opacity=0.2,
+            line_width=0,
+            name=f"{rule.name} band, {lo:g}–{hi:g} Hz",
+            showlegend=True,
+        )
     fig.add_vrect(
         x0=resolved,
         x1=nyquist,
         fillcolor="#7f8c8d",
-        opacity=0.25,
+        opacity=0.3,
         line_width=0,
-        annotation_text=f"not resolved at {dt:g} s",
-        annotation_position="bottom left",
+        name=f"not resolved at a {dt:g}-s step (above {resolved:g} Hz)",
+        showlegend=True,
     )
     fig.update_xaxes(
         title_text="frequency [Hz]", type="log", range=[np.log10(f[keep][0]), np.log10(nyquist)]
@@ -359,24 +497,19 @@ def compliance_rows(results: Sequence[rules_mod.RuleResult]) -> list[dict[str, A
     return rows
 
 
-def violation_rows(
-    results: Sequence[rules_mod.RuleResult], limit: int = 2000
-) -> list[dict[str, Any]]:
-    """Every violation (the first ``limit`` by time): rule, start, end, worst, cause."""
-    frames = [
-        r.violations.assign(rule=r.rule.name, unit=r.rule.unit)
-        for r in results
-        if len(r.violations)
-    ]
-    if not frames:
-        return []
-    table = pd.concat(frames).sort_values("start").head(limit)
+def violation_rows(table: pd.DataFrame, limit: int) -> list[dict[str, Any]]:
+    """Rows of a violations table (:func:`powermodel.rules.violations_table`): all of them, or
+    the ``limit`` largest where there are more, by start time. ``worst`` is a number (its unit
+    beside it), so that the table sorts it as one."""
+    if len(table) > limit:
+        table = table.nlargest(limit, "worst").sort_values("start", kind="stable")
     return [
         {
             "rule": rule,
             "start": pd.Timestamp(s).strftime("%Y-%m-%d %H:%M:%S"),
             "end": pd.Timestamp(e).strftime("%Y-%m-%d %H:%M:%S"),
-            "worst": f"{w:.3g} {u}",
+            "worst": float(f"{w:.4g}"),
+            "unit": u,
             "cause": c,
         }
         for rule, s, e, w, u, c in zip(
@@ -394,18 +527,18 @@ def violation_rows(
 def before_after_figure(before: xr.Dataset, after: xr.Dataset) -> FigureResampler:
     """Grid power without and with the mitigation, one above the other on one time axis."""
     fig = _resampler(2)
-    times = before["time"].values
-    for row, (ds, name) in enumerate(((before, "before"), (after, "after")), start=1):
-        label = "without" if name == "before" else "with"
-        _line(
-            fig,
-            times,
-            ds["grid_power"].values,
-            f"P {label} mitigation [MW]",
-            row=row,
-            color=COLORS[name],
-        )
-        fig.update_yaxes(title_text="P [MW]", row=row, col=1)
+    runs = ((before, "before", "without"), (after, "after", "with"))
+    reading = _series(
+        fig,
+        before["time"].values,
+        step_seconds(before),
+        [
+            (ds["grid_power"].values, f"P {label} mitigation", COLORS[name], row)
+            for row, (ds, name, label) in enumerate(runs, start=1)
+        ],
+    )
+    fig.update_yaxes(title_text="P [MW]")
+    _time_axis(fig, 2, reading)
     low = float(min(before["grid_power"].min(), after["grid_power"].min()))
     high = float(max(before["grid_power"].max(), after["grid_power"].max()))
     pad = 0.05 * (high - low or 1.0)
@@ -415,35 +548,98 @@ def before_after_figure(before: xr.Dataset, after: xr.Dataset) -> FigureResample
 
 def compare_figure(a: xr.Dataset, b: xr.Dataset, names: tuple[str, str]) -> FigureResampler:
     """Grid power of two runs against hours since each run's start, one above the other."""
-    fig = _resampler(2)
+    fig, reading = _resampler(2), ""
     for row, (ds, color) in enumerate(
         ((a, COLORS["grid_power"]), (b, COLORS["facility_power"])), start=1
     ):
         hours = (ds["time"].values - ds["time"].values[0]) / np.timedelta64(3600, "s")
-        _line(fig, hours, ds["grid_power"].values, f"{names[row - 1]} [MW]", row=row, color=color)
-        fig.update_yaxes(title_text="P [MW]", row=row, col=1)
-    fig.update_xaxes(title_text="hours since the start", row=2, col=1)
+        series = [(ds["grid_power"].values, names[row - 1], color, row)]
+        reading = _series(fig, hours, step_seconds(ds), series) or reading
+    fig.update_yaxes(title_text="P [MW]")
+    _time_axis(fig, 2, reading, "hours since each run's start")
     return _style(fig)
 
 
-# Headline numbers of a run, as the summary line and the comparison show them.
+# Headline numbers of a run as the comparison shows them: key, label, unit, format. A fraction
+# is shown as a percentage, and its unit says of what.
 METRICS = (
-    ("energy_mwh", "IT energy", "MWh", "{:,.0f}"),
-    ("mean_mw", "IT power, mean", "MW", "{:.2f}"),
-    ("peak_mw", "IT power, peak", "MW", "{:.2f}"),
+    ("it_energy_mwh", "IT energy", "MWh", "{:,.0f}"),
+    ("it_mean_mw", "IT power, mean", "MW", "{:.2f}"),
+    ("it_peak_mw", "IT power, peak", "MW", "{:.2f}"),
+    ("grid_mean_mw", "grid power, mean", "MW", "{:.2f}"),
     ("grid_peak_mw", "grid power, peak", "MW", "{:.2f}"),
     ("grid_swing_5s_mw", "largest 5-s swing at the grid", "MW", "{:.2f}"),
-    ("ramp_1min_average_slope_up_mw", "1-min ramp up (average slope)", "MW", "{:.2f}"),
-    ("ramp_1min_average_slope_down_mw", "1-min ramp down (average slope)", "MW", "{:.2f}"),
-    ("load_factor", "load factor", "", "{:.3f}"),
-    ("pue", "PUE", "", "{:.3f}"),
-    ("wue_l_per_kwh", "WUE", "L/kWh", "{:.3f}"),
-    ("unexpected_interruptions", "unexpected interruptions", "", "{:d}"),
-    ("effective_training_time", "effective training time", "", "{:.1%}"),
-    ("throughput_lost_to_heat", "throughput lost to heat", "", "{:.2%}"),
-    ("tokens", "tokens trained", "", "{:.4g}"),
-    ("energy_per_token_j", "energy per token", "J", "{:.2f}"),
+    ("grid_swing_5s_training_mw", "largest 5-s swing at the grid while training", "MW", "{:.2f}"),
+    (
+        "grid_ramp_1min_average_slope_up_mw",
+        "1-min ramp up at the grid (average slope)",
+        "MW/min",
+        "{:.2f}",
+    ),
+    (
+        "grid_ramp_1min_average_slope_down_mw",
+        "1-min ramp down at the grid (average slope)",
+        "MW/min",
+        "{:.2f}",
+    ),
+    ("grid_load_factor", "load factor at the grid (mean ÷ peak)", "%", "{:.1%}"),
+    ("pue", "PUE (facility ÷ IT energy)", "", "{:.3f}"),
+    ("wue_l_per_kwh", "WUE (water ÷ IT energy)", "L/kWh", "{:.3f}"),
+    ("unexpected_interruptions", "unexpected interruptions", "count", "{:d}"),
+    ("effective_training_time", "effective training time", "% of the run", "{:.1%}"),
+    ("throughput_lost_to_heat", "throughput lost to heat", "% of tokens", "{:.2%}"),
+    ("tokens", "tokens trained", "tokens", "{:.4g}"),
+    ("grid_energy_per_token_j", "grid energy per token", "J", "{:.2f}"),
 )
+
+
+def thermal_numbers(
+    metrics: dict[str, Any], swing: float, trough_hour: int, timezone: str
+) -> list[tuple[str, str, str]]:
+    """The thermal view's numbers: what, its value, and what it measures.
+
+    Parameters
+    ----------
+    metrics
+        :func:`powermodel.metrics` of the run.
+    swing, trough_hour
+        :func:`powermodel.analysis.diurnal_swing`: peak-to-trough over the mean [1], and the
+        local hour of the trough.
+    timezone
+        The site's time zone (``site_timezone``), the clock of ``trough_hour``.
+    """
+    return [
+        (
+            "PUE over the run",
+            f"{metrics['pue']:.3f}",
+            "facility energy ÷ IT energy over the whole run (ISO/IEC 30134-2); the excess over 1 "
+            "is cooling, electrical losses and other loads",
+        ),
+        (
+            "WUE",
+            f"{metrics['wue_l_per_kwh']:.3f} L/kWh",
+            "water the cooling plant consumes (evaporation, blowdown) per kWh of IT energy",
+        ),
+        (
+            "chiller hours",
+            f"{metrics['chiller_hours']:.0f} h",
+            "hours with the chillers running; in the others the plant cools without them",
+        ),
+        (
+            "throughput lost to heat",
+            f"{metrics['throughput_lost_to_heat']:.2%}",
+            "tokens lost over the whole run because the supply rose above its setpoint and hot "
+            "GPUs clocked lower, against the plant holding its setpoint all the time; cool hours "
+            "lose nothing, so it is far below the daily swing",
+        ),
+        (
+            "daily throughput swing",
+            f"{swing:.2%}, lowest at {trough_hour}:00 ({timezone})",
+            "tokens per second of running time by local hour of day (the bars): the best hour "
+            "less the worst, over the daily mean; one hour against another, not a loss over "
+            "the run",
+        ),
+    ]
 
 
 def metric_rows(metrics: Sequence[dict[str, Any]], names: Sequence[str]) -> list[dict[str, Any]]:
@@ -463,12 +659,13 @@ def metric_rows(metrics: Sequence[dict[str, Any]], names: Sequence[str]) -> list
 
 
 def cost_rows(costs: dict[str, float]) -> list[dict[str, str]]:
-    """:func:`powermodel.sizing.costs` as table rows."""
+    """:func:`powermodel.sizing.costs` as table rows: changes against the run without the
+    mitigations, each value with its unit."""
     labels = {
-        "energy_cost": ("grid energy", "{:+.2%}"),
-        "energy_mwh_per_day": ("grid energy per day", "{:+.2f} MWh"),
-        "throughput_cost": ("tokens lost", "{:.2%}"),
-        "storage_cycles_per_day": ("battery cycles per day", "{:.2f}"),
+        "energy_cost": ("grid energy change [%]", "{:+.2%}"),
+        "energy_mwh_per_day": ("grid energy change per day", "{:+.2f} MWh/day"),
+        "throughput_cost": ("tokens lost [%]", "{:.2%}"),
+        "storage_cycles_per_day": ("battery full cycles per day", "{:.2f}"),
         "cost_per_year": ("cost per year", "${:,.0f}"),
     }
     return [

@@ -18,12 +18,17 @@ UPLOAD_SCENARIO = "upload-scenario"
 UPLOAD_WEATHER = "upload-weather"
 MESSAGE = "message"  # what became of an upload
 SCENARIO_ERROR = "scenario-error"  # why the controls' scenario is refused
+POLL = "poll"  # interval: where the page's run stands in the queue, while its summary waits
+
+# pattern-matched controls, by the property holding their value: callbacks take each kind's
+# values at once (a date picker holds its value in ``date``, every other control in ``value``)
+CONTROL_TYPES = {"value": "control", "date": "control-date"}
 
 
-def control(key: str) -> dict[str, str]:
-    """Id of the control setting ``key`` (pattern-matched: callbacks take them all at once).
-    Dash escapes dots in ids and then cannot parse them back: they become dashes."""
-    return {"type": "control", "key": key.replace(".", "-")}
+def control(key: str, prop: str = "value") -> dict[str, str]:
+    """Id of the control setting ``key``, whose value is in ``prop``. Dash escapes dots in
+    ids and then cannot parse them back: they become dashes."""
+    return {"type": CONTROL_TYPES[prop], "key": key.replace(".", "-")}
 
 
 def resampled(view: str) -> dict[str, str]:
@@ -41,6 +46,7 @@ GRID_RAMPS = "grid-ramps"
 GRID_SPECTRUM = "grid-spectrum"
 COMPLIANCE = "compliance"
 VIOLATIONS = "violations"
+VIOLATIONS_NOTE = "violations-note"
 MITIGATION_COSTS = "mitigation-costs"
 MITIGATION_RULES = "mitigation-rules"
 MITIGATION_NOTE = "mitigation-note"

@@ -11,7 +11,7 @@ from powermodel.export import DATASET_FILES, TOOLS
 from powermodel.rules import rule_names
 from powermodel.scenario import format_duration, presets
 from powermodel.webapp import ids
-from powermodel.webapp.controls import GROUPS, Control, options
+from powermodel.webapp.controls import BASE, GROUPS, Control, options
 
 DEFAULT_RULES = ["ercot-5s", "nprr1191-down", "nprr1191-up", "ieso-1min", "ieso-15s"]
 # the profile's own formats first, then the grid tools'
@@ -22,12 +22,14 @@ EXPORT_FORMATS = {
 
 
 def summary(metrics: dict[str, Any], duration: float) -> str:
-    """One line of headline numbers from :func:`powermodel.metrics` and the run length [s]."""
+    """One line of headline numbers from :func:`powermodel.metrics` and the run length [s]:
+    what the grid sees (after any site battery) first, then the IT load behind it."""
     parts = [
         format_duration(duration),
-        f"mean {metrics['mean_mw']:.1f} MW",
-        f"peak {metrics['peak_mw']:.1f} MW",
-        f"min {metrics['min_mw']:.1f} MW",
+        "grid mean {grid_mean_mw:.1f}, peak {grid_peak_mw:.1f}, min {grid_min_mw:.1f} MW".format(
+            **metrics
+        ),
+        "IT mean {it_mean_mw:.1f}, peak {it_peak_mw:.1f}, min {it_min_mw:.1f} MW".format(**metrics),
         f"{metrics['unexpected_interruptions']} unexpected interruptions",
         f"effective training time {100 * metrics['effective_training_time']:.1f} %",
     ]
@@ -57,7 +59,7 @@ def header() -> html.Header:
 
 
 def _control(control: Control) -> html.Div:
-    cid = ids.control(control.key)
+    cid = ids.control(control.key, control.prop)
     if control.kind == "dropdown":
         field = dcc.Dropdown(id=cid, options=options(control.key), clearable=False)
     elif control.kind == "slider":
@@ -72,14 +74,14 @@ def _control(control: Control) -> html.Div:
     elif control.kind == "date":
         field = dcc.DatePickerSingle(id=cid, display_format="YYYY-MM-DD")
     else:
+        # no min or max here: a browser sends None for a number outside them, and the server
+        # (which checks every value) could then only say "not a number"
         field = dcc.Input(
             id=cid,
             type="text" if control.kind == "text" else "number",
-            min=control.low,
-            max=control.high,
             step=control.step if control.step else "any",
             debounce=True,
-            placeholder=control.hint or None,
+            placeholder=control.hint or ("empty: the preset's" if control.empty == BASE else None),
         )
     label = f"{control.label} [{control.unit}]" if control.unit else control.label
     return html.Div(
@@ -137,11 +139,14 @@ def _graph(graph_id: Any, **style: str) -> dcc.Graph:
 
 TABLES = {
     ids.COMPLIANCE: ("rule", "verdict", "limit", "worst", "when", "violations per day", "note"),
-    ids.VIOLATIONS: ("rule", "start", "end", "worst", "cause"),
+    ids.VIOLATIONS: ("rule", "start", "end", "worst", "unit", "cause"),
     ids.MITIGATION_COSTS: ("cost", "value"),
     ids.MITIGATION_RULES: ("rule", "limit", "worst without", "worst with", "verdict with"),
     ids.COMPARE_TABLE: ("metric", "this", "other", "change"),
 }
+
+
+HEADERS = {"start": "start (UTC)", "end": "end (UTC)", "when": "when (UTC)"}
 
 
 def _table(table_id: str, page_size: int = 10) -> dag.AgGrid:
@@ -150,7 +155,7 @@ def _table(table_id: str, page_size: int = 10) -> dag.AgGrid:
     }
     return dag.AgGrid(
         id=table_id,
-        columnDefs=[{"field": c, "headerName": c} for c in TABLES[table_id]],
+        columnDefs=[{"field": c, "headerName": HEADERS.get(c, c)} for c in TABLES[table_id]],
         rowData=[],
         columnSize="responsiveSizeToFit",
         defaultColDef={
@@ -213,6 +218,7 @@ def views() -> dcc.Tabs:
             html.H3("compliance"),
             _table(ids.COMPLIANCE),
             html.H3("violations (click one to see it on the time axis)"),
+            html.P(id=ids.VIOLATIONS_NOTE),
             _table(ids.VIOLATIONS, page_size=10),
         ),
         "mitigation": _loading(
@@ -284,6 +290,7 @@ def page(preset: str, upload_limit: int) -> html.Div:
     return html.Div(
         [
             dcc.Location(id=ids.URL, refresh=False),
+            dcc.Interval(id=ids.POLL, interval=1000, disabled=True),
             dcc.Store(id=ids.BASE),
             dcc.Store(id=ids.SCENARIO),
             dcc.Store(id=ids.COMPARE),

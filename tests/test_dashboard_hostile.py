@@ -1,0 +1,367 @@
+"""The dashboard attacked over HTTP, as issue 10 found it: every entry point (the link, an
+upload, the page's stored state in a callback request, a download) is hostile until checked on
+the server. Requests go through Flask's test client to Dash's own endpoint, so what is tested is
+what a forged request meets, not a method called politely.
+
+Each test names the defect it reproduces; the expected answer is a refusal in words, with no
+file outside the dashboard's working folder read or written and no limit passed.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import io
+import json
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from powermodel import load_scenario
+from powermodel.webapp import create_app, ids
+from powermodel.webapp.controls import BY_PROP, page_values, shown_values
+
+REFERENCE = "llama3-405b-16k-h100"
+HOUR = {"simulation.duration": "1h"}
+SUMMARY = "..scenario-name.children...summary.children.."
+ASSEMBLE = "..scenario.data...scenario-error.children.."
+SET_BASE = (
+    '..base.data...{"key":["ALL"],"type":"control"}.value...{"key":["ALL"],"type":"control-date"}'
+    ".date...preset.value...tabs.value...message.children.."
+)
+
+
+@pytest.fixture
+def app():
+    app = create_app(overrides=HOUR)
+    yield app
+    app.workdir.cleanup()
+
+
+@pytest.fixture
+def opened(monkeypatch):
+    """Every file the server opens during a test (pathlib and open() both go through here)."""
+    seen: list[str] = []
+    real = io.open
+
+    def spy(file, *args, **kwargs):
+        seen.append(str(file))
+        return real(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", spy)
+    monkeypatch.setattr(io, "open", spy)
+    return seen
+
+
+def _secret(tmp_path: Path) -> Path:
+    """A TOML scenario on the server that no request may read."""
+    path = tmp_path / "secret.toml"
+    path.write_text(f'extends = "{REFERENCE}"\nname = "SECRET-{uuid.uuid4().hex}"\n')
+    return path
+
+
+def call(
+    app, output: str, inputs: list, state: list = (), changed: int = 0
+) -> tuple[int, dict | None]:
+    """One callback request as the page sends it: ``inputs`` and ``state`` are
+    ``(id, property, value)`` (or, for a pattern-matching group, the list of its items), the
+    ``changed``-th input the one that fired; returns the status and the parsed answer."""
+    spec = app.callback_map[output]
+    outputs = [{"id": _id(o), "property": o.rsplit(".", 1)[1]} for o in _outputs(output)]
+    fired = inputs[changed]
+    payload = {
+        "output": output,
+        "outputs": outputs if len(outputs) > 1 else outputs[0],
+        "inputs": [i if isinstance(i, list) else _item(*i) for i in inputs],
+        "changedPropIds": [f"{_key(fired[0])}.{fired[1]}"] if isinstance(fired, tuple) else [],
+        "state": [_item(*s) for s in state],
+    }
+    assert len(payload["inputs"]) == len(spec["inputs"])
+    response = app.server.test_client().post("/_dash-update-component", json=payload)
+    body = json.loads(response.data) if response.status_code == 200 else None
+    return response.status_code, body
+
+
+def _outputs(key: str) -> list[str]:
+    key = key.split("@")[0]
+    return [p for p in key.strip(".").split("...")] if key.startswith("..") else [key]
+
+
+def _id(output: str) -> object:
+    text = output.rsplit(".", 1)[0]
+    return json.loads(text) if text.startswith("{") else text
+
+
+def _key(cid: object) -> str:
+    return json.dumps(cid, separators=(",", ":"), sort_keys=True) if isinstance(cid, dict) else cid
+
+
+def _item(cid: object, prop: str, value: object) -> dict:
+    return {"id": cid, "property": prop, "value": value}
+
+
+def _controls(values: dict) -> list:
+    """The controls as the page sends them to the assemble callback: two pattern groups."""
+    shown, dates = page_values(values)
+    return [
+        [_item({"type": "control", "key": c.key.replace(".", "-")}, "value", v)
+         for c, v in zip(BY_PROP["value"], shown, strict=True)],
+        [_item({"type": "control-date", "key": c.key.replace(".", "-")}, "date", v)
+         for c, v in zip(BY_PROP["date"], dates, strict=True)],
+    ]  # fmt: skip
+
+
+def _summary(app, state: dict) -> str:
+    status, body = call(app, SUMMARY, [("scenario", "data", state)])
+    assert status == 200, status
+    return body["response"]["summary"]["children"]
+
+
+def _data_url(text: str) -> str:
+    return "data:application/octet-stream;base64," + base64.b64encode(text.encode()).decode()
+
+
+def _upload(app, text: str, filename: str = "mine.toml") -> dict:
+    """Upload a scenario through the set_base callback; returns its answer."""
+    status, body = call(
+        app,
+        SET_BASE,
+        [
+            ("url", "search", ""),
+            ("preset", "value", REFERENCE),
+            ("upload-scenario", "contents", _data_url(text)),
+        ],
+        [("upload-scenario", "filename", filename)],
+        changed=2,
+    )
+    assert status == 200
+    return body["response"]
+
+
+# --- severe 1: a scenario's name is never a path ----------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["../../../../tmp/pwned-{tag}", "hall A/B {tag}", "..", "/"])
+def test_scenario_name_never_becomes_a_server_path(app, name):
+    # issue 10: name = "../../../../tmp/pwned" made /download write /tmp/pwned.toml and
+    # /tmp/pwned-gridlabd.zip; "hall A/B" gave HTTP 500
+    tag = uuid.uuid4().hex
+    name = name.format(tag=tag)
+    text = f'extends = "{REFERENCE}"\nname = {json.dumps(name)}\n[simulation]\nduration = "1h"\n'
+    answer = _upload(app, text)
+    base = answer["base"]["data"]
+    values = shown_values(app.board.base(base))
+    status, body = call(app, ASSEMBLE, [("base", "data", base), *_controls_inputs(values)])
+    state = body["response"]["scenario"]["data"]
+    client = app.server.test_client()
+    for fmt in ("toml", "gridlabd", "csv"):
+        response = client.get(f"/download/{state['key']}/{fmt}")
+        assert response.status_code == 200, response.data
+        saved = response.headers["Content-Disposition"]
+        assert "/" not in saved and ".." not in saved.split("filename=")[1].strip("\"'")
+    assert not list(Path("/tmp").glob(f"*{tag}*"))
+    # every download was written in the dashboard's own folder and deleted once opened
+    assert not [p for p in Path(app.workdir.name).rglob("*") if p.is_file()]
+
+
+def _controls_inputs(values: dict) -> list:
+    return _controls(values)
+
+
+# --- severe 2: the page's state is rebuilt and checked, never trusted ------------------------
+
+
+def test_forged_state_cannot_read_a_server_file(app, opened, tmp_path):
+    # issue 10: scenario.data carrying overrides {"site.weather": "/etc/passwd"} answered with
+    # the file's first line
+    secret = _secret(tmp_path)
+    opened.clear()  # the test's own writing
+    forged = [
+        {"base": {"preset": REFERENCE, "overrides": {"site.weather": str(secret)}}, "changes": {}},
+        {"base": {"preset": REFERENCE}, "changes": {"site.weather": str(secret)}},
+        {"base": {"preset": str(secret)}, "changes": {}},
+        {"base": {"upload": "x.toml", "toml": f'extends = "{secret}"'}, "changes": {}},
+        {"base": {"upload": "x.toml", "toml": f'[site]\nweather = "{secret}"'}, "changes": {}},
+        {"base": {"preset": REFERENCE}, "changes": {"site.weather": "../../../etc/passwd"}},
+    ]
+    for state in forged:
+        line = _summary(app, {"key": "x", "name": "n", **state})
+        assert "SECRET" not in line
+        if "overrides" not in state["base"]:  # a base's overrides are the server's own
+            assert line.startswith("not simulated")
+    assert str(secret) not in opened
+    # the comparison and the pinned scenario go through the same check
+    key = '..{"type":"resampled","view":"compare"}.figure...compare-table.rowData..'
+    good = {"base": {"preset": REFERENCE}, "changes": {}}
+    for compare, pinned in ((str(secret), None), ("pinned", {"base": {"preset": str(secret)}})):
+        status, _ = call(
+            app,
+            key,
+            [
+                ("scenario", "data", good),
+                ("tabs", "value", "compare"),
+                ("compare-with", "value", compare),
+                ("compare", "data", pinned),
+            ],
+        )
+        assert status == 204  # nothing to show: refused, not read
+    assert str(secret) not in opened
+
+
+def test_forged_state_cannot_pass_a_limit(app):
+    # issue 10: the same forged state ran 7 days at 100 ms, over the 5 M-step cap
+    state = {
+        "key": "x",
+        "name": "n",
+        "base": {"preset": REFERENCE, "overrides": {"simulation.duration": "7d"}},
+        "changes": {"simulation.duration": "7d", "simulation.dt": "100ms"},
+    }
+    started = time.perf_counter()
+    line = _summary(app, state)
+    assert line.startswith("not simulated: 6,048,000 steps is more than the dashboard draws")
+    assert time.perf_counter() - started < 5.0
+    # a control beyond the range the page offers: the failure-rate slider stops at 5
+    line = _summary(app, {**state, "changes": {"reliability.rate_scale": 50.0}})
+    assert "failure rate ×: 50 is outside the dashboard's range, 0 to 5" in line
+    # and beyond what the schema takes at all, as in the command line's words
+    line = _summary(app, {**state, "changes": {"cluster.n_gpus": 1e30}})
+    assert "cluster.n_gpus: Input should be less than or equal to 10000000" in line
+    # rules go by shipped name only: a rule file path is not read
+    grid = (
+        '..{"type":"resampled","view":"grid"}.figure...grid-ramps.figure...grid-spectrum.figure'
+        "...compliance.rowData...violations.rowData...violations-note.children.."
+    )
+    good = {"base": {"preset": REFERENCE}, "changes": {}}
+    status, _ = call(
+        app,
+        grid,
+        [("scenario", "data", good), ("tabs", "value", "grid"), ("rules", "value", ["/x.toml"])],
+    )
+    assert status == 204
+
+
+def test_link_names_presets_only(app, opened, tmp_path):
+    # issue 10: ?preset=<any path> loaded any TOML on the server, and its errors named its keys
+    secret = _secret(tmp_path)
+    opened.clear()
+    status, body = call(
+        app,
+        SET_BASE,
+        [
+            ("url", "search", f"?preset={secret}"),
+            ("preset", "value", None),
+            ("upload-scenario", "contents", None),
+        ],
+        [("upload-scenario", "filename", None)],
+    )
+    message = body["response"]["message"]["children"]
+    assert "not one of" in message and "SECRET" not in json.dumps(body)
+    assert body["response"]["base"]["data"] == {"preset": REFERENCE}
+    assert str(secret) not in opened
+
+
+# --- severe 3: recovery times have physical bounds -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("search", "message"),
+    [
+        ("checkpoint.blocking_time=-10000000", "negative"),
+        ("reliability.restart_time=inf", "is not a number"),
+        ("reliability.restart_time=1e400", "is not a number"),
+        ("reliability.restart_time=99999999", "must be at most 30d (got '99999999min')"),
+    ],
+)
+def test_link_with_an_unphysical_recovery_is_refused_at_once(app, search, message):
+    # issue 10: /?preset=...&checkpoint.blocking_time=-10000000 hung the server with unbounded
+    # memory, which then failed every request with MemoryError
+    started = time.perf_counter()
+    status, body = call(
+        app,
+        SET_BASE,
+        [
+            ("url", "search", f"?preset={REFERENCE}&{search}"),
+            ("preset", "value", None),
+            ("upload-scenario", "contents", None),
+        ],
+        [("upload-scenario", "filename", None)],
+    )
+    assert status == 200
+    answer = body["response"]
+    if "is not a number" in message:  # the link itself is refused
+        assert message in answer["message"]["children"]
+    else:
+        values = {}
+        for kind, prop in (("control", "value"), ("control-date", "date")):
+            sent = answer[_all(kind)][prop]
+            values |= dict(zip([c.key for c in BY_PROP[prop]], sent, strict=True))
+        status, body = call(
+            app, ASSEMBLE, [("base", "data", answer["base"]["data"]), *_controls_inputs(values)]
+        )
+        assert message in body["response"]["scenario-error"]["children"]
+    assert time.perf_counter() - started < 5.0
+    # and the server still answers
+    assert _summary(app, {"base": {"preset": REFERENCE}, "changes": {}}).startswith("1h")
+
+
+def _all(kind: str) -> str:
+    return json.dumps({"key": ["ALL"], "type": kind}, separators=(",", ":"))
+
+
+# --- every entry point -------------------------------------------------------------------------
+
+
+def test_downloads_take_only_what_the_page_offers(app):
+    scenario = load_scenario(REFERENCE, HOUR)
+    key = app.cache.remember(scenario)
+    client = app.server.test_client()
+    for query, status in (
+        ("csv?interval=1e400s", 400),
+        ("csv?interval=../../etc", 400),
+        ("csv?interval=7min", 400),
+        ("excel", 400),
+        ("violations?rules=/etc/passwd", 400),
+        ("csv?interval=1min", 200),
+    ):
+        assert client.get(f"/download/{key}/{query}").status_code == status, query
+    for path in ("/download/..%2F..%2Fetc/toml", "/download/%2Fetc%2Fpasswd/toml"):
+        # a key is looked up, never opened: an unknown one is 404, or (decoded by the client
+        # into another path) the page itself, never a file
+        response = client.get(path)
+        assert "attachment" not in response.headers.get("Content-Disposition", "")
+        assert response.status_code in (200, 404) and b"root:" not in response.data
+    response = client.get(f"/download/{key}/violations?rules=ercot-5s")
+    assert response.status_code == 200 and response.data.startswith(b"run,rule,start,end")
+
+
+def test_a_request_nested_too_deep_is_refused(app):
+    deep = "[" * 100_000 + "]" * 100_000
+    response = app.server.test_client().post(
+        "/_dash-update-component", data=deep, content_type="application/json"
+    )
+    assert response.status_code == 400
+
+
+def test_uploaded_weather_is_kept_in_bounds(app, tmp_path):
+    # issue 10: uploaded EPWs were never deleted
+    from powermodel.webapp.callbacks import WEATHER_KEPT
+
+    epw = Path(__file__).parents[1] / "data" / "weather"
+    text = next(epw.glob("*Chicago*.epw")).read_bytes()
+    board = app.board
+    for i in range(WEATHER_KEPT + 3):
+        copy = text.replace(b"Chicago", f"Chicago{i:02d}".encode(), 1)
+        contents = "data:;base64," + base64.b64encode(copy).decode()
+        board.upload_weather(contents, f"w{i}.epw", {})
+    kept = list(board.uploads.iterdir())
+    assert len(kept) == len(board.weather) == WEATHER_KEPT
+    workdir = Path(app.workdir.name)
+    app.workdir.cleanup()
+    assert not workdir.exists()
+
+
+def test_ids_of_the_forged_inputs_are_the_pages():
+    # the test's own protocol: the control groups it sends are the page's
+    assert ids.CONTROL_TYPES == {"value": "control", "date": "control-date"}
