@@ -365,3 +365,121 @@ def test_uploaded_weather_is_kept_in_bounds(app, tmp_path):
 def test_ids_of_the_forged_inputs_are_the_pages():
     # the test's own protocol: the control groups it sends are the page's
     assert ids.CONTROL_TYPES == {"value": "control", "date": "control-date"}
+
+
+# --- low: what gave HTTP 500 ---------------------------------------------------------------
+
+
+def _zoom_key(app) -> str:
+    return next(
+        k for k in app.callback_map if k.startswith('{"type":"resampled","view":["MATCH"]}')
+    )
+
+
+@pytest.mark.parametrize(
+    ("view", "relayout"),
+    [
+        (
+            "nope",
+            {"xaxis.range[0]": "2024-07-01 00:10:00", "xaxis.range[1]": "2024-07-01 00:20:00"},
+        ),
+        ("power", {"xaxis.range[0]": "3000-01-01", "xaxis.range[1]": "3000-01-02"}),
+        ("power", {"xaxis.range[0]": "not a time", "xaxis.range[1]": 5}),
+        ("power", {"xaxis.range": [[[[["deep"]]]]]}),
+    ],
+)
+def test_a_zoom_the_page_cannot_make_changes_nothing(app, view, relayout):
+    # issue 10: HTTP 500 for an unknown zoom view and for a zoom outside 1677-2262
+    good = {"base": {"preset": REFERENCE}, "changes": {}}
+    graph = {"type": "resampled", "view": view}
+    payload = {
+        "output": _zoom_key(app),
+        "outputs": {"id": graph, "property": "figure"},
+        "inputs": [{"id": graph, "property": "relayoutData", "value": relayout}],
+        "changedPropIds": [f"{_key(graph)}.relayoutData"],
+        "state": [
+            _item("scenario", "data", good),
+            _item("rules", "value", ["ercot-5s"]),
+            _item("compare-with", "value", None),
+            _item("compare", "data", None),
+        ],
+    }
+    response = app.server.test_client().post("/_dash-update-component", json=payload)
+    assert response.status_code == 204
+
+
+def test_controls_of_the_wrong_kind_are_refused_in_words(app):
+    # issue 10: HTTP 500 for a power cap "abc" and for an unknown export format
+    base = {"preset": REFERENCE}
+    values = shown_values(app.board.base(base))
+    for key, value, message in (
+        ("mitigation.power_cap", "abc", "power cap: 'abc' is not a number"),
+        ("cluster.n_gpus", True, "GPUs: True is not a number"),
+        ("simulation.duration", "x" * 500, "is not a text of up to 100 characters"),
+        ("simulation.start", "yesterday", "is not a date (YYYY-MM-DD)"),
+        ("site.weather", "/etc/passwd", "choose a shipped file"),
+    ):
+        status, body = call(
+            app, ASSEMBLE, [("base", "data", base), *_controls_inputs(values | {key: value})]
+        )
+        assert status == 200 and message in body["response"]["scenario-error"]["children"]
+    export = (
+        "..export-interval.options...export-interval.value...export-link.href"
+        "...export-note.children.."
+    )
+    status, body = call(
+        app,
+        export,
+        [
+            ("scenario", "data", {"base": base, "changes": {}}),
+            ("export-format", "value", "xlsx"),
+            ("export-interval", "value", "1min"),
+        ],
+    )
+    assert status == 200
+    assert body["response"]["export-note"]["children"].startswith("unknown format 'xlsx'")
+    assert body["response"]["export-link"]["href"] == ""
+
+
+@pytest.mark.parametrize(
+    "entry", ["link", "upload", "state"], ids=["the link", "an upload", "the page's state"]
+)
+def test_no_entry_point_passes_the_step_limit(app, entry):
+    # issue 10: every limit enforced on the server for every entry point
+    over = {"simulation.duration": "7d", "simulation.dt": "100ms"}
+    message = "6,048,000 steps is more than the dashboard draws"
+    if entry == "upload":
+        text = f'extends = "{REFERENCE}"\n[simulation]\nduration = "7d"\ndt = "100ms"\n'
+        assert message in _upload(app, text)["message"]["children"]
+        return
+    if entry == "state":
+        line = _summary(app, {"base": {"preset": REFERENCE}, "changes": over})
+        assert message in line
+        return
+    search = f"?preset={REFERENCE}&simulation.duration=7d&simulation.dt=100ms"
+    status, body = call(
+        app,
+        SET_BASE,
+        [
+            ("url", "search", search),
+            ("preset", "value", None),
+            ("upload-scenario", "contents", None),
+        ],
+        [("upload-scenario", "filename", None)],
+    )
+    answer = body["response"]
+    values = {}
+    for kind, prop in (("control", "value"), ("control-date", "date")):
+        values |= dict(zip([c.key for c in BY_PROP[prop]], answer[_all(kind)][prop], strict=True))
+    status, body = call(
+        app, ASSEMBLE, [("base", "data", answer["base"]["data"]), *_controls_inputs(values)]
+    )
+    assert message in body["response"]["scenario-error"]["children"]
+
+
+def test_an_upload_nested_too_deep_is_refused(app):
+    # issue 10: a 600-level table header in a file that extends a preset gave HTTP 500
+    text = f'extends = "{REFERENCE}"\n[' + ".".join(["a"] * 600) + "]\nb = 1\n"
+    assert "nested more than 12 deep" in _upload(app, text)["message"]["children"]
+    text = "x = " + "[" * 500 + "]" * 500 + "\n"
+    assert "nested more than 12 deep" in _upload(app, text)["message"]["children"]

@@ -306,3 +306,14 @@ def test_ramp_readings_match_the_signal_library(day):
     ):
         counts, _ = np.histogram(values, bins=30)
         assert_allclose(trace.y, counts / values.size, rtol=1e-12)
+
+
+def test_a_swing_the_step_cannot_measure_says_so():
+    # issue 10: "largest 5-s swing nan MW": a 5-s window spans under two steps of 10 s
+    coarse = simulate(
+        load_scenario(REFERENCE, {"simulation.duration": "1d", "simulation.dt": "10s"})
+    )
+    m = metrics(coarse)
+    assert np.isnan(m["grid_swing_5s_mw"])
+    rows = {r["metric"]: r["this"] for r in figures.metric_rows([m], ["this"])}
+    assert rows["largest 5-s swing at the grid [MW]"] == "not resolved at this step"

@@ -309,3 +309,19 @@ def test_weather_name_never_reads_a_file_from_uploaded_text():
     with pytest.raises(ScenarioError, match="not a path"):
         loads_scenario('[site]\nweather = "/etc/passwd"\n')
     assert Path("/etc/passwd").exists()  # the case is real: the file is there to be read
+
+
+def test_the_suite_runs_on_what_the_app_installs():
+    # issue 10: the [test] extra pinned pandas<3 while the app installed pandas 3, so the suite
+    # never tested what users run. The app now pins pandas 2 as the test tools need; every
+    # installed dependency satisfies the app's own requirements.
+    from importlib.metadata import requires, version
+
+    from packaging.requirements import Requirement
+
+    app = [Requirement(r) for r in requires("powermodel") if "extra ==" not in r]
+    assert any(r.name == "pandas" and not r.specifier.contains("3.0") for r in app)
+    for requirement in app:
+        assert requirement.specifier.contains(version(requirement.name), prereleases=True), (
+            requirement
+        )

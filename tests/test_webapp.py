@@ -9,7 +9,15 @@ from __future__ import annotations
 import base64
 import gc
 import io
+import socket
+import subprocess
+import sys
+import threading
+import time
 import tracemalloc
+import types
+import urllib.error
+import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -30,7 +38,7 @@ from powermodel.scenario import loads_scenario
 from powermodel.simulate import memory_estimate
 from powermodel.webapp import cache as cache_module
 from powermodel.webapp import controls, create_app, downloads, figures, ids
-from powermodel.webapp.cache import Entry, SimulationCache, scenario_key
+from powermodel.webapp.cache import Busy, Entry, SimulationCache, scenario_key
 from powermodel.webapp.callbacks import MAX_STEPS, Dashboard, unmitigated
 from powermodel.webapp.layout import summary
 
@@ -256,6 +264,68 @@ def test_cache_simulates_once_and_stays_bounded(day):
     assert scenario_key(a) in small.scenarios  # still known for links
     with pytest.raises(PowerModelError, match="more than the dashboard's"):
         SimulationCache(max_bytes=memory_estimate(a) // 2).get(a)
+
+
+def test_simulations_queue_first_come_and_beyond_the_queue_the_server_is_busy(monkeypatch, day):
+    # issue 10: simulations in flight were not bounded; now one runs, the others wait in a
+    # queue whose positions the page polls, and more than the queue holds are refused
+    release, started = threading.Event(), threading.Event()
+
+    def slow(scenario):
+        started.set()
+        release.wait(10)
+        return day
+
+    monkeypatch.setattr(cache_module, "simulate", slow)
+    cache = SimulationCache(simulations=1, queue=2)
+    runs = [load_scenario(REFERENCE, {"simulation.seed": s, **ONE_DAY}) for s in range(4)]
+    threads = [threading.Thread(target=cache.get, args=(runs[0],))]
+    threads[0].start()
+    assert started.wait(10)
+    for run in runs[1:3]:
+        threads.append(threading.Thread(target=cache.get, args=(run,)))
+        threads[-1].start()
+        for _ in range(200):  # until it has joined the queue
+            if cache.position(run):
+                break
+            time.sleep(0.01)
+    assert [cache.position(r) for r in runs] == [0, 1, 2, None]
+    progress = Dashboard.progress.__get__(types.SimpleNamespace(cache=cache, scenario=lambda s: s))
+    assert progress(1, runs[2]) == "busy: this run is number 2 in the queue"
+    with pytest.raises(Busy, match="2 runs queued"):
+        cache.get(runs[3])
+    release.set()
+    for thread in threads:
+        thread.join(10)
+    assert [cache.position(r) for r in runs[:3]] == [0, 0, 0]  # kept
+
+
+def test_the_server_is_waitress(tmp_path):
+    # issue 10: a team deploys the dashboard behind a production WSGI server; the README's
+    # first command (python app.py) serves with waitress
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "app.py", "--port", str(port), "--cache-gb", "0.5"],
+        cwd=Path(__file__).parents[1],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(120):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as answer:
+                    assert answer.headers["Server"] == "waitress"
+                    assert b"powermodel" in answer.read()
+                    break
+            except (ConnectionError, urllib.error.URLError):
+                time.sleep(0.5)
+        else:
+            pytest.fail("app.py did not answer in 60 s")
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 def test_cache_counts_what_a_view_holds(day):

@@ -650,7 +650,11 @@ def metric_rows(metrics: Sequence[dict[str, Any]], names: Sequence[str]) -> list
         if any(v is None for v in values):
             continue
         row = {"metric": f"{label} [{unit}]" if unit else label}
-        row |= {column: fmt.format(v) for column, v in zip(names, values, strict=True)}
+        # a 5-s swing at a coarser step is not measured (NaN): say so, not "nan"
+        row |= {
+            column: fmt.format(v) if np.isfinite(v) else "not resolved at this step"
+            for column, v in zip(names, values, strict=True)
+        }
         if len(values) == 2:
             a, b = (float(v) for v in values)
             row["change"] = f"{(b / a - 1):+.2%}" if a and np.isfinite(a) and np.isfinite(b) else ""
