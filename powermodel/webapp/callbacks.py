@@ -106,7 +106,7 @@ class Dashboard:
         for path in (self.uploads, self.downloads):
             path.mkdir(parents=True, exist_ok=True)
         self.upload_limit = upload_limit
-        self.weather: OrderedDict[str, str] = OrderedDict()  # uploaded: token -> path
+        self._weather: OrderedDict[str, str] = OrderedDict()  # uploaded: token -> path
         self._built: OrderedDict[str, Scenario] = OrderedDict()  # scenarios by their state
         self._lock = threading.Lock()
         # one daemon thread: the server's exit (or a test's) need not wait for a prefetch
@@ -239,7 +239,7 @@ class Dashboard:
             )
         weather = scenario.site.weather
         with self._lock:
-            uploaded = weather in self.weather.values()
+            uploaded = weather in self._weather.values()
         if weather not in SHIPPED and weather != "synthetic" and not uploaded:
             raise ScenarioError(
                 f"site.weather {shorten(weather)}: the dashboard reads the shipped weather files "
@@ -354,14 +354,21 @@ class Dashboard:
             f"weather {name}: {place}, UTC{meta['utc_offset']:+g} h{design}",
         )
 
+    @property
+    def weather(self) -> dict[str, str]:
+        """The weather files uploaded here, token -> path: a copy, as other requests may
+        upload or drop one meanwhile."""
+        with self._lock:
+            return dict(self._weather)
+
     def _keep_weather(self, token: str, path: Path) -> None:
         """Register an uploaded weather file; the oldest beyond :data:`WEATHER_KEPT` are
         deleted (their scenarios then ask for the file again)."""
         with self._lock:
-            self.weather[token] = str(path)
-            self.weather.move_to_end(token)
-            while len(self.weather) > WEATHER_KEPT:
-                _, old = self.weather.popitem(last=False)
+            self._weather[token] = str(path)
+            self._weather.move_to_end(token)
+            while len(self._weather) > WEATHER_KEPT:
+                _, old = self._weather.popitem(last=False)
                 Path(old).unlink(missing_ok=True)
 
     def violations(self, scenario: Scenario, names: tuple[str, ...]) -> pd.DataFrame:
