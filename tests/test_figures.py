@@ -317,3 +317,13 @@ def test_a_swing_the_step_cannot_measure_says_so():
     assert np.isnan(m["grid_swing_5s_mw"])
     rows = {r["metric"]: r["this"] for r in figures.metric_rows([m], ["this"])}
     assert rows["largest 5-s swing at the grid [MW]"] == "not resolved at this step"
+
+
+def test_the_swing_row_draws_its_top_bold(day):
+    # a week's rolling 5-s swing thins to a solid block; the bold line is the largest of each
+    # minute, the band's upper edge, which is what a rule on the swing reads
+    fig = figures.grid_figure(day)
+    swing = signal.rolling_range(day["grid_power"].values, 5)
+    bold = next(t for t in fig.data if t.name.endswith("largest a minute [MW]"))
+    assert bold.line.width > 2 and len(bold.y) == day.sizes["time"] // 60
+    assert_allclose(bold.y, swing.reshape(-1, 60).max(axis=1), rtol=0)

@@ -50,6 +50,7 @@ SPECTRUM_SEGMENT = 3600.0  # s: Welch segments of an hour resolve down to 0.3 mH
 # rules' averaging.
 MEAN_WINDOW = 60.0
 LIGHT = 0.4  # opacity of a full-resolution line drawn under its means
+SWING_COLOR = "#6c3483"
 HOVER_TIME = "%Y-%m-%d %H:%M:%S UTC"
 BANDS = ("#f5b041", "#5dade2", "#af7ac5", "#58d68d", "#ec7063")  # rules' bands on the spectrum
 
@@ -99,10 +100,22 @@ def _line(
 def block_means(x: np.ndarray, y: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Means of ``y`` over consecutive blocks of ``n`` samples (the last may be shorter), each
     placed at the middle of its block's ``x``; energy-exact, as :func:`analysis.resample`."""
-    starts = np.arange(0, y.size, n)
-    last = np.minimum(starts + n, y.size) - 1
+    starts, last = _blocks(y.size, n)
     means = np.add.reduceat(y.astype(np.float64), starts) / (last - starts + 1)
     return x[starts] + (x[last] - x[starts]) / 2, means
+
+
+def block_maxima(x: np.ndarray, y: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Largest ``y`` in each block of ``n`` samples, placed as :func:`block_means` places its
+    means: the upper edge of a band that thins to a solid block when zoomed out."""
+    starts, last = _blocks(y.size, n)
+    return x[starts] + (x[last] - x[starts]) / 2, np.maximum.reduceat(y, starts)
+
+
+def _blocks(size: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """First and last sample of each block of ``n`` (the last block may be shorter)."""
+    starts = np.arange(0, size, n)
+    return starts, np.minimum(starts + n, size) - 1
 
 
 def _series(
@@ -362,14 +375,13 @@ def grid_figure(ds: xr.Dataset, results: Sequence[rules_mod.RuleResult] = ()) ->
     )
     n = round(SWING_WINDOW / dt)
     if n >= 2:
-        _line(
-            fig,
-            times,
-            signal.rolling_range(p, n),
-            f"max − min in {SWING_WINDOW:g} s, unfiltered [MW]",
-            row=3,
-            color="#6c3483",
-        )
+        swing, name = signal.rolling_range(p, n), f"max − min in {SWING_WINDOW:g} s, unfiltered"
+        minute = round(MEAN_WINDOW / dt)
+        _line(fig, times, swing, f"{name} [MW]", 3, SWING_COLOR, opacity=LIGHT, legendgroup=name)
+        # what matters of the swing is its top: the largest in each minute, bold
+        centres, largest = block_maxima(times, swing, minute)
+        _line(fig, centres, largest, f"{name}, largest a minute [MW]", 3, SWING_COLOR, 2.5,
+              legendgroup=name)  # fmt: skip
     top = float(p.max())
     used = _marks(fig, ds, top)  # the events, to see what each violation follows
     for i, result in enumerate(results, start=used):
@@ -380,7 +392,7 @@ def grid_figure(ds: xr.Dataset, results: Sequence[rules_mod.RuleResult] = ()) ->
         ]
         _mark_row(fig, v["start"].values, labels, f"{rule.name} violations", _level(top, i))
     fig.update_yaxes(title_text="P [MW]", row=1, col=1)
-    fig.update_yaxes(title_text="Q [Mvar]", row=2, col=1)
+    fig.update_yaxes(title_text="Q [Mvar], + absorbed", row=2, col=1)
     fig.update_yaxes(title_text="5-s swing [MW]", row=3, col=1, rangemode="tozero")
     _time_axis(fig, 3, reading)
     return _style(fig)
