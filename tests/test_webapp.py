@@ -688,6 +688,19 @@ def test_weather_upload(tmp_path):
     assert "x.epw" in message and "weather is unchanged" in message
 
 
+def test_the_header_names_each_number_by_its_boundary(board):
+    # issue 10: "mean · peak" were IT power without saying so: a 10 MW battery left the header
+    # unchanged. Now the grid's numbers come first and move with the battery; the IT load's
+    # behind it do not.
+    plain, battery = _state(board), _state(board, {"mitigation.site_battery": 10.0})
+    (_, grid, it, *_), (_, grid_b, it_b, *_) = (
+        board.summarize(s)[1].split(" · ") for s in (plain, battery)
+    )
+    assert grid.startswith("grid mean") and it.startswith("IT mean")
+    assert grid != grid_b  # the grid sees the battery
+    assert it == it_b  # the IT load behind it does not
+
+
 def test_summary_and_toml(board):
     state = _state(board)
     name, line = board.summarize(state)
