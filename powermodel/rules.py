@@ -9,6 +9,7 @@ and when, and attributes each violation to what caused it from the job's state.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -24,7 +25,7 @@ from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.iotools.trace import read_trace  # noqa: F401  (rules.read_trace, as before)
 from powermodel.models import signal
 from powermodel.models.events import State
-from powermodel.scenario import DAY, Duration, Section, format_duration, parse_toml
+from powermodel.scenario import DAY, Duration, Section, format_duration, parse_toml, shorten
 
 Statistic = Literal["range", "net_change", "rate", "average_slope"]
 UNITS = {"range": "MW", "net_change": "MW", "rate": "MW/min", "average_slope": "MW/min"}
@@ -143,9 +144,31 @@ def load_rules(names: str | list[str]) -> list[Rule]:
     return list(out.values())
 
 
+@lru_cache(maxsize=1)
 def _shipped() -> dict[str, dict]:
+    """The shipped rules' tables, read once (callers copy what they change)."""
     text = resources.files("powermodel.presets").joinpath("rules.toml").read_text("utf-8")
     return parse_toml(text, "rules.toml")
+
+
+def shipped(names: object) -> tuple[str, ...]:
+    """Rule and group names that arrive from outside (a page, a link), each checked against
+    the shipped set (a name is never read as a file) and given once, in the order given.
+
+    Raises
+    ------
+    RuleError
+        Not a list of names, or one that is not shipped.
+    """
+    known = set(rule_names())
+    if not isinstance(names, list | tuple) or len(names) > len(known):
+        raise RuleError(f"rules: give up to {len(known)} names of {', '.join(sorted(known))}")
+    unknown = [n for n in names if not isinstance(n, str) or n not in known]
+    if unknown:
+        raise RuleError(
+            f"unknown rule {shorten(unknown[0])}: choose from {', '.join(sorted(known))}"
+        )
+    return tuple(dict.fromkeys(names))
 
 
 def _read_rule_file(path: Path) -> dict[str, dict]:

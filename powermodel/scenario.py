@@ -119,7 +119,14 @@ MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
 MAX_RUN = 3660 * DAY  # ten years: weather is a typical year, repeated
 MAX_RECOVERY = 30 * DAY  # a stall, restart or maintenance: a month is already a lost job
 MAX_GPUS = 10_000_000  # ten times the largest campus announced (REFERENCES §9)
+MAX_BATTERIES = 16  # battery systems a site holds
+MAX_DEPTH = 12  # tables and arrays nested in a scenario or rule file (the schema needs 4)
+MAX_EXTENDS = 16  # files in a chain of `extends`
+MAX_TEXT = 2000  # characters of a free-text field (a name, a note, a source)
 TIME_RANGE = (datetime(1677, 9, 22), datetime(2262, 4, 11))  # datetime64[ns] holds these
+
+Text = Annotated[str, Field(max_length=MAX_TEXT)]  # free text: a description, a note, a source
+Name = Annotated[str, Field(max_length=200)]  # a name or a key
 
 
 class Section(BaseModel):
@@ -257,7 +264,7 @@ class Gpu(Section):
     leakage_coefficient: float = Field(
         ge=0, le=1.0, description="Relative growth of leakage per kelvin (calibrated). [1/K]"
     )
-    source: str = Field("", description="Where the numbers come from.")
+    source: Text = Field("", description="Where the numbers come from.")
 
     @model_validator(mode="after")
     def _ordered(self) -> Gpu:
@@ -280,7 +287,7 @@ class Psu(Section):
     power_factor: list[float] = Field(
         description="Input power factor at each load point, leading (capacitive). [1]"
     )
-    source: str = ""
+    source: Text = ""
 
     @model_validator(mode="after")
     def _curve(self) -> Psu:
@@ -388,7 +395,7 @@ class Workload(Section):
     startup_ramp: Duration = Field(
         ge=0, le=DAY, description="Ramp from loaded to running power at every (re)start. [s]"
     )
-    notes: str = ""
+    notes: Text = ""
 
     @model_validator(mode="after")
     def _phases(self) -> Workload:
@@ -414,9 +421,11 @@ class Checkpoint(Section):
         "young-daly", description="Training time between checkpoints, or Young/Daly's optimum."
     )
     size: float = Field(gt=0, le=1e9, description="Checkpoint size, whole job. [GB]")
-    write_bandwidth: float = Field(gt=0, le=1e7, description="Storage write bandwidth. [GB/s]")
+    # bandwidths from 1 MB/s (a disk) to 10 PB/s: a stall or reload is then a finite time,
+    # which the run bounds (MAX_RECOVERY)
+    write_bandwidth: float = Field(ge=1e-3, le=1e7, description="Storage write bandwidth. [GB/s]")
     read_bandwidth: float = Field(
-        gt=0, le=1e7, description="Storage read bandwidth (restart). [GB/s]"
+        ge=1e-3, le=1e7, description="Storage read bandwidth (restart). [GB/s]"
     )
     blocking_time: Duration | None = Field(
         None,
@@ -434,9 +443,30 @@ class Checkpoint(Section):
     def _positive(cls, value: float | str) -> float | str:
         if isinstance(value, float) and not 0 < value <= MAX_RECOVERY:
             raise ValueError(
-                "the checkpoint interval must be positive and at most 30 days (or 'young-daly')"
+                "the checkpoint interval must be positive and at most "
+                f"{format_duration(MAX_RECOVERY)} (or 'young-daly')"
             )
         return value
+
+    @model_validator(mode="after")
+    def _times(self) -> Checkpoint:
+        """The write and the reload the size and bandwidths imply are bounded as the times
+        given directly are."""
+        write = self.size / self.write_bandwidth
+        if self.blocking_time is None and write > DAY:
+            raise ValueError(
+                f"writing {self.size:g} GB at {self.write_bandwidth:g} GB/s takes "
+                f"{write / 3600:.3g} h, more than a day: raise write_bandwidth or give "
+                "blocking_time"
+            )
+        read = self.size / self.read_bandwidth
+        if read > MAX_RECOVERY:
+            raise ValueError(
+                f"reloading {self.size:g} GB at {self.read_bandwidth:g} GB/s takes "
+                f"{read / 86400:.3g} days, more than {format_duration(MAX_RECOVERY)}: raise "
+                "read_bandwidth"
+            )
+        return self
 
 
 class Cause(Section):
@@ -453,7 +483,7 @@ class Cause(Section):
 
 class Reliability(Section):
     causes: list[Cause] = Field(
-        max_length=1000, description="Unexpected interruptions by root cause."
+        max_length=100, description="Unexpected interruptions by root cause."
     )
     planned_count: float = Field(
         ge=0, le=1e6, description="Planned interruptions in the record. [1]"
@@ -478,7 +508,7 @@ class Reliability(Section):
     planned_downtime: Duration = Field(
         ge=0, le=MAX_RECOVERY, description="GPUs idle in planned maintenance. [s]"
     )
-    notes: str = ""
+    notes: Text = ""
 
 
 class Cooling(Section):
@@ -535,7 +565,7 @@ class Cooling(Section):
         None, gt=0, le=10, description="Installed chiller capacity / peak IT heat. [1]"
     )
     cycles_of_concentration: float = Field(4.0, gt=1, le=100, description="Tower blowdown. [1]")
-    source: str = ""
+    source: Text = ""
 
     _required = {
         "outside-air-evaporative": ("supply_max", "evap_effectiveness", "air_delta_t"),
@@ -579,7 +609,7 @@ class Electrical(Section):
         description="Power factor of a double-conversion UPS rectifier, which hides the servers' "
         "reactive power from the grid; none for a chain that passes it through. [1]",
     )
-    source: str = ""
+    source: Text = ""
 
     @model_validator(mode="after")
     def _curve(self) -> Electrical:
@@ -667,7 +697,9 @@ class Mitigation(Section):
     )
     smoothing: Smoothing | None = None
     stop_burn: StopBurn | None = None
-    storage: list[Storage] = Field([], max_length=100)
+    # a site holds a few battery systems (rack batteries are one entry for all racks); each
+    # costs its run about 16 B a step
+    storage: list[Storage] = Field([], max_length=MAX_BATTERIES)
 
 
 class Grid(Section):
@@ -687,7 +719,7 @@ class Grid(Section):
     other_power_factor: float = Field(
         0.95, gt=0, le=1, description="Cooling and misc loads (motors, drives), lagging. [1]"
     )
-    source: str = ""
+    source: Text = ""
 
 
 class Prices(Section):
@@ -706,12 +738,12 @@ class SensitivityRange(Section):
     key: str = Field(max_length=200, description="Dotted scenario key.")
     low: float | str = Field(description="Low end, in the key's own form (durations with a unit).")
     high: float | str = Field(description="High end, in the key's own form.")
-    source: str
+    source: Text
 
 
 class Scenario(Section):
     name: str = Field("", max_length=200)
-    description: str = Field("", max_length=2000)
+    description: Text = ""
     simulation: Simulation
     site: Site = Site()
     cluster: Cluster
@@ -725,7 +757,9 @@ class Scenario(Section):
     grid: Grid
     prices: Prices = Prices()
     sensitivity: list[SensitivityRange] = Field([], max_length=100)
-    sources: dict[str, str] = Field(default_factory=dict, description="Citations by short key.")
+    sources: dict[Name, Annotated[str, Field(max_length=500)]] = Field(
+        default_factory=dict, max_length=50, description="Citations by short key."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
@@ -949,9 +983,6 @@ def _load_raw(
     return _merge(_load_raw(base_name, seen + (key,), where), raw)
 
 
-MAX_EXTENDS = 16
-
-
 def _weather_brings_site(weather: Any, site: dict[str, Any]) -> None:
     """A weather file is a place: where a layer of the scenario names one, the site's name and
     time zone come with it, unless the same layer sets them (``site`` is that layer's table)."""
@@ -967,6 +998,10 @@ def _weather_brings_site(weather: Any, site: dict[str, Any]) -> None:
 
 
 def _is_file_name(name: str | Path, folder: Path | None) -> bool:
+    """Whether ``name`` is a TOML file (else a preset). A preset's name is always the preset,
+    whatever files lie in the working folder."""
+    if isinstance(name, str) and name in presets():
+        return False
     path = Path(folder or ".") / name
     return Path(name).suffix == ".toml" or len(Path(name).parts) > 1 or path.exists()
 
@@ -990,9 +1025,6 @@ def _read_source(
             f"presets: {', '.join(presets())} (or give a path to a .toml file)"
         )
     return resources.files(PRESET_PACKAGE).joinpath(f"{name}.toml").read_text(), name, None
-
-
-MAX_DEPTH = 12  # tables and arrays nested in a scenario or rule file (the schema needs 4)
 
 
 def parse_toml(text: str, label: str) -> dict[str, Any]:

@@ -25,9 +25,12 @@ NO_CHECKPOINTS = 1e30  # s: an interval no run reaches (the timeline's arithmeti
 MAX_INTERRUPTIONS = 1_000_000  # a failure every 5 min for ten years: beyond, no job trains
 # Peak memory of a run per electrical step [B]: the Dataset (26 float64 and float32 variables,
 # 121 B/step) with simulate's temporaries, metrics and writing the profile to CSV, measured
-# at 0.86 M steps (286 B/step) with a margin; and per timeline segment (start, state, order).
+# at 0.86 M steps (286 B/step) with a margin; each battery's dispatch (16 B/step, measured with
+# 16 batteries); and per timeline segment (start, state, the sort: 181 B measured with a
+# checkpoint every 10 ms).
 BYTES_PER_STEP = 320
-BYTES_PER_SEGMENT = 64
+BYTES_PER_BATTERY_STEP = 16
+BYTES_PER_SEGMENT = 256
 
 
 @dataclass(frozen=True)
@@ -257,15 +260,33 @@ def timeline(scenario: Scenario, derived: Derived | None = None) -> events.Timel
 
 
 def memory_estimate(scenario: Scenario) -> int:
-    """Peak memory a run of the scenario will take, known before it starts [B]: its steps and
-    the segments of its timeline (checkpoints and interruptions)."""
+    """Peak memory a run of the scenario will take, known before it starts [B]: its steps,
+    its batteries' dispatch and the segments of its timeline (checkpoints, interruptions)."""
+    return int(sum(_memory_parts(scenario).values()))
+
+
+def memory_fix(scenario: Scenario) -> str:
+    """What to change to make a run smaller: the largest part of its memory decides."""
+    parts = _memory_parts(scenario)
+    return {
+        "steps": "lengthen simulation.dt or shorten simulation.duration",
+        "batteries": "model fewer batteries (mitigation.storage)",
+        "timeline": "checkpoint less often (checkpoint.interval) or lower reliability.rate_scale",
+    }[max(parts, key=parts.get)]
+
+
+def _memory_parts(scenario: Scenario) -> dict[str, float]:
     derived = derive(scenario)
     sim = scenario.simulation
     down = np.array([r.duration for r in recoveries(scenario, derived)])
     interruptions = events.expected_interruptions(sim.duration, derived.rates, down)
     checkpoints = sim.duration / (derived.checkpoint_interval + derived.checkpoint_stall)
-    segments = 2.0 * checkpoints + len(State) * interruptions
-    return int(sim.n_steps * BYTES_PER_STEP + segments * BYTES_PER_SEGMENT)
+    batteries = len(scenario.mitigation.storage)
+    return {
+        "steps": sim.n_steps * BYTES_PER_STEP,
+        "batteries": sim.n_steps * BYTES_PER_BATTERY_STEP * batteries,
+        "timeline": (2.0 * checkpoints + len(State) * interruptions) * BYTES_PER_SEGMENT,
+    }
 
 
 def available_memory() -> int:
@@ -287,8 +308,8 @@ def check_memory(scenario: Scenario) -> None:
         sim = scenario.simulation
         raise ScenarioError(
             f"{sim.n_steps:,} steps of {format_duration(sim.dt)} need about {need / 1e9:.1f} GB "
-            f"and {free / 1e9:.1f} GB is available: lengthen simulation.dt or shorten "
-            "simulation.duration (or run the period in parts)"
+            f"and {free / 1e9:.1f} GB is available: {memory_fix(scenario)} (or run the period "
+            "in parts)"
         )
 
 

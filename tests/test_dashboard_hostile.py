@@ -20,12 +20,13 @@ from pathlib import Path
 import pytest
 
 from powermodel import load_scenario
+from powermodel.scenario import loads_scenario
 from powermodel.webapp import create_app, ids
 from powermodel.webapp.controls import BY_PROP, page_values, shown_values
 
 REFERENCE = "llama3-405b-16k-h100"
 HOUR = {"simulation.duration": "1h"}
-SUMMARY = "..scenario-name.children...summary.children.."
+SUMMARY = "..scenario-name.children...summary.children...ready.data.."
 ASSEMBLE = "..scenario.data...scenario-error.children.."
 SET_BASE = (
     '..base.data...{"key":["ALL"],"type":"control"}.value...{"key":["ALL"],"type":"control-date"}'
@@ -85,8 +86,9 @@ def call(
 
 
 def _outputs(key: str) -> list[str]:
-    key = key.split("@")[0]
-    return [p for p in key.strip(".").split("...")] if key.startswith("..") else [key]
+    """The outputs of a callback key, each ``id.property`` (without Dash's ``@hash``)."""
+    parts = key.strip(".").split("...") if key.startswith("..") else [key]
+    return [p.split("@")[0] for p in parts]
 
 
 def _id(output: str) -> object:
@@ -346,17 +348,17 @@ def test_a_request_nested_too_deep_is_refused(app):
 
 def test_uploaded_weather_is_kept_in_bounds(app, tmp_path):
     # issue 10: uploaded EPWs were never deleted
-    from powermodel.webapp.callbacks import WEATHER_KEPT
+    from powermodel.webapp.uploads import KEPT
 
     epw = Path(__file__).parents[1] / "data" / "weather"
     text = next(epw.glob("*Chicago*.epw")).read_bytes()
     board = app.board
-    for i in range(WEATHER_KEPT + 3):
+    for i in range(KEPT + 3):
         copy = text.replace(b"Chicago", f"Chicago{i:02d}".encode(), 1)
         contents = "data:;base64," + base64.b64encode(copy).decode()
         board.upload_weather(contents, f"w{i}.epw", {})
-    kept = list(board.uploads.iterdir())
-    assert len(kept) == len(board.weather) == WEATHER_KEPT
+    kept = list(board.uploads.folder.iterdir())
+    assert len(kept) == len(board.weather) == KEPT
     workdir = Path(app.workdir.name)
     app.workdir.cleanup()
     assert not workdir.exists()
@@ -483,3 +485,142 @@ def test_an_upload_nested_too_deep_is_refused(app):
     assert "nested more than 12 deep" in _upload(app, text)["message"]["children"]
     text = "x = " + "[" * 500 + "]" * 500 + "\n"
     assert "nested more than 12 deep" in _upload(app, text)["message"]["children"]
+
+
+# --- review of issue 10: what a cheap request could still cost -----------------------------
+
+
+def test_a_long_list_of_rules_is_refused_before_any_work(app):
+    # each name was checked by parsing the rule file again, and each list was a new cache key
+    key = app.cache.remember(load_scenario(REFERENCE, HOUR))
+    client = app.server.test_client()
+    started = time.perf_counter()
+    response = client.get(f"/download/{key}/violations?rules=" + ",".join(["ieso"] * 10_000))
+    assert response.status_code == 400 and b"give up to" in response.data
+    grid = (
+        '..{"type":"resampled","view":"grid"}.figure...grid-ramps.figure...grid-spectrum.figure'
+        "...compliance.rowData...violations.rowData...violations-note.children.."
+    )
+    status, _ = call(
+        app,
+        grid,
+        [
+            ("ready", "data", {"base": {"preset": REFERENCE}, "changes": {}}),
+            ("tabs", "value", "grid"),
+            ("rules", "value", ["ieso"] * 20_000),
+        ],
+    )
+    assert status == 204 and time.perf_counter() - started < 2.0
+
+
+@pytest.mark.parametrize(
+    ("output", "inputs", "state"),
+    [
+        # the page's store of uploaded weather labels, forged: not a dict, values not text
+        (
+            "uploaded-weather",
+            [("upload-weather", "contents", "data:;base64,AAAA")],
+            [("upload-weather", "filename", "w.epw"), ("uploaded-weather", "data", None)],
+        ),
+        (
+            "uploaded-weather",
+            [("upload-weather", "contents", "data:;base64,AAAA")],
+            [("upload-weather", "filename", "w.epw"), ("uploaded-weather", "data", {"a": ["b"]})],
+        ),
+        # an export format that is not text
+        (
+            "export-interval",
+            [
+                ("ready", "data", {"base": {"preset": REFERENCE}, "changes": {}}),
+                ("export-format", "value", ["csv"]),
+                ("export-interval", "value", "1min"),
+            ],
+            [],
+        ),
+    ],
+)
+def test_a_store_or_choice_of_the_wrong_shape_is_no_500(app, output, inputs, state):
+    key = next(k for k in app.callback_map if k.startswith(f"..{output}"))
+    status, _ = call(app, key, inputs, state)
+    assert status in (200, 204)
+
+
+def test_a_number_beyond_any_float_is_refused_in_words(app):
+    base = {"preset": REFERENCE}
+    values = shown_values(app.board.base(base)) | {"cluster.n_gpus": 10**400}
+    status, body = call(app, ASSEMBLE, [("base", "data", base), *_controls_inputs(values)])
+    assert status == 200 and "GPUs:" in body["response"]["scenario-error"]["children"]
+    line = _summary(app, {"base": base, "changes": {"cluster.n_gpus": 10**400}})
+    assert line.startswith("not simulated") and "is not a number" in line
+
+
+def test_a_malformed_callback_request_is_refused_not_crashed(app):
+    client = app.server.test_client()
+    for body in (
+        [],
+        {"output": "nope"},
+        {"output": SUMMARY, "outputs": [], "inputs": [], "state": []},
+        {"output": SUMMARY, "outputs": {"id": "x", "property": "y"}, "inputs": []},
+    ):
+        assert client.post("/_dash-update-component", json=body).status_code == 400
+
+
+def test_the_dashboards_limits_hold_for_an_upload_too(app):
+    # the failure-rate slider stops at 5; an uploaded scenario is held to it as a link is
+    text = (
+        f'extends = "{REFERENCE}"\n[simulation]\nduration = "1h"\n[reliability]\nrate_scale = 50\n'
+    )
+    assert (
+        "failure rate ×: 50 is outside the dashboard's range"
+        in _upload(app, text)["message"]["children"]
+    )
+    # free text is bounded as every other field: 60 states of 4 MB notes grew memory 242 MiB
+    text = f'extends = "{REFERENCE}"\n[workload]\nnotes = "{"x" * 3000}"\n'
+    assert "at most 2000 characters" in _upload(app, text)["message"]["children"]
+    huge = {"upload": "x.toml", "toml": "#" * (app.board.upload_limit + 1)}
+    assert "is over 5 MB" in _summary(app, {"base": huge, "changes": {}})
+
+
+def test_a_toml_download_does_not_simulate(app):
+    key = app.cache.remember(load_scenario(REFERENCE, HOUR))
+    response = app.server.test_client().get(f"/download/{key}/toml")
+    assert response.status_code == 200 and len(app.cache) == 0
+    assert load_scenario(REFERENCE, HOUR) == loads_scenario(response.data.decode())
+
+
+def test_every_callback_the_page_sends_passes_the_shape_check(app):
+    # the check refuses what no page sends; what the page sends, it lets through (a weather
+    # upload answers four outputs, two of them duplicates keyed with Dash's @hash), and no
+    # callback fails on empty inputs
+    client = app.server.test_client()
+    for key, spec in app.callback_map.items():
+        declared = spec["output"]
+        outputs = [
+            {"id": _concrete(o.component_id), "property": o.component_property}
+            for o in (declared if isinstance(declared, list) else [declared])
+        ]
+        body = {
+            "output": key,
+            "outputs": outputs if isinstance(declared, list) else outputs[0],
+            "inputs": [_empty(i) for i in spec["inputs"]],
+            "state": [_empty(i) for i in spec["state"]],
+            "changedPropIds": [],
+        }
+        status = client.post("/_dash-update-component", json=body).status_code
+        browser_only = spec.get("callback") is None  # clientside: never sent to the server
+        assert status == 400 if browser_only else status in (200, 204), (key, status)
+
+
+def _concrete(cid: object) -> object:
+    """A component id as the page sends it: a pattern's MATCH made one graph's."""
+    cid = json.loads(cid) if isinstance(cid, str) and cid.startswith("{") else cid
+    if isinstance(cid, dict):
+        return {k: v if isinstance(v, str) else "power" for k, v in cid.items()}
+    return cid
+
+
+def _empty(spec: dict) -> object:
+    """An input of the page with nothing in it (a pattern group: none of its components)."""
+    if '"ALL"' in json.dumps(spec["id"], default=str) or "ALL" in str(spec["id"]):
+        return []
+    return {"id": _concrete(spec["id"]), "property": spec["property"], "value": None}

@@ -15,7 +15,6 @@ import sys
 import threading
 import time
 import tracemalloc
-import types
 import urllib.error
 import urllib.request
 import zipfile
@@ -106,7 +105,7 @@ def test_controls_changes_become_the_scenario_the_api_builds():
     }
     changed = controls.changes(values, base)
     assert "simulation.duration" in changed and "workload.mfu" not in changed
-    got = controls.scenario_of({"preset": REFERENCE}, changed)
+    got = load_scenario(base, controls.overrides(changed, base))
     want = load_scenario(
         REFERENCE,
         {
@@ -262,11 +261,13 @@ def test_cache_simulates_once_and_stays_bounded(day):
     small.get(b)
     assert len(small) == 1 and small.nbytes <= small.max_bytes  # the oldest went
     assert scenario_key(a) in small.scenarios  # still known for links
-    with pytest.raises(PowerModelError, match="more than the dashboard's"):
+    with pytest.raises(PowerModelError, match="needs about 1 MiB, more than the dashboard keeps"):
         SimulationCache(max_bytes=memory_estimate(a) // 2).get(a)
 
 
-def test_simulations_queue_first_come_and_beyond_the_queue_the_server_is_busy(monkeypatch, day):
+def test_simulations_queue_first_come_and_beyond_the_queue_the_server_is_busy(
+    monkeypatch, day, tmp_path
+):
     # issue 10: simulations in flight were not bounded; now one runs, the others wait in a
     # queue whose positions the page polls, and more than the queue holds are refused
     release, started = threading.Event(), threading.Event()
@@ -290,8 +291,10 @@ def test_simulations_queue_first_come_and_beyond_the_queue_the_server_is_busy(mo
                 break
             time.sleep(0.01)
     assert [cache.position(r) for r in runs] == [0, 1, 2, None]
-    progress = Dashboard.progress.__get__(types.SimpleNamespace(cache=cache, scenario=lambda s: s))
-    assert progress(1, runs[2]) == "busy: this run is number 2 in the queue"
+    board = Dashboard(cache, REFERENCE, ONE_DAY, tmp_path, 100_000)
+    state = {"base": {"preset": REFERENCE}, "changes": {"simulation.seed": 2}}
+    assert board.scenario(state) == runs[2]
+    assert board.progress(1, state) == "busy: this run is number 2 in the queue"
     with pytest.raises(Busy, match="2 runs queued"):
         cache.get(runs[3])
     release.set()
@@ -341,6 +344,9 @@ def test_cache_counts_what_a_view_holds(day):
     for name, build in (
         ("power", lambda e: figures.power_figure(e.ds)),
         ("grid", lambda e: figures.grid_figure(e.ds)),  # with the 5-s swing, a new array
+        # a rule check's tables (violations, by cause) are Python objects, not counted: they
+        # stay within the allowance below
+        ("rules", lambda e: rules.check_each(e.ds, rules.load_rules(["ercot-5s", "ieso-1min"]))),
     ):
         build(Entry(entry.scenario, day.isel(time=slice(0, 600))))  # imports, caches: once
         before = entry.nbytes
@@ -647,9 +653,10 @@ def test_bad_control_value_is_refused_with_its_reason(board):
 def test_scenario_that_does_not_simulate_is_explained(board):
     # valid on its own, refused by the simulation: the plant's 1-min step does not divide 90 s
     state = _state(board, {"simulation.duration": "90s"})
-    name, line = board.summarize(state)
+    name, line, ready = board.summarize(state)
     assert line.startswith("not simulated: cooling.dt (1min) must be a whole number")
     assert line.endswith("(the figures show the last run)")
+    assert ready is dash.no_update  # the views keep the last run
     with pytest.raises(PreventUpdate):
         board.power(state, "power")
 
@@ -681,7 +688,7 @@ def test_weather_upload(tmp_path):
     assert message.startswith("weather chicago-copy.epw: Chicago")
     # the page holds a token; the server keeps the path, inside its upload folder
     assert value.startswith("uploaded:") and uploaded == {"chicago-copy.epw": value}
-    assert Path(board.weather[value]).parent == board.uploads
+    assert Path(board.weather[value]).parent == board.uploads.folder
     assert options[-1] == {"label": "uploaded: chicago-copy.epw", "value": value}
     board.check_limits(load_scenario(REFERENCE, {"site.weather": board.weather[value]}))
     *_, message = board.upload_weather(_data_url("not,a,weather,file\n"), "x.epw", {})
@@ -703,9 +710,10 @@ def test_the_header_names_each_number_by_its_boundary(board):
 
 def test_summary_and_toml(board):
     state = _state(board)
-    name, line = board.summarize(state)
+    name, line, ready = board.summarize(state)
     ds = board.cache.get(board.scenario(state)).ds
     assert name == REFERENCE and line == summary(metrics(ds), 6 * 3600.0)
+    assert ready is state  # simulated: the views may follow it
     sent = board.toml(1, state)
     assert loads_scenario(sent["content"]) == board.scenario(state)
 
@@ -724,3 +732,73 @@ def test_zoom_and_violation_link(board):
     x0, x1 = (pd.Timestamp(t) for t in layout[("layout", "xaxis", "range")])
     assert x0 == start - pd.Timedelta(minutes=1)
     assert layout[("layout", "shapes")][0]["x0"] == violations[0]["start"]
+
+
+def test_view_builds_never_deadlock_on_nested_views():
+    # review of issue 10: a build waited for a slot while holding a view's lock that a nested
+    # build (metrics inside thermal and compare) needed: every slot was lost for good
+    cache = SimulationCache()
+    entry = cache.get(load_scenario(REFERENCE, {"simulation.duration": "1h"}))
+
+    def nested(e):
+        time.sleep(0.3)  # figures being drawn, then the nested view
+        return {"m": cache.view(e, "metrics", lambda e: {"m": 1})}
+
+    threads = [
+        threading.Thread(target=cache.view, args=(entry, name, nested), daemon=True)
+        for name in ("thermal", "compare")
+    ]
+    threads.append(
+        threading.Thread(
+            target=cache.view, args=(entry, "metrics", lambda e: {"m": 1}), daemon=True
+        )
+    )
+    for thread in threads:
+        thread.start()
+        time.sleep(0.05)
+    for thread in threads:
+        thread.join(10)
+    assert not any(t.is_alive() for t in threads)
+    assert set(entry.views) == {"thermal", "compare", "metrics"}
+
+
+def test_a_run_is_simulated_once_and_kept_for_those_who_waited(monkeypatch):
+    # review of issue 10: a finished run was dropped to make room for the next one before the
+    # callbacks waiting for it read it, and a caller arriving between the end of a run and
+    # its storing simulated it again
+    real = cache_module.simulate
+    started = []
+
+    def counted(scenario):
+        started.append(scenario.simulation.seed)
+        time.sleep(0.3)
+        return real(scenario)
+
+    monkeypatch.setattr(cache_module, "simulate", counted)
+    a, b = (
+        load_scenario(REFERENCE, {"simulation.duration": "6h", "simulation.seed": s})
+        for s in (1, 2)
+    )
+    kept = SimulationCache().get(a).nbytes  # unpatched size of one run
+    started.clear()
+    cache = SimulationCache(max_bytes=memory_estimate(a) + kept // 2)
+    first = threading.Thread(target=cache.get, args=(a,))
+    first.start()
+    time.sleep(0.1)
+    second = threading.Thread(target=cache.get, args=(b,))
+    second.start()
+    time.sleep(0.1)
+    waiting = cache.get(a)  # the view of a's page, asking while a runs and b waits
+    first.join(30)
+    second.join(30)
+    assert started == [1, 2] and waiting.scenario == a
+
+
+def test_the_step_choices_reach_every_rules_band(board):
+    # review of issue 10: the steps stopped at 100 ms, so ieso-sso (5-55 Hz, needs 2 ms) could
+    # only ever say "cannot say" in the dashboard
+    assert "2ms" in controls.STEPS
+    state = _state(board, {"simulation.dt": "2ms", "simulation.duration": "1min"})
+    board.summarize(state)
+    _, _, _, compliance, *_ = board.grid(state, "grid", ["ieso-sso"])
+    assert compliance[0]["rule"] == "ieso-sso" and compliance[0]["verdict"] != "cannot say"

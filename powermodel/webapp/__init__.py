@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import dash
+import flask
 
 from powermodel.scenario import load_scenario
 from powermodel.webapp import downloads, layout
@@ -46,7 +47,7 @@ def create_app(
     The app's working folder (uploaded weather, downloads being written) is a temporary folder
     deleted when the app is (``app.workdir``), and at the latest when the process exits.
     """
-    defaults = dict(APP_OVERRIDES if overrides is None else _as_mapping(overrides))
+    defaults = APP_OVERRIDES if overrides is None else overrides
     load_scenario(scenario_name, defaults)  # a bad preset or override fails here, not in a page
     cache = SimulationCache(cache_bytes, simulations)
     workdir = tempfile.TemporaryDirectory(prefix="powermodel-dashboard-")
@@ -62,17 +63,42 @@ def create_app(
     board = Dashboard(cache, scenario_name, defaults, Path(workdir.name).resolve(), upload_limit)
     board.register(app)
     downloads.register(app.server, cache, board.downloads, board.violations)
+    app.server.before_request(lambda: _callback_shape(app))
     app.server.register_error_handler(RecursionError, _too_deep)
     app.cache, app.board, app.workdir = cache, board, workdir
     return app
 
 
+CALLBACK_ROUTE = "/_dash-update-component"
+
+
+def _callback_shape(app: dash.Dash) -> tuple[str, int] | None:
+    """Refuse a callback request whose shape no page of this app sends (Dash itself answers
+    those with HTTP 500): a known server callback, its inputs and state as lists, its outputs
+    as many as it has."""
+    request = flask.request
+    if request.path != CALLBACK_ROUTE or request.method != "POST":
+        return None
+    body = request.get_json(silent=True)
+    output = body.get("output") if isinstance(body, dict) else None
+    spec = app.callback_map.get(output) if isinstance(output, str) else None
+    if spec is not None and spec.get("callback") is None:
+        spec = None  # a clientside callback: it runs in the browser, never here
+    outputs = body.get("outputs") if spec is not None else None
+    declared = spec["output"] if spec is not None else ()
+    count = len(declared) if isinstance(declared, list) else 1
+    shaped = (
+        spec is not None
+        and isinstance(body.get("inputs"), list)
+        and len(body["inputs"]) == len(spec["inputs"])
+        and isinstance(body.get("state", []), list)
+        and len(body.get("state", [])) == len(spec["state"])
+        and (isinstance(outputs, dict) if count == 1 else isinstance(outputs, list))
+        and (count == 1 or len(outputs) == count)
+    )
+    return None if shaped else ("not a request this page sends\n", 400)
+
+
 def _too_deep(_: RecursionError) -> tuple[str, int]:
     """A request nested deeper than Python parses (no page of this dashboard sends one)."""
     return "the request is nested too deeply to read\n", 400
-
-
-def _as_mapping(overrides: Mapping[str, Any] | Iterable[str]) -> dict[str, Any]:
-    if isinstance(overrides, Mapping):
-        return dict(overrides)
-    return dict(item.split("=", 1) for item in overrides)

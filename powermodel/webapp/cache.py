@@ -1,11 +1,14 @@
 """Simulations kept by scenario, with everything the views built from them, in bounded memory.
 
-The bound holds for the whole cache, work in flight included: a simulation starts only when the
-memory it will take (:func:`powermodel.simulate.memory_estimate`) fits beside what is kept,
-evicting the least recently used runs to make room, and so does the building of a view (figures,
-rule checks: :data:`VIEW_BYTES_PER_STEP`). At most ``simulations`` run at once, the others wait
-in a first-come queue of bounded length whose positions the page shows; at most
-:data:`VIEW_BUILDS` views are built at once.
+The bound counts what is kept (each Dataset's arrays, and the arrays each view holds beside
+them, every memory block once) and the work in flight: a simulation starts only when the memory
+it will take (:func:`powermodel.simulate.memory_estimate`) fits beside what is kept, evicting
+the least recently used runs to make room, and so does the building of a view (figures, rule
+checks: :data:`VIEW_BYTES_PER_STEP`). A view's Python objects (a figure's layout, a rule
+check's tables) are not counted: under 1 MB a view. At most ``simulations`` run at once, the
+others wait in a first-come queue of bounded length whose positions the page shows; at most
+:data:`VIEW_BUILDS` views are built at once. The server's memory as a whole, measured under load
+by ``bench/load_dashboard.py``, stays within 1.25 times the bound and the idle server's.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import platform
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,13 +30,14 @@ import xarray as xr
 
 from powermodel.errors import PowerModelError
 from powermodel.scenario import Scenario
-from powermodel.simulate import memory_estimate, simulate
+from powermodel.simulate import memory_estimate, memory_fix, simulate
 
 DEFAULT_BYTES = 3 * 2**30  # a 54-day 1-s run is about 0.6 GB with its views
 SCENARIOS_KEPT = 1000
 SIMULATIONS = 1  # at once: on a 2-core machine a second one only slows the first
 QUEUE = 32  # simulations waiting; beyond, a request is told the server is busy
 VIEW_BUILDS = 2  # views built at once (the other requests wait, or answer from the cache)
+SLOT_WAIT = 30.0  # s a view build waits for a slot before the request is told to come back
 # Peak memory of building a view, per step of its run [B]: measured with tracemalloc on 7 days
 # at 1 s, the thermal view 95 B and the grid view with five rules 93 B (the largest), rounded up
 VIEW_BYTES_PER_STEP = 128
@@ -46,8 +51,9 @@ class Busy(PowerModelError):
 
 
 def scenario_key(scenario: Scenario) -> str:
-    """A short fingerprint of a scenario: equal scenarios, equal keys."""
-    return hashlib.sha1(scenario.to_json().encode()).hexdigest()[:16]
+    """The fingerprint of a scenario (SHA-256 of its JSON): equal scenarios, equal keys, and
+    no two scenarios one key (download links and shared caches are looked up by it)."""
+    return hashlib.sha256(scenario.to_json().encode()).hexdigest()
 
 
 @dataclass
@@ -58,13 +64,13 @@ class Entry:
     ds: xr.Dataset
     views: dict[str, Any] = field(default_factory=dict)
     nbytes: int = 0
-    building: dict[str, threading.Lock] = field(default_factory=dict)
+    view_locks: dict[str, threading.Lock] = field(default_factory=dict)  # one build a view
     buffers: set[int] = field(default_factory=set)  # ids of the arrays counted in nbytes
 
 
 class SimulationCache:
-    """Least recently used simulations, up to ``max_bytes`` of Datasets, view arrays and
-    simulations in flight.
+    """Least recently used simulations, up to ``max_bytes`` of Datasets, view arrays and work
+    in flight.
 
     Safe to share between the server's threads: a scenario asked for by several callbacks at
     once is simulated once, the others wait for it.
@@ -72,7 +78,7 @@ class SimulationCache:
     Parameters
     ----------
     max_bytes
-        Bound of the memory kept and reserved for simulations in flight. [B]
+        Bound of the memory kept and reserved for work in flight. [B]
     simulations
         Simulations run at once.
     queue
@@ -87,13 +93,13 @@ class SimulationCache:
         self.queue = queue
         self._entries: OrderedDict[str, Entry] = OrderedDict()
         self._lock = threading.Lock()
-        self._building: dict[str, threading.Lock] = {}
+        self._simulating: dict[str, Future] = {}  # key -> the entry its simulation gives
         self._turns = threading.Condition(self._lock)
         self._waiting: list[str] = []  # keys waiting for a turn, first come first
         self._running = 0
         self._reserved = 0  # bytes held for simulations and view builds in flight
-        self._views = threading.BoundedSemaphore(VIEW_BUILDS)
-        self._building_here = threading.local()  # a view built inside another's build
+        self._view_slots = threading.BoundedSemaphore(VIEW_BUILDS)
+        self._in_build = threading.local()  # set while this thread builds a view
         # scenarios seen, by key, for download links and callbacks: kB each, the latest kept
         self.scenarios: OrderedDict[str, Scenario] = OrderedDict()
 
@@ -107,8 +113,25 @@ class SimulationCache:
                 self.scenarios.popitem(last=False)
         return key
 
+    def admit(self, scenario: Scenario) -> int:
+        """The memory a scenario's run will take [B], refused when more than the bound.
+
+        Raises
+        ------
+        PowerModelError
+            Naming the estimate, the bound and what to change.
+        """
+        need = memory_estimate(scenario)
+        if need > self.max_bytes:
+            raise PowerModelError(
+                f"this run needs about {_size(need)}, more than the dashboard keeps "
+                f"({_size(self.max_bytes)}): {memory_fix(scenario)}"
+            )
+        return need
+
     def get(self, scenario: Scenario) -> Entry:
-        """The entry of ``scenario``, simulating it if it is not kept.
+        """The entry of ``scenario``, simulating it if it is not kept; a caller that finds its
+        simulation under way waits for the same result.
 
         Raises
         ------
@@ -119,27 +142,30 @@ class SimulationCache:
         """
         key = self.remember(scenario)
         with self._lock:
-            if key in self._entries:
+            entry = self._entries.get(key)
+            if entry is not None and entry.scenario == scenario:
                 self._entries.move_to_end(key)
-                return self._entries[key]
-            building = self._building.setdefault(key, threading.Lock())
-        with building:
+                return entry
+            result = self._simulating.get(key)
+            mine = result is None
+            if mine:
+                result = self._simulating[key] = Future()
+        if not mine:
+            return result.result()
+        try:
+            with self._turn(key, self.admit(scenario)) as keep:
+                ds = simulate(scenario)
+                counted: set[int] = set()
+                nbytes = _arrays_bytes([v.values for v in ds.variables.values()], counted)
+                entry = keep(Entry(scenario, ds, nbytes=nbytes, buffers=counted))
+            result.set_result(entry)
+            return entry
+        except BaseException as exc:
+            result.set_exception(exc)
+            raise
+        finally:
             with self._lock:
-                if key in self._entries:
-                    return self._entries[key]
-            try:
-                with self._turn(key, memory_estimate(scenario)):
-                    ds = simulate(scenario)
-            finally:
-                with self._lock:
-                    self._building.pop(key, None)
-            counted: set[int] = set()
-            nbytes = _arrays_bytes([v.values for v in ds.variables.values()], counted)
-            entry = Entry(scenario, ds, nbytes=nbytes, buffers=counted)
-            with self._lock:
-                self._entries[key] = entry
-                self._evict()
-        return entry
+                self._simulating.pop(key, None)
 
     def position(self, scenario: Scenario) -> int | None:
         """Where a scenario's simulation stands: its place in the queue (1 is next), 0 while it
@@ -148,22 +174,17 @@ class SimulationCache:
         with self._lock:
             if key in self._waiting:
                 return self._waiting.index(key) + 1
-            return 0 if key in self._building or key in self._entries else None
+            return 0 if key in self._simulating or key in self._entries else None
 
     @contextmanager
-    def _turn(self, key: str, need: int) -> Iterator[None]:
-        """Wait for a turn to simulate, first come first served, with ``need`` bytes made
-        free under the bound and held until the simulation is kept or fails."""
+    def _turn(self, key: str, need: int) -> Iterator[Callable[[Entry], Entry]]:
+        """Wait for a turn to simulate, first come first served, with ``need`` bytes made free
+        under the bound; yields ``keep(entry)``, which stores the run and gives its room back
+        in one step (so that no other run's room is made by dropping it)."""
         with self._turns:
-            if need > self.max_bytes:
-                raise PowerModelError(
-                    f"this run needs about {need / 2**30:.1f} GiB, more than the dashboard's "
-                    f"{self.max_bytes / 2**30:.1f} GiB: lengthen the step or shorten the period"
-                )
             if len(self._waiting) >= self.queue:
                 raise Busy(
-                    f"the server is busy ({len(self._waiting)} runs queued): try again in a "
-                    "minute"
+                    f"the server is busy ({len(self._waiting)} runs queued): try again in a minute"
                 )
             self._waiting.append(key)
             try:
@@ -175,63 +196,87 @@ class SimulationCache:
                 self._turns.notify_all()
             self._running += 1
             self._reserved += need
-            self._evict()
+            dropped = self._evict()
+        release_memory(dropped)
+        held = [need]
+
+        def keep(entry: Entry) -> Entry:
+            with self._lock:
+                self._reserved -= held.pop()
+                self._entries[key] = entry
+                dropped = self._evict()
+            release_memory(dropped)
+            return entry
+
         try:
-            yield
+            yield keep
         finally:
             with self._turns:
                 self._running -= 1
-                self._reserved -= need
+                self._reserved -= sum(held)  # a run that failed gives its room back here
                 self._turns.notify_all()
 
     def view(self, entry: Entry, name: str, build: Callable[[Entry], Any]) -> Any:
         """What ``build(entry)`` returns, built once per entry (a second caller waits for the
-        first) and counted in its size: the arrays it holds that the Dataset does not. A build
-        takes one of :data:`VIEW_BUILDS` slots and holds room for its temporaries under the
-        bound; a view built inside another's build (a figure's rule check) shares its slot."""
+        first) and counted in its size: the arrays it holds that the Dataset does not.
+
+        A build takes one of :data:`VIEW_BUILDS` slots, before the view's own lock (so that no
+        thread waits for a slot while holding a lock another build needs), and holds room for
+        its temporaries under the bound; a view built inside another's build (a figure's rule
+        check) uses that build's slot.
+
+        Raises
+        ------
+        Busy
+            No slot came free within :data:`SLOT_WAIT`.
+        """
         if name in entry.views:
             return entry.views[name]
-        with self._lock:
-            building = entry.building.setdefault(name, threading.Lock())
-        with building:
-            if name not in entry.views:
-                with self._view_slot(entry.ds.sizes["time"] * VIEW_BYTES_PER_STEP):
-                    value = build(entry)
-                entry.views[name] = value
-                with self._lock:
-                    entry.nbytes += _arrays_bytes(value, entry.buffers)
-                    self._evict()
+        with self._view_slot(entry.ds.sizes["time"] * VIEW_BYTES_PER_STEP):
+            with self._lock:
+                lock = entry.view_locks.setdefault(name, threading.Lock())
+            with lock:
+                if name not in entry.views:
+                    entry.views[name] = build(entry)
+                    with self._lock:
+                        entry.nbytes += _arrays_bytes(entry.views[name], entry.buffers)
+                        dropped = self._evict()
+                    release_memory(dropped)
         return entry.views[name]
 
     @contextmanager
     def _view_slot(self, need: int) -> Iterator[None]:
-        if getattr(self._building_here, "depth", 0):
+        if getattr(self._in_build, "active", False):
             yield  # nested in a build that holds a slot and its room already
             return
-        with self._views:
+        if not self._view_slots.acquire(timeout=SLOT_WAIT):
+            raise Busy("the server is busy building other views: try again shortly")
+        with self._lock:
+            self._reserved += need
+            dropped = self._evict()
+        release_memory(dropped)
+        self._in_build.active = True
+        try:
+            yield
+        finally:
+            self._in_build.active = False
             with self._lock:
-                self._reserved += need
-                self._evict()
-            self._building_here.depth = 1
-            try:
-                yield
-            finally:
-                self._building_here.depth = 0
-                with self._lock:
-                    self._reserved -= need
+                self._reserved -= need
+            self._view_slots.release()
 
     @property
     def nbytes(self) -> int:
-        """Bytes kept, and held for simulations in flight."""
+        """Bytes kept, and held for work in flight."""
         with self._lock:
             return sum(e.nbytes for e in self._entries.values()) + self._reserved
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def _evict(self) -> None:
+    def _evict(self) -> bool:
         """Drop the least recently used entries until what is kept and held for work in flight
-        fits the bound; the newest stays unless work in flight needs its room."""
+        fits the bound; the newest stays unless work in flight needs its room. Called under the
+        lock; returns whether anything was dropped (whose memory the caller then releases)."""
         total = sum(e.nbytes for e in self._entries.values()) + self._reserved
         keep = 0 if self._reserved else 1
         dropped = False
@@ -239,15 +284,14 @@ class SimulationCache:
             _, entry = self._entries.popitem(last=False)
             total -= entry.nbytes
             dropped = True
-        if dropped:
-            release_memory()
+        return dropped
 
 
-def release_memory() -> None:
+def release_memory(dropped: bool = True) -> None:
     """Hand memory freed by dropped runs back to the system (glibc's ``malloc_trim``; nothing
-    elsewhere). Without it the allocator keeps freed heap pages, and the process's memory grows
-    past what the cache holds."""
-    if _LIBC is not None:
+    elsewhere), outside the cache's lock. Without it the allocator keeps freed heap pages, and
+    the process's memory grows past what the cache holds."""
+    if dropped and _LIBC is not None:
         _LIBC.malloc_trim(0)
 
 
@@ -258,6 +302,10 @@ def tune_allocator(threshold: int = MMAP_THRESHOLD) -> None:
     arrays fragment it. Process-wide; a server calls it once at start."""
     if _LIBC is not None:
         _LIBC.mallopt(M_MMAP_THRESHOLD, threshold)
+
+
+def _size(nbytes: float) -> str:
+    return f"{nbytes / 2**30:.1f} GiB" if nbytes >= 2**29 else f"{nbytes / 2**20:.0f} MiB"
 
 
 def _owner(array: np.ndarray) -> np.ndarray:

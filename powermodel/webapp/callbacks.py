@@ -4,17 +4,18 @@ Each callback is a method of :class:`Dashboard`, a few lines on top of the pure 
 ``controls``, ``figures`` and ``powermodel`` itself, so that tests call them directly. The
 browser holds the scenario (its base and the controls' changes), never arrays; the server keeps
 simulations and the figures built from them in a bounded :class:`SimulationCache`.
+
+Only the summary waits for a simulation: when it has the run, it marks the page's state
+*ready*, and the views, the zoom, the export and the pin follow the ready state. A view never
+holds a server thread while its run waits in the queue.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
-import queue
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -28,10 +29,8 @@ from powermodel import metrics, rules, sizing
 from powermodel.analysis import diurnal_swing
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.export import TOOLS
-from powermodel.iotools.weather import SHIPPED, read_weather
-from powermodel.rules import rule_names
+from powermodel.iotools.weather import SHIPPED
 from powermodel.scenario import Scenario, load_scenario, parse_duration, presets, shorten
-from powermodel.simulate import memory_estimate
 from powermodel.webapp import downloads, figures, ids
 from powermodel.webapp.cache import Entry, SimulationCache, scenario_key
 from powermodel.webapp.controls import (
@@ -47,37 +46,19 @@ from powermodel.webapp.controls import (
     page_values,
     shown_values,
     to_query,
+    value_at,
 )
-from powermodel.webapp.downloads import safe_name
 from powermodel.webapp.layout import compare_options, summary
+from powermodel.webapp.uploads import WeatherUploads, decode_upload, safe_name
 
-MAX_STEPS = 5_000_000  # steps the dashboard simulates: 58 days at 1 s, about 0.7 GB
-PREFETCHED = ("power", "thermal", "grid", "mitigation")  # views built ahead of a tab change
+MAX_STEPS = 5_000_000  # steps the dashboard simulates: 58 days at 1 s, about 1.6 GB at peak
+PREFETCHED = ("power", "thermal", "grid")  # views built ahead of a tab change (the mitigation
+# view is not: it would simulate the run without its mitigations for every scenario seen)
+PREFETCH_KEPT = 4  # scenarios waiting for their views to be built ahead: the latest
 RESAMPLED = ("power", "thermal", "grid", "mitigation", "compare")  # views with a zoomed graph
 MITIGATION_KEYS = ("checkpoint.mode", "workload.startup_ramp")  # levers outside [mitigation]
 BUILT_KEPT = 256  # scenarios rebuilt from page states, kept by state
-WEATHER_KEPT = 32  # uploaded weather files kept on disk (1.6 MB each)
 VIOLATION_ROWS = 20_000  # violations sent to the table: the largest, the rest in the CSV
-
-
-class UploadError(ValueError):
-    """An upload the dashboard refuses (too large, not text, not the right kind of file)."""
-
-
-def decode_upload(contents: str, filename: str, limit: int) -> bytes:
-    """The bytes of a ``dcc.Upload`` data URL, refused over ``limit`` bytes."""
-    if not isinstance(contents, str):
-        raise UploadError(f"{filename} did not arrive whole: upload it again")
-    _, _, data = contents.partition(",")
-    size = len(data) * 3 // 4
-    if size > limit:
-        raise UploadError(
-            f"{filename} is {size / 1e6:.1f} MB; the dashboard takes files up to {limit / 1e6:g} MB"
-        )
-    try:
-        return base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError):
-        raise UploadError(f"{filename} did not arrive whole: upload it again") from None
 
 
 class Dashboard:
@@ -85,7 +66,7 @@ class Dashboard:
 
     Everything a callback receives comes from a browser and is checked here, on the server,
     whatever the page would have sent: a scenario is rebuilt from its base (a preset *name*, or
-    uploaded TOML parsed as data) and the controls' changes (:func:`scenario`), and every limit
+    uploaded TOML parsed as data) and the controls' changes (:meth:`scenario`), and every limit
     (:meth:`check_limits`) holds for every way in — the link, an upload, the stored state of
     the page, the comparison, the pinned scenario, a download.
     """
@@ -94,26 +75,29 @@ class Dashboard:
         self,
         cache: SimulationCache,
         preset: str,
-        defaults: dict[str, Any],
+        defaults: Any,
         folder: Path,
         upload_limit: int,
     ) -> None:
         self.cache = cache
         self.preset = preset
         self.defaults = defaults  # overrides every preset opens with (the app's period)
-        self.uploads = folder / "uploads"
+        self.uploads = WeatherUploads(folder / "uploads", upload_limit)
         self.downloads = folder / "downloads"
-        for path in (self.uploads, self.downloads):
-            path.mkdir(parents=True, exist_ok=True)
+        self.downloads.mkdir(parents=True, exist_ok=True)
         self.upload_limit = upload_limit
-        self._weather: OrderedDict[str, str] = OrderedDict()  # uploaded: token -> path
         self._built: OrderedDict[str, Scenario] = OrderedDict()  # scenarios by their state
         self._lock = threading.Lock()
-        # one daemon thread: the server's exit (or a test's) need not wait for a prefetch
-        self._prefetches: queue.Queue = queue.Queue()
-        self._latest: str | None = None
         self._resampling = threading.Lock()
+        # one daemon thread: the server's exit (or a test's) need not wait for a prefetch
+        self._prefetches: deque[tuple[dict, tuple[str, ...], Future]] = deque()
+        self._prefetch_due = threading.Condition()
         threading.Thread(target=self._prefetch_loop, name="prefetch", daemon=True).start()
+
+    @property
+    def weather(self) -> dict[str, str]:
+        """The weather files uploaded here, token -> path."""
+        return self.uploads.paths()
 
     # --- scenario ---------------------------------------------------------------------------
 
@@ -132,12 +116,14 @@ class Dashboard:
         if trigger == ids.UPLOAD_SCENARIO:
             label = safe_name(filename if isinstance(filename, str) else "", "scenario.toml")
             try:
-                text = decode_upload(contents, label, self.upload_limit).decode("utf-8")
-                base = {"upload": label, "toml": text}
-                scenario = self.scenario({"base": base, "changes": {}})
+                base = {
+                    "upload": label,
+                    "toml": decode_upload(contents, label, self.upload_limit).decode("utf-8"),
+                }
+                scenario = self.base(base)
             except UnicodeDecodeError:
                 return _unchanged(f"{label} is not a text file: upload a TOML scenario")
-            except (UploadError, PowerModelError) as exc:
+            except PowerModelError as exc:
                 return _unchanged(f"{exc} — the scenario shown is unchanged")
             changed, message = {}, f"loaded {label}"
         else:
@@ -157,17 +143,15 @@ class Dashboard:
                     )
             base = {"preset": name}
             try:
-                scenario = self.scenario({"base": base, "changes": {}})
+                scenario = self.base(base)
             except PowerModelError as exc:
                 base, changed = {"preset": self.preset}, {}
-                scenario, message = self.scenario({"base": base, "changes": {}}), (
-                    f"{exc}; showing {self.preset}"
-                )
+                scenario, message = self.base(base), f"{exc}; showing {self.preset}"
             preset_out = base["preset"]
         values = shown_values(scenario, self.weather) | changed
         return (base, *page_values(values), preset_out, tab, message)
 
-    def assemble(self, base: dict | None, values: list, dates: list) -> tuple[Any, str]:
+    def assemble(self, base: Any, values: Any, dates: Any) -> tuple[Any, str]:
         """The scenario of the base and the controls, or why it is refused (the last good
         scenario stays shown)."""
         if base is None:
@@ -180,7 +164,7 @@ class Dashboard:
             return no_update, f"not applied: {exc}"
         state = {
             "key": self.cache.remember(scenario),
-            "name": scenario.name or base.get("upload", "scenario"),
+            "name": _title(scenario, {"base": base}),
             "base": base,
             "changes": changed,
             "query": to_query(base, changed),
@@ -203,8 +187,14 @@ class Dashboard:
         """
         base = state.get("base") if isinstance(state, dict) else None
         changed = state.get("changes") if isinstance(state, dict) else None
-        if not (_plain(base) and _plain(changed)):
+        if not (_plain(base) and _plain(changed) and isinstance(changed, dict)):
             raise ScenarioError("the page's state is not one this dashboard made: reload the page")
+        text = base.get("toml") if isinstance(base, dict) else None
+        if isinstance(text, str) and len(text) > self.upload_limit:
+            raise ScenarioError(
+                f"the uploaded scenario is over {self.upload_limit / 1e6:g} MB: upload a "
+                "smaller one"
+            )
         key = hashlib.sha256(json.dumps([base, changed], sort_keys=True).encode()).hexdigest()
         with self._lock:
             if key in self._built:
@@ -212,9 +202,6 @@ class Dashboard:
                 return self._built[key]
         start = base_scenario(base, self.defaults)
         scenario = load_scenario(start, overrides(changed, start, self.weather))
-        problem = out_of_range(changed)
-        if problem:
-            raise ScenarioError(problem)
         self.check_limits(scenario)
         with self._lock:
             self._built[key] = scenario
@@ -223,32 +210,33 @@ class Dashboard:
         return scenario
 
     def check_limits(self, scenario: Scenario) -> None:
-        """Refuse what the dashboard should not run: too many steps, more memory than its
-        bound, a weather file that is neither shipped nor uploaded here."""
+        """Refuse what the dashboard should not run, however the scenario came: too many
+        steps, more memory than its bound, a control's value beyond the dashboard's limit, a
+        weather file that is neither shipped nor uploaded here."""
         steps = scenario.simulation.n_steps
         if steps > MAX_STEPS:
             raise ScenarioError(
                 f"{steps:,} steps is more than the dashboard draws ({MAX_STEPS:,}): lengthen "
                 "the step or shorten the period (the command line has no such limit)"
             )
-        need = memory_estimate(scenario)
-        if need > self.cache.max_bytes:
-            raise ScenarioError(
-                f"this run needs about {need / 2**30:.1f} GiB, more than the dashboard keeps "
-                f"({self.cache.max_bytes / 2**30:.1f} GiB): lengthen the step or shorten the period"
-            )
+        self.cache.admit(scenario)
+        problem = out_of_range(scenario)
+        if problem:
+            raise ScenarioError(problem)
         weather = scenario.site.weather
-        with self._lock:
-            uploaded = weather in self._weather.values()
-        if weather not in SHIPPED and weather != "synthetic" and not uploaded:
+        if (
+            weather not in SHIPPED
+            and weather != "synthetic"
+            and weather not in self.weather.values()
+        ):
             raise ScenarioError(
                 f"site.weather {shorten(weather)}: the dashboard reads the shipped weather files "
                 f"({', '.join(SHIPPED)}), 'synthetic' or an EPW uploaded here: upload the file"
             )
 
-    def entry(self, state: dict | None) -> Entry:
-        """The simulated scenario; a scenario that does not simulate leaves the views as they
-        are (the summary line says why)."""
+    def entry(self, state: Any) -> Entry:
+        """The simulated scenario of a ready state (the summary has simulated it); a scenario
+        that does not simulate leaves the views as they are (the summary line says why)."""
         if not state:
             raise PreventUpdate
         try:
@@ -256,21 +244,21 @@ class Dashboard:
         except PowerModelError:
             raise PreventUpdate from None
 
-    def summarize(self, state: dict | None) -> tuple[str, str]:
-        """Scenario name and headline numbers, or why the scenario does not simulate."""
+    def summarize(self, state: Any) -> tuple[str, str, Any]:
+        """Scenario name, headline numbers and the state made ready for the views; or why
+        the scenario does not simulate (the views keep the last ready one)."""
         if not state:
             raise PreventUpdate
         try:
             scenario = self.scenario(state)
             entry = self.cache.get(scenario)
+            line = summary(self.metrics(entry), scenario.simulation.duration)
         except PowerModelError as exc:
             name = shorten(state.get("name", ""), 80).strip("'") if isinstance(state, dict) else ""
-            return name, f"not simulated: {exc} (the figures show the last run)"
-        return _title(scenario, state), summary(
-            self.metrics(entry), entry.scenario.simulation.duration
-        )
+            return name, f"not simulated: {exc} (the figures show the last run)", no_update
+        return _title(scenario, state), line, state
 
-    def progress(self, _: int | None, state: dict | None) -> str:
+    def progress(self, _: int | None, state: Any) -> str:
         """Where the page's simulation stands while its summary waits: queued, or running."""
         try:
             where = self.cache.position(self.scenario(state))
@@ -280,34 +268,37 @@ class Dashboard:
             return f"busy: this run is number {where} in the queue"
         return "simulating…" if where == 0 else ""
 
-    def opened(self, name: str, state: dict | None, rule_names: list[str] | None = None) -> dict:
+    def opened(self, name: str, state: Any, chosen_rules: Any = None) -> dict:
         """The open tab's view; the other views follow in the background."""
-        shown = self.view(name, state, rule_names)
-        self.prefetch(state, rule_names)
+        shown = self.view(name, state, chosen_rules)
+        self.prefetch(state, chosen_rules)
         return shown
 
-    def prefetch(self, state: dict, rule_names: list[str] | None) -> Future:
-        """Build every view of the latest scenario on a background thread, once the open one
-        is shown, so that a tab change finds it ready; a newer scenario stops older ones."""
-        key = scenario_key(self.scenario(state))
-        self._latest = key
+    def prefetch(self, state: Any, chosen_rules: Any) -> Future:
+        """Build the views of a ready state on a background thread, once the open one is shown,
+        so that a tab change finds them ready; the newest first, and of those waiting only the
+        latest :data:`PREFETCH_KEPT` (the server's users share the thread)."""
         done: Future = Future()
-        self._prefetches.put((key, state, rule_names, done))
+        with self._prefetch_due:
+            if len(self._prefetches) >= PREFETCH_KEPT:
+                self._prefetches.popleft()[-1].set_result(None)  # too old: not built ahead
+            self._prefetches.append((state, chosen_rules, done))
+            self._prefetch_due.notify()
         return done
 
     def _prefetch_loop(self) -> None:
         while True:
-            key, state, rule_names, done = self._prefetches.get()
+            with self._prefetch_due:
+                self._prefetch_due.wait_for(lambda: self._prefetches)
+                state, chosen_rules, done = self._prefetches.pop()
             for name in PREFETCHED:
-                if self._latest != key:
-                    break
                 try:
-                    self.view(name, state, rule_names)
+                    self.view(name, state, chosen_rules)
                 except Exception:  # the open tab's callback meets it and reports it
                     break
             done.set_result(None)
 
-    def toml(self, n_clicks: int | None, state: dict | None) -> dict:
+    def toml(self, n_clicks: int | None, state: Any) -> dict:
         """The scenario as a TOML file: loading it reproduces the view."""
         if not n_clicks or not state:
             raise PreventUpdate
@@ -317,29 +308,19 @@ class Dashboard:
             raise PreventUpdate from None
         return dcc.send_string(scenario.to_toml(), f"{safe_name(scenario.name)}.toml")
 
-    def upload_weather(self, contents: str | None, filename: str | None, uploaded: Any) -> tuple:
+    def upload_weather(self, contents: Any, filename: Any, uploaded: Any) -> tuple:
         """Keep an uploaded EPW if it reads as one; returns uploaded, weather options and
         value, message. The page holds a token for the file, never its path."""
         if not contents:
             raise PreventUpdate
-        name = safe_name(filename if isinstance(filename, str) else "", "weather.epw")
         try:
-            data = decode_upload(contents, name, self.upload_limit)
-            if not name.lower().endswith(".epw"):
-                raise UploadError(f"{name} is not an EPW file (.epw)")
-            token = f"uploaded:{hashlib.sha1(data).hexdigest()[:12]}-{name}"
-            path = self.uploads / token.removeprefix("uploaded:")
-            path.write_bytes(data)
-            try:
-                _, meta = read_weather(path)
-            except PowerModelError:
-                path.unlink()
-                raise
-        except (UploadError, PowerModelError) as exc:
+            token, label, meta = self.uploads.add(contents, filename)
+        except PowerModelError as exc:
             return no_update, no_update, no_update, f"{exc} — the weather is unchanged"
-        self._keep_weather(token, path)
-        shown = {k: v for k, v in (uploaded if _plain(uploaded) else {}).items()}
-        shown = {k: v for k, v in shown.items() if v in self.weather} | {name: token}
+        kept = self.weather
+        listed = uploaded if isinstance(uploaded, dict) else {}
+        listed = {k: v for k, v in listed.items() if isinstance(v, str) and v in kept}
+        listed[label] = token
         place = ", ".join(str(meta[k]) for k in ("city", "state", "country") if meta.get(k))
         design = (
             ""
@@ -348,28 +329,11 @@ class Dashboard:
             "cannot be checked"
         )
         return (
-            shown,
-            options("site.weather", shown),
+            listed,
+            options("site.weather", listed),
             token,
-            f"weather {name}: {place}, UTC{meta['utc_offset']:+g} h{design}",
+            f"weather {label}: {place}, UTC{meta['utc_offset']:+g} h{design}",
         )
-
-    @property
-    def weather(self) -> dict[str, str]:
-        """The weather files uploaded here, token -> path: a copy, as other requests may
-        upload or drop one meanwhile."""
-        with self._lock:
-            return dict(self._weather)
-
-    def _keep_weather(self, token: str, path: Path) -> None:
-        """Register an uploaded weather file; the oldest beyond :data:`WEATHER_KEPT` are
-        deleted (their scenarios then ask for the file again)."""
-        with self._lock:
-            self._weather[token] = str(path)
-            self._weather.move_to_end(token)
-            while len(self._weather) > WEATHER_KEPT:
-                _, old = self._weather.popitem(last=False)
-                Path(old).unlink(missing_ok=True)
 
     def violations(self, scenario: Scenario, names: tuple[str, ...]) -> pd.DataFrame:
         """Every violation of the rules on a run, as the CLI's ``check --violations`` writes."""
@@ -382,17 +346,26 @@ class Dashboard:
         self,
         name: str,
         state: dict | None,
-        rule_names: list[str] | None = None,
+        chosen_rules: Any = None,
         compare_with: str | None = None,
         pinned: dict | None = None,
     ) -> dict[str, Any]:
-        """Everything a view shows, built once per scenario (and rules, or other scenario)."""
+        """Everything a view shows, built once per scenario (and rules, or other scenario); a
+        view the server cannot build now (busy, refused) leaves the page as it is."""
+        try:
+            return self._view(name, state, chosen_rules, compare_with, pinned)
+        except PowerModelError:
+            raise PreventUpdate from None
+
+    def _view(
+        self, name: str, state: Any, chosen_rules: Any, compare_with: Any, pinned: Any
+    ) -> dict[str, Any]:
         entry = self.entry(state)
         if name == "power":
             return self.cache.view(entry, name, lambda e: {"figure": figures.power_figure(e.ds)})
         if name == "thermal":
             return self.cache.view(entry, name, lambda e: _thermal(e, self.metrics(e)))
-        chosen = _rules(rule_names)
+        chosen = rules.shipped(chosen_rules or [])
         if name == "grid":
             return self.cache.view(
                 entry,
@@ -450,9 +423,9 @@ class Dashboard:
         v = self.opened("thermal", state)
         return v["figure"], v["diurnal"], v["numbers"]
 
-    def grid(self, state: dict | None, tab: str, rule_names: list[str]) -> tuple:
+    def grid(self, state: dict | None, tab: str, chosen_rules: Any) -> tuple:
         _only(tab, "grid")
-        v = self.opened("grid", state, rule_names)
+        v = self.opened("grid", state, chosen_rules)
         return (
             v["figure"],
             v["ramps"],
@@ -462,9 +435,9 @@ class Dashboard:
             v["violations_note"],
         )
 
-    def mitigation(self, state: dict | None, tab: str, rule_names: list[str]) -> tuple:
+    def mitigation(self, state: dict | None, tab: str, chosen_rules: Any) -> tuple:
         _only(tab, "mitigation")
-        v = self.opened("mitigation", state, rule_names)
+        v = self.opened("mitigation", state, chosen_rules)
         return v["note"], v["figure"], v["costs"], v["rules"]
 
     def compare(
@@ -494,7 +467,7 @@ class Dashboard:
             raise PreventUpdate from None
         sim = scenario.simulation
         choices = downloads.intervals(sim.dt, sim.n_steps)
-        if fmt not in TOOLS:
+        if not isinstance(fmt, str) or fmt not in TOOLS:
             return choices, choices[0], "", f"unknown format {shorten(fmt)}: choose one above"
         interval = interval if interval in choices else choices[0]
         step = TOOLS[fmt][0] or interval
@@ -512,7 +485,7 @@ class Dashboard:
         self,
         relayout: dict | None,
         state: dict | None,
-        rule_names: list[str] | None,
+        chosen_rules: Any,
         compare_with: str | None,
         pinned: dict | None,
     ) -> Any:
@@ -522,7 +495,7 @@ class Dashboard:
         view = ctx.triggered_id["view"] if ctx.triggered_id else "power"
         if view not in RESAMPLED:
             raise PreventUpdate
-        figure = self.view(view, state, rule_names, compare_with, pinned)["figure"]
+        figure = self.view(view, state, chosen_rules, compare_with, pinned)["figure"]
         return self._patch(figure, relayout)
 
     def _patch(self, figure: Any, relayout: dict) -> Any:
@@ -539,7 +512,7 @@ class Dashboard:
         self,
         selected: list[dict] | None,
         state: dict | None,
-        rule_names: list[str] | None,
+        chosen_rules: Any,
     ) -> Any:
         """Zoom the grid view onto the violation chosen in the table, a minute either side."""
         if not selected or not state or not isinstance(selected, list):
@@ -551,7 +524,7 @@ class Dashboard:
             x0, x1 = (_dash_time(s) for s in (start, end))
         except (TypeError, KeyError, ValueError, OverflowError):
             raise PreventUpdate from None
-        fig = self.view("grid", state, rule_names)["figure"]
+        fig = self.view("grid", state, chosen_rules)["figure"]
         patch = self._patch(fig, {"xaxis.range[0]": x0, "xaxis.range[1]": x1})
         if patch is no_update:
             patch = dash.Patch()
@@ -615,6 +588,7 @@ class Dashboard:
         app.callback(
             Output(ids.SCENARIO_NAME, "children"),
             Output(ids.SUMMARY, "children"),
+            Output(ids.READY, "data"),
             Input(ids.SCENARIO, "data"),
             # while the summary waits, the page polls where its run stands in the queue
             running=[*busy, (Output(ids.POLL, "disabled"), False, True)],
@@ -643,7 +617,8 @@ class Dashboard:
             prevent_initial_call=True,
         )(self.upload_weather)
 
-        scenario, tab = Input(ids.SCENARIO, "data"), Input(ids.TABS, "value")
+        # the views follow the state the summary has simulated, not each edit
+        scenario, tab = Input(ids.READY, "data"), Input(ids.TABS, "value")
         rules_in = Input(ids.RULES, "value")
         app.callback(Output(ids.resampled("power"), "figure"), scenario, tab)(self.power)
         app.callback(
@@ -686,7 +661,7 @@ class Dashboard:
             Output(ids.COMPARE_WITH, "options"),
             Output(ids.COMPARE_WITH, "value"),
             Input(ids.PIN, "n_clicks"),
-            State(ids.SCENARIO, "data"),
+            State(ids.READY, "data"),
             prevent_initial_call=True,
         )(self.pin)
         app.callback(
@@ -701,7 +676,7 @@ class Dashboard:
         app.callback(
             Output(ids.resampled(MATCH), "figure", allow_duplicate=True),
             Input(ids.resampled(MATCH), "relayoutData"),
-            State(ids.SCENARIO, "data"),
+            State(ids.READY, "data"),
             State(ids.RULES, "value"),
             State(ids.COMPARE_WITH, "value"),
             State(ids.COMPARE, "data"),
@@ -710,7 +685,7 @@ class Dashboard:
         app.callback(
             Output(ids.resampled("grid"), "figure", allow_duplicate=True),
             Input(ids.VIOLATIONS, "selectedRows"),
-            State(ids.SCENARIO, "data"),
+            State(ids.READY, "data"),
             State(ids.RULES, "value"),
             prevent_initial_call=True,
         )(self.show_violation)
@@ -742,15 +717,6 @@ def _plain(value: Any, depth: int = 0) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
 
-def _rules(names: Any) -> tuple[str, ...]:
-    """Rule names from the page: shipped rules by name only (a rule file is never read)."""
-    if names is None:
-        return ()
-    if not isinstance(names, list) or not all(n in rule_names() for n in names):
-        raise PreventUpdate
-    return tuple(names)
-
-
 def _loaded(names: tuple[str, ...]) -> list[rules.Rule]:
     return rules.load_rules(list(names)) if names else []
 
@@ -772,14 +738,8 @@ def unmitigated(scenario: Scenario, base: Scenario) -> Scenario:
     """The scenario without its mitigations: no ``[mitigation]``, and the levers that live
     elsewhere (checkpoint mode, start-up ramp) as the base has them."""
     raw = base.to_dict()  # durations written with their unit, as overrides take them
-    keep = {key: _dotted(raw, key) for key in MITIGATION_KEYS}
+    keep = {key: value_at(raw, key) for key in MITIGATION_KEYS}
     return load_scenario(scenario, {"mitigation": {}, **keep})
-
-
-def _dotted(raw: dict[str, Any], key: str) -> Any:
-    for part in key.split("."):
-        raw = raw[part]
-    return raw
 
 
 def _thermal(entry: Entry, m: dict[str, Any]) -> dict[str, Any]:

@@ -36,7 +36,8 @@ from powermodel.sizing import STORAGE_HOURS
 
 COMPUTE_SHARE = "workload.compute_share"  # derived: rescales every phase's share
 SITE_BATTERY = "mitigation.site_battery"  # derived: one site battery of this power
-STEPS = ("100ms", "200ms", "500ms", "1s", "2s", "5s", "10s", "30s", "1min")
+# the finest reach the rules' bands (ieso-sso's 5-55 Hz needs 2 ms), for short periods
+STEPS = ("2ms", "10ms", "50ms", "100ms", "200ms", "500ms", "1s", "2s", "5s", "10s", "30s", "1min")
 DURATIONS = {"simulation.duration", "simulation.dt"}
 BASE = "base"  # ``Control.empty`` of a field that an emptied box returns to the base's value
 TEXT_LIMIT = 100  # characters of a text control
@@ -56,6 +57,9 @@ class Control:
     step: float | None = None
     empty: Any = BASE  # scenario value of an empty field: the base's (BASE), or None for unset
     hint: str = ""
+    # low/high bound the box or slider; a `limit` bounds the scenario at every way into the
+    # dashboard (a link, an upload, the page's state), where the rest is the schema's
+    limit: bool = False
 
     @property
     def prop(self) -> str:
@@ -122,6 +126,7 @@ GROUPS: tuple[tuple[str, tuple[Control, ...]], ...] = (
                 low=0.0,
                 high=5.0,
                 step=0.25,
+                limit=True,  # failures set the timeline's size and what a run costs to draw
             ),
             Control(
                 "reliability.restart_time", "restart time", "min", scale=60.0, low=0.0, high=1440.0
@@ -273,11 +278,15 @@ def shown(scenario: Scenario, control: Control, weather: Mapping[str, str] | Non
     return value
 
 
-def value_at(scenario: Scenario, key: str) -> Any:
-    """The scenario's value at a dotted key; None inside an unset table."""
+def value_at(scenario: Scenario | dict, key: str) -> Any:
+    """The value at a dotted key of a scenario (or of its ``to_dict()``); None inside an unset
+    table."""
     value: Any = scenario
     for part in key.split("."):
-        value = None if value is None else getattr(value, part)
+        if isinstance(value, dict):
+            value = value.get(part)
+        else:
+            value = None if value is None else getattr(value, part)
     return value
 
 
@@ -301,7 +310,7 @@ def changes(
     out = {}
     for key, value in values.items():
         control = BY_KEY.get(key)
-        if control is None or (_blank(value) is None and control.empty == BASE):
+        if control is None or (typed(control, value) is None and control.empty == BASE):
             continue
         if not _same(_comparable(key, value), now[key]):
             out[key] = value
@@ -335,8 +344,7 @@ def typed(control: Control, value: Any) -> Any:
         return None
     label = f"{control.label}: {shorten(value)}"
     if control.kind in ("number", "slider"):
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if not number or not math.isfinite(value):
+        if not isinstance(value, int | float) or isinstance(value, bool) or not _finite(value):
             raise ScenarioError(f"{label} is not a number")
         return value
     if not isinstance(value, str) or len(value) > TEXT_LIMIT:
@@ -349,21 +357,26 @@ def typed(control: Control, value: Any) -> Any:
     return value
 
 
-def out_of_range(changed: Mapping[str, Any]) -> str | None:
-    """Why a changed control lies outside its range (the schema's bounds are checked first,
-    with the same words as the command line); None if all lie within."""
-    for key, value in changed.items():
-        control = BY_KEY[key]
-        value = typed(control, value)
-        if not isinstance(value, int | float):
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer beyond any float
+        return False
+
+
+def out_of_range(scenario: Scenario) -> str | None:
+    """Why a scenario breaks one of the dashboard's own limits (the controls with ``limit``;
+    the schema's bounds are checked first, in the command line's words); None if it keeps them."""
+    for control in (c for c in CONTROLS if c.limit):
+        value = shown(scenario, control)
+        if value is None:
             continue
-        low = -math.inf if control.low is None else control.low
-        high = math.inf if control.high is None else control.high
-        if not low <= value <= high:
+        if not control.low <= value <= control.high:
             unit = f" {control.unit}" if control.unit else ""
             return (
                 f"{control.label}: {value:g}{unit} is outside the dashboard's range, "
-                f"{low:g} to {high:g}{unit} (the command line takes what the schema allows)"
+                f"{control.low:g} to {control.high:g}{unit} (the command line takes up to what "
+                "the schema allows)"
             )
     return None
 
@@ -491,17 +504,6 @@ def base_scenario(base: Any, defaults: Mapping[str, Any] | None = None) -> Scena
     if not isinstance(name, str) or name not in presets():
         raise ScenarioError(f"unknown preset {shorten(name)}: choose one of {', '.join(presets())}")
     return load_scenario(name, defaults or {})
-
-
-def scenario_of(
-    base: Any,
-    changed: Mapping[str, Any],
-    defaults: Mapping[str, Any] | None = None,
-    weather: Mapping[str, str] | None = None,
-) -> Scenario:
-    """The base with the controls' changes applied, validated."""
-    start = base_scenario(base, defaults)
-    return load_scenario(start, overrides(changed, start, weather))
 
 
 def to_query(base: dict[str, Any], changed: dict[str, Any], tab: str | None = None) -> str:

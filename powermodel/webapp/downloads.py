@@ -10,7 +10,6 @@ it under is made from the scenario's name by :func:`safe_name`.
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 import threading
@@ -26,23 +25,17 @@ import xarray as xr
 from powermodel.analysis import resample_factor, step_seconds
 from powermodel.errors import PowerModelError
 from powermodel.export import DATASET_FILES, TOOLS, export_tool
-from powermodel.rules import rule_names
+from powermodel.rules import shipped
 from powermodel.scenario import Scenario, format_duration, parse_duration, shorten
-from powermodel.webapp.cache import SimulationCache
+from powermodel.webapp.cache import Busy, SimulationCache
+from powermodel.webapp.uploads import safe_name
 
 ROUTE = "/download"
 INTERVALS = ("10s", "1min", "15min", "1h")
 VIOLATIONS = "violations"  # every violation of the chosen rules, as CSV
 FORMATS = (*TOOLS, "toml", VIOLATIONS)
 EXPORTS = 2  # downloads written at once; more wait their turn
-WAIT = 120.0  # s a download waits for a turn before it is refused
-
-
-def safe_name(text: str, fallback: str = "scenario") -> str:
-    """A file name from user text: letters, digits, ``-``, ``_`` and ``.`` only, at most 80
-    characters, never empty, never a path (``../x`` gives ``x``)."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80].strip("-.")
-    return slug or fallback
+WAIT = 10.0  # s a download waits for a turn before it is refused (a thread waits meanwhile)
 
 
 def intervals(dt: float, n: int) -> list[str]:
@@ -69,18 +62,18 @@ def href(key: str, fmt: str, interval: str | None, rules: tuple[str, ...] = ()) 
 
 
 def write_export(
-    ds: xr.Dataset, scenario: Scenario, fmt: str, interval: str | None, folder: Path
+    ds: xr.Dataset | None, scenario: Scenario, fmt: str, interval: str | None, folder: Path
 ) -> tuple[Path, str]:
     """Write one download into ``folder`` under a fixed name: a data file, a zip of a grid
-    tool's files, or the scenario's TOML. ``interval`` None (or the run's step) keeps the step.
-    Returns the file and the name to save it as."""
-    if interval is not None and abs(parse_duration(interval) - step_seconds(ds)) < 1e-9:
-        interval = None
+    tool's files (of the run ``ds``), or the scenario's TOML (``ds`` unused). ``interval``
+    None (or the run's step) keeps the step. Returns the file and the name to save it as."""
     name = safe_name(scenario.name)
     if fmt == "toml":
         path = folder / "scenario.toml"
         path.write_text(scenario.to_toml())
         return path, f"{name}.toml"
+    if interval is not None and abs(parse_duration(interval) - step_seconds(ds)) < 1e-9:
+        interval = None
     files = export_tool(ds, fmt, folder / "export", interval)
     if fmt in DATASET_FILES:
         return files[0], f"{name}-{files[0].name}"
@@ -107,9 +100,7 @@ def register(
         if scenario is None:
             return _refuse(404, "this scenario is not on the server any more: reload the page")
         if fmt not in FORMATS:
-            return _refuse(
-                400, f"unknown format {shorten(fmt)}: use one of {', '.join(FORMATS)}"
-            )
+            return _refuse(400, f"unknown format {shorten(fmt)}: use one of {', '.join(FORMATS)}")
         sim = scenario.simulation
         offered = intervals(sim.dt, sim.n_steps)
         interval = flask.request.args.get("interval") or None
@@ -117,14 +108,16 @@ def register(
             return _refuse(
                 400, f"resolution {shorten(interval)}: choose one of {', '.join(offered)}"
             )
-        rules = tuple(n for n in flask.request.args.get("rules", "").split(",") if n)
-        unknown = [n for n in rules if n not in rule_names()]
-        if unknown:
-            return _refuse(400, f"unknown rule {shorten(unknown[0])}")
+        try:
+            rules = shipped([n for n in flask.request.args.get("rules", "").split(",") if n])
+        except PowerModelError as exc:
+            return _refuse(400, str(exc))
         if not turns.acquire(timeout=WAIT):
             return _refuse(503, "the server is busy writing other downloads: try again shortly")
         try:
             handle, name = _written(cache, scenario, fmt, interval, rules, folder, violations)
+        except Busy as exc:
+            return _refuse(503, str(exc))
         except PowerModelError as exc:
             return _refuse(400, str(exc))
         finally:
@@ -149,8 +142,9 @@ def _written(
             path = work / "violations.csv"
             violations(scenario, rules).to_csv(path, index=False)
             name = f"{safe_name(scenario.name)}-violations.csv"
-        else:
-            path, name = write_export(cache.get(scenario).ds, scenario, fmt, interval, work)
+        else:  # the scenario's own TOML needs no run
+            ds = None if fmt == "toml" else cache.get(scenario).ds
+            path, name = write_export(ds, scenario, fmt, interval, work)
         return path.open("rb"), name
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -3,6 +3,7 @@
 URL = "url"
 BASE = "base"  # store: the preset (with the app's overrides) or the uploaded file
 SCENARIO = "scenario"  # store: base, the controls' changes, the scenario's key and name
+READY = "ready"  # store: the scenario state last simulated, which the views show
 COMPARE = "compare"  # store: the scenario pinned for comparison
 UPLOADED_WEATHER = "uploaded-weather"  # store: label -> path of uploaded weather files
 

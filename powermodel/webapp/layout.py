@@ -293,6 +293,7 @@ def page(preset: str, upload_limit: int) -> html.Div:
             dcc.Interval(id=ids.POLL, interval=1000, disabled=True),
             dcc.Store(id=ids.BASE),
             dcc.Store(id=ids.SCENARIO),
+            dcc.Store(id=ids.READY),
             dcc.Store(id=ids.COMPARE),
             dcc.Store(id=ids.UPLOADED_WEATHER, data={}),
             header(),

@@ -1,0 +1,95 @@
+"""Files uploaded to the dashboard: checked on arrival, kept on the server under names it makes.
+
+A browser never names a file on the server: an uploaded weather file is stored under a token
+made from its content and a safe version of its name, and the page holds only the token; the
+server keeps the latest :data:`KEPT` and deletes the older ones.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from powermodel.errors import PowerModelError
+from powermodel.iotools.weather import read_weather
+
+KEPT = 32  # uploaded weather files kept on disk (1.6 MB each)
+TOKEN = "uploaded:"  # the weather control's value for an uploaded file starts so
+
+
+class UploadError(PowerModelError):
+    """An upload the dashboard refuses (too large, not text, not the right kind of file)."""
+
+
+def safe_name(text: str, fallback: str = "scenario") -> str:
+    """A file name from user text: letters, digits, ``-``, ``_`` and ``.`` only, at most 80
+    characters, never empty, never a path (``../x`` gives ``x``)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80].strip("-.")
+    return slug or fallback
+
+
+def decode_upload(contents: object, filename: str, limit: int) -> bytes:
+    """The bytes of a ``dcc.Upload`` data URL, refused over ``limit`` bytes."""
+    if not isinstance(contents, str):
+        raise UploadError(f"{filename} did not arrive whole: upload it again")
+    _, _, data = contents.partition(",")
+    size = len(data) * 3 // 4
+    if size > limit:
+        raise UploadError(
+            f"{filename} is {size / 1e6:.1f} MB; the dashboard takes files up to {limit / 1e6:g} MB"
+        )
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise UploadError(f"{filename} did not arrive whole: upload it again") from None
+
+
+class WeatherUploads:
+    """The EPW files uploaded to this server, by token, in ``folder``; thread-safe."""
+
+    def __init__(self, folder: Path, limit: int, kept: int = KEPT) -> None:
+        self.folder = folder
+        self.limit = limit
+        self.kept = kept
+        folder.mkdir(parents=True, exist_ok=True)
+        self._paths: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def paths(self) -> dict[str, str]:
+        """Token -> path of each file kept: a copy, as other requests may upload meanwhile."""
+        with self._lock:
+            return dict(self._paths)
+
+    def add(self, contents: object, filename: object) -> tuple[str, str, dict]:
+        """Store an uploaded EPW file if it reads as one: its token, label and the reader's
+        ``meta``.
+
+        Raises
+        ------
+        UploadError, PowerModelError
+            Too large, not an EPW file, or not one the reader takes (with its reason).
+        """
+        label = safe_name(filename if isinstance(filename, str) else "", "weather.epw")
+        data = decode_upload(contents, label, self.limit)
+        if not label.lower().endswith(".epw"):
+            raise UploadError(f"{label} is not an EPW file (.epw)")
+        token = f"{TOKEN}{hashlib.sha256(data).hexdigest()[:16]}-{label}"
+        path = self.folder / token.removeprefix(TOKEN)
+        path.write_bytes(data)
+        try:
+            _, meta = read_weather(path)
+        except PowerModelError:
+            path.unlink()
+            raise
+        with self._lock:
+            self._paths[token] = str(path)
+            self._paths.move_to_end(token)
+            while len(self._paths) > self.kept:
+                _, old = self._paths.popitem(last=False)
+                Path(old).unlink(missing_ok=True)
+        return token, label, meta
