@@ -62,15 +62,15 @@ ROLES = {
     "assemble": ((ids.SCENARIO, "data"), (ids.BASE, "data")),
     "summary": ((ids.SCENARIO_NAME, "children"), (ids.SCENARIO, "data")),
     "status": ((ids.STATUS, "children"), (ids.POLL, "n_intervals")),
-    "power view": ((ids.resampled("power"), "figure"), (ids.SCENARIO, "data")),
-    "grid view": ((ids.resampled("grid"), "figure"), (ids.SCENARIO, "data")),
+    "power view": ((ids.resampled("power"), "figure"), (ids.READY, "data")),
+    "grid view": ((ids.resampled("grid"), "figure"), (ids.READY, "data")),
     "zoom": ((ids.resampled(["MATCH"]), "figure"), (ids.resampled(["MATCH"]), "relayoutData")),
 }
 # the controls a user changes, with a new value each time (in the control's own unit)
 EDITS = {
     "simulation.seed": lambda rng: int(rng.integers(0, 2**31 - 1)),
     "cluster.n_gpus": lambda rng: int(rng.choice([4096, 8192, 16384, 24576, 32768])),
-    "workload.trough_depth": lambda rng: round(float(rng.integers(0, 19)) * 0.05, 2),
+    "workload.trough_depth": lambda rng: round(float(rng.integers(0, 18)) * 0.05, 2),
     "workload.step_time": lambda rng: round(float(rng.uniform(2.0, 30.0)), 1),
 }
 QUEUED = re.compile(r"number (\d+) in the queue")
@@ -275,7 +275,7 @@ def user(url: str, deadline: float, rng: np.random.Generator, record: Record) ->
             page.props[(ids.TABS, "value")] = tab
             if assemble(page, changed):
                 summarize(page, waiter, "summary, revisit" if revisit else "summary, new")
-                page.call(f"{tab} view", [(ids.SCENARIO, "data")])
+                page.call(f"{tab} view", [(ids.READY, "data")])
                 if rng.random() < ZOOM:
                     zoom(page, tab, rng)
             time.sleep(rng.uniform(*THINK))
@@ -288,7 +288,7 @@ def load(page: Page) -> bool:
     if page.call("set_base", base) is None or page.call("assemble", [(ids.BASE, "data")]) is None:
         return False
     page.call("summary", [(ids.SCENARIO, "data")], label="summary, page load")
-    page.call("power view", [(ids.SCENARIO, "data")])
+    page.call("power view", [(ids.READY, "data")])
     return True
 
 

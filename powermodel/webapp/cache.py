@@ -14,9 +14,11 @@ by ``bench/load_dashboard.py``, stays within 1.25 times the bound and the idle s
 from __future__ import annotations
 
 import ctypes
+import gc
 import hashlib
 import platform
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -98,6 +100,7 @@ class SimulationCache:
         self._waiting: list[str] = []  # keys waiting for a turn, first come first
         self._running = 0
         self._reserved = 0  # bytes held for simulations and view builds in flight
+        self._dropped: list[weakref.ref] = []  # runs dropped while a request still held them
         self._view_slots = threading.BoundedSemaphore(VIEW_BUILDS)
         self._in_build = threading.local()  # set while this thread builds a view
         # scenarios seen, by key, for download links and callbacks: kB each, the latest kept
@@ -266,32 +269,43 @@ class SimulationCache:
 
     @property
     def nbytes(self) -> int:
-        """Bytes kept, and held for work in flight."""
+        """Bytes kept, held for work in flight, and of dropped runs still in use."""
         with self._lock:
-            return sum(e.nbytes for e in self._entries.values()) + self._reserved
+            return self._total()
+
+    def _total(self) -> int:
+        self._dropped = [ref for ref in self._dropped if ref() is not None]
+        in_use = sum(getattr(ref(), "nbytes", 0) for ref in self._dropped)
+        return sum(e.nbytes for e in self._entries.values()) + self._reserved + in_use
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def _evict(self) -> bool:
-        """Drop the least recently used entries until what is kept and held for work in flight
-        fits the bound; the newest stays unless work in flight needs its room. Called under the
-        lock; returns whether anything was dropped (whose memory the caller then releases)."""
-        total = sum(e.nbytes for e in self._entries.values()) + self._reserved
+        """Drop the least recently used entries until what is kept, held for work in flight
+        and held still by those using a dropped run fits the bound; the newest stays unless
+        work in flight needs its room. Called under the lock; returns whether anything was
+        dropped (whose memory the caller then releases)."""
+        total = self._total()
         keep = 0 if self._reserved else 1
         dropped = False
         while total > self.max_bytes and len(self._entries) > keep:
-            _, entry = self._entries.popitem(last=False)
-            total -= entry.nbytes
+            entry = self._entries.popitem(last=False)[1]
+            self._dropped.append(weakref.ref(entry))
+            del entry  # a callback still building its view, or a zoom, may hold it on
+            total = self._total()
             dropped = True
         return dropped
 
 
 def release_memory(dropped: bool = True) -> None:
-    """Hand memory freed by dropped runs back to the system (glibc's ``malloc_trim``; nothing
-    elsewhere), outside the cache's lock. Without it the allocator keeps freed heap pages, and
-    the process's memory grows past what the cache holds."""
-    if dropped and _LIBC is not None:
+    """Free dropped runs and hand their memory back to the system, outside the cache's lock:
+    a run's figures hold reference cycles, which only the cyclic collector frees, and the
+    allocator keeps freed heap pages unless trimmed (glibc's ``malloc_trim``)."""
+    if not dropped:
+        return
+    gc.collect()
+    if _LIBC is not None:
         _LIBC.malloc_trim(0)
 
 
