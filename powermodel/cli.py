@@ -29,9 +29,6 @@ from powermodel.simulate import preflight, simulate
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 1
     try:
         return args.func(args)
     except (PowerModelError, OSError) as exc:
@@ -77,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
         help="comma-separated rule or group names, or .toml rule files: " + ", ".join(rule_names()),
     )
     rule_args.add_argument("--registered-demand", type=float, help="MW, overrides the scenario's")
-    sub = parser.add_subparsers(dest="command")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
 
     run = sub.add_parser("run", parents=with_scenario, help="simulate a scenario")
     run.add_argument("scenario", help="preset name or path to a .toml scenario")

@@ -2,7 +2,11 @@
 
 
 class PowerModelError(ValueError):
-    """Bad input to powermodel: the message names the problem and the fix."""
+    """Bad input to powermodel: the message names the problem and the fix, on one line (a line
+    break from the input, a file name or a label, is shown as ``\\n``)."""
+
+    def __str__(self) -> str:
+        return super().__str__().replace("\r", "\\r").replace("\n", "\\n")
 
 
 class ScenarioError(PowerModelError):

@@ -8,6 +8,7 @@ and when, and attributes each violation to what caused it from the job's state.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -22,6 +23,7 @@ from scipy.ndimage import maximum_filter1d
 
 from powermodel.analysis import RAMPS, step_seconds
 from powermodel.errors import PowerModelError, ScenarioError
+from powermodel.iotools import is_file
 from powermodel.iotools.trace import read_trace  # noqa: F401  (rules.read_trace, as before)
 from powermodel.models import signal
 from powermodel.models.events import State
@@ -60,6 +62,8 @@ class Rule(Section):
         "grid_power"
     )
     averaging: Duration | None = Field(None, gt=0, le=DAY, description="Rolling mean first. [s]")
+    # bands from a three-hour period (0.1 mHz) to 10 kHz: beyond, no meter measures and the
+    # filters' state cannot be solved
     band: tuple[float, float] | None = Field(None, description="Filter band. [Hz]")
     window: Duration = Field(gt=0, le=DAY, description="Window of the statistic. [s]")
     statistic: Statistic
@@ -73,8 +77,10 @@ class Rule(Section):
     @field_validator("band")
     @classmethod
     def _ordered(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
-        if value is not None and not 0 < value[0] < value[1]:
-            raise ValueError(f"band must be two increasing positive frequencies, got {value}")
+        if value is not None and not 1e-4 <= value[0] < value[1] <= 1e4:
+            raise ValueError(
+                f"band must be two increasing frequencies within 0.0001-10000 Hz, got {value}"
+            )
         return value
 
     @model_validator(mode="after")
@@ -93,7 +99,11 @@ class Rule(Section):
         """The limit that applies: the lesser of the absolute and the relative one."""
         limits = [] if self.limit is None else [self.limit]
         if self.limit_fraction is not None:
-            if reference is None or not np.isfinite(reference):
+            try:
+                known = reference is not None and math.isfinite(reference) and reference > 0
+            except (TypeError, OverflowError):
+                known = False
+            if not known:
                 raise RuleError(
                     f"rule {self.name} refers to the registered demand: set "
                     "grid.registered_demand in the scenario (or --registered-demand for a trace)"
@@ -118,7 +128,7 @@ def load_rules(names: str | list[str]) -> list[Rule]:
     shipped = _shipped()
     out: dict[str, Rule] = {}
     for name in names:
-        if name.endswith(".toml") or Path(name).is_file():
+        if name.endswith(".toml") or is_file(name):
             tables = _read_rule_file(Path(name))
         elif name in shipped:
             tables = {name: shipped[name]}

@@ -42,6 +42,7 @@ from pydantic import (
 )
 
 from powermodel.errors import DataFileError, ScenarioError
+from powermodel.iotools import exists, is_file
 from powermodel.iotools.weather import SHIPPED, site_of
 from powermodel.models import weather as wx
 from powermodel.models.thermal import DYNAMIC_EXPONENT
@@ -242,17 +243,17 @@ class Gpu(Section):
 
     name: str = Field(max_length=200, description="Catalogue name.")
     # bounds: a board draws watts to a few kilowatts (GB300: 1.4 kW) and computes up to 10^17 FLOP/s
-    tdp: float = Field(gt=0, le=10e3, description="Board power limit (TDP). [W]")
-    idle: float = Field(gt=0, le=10e3, description="Board power with no work. [W]")
+    tdp: float = Field(ge=10, le=10e3, description="Board power limit (TDP). [W]")
+    idle: float = Field(ge=1, le=10e3, description="Board power with no work. [W]")
     stalled: float = Field(
-        gt=0, le=10e3, description="Board power spinning in a blocked collective or barrier. [W]"
+        ge=1, le=10e3, description="Board power spinning in a blocked collective or barrier. [W]"
     )
-    peak_flops: float = Field(gt=0, le=1e18, description="Dense BF16 peak. [FLOP/s]")
-    power_cap_min: float = Field(gt=0, le=10e3, description="Lowest settable power cap. [W]")
+    peak_flops: float = Field(ge=1e9, le=1e18, description="Dense BF16 peak. [FLOP/s]")
+    power_cap_min: float = Field(ge=1, le=10e3, description="Lowest settable power cap. [W]")
     levers: list[Lever] = Field(description="Power levers the hardware has.")
     cooling: Literal["air", "liquid"] = Field(description="How the GPU sheds its heat.")
     thermal_resistance: float = Field(
-        gt=0, le=1.0, description="Die to air inlet (air) or to coolant supply (liquid). [K/W]"
+        ge=1e-4, le=1.0, description="Die to air inlet (air) or to coolant supply (liquid). [K/W]"
     )
     thermal_tau: Duration = Field(
         60.0, ge=0, le=HOUR, description="Time constant of die and heat sink (or cold plate). [s]"
@@ -280,7 +281,7 @@ class Psu(Section):
     """Server power supplies: efficiency versus load, per node."""
 
     capacity: float = Field(
-        gt=0, le=1e6, description="Installed PSU capacity per node, load-sharing. [W]"
+        ge=100, le=1e6, description="Installed PSU capacity per node, load-sharing. [W]"
     )
     load: list[float] = Field(description="Load points, fraction of capacity. [1]")
     efficiency: list[float] = Field(description="Efficiency at each load point. [1]")
@@ -297,11 +298,12 @@ class Psu(Section):
 
 
 def _check_curve(load_key: str, load: list[float], eff_key: str, efficiency: list[float]) -> None:
-    """An efficiency curve: matching lengths, at least 3 increasing positive loads, η in (0, 1]."""
+    """An efficiency (or power-factor) curve: matching lengths, 3 to 100 increasing loads in
+    (0.001, 10], each value in [0.5, 1] (no supply or UPS in service does worse)."""
     if len(load) != len(efficiency) or not 3 <= len(load) <= 100:
         raise ValueError(f"{load_key} and {eff_key} need the same length, 3 to 100 points")
-    if not all(0 < e <= 1 for e in efficiency) or not all(0 < x <= 10 for x in load):
-        raise ValueError(f"{eff_key} must lie in (0, 1] and {load_key} in (0, 10]")
+    if not all(0.5 <= e <= 1 for e in efficiency) or not all(1e-3 <= x <= 10 for x in load):
+        raise ValueError(f"{eff_key} must lie in [0.5, 1] and {load_key} in [0.001, 10]")
     if any(b <= a for a, b in zip(load, load[1:], strict=False)):
         raise ValueError(f"{load_key} must increase, got {load}")
 
@@ -358,31 +360,33 @@ class Cluster(Section):
 class Phase(Section):
     name: str = Field(max_length=200)
     kind: Literal["compute", "communication", "other"]
-    share: float = Field(gt=0, le=1, description="Share of the step time. [1]")
+    share: float = Field(ge=1e-6, le=1, description="Share of the step time. [1]")
     power: float | None = Field(
-        None, gt=0, le=1.2, description="Power of an 'other' phase, fraction of TDP. [1]"
+        None, ge=1e-3, le=1.2, description="Power of an 'other' phase, fraction of TDP. [1]"
     )
 
 
 class Workload(Section):
     step_time: Duration | None = Field(
         None,
-        gt=0,
+        ge=1e-3,
         le=HOUR,
         description="Time of one training step; derived from the model when absent. [s]",
     )
     # bounds: a thousand times the largest models and batches trained (REFERENCES §1, §9)
-    model_params: float = Field(gt=0, le=1e16, description="Model parameters. [1]")
-    tokens_per_step: float = Field(gt=0, le=1e12, description="Global batch. [token]")
-    mfu: float = Field(gt=0, le=1, description="Model FLOPs utilisation. [1]")
+    model_params: float = Field(ge=1e6, le=1e16, description="Model parameters. [1]")
+    tokens_per_step: float = Field(ge=1, le=1e12, description="Global batch. [token]")
+    mfu: float = Field(ge=1e-3, le=1, description="Model FLOPs utilisation. [1]")
     compute_power: float = Field(
-        gt=0, le=1.2, description="GPU power in compute phases, fraction of TDP. [1]"
+        ge=1e-3, le=1.2, description="GPU power in compute phases, fraction of TDP. [1]"
     )
     trough_depth: float = Field(
         ge=0, lt=1, description="Communication-phase power below compute power, fraction. [1]"
     )
     phases: list[Phase] = Field(min_length=1, max_length=100)
-    edge_rate: float = Field(gt=0, le=1e4, description="Rate of power edges, TDP per second. [1/s]")
+    edge_rate: float = Field(
+        ge=1e-3, le=1e4, description="Rate of power edges, TDP per second. [1/s]"
+    )
     offset_spread: Duration = Field(
         0.0,
         ge=0,
@@ -395,6 +399,14 @@ class Workload(Section):
     startup_ramp: Duration = Field(
         ge=0, le=DAY, description="Ramp from loaded to running power at every (re)start. [s]"
     )
+
+    @field_validator("startup_ramp")
+    @classmethod
+    def _ramp(cls, value: float) -> float:
+        if 0 < value < 1e-3:
+            raise ValueError("a start-up ramp is 0 (a step) or at least 1ms")
+        return value
+
     notes: Text = ""
 
     @model_validator(mode="after")
@@ -420,7 +432,7 @@ class Checkpoint(Section):
     interval: Duration | Literal["young-daly"] = Field(
         "young-daly", description="Training time between checkpoints, or Young/Daly's optimum."
     )
-    size: float = Field(gt=0, le=1e9, description="Checkpoint size, whole job. [GB]")
+    size: float = Field(ge=1e-3, le=1e9, description="Checkpoint size, whole job. [GB]")
     # bandwidths from 1 MB/s (a disk) to 10 PB/s: a stall or reload is then a finite time,
     # which the run bounds (MAX_RECOVERY)
     write_bandwidth: float = Field(ge=1e-3, le=1e7, description="Storage write bandwidth. [GB/s]")
@@ -435,7 +447,7 @@ class Checkpoint(Section):
     )
     mode: Literal["blocking", "async"] = "blocking"
     async_blocking_time: Duration = Field(
-        1.0, gt=0, le=HOUR, description="Stall of an async checkpoint (copy to host memory). [s]"
+        1.0, ge=1e-3, le=HOUR, description="Stall of an async checkpoint (copy to host memory). [s]"
     )
 
     @field_validator("interval")
@@ -517,9 +529,9 @@ class Cooling(Section):
     plant: str = Field(description="Catalogue name.")
     type: Literal["outside-air-evaporative", "liquid", "chilled-water"]
     dt: Duration = Field(
-        60.0, gt=0, le=HOUR, description="Plant time step (coarser than the electrical). [s]"
+        60.0, ge=1, le=HOUR, description="Plant time step (coarser than the electrical). [s]"
     )
-    tau: Duration = Field(gt=0, le=DAY, description="Time constant of the plant's response. [s]")
+    tau: Duration = Field(ge=1, le=DAY, description="Time constant of the plant's response. [s]")
     # bounds: chilled water at 5 °C to warm-water liquid cooling at 60 °C (ASHRAE W-classes)
     supply_setpoint: float = Field(
         ge=0, le=70, description="Supply air or coolant temperature held. [°C]"
@@ -537,7 +549,7 @@ class Cooling(Section):
         ge=0, le=1, description="Air-moving power at design load / heat. [1]"
     )
     fan_min_speed: float = Field(
-        0.2, gt=0, le=1, description="Lowest fan speed; 1 for constant-speed fans. [1]"
+        0.2, ge=0.01, le=1, description="Lowest fan speed; 1 for constant-speed fans. [1]"
     )
     pump_fraction: float = Field(ge=0, le=1, description="Pumping power at design load / heat. [1]")
     misc_fraction: float = Field(
@@ -546,13 +558,13 @@ class Cooling(Section):
     design_margin: float = Field(
         1.0, ge=1, le=10, description="Plant capacity over peak IT heat. [1]"
     )
-    evap_effectiveness: float | None = Field(None, gt=0, le=1, description="Media pads. [1]")
-    air_delta_t: float | None = Field(None, gt=0, le=50, description="Air rise across servers. [K]")
+    evap_effectiveness: float | None = Field(None, ge=0.01, le=1, description="Media pads. [1]")
+    air_delta_t: float | None = Field(None, ge=1, le=50, description="Air rise across servers. [K]")
     heat_rejection: Literal["dry-cooler", "tower"] | None = None
     rejection_approach: float | None = Field(
         None, ge=0, le=30, description="Dry cooler over dry-bulb, or tower over wet-bulb. [K]"
     )
-    loop_delta_t: float | None = Field(None, gt=0, le=50, description="Coolant loop range. [K]")
+    loop_delta_t: float | None = Field(None, ge=1, le=50, description="Coolant loop range. [K]")
     chw_supply: float | None = Field(None, ge=0, le=40, description="Chilled-water supply. [°C]")
     economizer: bool = Field(True, description="Waterside economizer (chilled-water plants).")
     economizer_approach: float | None = Field(
@@ -562,7 +574,7 @@ class Cooling(Section):
         None, max_length=200, description="Chiller, a row of the EnergyPlus tables."
     )
     chiller_capacity: float | None = Field(
-        None, gt=0, le=10, description="Installed chiller capacity / peak IT heat. [1]"
+        None, ge=0.01, le=10, description="Installed chiller capacity / peak IT heat. [1]"
     )
     cycles_of_concentration: float = Field(4.0, gt=1, le=100, description="Tower blowdown. [1]")
     source: Text = ""
@@ -604,7 +616,7 @@ class Electrical(Section):
     design_margin: float = Field(1.25, ge=1, le=10, description="Capacity over peak IT power. [1]")
     input_power_factor: float | None = Field(
         None,
-        gt=0,
+        ge=0.5,
         le=1,
         description="Power factor of a double-conversion UPS rectifier, which hides the servers' "
         "reactive power from the grid; none for a chain that passes it through. [1]",
@@ -625,9 +637,9 @@ class Smoothing(Section):
     floor: float = Field(
         ge=0, le=0.9, description="Floor, fraction of TDP (NVML allows 0-90 %). [1]"
     )
-    ramp_up: float = Field(gt=0, le=1e9, description="Largest rise of board power. [W/s]")
+    ramp_up: float = Field(ge=1, le=1e9, description="Largest rise of board power. [W/s]")
     ramp_down: float = Field(
-        gt=0, le=1e9, description="Largest fall of board power (burning). [W/s]"
+        ge=1, le=1e9, description="Largest fall of board power (burning). [W/s]"
     )
     hysteresis: Duration = Field(
         0.0, ge=0, le=HOUR, description="Hold after a rise before a fall. [s]"
@@ -637,7 +649,7 @@ class Smoothing(Section):
 class StopBurn(Section):
     """Burn on job stop or failure: the GPUs ramp down instead of dropping."""
 
-    ramp_down: float = Field(gt=0, le=1e9, description="Ramp-down rate per GPU. [W/s]")
+    ramp_down: float = Field(ge=1, le=1e9, description="Ramp-down rate per GPU. [W/s]")
     delay: Duration = Field(
         0.0,
         ge=0,
@@ -651,8 +663,8 @@ class Storage(Section):
     """A battery: at the racks (inside the IT boundary) or at the site (before the connection)."""
 
     location: Literal["rack", "site"] = "site"
-    power: float = Field(gt=0, le=1e5, description="Rated power. [MW]")
-    energy: float = Field(gt=0, le=1e6, description="Usable energy. [MWh]")
+    power: float = Field(ge=1e-3, le=1e5, description="Rated power. [MW]")
+    energy: float = Field(ge=1e-3, le=1e6, description="Usable energy. [MWh]")
     efficiency: float = Field(0.9, ge=0.1, le=1, description="Round-trip efficiency. [1]")
     delay: Duration = Field(
         0.1, ge=0, le=HOUR, description="Response of controller and converters. [s]"
@@ -667,7 +679,7 @@ class Storage(Section):
         description="Time constant of the smoothed power the grid should see. [s]",
     )
     ramp: float | None = Field(
-        None, gt=0, le=1e5, description="Largest ramp the grid should see, either way. [MW/min]"
+        None, ge=1e-3, le=1e5, description="Largest ramp the grid should see, either way. [MW/min]"
     )
 
     @model_validator(mode="after")
@@ -684,14 +696,17 @@ class Mitigation(Section):
     """Mitigations, each only where the hardware has it (``gpu.levers``)."""
 
     power_cap: float | None = Field(
-        None, gt=0, le=10e3, description="GPU power cap (nvidia-smi -pl). [W]"
+        None, ge=1, le=10e3, description="GPU power cap (nvidia-smi -pl). [W]"
     )
     clock_lock: float | None = Field(
-        None, gt=0, le=1, description="Locked GPU clock, fraction of nominal (nvidia-smi -lgc). [1]"
+        None,
+        ge=0.1,
+        le=1,
+        description="Locked GPU clock, fraction of nominal (nvidia-smi -lgc). [1]",
     )
     software_burn: float | None = Field(
         None,
-        gt=0,
+        ge=0.01,
         le=1,
         description="Dummy work fills every phase of training up to this fraction of TDP. [1]",
     )
@@ -706,18 +721,18 @@ class Grid(Section):
     """The connection: its strength, the registered demand the rules refer to, power factors."""
 
     short_circuit: float = Field(
-        gt=0, le=1e6, description="Short-circuit power of the grid at the connection. [MVA]"
+        ge=1, le=1e6, description="Short-circuit power of the grid at the connection. [MVA]"
     )
-    x_r: float = Field(gt=0, le=1000, description="X/R ratio of the grid impedance. [1]")
+    x_r: float = Field(ge=0.1, le=1000, description="X/R ratio of the grid impedance. [1]")
     registered_demand: float | None = Field(
         None,
-        gt=0,
+        ge=1e-3,
         le=1e5,
         description="Demand registered with the utility; default: the design-day facility "
         "peak. [MW]",
     )
     other_power_factor: float = Field(
-        0.95, gt=0, le=1, description="Cooling and misc loads (motors, drives), lagging. [1]"
+        0.95, ge=0.5, le=1, description="Cooling and misc loads (motors, drives), lagging. [1]"
     )
     source: Text = ""
 
@@ -928,7 +943,9 @@ def loads_scenario(
     raw = parse_toml(text, label)
     site = raw.get("site")
     weather = site.get("weather") if isinstance(site, dict) else None
-    if weather is not None and weather != "synthetic" and weather not in SHIPPED:
+    if weather is not None and not (
+        isinstance(weather, str) and (weather in SHIPPED or weather == "synthetic")
+    ):
         raise ScenarioError(
             f"{label}: site.weather {shorten(weather)}: a scenario read from text may name a "
             f"shipped weather file ({', '.join(SHIPPED)}) or synthetic, not a path"
@@ -1003,7 +1020,7 @@ def _is_file_name(name: str | Path, folder: Path | None) -> bool:
     if isinstance(name, str) and name in presets():
         return False
     path = Path(folder or ".") / name
-    return Path(name).suffix == ".toml" or len(Path(name).parts) > 1 or path.exists()
+    return Path(name).suffix == ".toml" or len(Path(name).parts) > 1 or exists(path)
 
 
 def _read_source(
@@ -1012,7 +1029,7 @@ def _read_source(
     """Text, label and folder (None for a preset) of a preset name or a TOML file."""
     if _is_file_name(name_or_path, folder):
         path = Path(folder or ".") / name_or_path
-        if not path.is_file():
+        if not is_file(path):
             raise ScenarioError(f"scenario file {str(path)!r} does not exist")
         try:
             return path.read_text(encoding="utf-8"), str(path), path.resolve().parent
@@ -1029,7 +1046,15 @@ def _read_source(
 
 def parse_toml(text: str, label: str) -> dict[str, Any]:
     """TOML text as data, never evaluated; nesting deeper than :data:`MAX_DEPTH` is refused
-    (deeper structures are no scenario and would exhaust Python's recursion)."""
+    (deeper structures are no scenario and would exhaust Python's recursion). A key of more
+    parts than a line could need is refused before parsing: the parser's memory grows with the
+    square of its length."""
+    dots = max((line.partition("=")[0].count(".") for line in text.splitlines()), default=0)
+    if dots > 8 * MAX_DEPTH:
+        raise ScenarioError(
+            f"{label}: a key of {dots + 1} dotted parts, nested more than {MAX_DEPTH} deep: no "
+            "scenario or rule needs that; check the key"
+        )
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -1090,9 +1115,16 @@ def _parse_overrides(overrides: Mapping[str, Any] | Iterable[str] | None) -> dic
         for text in overrides:
             key, sep, value = str(text).partition("=")
             if not sep or not key.strip():
-                raise ScenarioError(f"override {text!r} is not of the form key.path=value")
+                raise ScenarioError(f"override {shorten(text)} is not of the form key.path=value")
             items.append((key.strip(), value.strip()))
-    return {key: _toml_value(value) for key, value in items}
+    parsed = {str(key): _toml_value(value) for key, value in items}
+    for key, value in parsed.items():  # as deep as a file may be, counting the key's parts
+        if key.count(".") + _depth(value) >= MAX_DEPTH:
+            raise ScenarioError(
+                f"override {shorten(key)}: nested more than {MAX_DEPTH} deep: check the key "
+                "and the brackets"
+            )
+    return parsed
 
 
 def _toml_value(value: Any) -> Any:
@@ -1192,11 +1224,15 @@ def _explain(exc: ValidationError, most: int = 5) -> str:
     the first branch's reason is given."""
     lines: dict[str, str] = {}
     for err in exc.errors():
-        loc = [p for p in err["loc"] if isinstance(p, int) or _is_key(p)]
+        # pydantic's union branches are no keys; an unknown key (the last part) is the user's,
+        # brackets and all
+        extra = err["type"] == "extra_forbidden"
+        parts = err["loc"][:-1] if extra else err["loc"]
+        loc = [p for p in parts if isinstance(p, int) or _is_key(p)] + list(err["loc"][-1:] * extra)
         where = shorten(".".join(map(str, loc)) or "scenario", 80).strip("'")
         if where in lines:
             continue
-        if err["type"] == "extra_forbidden":
+        if extra:
             parent = ".".join(str(p) for p in loc[:-1] if not isinstance(p, int))
             known = [f"{parent}.{f}" if parent else f for f in _fields_at(tuple(loc[:-1]))]
             guess = f"{parent}.{loc[-1]}" if parent else str(loc[-1])

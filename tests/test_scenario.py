@@ -153,7 +153,7 @@ def test_durations_round_trip_exactly():
         (REFERENCE, {"gpu.idle": 900.0}, r"idle <= stalled <= tdp"),
         (REFERENCE, {"cluster.n_gpus": 12}, r"must fill whole nodes of 8 GPUs"),
         (REFERENCE, {"checkpoint.interval": "0s"}, r"interval must be positive"),
-        (REFERENCE, {"electrical.ups_efficiency": [1.5, 1, 1, 1]}, r"must lie in \(0, 1\]"),
+        (REFERENCE, {"electrical.ups_efficiency": [1.5, 1, 1, 1]}, r"must lie in \[0.5, 1\]"),
         (REFERENCE, {"cooling.plant": "chiled"}, r"unknown cooling plant 'chiled'"),
         (REFERENCE, {"mitigation.power_cap": 100.0}, r"outside the H100-SXM's settable range"),
         (REFERENCE, ["cluster.n_gpus"], r"not of the form key.path=value"),

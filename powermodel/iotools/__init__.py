@@ -1,3 +1,22 @@
 """Readers of external data files. Each returns ``(data, meta)`` with columns renamed to the
 project's vocabulary (after pvlib's ``iotools``); a bad file raises :class:`DataFileError`
 naming the file and the problem."""
+
+from pathlib import Path
+
+
+def is_file(path: str | Path) -> bool:
+    """Whether ``path`` is an existing file; False also for a name the system cannot take
+    (longer than it allows, or holding a NUL byte), which no file can have."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def exists(path: str | Path) -> bool:
+    """Whether ``path`` exists; False for a name the system cannot take (as :func:`is_file`)."""
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False

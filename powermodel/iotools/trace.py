@@ -164,7 +164,10 @@ def _header(path: Path) -> list[str]:
 def _split(header: str) -> tuple[str, str | None]:
     """``"P [kW]"`` (or ``"P (kW)"``) → ``("P", "kW")``; ``"P"`` → ``("P", None)``."""
     match = _HEADER.fullmatch(header)
-    return (match["name"], (match["unit"] or match["paren"]).strip()) if match else (header, None)
+    if not match:
+        return header, None
+    unit = (match["unit"] if match["unit"] is not None else match["paren"]).strip()
+    return match["name"], unit or None  # empty brackets give no unit
 
 
 def _column(

@@ -26,6 +26,7 @@ import pandas as pd
 
 import powermodel
 from powermodel.errors import DataFileError
+from powermodel.iotools import is_file
 
 TYPICAL_YEAR = 2019
 HOURS = 8760
@@ -145,14 +146,14 @@ def resolve_weather(name_or_path: str | Path) -> Path:
     key = str(name_or_path).strip().lower()
     if not isinstance(name_or_path, Path) and key in shipped:
         path = shipped[key]
-        if not path.is_file():
+        if not is_file(path):
             raise DataFileError(
                 f"shipped weather {key!r} not found at {path}: powermodel runs from its "
                 "repository checkout, where data/weather/ holds the EPW files"
             )
         return path
     path = Path(name_or_path).expanduser()
-    if path.is_file():
+    if is_file(path):
         return path
     if path.suffix or len(path.parts) > 1:
         raise DataFileError(f"weather file {path} not found: give an existing .epw or .csv file")
@@ -202,7 +203,8 @@ def site_of(name_or_path: str | Path) -> tuple[str, str | None]:
         return SITES[shipped[path.resolve()]]
     try:
         with path.open("rb") as f:
-            line = _decode(f.readline(_MAX_LINE), path).strip()
+            # the first line, whatever ends it (LF, CRLF, or an old Mac's CR)
+            line = next(iter(_decode(f.read(_MAX_LINE), path).splitlines()), "").strip()
     except OSError as exc:
         raise DataFileError(f"{path}: cannot read the weather file ({exc.strerror})") from exc
     if path.suffix.lower() == ".csv":
@@ -463,7 +465,28 @@ def _design_conditions(line: str) -> tuple[dict | None, str]:
         bad = next((k for k, v in found[section].items() if v is None), None)
         if bad:
             return None, f"the {section.title()} section's {bad} is not a finite number"
-    return found, ""
+    problem = _design_day_problem(found["cooling"])
+    return (None, problem) if problem else (found, "")
+
+
+# What a design day is drawn from (the 0.4, 1 and 2 % cooling rows and the daily range), and
+# the bounds only a garbled line breaks: the temperatures of _PLAUSIBLE, a range under 40 K.
+_DESIGN_DAY_KEYS = ("DB004", "WB_DB004", "DB010", "WB_DB010", "DB020", "WB_DB020", "DBR")
+
+
+def _design_day_problem(cooling: dict) -> str:
+    """Why the cooling design conditions cannot give a design day ("" if they can)."""
+    missing = [k for k in _DESIGN_DAY_KEYS if k not in cooling]
+    if missing:
+        return f"the Cooling section has no {missing[0]}"
+    low, high = _PLAUSIBLE["temp_air"]
+    for tag in ("004", "010", "020"):
+        dry, wet = cooling[f"DB{tag}"], cooling[f"WB_DB{tag}"]
+        if not low <= wet <= dry <= high:
+            return f"the Cooling section's DB{tag} {dry:g} and WB_DB{tag} {wet:g} are no air"
+    if not 0 <= cooling["DBR"] <= 40:
+        return f"the Cooling section's daily range DBR {cooling['DBR']:g} K is none a day has"
+    return ""
 
 
 def _tmy3_calendar(row: str) -> str:

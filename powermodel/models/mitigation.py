@@ -235,9 +235,9 @@ def storage_dispatch(
         rate = ramp / 60.0  # MW/s
         target = _slew(target, dt, rate, rate, 0.0, float(target[0]))
     request = load - target
-    shift = int(round(delay / dt))
+    shift = min(int(round(delay / dt)), request.size)  # a delay past the run: no request
     if shift:
-        request = np.concatenate((np.zeros(shift), request[:-shift]))
+        request = np.concatenate((np.zeros(shift), request[: request.size - shift]))
     eta = np.sqrt(efficiency)
     p, soc = _battery(
         request,

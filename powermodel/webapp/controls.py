@@ -406,6 +406,8 @@ def overrides(
             value = control.empty
         elif control.kind in ("number", "slider"):
             value = value * control.scale
+            if not _finite(value):
+                raise ScenarioError(f"{control.label}: {shorten(raw)} is too large")
             if isinstance(shown(base, control), int) and float(value).is_integer():
                 value = int(value)
             if is_duration(key):
