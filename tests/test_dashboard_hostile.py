@@ -142,6 +142,31 @@ def _upload(app, text: str, filename: str = "mine.toml") -> dict:
     return body["response"]
 
 
+def _open(app, search: str) -> dict:
+    """Load the page at a link: the set_base callback's answer."""
+    status, body = call(
+        app,
+        SET_BASE,
+        [
+            ("url", "search", search),
+            ("preset", "value", None),
+            ("upload-scenario", "contents", None),
+        ],
+        [("upload-scenario", "filename", None)],
+    )
+    assert status == 200
+    return body["response"]
+
+
+def _assemble_opened(app, answer: dict) -> str:
+    """Send the controls as a page load set them; the assemble callback's refusal, if any."""
+    values = {}
+    for kind, prop in (("control", "value"), ("control-date", "date")):
+        values |= dict(zip([c.key for c in BY_PROP[prop]], answer[_all(kind)][prop], strict=True))
+    _, body = call(app, ASSEMBLE, [("base", "data", answer["base"]["data"]), *_controls(values)])
+    return body["response"]["scenario-error"]["children"]
+
+
 # --- severe 1: a scenario's name is never a path ----------------------------------------------
 
 
@@ -155,7 +180,7 @@ def test_scenario_name_never_becomes_a_server_path(app, name):
     answer = _upload(app, text)
     base = answer["base"]["data"]
     values = shown_values(app.board.base(base))
-    status, body = call(app, ASSEMBLE, [("base", "data", base), *_controls_inputs(values)])
+    status, body = call(app, ASSEMBLE, [("base", "data", base), *_controls(values)])
     state = body["response"]["scenario"]["data"]
     client = app.server.test_client()
     for fmt in ("toml", "gridlabd", "csv"):
@@ -166,10 +191,6 @@ def test_scenario_name_never_becomes_a_server_path(app, name):
     assert not list(Path("/tmp").glob(f"*{tag}*"))
     # every download was written in the dashboard's own folder and deleted once opened
     assert not [p for p in Path(app.workdir.name).rglob("*") if p.is_file()]
-
-
-def _controls_inputs(values: dict) -> list:
-    return _controls(values)
 
 
 # --- severe 2: the page's state is rebuilt and checked, never trusted ------------------------
@@ -248,19 +269,9 @@ def test_link_names_presets_only(app, opened, tmp_path):
     # issue 10: ?preset=<any path> loaded any TOML on the server, and its errors named its keys
     secret = _secret(tmp_path)
     opened.clear()
-    status, body = call(
-        app,
-        SET_BASE,
-        [
-            ("url", "search", f"?preset={secret}"),
-            ("preset", "value", None),
-            ("upload-scenario", "contents", None),
-        ],
-        [("upload-scenario", "filename", None)],
-    )
-    message = body["response"]["message"]["children"]
-    assert "not one of" in message and "SECRET" not in json.dumps(body)
-    assert body["response"]["base"]["data"] == {"preset": REFERENCE}
+    answer = _open(app, f"?preset={secret}")
+    assert "not one of" in answer["message"]["children"] and "SECRET" not in json.dumps(answer)
+    assert answer["base"]["data"] == {"preset": REFERENCE}
     assert str(secret) not in opened
 
 
@@ -280,29 +291,11 @@ def test_link_with_an_unphysical_recovery_is_refused_at_once(app, search, messag
     # issue 10: /?preset=...&checkpoint.blocking_time=-10000000 hung the server with unbounded
     # memory, which then failed every request with MemoryError
     started = time.perf_counter()
-    status, body = call(
-        app,
-        SET_BASE,
-        [
-            ("url", "search", f"?preset={REFERENCE}&{search}"),
-            ("preset", "value", None),
-            ("upload-scenario", "contents", None),
-        ],
-        [("upload-scenario", "filename", None)],
-    )
-    assert status == 200
-    answer = body["response"]
+    answer = _open(app, f"?preset={REFERENCE}&{search}")
     if "is not a number" in message:  # the link itself is refused
         assert message in answer["message"]["children"]
     else:
-        values = {}
-        for kind, prop in (("control", "value"), ("control-date", "date")):
-            sent = answer[_all(kind)][prop]
-            values |= dict(zip([c.key for c in BY_PROP[prop]], sent, strict=True))
-        status, body = call(
-            app, ASSEMBLE, [("base", "data", answer["base"]["data"]), *_controls_inputs(values)]
-        )
-        assert message in body["response"]["scenario-error"]["children"]
+        assert message in _assemble_opened(app, answer)
     assert time.perf_counter() - started < 5.0
     # and the server still answers
     assert _summary(app, {"base": {"preset": REFERENCE}, "changes": {}}).startswith("1h")
@@ -422,7 +415,7 @@ def test_controls_of_the_wrong_kind_are_refused_in_words(app):
         ("site.weather", "/etc/passwd", "choose a shipped file"),
     ):
         status, body = call(
-            app, ASSEMBLE, [("base", "data", base), *_controls_inputs(values | {key: value})]
+            app, ASSEMBLE, [("base", "data", base), *_controls(values | {key: value})]
         )
         assert status == 200 and message in body["response"]["scenario-error"]["children"]
     export = (
@@ -458,25 +451,8 @@ def test_no_entry_point_passes_the_step_limit(app, entry):
         line = _summary(app, {"base": {"preset": REFERENCE}, "changes": over})
         assert message in line
         return
-    search = f"?preset={REFERENCE}&simulation.duration=7d&simulation.dt=100ms"
-    status, body = call(
-        app,
-        SET_BASE,
-        [
-            ("url", "search", search),
-            ("preset", "value", None),
-            ("upload-scenario", "contents", None),
-        ],
-        [("upload-scenario", "filename", None)],
-    )
-    answer = body["response"]
-    values = {}
-    for kind, prop in (("control", "value"), ("control-date", "date")):
-        values |= dict(zip([c.key for c in BY_PROP[prop]], answer[_all(kind)][prop], strict=True))
-    status, body = call(
-        app, ASSEMBLE, [("base", "data", answer["base"]["data"]), *_controls_inputs(values)]
-    )
-    assert message in body["response"]["scenario-error"]["children"]
+    answer = _open(app, f"?preset={REFERENCE}&simulation.duration=7d&simulation.dt=100ms")
+    assert message in _assemble_opened(app, answer)
 
 
 def test_an_upload_nested_too_deep_is_refused(app):
@@ -548,7 +524,7 @@ def test_a_store_or_choice_of_the_wrong_shape_is_no_500(app, output, inputs, sta
 def test_a_number_beyond_any_float_is_refused_in_words(app):
     base = {"preset": REFERENCE}
     values = shown_values(app.board.base(base)) | {"cluster.n_gpus": 10**400}
-    status, body = call(app, ASSEMBLE, [("base", "data", base), *_controls_inputs(values)])
+    status, body = call(app, ASSEMBLE, [("base", "data", base), *_controls(values)])
     assert status == 200 and "GPUs:" in body["response"]["scenario-error"]["children"]
     line = _summary(app, {"base": base, "changes": {"cluster.n_gpus": 10**400}})
     assert line.startswith("not simulated") and "is not a number" in line
