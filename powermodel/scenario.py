@@ -1044,16 +1044,25 @@ def _read_source(
     return resources.files(PRESET_PACKAGE).joinpath(f"{name}.toml").read_text(), name, None
 
 
+_MOST_KEY_PARTS = 8 * MAX_DEPTH
+# A key of more parts than that, bare or quoted, with optional blanks around each dot. The
+# look-behind starts a match only at the start of a word and the possessive quantifiers never
+# backtrack, so the search is linear in the text's length.
+_LONG_DOTTED_KEY = re.compile(
+    r"""(?<![\w"'.-])(?:(?:[A-Za-z0-9_-]++|"[^"\n]*+"|'[^'\n]*+')[ \t]*+\.[ \t]*+)"""
+    + f"{{{_MOST_KEY_PARTS},}}"
+)
+
+
 def parse_toml(text: str, label: str) -> dict[str, Any]:
     """TOML text as data, never evaluated; nesting deeper than :data:`MAX_DEPTH` is refused
     (deeper structures are no scenario and would exhaust Python's recursion). A key of more
-    parts than a line could need is refused before parsing: the parser's memory grows with the
-    square of its length."""
-    dots = max((line.partition("=")[0].count(".") for line in text.splitlines()), default=0)
-    if dots > 8 * MAX_DEPTH:
+    parts than a line could need is refused before parsing, wherever it stands (a line's key or
+    one inside an inline table): the parser's time and memory grow with the square of its length."""
+    if _LONG_DOTTED_KEY.search(text):
         raise ScenarioError(
-            f"{label}: a key of {dots + 1} dotted parts, nested more than {MAX_DEPTH} deep: no "
-            "scenario or rule needs that; check the key"
+            f"{label}: a key of more than {_MOST_KEY_PARTS} dotted parts, nested more than "
+            f"{MAX_DEPTH} deep: no scenario or rule needs that; check the key"
         )
     try:
         data = tomllib.loads(text)

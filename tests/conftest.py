@@ -1,4 +1,5 @@
-"""Shared pytest configuration: the headless Chromium that dash.testing's browser fixtures drive."""
+"""Shared pytest configuration: the headless Chromium that dash.testing's browser fixtures drive,
+and the hypothesis profiles of the hostile-input suite (tests/test_hostile.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,19 @@ import os
 import shutil
 
 import pytest
+from hypothesis import settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 from selenium.webdriver.chrome.options import Options
+
+# Examples per property: "ci" (the default) keeps tests/test_hostile.py to a few minutes on two
+# cores; "deep" (HYPOTHESIS_PROFILE=deep) runs 1,300 per property, over 20,000 in all. Failing
+# examples are kept beside pytest's own cache, which git ignores, and replayed first.
+_EXAMPLES = DirectoryBasedExampleDatabase(
+    os.path.join(os.path.dirname(__file__), os.pardir, ".pytest_cache", "hypothesis")
+)
+settings.register_profile("ci", max_examples=60, database=_EXAMPLES, print_blob=True)
+settings.register_profile("deep", max_examples=1300, database=_EXAMPLES, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 CHROMIUM = os.environ.get("DASH_TEST_CHROMEPATH", "/usr/bin/chromium")
 CHROMIUM_ARGS = (
