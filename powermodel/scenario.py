@@ -943,9 +943,7 @@ def loads_scenario(
     raw = parse_toml(text, label)
     site = raw.get("site")
     weather = site.get("weather") if isinstance(site, dict) else None
-    if weather is not None and not (
-        isinstance(weather, str) and (weather in SHIPPED or weather == "synthetic")
-    ):
+    if weather is not None and not (isinstance(weather, str) and not _is_weather_path(weather)):
         raise ScenarioError(
             f"{label}: site.weather {shorten(weather)}: a scenario read from text may name a "
             f"shipped weather file ({', '.join(SHIPPED)}) or synthetic, not a path"
@@ -979,11 +977,15 @@ def _load_raw(
     name_or_path: str | Path, seen: tuple[str, ...], folder: Path | None = None
 ) -> dict[str, Any]:
     """The raw tables of a preset or file with what it ``extends`` merged under it. A relative
-    path in ``extends`` is relative to the file that names it (``folder``), as in an include."""
+    path in ``extends`` or ``site.weather`` is relative to the file that names it, as in an
+    include (an override's weather path, from the API or the CLI, to the working folder)."""
     text, label, where = _read_source(name_or_path, folder)
     raw = parse_toml(text, label)
     site = raw.get("site")
     if isinstance(site, dict) and "weather" in site:
+        weather = site["weather"]
+        if where is not None and isinstance(weather, str) and _is_weather_path(weather):
+            site["weather"] = str(where / weather)  # beside the file, as `extends` is
         _weather_brings_site(site["weather"], site)
     base_name = raw.pop("extends", None)
     if base_name is None:
@@ -998,6 +1000,11 @@ def _load_raw(
     if len(seen) >= MAX_EXTENDS:
         raise ScenarioError(f"{label}: more than {MAX_EXTENDS} files deep in 'extends'")
     return _merge(_load_raw(base_name, seen + (key,), where), raw)
+
+
+def _is_weather_path(weather: str) -> bool:
+    """Whether ``site.weather`` names a file (not a shipped name or synthetic)."""
+    return weather not in SHIPPED and weather != "synthetic"
 
 
 def _weather_brings_site(weather: Any, site: dict[str, Any]) -> None:

@@ -282,6 +282,26 @@ def test_relative_extends_is_relative_to_the_file(tmp_path, monkeypatch):
         load_scenario(tmp_path / "sites" / "loop.toml")
 
 
+def test_a_relative_weather_path_in_a_file_is_relative_to_the_file(tmp_path, monkeypatch):
+    # found in closing issue 10: `extends` was beside the file, a weather path in the same file
+    # was looked for in the working folder
+    (tmp_path / "sites").mkdir()
+    _write_tmy3(tmp_path / "sites" / "723170TYA.csv")
+    (tmp_path / "sites" / "hall.toml").write_text(
+        f'extends = "{REFERENCE}"\n[site]\nweather = "723170TYA.csv"\n'
+    )
+    monkeypatch.chdir(tmp_path)  # not the file's folder, where no such weather file lies
+    sc = load_scenario("sites/hall.toml")
+    assert sc.site.weather == str(tmp_path / "sites" / "723170TYA.csv")
+    assert sc.site.timezone == "Etc/GMT+5"  # and the file brings its zone
+    # an override's path is the user's own, relative to where they are
+    sc = load_scenario("sites/hall.toml", {"site.weather": "sites/723170TYA.csv"})
+    assert sc.site.weather == "sites/723170TYA.csv"
+    (tmp_path / "sites" / "gone.toml").write_text('[site]\nweather = "gone.epw"\n')
+    with pytest.raises(ScenarioError, match="gone.epw"):
+        load_scenario("sites/gone.toml")
+
+
 def test_one_refused_rule_leaves_the_others_reported(capsys):
     # issue 10: ieso-sso said "dt <= 5 ms" in one place and "0.002 s" in another, and one
     # refused rule made check exit 1 with no result for the others
