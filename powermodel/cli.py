@@ -244,7 +244,7 @@ def _size(args: argparse.Namespace) -> int:
         args.registered_demand,
         progress=lambda s: print(f"  running {s}", file=sys.stderr),
     )
-    print(table.to_string(index=False, float_format=_fmt))
+    print(sizing.printable(table).to_string(index=False, float_format=_fmt, na_rep=""))
     return 0
 
 

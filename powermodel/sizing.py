@@ -140,11 +140,12 @@ def size(
     Returns
     -------
     pandas.DataFrame
-        One row per rule and lever: ``setting`` (NaN where the strongest setting still fails:
-        ``verdict`` "cannot", with the causes left in ``still violated by``), the worst value
-        there, and the costs:
-        ``energy_cost`` (extra grid energy, fraction), ``throughput_cost`` (tokens kept, fraction
-        lost), ``storage_cycles_per_day`` and, with prices, ``cost_per_year``.
+        One row per rule and lever: ``setting`` in ``setting unit`` (NaN where the strongest
+        setting still fails: ``verdict`` "cannot", with the causes left in ``still violated
+        by``), the ``worst`` value there and the ``limit`` in ``rule unit``, and the costs:
+        ``grid_energy_cost`` (extra grid energy, fraction), ``grid_energy_mwh_per_day``,
+        ``throughput_cost`` (tokens kept, fraction lost), ``storage_cycles_per_day`` and, with
+        prices, ``cost_per_year`` (:data:`COSTS` labels each; :func:`printable` prints them).
     """
     base = simulate(scenario)
     reference = registered_demand or base.attrs["registered_demand"]
@@ -164,9 +165,9 @@ def size(
     rows = []
     for i, rule in enumerate(rule_list):
         for lever in levers(scenario, rule, reference):
-            row = {"rule": rule.name, "lever": lever.name, "unit": lever.unit}
+            row = {"rule": rule.name, "lever": lever.name}
             if base_results[i].passed:
-                rows.append({**row, "verdict": "passes unmitigated"})
+                rows.append({**row, "setting unit": lever.unit, "verdict": "passes unmitigated"})
                 continue
             found = _bisect(lever, lambda v, lever=lever, i=i: run(lever.settings(v))[2][i].passed)
             setting = lever.strong if found is None else found
@@ -175,9 +176,11 @@ def size(
                 {
                     **row,
                     "setting": np.nan if found is None else found,
+                    "setting unit": lever.unit,
                     "verdict": "cannot" if found is None else "pass",
                     "worst": results[i].worst,
                     "limit": results[i].limit,
+                    "rule unit": rule.unit,
                     # at the strongest setting, what still breaks the rule
                     "still violated by": ", ".join(results[i].by_cause),
                     **({} if found is None else costs(varied, base, ds)),
@@ -202,6 +205,25 @@ def _bisect(lever: Lever, passes: Callable[[float], bool]) -> float | None:
     return strong
 
 
+COSTS = {  # each figure of :func:`costs`: its label, and its value as printed with its unit
+    "grid_energy_cost": ("grid energy change [%]", "{:+.2%}"),
+    "grid_energy_mwh_per_day": ("grid energy change per day", "{:+.2f} MWh/day"),
+    "throughput_cost": ("tokens lost [%]", "{:.2%}"),
+    "storage_cycles_per_day": ("battery full cycles per day", "{:.2f}"),
+    "cost_per_year": ("cost per year", "${:,.0f}"),
+}
+
+
+def printable(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`size`'s table for people: each cost under its label, its value with its unit
+    (blank where the lever was not needed or cannot pass)."""
+    shown = table.copy()
+    for key, (_, fmt) in COSTS.items():
+        if key in shown:
+            shown[key] = [fmt.format(v) if np.isfinite(v) else "" for v in shown[key]]
+    return shown.rename(columns={k: label for k, (label, _) in COSTS.items()})
+
+
 def costs(scenario: Scenario, base: xr.Dataset, mitigated: xr.Dataset) -> dict[str, float]:
     """What the mitigation of ``scenario`` (the mitigated one) costs against the unmitigated
     run: extra grid energy, tokens lost, battery cycling and, with prices, money per year."""
@@ -210,8 +232,8 @@ def costs(scenario: Scenario, base: xr.Dataset, mitigated: xr.Dataset) -> dict[s
     grid = [float(ds["grid_power"].sum()) * dt / 3600.0 for ds in (base, mitigated)]
     tokens = [float(ds["goodput"]) for ds in (base, mitigated)]
     out = {
-        "energy_cost": grid[1] / grid[0] - 1.0,
-        "energy_mwh_per_day": (grid[1] - grid[0]) / days,
+        "grid_energy_cost": grid[1] / grid[0] - 1.0,
+        "grid_energy_mwh_per_day": (grid[1] - grid[0]) / days,
         "throughput_cost": 1.0 - tokens[1] / tokens[0],
     }
     storage = sum(s.energy for s in scenario.mitigation.storage if s.location == "site")

@@ -238,6 +238,14 @@ def test_size_prints_a_setting_per_rule_and_lever():
     )
     assert result.returncode == 0, result.stderr
     assert "power cap" in result.stdout and "site battery" in result.stdout
+    # issue 10: the costs were bare fractions and the worst value and limit had no unit
+    header, *rows = result.stdout.splitlines()
+    for column in ("setting unit", "rule unit", "grid energy change [%]", "tokens lost [%]"):
+        assert column in header
+    cap = next(row for row in rows if " power cap " in row).split()
+    assert cap[cap.index("cap") + 2 : cap.index("cap") + 4] == ["W", "pass"]
+    assert cap[cap.index("pass") + 3] == "MW"  # ieso-15s: a range over 15 s, in MW
+    assert cap[-2] == "MWh/day" and cap[-1].endswith("%")  # tokens lost; no battery cycles
 
 
 def test_export_writes_the_grid_tool_files(tmp_path: Path):

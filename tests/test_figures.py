@@ -276,8 +276,8 @@ def test_metric_table_units(day):
 
 def test_cost_rows_say_their_units():
     costs = {
-        "energy_cost": -0.1,
-        "energy_mwh_per_day": -45.0,
+        "grid_energy_cost": -0.1,
+        "grid_energy_mwh_per_day": -45.0,
         "throughput_cost": 0.05,
         "storage_cycles_per_day": 1.5,
         "cost_per_year": 1.0e6,

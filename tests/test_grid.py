@@ -185,9 +185,9 @@ def test_sizing_finds_a_passing_setting_of_each_lever_where_one_exists(sized):
     assert rows.loc[("ercot-5s", burn), "verdict"] == "cannot"
     # costs: a cap saves energy and costs throughput; a battery costs losses, not tokens
     cap = rows.loc[("ercot-5s", "power cap")]
-    assert cap["energy_cost"] < 0 and cap["throughput_cost"] > 0
+    assert cap["grid_energy_cost"] < 0 and cap["throughput_cost"] > 0
     bat = rows.loc[("ercot-5s", battery)]
-    assert bat["energy_cost"] > 0 and bat["throughput_cost"] == pytest.approx(0.0, abs=1e-12)
+    assert bat["grid_energy_cost"] > 0 and bat["throughput_cost"] == pytest.approx(0.0, abs=1e-12)
     assert bat["storage_cycles_per_day"] > 0
 
 
@@ -548,9 +548,9 @@ def test_mitigation_costs_in_money_with_prices():
     capped_sc = load_scenario(REFERENCE, {**over, **prices, "mitigation.power_cap": 500.0})
     c = costs(capped_sc, base, simulate(capped_sc))
     # a year of the daily energy change at $50/MWh, plus the tokens lost as GPU-hours at $2
-    expected = c["energy_mwh_per_day"] * 365 * 50.0 + c["throughput_cost"] * 16384 * 8760 * 2.0
+    expected = c["grid_energy_mwh_per_day"] * 365 * 50.0 + c["throughput_cost"] * 16384 * 8760 * 2.0
     assert c["cost_per_year"] == pytest.approx(expected)
-    assert c["throughput_cost"] > 0 and c["energy_mwh_per_day"] < 0
+    assert c["throughput_cost"] > 0 and c["grid_energy_mwh_per_day"] < 0
 
 
 def test_rack_batteries_only_where_the_hardware_has_them():

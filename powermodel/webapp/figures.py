@@ -23,6 +23,7 @@ from plotly.subplots import make_subplots
 from plotly_resampler import FigureResampler
 
 from powermodel import rules as rules_mod
+from powermodel import sizing
 from powermodel.analysis import SWING_WINDOW, diurnal_throughput, local_hours, step_seconds
 from powermodel.models import signal
 from powermodel.models.events import State
@@ -677,15 +678,8 @@ def metric_rows(metrics: Sequence[dict[str, Any]], names: Sequence[str]) -> list
 def cost_rows(costs: dict[str, float]) -> list[dict[str, str]]:
     """:func:`powermodel.sizing.costs` as table rows: changes against the run without the
     mitigations, each value with its unit."""
-    labels = {
-        "energy_cost": ("grid energy change [%]", "{:+.2%}"),
-        "energy_mwh_per_day": ("grid energy change per day", "{:+.2f} MWh/day"),
-        "throughput_cost": ("tokens lost [%]", "{:.2%}"),
-        "storage_cycles_per_day": ("battery full cycles per day", "{:.2f}"),
-        "cost_per_year": ("cost per year", "${:,.0f}"),
-    }
     return [
-        {"cost": labels[k][0], "value": labels[k][1].format(v)}
+        {"cost": sizing.COSTS[k][0], "value": sizing.COSTS[k][1].format(v)}
         for k, v in costs.items()
-        if k in labels
+        if k in sizing.COSTS
     ]
