@@ -303,6 +303,37 @@ def test_simulations_queue_first_come_and_beyond_the_queue_the_server_is_busy(
     assert [cache.position(r) for r in runs[:3]] == [0, 0, 0]  # kept
 
 
+def test_simulations_at_once_wait_for_room_under_the_bound(monkeypatch, day):
+    # found in review: with --simulations 2, two runs each under the bound started together
+    # and held twice what it allows (1,600 B reserved under 1,000)
+    running, peak, release = [], [], threading.Event()
+    cache = SimulationCache(max_bytes=1000, simulations=2)
+
+    def slow(scenario):
+        running.append(scenario)
+        peak.append(cache._reserved)
+        release.wait(10)
+        return day
+
+    monkeypatch.setattr(cache_module, "simulate", slow)
+    monkeypatch.setattr(cache_module, "memory_estimate", lambda scenario: 800)
+    monkeypatch.setattr(cache_module, "_arrays_bytes", lambda arrays, counted, seen=None: 100)
+    runs = [load_scenario(REFERENCE, {"simulation.seed": s, **ONE_DAY}) for s in range(2)]
+    threads = [threading.Thread(target=cache.get, args=(run,)) for run in runs]
+    for thread in threads:
+        thread.start()
+    for _ in range(100):  # the second has joined the queue and waits for room
+        if cache.position(runs[1]) == 1 or cache.position(runs[0]) == 1:
+            break
+        time.sleep(0.01)
+    assert len(running) == 1 and sorted(cache.position(r) for r in runs) == [0, 1]
+    release.set()
+    for thread in threads:
+        thread.join(10)
+    # the second started once the first was kept (100 B) and its room given back
+    assert len(running) == 2 and max(peak) == 800 and cache.nbytes <= 1000
+
+
 def test_the_server_is_waitress(tmp_path):
     # issue 10: a team deploys the dashboard behind a production WSGI server; the README's
     # first command (python app.py) serves with waitress

@@ -70,12 +70,35 @@ def create_app(
 
 
 CALLBACK_ROUTE = "/_dash-update-component"
+# The type of each property the callbacks read whose type the page fixes (None aside): the
+# components' own. ``data`` and ``value`` vary by control; the callbacks check those.
+PROP_TYPES: dict[str, type] = {
+    "search": str,
+    "date": str,
+    "contents": str,
+    "filename": str,
+    "n_clicks": int,
+    "n_intervals": int,
+    "relayoutData": dict,
+    "selectedRows": list,
+}
+
+
+def _typed(item: Any) -> bool:
+    """Whether a callback input (or a pattern's list of them) holds what its component sends."""
+    if isinstance(item, list):
+        return all(_typed(i) for i in item)
+    if not isinstance(item, dict):
+        return False
+    value, kind = item.get("value"), PROP_TYPES.get(item.get("property"))
+    return value is None or kind is None or (isinstance(value, kind) and type(value) is not bool)
 
 
 def _callback_shape(app: dash.Dash) -> tuple[str, int] | None:
     """Refuse a callback request whose shape no page of this app sends (Dash itself answers
-    those with HTTP 500): a known server callback, its inputs and state as lists, its outputs
-    as many as it has."""
+    those with HTTP 500, and a callback fails on a value of the wrong type): a known server
+    callback, its inputs and state as lists, its outputs as many as it has, each input of its
+    component's type (:data:`PROP_TYPES`)."""
     request = flask.request
     if request.path != CALLBACK_ROUTE or request.method != "POST":
         return None
@@ -95,6 +118,8 @@ def _callback_shape(app: dash.Dash) -> tuple[str, int] | None:
         and len(body.get("state", [])) == len(spec["state"])
         and (isinstance(outputs, dict) if count == 1 else isinstance(outputs, list))
         and (count == 1 or len(outputs) == count)
+        and _typed(body["inputs"])
+        and _typed(body.get("state", []))
     )
     return None if shaped else ("not a request this page sends\n", 400)
 

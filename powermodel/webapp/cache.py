@@ -2,8 +2,10 @@
 
 The bound counts what is kept (each Dataset's arrays, and the arrays each view holds beside
 them, every memory block once) and the work in flight: a simulation starts only when the memory
-it will take (:func:`powermodel.simulate.memory_estimate`) fits beside what is kept, evicting
-the least recently used runs to make room, and so does the building of a view (figures, rule
+it will take (:func:`powermodel.simulate.memory_estimate`) fits beside the work in flight and
+the runs still in use, evicting the least recently used kept runs to make room (with
+``simulations`` above 1, a run waits until the others leave it room), and so does the building
+of a view (figures, rule
 checks: :data:`VIEW_BYTES_PER_STEP`). A view's Python objects (a figure's layout, a rule
 check's tables) are not counted: under 1 MB a view. At most ``simulations`` run at once, the
 others wait in a first-come queue of bounded length whose positions the page shows; at most
@@ -34,7 +36,7 @@ from powermodel.errors import PowerModelError
 from powermodel.scenario import Scenario
 from powermodel.simulate import memory_estimate, memory_fix, simulate
 
-DEFAULT_BYTES = 3 * 2**30  # a 54-day 1-s run is about 0.6 GB with its views
+DEFAULT_BYTES = 3 * 2**30  # a 54-day 1-s run peaks at 1.5 GB simulating, its views at 0.6 GB
 SCENARIOS_KEPT = 1000
 SIMULATIONS = 1  # at once: on a 2-core machine a second one only slows the first
 QUEUE = 32  # simulations waiting; beyond, a request is told the server is busy
@@ -192,7 +194,11 @@ class SimulationCache:
             self._waiting.append(key)
             try:
                 self._turns.wait_for(
-                    lambda: self._waiting[0] == key and self._running < self.simulations
+                    lambda: (
+                        self._waiting[0] == key
+                        and self._running < self.simulations
+                        and (self._running == 0 or self._held() + need <= self.max_bytes)
+                    )
                 )
             finally:
                 self._waiting.remove(key)
@@ -204,10 +210,11 @@ class SimulationCache:
         held = [need]
 
         def keep(entry: Entry) -> Entry:
-            with self._lock:
+            with self._turns:
                 self._reserved -= held.pop()
                 self._entries[key] = entry
                 dropped = self._evict()
+                self._turns.notify_all()  # what it held is now a kept run, which may go
             release_memory(dropped)
             return entry
 
@@ -263,8 +270,9 @@ class SimulationCache:
             yield
         finally:
             self._in_build.active = False
-            with self._lock:
+            with self._turns:
                 self._reserved -= need
+                self._turns.notify_all()  # a run waiting for room may start
             self._view_slots.release()
 
     @property
@@ -274,9 +282,13 @@ class SimulationCache:
             return self._total()
 
     def _total(self) -> int:
+        return sum(e.nbytes for e in self._entries.values()) + self._held()
+
+    def _held(self) -> int:
+        """What no eviction frees: room held for work in flight, and runs dropped while a
+        request still uses them."""
         self._dropped = [ref for ref in self._dropped if ref() is not None]
-        in_use = sum(getattr(ref(), "nbytes", 0) for ref in self._dropped)
-        return sum(e.nbytes for e in self._entries.values()) + self._reserved + in_use
+        return self._reserved + sum(getattr(ref(), "nbytes", 0) for ref in self._dropped)
 
     def __len__(self) -> int:
         return len(self._entries)
