@@ -28,20 +28,26 @@ def step_seconds(ds: xr.Dataset) -> float:
     return float((times[1] - times[0]) / np.timedelta64(1, "s"))
 
 
+def swing_resolved(dt: float, window: float = SWING_WINDOW) -> bool:
+    """Whether a step resolves a swing within ``window``: two whole steps fit in it."""
+    return window >= 2.0 * dt * (1.0 - 1e-9)
+
+
 def max_swing(
     power: np.ndarray,
     dt: float,
     window: float = SWING_WINDOW,
     where: np.ndarray | None = None,
 ) -> float:
-    """Largest max − min of ``power`` in any rolling ``window``; NaN if it spans under 2 steps.
+    """Largest max − min of ``power`` in any rolling ``window``; NaN if the step does not
+    resolve the window (:func:`swing_resolved`).
 
     The window covers ``round(window / dt)`` interval means (5 s at 1 s: five samples). With
     ``where`` (one bool a sample), only windows wholly inside it count; NaN if none is.
     """
-    size = round(window / dt)
-    if size < 2:
+    if not swing_resolved(dt, window):
         return float("nan")
+    size = round(window / dt)
     swing = signal.rolling_range(power, size)
     if where is not None:
         # a window's share of samples inside is exactly 1 only when all are
@@ -131,7 +137,8 @@ def metrics(ds: xr.Dataset) -> dict[str, Any]:
     exactly. ``effective_training_time`` is a fraction; ``tokens`` counts tokens trained and
     kept. ``pue`` is facility over IT energy for the whole run, ``wue_l_per_kwh`` water per IT
     kWh, ``throughput_lost_to_heat`` the fraction of tokens the clocks lost to weather: against
-    the plant holding its supply setpoint all the time.
+    the plant holding its supply setpoint all the time. A figure the run cannot give is NaN,
+    and ``not_measured`` says why, by key.
     """
     power = ds["it_power"].values
     dt = step_seconds(ds)
@@ -140,7 +147,7 @@ def metrics(ds: xr.Dataset) -> dict[str, Any]:
     categories, counts = np.unique(ds["event_category"].values[unexpected], return_counts=True)
     facility = _facility_metrics(ds, dt) if "facility_power" in ds else {}
     grid = grid_metrics(ds, dt) if "grid_power" in ds else {}
-    return {
+    out = {
         "it_energy_mwh": float(power.sum() * dt / 3600.0),
         "it_mean_mw": float(power.mean()),
         "it_peak_mw": float(power.max()),
@@ -154,6 +161,24 @@ def metrics(ds: xr.Dataset) -> dict[str, Any]:
         **facility,
         **grid,
     }
+    out["not_measured"] = {
+        key: _why_not_measured(key, dt)
+        for key, value in out.items()
+        if isinstance(value, float) and not np.isfinite(value)
+    }
+    return out
+
+
+def _why_not_measured(key: str, dt: float) -> str:
+    """Why a metric of a run is NaN, in words the CLI and the dashboard show in its place."""
+    if "_swing_5s" in key and not swing_resolved(dt):
+        coarsest = format_duration(SWING_WINDOW / 2.0)
+        return f"not resolved at a {format_duration(dt)} step (needs dt <= {coarsest})"
+    if key.endswith("_training_mw"):
+        return f"none: no {SWING_WINDOW:g}-s window lies wholly in training"
+    if key.endswith("_per_token_j"):
+        return "none: no tokens trained"
+    return "not measured"
 
 
 def _facility_metrics(ds: xr.Dataset, dt: float) -> dict[str, float]:

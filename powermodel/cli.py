@@ -266,12 +266,9 @@ def _presets(args: argparse.Namespace) -> int:
 
 
 def _print_summary(name: str, result: dict[str, Any], attrs: dict, elapsed: float) -> None:
-    # a 5-s swing spans two steps at least: at a coarser step it is not measured (NaN)
-    unresolved = f"not resolved at a {format_duration(attrs['dt'])} step (needs dt <= 2.5s)"
-
-    def swing(key: str, unit: str = "MW", digits: int = 2) -> str:
+    def shown(key: str, unit: str = "MW", digits: int = 2) -> str:
         value = result[key]
-        return f"{value:.{digits}f} {unit}" if np.isfinite(value) else unresolved
+        return f"{value:.{digits}f} {unit}" if np.isfinite(value) else result["not_measured"][key]
 
     rows = [
         ("scenario", name),
@@ -287,7 +284,7 @@ def _print_summary(name: str, result: dict[str, Any], attrs: dict, elapsed: floa
             "IT power mean / peak / min",
             "{it_mean_mw:.2f} / {it_peak_mw:.2f} / {it_min_mw:.2f} MW".format(**result),
         ),
-        ("IT largest 5-s swing", swing("it_swing_5s_mw")),
+        ("IT largest 5-s swing", shown("it_swing_5s_mw")),
         ("unexpected interruptions", f"{result['unexpected_interruptions']}"),
         ("planned interruptions", f"{result['planned_interruptions']}"),
         (
@@ -301,12 +298,12 @@ def _print_summary(name: str, result: dict[str, Any], attrs: dict, elapsed: floa
         ),
         (
             "grid largest 5-s swing / its ΔV",
-            f"{swing('grid_swing_5s_mw')} / {swing('grid_voltage_swing_5s_pct', '%', 3)}"
+            f"{shown('grid_swing_5s_mw')} / {shown('grid_voltage_swing_5s_pct', '%', 3)}"
             if np.isfinite(result["grid_swing_5s_mw"])
-            else unresolved,
+            else result["not_measured"]["grid_swing_5s_mw"],
         ),
-        ("grid largest 5-s swing while training", swing("grid_swing_5s_training_mw")),
-        ("grid energy per token", f"{result['grid_energy_per_token_j']:.2f} J"),
+        ("grid largest 5-s swing while training", shown("grid_swing_5s_training_mw")),
+        ("grid energy per token", shown("grid_energy_per_token_j", "J")),
         ("cooling energy", f"{result['cooling_energy_mwh']:,.1f} MWh"),
         ("throughput lost to heat", f"{100 * result['throughput_lost_to_heat']:.2f} %"),
         ("effective training time", f"{100 * result['effective_training_time']:.1f} %"),

@@ -470,9 +470,8 @@ def _check_band(rule: Rule, dt: float) -> None:
     low, high = rule.band
     raise RuleError(
         f"rule {rule.name} measures {low:g}-{high:g} Hz: a {format_duration(dt)} profile "
-        f"resolves only up to {signal.resolved(dt):g} Hz; simulate at dt <= "
-        f"{format_duration(signal.step_for(high))} to resolve the whole band (dt <= "
-        f"{format_duration(signal.step_for(low))} resolves its low edge only)"
+        f"resolves only up to {signal.resolved(dt):g} Hz; for the whole band, "
+        f"{signal.step_advice(high)} (for its low edge, {signal.step_advice(low)})"
     )
 
 
@@ -483,8 +482,7 @@ def describe(rule: Rule) -> str:
         parts.append(f"averaged over {format_duration(rule.averaging)}")
     if rule.band:
         parts.append(
-            f"filtered to {rule.band[0]:g}-{rule.band[1]:g} Hz (resolved whole at dt <= "
-            f"{format_duration(signal.step_for(rule.band[1]))})"
+            f"filtered to {rule.band[0]:g}-{rule.band[1]:g} Hz ({signal.step_advice(rule.band[1])})"
         )
     parts.append(
         f"{rule.statistic.replace('_', ' ')} ({rule.direction}) in {format_duration(rule.window)}"

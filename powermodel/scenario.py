@@ -17,7 +17,6 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-import math
 import re
 import tomllib
 import zoneinfo
@@ -41,72 +40,16 @@ from pydantic import (
     model_validator,
 )
 
+from powermodel.durations import format_duration, parse_duration
 from powermodel.errors import DataFileError, ScenarioError
 from powermodel.iotools import exists, is_file
 from powermodel.iotools.weather import SHIPPED, site_of
 from powermodel.models import weather as wx
+from powermodel.models.signal import FINEST_STEP
 from powermodel.models.thermal import DYNAMIC_EXPONENT
 from powermodel.models.workload import phase_levels
 
 PRESET_PACKAGE = "powermodel.presets"
-
-_UNITS = {
-    "ms": 1e-3,
-    "s": 1.0,
-    "sec": 1.0,
-    "min": 60.0,
-    "h": 3600.0,
-    "hr": 3600.0,
-    "d": 86400.0,
-    "day": 86400.0,
-    "days": 86400.0,
-    "w": 7 * 86400.0,
-}
-_DURATION = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
-_UNIT_HINT = (
-    "write a number and a unit, one of ms, s, min, h, d, w (e.g. '100ms', '1s', '10min', '54d')"
-)
-
-
-def parse_duration(value: Any) -> float:
-    """Seconds from a duration written with its unit: ``"54d"``, ``"1s"``, ``"100ms"``,
-    ``"10min"``, ``"2h"``.
-
-    A bare number is refused: ``duration = 7`` could mean seven seconds or seven days, and a
-    scenario must say which. Negative and non-finite durations (``"1e400s"``) are refused too.
-    """
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        raise ValueError(f"{value!r} has no unit: {_UNIT_HINT}")
-    if not isinstance(value, str):
-        raise ValueError(f"expected a duration such as '10min', got {value!r}")
-    match = _DURATION.match(value)
-    unit = match.group(2).lower() if match else None
-    if unit == "":
-        raise ValueError(f"{value!r} has no unit: {_UNIT_HINT}")
-    if match is None or unit not in _UNITS:
-        raise ValueError(f"cannot read {value!r} as a duration: {_UNIT_HINT}")
-    seconds = float(match.group(1)) * _UNITS[unit]
-    if not math.isfinite(seconds):
-        raise ValueError(f"{value!r} is not a finite duration")
-    if seconds < 0:
-        raise ValueError(f"{value!r} is negative: a duration is zero or longer")
-    return seconds
-
-
-def format_duration(seconds: float) -> str:
-    """The shortest string that :func:`parse_duration` reads back to exactly ``seconds``."""
-    seconds = float(seconds)
-    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
-        count = round(seconds / size)
-        if count >= 1 and count * size == seconds:
-            return f"{count}{unit}"
-    if seconds == round(seconds):
-        return f"{round(seconds)}s"
-    millis = round(seconds * 1e3)
-    if millis * 1e-3 == seconds:
-        return f"{millis}ms"
-    return f"{seconds!r}s"
-
 
 Duration = Annotated[
     float,
@@ -157,8 +100,11 @@ class Simulation(Section):
 
     @model_validator(mode="after")
     def _grid(self) -> Simulation:
-        if self.dt < 1e-3:
-            raise ValueError(f"dt {format_duration(self.dt)} is below 1 ms, the model's floor")
+        if self.dt < FINEST_STEP:
+            raise ValueError(
+                f"dt {format_duration(self.dt)} is below {format_duration(FINEST_STEP)}, the "
+                "model's floor"
+            )
         if self.dt > self.duration:
             raise ValueError(
                 f"dt ({format_duration(self.dt)}) is longer than the duration "

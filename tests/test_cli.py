@@ -135,7 +135,7 @@ BAD = [
     (["run", REFERENCE, "-o", "out.xlsx"], "unknown extension '.xlsx'"),
     (["run", REFERENCE, *SHORT, "--resample", "7s"], "whole multiple"),
     (["check", REFERENCE, *SHORT, "--rules", "ercot"], "unknown rule 'ercot'"),
-    (["check", REFERENCE, *SHORT, "--rules", "lipa-high"], "simulate at dt <= 2ms"),
+    (["check", REFERENCE, *SHORT, "--rules", "lipa-high"], "a profile at dt <= 2ms resolves it"),
     (["check", "missing.csv", "--rules", "ercot-5s"], "missing.csv: no such file"),
     (["export", REFERENCE, *SHORT, "--to", "pypsa", "-o", "x", "--resample", "7min"], "divides"),
     (

@@ -316,7 +316,22 @@ def test_a_swing_the_step_cannot_measure_says_so():
     m = metrics(coarse)
     assert np.isnan(m["grid_swing_5s_mw"])
     rows = {r["metric"]: r["this"] for r in figures.metric_rows([m], ["this"])}
-    assert rows["largest 5-s swing at the grid [MW]"] == "not resolved at this step"
+    unresolved = "not resolved at a 10s step (needs dt <= 2.5s)"
+    assert rows["largest 5-s swing at the grid [MW]"] == unresolved
+    # found in review: a 3-s step printed a "5-s swing" over a 6-s window, and a run that never
+    # trains said its step was too coarse. Two whole steps must fit the window, and each NaN
+    # says its own reason (the CLI prints the same words)
+    three = metrics(coarse.isel(time=slice(0, 2)).assign_attrs(dt=3.0))
+    assert three["not_measured"]["grid_swing_5s_mw"].startswith("not resolved at a 3s step")
+    idle = load_scenario(REFERENCE, {"simulation.duration": "10min", "workload.startup_ramp": "1d"})
+    m = metrics(simulate(idle))
+    assert np.isfinite(m["grid_swing_5s_mw"]) and m["tokens"] == 0
+    assert m["not_measured"] == {
+        "grid_swing_5s_training_mw": "none: no 5-s window lies wholly in training",
+        "grid_energy_per_token_j": "none: no tokens trained",
+    }
+    rows = {r["metric"]: r["this"] for r in figures.metric_rows([m], ["this"])}
+    assert rows["grid energy per token [J]"] == "none: no tokens trained"
 
 
 def test_the_swing_row_draws_its_top_bold(day):

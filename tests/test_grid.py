@@ -399,7 +399,7 @@ def test_a_band_above_half_nyquist_is_refused():
     with pytest.raises(PowerModelError, match="half the Nyquist"):
         signal.band_variance(x, 1.0, 0.1, 0.5)
     ds = simulate(load_scenario(REFERENCE, {**QUIET, "simulation.duration": "1h"}))
-    with pytest.raises(RuleError, match="dt <= 2ms to resolve the whole band"):
+    with pytest.raises(RuleError, match="for the whole band, a profile at dt <= 2ms resolves it"):
         check(ds, load_rules("lipa-high"))
     with pytest.raises(PowerModelError, match="shorter than five steps"):
         check(

@@ -10,7 +10,10 @@ import numpy as np
 from scipy import signal as sps
 from scipy.ndimage import maximum_filter1d, minimum_filter1d
 
+from powermodel.durations import format_duration
 from powermodel.errors import PowerModelError
+
+FINEST_STEP = 1e-3  # s: the finest step the model simulates (scenario's floor of dt)
 
 
 def nyquist(dt: float) -> float:
@@ -28,10 +31,22 @@ def resolved(dt: float) -> float:
 
 
 def step_for(frequency: float) -> float:
-    """A round step [s] (1, 2 or 5 × 10^k) whose grid resolves ``frequency`` [Hz]."""
+    """A round step [s] (1, 2 or 5 × 10^k) whose grid resolves ``frequency`` [Hz] (> 0)."""
     finest = 0.25 / frequency
     decade = 10.0 ** np.floor(np.log10(finest))
     return float(max(m for m in (1.0, 2.0, 5.0) if m * decade <= finest * (1 + 1e-9)) * decade)
+
+
+def step_advice(frequency: float) -> str:
+    """The step of a profile that resolves ``frequency`` [Hz], in words: "a profile at dt <=
+    50ms", or why no profile of the model does (it needs a step below :data:`FINEST_STEP`)."""
+    finest = 0.25 / frequency
+    if not finest >= FINEST_STEP:  # also a frequency so high that the step is 0
+        return (
+            f"no profile resolves it: that needs a step under the model's finest, "
+            f"{format_duration(FINEST_STEP)}"
+        )
+    return f"a profile at dt <= {format_duration(step_for(frequency))} resolves it"
 
 
 def high_pass(x: np.ndarray, dt: float, cutoff: float) -> np.ndarray:
@@ -75,8 +90,9 @@ def samples(window: float, dt: float, what: str = "window") -> int:
     n = int(round(window / dt))
     if window < 5.0 * dt - 1e-9:
         raise PowerModelError(
-            f"a {what} of {window:g} s is shorter than five steps of {dt:g} s: the profile cannot "
-            f"support that verdict; simulate at dt <= {step_for(1.25 / window):g} s"
+            f"a {what} of {format_duration(window)} is shorter than five steps of "
+            f"{format_duration(dt)}: the profile cannot support that verdict; "
+            f"{step_advice(1.25 / window)}"
         )
     return n
 
@@ -132,7 +148,7 @@ def band_variance(
     if high > resolved(dt) + 1e-12:
         raise PowerModelError(
             f"the band {low:g}-{high:g} Hz reaches above half the Nyquist frequency of a "
-            f"{dt:g} s profile ({resolved(dt):g} Hz): simulate at dt <= {step_for(high):g} s"
+            f"{format_duration(dt)} profile ({resolved(dt):g} Hz): {step_advice(high)}"
         )
     f, p = spectrum(x, dt, segment)
     df = f[1] - f[0]

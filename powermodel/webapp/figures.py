@@ -24,7 +24,13 @@ from plotly_resampler import FigureResampler
 
 from powermodel import rules as rules_mod
 from powermodel import sizing
-from powermodel.analysis import SWING_WINDOW, diurnal_throughput, local_hours, step_seconds
+from powermodel.analysis import (
+    SWING_WINDOW,
+    diurnal_throughput,
+    local_hours,
+    step_seconds,
+    swing_resolved,
+)
 from powermodel.models import signal
 from powermodel.models.events import State
 
@@ -374,9 +380,11 @@ def grid_figure(ds: xr.Dataset, results: Sequence[rules_mod.RuleResult] = ()) ->
             (q, "Q at the connection", COLORS["grid_reactive_power"], 2),
         ],
     )
-    n = round(SWING_WINDOW / dt)
-    if n >= 2:
-        swing, name = signal.rolling_range(p, n), f"max − min in {SWING_WINDOW:g} s, unfiltered"
+    if swing_resolved(dt):
+        swing, name = (
+            signal.rolling_range(p, round(SWING_WINDOW / dt)),
+            f"max − min in {SWING_WINDOW:g} s, unfiltered",
+        )
         minute = round(MEAN_WINDOW / dt)
         _line(fig, times, swing, f"{name} [MW]", 3, SWING_COLOR, opacity=LIGHT, legendgroup=name)
         # what matters of the swing is its top: the largest in each minute, bold
@@ -412,7 +420,7 @@ def ramp_figure(ds: xr.Dataset, bins: int = 60) -> go.Figure:
         n = signal.samples(60.0, dt)
         readings["1-min net change"] = ("MW", signal.net_change(p, n)[n:])
         readings["1-min average slope"] = ("MW/min", signal.average_slope(p, n)[2 * n :])
-    if round(SWING_WINDOW / dt) >= 2:
+    if swing_resolved(dt):
         readings["5-s max − min"] = ("MW", signal.rolling_range(p, round(SWING_WINDOW / dt)))
     fig = make_subplots(
         rows=1,
@@ -663,10 +671,10 @@ def metric_rows(metrics: Sequence[dict[str, Any]], names: Sequence[str]) -> list
         if any(v is None for v in values):
             continue
         row = {"metric": f"{label} [{unit}]" if unit else label}
-        # a 5-s swing at a coarser step is not measured (NaN): say so, not "nan"
+        # a figure the run cannot give (NaN) says why, not "nan"
         row |= {
-            column: fmt.format(v) if np.isfinite(v) else "not resolved at this step"
-            for column, v in zip(names, values, strict=True)
+            column: fmt.format(v) if np.isfinite(v) else m.get("not_measured", {}).get(key, "")
+            for column, v, m in zip(names, values, metrics, strict=True)
         }
         if len(values) == 2:
             a, b = (float(v) for v in values)
