@@ -22,7 +22,7 @@ from powermodel.errors import PowerModelError
 from powermodel.facility import design_conditions, design_day
 from powermodel.rules import describe, load_rules, rule_names
 from powermodel.scenario import format_duration, load_scenario, presets
-from powermodel.sensitivity import check_seeds, check_sensitivity, sensitivity
+from powermodel.sensitivity import check_seeds, check_sensitivity, seed_count, sensitivity
 from powermodel.simulate import preflight, simulate
 
 
@@ -194,8 +194,7 @@ INTERNAL = 70  # EX_SOFTWARE of sysexits.h
 
 def _check(args: argparse.Namespace) -> int:
     rule_list = load_rules(args.rules)
-    if args.seeds < 1:
-        raise PowerModelError(f"--seeds must be at least 1, got {args.seeds}")
+    seed_count(args.seeds)
     demand = args.registered_demand
     trace = args.target.lower().endswith(".csv")
     if trace and (args.sensitivity or args.seeds > 1 or args.overrides):

@@ -275,16 +275,19 @@ def _check_one(ds: xr.Dataset, rule: Rule, dt: float, reference: float | None) -
     limit = rule.threshold(reference)
     _check_band(rule, dt)
     n = signal.samples(rule.window, dt)
-    # the samples a statistic looks back over: two windows for the slope of the average
+    # the samples a reading looks back over: the averaging, then the window (two for the
+    # slope of the average); a reading needs all of them, or it measures a partial window
     span = 2 * n if rule.statistic == "average_slope" else n
+    lookback = span + (signal.samples(rule.averaging, dt, "averaging") if rule.averaging else 0)
     size = ds.sizes["time"]
-    if span >= size:  # refused before any work: the window's arrays would be the largest
+    if lookback >= size:  # refused before any work: the window's arrays would be the largest
         raise RuleError(
-            f"rule {rule.name} looks at {format_duration(span * dt)} at a time, longer than the "
-            f"profile ({format_duration(size * dt)}): check a longer run or trace"
+            f"rule {rule.name} looks at {format_duration(lookback * dt)} at a time, longer "
+            f"than the profile ({format_duration(size * dt)}): check a longer run or trace"
         )
     value = measure(ds[rule.signal].values.astype(np.float64), rule, dt)
-    lookback = span + (signal.samples(rule.averaging, dt, "averaging") if rule.averaging else 0)
+    if rule.averaging:  # the first readings average fewer samples: no meter reads those
+        value[: lookback - 1] = -np.inf
     over = value > limit
     cause = np.where(over, _causes(ds, rule, dt, limit, lookback, over), -1)
     # a violation is a run of samples over the limit with one cause

@@ -8,6 +8,7 @@ import pandas as pd
 
 from powermodel import rules
 from powermodel.analysis import metrics
+from powermodel.errors import PowerModelError
 from powermodel.scenario import Scenario, load_scenario
 from powermodel.simulate import simulate
 
@@ -21,6 +22,7 @@ HEADLINE = [
     "grid_swing_5s_training_mw",
     "effective_training_time",
 ]
+MAX_SEEDS = 1000  # runs of one check: each is a whole simulation, its results all kept
 
 
 def sensitivity(scenario: Scenario, progress: Callable[[str], None] | None = None) -> pd.DataFrame:
@@ -55,6 +57,16 @@ def _headline(scenario: Scenario) -> dict[str, float]:
     return {name: result[name] for name in HEADLINE}
 
 
+def seed_count(seeds: int) -> int:
+    """``seeds``, refused outside 1 to :data:`MAX_SEEDS` before any run."""
+    if not 1 <= seeds <= MAX_SEEDS:
+        raise PowerModelError(
+            f"--seeds must be 1 to {MAX_SEEDS:,}, got {seeds:,}: a P95 is steady after a few "
+            "tens of seeds"
+        )
+    return seeds
+
+
 def check_seeds(
     scenario: Scenario,
     rule_list: list[rules.Rule],
@@ -64,6 +76,7 @@ def check_seeds(
     """:func:`powermodel.rules.check_each` on ``seeds`` runs from the scenario's seed on: each
     run's results, and the rules refused (for the step, length or registered demand, which the
     seed does not change: found on the first run, not asked again)."""
+    seed_count(seeds)
     first = scenario.simulation.seed
     runs = (
         simulate(load_scenario(scenario, {"simulation.seed": seed}))

@@ -15,12 +15,13 @@ import tracemalloc
 
 import numpy as np
 import pytest
+import xarray as xr
 from test_weather import _write_tmy3
 
 from powermodel import cli, load_scenario, metrics, simulate
 from powermodel.errors import ScenarioError
 from powermodel.models import events
-from powermodel.rules import RuleError, check, load_rules
+from powermodel.rules import Rule, RuleError, check, load_rules
 from powermodel.simulate import derive, recoveries, timeline
 
 REFERENCE = "llama3-405b-16k-h100"
@@ -154,6 +155,15 @@ def test_gpu_count_is_bounded(capsys):
 )
 def test_infinite_values_are_one_line(capsys, argv, match):
     refused(capsys, "run", REFERENCE, *argv, match=match)
+
+
+@pytest.mark.parametrize("seeds", ["0", "-1", "100000000"])
+def test_a_seed_count_beyond_the_bound_is_refused_before_any_run(capsys, seeds):
+    # found in review: --seeds 100000000 ran until killed, its results piling up
+    refused(
+        capsys, "check", REFERENCE, *HOUR, "--rules", "ercot-5s", "--seeds", seeds,
+        match="--seeds must be 1 to 1,000", within=5.0,
+    )  # fmt: skip
 
 
 def test_a_run_that_would_not_fit_in_memory_is_refused_before_it_starts(capsys, monkeypatch):
@@ -300,6 +310,26 @@ def test_a_relative_weather_path_in_a_file_is_relative_to_the_file(tmp_path, mon
     (tmp_path / "sites" / "gone.toml").write_text('[site]\nweather = "gone.epw"\n')
     with pytest.raises(ScenarioError, match="gone.epw"):
         load_scenario("sites/gone.toml")
+
+
+def _rule(**fields) -> Rule:
+    base = {"name": "r", "title": "", "source": "", "status": "proposal", "limit": 1.0}
+    return Rule.model_validate(base | fields)
+
+
+def test_a_reading_over_a_partial_average_is_no_verdict():
+    # found in review: a 1-d average on a 1-h run gave FAIL, worst at 00:00:13: near the
+    # start the rolling mean averages fewer samples, which no meter reports
+    times = np.arange(3600) * np.timedelta64(1, "s") + np.datetime64("2025-07-01")
+    swinging = 100.0 + 10.0 * np.sign(np.sin(2 * np.pi * np.arange(3600) / 10.0))  # ±10 MW
+    ds = xr.Dataset({"grid_power": ("time", swinging)}, coords={"time": times}, attrs={"dt": 1.0})
+    longer = r"looks at 86405s at a time, longer than the profile \(1h\)"
+    with pytest.raises(RuleError, match=longer):
+        check(ds, [_rule(averaging="1d", window="5s", statistic="range")])
+    # a 15-min average of a 10-s swing is flat: 1 MW/min is never broken once it is whole
+    (result,) = check(ds, [_rule(averaging="15min", window="1min", statistic="rate")])
+    assert result.passed and len(result.violations) == 0
+    assert result.worst < 0.2  # MW/min: whole averages move 20 MW × 6 s / 900 s a minute
 
 
 def test_one_refused_rule_leaves_the_others_reported(capsys):
