@@ -908,7 +908,8 @@ def loads_scenario(
 def _build(raw: dict[str, Any], overrides: Mapping[str, Any] | Iterable[str] | None) -> Scenario:
     parsed = _parse_overrides(overrides)
     if "site.weather" in parsed:
-        brought: dict[str, Any] = {}
+        # the site as the overrides set it: what they set is kept, the rest the file brings
+        brought = {k: parsed[f"site.{k}"] for k in ("name", "timezone") if f"site.{k}" in parsed}
         _weather_brings_site(parsed["site.weather"], brought)
         for key, value in brought.items():
             parsed.setdefault(f"site.{key}", value)
@@ -963,8 +964,13 @@ def _weather_brings_site(weather: Any, site: dict[str, Any]) -> None:
     except DataFileError as exc:
         raise ScenarioError(f"site.weather: {exc}") from None
     site.setdefault("name", name)
-    if zone is not None:
-        site.setdefault("timezone", zone)
+    if zone is None and "timezone" not in site:
+        raise ScenarioError(
+            f"site.weather: {shorten(weather)} keeps standard time a fraction of an hour from "
+            "UTC that no zone without daylight saving keeps: set site.timezone beside it (an "
+            "IANA name, e.g. America/St_Johns)"
+        )
+    site.setdefault("timezone", zone)
 
 
 def _is_file_name(name: str | Path, folder: Path | None) -> bool:

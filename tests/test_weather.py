@@ -10,9 +10,12 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from powermodel.errors import DataFileError
+from powermodel import load_scenario
+from powermodel.errors import DataFileError, ScenarioError
 from powermodel.iotools import weather as io
 from powermodel.models import weather
+
+REFERENCE = "llama3-405b-16k-h100"
 
 STERLING = io.SHIPPED["sterling"]
 
@@ -425,7 +428,12 @@ def test_site_of_a_file_reads_its_first_line_only(tmp_path):
     assert io.site_of(path) == ("Washington Dc Dulles IntL Ar, VA", "Etc/GMT+5")
     zone = zoneinfo.ZoneInfo(io.site_of(path)[1])  # POSIX sign: Etc/GMT+5 is UTC−5
     assert zone.utcoffset(datetime(2019, 7, 1)) == timedelta(hours=-5)
-    for offset, expected in (("5.5", None), ("0", "Etc/GMT"), ("14", "Etc/GMT-14")):
+    for offset, expected in (
+        ("5.5", "Asia/Kolkata"),
+        ("-3.5", None),  # St John's keeps daylight saving: no zone keeps its standard time
+        ("0", "Etc/GMT"),
+        ("14", "Etc/GMT-14"),
+    ):
         _write_epw(path, [_set(lines[0], 8, offset)])
         assert io.site_of(path)[1] == expected
     _write_epw(path, [_set(_set(lines[0], 1, ""), 2, "-")])
@@ -433,6 +441,26 @@ def test_site_of_a_file_reads_its_first_line_only(tmp_path):
     tmy3 = tmp_path / "723170TYA.csv"
     _write_tmy3(tmy3)
     assert io.site_of(tmy3) == ("GREENSBORO PIEDMONT TRIAD INT, NC", "Etc/GMT+5")
+
+
+def test_fractional_zones_keep_their_standard_time_all_year():
+    # found in review: a weather file at UTC+5:30 kept the preset's New York zone, so the
+    # diurnal chart and "lowest at HH:00" were in the wrong zone
+    for offset, name in io.FRACTIONAL_ZONES.items():
+        zone = zoneinfo.ZoneInfo(name)
+        for month in (1, 7):  # the same offset winter and summer: no daylight saving
+            assert zone.utcoffset(datetime(2025, month, 15)) == timedelta(hours=offset), name
+
+
+def test_a_weather_file_at_an_offset_no_zone_keeps_asks_for_the_zone(tmp_path):
+    lines = _epw_lines()
+    path = _write_epw(tmp_path / "stjohns.epw", [_set(lines[0], 8, "-3.5"), *lines[1:]])
+    with pytest.raises(ScenarioError, match="set site.timezone beside it"):
+        load_scenario(REFERENCE, {"site.weather": str(path)})
+    zoned = {"site.weather": str(path), "site.timezone": "America/St_Johns"}
+    assert load_scenario(REFERENCE, zoned).site.timezone == "America/St_Johns"
+    path = _write_epw(tmp_path / "delhi.epw", [_set(lines[0], 8, "5.5"), *lines[1:]])
+    assert load_scenario(REFERENCE, {"site.weather": str(path)}).site.timezone == "Asia/Kolkata"
 
 
 def test_site_of_refuses_what_the_readers_refuse(tmp_path):

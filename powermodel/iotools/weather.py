@@ -188,8 +188,9 @@ def site_of(name_or_path: str | Path) -> tuple[str, str | None]:
     timezone : str or None
         A shipped file's IANA zone (``"America/New_York"``). For another file, the fixed zone
         ``Etc/GMT±N`` of its whole-hour standard offset, with POSIX's inverted sign (UTC−5 is
-        ``Etc/GMT+5``); it keeps no daylight saving, as the file's own times do. None for a
-        fractional offset, which no ``Etc/`` zone holds.
+        ``Etc/GMT+5``); it keeps no daylight saving, as the file's own times do. A fractional
+        offset has the zone of :data:`FRACTIONAL_ZONES`; None for one no zone keeps without
+        daylight saving.
 
     Raises
     ------
@@ -213,9 +214,30 @@ def site_of(name_or_path: str | Path) -> tuple[str, str | None]:
         _check_epw_header([line], path, count=1)
         site = _epw_location(line, path)
     name = ", ".join(s for s in (site["city"], site["state"]) if s not in ("", "-"))
-    offset = site["utc_offset"]
-    zone = None if not offset.is_integer() else f"Etc/GMT{-int(offset):+d}" if offset else "Etc/GMT"
-    return name or path.stem, zone
+    return name or path.stem, standard_zone(site["utc_offset"])
+
+
+# Zones whose standard time is a fraction of an hour from UTC and that keep no daylight saving
+# (IANA tzdata 2024): the clock of a weather file's standard time. Any zone of that offset
+# gives the same hours; the Etc zones name whole hours only.
+FRACTIONAL_ZONES = {
+    -9.5: "Pacific/Marquesas",
+    3.5: "Asia/Tehran",
+    4.5: "Asia/Kabul",
+    5.5: "Asia/Kolkata",
+    5.75: "Asia/Kathmandu",
+    6.5: "Asia/Yangon",
+    8.75: "Australia/Eucla",
+    9.5: "Australia/Darwin",
+}
+
+
+def standard_zone(offset: float) -> str | None:
+    """The time zone of a standard time ``offset`` hours from UTC, without daylight saving;
+    None for an offset no such zone keeps (the site's zone must then be given)."""
+    if offset.is_integer():
+        return f"Etc/GMT{-int(offset):+d}" if offset else "Etc/GMT"
+    return FRACTIONAL_ZONES.get(offset)
 
 
 def read_epw(path: str | Path) -> tuple[pd.DataFrame, dict]:
