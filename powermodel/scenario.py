@@ -889,7 +889,7 @@ def loads_scenario(
     raw = parse_toml(text, label)
     site = raw.get("site")
     weather = site.get("weather") if isinstance(site, dict) else None
-    if weather is not None and not (isinstance(weather, str) and not _is_weather_path(weather)):
+    if weather is not None and not (isinstance(weather, str) and not names_a_file(weather)):
         raise ScenarioError(
             f"{label}: site.weather {shorten(weather)}: a scenario read from text may name a "
             f"shipped weather file ({', '.join(SHIPPED)}) or synthetic, not a path"
@@ -931,7 +931,7 @@ def _load_raw(
     site = raw.get("site")
     if isinstance(site, dict) and "weather" in site:
         weather = site["weather"]
-        if where is not None and isinstance(weather, str) and _is_weather_path(weather):
+        if where is not None and isinstance(weather, str) and names_a_file(weather):
             site["weather"] = str(where / weather)  # beside the file, as `extends` is
         _weather_brings_site(site["weather"], site)
     base_name = raw.pop("extends", None)
@@ -949,8 +949,8 @@ def _load_raw(
     return _merge(_load_raw(base_name, seen + (key,), where), raw)
 
 
-def _is_weather_path(weather: str) -> bool:
-    """Whether ``site.weather`` names a file (not a shipped name or synthetic)."""
+def names_a_file(weather: str) -> bool:
+    """Whether ``site.weather`` names a file, not a shipped weather file or synthetic."""
     return weather not in SHIPPED and weather != "synthetic"
 
 

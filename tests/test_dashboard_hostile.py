@@ -15,6 +15,7 @@ import io
 import json
 import time
 import uuid
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ import pytest
 from powermodel import load_scenario
 from powermodel.scenario import loads_scenario
 from powermodel.webapp import PROP_TYPES, create_app, ids
+from powermodel.webapp import uploads as uploads_module
 from powermodel.webapp.controls import BY_PROP, page_values, shown_values
 
 REFERENCE = "llama3-405b-16k-h100"
@@ -355,6 +357,73 @@ def test_uploaded_weather_is_kept_in_bounds(app, tmp_path):
     workdir = Path(app.workdir.name)
     app.workdir.cleanup()
     assert not workdir.exists()
+
+
+def _weather(app, i: int) -> str:
+    """Upload a copy of the Chicago EPW as ``w{i}.epw``; returns its token."""
+    epw = next((Path(__file__).parents[1] / "data" / "weather").glob("*Chicago*.epw"))
+    copy = epw.read_bytes().replace(b"Chicago", f"Chicago{i:02d}".encode(), 1)
+    answer = app.board.upload_weather(
+        "data:;base64," + base64.b64encode(copy).decode(), f"w{i}.epw", {}
+    )
+    return answer[2]
+
+
+def test_no_path_of_the_servers_leaves_it(app):
+    # found in review: the TOML download of a scenario on an uploaded EPW carried the file's
+    # path on the server (and could not be loaded back); after 32 newer uploads the page's
+    # state still simulated, and its error named the server's temporary folder
+    from powermodel.webapp.uploads import KEPT
+
+    token = _weather(app, 0)
+    state = {"base": {"preset": REFERENCE}, "changes": {"site.weather": token}}
+    scenario = app.board.scenario(state)
+    assert scenario.site.weather.startswith(str(app.board.uploads.folder))
+    server = str(Path(app.workdir.name))
+    key = app.cache.remember(scenario)
+    client = app.server.test_client()
+    for fmt in ("toml", "csv", "parquet", "netcdf", "pypsa"):
+        response = client.get(f"/download/{key}/{fmt}")
+        assert response.status_code == 200, fmt
+        body = (
+            response.data
+            if fmt != "pypsa"
+            else b"".join(
+                zipfile.ZipFile(io.BytesIO(response.data)).read(n)
+                for n in zipfile.ZipFile(io.BytesIO(response.data)).namelist()
+            )
+        )
+        assert server.encode() not in body, fmt
+        if fmt == "toml":  # the file as it came: it loads beside the scenario file
+            assert b'weather = "w0.epw"' in body
+    sent = app.board.toml(1, state)
+    assert server not in sent["content"] and 'weather = "w0.epw"' in sent["content"]
+    for i in range(1, KEPT + 1):  # the upload goes out of the kept set
+        _weather(app, i)
+    line = _summary(app, state)
+    assert "w0.epw is no longer kept on the server" in line and server not in line
+    assert app.board.said(OSError(f"{app.board.uploads.folder}/{'0' * 16}-w9.epw gone")) == (
+        "w9.epw (uploaded) gone"
+    )
+
+
+def test_an_upload_again_of_a_kept_file_never_leaves_it_half_written(app, monkeypatch):
+    # found in review: uploading kept content again truncated and rewrote the live file
+    token = _weather(app, 0)
+    path = Path(app.board.weather[token])
+    before = path.stat().st_ino
+    seen = []
+    real = uploads_module.read_weather
+
+    def reading(where):
+        seen.append((Path(where), path.stat().st_size))  # the live file, whole, meanwhile
+        return real(where)
+
+    monkeypatch.setattr(uploads_module, "read_weather", reading)
+    assert _weather(app, 0) == token
+    assert seen[0][0] != path and seen[0][1] > 1_000_000  # read elsewhere, the live one whole
+    assert path.stat().st_ino != before and app.board.weather[token] == str(path)
+    assert sorted(p.name for p in app.board.uploads.folder.iterdir()) == [path.name]
 
 
 def test_ids_of_the_forged_inputs_are_the_pages():

@@ -62,7 +62,7 @@ def create_app(
     app.layout = layout.page(scenario_name, upload_limit)
     board = Dashboard(cache, scenario_name, defaults, Path(workdir.name).resolve(), upload_limit)
     board.register(app)
-    downloads.register(app.server, cache, board.downloads, board.violations)
+    downloads.register(app.server, cache, board.downloads, board.violations, board.uploads)
     app.server.before_request(lambda: _callback_shape(app))
     app.server.register_error_handler(RecursionError, _too_deep)
     app.cache, app.board, app.workdir = cache, board, workdir

@@ -30,7 +30,14 @@ from powermodel.analysis import diurnal_swing
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.export import TOOLS
 from powermodel.iotools.weather import SHIPPED
-from powermodel.scenario import Scenario, load_scenario, parse_duration, presets, shorten
+from powermodel.scenario import (
+    Scenario,
+    load_scenario,
+    names_a_file,
+    parse_duration,
+    presets,
+    shorten,
+)
 from powermodel.webapp import downloads, figures, ids
 from powermodel.webapp.cache import Entry, SimulationCache, scenario_key
 from powermodel.webapp.controls import (
@@ -99,6 +106,10 @@ class Dashboard:
         """The weather files uploaded here, token -> path."""
         return self.uploads.paths()
 
+    def said(self, exc: Exception) -> str:
+        """An error as the page shows it: no path of the server's in it."""
+        return self.uploads.public(str(exc))
+
     # --- scenario ---------------------------------------------------------------------------
 
     def set_base(
@@ -124,7 +135,7 @@ class Dashboard:
             except UnicodeDecodeError:
                 return _unchanged(f"{label} is not a text file: upload a TOML scenario")
             except PowerModelError as exc:
-                return _unchanged(f"{exc} — the scenario shown is unchanged")
+                return _unchanged(f"{self.said(exc)} — the scenario shown is unchanged")
             changed, message = {}, f"loaded {label}"
         else:
             name, changed = preset if preset in presets() else self.preset, {}
@@ -132,7 +143,8 @@ class Dashboard:
                 try:
                     link = from_query(search)
                 except (ScenarioError, ValueError) as exc:
-                    link, message = Link(None, {}, None, None), f"{exc}; showing the preset"
+                    link = Link(None, {}, None, None)
+                    message = f"{self.said(exc)}; showing the preset"
                 name, changed = link.preset or self.preset, link.changed
                 tab = link.tab if link.tab in ids.VIEWS else no_update
                 if link.upload:
@@ -146,7 +158,7 @@ class Dashboard:
                 scenario = self.base(base)
             except PowerModelError as exc:
                 base, changed = {"preset": self.preset}, {}
-                scenario, message = self.base(base), f"{exc}; showing {self.preset}"
+                scenario, message = self.base(base), f"{self.said(exc)}; showing {self.preset}"
             preset_out = base["preset"]
         values = shown_values(scenario, self.weather) | changed
         return (base, *page_values(values), preset_out, tab, message)
@@ -161,7 +173,7 @@ class Dashboard:
             changed = changes(shown, self.base(base), self.weather)
             scenario = self.scenario({"base": base, "changes": changed})
         except PowerModelError as exc:
-            return no_update, f"not applied: {exc}"
+            return no_update, f"not applied: {self.said(exc)}"
         state = {
             "key": self.cache.remember(scenario),
             "name": _title(scenario, {"base": base}),
@@ -197,9 +209,12 @@ class Dashboard:
             )
         key = hashlib.sha256(json.dumps([base, changed], sort_keys=True).encode()).hexdigest()
         with self._lock:
-            if key in self._built:
+            built = self._built.get(key)
+            if built is not None:
                 self._built.move_to_end(key)
-                return self._built[key]
+        if built is not None:
+            self._check_weather(built)  # an upload it reads may have gone since
+            return built
         start = base_scenario(base, self.defaults)
         scenario = load_scenario(start, overrides(changed, start, self.weather))
         self.check_limits(scenario)
@@ -223,16 +238,23 @@ class Dashboard:
         problem = out_of_range(scenario)
         if problem:
             raise ScenarioError(problem)
+        self._check_weather(scenario)
+
+    def _check_weather(self, scenario: Scenario) -> None:
+        """Refuse a weather file that is neither shipped nor an upload kept here."""
         weather = scenario.site.weather
-        if (
-            weather not in SHIPPED
-            and weather != "synthetic"
-            and weather not in self.weather.values()
-        ):
+        if not names_a_file(weather) or weather in self.weather.values():
+            return
+        label = self.uploads.label_of(weather)
+        if label is not None:
             raise ScenarioError(
-                f"site.weather {shorten(weather)}: the dashboard reads the shipped weather files "
-                f"({', '.join(SHIPPED)}), 'synthetic' or an EPW uploaded here: upload the file"
+                f"the uploaded weather file {label} is no longer kept on the server (it keeps "
+                f"the latest {self.uploads.kept}): upload it again"
             )
+        raise ScenarioError(
+            f"site.weather {shorten(weather)}: the dashboard reads the shipped weather files "
+            f"({', '.join(SHIPPED)}), 'synthetic' or an EPW uploaded here: upload the file"
+        )
 
     def entry(self, state: Any) -> Entry:
         """The simulated scenario of a ready state (the summary has simulated it); a scenario
@@ -255,7 +277,8 @@ class Dashboard:
             line = summary(self.metrics(entry), scenario.simulation.duration)
         except PowerModelError as exc:
             name = shorten(state.get("name", ""), 80).strip("'") if isinstance(state, dict) else ""
-            return name, f"not simulated: {exc} (the figures show the last run)", no_update
+            why = f"not simulated: {self.said(exc)} (the figures show the last run)"
+            return name, why, no_update
         return _title(scenario, state), line, state
 
     def progress(self, _: int | None, state: Any) -> str:
@@ -303,10 +326,10 @@ class Dashboard:
         if not n_clicks or not state:
             raise PreventUpdate
         try:
-            scenario = self.scenario(state)
+            scenario = self.uploads.portable(self.scenario(state))
         except PowerModelError:
             raise PreventUpdate from None
-        return dcc.send_string(scenario.to_toml(), f"{safe_name(scenario.name)}.toml")
+        return dcc.send_string(*downloads.scenario_file(scenario))
 
     def upload_weather(self, contents: Any, filename: Any, uploaded: Any) -> tuple:
         """Keep an uploaded EPW if it reads as one; returns uploaded, weather options and
@@ -316,7 +339,7 @@ class Dashboard:
         try:
             token, label, meta = self.uploads.add(contents, filename)
         except PowerModelError as exc:
-            return no_update, no_update, no_update, f"{exc} — the weather is unchanged"
+            return no_update, no_update, no_update, f"{self.said(exc)} — the weather is unchanged"
         kept = self.weather
         listed = uploaded if isinstance(uploaded, dict) else {}
         listed = {k: v for k, v in listed.items() if isinstance(v, str) and v in kept}

@@ -28,6 +28,7 @@ from powermodel.scenario import (
     is_duration,
     load_scenario,
     loads_scenario,
+    names_a_file,
     parse_duration,
     presets,
     shorten,
@@ -432,13 +433,14 @@ def overrides(
 def _weather_source(value: str, weather: Mapping[str, str]) -> str:
     """``site.weather`` for the weather control's value: a shipped name, synthetic, or the
     path of an uploaded file given by its token."""
-    if value in SHIPPED or value == "synthetic":
+    if not names_a_file(value):
         return value
     if value in weather:
         return weather[value]
     raise ScenarioError(
         f"weather {shorten(value)}: choose a shipped file ({', '.join(SHIPPED)}), synthetic, "
-        "or upload an EPW file (an uploaded file is kept while the server runs)"
+        "or upload an EPW file (the server keeps the latest uploads: an older one may have "
+        "gone)"
     )
 
 

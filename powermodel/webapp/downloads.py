@@ -28,7 +28,7 @@ from powermodel.export import DATASET_FILES, TOOLS, export_tool
 from powermodel.rules import shipped
 from powermodel.scenario import Scenario, format_duration, parse_duration, shorten
 from powermodel.webapp.cache import Busy, SimulationCache
-from powermodel.webapp.uploads import safe_name
+from powermodel.webapp.uploads import WeatherUploads, safe_name
 
 ROUTE = "/download"
 INTERVALS = ("10s", "1min", "15min", "1h")
@@ -61,6 +61,12 @@ def href(key: str, fmt: str, interval: str | None, rules: tuple[str, ...] = ()) 
     return f"{ROUTE}/{key}/{fmt}" + ("?" + "&".join(query) if query else "")
 
 
+def scenario_file(scenario: Scenario) -> tuple[str, str]:
+    """The scenario's TOML and the name to save it as (give it :meth:`WeatherUploads.portable`'s
+    scenario: no path of the server's in it)."""
+    return scenario.to_toml(), f"{safe_name(scenario.name)}.toml"
+
+
 def write_export(
     ds: xr.Dataset | None, scenario: Scenario, fmt: str, interval: str | None, folder: Path
 ) -> tuple[Path, str]:
@@ -69,9 +75,10 @@ def write_export(
     None (or the run's step) keeps the step. Returns the file and the name to save it as."""
     name = safe_name(scenario.name)
     if fmt == "toml":
+        text, saved_as = scenario_file(scenario)
         path = folder / "scenario.toml"
-        path.write_text(scenario.to_toml())
-        return path, f"{name}.toml"
+        path.write_text(text)
+        return path, saved_as
     if interval is not None and abs(parse_duration(interval) - step_seconds(ds)) < 1e-9:
         interval = None
     files = export_tool(ds, fmt, folder / "export", interval)
@@ -89,9 +96,12 @@ def register(
     cache: SimulationCache,
     folder: Path,
     violations: Callable[[Scenario, tuple[str, ...]], pd.DataFrame],
+    uploads: WeatherUploads,
 ) -> None:
     """Serve ``/download/<key>/<format>?interval=...`` for the scenarios the page has shown,
-    writing into ``folder``; ``violations(scenario, rule names)`` gives the violations table."""
+    writing into ``folder``; ``violations(scenario, rule names)`` gives the violations table.
+    What leaves names an uploaded weather file as it came, never by its path here
+    (``uploads``)."""
     turns = threading.BoundedSemaphore(EXPORTS)
 
     @server.route(f"{ROUTE}/<key>/<fmt>")
@@ -115,11 +125,13 @@ def register(
         if not turns.acquire(timeout=WAIT):
             return _refuse(503, "the server is busy writing other downloads: try again shortly")
         try:
-            handle, name = _written(cache, scenario, fmt, interval, rules, folder, violations)
+            handle, name = _written(
+                cache, scenario, fmt, interval, rules, folder, violations, uploads
+            )
         except Busy as exc:
             return _refuse(503, str(exc))
         except PowerModelError as exc:
-            return _refuse(400, str(exc))
+            return _refuse(400, uploads.public(str(exc)))
         finally:
             turns.release()
         return flask.send_file(handle, as_attachment=True, download_name=name)
@@ -133,6 +145,7 @@ def _written(
     rules: tuple[str, ...],
     folder: Path,
     violations: Callable[[Scenario, tuple[str, ...]], pd.DataFrame],
+    uploads: WeatherUploads,
 ) -> tuple[BinaryIO, str]:
     """The download, written, opened and deleted: the open file streams on, and its disk is
     freed when the response closes it, whatever becomes of the request."""
@@ -144,7 +157,11 @@ def _written(
             name = f"{safe_name(scenario.name)}-violations.csv"
         else:  # the scenario's own TOML needs no run
             ds = None if fmt == "toml" else cache.get(scenario).ds
-            path, name = write_export(ds, scenario, fmt, interval, work)
+            shown = uploads.portable(scenario)
+            if ds is not None and shown is not scenario:  # the files' metadata carry it
+                weather = uploads.public(ds.attrs.get("weather", ""))
+                ds = ds.assign_attrs(scenario=shown.to_json(), weather=weather)
+            path, name = write_export(ds, shown, fmt, interval, work)
         return path.open("rb"), name
     finally:
         shutil.rmtree(work, ignore_errors=True)

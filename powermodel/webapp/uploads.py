@@ -10,13 +10,16 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import os
 import re
+import tempfile
 import threading
 from collections import OrderedDict
 from pathlib import Path
 
 from powermodel.errors import PowerModelError
 from powermodel.iotools.weather import read_weather
+from powermodel.scenario import Scenario
 
 KEPT = 32  # uploaded weather files kept on disk (1.6 MB each)
 TOKEN = "uploaded:"  # the weather control's value for an uploaded file starts so
@@ -59,6 +62,10 @@ class WeatherUploads:
         folder.mkdir(parents=True, exist_ok=True)
         self._paths: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
+        # the path of a file stored here (its token's), with the name it came with
+        self._stored = re.compile(
+            re.escape(str(folder)) + r"/[0-9a-f]{16}-(?P<label>[A-Za-z0-9._-]+)"
+        )
 
     def paths(self) -> dict[str, str]:
         """Token -> path of each file kept: a copy, as other requests may upload meanwhile."""
@@ -80,16 +87,39 @@ class WeatherUploads:
             raise UploadError(f"{label} is not an EPW file (.epw)")
         token = f"{TOKEN}{hashlib.sha256(data).hexdigest()[:16]}-{label}"
         path = self.folder / token.removeprefix(TOKEN)
-        path.write_bytes(data)
+        # read under a name of its own, then put in place and registered in one step: a run
+        # reading the same file meanwhile sees it whole, and no eviction falls in between
+        with tempfile.NamedTemporaryFile(dir=self.folder, suffix=".epw", delete=False) as f:
+            f.write(data)
+        staged = Path(f.name)
         try:
-            _, meta = read_weather(path)
-        except PowerModelError:
-            path.unlink()
-            raise
+            _, meta = read_weather(staged)
+        except PowerModelError as exc:
+            staged.unlink()
+            raise PowerModelError(str(exc).replace(str(staged), label)) from None
         with self._lock:
+            os.replace(staged, path)
             self._paths[token] = str(path)
             self._paths.move_to_end(token)
             while len(self._paths) > self.kept:
                 _, old = self._paths.popitem(last=False)
                 Path(old).unlink(missing_ok=True)
         return token, label, meta
+
+    def label_of(self, weather: str) -> str | None:
+        """The name an uploaded file came with, for its path here; None for any other path."""
+        match = self._stored.fullmatch(weather)
+        return match["label"] if match else None
+
+    def portable(self, scenario: Scenario) -> Scenario:
+        """``scenario`` as it can leave the server: an uploaded weather file named as it came
+        (the name resolves beside the scenario file it is saved in), not by its path here."""
+        label = self.label_of(scenario.site.weather)
+        if label is None:
+            return scenario
+        site = scenario.site.model_copy(update={"weather": label})
+        return scenario.model_copy(update={"site": site})
+
+    def public(self, message: str) -> str:
+        """A message as the page may show it: an uploaded file's path here becomes its name."""
+        return self._stored.sub(lambda m: f"{m['label']} (uploaded)", message)
