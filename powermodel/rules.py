@@ -21,6 +21,7 @@ import xarray as xr
 from pydantic import Field, ValidationError, field_validator, model_validator
 from scipy.ndimage import maximum_filter1d
 
+from powermodel import variables
 from powermodel.analysis import RAMPS, step_seconds
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.iotools import is_file
@@ -30,7 +31,7 @@ from powermodel.models.events import State
 from powermodel.scenario import DAY, Duration, Section, format_duration, parse_toml, shorten
 
 Statistic = Literal["range", "net_change", "rate", "average_slope"]
-UNITS = {"range": "MW", "net_change": "MW", "rate": "MW/min", "average_slope": "MW/min"}
+PER_MINUTE = ("rate", "average_slope")  # statistics read per minute; the others per window
 
 # Causes, strongest first: a window holding several is attributed to the first. A restart
 # comes first because its window may still hold the idle time of the failure before it.
@@ -92,8 +93,14 @@ class Rule(Section):
         return self
 
     @property
+    def per_minute(self) -> bool:
+        return self.statistic in PER_MINUTE
+
+    @property
     def unit(self) -> str:
-        return UNITS[self.statistic]
+        """The limit's unit: the signal's own (MW, or Mvar for reactive power), per minute
+        for a rate."""
+        return variables.attrs(self.signal)["units"] + ("/min" if self.per_minute else "")
 
     def threshold(self, reference: float | None) -> float:
         """The limit that applies: the lesser of the absolute and the relative one."""
@@ -335,7 +342,7 @@ def measure(x: np.ndarray, rule: Rule, dt: float) -> np.ndarray:
     stat = RAMPS["net_change" if rule.statistic == "rate" else rule.statistic](
         x, signal.samples(rule.window, dt)
     )
-    if rule.unit == "MW/min":
+    if rule.per_minute:
         stat = stat * 60.0 / rule.window
     if rule.statistic == "range" or rule.direction == "both":
         return np.abs(stat)

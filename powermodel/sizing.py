@@ -126,7 +126,7 @@ def levers(scenario: Scenario, rule: rules.Rule, reference: float | None) -> lis
 def ramp_limit(rule: rules.Rule, reference: float | None) -> float:
     """A rule's limit as a ramp [MW/min]: changes per window become per minute."""
     limit = rule.threshold(reference)
-    return limit if rule.unit == "MW/min" else limit * 60.0 / rule.window
+    return limit if rule.per_minute else limit * 60.0 / rule.window
 
 
 def size(

@@ -21,7 +21,7 @@ from test_weather import _write_tmy3
 from powermodel import cli, load_scenario, metrics, simulate
 from powermodel.errors import ScenarioError
 from powermodel.models import events
-from powermodel.rules import Rule, RuleError, check, load_rules
+from powermodel.rules import Rule, RuleError, check, describe, load_rules
 from powermodel.simulate import derive, recoveries, timeline
 
 REFERENCE = "llama3-405b-16k-h100"
@@ -315,6 +315,16 @@ def test_a_relative_weather_path_in_a_file_is_relative_to_the_file(tmp_path, mon
 def _rule(**fields) -> Rule:
     base = {"name": "r", "title": "", "source": "", "status": "proposal", "limit": 1.0}
     return Rule.model_validate(base | fields)
+
+
+def test_a_rule_on_reactive_power_reads_in_mvar():
+    # found in review: a rule on grid_reactive_power printed "<= 1 MW"
+    assert _rule(signal="grid_reactive_power", statistic="range", window="5s").unit == "Mvar"
+    assert _rule(signal="grid_reactive_power", statistic="rate", window="1min").unit == ("Mvar/min")
+    assert _rule(statistic="average_slope", window="1min").unit == "MW/min"
+    assert describe(_rule(signal="grid_reactive_power", statistic="range", window="5s")) == (
+        "grid_reactive_power, range (both) in 5s <= 1 Mvar"
+    )
 
 
 def test_a_reading_over_a_partial_average_is_no_verdict():
