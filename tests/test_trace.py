@@ -96,6 +96,8 @@ def test_power_units_are_read_from_the_header(tmp_path, p_header, q_header, scal
     [
         ("time,P", r"column 'P': it has no unit; write the unit in brackets, e.g. 'P \[MW\]'"),
         ("time,P [mw]", r"unit 'mw' is not one of GW, MW, kW, KW, W \(did you mean 'MW'\?\)"),
+        # found in review: "mW" was told to write MW, a factor of 10^9 (milli is no typo)
+        ("time,P [mW]", r"unit 'mW' .*\('mW' is milli-, 'MW' mega-: no site is metered in milli\)"),
         ("time,P [MWh]", r"unit 'MWh' is not one of .*'P \[MW\]'"),
         ("time,P [MW],Q", r"column 'Q': it has no unit; .* 'Q \[Mvar\]'"),
         ("time,load [MW]", r"no active power column: looked for grid_power, .* --power"),

@@ -304,6 +304,8 @@ def _values(
         found = f"its unit {unit!r} is not one of {', '.join(units)}" if unit else "it has no unit"
         close = [u for u in units if u.lower() == (unit or "").lower()]
         hint = f" (did you mean {close[0]!r}?)" if close else ""
+        if close and unit == "m" + close[0][1:] and close[0][0] == "M":  # milli: no typo of mega
+            hint = f" ({unit!r} is milli-, {close[0]!r} mega-: no site is metered in milli)"
         raise DataFileError(
             f"{path}: column {header!r}: {found}{hint}; write the unit in brackets, e.g. "
             f"'{name} [{example}]'"
