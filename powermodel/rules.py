@@ -28,7 +28,15 @@ from powermodel.iotools import is_file
 from powermodel.iotools.trace import read_trace  # noqa: F401  (rules.read_trace, as before)
 from powermodel.models import signal
 from powermodel.models.events import State
-from powermodel.scenario import DAY, Duration, Section, format_duration, parse_toml, shorten
+from powermodel.scenario import (
+    DAY,
+    Duration,
+    Section,
+    explain,
+    format_duration,
+    parse_toml,
+    shorten,
+)
 
 Statistic = Literal["range", "net_change", "rate", "average_slope"]
 PER_MINUTE = ("rate", "average_slope")  # statistics read per minute; the others per window
@@ -152,12 +160,7 @@ def load_rules(names: str | list[str]) -> list[Rule]:
             try:
                 out[key] = Rule.model_validate({**table, "name": key})
             except ValidationError as exc:
-                problems = "; ".join(
-                    f"{'.'.join(map(str, e['loc'])) or key}: "
-                    f"{e['msg'].removeprefix('Value error, ')}"
-                    for e in exc.errors()[:5]
-                )
-                raise RuleError(f"rule {key}: {problems}") from None
+                raise RuleError(f"rule {key}: {explain(exc, Rule)}") from None
     return list(out.values())
 
 

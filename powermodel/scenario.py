@@ -1158,7 +1158,7 @@ def _validate(raw: dict[str, Any]) -> Scenario:
     try:
         scenario = Scenario.model_validate(raw)
     except ValidationError as exc:
-        raise ScenarioError(_explain(exc)) from None
+        raise ScenarioError(explain(exc)) from None
     for item in scenario.sensitivity:
         _check_range(scenario, item)
     return scenario
@@ -1186,10 +1186,11 @@ def _check_range(scenario: Scenario, item: SensitivityRange) -> None:
             ) from None
 
 
-def _explain(exc: ValidationError, most: int = 5) -> str:
+def explain(exc: ValidationError, root: type[BaseModel] | None = None, most: int = 5) -> str:
     """One line per problem (the first ``most``), with the dotted key, the value given and a
-    suggestion. Of a value that fails every branch of a union (a duration or 'young-daly'),
-    the first branch's reason is given."""
+    suggestion, for a table of ``root`` (the scenario's by default; a rule's in rule files). Of
+    a value that fails every branch of a union (a duration or 'young-daly'), the first
+    branch's reason is given."""
     lines: dict[str, str] = {}
     for err in exc.errors():
         # pydantic's union branches are no keys; an unknown key (the last part) is the user's,
@@ -1202,14 +1203,15 @@ def _explain(exc: ValidationError, most: int = 5) -> str:
             continue
         if extra:
             parent = ".".join(str(p) for p in loc[:-1] if not isinstance(p, int))
-            known = [f"{parent}.{f}" if parent else f for f in _fields_at(tuple(loc[:-1]))]
+            known = [f"{parent}.{f}" if parent else f for f in _fields_at(tuple(loc[:-1]), root)]
             guess = f"{parent}.{loc[-1]}" if parent else str(loc[-1])
             lines[where] = f"unknown key {where!r}{_did_you_mean(guess, known)}"
         elif err["type"] == "missing":
             lines[where] = f"missing key {where!r}"
         else:
-            bound = _bound_as_duration(err, loc)
-            message = bound or _too_large(err, loc) or err["msg"].removeprefix("Value error, ")
+            bound = _bound_as_duration(err, loc, root)
+            reason = err["msg"].removeprefix("Value error, ")
+            message = bound or _too_large(err, loc, root) or reason
             given = err.get("input")
             if bound and isinstance(given, float):
                 given = format_duration(given)
@@ -1232,9 +1234,9 @@ _BOUNDS = {
 }
 
 
-def _bound_as_duration(err: Any, loc: list) -> str | None:
+def _bound_as_duration(err: Any, loc: list, root: Any = None) -> str | None:
     """A bound broken by a duration, said in durations: 'must be at most 30d'."""
-    if err["type"] not in _BOUNDS or not _is_duration(_field_at(tuple(loc))):
+    if err["type"] not in _BOUNDS or not _is_duration(_field_at(tuple(loc), root)):
         return None
     (limit,) = err["ctx"].values()
     return f"must be {_BOUNDS[err['type']]} {format_duration(float(limit))}"
@@ -1245,11 +1247,11 @@ def is_duration(key: str) -> bool:
     return _is_duration(_field_at(tuple(p for p in key.split(".") if not p.isdigit())))
 
 
-def _too_large(err: Any, loc: list) -> str | None:
+def _too_large(err: Any, loc: list, root: Any = None) -> str | None:
     """A whole number too large to read, said with the field's bound."""
     if err["type"] != "int_parsing_size":
         return None
-    field = _field_at(tuple(loc))
+    field = _field_at(tuple(loc), root)
     bounds = [m.le for m in getattr(field, "metadata", ()) if hasattr(m, "le")]
     return f"must be at most {bounds[0]:,}" if bounds else "is too large"
 
@@ -1267,15 +1269,16 @@ def _is_key(part: Any) -> bool:
     return isinstance(part, str) and not any(c in part for c in "[](),")
 
 
-def _fields_at(loc: tuple[Any, ...]) -> list[str]:
+def _fields_at(loc: tuple[Any, ...], root: Any = None) -> list[str]:
     """Field names of the table at ``loc`` (empty where ``loc`` is no table)."""
-    model = _model_of(_field_at(loc)) if loc else Scenario
+    model = _model_of(_field_at(loc, root)) if loc else root or Scenario
     return list(model.model_fields) if model is not None else []
 
 
-def _field_at(loc: tuple[Any, ...]) -> Any:
-    """The schema's FieldInfo at a location (``("cluster", "n_gpus")``), or None."""
-    model: Any = Scenario
+def _field_at(loc: tuple[Any, ...], root: Any = None) -> Any:
+    """The schema's FieldInfo at a location (``("cluster", "n_gpus")``) in ``root`` (the
+    scenario by default), or None."""
+    model: Any = root or Scenario
     field = None
     for part in (p for p in loc if not isinstance(p, int)):
         field = model.model_fields.get(part) if model is not None else None

@@ -269,6 +269,11 @@ def test_rule_files_are_read_or_refused_in_one_line(tmp_path):
         b'[r]\ntitle="t"\nsource="s"\nstatus="quoted"\nwindow="5s"\nstatistic="range"\n': (
             "needs limit, limit_fraction or both"
         ),
+        # found in review: "window: Input should be less than or equal to 86400", in seconds
+        # where the scenario's messages say durations; now one explanation serves both
+        b'[r]\ntitle="t"\nsource="s"\nstatus="quoted"\nwindow="2d"\nstatistic="range"\n'
+        b"limit=1\nwndow=1\n": r"rule r: window: must be at most 1d \(got '2d'\); unknown key "
+        r"'wndow' \(did you mean 'window'\?\)$",
     }
     for i, (text, match) in enumerate(cases.items()):
         path = tmp_path / f"r{i}.toml"
