@@ -51,6 +51,12 @@ from powermodel.models.workload import phase_levels
 
 PRESET_PACKAGE = "powermodel.presets"
 
+
+def _minute(when: datetime) -> str:
+    """A time to the minute, its year in four digits (``0001-01-01T00:00``)."""
+    return when.isoformat(timespec="minutes")
+
+
 Duration = Annotated[
     float,
     BeforeValidator(parse_duration),
@@ -120,8 +126,8 @@ class Simulation(Section):
         end = self.start + timedelta(seconds=self.duration)
         if self.start < first or end > last:
             raise ValueError(
-                f"the run {self.start:%Y-%m-%d} to {end:%Y-%m-%d} leaves the years "
-                f"{first:%Y-%m-%d} to {last:%Y-%m-%d} that nanosecond timestamps can hold: "
+                f"the run {_minute(self.start)} to {_minute(end)} leaves the span "
+                f"{_minute(first)} to {_minute(last)} that nanosecond timestamps can hold: "
                 "choose another start or a shorter duration"
             )
         return self
@@ -1213,8 +1219,8 @@ def explain(exc: ValidationError, root: type[BaseModel] | None = None, most: int
             reason = err["msg"].removeprefix("Value error, ")
             message = bound or _too_large(err, loc, root) or reason
             given = err.get("input")
-            if bound and isinstance(given, float):
-                given = format_duration(given)
+            if bound and isinstance(given, float):  # read from the user's text: say it so
+                given = format_duration(given) if given < 1e12 else f"{given:.3g}s"
             shown = (
                 f" (got {shorten(given)})"
                 if isinstance(given, str | int | float) and repr(given) not in message

@@ -228,8 +228,13 @@ def test_tmy3_weather_runs_and_says_what_it_lacks(capsys, tmp_path):
     ("overrides", "match"),
     [
         # start dates outside what nanosecond timestamps hold wrapped silently (3000 began 1831)
-        ({"simulation.start": "3000-01-01T00:00:00"}, "leaves the years 1677-09-22 to 2262"),
-        ({"simulation.start": "1600-01-01T00:00:00"}, "leaves the years"),
+        ({"simulation.start": "3000-01-01T00:00:00"}, "leaves the span 1677-09-22T00:00 to 2262"),
+        ({"simulation.start": "1600-01-01T00:00:00"}, "leaves the span"),
+        # found in review: "the run 1-01-01 to 1-01-02", and a run on the last day read
+        # "2262-04-11 to 2262-04-11 leaves ... to 2262-04-11"
+        ({"simulation.start": "0001-01-01T00:00:00"}, "the run 0001-01-01T00:00 to 0001-02-24"),
+        ({"simulation.start": "2262-04-10T12:00:00"}, "2262-06-03T12:00 leaves the span"),
+        ({"reliability.restart_time": "1e300h"}, r"at most 30d \(got '3\.6e\+303s'\)"),
         # a communication phase below idle gave negative gpu_power at 100 ms
         ({"workload.trough_depth": 0.99}, "below the H100-SXM's idle 80 W"),
         ({"workload.trough_depth": 0.99}, "lower workload.trough_depth to at most 0.89"),

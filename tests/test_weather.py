@@ -468,6 +468,9 @@ def test_site_of_refuses_what_the_readers_refuse(tmp_path):
         io.site_of("sterlin")
     with pytest.raises(DataFileError, match=r"weather file nowhere\.epw not found"):
         io.site_of("nowhere.epw")
+    for there in ("/dev/zero", tmp_path):  # found in review: "not found" for what exists
+        with pytest.raises(DataFileError, match=f"weather {there} is not a file: give an .epw"):
+            io.site_of(there)
     path = tmp_path / "power.epw"
     path.write_text("time,power [MW]\n")
     with pytest.raises(DataFileError, match=r"not an EPW weather file: line 1 is 'time,power"):

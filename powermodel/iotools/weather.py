@@ -26,7 +26,7 @@ import pandas as pd
 
 import powermodel
 from powermodel.errors import DataFileError
-from powermodel.iotools import is_file
+from powermodel.iotools import exists, is_file
 
 TYPICAL_YEAR = 2019
 HOURS = 8760
@@ -155,6 +155,8 @@ def resolve_weather(name_or_path: str | Path) -> Path:
     path = Path(name_or_path).expanduser()
     if is_file(path):
         return path
+    if exists(path):  # a folder, a device, a pipe
+        raise DataFileError(f"weather {path} is not a file: give an .epw or .csv file")
     if path.suffix or len(path.parts) > 1:
         raise DataFileError(f"weather file {path} not found: give an existing .epw or .csv file")
     close = difflib.get_close_matches(key, list(shipped), n=1)
