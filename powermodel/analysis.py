@@ -145,10 +145,11 @@ def metrics(ds: xr.Dataset) -> dict[str, Any]:
     kinds = ds["event_kind"].values if "event_kind" in ds else np.array([])
     unexpected = kinds == "unexpected"
     categories, counts = np.unique(ds["event_category"].values[unexpected], return_counts=True)
-    facility = _facility_metrics(ds, dt) if "facility_power" in ds else {}
+    it_mwh = float(power.sum() * dt / 3600.0)
+    facility = _facility_metrics(ds, dt, it_mwh) if "facility_power" in ds else {}
     grid = grid_metrics(ds, dt) if "grid_power" in ds else {}
     out = {
-        "it_energy_mwh": float(power.sum() * dt / 3600.0),
+        "it_energy_mwh": it_mwh,
         "it_mean_mw": float(power.mean()),
         "it_peak_mw": float(power.max()),
         "it_min_mw": float(power.min()),
@@ -181,9 +182,8 @@ def _why_not_measured(key: str, dt: float) -> str:
     return "not measured"
 
 
-def _facility_metrics(ds: xr.Dataset, dt: float) -> dict[str, float]:
+def _facility_metrics(ds: xr.Dataset, dt: float, it_mwh: float) -> dict[str, float]:
     """PUE over the run, WUE, cooling energy, and the throughput the heat cost."""
-    it_mwh = float(ds["it_power"].sum()) * dt / 3600.0
     facility_mwh = float(ds["facility_power"].sum()) * dt / 3600.0
     water_l = float(ds["water_use"].astype(np.float64).sum()) * dt
     share, best = ds.attrs["compute_share"], ds.attrs["clock_setpoint"]
