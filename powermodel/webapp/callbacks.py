@@ -5,9 +5,13 @@ Each callback is a method of :class:`Dashboard`, a few lines on top of the pure 
 browser holds the scenario (its base and the controls' changes), never arrays; the server keeps
 simulations and the figures built from them in a bounded :class:`SimulationCache`.
 
-Only the summary waits for a simulation: when it has the run, it marks the page's state
-*ready*, and the views, the zoom, the export and the pin follow the ready state. A view never
-holds a server thread while its run waits in the queue.
+The summary waits for the page's simulation: when it has the run, it marks the page's state
+*ready*, and the views, the zoom, the export and the pin follow the ready state, so a view
+finds its run kept. Three waits remain in a view, each in the same bounded queue (beyond it,
+"busy"): the run without mitigations that the mitigation view compares against, the compare
+view's other run, and a ready run evicted under memory pressure, simulated again. ``app.py``
+serves with 16 threads beside a full queue, so runs waiting never take every thread; a view
+waiting for a build slot gives up after :data:`~powermodel.webapp.cache.SLOT_WAIT`.
 """
 
 from __future__ import annotations
