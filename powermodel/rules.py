@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Literal
 
@@ -34,6 +33,7 @@ from powermodel.scenario import (
     Section,
     explain,
     format_duration,
+    packaged,
     parse_toml,
     shorten,
 )
@@ -167,7 +167,7 @@ def load_rules(names: str | list[str]) -> list[Rule]:
 @lru_cache(maxsize=1)
 def _shipped() -> dict[str, dict]:
     """The shipped rules' tables, read once (callers copy what they change)."""
-    text = resources.files("powermodel.presets").joinpath("rules.toml").read_text("utf-8")
+    text = packaged("rules.toml").read_text("utf-8")
     return parse_toml(text, "rules.toml")
 
 

@@ -49,7 +49,12 @@ from powermodel.models.signal import FINEST_STEP
 from powermodel.models.thermal import DYNAMIC_EXPONENT
 from powermodel.models.workload import phase_levels
 
-PRESET_PACKAGE = "powermodel.presets"
+
+def packaged(name: str) -> Any:
+    """A file shipped in ``powermodel/presets`` (a Traversable: ``read_text()``), read as
+    package data: importing ``powermodel.presets`` as a module would rebind the package's
+    ``presets`` name from the function to it."""
+    return resources.files("powermodel") / "presets" / name
 
 
 def _minute(when: datetime) -> str:
@@ -837,7 +842,7 @@ def presets() -> list[str]:
     catalogues = {f"{entry[2]}.toml" for entry in CATALOGUES.values()} | {"rules.toml"}
     return sorted(
         f.name.removesuffix(".toml")
-        for f in resources.files(PRESET_PACKAGE).iterdir()
+        for f in packaged("").iterdir()
         if f.name.endswith(".toml") and f.name not in catalogues
     )
 
@@ -845,9 +850,7 @@ def presets() -> list[str]:
 def catalogue(section: str) -> dict[str, dict[str, Any]]:
     """A catalogue (``"gpu"``: GPUs, ``"cooling"``: cooling plants): name -> raw table."""
     _, _, file, _, field = CATALOGUES[section]
-    raw = parse_toml(
-        resources.files(PRESET_PACKAGE).joinpath(f"{file}.toml").read_text(), f"{file}.toml"
-    )
+    raw = parse_toml(packaged(f"{file}.toml").read_text(), f"{file}.toml")
     return {name: {field: name, **table} for name, table in raw.items()}
 
 
@@ -1006,7 +1009,7 @@ def _read_source(
             f"unknown preset {name!r}{_did_you_mean(name, presets())}; "
             f"presets: {', '.join(presets())} (or give a path to a .toml file)"
         )
-    return resources.files(PRESET_PACKAGE).joinpath(f"{name}.toml").read_text(), name, None
+    return packaged(f"{name}.toml").read_text(), name, None
 
 
 _MOST_KEY_PARTS = 8 * MAX_DEPTH

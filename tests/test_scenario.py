@@ -189,3 +189,17 @@ def test_every_preset_validates_and_runs(name):
     ds = simulate(load_scenario(name, {"simulation.duration": "1h"}))
     result = metrics(ds)
     assert 0 < result["it_min_mw"] <= result["it_mean_mw"] <= result["it_peak_mw"]
+
+
+def test_reading_the_shipped_files_leaves_presets_a_function():
+    # found when the hostile-input suite first ran before this file: reading package data
+    # through the module powermodel.presets rebound powermodel.presets from the function to
+    # that module, and every later `from powermodel import presets` got a module
+    import powermodel
+    from powermodel import rules
+    from powermodel.scenario import catalogue
+
+    rules.load_rules("ercot-5s")
+    catalogue("gpu")
+    load_scenario(REFERENCE)
+    assert callable(powermodel.presets) and REFERENCE in powermodel.presets()
