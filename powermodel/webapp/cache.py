@@ -5,12 +5,12 @@ them, every memory block once) and the work in flight: a simulation starts only 
 it will take (:func:`powermodel.simulate.memory_estimate`) fits beside the work in flight and
 the runs still in use, evicting the least recently used kept runs to make room (with
 ``simulations`` above 1, a run waits until the others leave it room), and so does the building
-of a view (figures, rule
-checks: :data:`VIEW_BYTES_PER_STEP`). A view's Python objects (a figure's layout, a rule
-check's tables) are not counted: under 1 MB a view. At most ``simulations`` run at once, the
-others wait in a first-come queue of bounded length whose positions the page shows; at most
-:data:`VIEW_BUILDS` views are built at once. The server's memory as a whole, measured under load
-by ``bench/load_dashboard.py``, stays within 1.25 times the bound and the idle server's.
+of a view (figures, rule checks: :data:`VIEW_BYTES_PER_STEP`). A view's Python objects (a
+figure's layout, a rule check's tables) are not counted: under 1 MB a view. At most
+``simulations`` run at once, the others wait in a first-come queue of bounded length whose
+positions the page shows; at most :data:`VIEW_BUILDS` views are built at once. The server's
+memory as a whole, measured under load by ``bench/load_dashboard.py``, stays within 1.25 times
+the bound and the idle server's.
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ class WeatherUploads:
             _, meta = read_weather(staged)
         except PowerModelError as exc:
             staged.unlink()
-            raise PowerModelError(str(exc).replace(str(staged), label)) from None
+            raise type(exc)(str(exc).replace(str(staged), label)) from None
         with self._lock:
             os.replace(staged, path)
             self._paths[token] = str(path)
