@@ -126,9 +126,9 @@ def test_grid_mitigation_and_compare_views_draw_means_too(day, with_battery):
     grid = figures.grid_figure(day)
     assert [t.name for t in grid.data[:5]] == [
         "P at the connection",
-        "Q at the connection",
+        "Q at the connection (+ absorbed)",
         "P at the connection, 1-min mean",
-        "Q at the connection, 1-min mean",
+        "Q at the connection (+ absorbed), 1-min mean",
         "max − min in 5 s, unfiltered [MW]",
     ]
     assert_allclose(grid.data[2].y, resample(day, "1min")["grid_power"].values, rtol=1e-12)

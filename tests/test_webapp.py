@@ -549,7 +549,9 @@ def test_mitigation_before_after_and_cost(board):
     assert costs[0] == {"cost": "grid energy change [%]", "value": f"{float(energy):+.2%}"}
     assert float(energy) < -0.05  # a 500 W cap on 700 W GPUs saves energy
     assert verdicts[0]["rule"] == "ercot-5s"
-    assert float(verdicts[0]["worst with"]) < float(verdicts[0]["worst without"])
+    with_cap, without = (verdicts[0][k].split(" ") for k in ("worst with", "worst without"))
+    assert with_cap[1] == without[1] == "MW"  # each number with its unit (ERCOT's: a range)
+    assert float(with_cap[0]) < float(without[0])
     assert "without" in note
 
 

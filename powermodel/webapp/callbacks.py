@@ -823,8 +823,8 @@ def _mitigation(
         {
             "rule": a.rule.name,
             "limit": f"{a.limit:.3g} {a.rule.unit}",
-            "worst without": f"{b.worst:.3g}",
-            "worst with": f"{a.worst:.3g}",
+            "worst without": f"{b.worst:.3g} {b.rule.unit}",
+            "worst with": f"{a.worst:.3g} {a.rule.unit}",
             "verdict with": "violated" if len(a.violations) else "passes",
         }
         for a, b in zip(after_results, before_results, strict=True)

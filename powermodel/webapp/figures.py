@@ -377,7 +377,7 @@ def grid_figure(ds: xr.Dataset, results: Sequence[rules_mod.RuleResult] = ()) ->
         dt,
         [
             (p, "P at the connection", COLORS["grid_power"], 1),
-            (q, "Q at the connection", COLORS["grid_reactive_power"], 2),
+            (q, "Q at the connection (+ absorbed)", COLORS["grid_reactive_power"], 2),
         ],
     )
     if swing_resolved(dt):
@@ -401,7 +401,8 @@ def grid_figure(ds: xr.Dataset, results: Sequence[rules_mod.RuleResult] = ()) ->
         ]
         _mark_row(fig, v["start"].values, labels, f"{rule.name} violations", _level(top, i))
     fig.update_yaxes(title_text="P [MW]", row=1, col=1)
-    fig.update_yaxes(title_text="Q [Mvar], + absorbed", row=2, col=1)
+    # the sign rides in the legend: an axis title longer than its panel runs into the next
+    fig.update_yaxes(title_text="Q [Mvar]", row=2, col=1)
     fig.update_yaxes(title_text="5-s swing [MW]", row=3, col=1, rangemode="tozero")
     _time_axis(fig, 3, reading)
     return _style(fig)

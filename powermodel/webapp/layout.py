@@ -149,13 +149,19 @@ TABLES = {
 HEADERS = {"start": "start (UTC)", "end": "end (UTC)", "when": "when (UTC)"}
 
 
+def _column(field: str) -> dict[str, Any]:
+    """A table column; a rule's name stays on one line (nprr1191-down broke at its hyphen)."""
+    wide = {"minWidth": 130} if field == "rule" else {}
+    return {"field": field, "headerName": HEADERS.get(field, field), **wide}
+
+
 def _table(table_id: str, page_size: int = 10) -> dag.AgGrid:
     selectable = {
         "rowSelection": {"mode": "singleRow", "checkboxes": False, "enableClickSelection": True}
     }
     return dag.AgGrid(
         id=table_id,
-        columnDefs=[{"field": c, "headerName": HEADERS.get(c, c)} for c in TABLES[table_id]],
+        columnDefs=[_column(c) for c in TABLES[table_id]],
         rowData=[],
         columnSize="responsiveSizeToFit",
         defaultColDef={
