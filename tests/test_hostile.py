@@ -1454,7 +1454,7 @@ def test_download_route_answers_200_400_404_or_503(app, shown_keys, key, fmt, qu
 
 
 # --- regressions: the defects these properties found, each at its minimal input --------------
-# D1-D26 (and D10b) were found by this suite and fixed; each stays here as a regression test.
+# D1-D27 (and D10b) were found by this suite and fixed; each stays here as a regression test.
 
 
 @pytest.mark.parametrize(
@@ -1602,3 +1602,9 @@ def test_an_upload_label_with_a_newline_stays_one_line(board):  # D26
     with pytest.raises(PowerModelError) as refused:
         board.scenario({"base": {"upload": "a\nb", "toml": "0"}, "changes": {}})
     assert_one_line(str(refused.value))
+
+
+def test_a_doubled_slash_in_a_download_path_is_no_download(app):  # D27
+    # a key ending in "/" made /download/0//%0A: werkzeug redirected it (HTTP 308) to a
+    # path with one slash, a download the page never offered
+    assert app.server.test_client().get("/download/0%2F/%0A").status_code == 404

@@ -104,7 +104,8 @@ def register(
     (``uploads``)."""
     turns = threading.BoundedSemaphore(EXPORTS)
 
-    @server.route(f"{ROUTE}/<key>/<fmt>")
+    # a doubled slash is no download (werkzeug would redirect it to one, HTTP 308)
+    @server.route(f"{ROUTE}/<key>/<fmt>", merge_slashes=False)
     def download(key: str, fmt: str) -> flask.Response:
         scenario = cache.scenarios.get(key)
         if scenario is None:
