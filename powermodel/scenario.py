@@ -898,7 +898,7 @@ def loads_scenario(
     raw = parse_toml(text, label)
     site = raw.get("site")
     weather = site.get("weather") if isinstance(site, dict) else None
-    if weather is not None and not (isinstance(weather, str) and not names_a_file(weather)):
+    if weather is not None and (not isinstance(weather, str) or names_a_file(weather)):
         raise ScenarioError(
             f"{label}: site.weather {shorten(weather)}: a scenario read from text may name a "
             f"shipped weather file ({', '.join(SHIPPED)}) or synthetic, not a path"
@@ -941,7 +941,7 @@ def _load_raw(
     if isinstance(site, dict) and "weather" in site:
         weather = site["weather"]
         if where is not None and isinstance(weather, str) and names_a_file(weather):
-            site["weather"] = str(where / weather)  # beside the file, as `extends` is
+            site["weather"] = str(where / Path(weather).expanduser())  # as `extends` is
         _weather_brings_site(site["weather"], site)
     base_name = raw.pop("extends", None)
     if base_name is None:
