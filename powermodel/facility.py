@@ -140,10 +140,7 @@ def plant_path(
     )
     # The workload's step time and phase powers hold at the nominal inlet (fans at nominal speed)
     # and uncapped: clocks and leakage are relative to that die temperature.
-    shares, watts = scenario.phase_powers(capped=False)
-    nominal_die = thermal.steady_gpu_temperature(
-        cl.fans.temp_nominal, float(shares @ watts), gpu.thermal_resistance
-    )
+    nominal_die = scenario.nominal_die()
     cap = scenario.mitigation.power_cap or gpu.tdp
     nominal = _slowest_clock(scenario, nominal_die, gpu.tdp)
     at_cap = _slowest_clock(scenario, die, cap) / nominal

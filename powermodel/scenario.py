@@ -46,7 +46,7 @@ from powermodel.iotools import exists, is_file
 from powermodel.iotools.weather import SHIPPED, site_of
 from powermodel.models import weather as wx
 from powermodel.models.signal import FINEST_STEP
-from powermodel.models.thermal import DYNAMIC_EXPONENT
+from powermodel.models.thermal import DYNAMIC_EXPONENT, leakage_power, steady_gpu_temperature
 from powermodel.models.workload import phase_levels
 
 
@@ -758,23 +758,35 @@ class Scenario(Section):
             raise ValueError(
                 f"gpu.name {self.gpu.name!r} differs from cluster.gpu {self.cluster.gpu!r}"
             )
-        # a working GPU draws at least its idle power: a phase below it is a wrong trough depth
-        # or phase power, not a saving
+        # a working GPU draws at least its idle power, and at least its leakage at the die
+        # temperature the phases hold at (the simulation moves that leakage with the die): a
+        # phase below either is a wrong trough depth or phase power, not a saving
         _, watts = self.phase_powers(capped=False, locked=False)
         low = int(np.argmin(watts))
-        if watts[low] < self.gpu.idle:
+        gpu = self.gpu
+        die = self.nominal_die()
+        leak = float(leakage_power(die, gpu.leakage_ref, gpu.temp_ref, gpu.leakage_coefficient))
+        floor = max(gpu.idle, leak)
+        if watts[low] < floor:
             phase = self.workload.phases[low]
             fix = (
                 f"lower workload.trough_depth to at most "
-                f"{1 - self.gpu.idle / (self.workload.compute_power * self.gpu.tdp):.2f}"
+                f"{1 - floor / (self.workload.compute_power * gpu.tdp):.2f}"
                 if phase.kind == "communication"
                 else f"raise the power of phase {phase.name!r}"
                 if phase.kind == "other"
                 else "raise workload.compute_power"
             )
+            what = f"idle {gpu.idle:g} W"
+            if floor > gpu.idle:  # the die is hot: a shallower trough heats it further
+                what = (
+                    f"leakage at the phases' die temperature, {leak:.0f} W at {die:.0f} °C "
+                    f"(fans nominal up to a {self.cluster.fans.temp_nominal:g} °C inlet)"
+                )
+                fix = "lower cluster.fans.temp_nominal, or gpu.leakage_ref"
             raise ValueError(
                 f"phase {phase.name!r} would draw {watts[low]:.0f} W a GPU, below the "
-                f"{self.gpu.name}'s idle {self.gpu.idle:g} W: {fix}"
+                f"{gpu.name}'s {what}: {fix}"
             )
         return self
 
@@ -789,7 +801,9 @@ class Scenario(Section):
         power ``∝ C·V²·f`` with the voltage following the clock near the top of the V–f curve,
         REFERENCES §3) and by ``f`` elsewhere [A] (communication and memory-bound phases run
         near the voltage floor): frequency locking lowers troughs as well as peaks (Patel et
-        al., REFERENCES §2).
+        al., REFERENCES §2). The leakage kept is that at :meth:`nominal_die`, the temperature
+        the phase powers hold at, which the simulation then moves with the die: a locked GPU
+        draws its scaled dynamic power plus its leakage, never less than nothing.
         """
         wl = self.workload
         kinds = [p.kind for p in wl.phases]
@@ -801,7 +815,11 @@ class Scenario(Section):
         lock = self.mitigation.clock_lock
         if (capped if locked is None else locked) and lock is not None:
             compute = np.array(kinds) == "compute"
-            base = np.minimum(self.gpu.leakage_ref, watts)
+            gpu = self.gpu
+            leak = leakage_power(
+                self.nominal_die(), gpu.leakage_ref, gpu.temp_ref, gpu.leakage_coefficient
+            )
+            base = np.minimum(leak, watts)
             watts = base + (watts - base) * lock ** np.where(compute, DYNAMIC_EXPONENT, 1.0)
             # compute phases take 1/f as long: their share of the (longer) step grows
             shares = np.where(compute, shares / lock, shares)
@@ -809,6 +827,16 @@ class Scenario(Section):
         if capped and self.mitigation.power_cap is not None:
             watts = np.minimum(watts, self.mitigation.power_cap)
         return shares, watts
+
+    def nominal_die(self) -> float:
+        """Die temperature the phase powers hold at: the mean uncapped, unlocked board power
+        through the GPU's thermal resistance, at the inlet up to which fans run nominal. [°C]"""
+        shares, watts = self.phase_powers(capped=False)
+        return float(
+            steady_gpu_temperature(
+                self.cluster.fans.temp_nominal, float(shares @ watts), self.gpu.thermal_resistance
+            )
+        )
 
     @property
     def compute_share(self) -> float:

@@ -21,6 +21,7 @@ from test_weather import _write_tmy3
 from powermodel import cli, load_scenario, metrics, simulate
 from powermodel.errors import ScenarioError
 from powermodel.models import events
+from powermodel.models.thermal import leakage_power
 from powermodel.rules import Rule, RuleError, check, describe, load_rules
 from powermodel.simulate import derive, recoveries, timeline
 
@@ -252,6 +253,24 @@ def test_tmy3_weather_runs_and_says_what_it_lacks(capsys, tmp_path):
 def test_low_items_are_refused_with_the_reason(overrides, match):
     with pytest.raises(ScenarioError, match=match):
         load_scenario(REFERENCE, overrides)
+
+
+def test_a_gpu_never_draws_less_than_its_leakage():
+    # found by the deep hypothesis run: with fans nominal up to a 60 °C inlet the phases hold
+    # at a hot die, and the leakage the simulation takes off as the die runs cooler exceeded
+    # what a locked (-4.4 MW at a 0.1 lock) or deep trough (-2.0 MW at 0.85) phase draws.
+    # A locked clock now keeps the leakage at that die, and a phase below it is refused
+    hot = {"simulation.duration": "10min", "cluster.fans.temp_nominal": 60.0}
+    locked = load_scenario(REFERENCE, {**hot, "mitigation.clock_lock": 0.1})
+    ds = simulate(locked)
+    # the floor: every GPU's leakage at the coldest die of the run, while it trains
+    floor = locked.cluster.n_gpus * float(
+        leakage_power(ds["gpu_temp"].values.min(), 105.0, 65.0, 0.04109)
+    )  # the H100's leakage at 65 °C and its coefficient (catalogue)
+    training = ds["job_state"].values == 0
+    assert ds["gpu_power"].values[training].min() * 1e6 >= floor * (1 - 1e-9)
+    with pytest.raises(ScenarioError, match=r"below the H100-SXM's leakage at the phases' die"):
+        load_scenario(REFERENCE, {**hot, "workload.trough_depth": 0.85})
 
 
 def test_a_million_gpus_ask_for_a_bigger_batch():
