@@ -77,7 +77,9 @@ def derive(scenario: Scenario) -> Derived:
     if ck.interval == "young-daly":
         # Planned stops checkpoint first and lose nothing: the MTBF is of unexpected ones only.
         lossy = rates[:-1].sum()
-        interval = events.young_daly_interval(1.0 / lossy, stall) if lossy else np.inf
+        # a rate so small its MTBF overflows a float is no failure at all: no checkpoints
+        mtbf = 1.0 / lossy if lossy > 1.0 / np.finfo(float).max else np.inf
+        interval = events.young_daly_interval(mtbf, stall) if np.isfinite(mtbf) else np.inf
     else:
         interval = ck.interval
     interval = max(1.0, round(interval / step)) * step if np.isfinite(interval) else NO_CHECKPOINTS
