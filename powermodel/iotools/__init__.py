@@ -5,6 +5,14 @@ naming the file and the problem."""
 from pathlib import Path
 
 
+def data_dir() -> Path:
+    """The shipped data (weather, chiller curves, published tables): ``powermodel/data`` in an
+    installed package, the repository's ``data/`` in a checkout (the one copy the wheel maps)."""
+    package = Path(__file__).resolve().parents[1]
+    installed = package / "data"
+    return installed if installed.is_dir() else package.parent / "data"
+
+
 def is_file(path: str | Path) -> bool:
     """Whether ``path`` is an existing file; False also for a name the system cannot take
     (longer than it allows, or holding a NUL byte), which no file can have."""

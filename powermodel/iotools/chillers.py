@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-import powermodel
 from powermodel.errors import DataFileError, PowerModelError
+from powermodel.iotools import data_dir
 from powermodel.models.cooling import ChillerCurves
 
-CHILLER_DIR = Path(powermodel.__file__).resolve().parents[1] / "data" / "chillers"
+CHILLER_DIR = data_dir() / "chillers"
 WATER_COOLED = CHILLER_DIR / "Chillers_EIR_curves.csv"
 AIR_COOLED = CHILLER_DIR / "AirCooledChiller_EIR_curves.csv"
 

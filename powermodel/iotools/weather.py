@@ -24,9 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-import powermodel
 from powermodel.errors import DataFileError
-from powermodel.iotools import exists, is_file
+from powermodel.iotools import data_dir, exists, is_file
 
 TYPICAL_YEAR = 2019
 HOURS = 8760
@@ -124,8 +123,8 @@ _DESIGN_KEYS = {
 
 
 def weather_dir() -> Path:
-    """The repository's ``data/weather/`` folder, found from the package location."""
-    return Path(powermodel.__file__).resolve().parents[1] / "data" / "weather"
+    """The shipped weather files' folder (:func:`~powermodel.iotools.data_dir`)."""
+    return data_dir() / "weather"
 
 
 def shipped_weather() -> dict[str, Path]:
@@ -148,8 +147,8 @@ def resolve_weather(name_or_path: str | Path) -> Path:
         path = shipped[key]
         if not is_file(path):
             raise DataFileError(
-                f"shipped weather {key!r} not found at {path}: powermodel runs from its "
-                "repository checkout, where data/weather/ holds the EPW files"
+                f"shipped weather {key!r} not found at {path}: the installation lacks its "
+                "data; reinstall powermodel"
             )
         return path
     path = Path(name_or_path).expanduser()
