@@ -11,16 +11,16 @@ Every power and energy metric is named by where it is metered: ``it_`` (the rack
 after any site battery).
 """
 
-__version__ = "0.1.0"
-
-from powermodel.analysis import metrics  # noqa: E402
-from powermodel.errors import PowerModelError, ScenarioError  # noqa: E402
-from powermodel.scenario import Scenario, load_scenario, presets  # noqa: E402
-from powermodel.sensitivity import sensitivity  # noqa: E402
-from powermodel.simulate import simulate  # noqa: E402
+from powermodel._version import __version__
+from powermodel.analysis import metrics
+from powermodel.errors import PowerModelError, ScenarioError
+from powermodel.scenario import Scenario, load_scenario, presets
+from powermodel.sensitivity import sensitivity
+from powermodel.simulate import simulate
 
 __all__ = [
     "PowerModelError",
+    "__version__",
     "Scenario",
     "ScenarioError",
     "load_scenario",

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from powermodel import export, rules, sizing
+from powermodel._version import __version__
 from powermodel.analysis import metrics, resample_factor
 from powermodel.errors import PowerModelError
 from powermodel.facility import design_conditions, design_day
@@ -55,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="powermodel",
         description="Power and thermal fluctuations of AI training datacenters.",
     )
+    parser.add_argument("--version", action="version", version=f"powermodel {__version__}")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", help="show tracebacks")
     scenario_keys = argparse.ArgumentParser(add_help=False)

@@ -10,7 +10,8 @@ import pandas as pd
 import psutil
 import xarray as xr
 
-from powermodel import __version__, facility
+from powermodel import facility
+from powermodel._version import __version__
 from powermodel.errors import ScenarioError
 from powermodel.models import electrical, events, grid, mitigation, render, workload
 from powermodel.models.events import Recovery, State

@@ -65,3 +65,22 @@ def test_the_installed_command_line_checks_a_preset(installed):
     done = _run(installed, *argv, "--set", "simulation.duration=1h")
     assert done.returncode in (0, 3), done.stderr[-2000:]  # 3: the rule is violated
     assert "ercot-5s" in done.stdout and "Traceback" not in done.stderr
+
+
+def test_the_version_is_one_everywhere(capsys):
+    # issue 11: no --version; pyproject, the package and CITATION.cff each said it apart
+    import importlib.metadata
+
+    import powermodel
+    from powermodel import cli
+
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"powermodel {powermodel.__version__}"
+    assert importlib.metadata.version("powermodel") == powermodel.__version__
+    citation = (ROOT / "CITATION.cff").read_text()
+    assert f'version: "{powermodel.__version__}"' in citation
+    assert "## [Unreleased]" in (ROOT / "CHANGELOG.md").read_text()
+    licence = (ROOT / "LICENSE").read_text()
+    assert licence.startswith("BSD 3-Clause License") and "license: BSD-3-Clause" in citation
