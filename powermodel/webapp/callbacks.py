@@ -29,8 +29,8 @@ import pandas as pd
 from dash import ALL, MATCH, Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from powermodel import metrics, rules, sizing
-from powermodel.analysis import diurnal_swing
+from powermodel import rules, sizing
+from powermodel.analysis import diurnal_swing, metrics
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.export import TOOLS
 from powermodel.iotools.weather import SHIPPED

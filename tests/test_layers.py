@@ -1,0 +1,80 @@
+"""The package's layering (DESIGN: pure models -> scenario -> simulate -> analysis/export ->
+CLI/app) holds for every import: no module imports one of a layer above it, nor the package
+face (``powermodel/__init__.py``, which imports them all). Issue 11, repair 3."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).parents[1] / "powermodel"
+# lowest first; a module may import its own layer and those below
+LAYERS = (
+    ("powermodel.errors", "powermodel.durations", "powermodel._version"),
+    ("powermodel.models",),
+    ("powermodel.iotools", "powermodel.variables"),
+    ("powermodel.scenario",),
+    ("powermodel.facility", "powermodel.simulate"),
+    (
+        "powermodel.analysis",
+        "powermodel.rules",
+        "powermodel.export",
+        "powermodel.sensitivity",
+        "powermodel.sizing",
+        "powermodel.calibration",
+    ),
+    ("powermodel.cli", "powermodel.webapp"),
+)
+FACE = len(LAYERS)  # the package face: above every module
+
+
+def _layer(module: str) -> int:
+    if module == "powermodel":
+        return FACE
+    for i, prefixes in enumerate(LAYERS):
+        if any(module == p or module.startswith(f"{p}.") for p in prefixes):
+            return i
+    raise AssertionError(f"{module} has no layer: add it to LAYERS")
+
+
+def _name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported(node: ast.AST) -> list[str]:
+    """The powermodel modules an import statement reaches (a name from the face is the face,
+    unless it is a module of the package)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name.split(".")[0] == "powermodel"]
+    if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("powermodel"):
+        return []
+    if node.module != "powermodel":
+        return [node.module]
+    return [
+        f"powermodel.{a.name}"
+        if (PACKAGE / f"{a.name}.py").exists() or (PACKAGE / a.name).is_dir()
+        else "powermodel"
+        for a in node.names
+    ]
+
+
+def test_no_import_runs_up_the_layers():
+    upward = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _name(path)
+        if module == "powermodel":
+            continue  # the face imports everything it offers
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for target in _imported(node):
+                if _layer(target) > _layer(module):
+                    upward.append(f"{module} imports {target}")
+    assert upward == []
+
+
+def test_the_layer_check_sees_an_upward_import():
+    # the check cannot pass by seeing nothing: a model importing the scenario is caught
+    node = ast.parse("from powermodel.scenario import Scenario").body[0]
+    (target,) = _imported(node)
+    assert _layer(target) > _layer("powermodel.models.thermal")
+    assert _imported(ast.parse("from powermodel import metrics").body[0]) == ["powermodel"]
