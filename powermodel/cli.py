@@ -21,6 +21,8 @@ from powermodel._version import __version__
 from powermodel.analysis import metrics, resample_factor
 from powermodel.errors import PowerModelError
 from powermodel.facility import design_conditions, design_day
+from powermodel.reference import keys as scenario_keys
+from powermodel.reference import text as keys_text
 from powermodel.rules import describe, load_rules, rule_names
 from powermodel.scenario import format_duration, load_scenario, presets
 from powermodel.sensitivity import check_seeds, check_sensitivity, seed_count, sensitivity
@@ -137,6 +139,11 @@ def _parser() -> argparse.ArgumentParser:
 
     listing = sub.add_parser("presets", parents=[common], help="list the shipped presets")
     listing.set_defaults(func=_presets)
+    reference = sub.add_parser(
+        "keys", parents=[common], help="the scenario's keys: type, unit, default, bounds"
+    )
+    reference.add_argument("prefix", nargs="?", default="", help="only keys starting so")
+    reference.set_defaults(func=_keys)
     parser.set_defaults(debug=False)
     return parser
 
@@ -257,6 +264,11 @@ def _export(args: argparse.Namespace) -> int:
     files = export.export_tool(simulate(scenario), args.to, args.output, args.resample)
     for path in files:
         print(f"wrote {path}")
+    return 0
+
+
+def _keys(args: argparse.Namespace) -> int:
+    print(keys_text(scenario_keys(args.prefix)))
     return 0
 
 

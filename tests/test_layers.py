@@ -13,7 +13,7 @@ LAYERS = (
     ("powermodel.errors", "powermodel.durations", "powermodel._version"),
     ("powermodel.models",),
     ("powermodel.iotools", "powermodel.variables"),
-    ("powermodel.scenario",),
+    ("powermodel.scenario", "powermodel.reference"),
     ("powermodel.facility", "powermodel.simulate"),
     (
         "powermodel.analysis",

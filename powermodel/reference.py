@@ -1,0 +1,157 @@
+"""Every key of a scenario as a reference, generated from the schema so that it cannot drift:
+its type, unit, default, bounds and description. ``powermodel keys [PREFIX]`` prints it."""
+
+from __future__ import annotations
+
+import re
+import typing
+from dataclasses import dataclass
+from datetime import datetime
+from types import UnionType
+from typing import Any, Literal
+
+import annotated_types
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from powermodel.durations import format_duration
+from powermodel.errors import ScenarioError
+from powermodel.scenario import Scenario, is_duration
+
+_UNIT = re.compile(r"\s*\[([^\]]*)\]\s*$")  # a description ends with its unit: "... [W/GPU]"
+_BOUNDS = (
+    (annotated_types.Ge, "ge", ">="),
+    (annotated_types.Gt, "gt", ">"),
+    (annotated_types.Le, "le", "<="),
+    (annotated_types.Lt, "lt", "<"),
+)
+
+
+@dataclass(frozen=True)
+class Key:
+    """One dotted scenario key (a table in a list at index ``N``)."""
+
+    key: str
+    kind: str
+    unit: str
+    default: str
+    bounds: str
+    description: str
+
+
+def keys(prefix: str = "") -> list[Key]:
+    """The scenario's keys that start with ``prefix``, in the schema's order.
+
+    Raises
+    ------
+    ScenarioError
+        No key starts with ``prefix``.
+    """
+    found = [k for k in _walk(Scenario, "") if k.key.startswith(prefix)]
+    if not found:
+        first = sorted({k.key.split(".")[0] for k in _walk(Scenario, "")})
+        raise ScenarioError(
+            f"no scenario key starts with {prefix!r}: every key starts with one of "
+            f"{', '.join(first)}"
+        )
+    return found
+
+
+def text(found: list[Key]) -> str:
+    """The keys as the terminal shows them: one line each, aligned."""
+    rows = [("key", "type", "unit", "default", "bounds", "description")]
+    rows += [(k.key, k.kind, k.unit, k.default, k.bounds, k.description) for k in found]
+    widths = [min(max(len(r[i]) for r in rows), 36) for i in range(5)]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(r[:5], widths, strict=True)) + "  " + r[5]
+        for r in rows
+    )
+
+
+def _walk(model: type[BaseModel], prefix: str) -> list[Key]:
+    out = []
+    for name, field in model.model_fields.items():
+        key = f"{prefix}{name}"
+        table = _table(field.annotation)
+        if table is not None:
+            inner = f"{key}.N." if _is_list(field.annotation) else f"{key}."
+            out += _walk(table, inner)
+            continue
+        description = field.description or ""
+        unit = _UNIT.search(description)
+        duration = is_duration(key.replace(".N.", "."))
+        out.append(
+            Key(
+                key=key,
+                kind="duration" if duration else _kind(field.annotation),
+                unit="" if unit is None or duration else unit[1],  # a duration says its own
+                default=_default(field, duration),
+                bounds=_bounds(field.metadata, duration),
+                description=_UNIT.sub("", description),
+            )
+        )
+    return out
+
+
+def _table(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _table(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _is_list(annotation: Any) -> bool:
+    if typing.get_origin(annotation) is list:
+        return True
+    if typing.get_origin(annotation) in (typing.Union, UnionType):
+        return any(_is_list(a) for a in typing.get_args(annotation))
+    return False
+
+
+def _kind(annotation: Any) -> str:
+    """A field's type in words: number, integer, text, one of …, a list of …"""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Literal:
+        return "one of " + ", ".join(map(str, args))
+    if origin in (typing.Union, UnionType):
+        kinds = [_kind(a) for a in args if a is not type(None)]
+        return " or ".join(dict.fromkeys(kinds))
+    if origin is typing.Annotated:
+        return _kind(args[0])
+    if origin in (list, tuple):
+        return f"list of {_kind(args[0])}" if args else "list"
+    if origin is dict:
+        return f"table of {_kind(args[1])}" if args else "table"
+    names = {float: "number", int: "integer", str: "text", bool: "true/false", datetime: "UTC time"}
+    return names.get(annotation, getattr(annotation, "__name__", str(annotation)))
+
+
+def _default(field: Any, duration: bool) -> str:
+    if field.is_required():
+        return "required"
+    value = field.default
+    if value is PydanticUndefined or value is None:
+        return "" if field.default_factory is None else "(computed)"
+    if duration and isinstance(value, int | float) and not isinstance(value, bool):
+        return format_duration(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _bounds(metadata: list, duration: bool) -> str:
+    parts = []
+    for kind, attr, sign in _BOUNDS:
+        for m in metadata:
+            if isinstance(m, kind):
+                limit = getattr(m, attr)
+                shown = (
+                    format_duration(limit)
+                    if duration
+                    else f"{limit:,}"
+                    if isinstance(limit, int)
+                    else f"{limit:g}"
+                )
+                parts.append(f"{sign} {shown}")
+    return ", ".join(parts)

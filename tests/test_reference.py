@@ -1,0 +1,58 @@
+"""The scenario-key reference (issue 11): generated from the schema, so it covers every key."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from powermodel import cli
+from powermodel.errors import ScenarioError
+from powermodel.reference import keys, text
+from powermodel.scenario import Scenario
+
+
+def _leaves(model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Every value key of the schema, walked apart from the reference's own walk."""
+    out = []
+    for name, field in model.model_fields.items():
+        tables = [
+            a
+            for a in (field.annotation, *getattr(field.annotation, "__args__", ()))
+            for a in (a, *getattr(a, "__args__", ()))
+            if isinstance(a, type) and issubclass(a, BaseModel)
+        ]
+        if tables:
+            listed = "list" in str(field.annotation)
+            out += _leaves(tables[0], f"{prefix}{name}.{'N.' if listed else ''}")
+        else:
+            out.append(f"{prefix}{name}")
+    return out
+
+
+def test_the_reference_covers_every_key_of_the_schema_once():
+    listed = [k.key for k in keys()]
+    assert sorted(listed) == sorted(_leaves(Scenario)) and len(set(listed)) == len(listed)
+    assert len(listed) > 100  # 126 keys when the issue was filed; the schema has grown since
+
+
+def test_each_key_says_its_type_unit_default_and_bounds():
+    by_key = {k.key: k for k in keys()}
+    stall = by_key["checkpoint.async_blocking_time"]  # schema: Field(1.0, ge=1e-3, le=3600)
+    assert (stall.kind, stall.default, stall.bounds) == ("duration", "1s", ">= 1ms, <= 1h")
+    fans = by_key["cluster.fans.power"]
+    assert (fans.kind, fans.unit, fans.default) == ("number", "W/node", "required")
+    assert fans.bounds == ">= 0, <= 100000" and "[" not in fans.description
+    assert by_key["checkpoint.mode"].kind == "one of blocking, async"
+    assert by_key["workload.phases.N.share"].unit == "1"
+
+
+def test_powermodel_keys_prints_them_and_refuses_an_unknown_prefix(capsys):
+    assert cli.main(["keys", "cluster.fans"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["key", "type", "unit", "default", "bounds", "description"]
+    assert len(out) == 5 and out[1].startswith("cluster.fans.power")
+    assert text(keys("cluster.fans")).splitlines() == out
+    with pytest.raises(ScenarioError, match="no scenario key starts with 'nope'"):
+        keys("nope")
+    assert cli.main(["keys", "nope"]) == 1
+    assert "every key starts with one of checkpoint, cluster" in capsys.readouterr().err
