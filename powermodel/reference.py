@@ -7,7 +7,6 @@ import re
 import typing
 from dataclasses import dataclass
 from datetime import datetime
-from types import UnionType
 from typing import Any, Literal
 
 import annotated_types
@@ -16,7 +15,7 @@ from pydantic_core import PydanticUndefined
 
 from powermodel.durations import format_duration
 from powermodel.errors import ScenarioError
-from powermodel.scenario import Scenario, is_duration
+from powermodel.scenario import UNIONS, Scenario, holds_list, is_duration, table_of
 
 _UNIT = re.compile(r"\s*\[([^\]]*)\]\s*$")  # a description ends with its unit: "... [W/GPU]"
 _BOUNDS = (
@@ -72,9 +71,9 @@ def _walk(model: type[BaseModel], prefix: str) -> list[Key]:
     out = []
     for name, field in model.model_fields.items():
         key = f"{prefix}{name}"
-        table = _table(field.annotation)
+        table = table_of(field.annotation)
         if table is not None:
-            inner = f"{key}.N." if _is_list(field.annotation) else f"{key}."
+            inner = f"{key}.N." if holds_list(field.annotation) else f"{key}."
             out += _walk(table, inner)
             continue
         description = field.description or ""
@@ -93,30 +92,12 @@ def _walk(model: type[BaseModel], prefix: str) -> list[Key]:
     return out
 
 
-def _table(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in typing.get_args(annotation):
-        found = _table(arg)
-        if found is not None:
-            return found
-    return None
-
-
-def _is_list(annotation: Any) -> bool:
-    if typing.get_origin(annotation) is list:
-        return True
-    if typing.get_origin(annotation) in (typing.Union, UnionType):
-        return any(_is_list(a) for a in typing.get_args(annotation))
-    return False
-
-
 def _kind(annotation: Any) -> str:
     """A field's type in words: number, integer, text, one of …, a list of …"""
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin is Literal:
         return "one of " + ", ".join(map(str, args))
-    if origin in (typing.Union, UnionType):
+    if origin in UNIONS:
         kinds = [_kind(a) for a in args if a is not type(None)]
         return " or ".join(dict.fromkeys(kinds))
     if origin is typing.Annotated:

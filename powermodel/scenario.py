@@ -24,7 +24,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import numpy as np
 import tomli_w
@@ -1325,17 +1326,31 @@ def _field_at(loc: tuple[Any, ...], root: Any = None) -> Any:
     return field
 
 
-def _model_of(field: Any) -> Any:
-    """The table (model) a field holds, directly, in a list or optionally; None for a value."""
-    if field is None:
-        return None
-    pending, seen = [field.annotation], 0
+UNIONS = (Union, UnionType)
+
+
+def table_of(annotation: Any) -> Any:
+    """The table (model) a field's annotation holds, directly, in a list or optionally; None
+    for a value."""
+    pending, seen = [annotation], 0
     while pending and seen < 16:
         annotation, seen = pending.pop(), seen + 1
         if hasattr(annotation, "model_fields"):
             return annotation
         pending.extend(getattr(annotation, "__args__", ()))
     return None
+
+
+def holds_list(annotation: Any) -> bool:
+    """Whether a field's annotation is a list (of tables or values), directly or optionally."""
+    if get_origin(annotation) is list:
+        return True
+    return any(holds_list(a) for a in get_args(annotation) if get_origin(annotation) in UNIONS)
+
+
+def _model_of(field: Any) -> Any:
+    """The table a schema field holds; None for a value or no field."""
+    return None if field is None else table_of(field.annotation)
 
 
 def _did_you_mean(word: str, choices: Iterable[str]) -> str:

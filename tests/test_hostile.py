@@ -36,7 +36,6 @@ import tomllib
 import typing
 from datetime import datetime
 from pathlib import Path
-from types import UnionType
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -57,7 +56,14 @@ from powermodel.analysis import resample
 from powermodel.errors import PowerModelError
 from powermodel.iotools.trace import read_trace
 from powermodel.iotools.weather import read_epw, read_tmy3, read_weather, shipped_weather, site_of
-from powermodel.scenario import Scenario, load_scenario, loads_scenario, presets
+from powermodel.scenario import (
+    Scenario,
+    holds_list,
+    load_scenario,
+    loads_scenario,
+    presets,
+    table_of,
+)
 from powermodel.simulate import simulate
 from powermodel.webapp import controls, create_app, downloads
 from powermodel.webapp.cache import SimulationCache
@@ -161,34 +167,15 @@ def simulated(scenario: Scenario) -> xr.Dataset | None:
 # --- the schema, as data -------------------------------------------------------------------------
 
 
-def _model(annotation: Any) -> type[BaseModel] | None:
-    """The table a field holds, directly or optionally."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in typing.get_args(annotation):
-        found = _model(arg)
-        if found is not None:
-            return found
-    return None
-
-
-def _is_list(annotation: Any) -> bool:
-    if typing.get_origin(annotation) is list:
-        return True
-    if typing.get_origin(annotation) in (typing.Union, UnionType):
-        return any(_is_list(a) for a in typing.get_args(annotation))
-    return False
-
-
 def schema_fields(model: type[BaseModel] = Scenario, prefix: str = "") -> dict[str, Any]:
     """Every dotted key of the schema -> its FieldInfo; a table in a list at index 0."""
     out = {}
     for name, field in model.model_fields.items():
         key = f"{prefix}{name}"
         out[key] = field
-        table = _model(field.annotation)
+        table = table_of(field.annotation)
         if table is not None:
-            inner = f"{key}.0." if _is_list(field.annotation) else f"{key}."
+            inner = f"{key}.0." if holds_list(field.annotation) else f"{key}."
             out |= schema_fields(table, inner)
     return out
 
@@ -338,10 +325,10 @@ def mutated(value: Any) -> st.SearchStrategy:
 def valid_value(field: Any) -> st.SearchStrategy:
     """Values the schema allows for a field, reaching its bounds."""
     annotation = field.annotation
-    table = _model(annotation)
+    table = table_of(annotation)
     if table is not None:
         one = valid_table(table)
-        return st.lists(one, max_size=3) if _is_list(annotation) else one
+        return st.lists(one, max_size=3) if holds_list(annotation) else one
     literals = _literals(annotation)
     low, high = _bounds(field)
     open_low = any(isinstance(m, annotated_types.Gt) for m in field.metadata)
