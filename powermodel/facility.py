@@ -98,7 +98,7 @@ class PlantPath:
     )
     step_factor: np.ndarray
     cooling_power: np.ndarray  # W: air movers at the servers' airflow, pumps, chillers
-    water_use: np.ndarray  # kg/s
+    water_use: np.ndarray  # L/s (1 kg taken as 1 L, as everywhere)
     chiller_load: np.ndarray  # W
     fan_extra: np.ndarray  # W per node, server fans above nominal speed (DC)
     leak_extra: np.ndarray  # W per GPU, off-cap phases' extra leakage when hot (DC)

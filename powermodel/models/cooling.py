@@ -295,7 +295,8 @@ def evaporation_water(
     Returns
     -------
     numpy.ndarray
-        Water consumed, ``Q / h_fg`` times ``C / (C − 1)`` with blowdown (about 1 kg = 1 L). [kg/s]
+        Water consumed, ``Q / h_fg`` times ``C / (C − 1)`` with blowdown, 1 kg taken as 1 L
+        (the project's one water unit). [L/s]
 
     Notes
     -----

@@ -43,7 +43,7 @@ class PlantOutput(NamedTuple):
     cooling_power: np.ndarray
     """Electric power of pumps and chillers. [W]"""
     water_use: np.ndarray
-    """Water evaporated and blown down. [kg/s, about L/s]"""
+    """Water evaporated and blown down, 1 kg taken as 1 L. [L/s]"""
     chiller_load: np.ndarray
     """Heat removed by chillers (zero when the plant cools for free). [W]"""
 
