@@ -324,11 +324,15 @@ class Phase(Section):
     )
 
 
+# a training step, given or derived from the model (simulate.derive holds a derived one to it)
+STEP_TIME_BOUNDS = (1e-3, HOUR)  # [s]
+
+
 class Workload(Section):
     step_time: Duration | None = Field(
         None,
-        ge=1e-3,
-        le=HOUR,
+        ge=STEP_TIME_BOUNDS[0],
+        le=STEP_TIME_BOUNDS[1],
         description="Time of one training step; derived from the model when absent. [s]",
     )
     # bounds: a thousand times the largest models and batches trained (REFERENCES §1, §9)

@@ -16,14 +16,13 @@ from powermodel.errors import ScenarioError
 from powermodel.models import electrical, events, grid, mitigation, render, workload
 from powermodel.models.events import Recovery, State
 from powermodel.models.thermal import step_time_factor
-from powermodel.scenario import Scenario, format_duration, load_scenario
+from powermodel.scenario import STEP_TIME_BOUNDS, Scenario, format_duration, load_scenario
 from powermodel.variables import annotate
 
 # Independent random streams per purpose (DESIGN principle 6): SeedSequence spawn keys.
 JOB = 0
 STREAM_FAILURES = 1
 NO_CHECKPOINTS = 1e30  # s: an interval no run reaches (the timeline's arithmetic needs a number)
-MIN_STEP, MAX_STEP = 1e-3, 3600.0  # s: a training step, given or derived (workload.step_time)
 MAX_INTERRUPTIONS = 1_000_000  # a failure every 5 min for ten years: beyond, no job trains
 # Peak memory of a run per electrical step [B]: the Dataset (26 float64 and float32 variables,
 # 121 B/step) with simulate's temporaries, metrics and writing the profile to CSV, measured
@@ -61,11 +60,13 @@ def derive(scenario: Scenario) -> Derived:
         step = workload.derived_step_time(
             wl.model_params, wl.tokens_per_step, cl.n_gpus, scenario.gpu.peak_flops, wl.mfu
         )
-        if not MIN_STEP <= step <= MAX_STEP:  # the bounds a given step_time has
+        shortest, longest = STEP_TIME_BOUNDS  # the bounds a given step_time has
+        if not shortest <= step <= longest:
             raise ScenarioError(
                 f"6·N·D / (GPUs · peak · MFU) gives a step of {step:.3g} s, outside "
-                f"{MIN_STEP * 1e3:g} ms to {MAX_STEP / 3600:g} h: check workload.model_params, "
-                "tokens_per_step and mfu against cluster.n_gpus, or give workload.step_time"
+                f"{format_duration(shortest)} to {format_duration(longest)}: check "
+                "workload.model_params, tokens_per_step and mfu against cluster.n_gpus, or give "
+                "workload.step_time"
             )
     # a locked clock stretches the compute phases of every step
     step *= float(step_time_factor(scenario.mitigation.clock_lock or 1.0, scenario.compute_share))

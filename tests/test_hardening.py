@@ -273,6 +273,16 @@ def test_a_gpu_never_draws_less_than_its_leakage():
         load_scenario(REFERENCE, {**hot, "workload.trough_depth": 0.85})
 
 
+def test_a_derived_step_time_keeps_the_bounds_a_given_one_has():
+    # one pair of bounds (scenario.STEP_TIME_BOUNDS) for step_time given or derived from the
+    # model: the derived check had its own copy of the schema's numbers
+    with pytest.raises(ScenarioError, match="workload.step_time: must be at most 1h"):
+        load_scenario(REFERENCE, {"workload.step_time": "2h"})
+    huge = {"workload.model_params": 1e16, "cluster.n_gpus": 8, "simulation.duration": "1h"}
+    with pytest.raises(ScenarioError, match=r"gives a step of 3\.1e\+08 s, outside 1ms to 1h"):
+        derive(load_scenario(REFERENCE, huge))
+
+
 def test_a_million_gpus_ask_for_a_bigger_batch():
     # issue 10: refused with "raise workload.edge_rate"; the batch is what must grow
     sc = load_scenario(REFERENCE, {"cluster.n_gpus": 1_000_000, "simulation.duration": "1h"})
