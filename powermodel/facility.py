@@ -150,10 +150,7 @@ def plant_path(
     clock = np.minimum(at_cap, scenario.mitigation.clock_lock or np.inf)
     share = scenario.compute_share
     off_cap = np.where(at_cap > lock, 1.0, 1.0 - share)
-    leak = [
-        thermal.leakage_power(t, gpu.leakage_ref, gpu.temp_ref, gpu.leakage_coefficient)
-        for t in (die, nominal_die)
-    ]
+    leak = [gpu.leakage(t) for t in (die, nominal_die)]
     speed = server_fan_speed(scenario, inlet)
     return PlantPath(
         temp_air=temp_air,

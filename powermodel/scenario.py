@@ -234,6 +234,10 @@ class Gpu(Section):
             )
         return self
 
+    def leakage(self, temp_die: Any) -> Any:
+        """Leakage at a die temperature [°C], by its calibrated law. [W]"""
+        return leakage_power(temp_die, self.leakage_ref, self.temp_ref, self.leakage_coefficient)
+
 
 class Psu(Section):
     """Server power supplies: efficiency versus load, per node."""
@@ -770,7 +774,7 @@ class Scenario(Section):
         low = int(np.argmin(watts))
         gpu = self.gpu
         die = self.nominal_die()
-        leak = float(leakage_power(die, gpu.leakage_ref, gpu.temp_ref, gpu.leakage_coefficient))
+        leak = float(gpu.leakage(die))
         floor = max(gpu.idle, leak)
         if watts[low] < floor:
             phase = self.workload.phases[low]
@@ -820,11 +824,7 @@ class Scenario(Section):
         lock = self.mitigation.clock_lock
         if (capped if locked is None else locked) and lock is not None:
             compute = np.array(kinds) == "compute"
-            gpu = self.gpu
-            leak = leakage_power(
-                self.nominal_die(), gpu.leakage_ref, gpu.temp_ref, gpu.leakage_coefficient
-            )
-            base = np.minimum(leak, watts)
+            base = np.minimum(self.gpu.leakage(self.nominal_die()), watts)
             watts = base + (watts - base) * lock ** np.where(compute, DYNAMIC_EXPONENT, 1.0)
             # compute phases take 1/f as long: their share of the (longer) step grows
             shares = np.where(compute, shares / lock, shares)
