@@ -15,7 +15,7 @@ from powermodel.models.events import State
 from powermodel.models.thermal import step_time_factor
 from powermodel.scenario import format_duration, parse_duration
 
-SWING_WINDOW = 5.0  # s: the rolling window of ERCOT's 5-s peak-to-peak proposal (REFERENCES §5)
+SWING_WINDOW = 5.0  # s: the rolling window of ERCOT's 5-s peak-to-peak proposal [S, ercot_lli]
 
 
 def step_seconds(ds: xr.Dataset) -> float:
@@ -68,7 +68,7 @@ def ramps(power: np.ndarray, dt: float, window: float) -> dict[str, float]:
     ``net_change``: power now less power one window ago; ``average_slope``: the window average
     now less the window average one window ago; ``range``: max − min within the window (no
     direction). On a 6 s swing and a 1-min window the first is near zero, the second moderate and
-    the third the whole swing (REFERENCES §8).
+    the third the whole swing [D].
     """
     n = signal.samples(window, dt)
     out = {}

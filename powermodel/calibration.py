@@ -28,7 +28,7 @@ def exposure_gpu_hours(scenario: Scenario) -> float:
     return scenario.cluster.n_gpus * up / 3600.0
 
 
-# Llama 3 paper (REFERENCES §1): "a diurnal 1-2% throughput variation based on time-of-day".
+# Llama 3 paper [P, llama3] §3.3.4: "a diurnal 1-2% throughput variation based on time-of-day".
 DIURNAL_SWING_TARGET = 0.015  # the middle of 1-2 %
 # A July week at the reference site, at the plant's step; failures off so that the fit is smooth
 # in the coefficient (the hour-of-day means over running time do not depend on them).
@@ -55,7 +55,7 @@ def leakage_coefficient(scenario: Scenario, target: float = DIURNAL_SWING_TARGET
     return float(brentq(lambda k: diurnal_swing_with(scenario, k) - target, 0.0, 0.08, xtol=1e-5))
 
 
-# Meta's fleet PUE (REFERENCES §7: 1.08; 1.07-1.09 by site, §1), for the reference plant's fans.
+# Meta's fleet PUE [S, meta_datacenters]: 1.08; 1.07-1.09 by site, for the reference plant's fans.
 PUE_TARGET = 1.08
 CALIBRATION_YEAR = {
     "simulation.start": "2024-01-01T00:00:00",

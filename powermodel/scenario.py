@@ -74,7 +74,7 @@ Duration = Annotated[
 MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
 MAX_RUN = 3660 * DAY  # ten years: weather is a typical year, repeated
 MAX_RECOVERY = 30 * DAY  # a stall, restart or maintenance: a month is already a lost job
-MAX_GPUS = 10_000_000  # ten times the largest campus announced (REFERENCES §9)
+MAX_GPUS = 10_000_000  # ten times the largest campus announced (about 1 GW, 2026)
 MAX_BATTERIES = 16  # battery systems a site holds
 MAX_DEPTH = 12  # tables and arrays nested in a scenario or rule file (the schema needs 4)
 MAX_EXTENDS = 16  # files in a chain of `extends`
@@ -339,7 +339,7 @@ class Workload(Section):
         le=STEP_TIME_BOUNDS[1],
         description="Time of one training step; derived from the model when absent. [s]",
     )
-    # bounds: a thousand times the largest models and batches trained (REFERENCES §1, §9)
+    # bounds: a thousand times the largest models and batches trained ([P, llama3] Table 4: 405e9 parameters, 16M tokens)
     model_params: float = Field(ge=1e6, le=1e16, description="Model parameters. [1]")
     tokens_per_step: float = Field(ge=1, le=1e12, description="Global batch. [token]")
     mfu: float = Field(ge=1e-3, le=1, description="Model FLOPs utilisation. [1]")
@@ -598,7 +598,7 @@ class Electrical(Section):
 
 
 class Smoothing(Section):
-    """NVIDIA power smoothing (GB200/GB300): a floor and ramp rates per GPU (REFERENCES §4)."""
+    """NVIDIA power smoothing (GB200/GB300): a floor and ramp rates per GPU [P, nvidia_nvml]."""
 
     floor: float = Field(
         ge=0, le=0.9, description="Floor, fraction of TDP (NVML allows 0-90 %). [1]"

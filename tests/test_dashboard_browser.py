@@ -136,7 +136,7 @@ def test_zoom_to_thirty_seconds_shows_iterations(dash_duo):
     want = ds["it_power"].sel(time=slice(*window)).values
     assert inside.sum() == want.size == 31
     assert_allclose(np.asarray(it["y"])[inside], want, rtol=1e-12)
-    # individual iterations: a dip every 6.13 s step (REFERENCES §1), about five in 30 s
+    # individual iterations: a dip every 6.13 s step ([D, llama3]), about five in 30 s
     dips = np.sum((want[1:-1] < want[:-2]) & (want[1:-1] <= want[2:]))
     assert 4 <= dips <= 6
     assert dash_duo.get_logs() == []

@@ -69,14 +69,14 @@ def gb200():
 
 def test_gb200_power_cap_throughput_validation(gb200):
     # Validation, not fitted: Meta lowered GB200 from 1,200 W to 1,000 W for -5 % performance
-    # (REFERENCES §2). Clocks fall at the cap by the cube law, less what a cooler die leaks.
+    # [S, meta_gb200_cap]. Clocks fall at the cap by the cube law, less what a cooler die leaks.
     full, capped, running = gb200
     tokens = capped["throughput"].values[running].mean() / full["throughput"].values[running].mean()
     assert tokens - 1.0 == pytest.approx(-0.05, abs=0.015)
 
 
 def test_gb200_power_cap_power_validation(gb200):
-    # Meta: -16.7 % power for the 1,200 -> 1,000 W cap (REFERENCES §2). 16.7 % is 200/1200 to the
+    # Meta: -16.7 % power for the 1,200 -> 1,000 W cap [S, meta_gb200_cap]. 16.7 % is 200/1200 to the
     # digit: the per-GPU power the cluster is provisioned for (Meta's paper is about provisioning),
     # not a measured mean. The model's provisioned figure is the peak GPU draw while running.
     full, capped, running = gb200
@@ -114,11 +114,11 @@ def years():
     return out
 
 
-# Published PUE by plant type (REFERENCES §1 and §7)
+# Published PUE by plant type
 RANGES = {
-    "meta-outside-air-evaporative": (1.07, 1.09),  # Meta halls, outside air + evaporative
-    "liquid-dry-cooler": (1.1, 1.3),  # direct-to-chip
-    "enterprise-chilled-water": (1.5, 1.6),  # typical enterprise (survey average 1.54)
+    "meta-outside-air-evaporative": (1.07, 1.09),  # Meta halls [S, meta_datacenters]
+    "liquid-dry-cooler": (1.1, 1.3),  # direct-to-chip [S, uptime_survey]
+    "enterprise-chilled-water": (1.5, 1.6),  # typical enterprise, survey average 1.54 [S, uptime_survey]
 }
 
 

@@ -263,7 +263,7 @@ def test_metric_table_units(day):
     m = metrics(day)
     assert {key for key, *_ in figures.METRICS} <= set(m)  # no key the metrics lost
     units = {key: unit for key, _, unit, _ in figures.METRICS}
-    # IESO's 1-min rule reads the average slope in MW/min (REFERENCES, rules.toml)
+    # IESO's 1-min rule reads the average slope in MW/min (rules.toml, [S, ieso])
     assert units["grid_ramp_1min_average_slope_up_mw"] == "MW/min"
     assert units["grid_ramp_1min_average_slope_down_mw"] == "MW/min"
     for _, label, unit, fmt in figures.METRICS:

@@ -14,11 +14,11 @@ TITANIUM_EFF = np.array([0.90, 0.94, 0.96, 0.91])
 
 
 def test_derived_step_time_llama3():
-    # REFERENCES.md §1 [D]: 6 · 405e9 · 16.8e6 / (16,384 · 400e12) ≈ 6.2 s; Table 4: 41 % MFU of the
+    # [D, llama3]: 6 · 405e9 · 16.8e6 / (16,384 · 400e12) ≈ 6.2 s; Table 4: 41 % MFU of the
     # H100's 989 TFLOP/s dense BF16 is the paper's 400 TFLOP/s per GPU.
     step = workload.derived_step_time(405e9, 16 * 2**20, 16384, 989.4e12, 0.41)
     assert step == pytest.approx(6.2, abs=0.3)
-    # Table 4: 8,192 GPUs at 43 % MFU take about twice as long per step (REFERENCES: about 12 s).
+    # Table 4: 8,192 GPUs at 43 % MFU take about twice as long per step ([D, llama3]: about 12 s).
     assert workload.derived_step_time(405e9, 16 * 2**20, 8192, 989.4e12, 0.43) == pytest.approx(
         12, abs=0.5
     )
@@ -40,7 +40,7 @@ def test_waveform_keeps_each_phase_energy_and_levels():
 
 
 def test_waveform_edges_never_exceed_the_rate():
-    # NERC LLTF (REFERENCES §5): 1.9 p.u./s. A 0.3 p.u. step takes 0.3 / 1.9 = 158 ms.
+    # NERC LLTF [S, nerc_lltf]: 1.9 p.u./s. A 0.3 p.u. step takes 0.3 / 1.9 = 158 ms.
     step, rate = 6.0, 1.9
     _, _, w = _square(rate, step)
     slope = np.abs(np.diff(w)) / (step / w.size)
@@ -71,7 +71,7 @@ def test_offsets_smear_edges_and_conserve_energy():
 
 
 def test_psu_curve_passes_through_titanium_points():
-    # REFERENCES §7: 80 PLUS Titanium 90/94/96/91 % at 10/20/50/100 % load.
+    # [P, titanium_80plus]: 80 PLUS Titanium 90/94/96/91 % at 10/20/50/100 % load.
     capacity = 19800.0
     out = TITANIUM_LOAD * capacity
     inp = electrical.input_power(out, capacity, TITANIUM_LOAD, TITANIUM_EFF)

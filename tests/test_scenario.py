@@ -41,13 +41,13 @@ def test_reference_causes_are_table_5_counts():
 
 def test_gpu_catalogue_entries_validate_and_match_references():
     catalogue = gpu_catalogue()
-    # REFERENCES.md §3: board power of each part.
+    # Board power of each part [P, nvidia_h100], [S, nvidia_blackwell].
     tdp = {"H100-SXM": 700, "H200": 700, "B200": 1000, "GB200": 1200, "GB300": 1400, "MI300X": 750}
     assert {name: entry["tdp"] for name, entry in catalogue.items()} == tdp
     for entry in catalogue.values():
         gpu = Gpu.model_validate(entry)
         assert gpu.power_cap_min < gpu.tdp
-    # REFERENCES.md §3-4: the H100 has no power smoothing; GB200/GB300 do; only GB300 stores energy.
+    # [P, nvidia_nvml], [P, nvidia_gb300_power]: the H100 has no power smoothing; GB200/GB300 do; only GB300 stores energy.
     assert "power_smoothing" not in catalogue["H100-SXM"]["levers"]
     assert "power_smoothing" in catalogue["GB200"]["levers"]
     assert "energy_storage" in catalogue["GB300"]["levers"]

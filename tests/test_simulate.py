@@ -136,7 +136,7 @@ def test_failure_drops_it_power_to_stalled_then_idle(week):
     )
 
     gpu = _running_gpu_power(sc)
-    per_gpu = gpu - sc.gpu.stalled  # 631.75 W → 150 W (DESIGN.md: measured while stalled)
+    per_gpu = gpu - sc.gpu.stalled  # 631.75 W → 150 W (the H100 catalogue's stalled level [A])
     n, per_node = sc.cluster.n_gpus, sc.cluster.gpus_per_node
     gpu_drop = ds["gpu_power"].values
     assert np.mean(gpu_drop[(t >= fail - 600) & (t < np.floor(fail))]) - gpu_drop[

@@ -18,7 +18,7 @@ def test_clock_is_one_at_reference_and_falls_continuously_with_temperature():
 
 
 def test_capping_without_leakage_follows_the_cube_law():
-    # P_dyn ∝ f³ (REFERENCES §3): 1,200 W → 1,000 W with no leakage gives f = (5/6)^(1/3).
+    # P_dyn ∝ f³ (C·V²·f with V ∝ f): 1,200 W → 1,000 W with no leakage gives f = (5/6)^(1/3).
     clock = thermal.clock_factor(60.0, 1000.0, 0.0, 60.0, 0.03, power_ref=1200.0)
     assert clock == pytest.approx((1000 / 1200) ** (1 / 3), rel=1e-12)
 

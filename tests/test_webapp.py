@@ -434,7 +434,7 @@ def test_power_figure_traces_markers_and_zoom(day):
     assert_allclose(np.asarray(it["y"])[inside][: want.size], want[: inside.sum()], rtol=0)
     y = want
     dips = np.sum((y[1:-1] < y[:-2]) & (y[1:-1] <= y[2:]))
-    assert 4 <= dips <= 6  # 30 s / 6.13 s ≈ 4.9 iterations (REFERENCES §1)
+    assert 4 <= dips <= 6  # 30 s / 6.13 s ≈ 4.9 iterations (step time [D, llama3])
 
 
 def _patched(patch: dash.Patch, index: int) -> dict:

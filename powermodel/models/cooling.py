@@ -168,8 +168,11 @@ def chiller_power(
 
     References
     ----------
-    EnergyPlus Engineering Reference, "Electric Chiller Model Based on Fluid Temperature Leaving
-    Evaporator" (object ``Chiller:Electric:EIR``); the DOE-2.1 chiller model.
+    .. [energyplus] U.S. Department of Energy, EnergyPlus, "EnergyPlus weather data, DataSets
+       (Chillers.idf, AirCooledChiller.idf) and Engineering Reference", EnergyPlus (2024),
+       Engineering Reference, "Electric Chiller Model Based on Fluid Temperature Leaving
+       Evaporator" (``Chiller:Electric:EIR``); the DOE-2.1 chiller model.
+       https://energyplus.net/
     """
     load, x, y = np.broadcast_arrays(
         np.maximum(np.asarray(load, dtype=float), 0.0),
@@ -266,9 +269,10 @@ def direct_evaporative_supply(
 
     References
     ----------
-    S. K. Wang, "Handbook of Air Conditioning and Refrigeration", 2nd ed., McGraw-Hill (2001),
-    §9.8 (direct evaporative coolers); ASHRAE Handbook—HVAC Systems and Equipment,
-    "Evaporative Air-Cooling Equipment".
+    .. [wang_hvac] Wang, S. K., "Handbook of Air Conditioning and Refrigeration, 2nd edition",
+       McGraw-Hill (2001), §9.8 (direct evaporative coolers).
+    .. [ashrae_hvac] ASHRAE, "ASHRAE Handbook—HVAC Systems and Equipment: Evaporative
+       Air-Cooling Equipment", ASHRAE (2020). https://www.ashrae.org/
     """
     temp_air = np.asarray(temp_air, dtype=float)
     return temp_air - effectiveness * (temp_air - np.asarray(temp_wetbulb, dtype=float))

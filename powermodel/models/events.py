@@ -72,7 +72,11 @@ def young_daly_interval(mtbf: float, checkpoint_time: float) -> float:
 
     References
     ----------
-    J. W. Young, CACM 17(9), 1974; J. T. Daly, FGCS 22(3), 2006.
+    .. [young] Young, J. W., "A first order approximation to the optimum checkpoint interval",
+       Communications of the ACM 17(9), 530-531 (1974). https://doi.org/10.1145/361147.361115
+    .. [daly] Daly, J. T., "A higher order estimate of the optimum checkpoint interval for
+       restart dumps", Future Generation Computer Systems 22(3), 303-312 (2006).
+       https://doi.org/10.1016/j.future.2004.11.016
     """
     return float(np.sqrt(2.0 * mtbf * checkpoint_time))
 

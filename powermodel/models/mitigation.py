@@ -19,7 +19,7 @@ from powermodel.models.cooling import first_order_lag
 def floor(cells: np.ndarray, level: float) -> np.ndarray:
     """A power floor: the GPU burns up to ``level`` whenever its work would draw less.
 
-    NVIDIA power smoothing holds a floor (a percentage of TDP, REFERENCES §4); software burn
+    NVIDIA power smoothing holds a floor (a percentage of TDP [P, nvidia_nvml]); software burn
     fills communication gaps with dummy work to the same effect. Both only ever add energy.
     """
     return np.maximum(cells, level)

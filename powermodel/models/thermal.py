@@ -1,7 +1,7 @@
 """GPU temperature, leakage, clocks and the pace of synchronous training.
 
 A GPU in a compute phase sits at its power cap: firmware holds ``P_cap = P_leak(T) + P_dyn`` with
-``P_dyn ∝ C·V²·f``, roughly ``∝ f³`` near the top of the voltage–frequency curve (REFERENCES §3).
+``P_dyn ∝ C·V²·f``, roughly ``∝ f³`` near the top of the voltage–frequency curve, where V ∝ f.
 A hotter chip leaks more, so at the same cap its clock falls — continuously, with no threshold.
 Off the cap (communication, memory-bound phases) clocks hold and power rises a little when hot.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import log_ndtr
 
-DYNAMIC_EXPONENT = 3.0  # P_dyn ∝ f³ near the top of the V–f curve (REFERENCES §3: C·V²·f, V ∝ f)
+DYNAMIC_EXPONENT = 3.0  # P_dyn ∝ f³ near the top of the V–f curve (C·V²·f with V ∝ f)
 
 
 def steady_gpu_temperature(

@@ -98,8 +98,9 @@ def wet_bulb(temp_air: ArrayLike, relative_humidity: ArrayLike, pressure: ArrayL
 
     References
     ----------
-    Meyer, D. and Thevenard, D., "PsychroLib: a library of psychrometric functions to calculate
-    thermodynamic properties of air", Journal of Open Source Software 4(33), 1137 (2019).
+    .. [psychrolib] Meyer, D. and Thevenard, D., "PsychroLib: a library of psychrometric
+       functions to calculate thermodynamic properties of air", Journal of Open Source Software
+       4(33), 1137 (2019). https://doi.org/10.21105/joss.01137
     """
     temp, rh, p = np.broadcast_arrays(
         np.asarray(temp_air, dtype=float),
@@ -139,8 +140,9 @@ def relative_humidity_from_dew_point(temp_air: ArrayLike, temp_dew: ArrayLike) -
 
     References
     ----------
-    Alduchov, O. A. and Eskridge, R. E., "Improved Magnus form approximation of saturation vapor
-    pressure", Journal of Applied Meteorology 35, 601–609 (1996).
+    .. [alduchov] Alduchov, O. A. and Eskridge, R. E., "Improved Magnus form approximation of
+       saturation vapor pressure", Journal of Applied Meteorology 35(4), 601-609 (1996).
+       https://doi.org/10.1175/1520-0450(1996)035<0601:IMFAOS>2.0.CO;2
     """
     b, c = 17.625, 243.04
     temp, dew = np.asarray(temp_air, dtype=float), np.asarray(temp_dew, dtype=float)
@@ -219,8 +221,9 @@ def synthetic_temperature(
 
     References
     ----------
-    ASHRAE Handbook—Fundamentals (2009), Chapter 14, Table 6: the daily maximum at 14–15 h local
-    time, the source of the default ``peak_hour``.
+    .. [ashrae_fundamentals] ASHRAE, "ASHRAE Handbook—Fundamentals", ASHRAE (2009), Chapter 14,
+       Table 6: the daily maximum at 14–15 h local time, the source of the default
+       ``peak_hour``. https://www.ashrae.org/
     """
     hours = np.asarray(hour_of_year, dtype=float)
     diurnal = daily_amplitude * np.cos(2.0 * np.pi * (hours - peak_hour) / 24.0)
@@ -300,8 +303,9 @@ def design_day(
 
     References
     ----------
-    ASHRAE Handbook—Fundamentals (2009), Chapter 14, "Climatic Design Information": Table 6 and
-    the section "Generating Design-Day Data".
+    .. [ashrae_fundamentals] ASHRAE, "ASHRAE Handbook—Fundamentals", ASHRAE (2009), Chapter 14,
+       "Climatic Design Information": Table 6 and the section "Generating Design-Day Data".
+       https://www.ashrae.org/
     """
     if level not in _DESIGN_LEVELS:
         raise ValueError(f"design level {level!r} %: use one of 0.4, 1 or 2")

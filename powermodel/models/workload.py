@@ -47,7 +47,8 @@ def derived_step_time(
 
     References
     ----------
-    Llama Team, "The Llama 3 Herd of Models", arXiv 2407.21783 (2024), Table 4.
+    .. [llama3] Llama Team, AI @ Meta, "The Llama 3 Herd of Models", arXiv:2407.21783 (2024),
+       Table 4. https://arxiv.org/abs/2407.21783
     """
     return 6.0 * model_params * tokens_per_step / (n_gpus * peak_flops * mfu)
 

@@ -414,7 +414,8 @@ RAMP_COLORS = ("#8e9bfa", "#f1948a", "#48c9b0")
 def ramp_figure(ds: xr.Dataset, bins: int = 60) -> go.Figure:
     """Distributions of the ramp at the connection, each reading on its own axis in its own
     unit: the 1-min net change [MW], the 1-min average slope [MW/min] and max − min within 5 s
-    [MW] (REFERENCES §8 on why they differ)."""
+    [MW]: on a swing of a few seconds the net change is near zero, the slope moderate and
+    max − min the whole swing."""
     p, dt = ds["grid_power"].values, step_seconds(ds)
     readings = {}
     if 120.0 <= p.size * dt and dt <= 12.0:
