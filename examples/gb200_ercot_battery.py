@@ -35,7 +35,7 @@ SITE = {
     # grow the global batch with the cluster): 102M tokens, a 2.4 s step
     "workload.tokens_per_step": 16_777_216 * N_GPUS / 16_384,
     "cooling.plant": "liquid-dry-cooler",  # GB200 NVL72 racks are liquid-cooled
-    # three hours hold seven crashes and a planned stop at the reference's failure rates per
+    # three hours hold seven crashes at the reference's failure rates per
     # GPU-hour (about 2.3 an hour at this size): no rate_scale needed
     "simulation.duration": "3h",
     # 100 ms resolves the 2.4 s iterations and ERCOT's band up to 2.5 Hz; at 1 s the interval
