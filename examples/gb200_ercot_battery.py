@@ -1,8 +1,8 @@
 """How large a battery does a 100,000-GPU GB200 site need for ERCOT's 5-s proposal, and what
 does GB200 power smoothing (a floor and ramp rates) cost instead?
 
-The reference Llama 3 job [llama3] moved to 100,000 GB200 [nvidia-gb200] on liquid cooling,
-measured as ERCOT's large-load proposal [ercot-lli] measures it (rule ``ercot-5s``: 0.1-55 Hz,
+The reference Llama 3 job [llama3] moved to 100,000 GB200 [nvidia_blackwell] on liquid cooling,
+measured as ERCOT's large-load proposal [ercot_lli] measures it (rule ``ercot-5s``: 0.1-55 Hz,
 max - min in any 5 s at most 10 MW), for three hours at 100 ms.
 
 Run ``python examples/gb200_ercot_battery.py [folder]``: the figures are written as HTML

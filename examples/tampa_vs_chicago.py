@@ -1,7 +1,7 @@
 """What a Tampa summer costs a training run against Chicago.
 
 The reference Llama 3 job [llama3] (16,384 H100 in outside-air halls with evaporative cooling)
-run through July twice, on the typical-year weather of Tampa and of Chicago [nrel-tmy3]: the
+run through July twice, on the typical-year weather of Tampa and of Chicago [nrel_tmy3]: the
 same seed, so the same failures at the same times, and only the weather differs. Compared:
 tokens lost to heat-throttled clocks, GPU temperatures, cooling energy and PUE, peak facility
 power.
@@ -76,7 +76,7 @@ def main(out: pathlib.Path) -> dict[str, float]:
 def _check(n: dict[str, float]) -> None:
     # the same seed gives both runs the same failures: only the weather differs
     assert n["tampa_unexpected_interruptions"] == n["chicago_unexpected_interruptions"]
-    # the shipped typical years [nrel-tmy3]: Tampa's July is warmer and more humid (the
+    # the shipped typical years [nrel_tmy3]: Tampa's July is warmer and more humid (the
     # evaporative plant follows the wet-bulb); July means of the files, 27.9 and 24.1 °C
     assert n["tampa_temp_air_mean_c"] > n["chicago_temp_air_mean_c"] + 2.0
     assert n["tampa_temp_wetbulb_mean_c"] > n["chicago_temp_wetbulb_mean_c"] + 2.0
@@ -87,7 +87,7 @@ def _check(n: dict[str, float]) -> None:
     assert n["tokens_lost_tampa_vs_chicago"] > 0.0
     assert n["tampa_cooling_energy_mwh"] > n["chicago_cooling_energy_mwh"]
     assert n["tampa_pue"] > n["chicago_pue"]
-    # ASHRAE TC 9.9 allowable A1 tops at 32 °C inlet [ashrae-tc99]: the evaporative plant keeps
+    # ASHRAE TC 9.9 allowable A1 tops at 32 °C inlet [ashrae_tc99]: the evaporative plant keeps
     # the supply under it at both sites
     assert max(n["tampa_supply_temp_max_c"], n["chicago_supply_temp_max_c"]) < 32.0
     # model outputs pinned at this commit (the magnitudes are predictions, not published):

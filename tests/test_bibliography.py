@@ -19,12 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 BIBLIOGRAPHY = ROOT / "docs" / "references.toml"
 REQUIRED = ("authors", "title", "venue", "year", "used")
 KEY = re.compile(r"^[a-z][a-z0-9_]*$")
+CANDIDATE = re.compile(r"^[a-z][a-z0-9_-]*$")  # what a citation looks like, valid key or not
 TEXT_SUFFIXES = {".py", ".toml", ".md", ".txt", ".cff", ".cfg", ".ini", ".yml", ".yaml", ".rst"}
 # A graded citation: [P, llama3], [S, ko_zhu Table I], [P, young; daly], [D, llama3].
 GRADED = re.compile(r"\[(?:P|S|D|A|C)(?: spec)?, ([^\]\n]+)\]")
 # A bare citation is a bracket after a space or an opening parenthesis, as prose writes it (code
 # indexes after a name or a closing bracket): [llama3], [energyplus].
-BARE = re.compile(r"(?:^|(?<=[\s(]))\[([a-z][a-z0-9_]*)\]", re.MULTILINE)
+BARE = re.compile(r"(?:^|(?<=[\s(]))\[([a-z][a-z0-9_-]*)\]", re.MULTILINE)
 NUMPYDOC_ENTRY = re.compile(r"^\s*\.\. \[([^\]]+)\]\s*(.*)$")
 
 
@@ -105,10 +106,13 @@ def cited_keys() -> dict[str, list[str]]:
         for match in GRADED.finditer(text):
             for part in re.split(r"[;,]", match.group(1)):
                 token = part.split()[0] if part.split() else ""
-                if KEY.match(token):
+                if CANDIDATE.match(token):
                     keys.setdefault(token, []).append(where)
         for match in BARE.finditer(text):
             token = match.group(1)
+            line = text[text.rfind("\n", 0, match.start()) + 1 : text.find("\n", match.end())]
+            if path.suffix == ".toml" and line.strip() == match.group():
+                continue  # a TOML table header, such as a rule's name
             # a bare word is a citation if it is a key or one typo away from one
             if token in known or difflib.get_close_matches(token, known, n=1, cutoff=0.8):
                 keys.setdefault(token, []).append(where)

@@ -76,9 +76,10 @@ def test_gb200_power_cap_throughput_validation(gb200):
 
 
 def test_gb200_power_cap_power_validation(gb200):
-    # Meta: -16.7 % power for the 1,200 -> 1,000 W cap [S, meta_gb200_cap]. 16.7 % is 200/1200 to the
-    # digit: the per-GPU power the cluster is provisioned for (Meta's paper is about provisioning),
-    # not a measured mean. The model's provisioned figure is the peak GPU draw while running.
+    # Meta: -16.7 % power for the 1,200 -> 1,000 W cap [S, meta_gb200_cap]. 16.7 % is 200/1200 to
+    # the digit: the per-GPU power the cluster is provisioned for (Meta's paper is about
+    # provisioning), not a measured mean. The model's provisioned figure is the peak GPU draw
+    # while running.
     full, capped, running = gb200
     peak = capped["gpu_power"].values[running].max() / full["gpu_power"].values[running].max()
     assert peak - 1.0 == pytest.approx(-0.167, abs=0.015)
@@ -118,7 +119,8 @@ def years():
 RANGES = {
     "meta-outside-air-evaporative": (1.07, 1.09),  # Meta halls [S, meta_datacenters]
     "liquid-dry-cooler": (1.1, 1.3),  # direct-to-chip [S, uptime_survey]
-    "enterprise-chilled-water": (1.5, 1.6),  # typical enterprise, survey average 1.54 [S, uptime_survey]
+    # typical enterprise, survey average 1.54 [S, uptime_survey]
+    "enterprise-chilled-water": (1.5, 1.6),
 }
 
 

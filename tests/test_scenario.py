@@ -47,7 +47,8 @@ def test_gpu_catalogue_entries_validate_and_match_references():
     for entry in catalogue.values():
         gpu = Gpu.model_validate(entry)
         assert gpu.power_cap_min < gpu.tdp
-    # [P, nvidia_nvml], [P, nvidia_gb300_power]: the H100 has no power smoothing; GB200/GB300 do; only GB300 stores energy.
+    # [P, nvidia_nvml], [P, nvidia_gb300_power]: the H100 has no power smoothing; GB200/GB300 do;
+    # only GB300 stores energy.
     assert "power_smoothing" not in catalogue["H100-SXM"]["levers"]
     assert "power_smoothing" in catalogue["GB200"]["levers"]
     assert "energy_storage" in catalogue["GB300"]["levers"]
