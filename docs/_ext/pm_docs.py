@@ -1,0 +1,329 @@
+"""Sphinx extension of powermodel's docs: pages generated from the code, worked examples, citations.
+
+At ``builder-inited`` it writes into ``docs/_generated/`` (git-ignored):
+
+- ``include/scenario-keys.md`` from :mod:`powermodel.reference` (every key of the schema),
+- ``include/rules.md`` from the shipped rule file (``powermodel/presets/rules.toml``),
+- ``include/variables.md`` from :data:`powermodel.variables.VARIABLES`,
+- ``include/bibliography.md`` from ``docs/references.toml``,
+- ``include/cli.md``: ``--help`` of every subcommand, from the argparse parser itself,
+- ``figures/``: what each ``examples/*.py`` ``main(out=...)`` writes (an example that raises
+  fails the build),
+- ``static/plotly.min.js`` from the installed plotly, so the figures render offline.
+
+The role ``{cite}`llama3``` writes ``[llama3]`` linked to the bibliography entry; a key the
+bibliography does not hold is an undefined label, which ``-W`` turns into a failed build.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+DOCS = Path(__file__).resolve().parents[1]
+ROOT = DOCS.parent
+GENERATED = DOCS / "_generated"
+INCLUDE = GENERATED / "include"
+FIGURES = GENERATED / "figures"
+STATIC = GENERATED / "static"
+EXAMPLES = ROOT / "examples"
+REFERENCES = DOCS / "references.toml"
+PLOTLY_JS = "plotly.min.js"
+
+KEY = re.compile(r"[a-z][a-z0-9-]*")
+CITED = re.compile(r"\[([a-z][a-z0-9-]*)\]")  # a bibliography key in brackets, in a description
+BIB_FIELDS = {"authors", "title", "venue", "year", "url", "doi", "used"}
+
+# Each shipped rule's publication, by rule name. The rule file's source text cites sections of
+# the project's internal notes; the docs cite the bibliography instead. A rule that is missing
+# here fails the build, so a new rule cannot go out without its source.
+RULE_CITATIONS = {
+    "ercot-5s": "ercot-lli",
+    "nprr1191-down": "nprr1191",
+    "nprr1191-up": "nprr1191",
+    "caiso-10min": "caiso-straw",
+    "ieso-1min": "ieso",
+    "ieso-15s": "ieso",
+    "ieso-sso": "ieso",
+    "lipa-low": "caiso-straw",
+    "lipa-high": "caiso-straw",
+    "atc-5s": "caiso-straw",
+    "aeso-1min": "caiso-straw",
+}
+INTERNAL_NOTES = re.compile(r",?\s*\(?REFERENCES §\d+(?:(?:,| and) §\d+)*\)?")
+
+logger = logging.getLogger(__name__)
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    """Write ``text``, leaving an unchanged file alone so Sphinx does not rebuild its readers."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text("utf-8") != text:
+        path.write_text(text, "utf-8")
+
+
+def escape(text: object) -> str:
+    """Plain text for a MyST table cell or paragraph: markup characters escaped, no newlines."""
+    out = re.sub(r"([\\`*_{}\[\]<>()#+!|$~])", r"\\\1", str(text))
+    return " ".join(out.split())
+
+
+def cite(key: str) -> str:
+    return f"{{cite}}`{key}`"
+
+
+def with_citations(text: str, keys: set[str]) -> str:
+    """Escaped ``text`` with each bracketed bibliography key made a citation."""
+    out = escape(text)
+    for key in sorted(keys, key=len, reverse=True):
+        out = out.replace(f"\\[{key}\\]", cite(key))
+    return out
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell or " " for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+# --- bibliography -----------------------------------------------------------------------------
+
+
+def read_references(path: Path = REFERENCES) -> dict[str, dict]:
+    """The bibliography, checked: one table per key, the fields the page prints."""
+    with path.open("rb") as f:
+        entries = tomllib.load(f)
+    for key, entry in entries.items():
+        if not KEY.fullmatch(key) or not isinstance(entry, dict):
+            raise ValueError(f"{path.name}: [{key}] must be a table named [a-z][a-z0-9-]*")
+        missing = {"authors", "title", "year", "used"} - entry.keys()
+        unknown = entry.keys() - BIB_FIELDS
+        if missing or unknown or not ({"url", "doi"} & entry.keys()):
+            raise ValueError(
+                f"{path.name}: [{key}] needs authors, title, year, used and url or doi "
+                f"(missing {sorted(missing)}, unknown {sorted(unknown)})"
+            )
+    return dict(sorted(entries.items()))
+
+
+def bibliography_page(entries: dict[str, dict]) -> str:
+    parts = []
+    for key, e in entries.items():
+        link = f"https://doi.org/{e['doi']}" if "doi" in e else e["url"]
+        venue = f" {escape(e['venue'])}," if e.get("venue") else ""
+        parts.append(
+            f"({key})=\n"
+            f"**\\[{key}\\]** {escape(e['authors'])}. *{escape(e['title'])}*.{venue} "
+            f"{e['year']}. <{link}>\n\n"
+            f"Used for: {escape(e['used'])}\n"
+        )
+    return "\n".join(parts)
+
+
+# --- scenario keys, rules, variables, CLI -----------------------------------------------------
+
+
+def scenario_keys_page(citable: set[str]) -> str:
+    from powermodel.reference import keys
+
+    sections: dict[str, list] = {}
+    for k in keys():
+        section = k.key.split(".")[0] if "." in k.key else "(top level)"
+        sections.setdefault(section, []).append(k)
+    out = []
+    for section, found in sections.items():
+        out.append(f"## {section}\n")
+        rows = [
+            [
+                f"`{k.key}`",
+                escape(k.kind),
+                escape(k.unit),
+                escape(k.default),
+                escape(k.bounds),
+                with_citations(k.description, citable),
+            ]
+            for k in found
+        ]
+        out.append(table(["key", "type", "unit", "default", "bounds", "description"], rows))
+    return "\n".join(out)
+
+
+def shipped_rules() -> list:
+    from powermodel.rules import load_rules, rule_names
+
+    return load_rules(rule_names())
+
+
+def rules_page(citable: set[str]) -> str:
+    from powermodel.durations import format_duration
+    from powermodel.rules import describe
+
+    out = []
+    for rule in shipped_rules():
+        key = RULE_CITATIONS.get(rule.name)
+        if key is None or key not in citable:
+            raise ValueError(
+                f"rule {rule.name}: add its bibliography key to RULE_CITATIONS in {__file__}"
+            )
+        limits = [f"{rule.limit:g} {rule.unit}"] if rule.limit is not None else []
+        if rule.limit_fraction is not None:
+            limits.append(f"{rule.limit_fraction:.2%} of {rule.reference} ({rule.unit})")
+        measurement = [
+            f"window {format_duration(rule.window)}",
+            f"statistic `{rule.statistic}`",
+            f"direction {rule.direction}",
+        ]
+        if rule.averaging:
+            measurement.insert(0, f"averaged over {format_duration(rule.averaging)}")
+        if rule.band:
+            measurement.insert(0, f"band {rule.band[0]:g}–{rule.band[1]:g} Hz")
+        rows = [
+            ["title", escape(rule.title)],
+            ["status", escape(rule.status)],
+            ["groups", ", ".join(f"`{g}`" for g in rule.groups) or "—"],
+            ["signal", f"`{rule.signal}`"],
+            ["measurement", ", ".join(measurement)],  # durations, numbers and names: no markup
+            [
+                "limit",
+                escape(" or ".join(limits) + (", the lesser" if len(limits) > 1 else "")),
+            ],
+            ["in words", escape(describe(rule))],
+            ["source", escape(INTERNAL_NOTES.sub("", rule.source)) + " " + cite(key)],
+            ["choices made", escape(rule.choices) or "—"],
+        ]
+        out.append(f"## {rule.name}\n\n" + table(["field", "value"], rows))
+    return "\n".join(out)
+
+
+def variables_page() -> str:
+    from powermodel.variables import VARIABLES
+
+    rows = [
+        [f"`{name}`", escape(v["units"]) or "—", escape(v["long_name"]), escape(v["description"])]
+        for name, v in VARIABLES.items()
+    ]
+    return table(["name", "units", "long name", "description"], rows)
+
+
+def cli_page() -> str:
+    import argparse
+
+    from powermodel import cli
+
+    with _columns(90):
+        parser = cli._parser()
+        commands = next(
+            a for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+        ).choices
+        out = ["## powermodel\n", "```text", parser.format_help().rstrip(), "```\n"]
+        for name, sub in commands.items():
+            out += [f"## powermodel {name}\n", "```text", sub.format_help().rstrip(), "```\n"]
+    return "\n".join(out)
+
+
+@contextlib.contextmanager
+def _columns(width: int):
+    """argparse wraps help to the terminal width: fix it, so the page does not depend on it."""
+    old = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = str(width)
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = old
+
+
+# --- worked examples --------------------------------------------------------------------------
+
+
+def example_scripts() -> list[Path]:
+    """The worked examples: ``examples/*.py`` not starting with an underscore."""
+    return sorted(p for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
+
+
+def run_example(path: Path, out: Path) -> dict:
+    """Import ``path`` by its path and run its ``main(out)``; whatever it raises fails the build."""
+    spec = importlib.util.spec_from_file_location(f"powermodel_example_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.main(out=out)
+
+
+def write_plotly_js() -> None:
+    from plotly.offline import get_plotlyjs
+
+    write_if_changed(STATIC / PLOTLY_JS, get_plotlyjs())
+
+
+# --- Sphinx hooks -----------------------------------------------------------------------------
+
+
+def generate(app: Sphinx) -> None:
+    sys.path.insert(0, str(ROOT))  # the powermodel beside the docs, not another installed one
+    entries = read_references()
+    citable = set(entries)
+    pages = {
+        "bibliography.md": bibliography_page(entries),
+        "scenario-keys.md": scenario_keys_page(citable),
+        "rules.md": rules_page(citable),
+        "variables.md": variables_page(),
+        "cli.md": cli_page(),
+    }
+    for name, text in pages.items():
+        write_if_changed(INCLUDE / name, text)
+    write_plotly_js()
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    for script in example_scripts():
+        logger.info(f"running example {script.name}")
+        run_example(script, FIGURES)
+
+
+def cite_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``{cite}`key``` (or ``key1,key2``): ``[key]`` linked to its bibliography entry."""
+    out = []
+    for i, key in enumerate(k.strip() for k in text.split(",")):
+        ref = addnodes.pending_xref(
+            rawtext, refdomain="std", reftype="ref", reftarget=key, refexplicit=True, refwarn=True
+        )
+        ref += nodes.inline(text=f"[{key}]")
+        out += ([nodes.Text(" ")] if i else []) + [ref]
+    return out, []
+
+
+def page_scripts(app: Sphinx, pagename: str, templatename, context, doctree) -> None:
+    """plotly.js on the pages that embed figures only (it is 4 MB)."""
+    if pagename.startswith("examples/") and pagename != "examples/index":
+        app.add_js_file(PLOTLY_JS)
+
+
+def hide_internal_notes(app, what, name, obj, options, lines) -> None:
+    """Docstrings cite the project's internal notes (``REFERENCES §3``, ``DESIGN principle 4``),
+    which are not published: the rendered API says "the bibliography" or leaves the aside out."""
+    for i, line in enumerate(lines):
+        line = re.sub(r"\s*\(DESIGN principle \d+\)", "", line)
+        line = re.sub(r"\s*\(REFERENCES §\d+(?:, §\d+)*\)", "", line)
+        lines[i] = re.sub(r"REFERENCES §\d+(?:, §\d+)*", "the sources (bibliography)", line)
+
+
+def setup(app: Sphinx) -> dict:
+    app.connect("builder-inited", generate)
+    app.connect("html-page-context", page_scripts)
+    app.connect("autodoc-process-docstring", hide_internal_notes)
+    app.add_role("cite", cite_role)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

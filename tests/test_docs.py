@@ -1,0 +1,109 @@
+"""The documentation builds without a warning, and its generated pages cover the code: every
+scenario key, Dataset variable and shipped rule, every citation resolved, every example's figures
+on its page."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from powermodel.reference import keys
+from powermodel.rules import load_rules, rule_names
+from powermodel.variables import VARIABLES
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+FIGURES = DOCS / "_generated" / "figures"
+CITATION = re.compile(  # what the {cite} role renders
+    r'<a class="reference internal" href="([^"]*)">'
+    r'<span class="std std-ref">\[([^\]]+)\]</span></a>'
+)
+
+pytest.importorskip("sphinx")
+pytest.importorskip("myst_parser")
+pytest.importorskip("numpydoc")
+
+
+@pytest.fixture(scope="module")
+def html(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The docs built once, as docs/README.md says, into a temporary folder."""
+    out = tmp_path_factory.mktemp("docs")
+    build = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html"]
+        + ["-d", str(out / "doctrees"), str(DOCS), str(out / "html")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert build.returncode == 0, build.stderr[-5000:]
+    return out / "html"
+
+
+def page(html: Path, name: str) -> str:
+    return (html / f"{name}.html").read_text("utf-8")
+
+
+def literals(text: str) -> set[str]:
+    """Inline code on a page: ``<span class="pre">…</span>`` (docutils splits at spaces)."""
+    return set(re.findall(r'<span class="pre">([^<]*)</span>', text))
+
+
+def test_every_scenario_key_is_on_its_page(html: Path) -> None:
+    shown = literals(page(html, "reference/scenario-keys"))
+    missing = [k.key for k in keys() if k.key not in shown]
+    assert not missing, missing
+
+
+def test_every_variable_and_rule_is_on_its_page(html: Path) -> None:
+    variables = literals(page(html, "reference/variables"))
+    assert not [name for name in VARIABLES if name not in variables]
+    rules = page(html, "reference/rules")
+    shipped = [r.name for r in load_rules(rule_names())]
+    assert len(shipped) >= 11  # presets/rules.toml holds eleven rules
+    assert not [name for name in shipped if f'id="{name}"' not in rules]
+
+
+def test_every_citation_links_a_bibliography_entry(html: Path) -> None:
+    with (DOCS / "references.toml").open("rb") as f:
+        entries = tomllib.load(f)
+    bibliography = page(html, "reference/bibliography")
+    assert all(f'id="{key}"' in bibliography for key in entries)
+    cited = set()
+    for path in html.rglob("*.html"):
+        for href, key in CITATION.findall(path.read_text("utf-8")):
+            assert key in entries, (path, key)
+            assert href.split("#")[0].endswith("bibliography.html") or path.name == (
+                "bibliography.html"
+            ), (path, href)
+            assert href.endswith(f"#{key}"), (path, href)
+            cited.add(key)
+    assert {"llama3", "choukse", "nerc-lltf"} <= cited
+
+
+def test_pages_cite_no_internal_notes(html: Path) -> None:
+    """The project's internal notes are not published: pages cite the bibliography instead."""
+    for path in html.rglob("*.html"):
+        text = path.read_text("utf-8")
+        for note in ("REFERENCES §", "REFERENCES.md", "DESIGN.md", "DESIGN principle", "../shared"):
+            assert note not in text, (path, note)
+
+
+def test_every_example_shows_its_figures(html: Path) -> None:
+    scripts = (ROOT / "examples").glob("*.py")
+    examples = sorted(p.stem for p in scripts if not p.stem.startswith("_"))
+    assert "first_run" in examples
+    for name in examples:
+        built = page(html, f"examples/{name}")
+        figures = sorted(FIGURES.glob(f"{name}-*.html"))
+        assert figures, f"examples/{name}.py wrote no figure"
+        assert "plotly.min.js" in built
+        for figure in figures:
+            text = figure.read_text("utf-8")
+            div = re.search(r'<div id="([^"]+)" class="plotly-graph-div"', text)
+            assert div and f'id="{div[1]}"' in built, (name, figure.name)
+    assert (html / "_static" / "plotly.min.js").stat().st_size > 1_000_000
