@@ -1,7 +1,8 @@
 """The thermal and plant path: weather, cooling plant, GPU temperatures and clocks, facility power.
 
-It runs on the plant's own, coarser step (DESIGN principle 4) and hands ``simulate`` arrays on
-that step; ``simulate`` holds them over the electrical step and builds the Dataset.
+It runs on the plant's own, coarser step (principle 4 of docs/model/index.md, two clocks) and
+hands ``simulate`` arrays on that step; ``simulate`` holds them over the electrical step and
+builds the Dataset.
 """
 
 from __future__ import annotations

@@ -339,7 +339,8 @@ class Workload(Section):
         le=STEP_TIME_BOUNDS[1],
         description="Time of one training step; derived from the model when absent. [s]",
     )
-    # bounds: a thousand times the largest models and batches trained ([P, llama3] Table 4: 405e9 parameters, 16M tokens)
+    # bounds: a thousand times the largest models and batches trained (405e9 parameters and
+    # 16M tokens a step [P, llama3] Table 4)
     model_params: float = Field(ge=1e6, le=1e16, description="Model parameters. [1]")
     tokens_per_step: float = Field(ge=1, le=1e12, description="Global batch. [token]")
     mfu: float = Field(ge=1e-3, le=1, description="Model FLOPs utilisation. [1]")

@@ -19,7 +19,7 @@ from powermodel.models.thermal import step_time_factor
 from powermodel.scenario import STEP_TIME_BOUNDS, Scenario, format_duration, load_scenario
 from powermodel.variables import annotate
 
-# Independent random streams per purpose (DESIGN principle 6): SeedSequence spawn keys.
+# Independent random streams per purpose (principle 6 of docs/model/index.md): SeedSequence keys.
 JOB = 0
 STREAM_FAILURES = 1
 NO_CHECKPOINTS = 1e30  # s: an interval no run reaches (the timeline's arithmetic needs a number)
@@ -196,8 +196,9 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
 def _mitigated_waveform(
     scenario: Scenario, derived: Derived, per_gpu: np.ndarray
 ) -> tuple[np.ndarray, float]:
-    """Per-GPU mitigations on one iteration, before aggregation (DESIGN principle 2): the cap,
-    software burn, power smoothing. Returns the waveform and the share of work throttled."""
+    """Per-GPU mitigations on one iteration, before aggregation (principle 2 of
+    docs/model/index.md): the cap, software burn, power smoothing. Returns the waveform and
+    the share of work throttled."""
     m, tdp = scenario.mitigation, scenario.gpu.tdp
     if m.power_cap is not None:
         per_gpu = np.minimum(per_gpu, m.power_cap)

@@ -39,8 +39,9 @@ class Lever:
 
 
 def levers(scenario: Scenario, rule: rules.Rule, reference: float | None) -> list[Lever]:
-    """The mitigations this scenario's hardware and site have [nvidia_nvml], [nvidia_gb300_power]; the battery's
-    controller holds the grid to 80 % of the rule's limit, as a ramp."""
+    """The mitigations this scenario's hardware and site have ([nvidia_nvml],
+    [nvidia_gb300_power]); the battery's controller holds the grid to 80 % of the rule's limit,
+    as a ramp."""
     gpu, wl = scenario.gpu, scenario.workload
     out = []
     if "power_cap" in gpu.levers:

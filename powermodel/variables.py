@@ -37,7 +37,8 @@ VARIABLES: dict[str, dict[str, str]] = {
         "long_name": "IT power at the rack input",
         "description": (
             "Servers through their power supplies (GPUs, CPUs, memory, NICs, fans, PSU losses) "
-            "plus network and storage: the IT boundary of ISO/IEC 30134-2 [iso30134], interval mean."
+            "plus network and storage: the IT boundary of ISO/IEC 30134-2 [iso30134], "
+            "interval mean."
         ),
     },
     "facility_loss": {

@@ -26,6 +26,7 @@ GRADED = re.compile(r"\[(?:P|S|D|A|C)(?: spec)?, ([^\]\n]+)\]")
 # A bare citation is a bracket after a space or an opening parenthesis, as prose writes it (code
 # indexes after a name or a closing bracket): [llama3], [energyplus].
 BARE = re.compile(r"(?:^|(?<=[\s(]))\[([a-z][a-z0-9_-]*)\]", re.MULTILINE)
+CITE_ROLE = re.compile(r"\{cite(?:key)?\}`([^`]+)`")  # the docs' role: {cite}`llama3,patel`
 NUMPYDOC_ENTRY = re.compile(r"^\s*\.\. \[([^\]]+)\]\s*(.*)$")
 
 
@@ -75,6 +76,7 @@ def test_no_file_outside_the_repository_is_cited():
         "REFERENCES" + ".md",
         "REFERENCES" + " §",
         "DESIGN" + ".md",
+        "DESIGN" + " principle",
         "../" + "shared",
         "/work" + "/",
     ]
@@ -116,6 +118,9 @@ def cited_keys() -> dict[str, list[str]]:
             # a bare word is a citation if it is a key or one typo away from one
             if token in known or difflib.get_close_matches(token, known, n=1, cutoff=0.8):
                 keys.setdefault(token, []).append(where)
+        for match in CITE_ROLE.finditer(text):
+            for token in match.group(1).split(","):
+                keys.setdefault(token.strip(), []).append(where)
         for line in text.splitlines():
             entry = NUMPYDOC_ENTRY.match(line)
             if entry:

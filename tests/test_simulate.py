@@ -179,7 +179,7 @@ def test_restart_ramp_follows_the_start_up_ramp(week):
 
 
 def test_energy_same_at_100ms_and_1min():
-    # DESIGN principle 2: interval means make energy exact at any dt (PSU curve on).
+    # Principle 2 (docs/model/index.md): interval means make energy exact at any dt (PSU curve on).
     base = {"simulation.duration": "6h", "simulation.seed": 11, "reliability.rate_scale": 20.0}
     fine = simulate(load_scenario(REFERENCE, {**base, "simulation.dt": "100ms"}))
     coarse = simulate(load_scenario(REFERENCE, {**base, "simulation.dt": "1min"}))

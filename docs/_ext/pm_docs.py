@@ -23,6 +23,7 @@ import os
 import re
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 from docutils import nodes
@@ -40,27 +41,11 @@ EXAMPLES = ROOT / "examples"
 REFERENCES = DOCS / "references.toml"
 PLOTLY_JS = "plotly.min.js"
 
-KEY = re.compile(r"[a-z][a-z0-9-]*")
-CITED = re.compile(r"\[([a-z][a-z0-9-]*)\]")  # a bibliography key in brackets, in a description
-BIB_FIELDS = {"authors", "title", "venue", "year", "url", "doi", "used"}
-
-# Each shipped rule's publication, by rule name. The rule file's source text cites sections of
-# the project's internal notes; the docs cite the bibliography instead. A rule that is missing
-# here fails the build, so a new rule cannot go out without its source.
-RULE_CITATIONS = {
-    "ercot-5s": "ercot-lli",
-    "nprr1191-down": "nprr1191",
-    "nprr1191-up": "nprr1191",
-    "caiso-10min": "caiso-straw",
-    "ieso-1min": "ieso",
-    "ieso-15s": "ieso",
-    "ieso-sso": "ieso",
-    "lipa-low": "caiso-straw",
-    "lipa-high": "caiso-straw",
-    "atc-5s": "caiso-straw",
-    "aeso-1min": "caiso-straw",
-}
-INTERNAL_NOTES = re.compile(r",?\s*\(?REFERENCES §\d+(?:(?:,| and) §\d+)*\)?")
+KEY = re.compile(r"[a-z][a-z0-9_]*")
+# A citation as the code, presets and rule files write it: [llama3], [P, llama3 Table 4],
+# [S, young; daly]. The grade (P primary, S secondary, D derived, A assumed, C calibrated) is kept.
+CITATION = re.compile(r"\[(?:(?P<grade>[PSDAC](?: spec)?), )?(?P<body>[a-z][^\]\n]*)\]")
+BIB_FIELDS = {"authors", "title", "venue", "year", "url", "doi", "used", "note"}
 
 logger = logging.getLogger(__name__)
 
@@ -75,22 +60,69 @@ def write_if_changed(path: Path, text: str) -> None:
         path.write_text(text, "utf-8")
 
 
+def plain(text: object) -> str:
+    """``text`` with MyST markup characters escaped, spacing kept."""
+    return re.sub(r"([\\`*_{}\[\]<>()#+!|$~])", r"\\\1", str(text)).replace("\n", " ")
+
+
 def escape(text: object) -> str:
     """Plain text for a MyST table cell or paragraph: markup characters escaped, no newlines."""
-    out = re.sub(r"([\\`*_{}\[\]<>()#+!|$~])", r"\\\1", str(text))
-    return " ".join(out.split())
+    return " ".join(plain(text).split())
 
 
 def cite(key: str) -> str:
     return f"{{cite}}`{key}`"
 
 
+def cited(text: str, keys: set[str]) -> list[str]:
+    """The bibliography keys ``text`` cites, in order."""
+    found = []
+    for match in CITATION.finditer(text):
+        for part in re.split(r"[;,]", match["body"]):
+            word = part.split()[0] if part.split() else ""
+            if word in keys and word not in found:
+                found.append(word)
+    return found
+
+
 def with_citations(text: str, keys: set[str]) -> str:
-    """Escaped ``text`` with each bracketed bibliography key made a citation."""
-    out = escape(text)
-    for key in sorted(keys, key=len, reverse=True):
-        out = out.replace(f"\\[{key}\\]", cite(key))
-    return out
+    """Escaped ``text`` (a description, a rule's source) for a generated table, with its
+    citations linked to the bibliography."""
+    out, end = [], 0
+    for match in CITATION.finditer(text):
+        out += [plain(text[end : match.start()]), _linked(match, keys, plain)]
+        end = match.end()
+    out.append(plain(text[end:]))
+    return " ".join("".join(out).split())
+
+
+def link_citations(markdown: str, keys: set[str]) -> str:
+    """A hand-written page with its citations (``[llama3]``, ``[P, ko_zhu Table I]``) linked to
+    the bibliography, code blocks left alone: pages cite the way the code does."""
+    blocks = re.split(r"(^```.*?^```)", markdown, flags=re.MULTILINE | re.DOTALL)
+    for i in range(0, len(blocks), 2):  # the even pieces are outside fences
+        blocks[i] = CITATION.sub(lambda m: _linked(m, keys, str), blocks[i])
+    return "".join(blocks)
+
+
+def _linked(match: re.Match, keys: set[str], text: Callable[[str], str]) -> str:
+    """One bracketed citation with its keys as links; ``text`` escapes the words around them."""
+    parts = re.split(r"([;,])", match["body"])
+    if not any(p.split() and p.split()[0] in keys for p in parts[::2]):
+        return text(match.group())  # brackets that cite nothing, e.g. a unit
+    if not match["grade"] and len(parts) == 1 and parts[0].strip() in keys:
+        return cite(parts[0].strip())
+    linked = []
+    for part in parts:
+        words = part.split()
+        if words and words[0] in keys:
+            at = part.index(words[0])
+            linked.append(text(part[:at]) + f"{{citekey}}`{words[0]}`")
+            linked.append(text(part[at + len(words[0]) :]))
+        else:
+            linked.append(text(part))
+    grade = f"{match['grade']}, " if match["grade"] else ""
+    return f"\\[{grade}{''.join(linked)}\\]"
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
@@ -109,12 +141,13 @@ def read_references(path: Path = REFERENCES) -> dict[str, dict]:
     for key, entry in entries.items():
         if not KEY.fullmatch(key) or not isinstance(entry, dict):
             raise ValueError(f"{path.name}: [{key}] must be a table named [a-z][a-z0-9-]*")
-        missing = {"authors", "title", "year", "used"} - entry.keys()
+        missing = {"authors", "title", "venue", "year", "used"} - entry.keys()
         unknown = entry.keys() - BIB_FIELDS
-        if missing or unknown or not ({"url", "doi"} & entry.keys()):
+        if missing or unknown or not ({"url", "doi", "note"} & entry.keys()):
             raise ValueError(
-                f"{path.name}: [{key}] needs authors, title, year, used and url or doi "
-                f"(missing {sorted(missing)}, unknown {sorted(unknown)})"
+                f"{path.name}: [{key}] needs authors, title, venue, year, used and a url, doi "
+                f"or a note saying why it has none (missing {sorted(missing)}, "
+                f"unknown {sorted(unknown)})"
             )
     return dict(sorted(entries.items()))
 
@@ -122,13 +155,13 @@ def read_references(path: Path = REFERENCES) -> dict[str, dict]:
 def bibliography_page(entries: dict[str, dict]) -> str:
     parts = []
     for key, e in entries.items():
-        link = f"https://doi.org/{e['doi']}" if "doi" in e else e["url"]
-        venue = f" {escape(e['venue'])}," if e.get("venue") else ""
+        link = f"https://doi.org/{e['doi']}" if "doi" in e else e.get("url")
         parts.append(
             f"({key})=\n"
-            f"**\\[{key}\\]** {escape(e['authors'])}. *{escape(e['title'])}*.{venue} "
-            f"{e['year']}. <{link}>\n\n"
+            f"**\\[{key}\\]** {escape(e['authors'])}. *{escape(e['title'])}*. "
+            f"{escape(e['venue'])}, {e['year']}." + (f" <{link}>" if link else "") + "\n\n"
             f"Used for: {escape(e['used'])}\n"
+            + (f"\nNote: {escape(e['note'])}\n" if e.get("note") else "")
         )
     return "\n".join(parts)
 
@@ -173,11 +206,8 @@ def rules_page(citable: set[str]) -> str:
 
     out = []
     for rule in shipped_rules():
-        key = RULE_CITATIONS.get(rule.name)
-        if key is None or key not in citable:
-            raise ValueError(
-                f"rule {rule.name}: add its bibliography key to RULE_CITATIONS in {__file__}"
-            )
+        if not cited(rule.source, citable):  # a rule cannot go out without its publication
+            raise ValueError(f"rule {rule.name}: its source cites no bibliography key")
         limits = [f"{rule.limit:g} {rule.unit}"] if rule.limit is not None else []
         if rule.limit_fraction is not None:
             limits.append(f"{rule.limit_fraction:.2%} of {rule.reference} ({rule.unit})")
@@ -201,7 +231,7 @@ def rules_page(citable: set[str]) -> str:
                 escape(" or ".join(limits) + (", the lesser" if len(limits) > 1 else "")),
             ],
             ["in words", escape(describe(rule))],
-            ["source", escape(INTERNAL_NOTES.sub("", rule.source)) + " " + cite(key)],
+            ["source", with_citations(rule.source, citable)],
             ["choices made", escape(rule.choices) or "—"],
         ]
         out.append(f"## {rule.name}\n\n" + table(["field", "value"], rows))
@@ -295,15 +325,22 @@ def generate(app: Sphinx) -> None:
 
 
 def cite_role(name, rawtext, text, lineno, inliner, options=None, content=None):
-    """``{cite}`key``` (or ``key1,key2``): ``[key]`` linked to its bibliography entry."""
+    """``{cite}`llama3``` (or ``llama3,patel``): ``[llama3]`` linked to its bibliography entry;
+    ``{citekey}`llama3``` the bare key, inside a graded citation like ``[P, llama3 Table 4]``."""
     out = []
     for i, key in enumerate(k.strip() for k in text.split(",")):
         ref = addnodes.pending_xref(
             rawtext, refdomain="std", reftype="ref", reftarget=key, refexplicit=True, refwarn=True
         )
-        ref += nodes.inline(text=f"[{key}]")
+        ref += nodes.inline(text=key if name == "citekey" else f"[{key}]")
         out += ([nodes.Text(" ")] if i else []) + [ref]
     return out, []
+
+
+def source_citations(app: Sphinx, docname: str, source: list[str]) -> None:
+    """Link the citations of hand-written pages (the generated ones already are)."""
+    if not docname.startswith("_generated/"):
+        source[0] = link_citations(source[0], set(read_references()))
 
 
 def page_scripts(app: Sphinx, pagename: str, templatename, context, doctree) -> None:
@@ -312,18 +349,10 @@ def page_scripts(app: Sphinx, pagename: str, templatename, context, doctree) -> 
         app.add_js_file(PLOTLY_JS)
 
 
-def hide_internal_notes(app, what, name, obj, options, lines) -> None:
-    """Docstrings cite the project's internal notes (``REFERENCES §3``, ``DESIGN principle 4``),
-    which are not published: the rendered API says "the bibliography" or leaves the aside out."""
-    for i, line in enumerate(lines):
-        line = re.sub(r"\s*\(DESIGN principle \d+\)", "", line)
-        line = re.sub(r"\s*\(REFERENCES §\d+(?:, §\d+)*\)", "", line)
-        lines[i] = re.sub(r"REFERENCES §\d+(?:, §\d+)*", "the sources (bibliography)", line)
-
-
 def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", generate)
     app.connect("html-page-context", page_scripts)
-    app.connect("autodoc-process-docstring", hide_internal_notes)
+    app.connect("source-read", source_citations)
     app.add_role("cite", cite_role)
+    app.add_role("citekey", cite_role)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

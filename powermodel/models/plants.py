@@ -5,7 +5,7 @@ Each plant removes the heat of the hall (``heat``, the IT power) and holds a sup
 (air to the servers, or coolant to the cold plates) at its setpoint when it can. When it cannot —
 outside air too warm for the evaporative pads, trim chillers too small — the supply rises and the
 GPUs pay for it. The plant lags the heat by its time constant: it does not follow a one-second
-swing (DESIGN principle 4).
+swing (principle 4 of docs/model/index.md, two clocks).
 """
 
 from __future__ import annotations

@@ -57,8 +57,8 @@ def high_pass(x: np.ndarray, dt: float, cutoff: float) -> np.ndarray:
     ``H(s) = s·τ / (1 + s·τ)``, ``τ = 1/(2π·f_c)``, equal to the signal less its first-order
     low-pass. For a signal held over each interval the low-pass is exact at the interval starts
     (``lp[n] = a·lp[n−1] + (1 − a)·x[n−1]``, ``a = e^{−dt/τ}``), so a step passes whole at its
-    instant and decays as ``e^{−t/τ}``: the closed forms (a step keeps 100 %, a 2-s ramp 57 % through a 0.1-Hz high-pass) hold at any ``dt``
-    short against ``τ``.
+    instant and decays as ``e^{−t/τ}``: the closed forms (through a 0.1-Hz high-pass a step keeps
+    100 %, a 2-s ramp 57 %, a 60-s ramp 3 %) hold at any ``dt`` short against ``τ``.
     """
     a = np.exp(-dt * 2.0 * np.pi * cutoff)
     b, den = [0.0, 1.0 - a], [1.0, -a]
