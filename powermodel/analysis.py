@@ -104,7 +104,7 @@ def grid_metrics(ds: xr.Dataset, dt: float) -> dict[str, float]:
     with running samples either side.
     """
     power = ds["grid_power"].values
-    energy = float(power.sum() * dt / 3600.0)
+    energy = signal.energy(power, dt)
     tokens = float(ds["goodput"]) if "goodput" in ds else 0.0
     minute = ramps(power, dt, 60.0) if power.size * dt >= 120.0 and dt <= 12.0 else {}
     running = ds["job_state"].values == State.RUNNING
@@ -145,7 +145,7 @@ def metrics(ds: xr.Dataset) -> dict[str, Any]:
     kinds = ds["event_kind"].values if "event_kind" in ds else np.array([])
     unexpected = kinds == "unexpected"
     categories, counts = np.unique(ds["event_category"].values[unexpected], return_counts=True)
-    it_mwh = float(power.sum() * dt / 3600.0)
+    it_mwh = signal.energy(power, dt)
     facility = _facility_metrics(ds, dt, it_mwh) if "facility_power" in ds else {}
     grid = grid_metrics(ds, dt) if "grid_power" in ds else {}
     out = {
@@ -184,7 +184,7 @@ def _why_not_measured(key: str, dt: float) -> str:
 
 def _facility_metrics(ds: xr.Dataset, dt: float, it_mwh: float) -> dict[str, float]:
     """PUE over the run, WUE, cooling energy, and the throughput the heat cost."""
-    facility_mwh = float(ds["facility_power"].sum()) * dt / 3600.0
+    facility_mwh = signal.energy(ds["facility_power"], dt)
     water_l = float(ds["water_use"].astype(np.float64).sum()) * dt
     share, best = ds.attrs["compute_share"], ds.attrs["clock_setpoint"]
     clock = ds["clock_factor"].values.astype(np.float64)
@@ -195,7 +195,7 @@ def _facility_metrics(ds: xr.Dataset, dt: float, it_mwh: float) -> dict[str, flo
     nominal = float(np.sum(throughput * stretch))
     return {
         "facility_energy_mwh": facility_mwh,
-        "cooling_energy_mwh": float(ds["cooling_power"].sum()) * dt / 3600.0,
+        "cooling_energy_mwh": signal.energy(ds["cooling_power"], dt),
         "facility_peak_mw": float(ds["facility_power"].max()),
         "pue": facility_mwh / it_mwh,
         "wue_l_per_kwh": water_l / (it_mwh * 1000.0),

@@ -215,3 +215,11 @@ def test_first_order_lag_keeps_the_mean_of_a_periodic_input():
     both = signal.first_order_lag(np.stack([u, 2 * u]), dt, tau, initial=np.array([0.0, 1.0]))
     assert_allclose(both[0], signal.first_order_lag(u, dt, tau, initial=0.0))
     assert_allclose(both[1], signal.first_order_lag(2 * u, dt, tau, initial=1.0))
+
+
+def test_energy_of_interval_means():
+    # 1 MW held for an hour is 1 MWh by definition, whatever the step: E = Σ P·dt / (3600 s/h).
+    assert signal.energy(np.ones(3600), 1.0) == pytest.approx(1.0, rel=1e-15)
+    assert signal.energy(np.ones(60), 60.0) == pytest.approx(1.0, rel=1e-15)
+    # 10 kW for 90 s at 100-ms steps: 10 · 90 / 3600 = 0.25 kWh, in the unit of the power.
+    assert signal.energy(np.full(900, 10.0), 0.1) == pytest.approx(0.25, rel=1e-12)

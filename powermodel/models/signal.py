@@ -1,4 +1,4 @@
-"""Signal processing for measurement chains: filters and lags, rolling statistics, spectra.
+"""Signal processing for measurement chains: energy, filters, lags, rolling statistics, spectra.
 
 Signals are interval means on a uniform grid of step ``dt`` (held over each interval), as
 powermodel writes them and as meters report them.
@@ -47,6 +47,23 @@ def step_advice(frequency: float) -> str:
             f"{format_duration(FINEST_STEP)}"
         )
     return f"a profile at dt <= {format_duration(step_for(frequency))} resolves it"
+
+
+def energy(power: np.ndarray, dt: float) -> float:
+    """Energy of a power signal held over each step. [unit of ``power`` × h]
+
+    Parameters
+    ----------
+    power
+        Interval means of power (a numpy or xarray array). [W, MW, ...]
+    dt
+        Step. [s]
+
+    Notes
+    -----
+    ``E = Σ P_i · dt / 3600``: interval means integrate exactly, whatever the step.
+    """
+    return float(power.sum() * dt / 3600.0)
 
 
 def first_order_lag(
