@@ -12,7 +12,7 @@ from powermodel import variables
 from powermodel.errors import PowerModelError
 from powermodel.models import signal
 from powermodel.models.events import State
-from powermodel.models.thermal import step_time_factor
+from powermodel.models.thermal import step_stretch
 from powermodel.scenario import format_duration, parse_duration
 
 SWING_WINDOW = 5.0  # s: the rolling window of ERCOT's 5-s peak-to-peak proposal (REFERENCES §5)
@@ -191,7 +191,7 @@ def _facility_metrics(ds: xr.Dataset, dt: float, it_mwh: float) -> dict[str, flo
     throughput = ds["throughput"].values
     # tokens had the plant held its supply setpoint: each interval's throughput times the ratio
     # of its step stretch to the stretch at the setpoint
-    stretch = step_time_factor(clock, share) / step_time_factor(best, share)
+    stretch = step_stretch(clock, best, share)
     nominal = float(np.sum(throughput * stretch))
     return {
         "facility_energy_mwh": facility_mwh,
@@ -307,7 +307,7 @@ def diurnal_throughput(ds: xr.Dataset) -> np.ndarray:
     nominal = ds.attrs["token_rate"]
     clock = ds["clock_factor"].values.astype(np.float64)
     tokens = ds["throughput"].values
-    stretch = step_time_factor(clock, share) / step_time_factor(ds.attrs["clock_lock"], share)
+    stretch = step_stretch(clock, ds.attrs["clock_lock"], share)
     running = tokens * stretch / nominal
     hours = local_hours(ds)
     with np.errstate(invalid="ignore"):

@@ -162,7 +162,7 @@ def plant_path(
             min(_slowest_clock(scenario, _setpoint_die(scenario), cap) / nominal, lock)
         ),
         # relative to the scenario's step, which already holds the lock's stretch
-        step_factor=thermal.step_time_factor(clock, share) / thermal.step_time_factor(lock, share),
+        step_factor=thermal.step_stretch(clock, lock, share),
         cooling_power=plant_power(scenario, out, speed),
         water_use=out.water_use,
         chiller_load=out.chiller_load,

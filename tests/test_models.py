@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from powermodel.models import electrical, events, render, signal, workload
+from powermodel.models import electrical, events, render, signal, thermal, workload
 from powermodel.models.events import Recovery, State
 
 TITANIUM_LOAD = np.array([0.1, 0.2, 0.5, 1.0])
@@ -223,3 +223,14 @@ def test_energy_of_interval_means():
     assert signal.energy(np.ones(60), 60.0) == pytest.approx(1.0, rel=1e-15)
     # 10 kW for 90 s at 100-ms steps: 10 · 90 / 3600 = 0.25 kWh, in the unit of the power.
     assert signal.energy(np.full(900, 10.0), 0.1) == pytest.approx(0.25, rel=1e-12)
+
+
+def test_step_stretch_of_a_slower_clock():
+    # Compute stretches as 1/clock, communication does not: with a compute share of 0.675 a clock
+    # of 0.9 takes 0.675 / 0.9 + 0.325 = 1.075 of the step at clock 1.
+    assert thermal.step_stretch(0.9, 1.0, 0.675) == pytest.approx(1.075, rel=1e-12)
+    # Against a step already at 0.9 (a locked clock): 0.8 takes (0.675 / 0.8 + 0.325) / 1.075
+    # = 1.16875 / 1.075 of it; the reference clock itself stretches nothing.
+    assert_allclose(
+        thermal.step_stretch(np.array([0.8, 0.9]), 0.9, 0.675), [1.16875 / 1.075, 1.0], rtol=1e-12
+    )

@@ -125,3 +125,29 @@ def step_time_factor(clock: np.ndarray, compute_share: float) -> np.ndarray:
     ``t / t_ref = s / c + (1 − s)``, ``s`` the compute share of the reference step.
     """
     return compute_share / np.asarray(clock) + (1.0 - compute_share)
+
+
+def step_stretch(clock: np.ndarray, reference: float, compute_share: float) -> np.ndarray:
+    """Step time at ``clock`` relative to the step time at the ``reference`` clock.
+
+    Parameters
+    ----------
+    clock
+        Clock of the compute phases, relative to the clock the step was measured at. [1]
+    reference
+        Clock, on the same scale, of the step to compare with (a locked clock, or the clock
+        with the plant at its setpoint). [1]
+    compute_share
+        Share of the step spent in compute phases at clock 1. [1]
+
+    Returns
+    -------
+    numpy.ndarray
+        ``t(clock) / t(reference)``: above 1 where the clock is slower. [1]
+
+    Notes
+    -----
+    ``t(c) / t(c_ref) = (s / c + 1 − s) / (s / c_ref + 1 − s)`` (:func:`step_time_factor`
+    at each clock).
+    """
+    return step_time_factor(clock, compute_share) / step_time_factor(reference, compute_share)
