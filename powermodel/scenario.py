@@ -47,7 +47,7 @@ from powermodel.iotools import exists, is_file
 from powermodel.iotools.weather import SHIPPED, site_of
 from powermodel.models import weather as wx
 from powermodel.models.signal import FINEST_STEP
-from powermodel.models.thermal import DYNAMIC_EXPONENT, leakage_power, steady_gpu_temperature
+from powermodel.models.thermal import leakage_power, locked_phases, steady_gpu_temperature
 from powermodel.models.workload import phase_levels
 
 
@@ -804,15 +804,11 @@ class Scenario(Section):
     ) -> tuple[np.ndarray, np.ndarray]:
         """Shares of the step and per-GPU power of each phase [W], at the locked clock if set
         (``locked``, by default as ``capped``) and under the power cap if set (``capped``).
-        ``compute_share`` stays the unlocked reference's.
+        ``compute_share`` stays the unlocked reference's. The lock's law is
+        :func:`~powermodel.models.thermal.locked_phases`.
 
-        A locked clock ``f`` scales the power above leakage by ``f³`` in compute phases (dynamic
-        power ``∝ C·V²·f`` with the voltage following the clock near the top of the V–f curve,
-        REFERENCES §3) and by ``f`` elsewhere [A] (communication and memory-bound phases run
-        near the voltage floor): frequency locking lowers troughs as well as peaks (Patel et
-        al., REFERENCES §2). The leakage kept is that at :meth:`nominal_die`, the temperature
-        the phase powers hold at, which the simulation then moves with the die: a locked GPU
-        draws its scaled dynamic power plus its leakage, never less than nothing.
+        The leakage a locked GPU keeps is that at :meth:`nominal_die`, the temperature the phase
+        powers hold at, which the simulation then moves with the die.
         """
         wl = self.workload
         kinds = [p.kind for p in wl.phases]
@@ -824,11 +820,8 @@ class Scenario(Section):
         lock = self.mitigation.clock_lock
         if (capped if locked is None else locked) and lock is not None:
             compute = np.array(kinds) == "compute"
-            base = np.minimum(self.gpu.leakage(self.nominal_die()), watts)
-            watts = base + (watts - base) * lock ** np.where(compute, DYNAMIC_EXPONENT, 1.0)
-            # compute phases take 1/f as long: their share of the (longer) step grows
-            shares = np.where(compute, shares / lock, shares)
-            shares = shares / shares.sum()
+            leakage = self.gpu.leakage(self.nominal_die())
+            shares, watts = locked_phases(shares, watts, compute, lock, leakage)
         if capped and self.mitigation.power_cap is not None:
             watts = np.minimum(watts, self.mitigation.power_cap)
         return shares, watts

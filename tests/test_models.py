@@ -234,3 +234,19 @@ def test_step_stretch_of_a_slower_clock():
     assert_allclose(
         thermal.step_stretch(np.array([0.8, 0.9]), 0.9, 0.675), [1.16875 / 1.075, 1.0], rtol=1e-12
     )
+
+
+def test_locked_clock_scales_dynamic_power_and_stretches_compute():
+    # Clock locked at 0.8 with 100 W of leakage: the compute phase keeps its leakage and scales the
+    # rest by f³ (100 + 600 · 0.512 = 407.2 W), communication by f (100 + 200 · 0.8 = 260 W), and
+    # a phase already below the leakage keeps its power (nothing scales below nothing).
+    shares, power = thermal.locked_phases(
+        np.array([0.6, 0.3, 0.1]),
+        np.array([700.0, 300.0, 80.0]),
+        np.array([True, False, False]),
+        0.8,
+        100.0,
+    )
+    assert_allclose(power, [407.2, 260.0, 80.0], rtol=1e-12)
+    # Compute takes 1/0.8 as long: shares 0.75, 0.3, 0.1 of the old step, which is now 1.15 of it.
+    assert_allclose(shares, np.array([0.75, 0.3, 0.1]) / 1.15, rtol=1e-12)
