@@ -17,7 +17,7 @@ import pandas as pd
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.iotools.chillers import AIR_COOLED, WATER_COOLED, chiller, read_chiller_curves
 from powermodel.iotools.weather import read_weather
-from powermodel.models import electrical, grid, mitigation, plants, thermal, weather
+from powermodel.models import cooling, electrical, grid, mitigation, plants, thermal, weather
 from powermodel.models.cooling import ChillerCurves
 from powermodel.scenario import Scenario, Synthetic
 
@@ -166,7 +166,7 @@ def plant_path(
         cooling_power=plant_power(scenario, out, speed),
         water_use=out.water_use,
         chiller_load=out.chiller_load,
-        fan_extra=cl.fans.power * (speed**3 - 1.0),
+        fan_extra=cooling.server_fan_extra(speed, cl.fans.power),
         leak_extra=off_cap * (leak[0] - leak[1]),
     )
 
@@ -181,14 +181,15 @@ def _setpoint_die(scenario: Scenario) -> float:
 
 
 def server_fan_speed(scenario: Scenario, inlet: np.ndarray | float) -> np.ndarray:
-    """Server fan speed relative to nominal: up by ``slope`` per kelvin of inlet above nominal."""
+    """Server fan speed relative to nominal at an inlet temperature [°C]: the cluster's fans."""
     fans = scenario.cluster.fans
-    return np.clip(1.0 + fans.slope * (np.asarray(inlet) - fans.temp_nominal), 1.0, fans.speed_max)
+    return cooling.server_fan_speed(inlet, fans.temp_nominal, fans.slope, fans.speed_max)
 
 
 def plant_power(scenario: Scenario, out: plants.PlantOutput, speed: np.ndarray) -> np.ndarray:
     """Plant power [W]: pumps and chillers, and the air movers at the airflow the servers pull."""
-    return out.cooling_power + out.fan_power * _airflow(scenario, speed) ** 3
+    airflow = _airflow(scenario, speed)  # the cube law from their power at nominal airflow
+    return out.cooling_power + cooling.fan_power(airflow, out.fan_power, min_speed=0.0)
 
 
 def _airflow(scenario: Scenario, server_fan_speed: np.ndarray) -> np.ndarray | float:
@@ -294,7 +295,7 @@ def design_it_power(scenario: Scenario) -> float:
     node_dc = (
         cl.gpus_per_node * gpu.tdp
         + cl.rest_power_active
-        + cl.fans.power * (cl.fans.speed_max**3 - 1.0)
+        + cooling.server_fan_extra(cl.fans.speed_max, cl.fans.power)
     )
     node_ac = electrical.input_power(
         node_dc, cl.psu.capacity, np.array(cl.psu.load), np.array(cl.psu.efficiency)

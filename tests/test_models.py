@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from powermodel.models import electrical, events, render, signal, thermal, workload
+from powermodel.models import cooling, electrical, events, render, signal, thermal, workload
 from powermodel.models.events import Recovery, State
 
 TITANIUM_LOAD = np.array([0.1, 0.2, 0.5, 1.0])
@@ -250,3 +250,14 @@ def test_locked_clock_scales_dynamic_power_and_stretches_compute():
     assert_allclose(power, [407.2, 260.0, 80.0], rtol=1e-12)
     # Compute takes 1/0.8 as long: shares 0.75, 0.3, 0.1 of the old step, which is now 1.15 of it.
     assert_allclose(shares, np.array([0.75, 0.3, 0.1]) / 1.15, rtol=1e-12)
+
+
+def test_server_fans_speed_up_with_the_inlet_and_draw_by_the_cube_law():
+    # Nominal up to 27 °C, +5 %/K above, at most 1.6×: 31 °C gives 1 + 0.05 · 4 = 1.2, 50 °C
+    # would give 2.15 and is held at 1.6; a cool inlet does not slow them below nominal.
+    speed = cooling.server_fan_speed(np.array([20.0, 27.0, 31.0, 50.0]), 27.0, 0.05, 1.6)
+    assert_allclose(speed, [1.0, 1.0, 1.2, 1.6], rtol=1e-12)
+    # Fan affinity laws (ASHRAE Handbook, "Fans"): power ∝ speed³. A 100 W fan set at twice its
+    # speed draws 800 W, 700 W above nominal; at 1.2× it draws 1.728×, 72.8 W above.
+    assert_allclose(cooling.server_fan_extra(speed, 100.0), [0.0, 0.0, 72.8, 309.6], rtol=1e-12)
+    assert cooling.server_fan_extra(2.0, 100.0) == pytest.approx(700.0, rel=1e-12)

@@ -338,3 +338,45 @@ def fan_power(flow_fraction: np.ndarray, design_power: float, min_speed: float =
     """
     speed = np.maximum(np.asarray(flow_fraction, dtype=float), min_speed)
     return design_power * speed**3
+
+
+def server_fan_speed(
+    temp_inlet: np.ndarray | float, temp_nominal: float, slope: float, speed_max: float
+) -> np.ndarray:
+    """Speed of a server's fans, relative to nominal, at an inlet temperature.
+
+    Parameters
+    ----------
+    temp_inlet
+        Air inlet (or coolant supply) temperature at the server. [°C]
+    temp_nominal
+        Inlet temperature up to which the fans run at nominal speed. [°C]
+    slope
+        Speed increase per kelvin of inlet above ``temp_nominal``. [1/K]
+    speed_max
+        Top speed. [1]
+
+    Returns
+    -------
+    numpy.ndarray
+        ``s = clip(1 + slope·(T_inlet − T_nominal), 1, speed_max)``. [1]
+    """
+    return np.clip(1.0 + slope * (np.asarray(temp_inlet) - temp_nominal), 1.0, speed_max)
+
+
+def server_fan_extra(speed: np.ndarray | float, nominal_power: float) -> np.ndarray:
+    """Power of a server's fans above their nominal power, by the cube law.
+
+    Parameters
+    ----------
+    speed
+        Fan speed relative to nominal; server fans do not run below it. [1]
+    nominal_power
+        Fan power at nominal speed (part of the node's rest power). [W]
+
+    Returns
+    -------
+    numpy.ndarray
+        ``P_nominal · (s³ − 1)``: :func:`fan_power` at ``s`` less the nominal power. [W]
+    """
+    return fan_power(speed, nominal_power, min_speed=1.0) - nominal_power
