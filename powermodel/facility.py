@@ -297,9 +297,7 @@ def design_it_power(scenario: Scenario) -> float:
         + cl.rest_power_active
         + cooling.server_fan_extra(cl.fans.speed_max, cl.fans.power)
     )
-    node_ac = electrical.input_power(
-        node_dc, cl.psu.capacity, np.array(cl.psu.load), np.array(cl.psu.efficiency)
-    )
+    node_ac = cl.psu.input_power(node_dc)
     return float(cl.n_nodes * node_ac + cl.n_gpus * cl.network_power + cl.storage_power * 1e6)
 
 

@@ -45,6 +45,7 @@ from powermodel.durations import format_duration, parse_duration
 from powermodel.errors import DataFileError, ScenarioError
 from powermodel.iotools import exists, is_file
 from powermodel.iotools.weather import SHIPPED, site_of
+from powermodel.models import electrical
 from powermodel.models import weather as wx
 from powermodel.models.signal import FINEST_STEP
 from powermodel.models.thermal import leakage_power, locked_phases, steady_gpu_temperature
@@ -258,6 +259,12 @@ class Psu(Section):
         _check_curve("psu.load", self.load, "psu.power_factor", self.power_factor)
         return self
 
+    def input_power(self, output: Any) -> Any:
+        """AC input of a node's supplies delivering ``output`` [W] DC, by their curve. [W]"""
+        return electrical.input_power(
+            output, self.capacity, np.array(self.load), np.array(self.efficiency)
+        )
+
 
 def _check_curve(load_key: str, load: list[float], eff_key: str, efficiency: list[float]) -> None:
     """An efficiency (or power-factor) curve: matching lengths, 3 to 100 increasing loads in
@@ -445,6 +452,16 @@ class Checkpoint(Section):
                 "read_bandwidth"
             )
         return self
+
+    @property
+    def write_time(self) -> float:
+        """Time to write a checkpoint, which a blocking one stalls the job for:
+        ``blocking_time``, or else ``size / write_bandwidth``. [s]"""
+        return (
+            self.blocking_time
+            if self.blocking_time is not None
+            else self.size / self.write_bandwidth
+        )
 
 
 class Cause(Section):

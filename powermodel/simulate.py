@@ -13,7 +13,7 @@ import xarray as xr
 from powermodel import facility
 from powermodel._version import __version__
 from powermodel.errors import ScenarioError
-from powermodel.models import electrical, events, grid, mitigation, render, workload
+from powermodel.models import events, grid, mitigation, render, workload
 from powermodel.models.events import Recovery, State
 from powermodel.models.thermal import step_time_factor
 from powermodel.scenario import STEP_TIME_BOUNDS, Scenario, format_duration, load_scenario
@@ -70,7 +70,7 @@ def derive(scenario: Scenario) -> Derived:
             )
     # a locked clock stretches the compute phases of every step
     step *= float(step_time_factor(scenario.mitigation.clock_lock or 1.0, scenario.compute_share))
-    write = ck.blocking_time if ck.blocking_time is not None else ck.size / ck.write_bandwidth
+    write = ck.write_time
     stall = write if ck.mode == "blocking" else ck.async_blocking_time
     done = write if ck.mode == "blocking" else ck.async_blocking_time + write
     unexpected = np.array([c.count for c in rel.causes]) * rel.rate_scale
@@ -172,12 +172,7 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
     fixed = cl.n_gpus * cl.network_power / 1e6 + cl.storage_power
     gpu_cells, it_cells, tok_cells = [], [], []
     for state in State:
-        node_ac = electrical.input_power(
-            cl.gpus_per_node * gpu_w[state] + rest[state],
-            cl.psu.capacity,
-            np.array(cl.psu.load),
-            np.array(cl.psu.efficiency),
-        )
+        node_ac = cl.psu.input_power(cl.gpus_per_node * gpu_w[state] + rest[state])
         board = gpu_w[state]
         if state == State.RUNNING:
             board, node_ac = workload.aggregate(board, kernel), workload.aggregate(node_ac, kernel)
@@ -512,8 +507,7 @@ def _psu_slope(scenario: Scenario) -> float:
     cl = scenario.cluster
     shares, watts = scenario.phase_powers()
     node = cl.gpus_per_node * float(shares @ watts) + cl.rest_power_active
-    load, eff = np.array(cl.psu.load), np.array(cl.psu.efficiency)
-    up, down = (electrical.input_power(node + d, cl.psu.capacity, load, eff) for d in (1.0, -1.0))
+    up, down = (cl.psu.input_power(node + d) for d in (1.0, -1.0))
     return float((up - down) / 2.0)
 
 

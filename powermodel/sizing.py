@@ -62,7 +62,7 @@ def levers(scenario: Scenario, rule: rules.Rule, reference: float | None) -> lis
     # blocking write across groups does not help a synchronous job: the others wait for it at
     # the next collective, at the stalled level, so the dip lengthens instead of shallowing.)
     ck = scenario.checkpoint
-    stall = ck.blocking_time if ck.blocking_time is not None else ck.size / ck.write_bandwidth
+    stall = ck.write_time
     out.append(
         Lever(
             "async checkpoint stall",
