@@ -12,7 +12,7 @@ from powermodel import variables
 from powermodel.errors import PowerModelError
 from powermodel.models import signal
 from powermodel.models.events import State
-from powermodel.models.thermal import step_time_factor
+from powermodel.models.thermal import step_stretch
 from powermodel.scenario import format_duration, parse_duration
 
 SWING_WINDOW = 5.0  # s: the rolling window of ERCOT's 5-s peak-to-peak proposal [S, ercot_lli]
@@ -104,7 +104,7 @@ def grid_metrics(ds: xr.Dataset, dt: float) -> dict[str, float]:
     with running samples either side.
     """
     power = ds["grid_power"].values
-    energy = float(power.sum() * dt / 3600.0)
+    energy = signal.energy(power, dt)
     tokens = float(ds["goodput"]) if "goodput" in ds else 0.0
     minute = ramps(power, dt, 60.0) if power.size * dt >= 120.0 and dt <= 12.0 else {}
     running = ds["job_state"].values == State.RUNNING
@@ -145,7 +145,7 @@ def metrics(ds: xr.Dataset) -> dict[str, Any]:
     kinds = ds["event_kind"].values if "event_kind" in ds else np.array([])
     unexpected = kinds == "unexpected"
     categories, counts = np.unique(ds["event_category"].values[unexpected], return_counts=True)
-    it_mwh = float(power.sum() * dt / 3600.0)
+    it_mwh = signal.energy(power, dt)
     facility = _facility_metrics(ds, dt, it_mwh) if "facility_power" in ds else {}
     grid = grid_metrics(ds, dt) if "grid_power" in ds else {}
     out = {
@@ -184,18 +184,18 @@ def _why_not_measured(key: str, dt: float) -> str:
 
 def _facility_metrics(ds: xr.Dataset, dt: float, it_mwh: float) -> dict[str, float]:
     """PUE over the run, WUE, cooling energy, and the throughput the heat cost."""
-    facility_mwh = float(ds["facility_power"].sum()) * dt / 3600.0
+    facility_mwh = signal.energy(ds["facility_power"], dt)
     water_l = float(ds["water_use"].astype(np.float64).sum()) * dt
     share, best = ds.attrs["compute_share"], ds.attrs["clock_setpoint"]
     clock = ds["clock_factor"].values.astype(np.float64)
     throughput = ds["throughput"].values
     # tokens had the plant held its supply setpoint: each interval's throughput times the ratio
     # of its step stretch to the stretch at the setpoint
-    stretch = step_time_factor(clock, share) / step_time_factor(best, share)
+    stretch = step_stretch(clock, best, share)
     nominal = float(np.sum(throughput * stretch))
     return {
         "facility_energy_mwh": facility_mwh,
-        "cooling_energy_mwh": float(ds["cooling_power"].sum()) * dt / 3600.0,
+        "cooling_energy_mwh": signal.energy(ds["cooling_power"], dt),
         "facility_peak_mw": float(ds["facility_power"].max()),
         "pue": facility_mwh / it_mwh,
         "wue_l_per_kwh": water_l / (it_mwh * 1000.0),
@@ -307,7 +307,7 @@ def diurnal_throughput(ds: xr.Dataset) -> np.ndarray:
     nominal = ds.attrs["token_rate"]
     clock = ds["clock_factor"].values.astype(np.float64)
     tokens = ds["throughput"].values
-    stretch = step_time_factor(clock, share) / step_time_factor(ds.attrs["clock_lock"], share)
+    stretch = step_stretch(clock, ds.attrs["clock_lock"], share)
     running = tokens * stretch / nominal
     hours = local_hours(ds)
     with np.errstate(invalid="ignore"):

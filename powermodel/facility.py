@@ -18,7 +18,7 @@ import pandas as pd
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.iotools.chillers import AIR_COOLED, WATER_COOLED, chiller, read_chiller_curves
 from powermodel.iotools.weather import read_weather
-from powermodel.models import electrical, grid, mitigation, plants, thermal, weather
+from powermodel.models import cooling, electrical, grid, mitigation, plants, thermal, weather
 from powermodel.models.cooling import ChillerCurves
 from powermodel.scenario import Scenario, Synthetic
 
@@ -163,11 +163,11 @@ def plant_path(
             min(_slowest_clock(scenario, _setpoint_die(scenario), cap) / nominal, lock)
         ),
         # relative to the scenario's step, which already holds the lock's stretch
-        step_factor=thermal.step_time_factor(clock, share) / thermal.step_time_factor(lock, share),
+        step_factor=thermal.step_stretch(clock, lock, share),
         cooling_power=plant_power(scenario, out, speed),
         water_use=out.water_use,
         chiller_load=out.chiller_load,
-        fan_extra=cl.fans.power * (speed**3 - 1.0),
+        fan_extra=cooling.server_fan_extra(speed, cl.fans.power),
         leak_extra=off_cap * (leak[0] - leak[1]),
     )
 
@@ -182,14 +182,15 @@ def _setpoint_die(scenario: Scenario) -> float:
 
 
 def server_fan_speed(scenario: Scenario, inlet: np.ndarray | float) -> np.ndarray:
-    """Server fan speed relative to nominal: up by ``slope`` per kelvin of inlet above nominal."""
+    """Server fan speed relative to nominal at an inlet temperature [°C]: the cluster's fans."""
     fans = scenario.cluster.fans
-    return np.clip(1.0 + fans.slope * (np.asarray(inlet) - fans.temp_nominal), 1.0, fans.speed_max)
+    return cooling.server_fan_speed(inlet, fans.temp_nominal, fans.slope, fans.speed_max)
 
 
 def plant_power(scenario: Scenario, out: plants.PlantOutput, speed: np.ndarray) -> np.ndarray:
     """Plant power [W]: pumps and chillers, and the air movers at the airflow the servers pull."""
-    return out.cooling_power + out.fan_power * _airflow(scenario, speed) ** 3
+    airflow = _airflow(scenario, speed)  # the cube law from their power at nominal airflow
+    return out.cooling_power + cooling.fan_power(airflow, out.fan_power, min_speed=0.0)
 
 
 def _airflow(scenario: Scenario, server_fan_speed: np.ndarray) -> np.ndarray | float:
@@ -295,11 +296,9 @@ def design_it_power(scenario: Scenario) -> float:
     node_dc = (
         cl.gpus_per_node * gpu.tdp
         + cl.rest_power_active
-        + cl.fans.power * (cl.fans.speed_max**3 - 1.0)
+        + cooling.server_fan_extra(cl.fans.speed_max, cl.fans.power)
     )
-    node_ac = electrical.input_power(
-        node_dc, cl.psu.capacity, np.array(cl.psu.load), np.array(cl.psu.efficiency)
-    )
+    node_ac = cl.psu.input_power(node_dc)
     return float(cl.n_nodes * node_ac + cl.n_gpus * cl.network_power + cl.storage_power * 1e6)
 
 

@@ -45,9 +45,10 @@ from powermodel.durations import format_duration, parse_duration
 from powermodel.errors import DataFileError, ScenarioError
 from powermodel.iotools import exists, is_file
 from powermodel.iotools.weather import SHIPPED, site_of
+from powermodel.models import electrical
 from powermodel.models import weather as wx
 from powermodel.models.signal import FINEST_STEP
-from powermodel.models.thermal import DYNAMIC_EXPONENT, leakage_power, steady_gpu_temperature
+from powermodel.models.thermal import leakage_power, locked_phases, steady_gpu_temperature
 from powermodel.models.workload import phase_levels
 
 
@@ -258,6 +259,12 @@ class Psu(Section):
         _check_curve("psu.load", self.load, "psu.power_factor", self.power_factor)
         return self
 
+    def input_power(self, output: Any) -> Any:
+        """AC input of a node's supplies delivering ``output`` [W] DC, by their curve. [W]"""
+        return electrical.input_power(
+            output, self.capacity, np.array(self.load), np.array(self.efficiency)
+        )
+
 
 def _check_curve(load_key: str, load: list[float], eff_key: str, efficiency: list[float]) -> None:
     """An efficiency (or power-factor) curve: matching lengths, 3 to 100 increasing loads in
@@ -446,6 +453,16 @@ class Checkpoint(Section):
                 "read_bandwidth"
             )
         return self
+
+    @property
+    def write_time(self) -> float:
+        """Time to write a checkpoint, which a blocking one stalls the job for:
+        ``blocking_time``, or else ``size / write_bandwidth``. [s]"""
+        return (
+            self.blocking_time
+            if self.blocking_time is not None
+            else self.size / self.write_bandwidth
+        )
 
 
 class Cause(Section):
@@ -805,15 +822,11 @@ class Scenario(Section):
     ) -> tuple[np.ndarray, np.ndarray]:
         """Shares of the step and per-GPU power of each phase [W], at the locked clock if set
         (``locked``, by default as ``capped``) and under the power cap if set (``capped``).
-        ``compute_share`` stays the unlocked reference's.
+        ``compute_share`` stays the unlocked reference's. The lock's law is
+        :func:`~powermodel.models.thermal.locked_phases`.
 
-        A locked clock ``f`` scales the power above leakage by ``f³`` in compute phases (dynamic
-        power ``∝ C·V²·f`` with the voltage following the clock near the top of the V–f curve,
-        REFERENCES §3) and by ``f`` elsewhere [A] (communication and memory-bound phases run
-        near the voltage floor): frequency locking lowers troughs as well as peaks (Patel et
-        al., REFERENCES §2). The leakage kept is that at :meth:`nominal_die`, the temperature
-        the phase powers hold at, which the simulation then moves with the die: a locked GPU
-        draws its scaled dynamic power plus its leakage, never less than nothing.
+        The leakage a locked GPU keeps is that at :meth:`nominal_die`, the temperature the phase
+        powers hold at, which the simulation then moves with the die.
         """
         wl = self.workload
         kinds = [p.kind for p in wl.phases]
@@ -825,11 +838,8 @@ class Scenario(Section):
         lock = self.mitigation.clock_lock
         if (capped if locked is None else locked) and lock is not None:
             compute = np.array(kinds) == "compute"
-            base = np.minimum(self.gpu.leakage(self.nominal_die()), watts)
-            watts = base + (watts - base) * lock ** np.where(compute, DYNAMIC_EXPONENT, 1.0)
-            # compute phases take 1/f as long: their share of the (longer) step grows
-            shares = np.where(compute, shares / lock, shares)
-            shares = shares / shares.sum()
+            leakage = self.gpu.leakage(self.nominal_die())
+            shares, watts = locked_phases(shares, watts, compute, lock, leakage)
         if capped and self.mitigation.power_cap is not None:
             watts = np.minimum(watts, self.mitigation.power_cap)
         return shares, watts

@@ -13,7 +13,7 @@ import xarray as xr
 from powermodel import facility
 from powermodel._version import __version__
 from powermodel.errors import ScenarioError
-from powermodel.models import electrical, events, grid, mitigation, render, workload
+from powermodel.models import events, grid, mitigation, render, workload
 from powermodel.models.events import Recovery, State
 from powermodel.models.thermal import step_time_factor
 from powermodel.scenario import STEP_TIME_BOUNDS, Scenario, format_duration, load_scenario
@@ -32,6 +32,8 @@ MAX_INTERRUPTIONS = 1_000_000  # a failure every 5 min for ten years: beyond, no
 BYTES_PER_STEP = 320
 BYTES_PER_BATTERY_STEP = 16
 BYTES_PER_SEGMENT = 256
+# The plant path's state in the Dataset, held over each plant step (float32: 7 digits suffice)
+HELD = ("water_use", "temp_air", "temp_wetbulb", "supply_temp", "gpu_temp", "clock_factor")
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ def derive(scenario: Scenario) -> Derived:
             )
     # a locked clock stretches the compute phases of every step
     step *= float(step_time_factor(scenario.mitigation.clock_lock or 1.0, scenario.compute_share))
-    write = ck.blocking_time if ck.blocking_time is not None else ck.size / ck.write_bandwidth
+    write = ck.write_time
     stall = write if ck.mode == "blocking" else ck.async_blocking_time
     done = write if ck.mode == "blocking" else ck.async_blocking_time + write
     unexpected = np.array([c.count for c in rel.causes]) * rel.rate_scale
@@ -169,20 +171,15 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
     }
     rest = {s: cl.rest_power_active for s in State}
     rest[State.FAILED_IDLE] = rest[State.MAINTENANCE] = cl.rest_power_idle
-    fixed = cl.n_gpus * cl.network_power / 1e6 + cl.storage_power
+    fixed = _cluster_mw(cl.network_power, cl.n_gpus) + cl.storage_power  # network, storage
     gpu_cells, it_cells, tok_cells = [], [], []
     for state in State:
-        node_ac = electrical.input_power(
-            cl.gpus_per_node * gpu_w[state] + rest[state],
-            cl.psu.capacity,
-            np.array(cl.psu.load),
-            np.array(cl.psu.efficiency),
-        )
+        node_ac = cl.psu.input_power(cl.gpus_per_node * gpu_w[state] + rest[state])
         board = gpu_w[state]
         if state == State.RUNNING:
             board, node_ac = workload.aggregate(board, kernel), workload.aggregate(node_ac, kernel)
-        gpu_cells.append(board * cl.n_gpus / 1e6)
-        it_cells.append(node_ac * cl.n_nodes / 1e6 + fixed)
+        gpu_cells.append(_cluster_mw(board, cl.n_gpus))
+        it_cells.append(_cluster_mw(node_ac, cl.n_nodes) + fixed)
         # work a ramp-up limit delays is made up later: the step stretches by that share
         tokens = wl.tokens_per_step / derived.step_time / (1.0 + throttled)
         tokens = tokens if state == State.RUNNING else 0.0
@@ -219,16 +216,17 @@ def _smoothing_floor(scenario: Scenario) -> float:
     return 0.0 if sm is None else sm.floor * scenario.gpu.tdp
 
 
-def stop_ramps(scenario: Scenario, line: events.Timeline, gpu_power: np.ndarray) -> np.ndarray:
-    """Per-GPU power limits across state changes, on the rendered cluster GPU power [MW].
+def stop_ramps(
+    scenario: Scenario, line: events.Timeline, per_gpu: np.ndarray, dt: float
+) -> np.ndarray:
+    """Per-GPU power limits across state changes: what each GPU draws [W], from the power
+    [W] it would draw on the electrical grid (step ``dt`` [s]).
 
     Burn on job stop ramps down from the power of the interval before the job leaves the
     running state; power smoothing limits every rise and fall to its rates (within an iteration
     it already acts on the waveform, whose interval means then pass the limiter unchanged).
-    Returns the change of GPU power [MW].
     """
-    m, cl, dt = scenario.mitigation, scenario.cluster, scenario.simulation.dt
-    per_gpu = gpu_power * 1e6 / cl.n_gpus
+    m = scenario.mitigation
     out = per_gpu
     if m.stop_burn is not None:
         was, now = line.state[:-1], line.state[1:]
@@ -239,7 +237,7 @@ def stop_ramps(scenario: Scenario, line: events.Timeline, gpu_power: np.ndarray)
         )
     if m.smoothing is not None:
         out = mitigation.slew(out, dt, m.smoothing.ramp_up, m.smoothing.ramp_down)
-    return (out - per_gpu) * cl.n_gpus / 1e6
+    return out
 
 
 def failure_rng(seed: int, job: int = JOB) -> np.random.Generator:
@@ -367,7 +365,7 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
     time = _times(sim.start, edges[:-1])
     k = plant_steps(scenario)
     token_rate = cells[2, State.RUNNING, 0]
-    variables, path = _with_facility(scenario, line, time, means, k, token_rate)
+    variables, path = _with_facility(scenario, line, time, means, k, sim.dt, token_rate)
     ds = xr.Dataset(
         {
             **variables,
@@ -407,72 +405,144 @@ def _with_facility(
     time: np.ndarray,
     means: np.ndarray,
     k: int,
+    dt: float,
     nominal_rate: float,
 ) -> tuple[dict[str, tuple], facility.PlantPath]:
-    """The electrical-path means completed by the plant path (``k`` electrical steps a plant step):
-    clocks slow throughput, hot dies leak and server fans speed up, the facility adds losses,
-    cooling and misc loads."""
-    cl, dt = scenario.cluster, scenario.simulation.dt
+    """The rendered means completed by the plant path, stage by stage: the plant on its own grid
+    (``k`` electrical steps of ``dt`` [s] a plant step), what the GPUs and racks finally draw,
+    the facility around them, the connection, and the training they buy.
+
+    ``means`` holds ``gpu_power`` and ``it_power`` [MW] and the throughput at the nominal clock
+    [tokens/s], whose full rate is ``nominal_rate``. Returns the Dataset's variables and the
+    plant path.
+    """
     gpu_power, it_power, nominal_throughput = means
-    plant_dt = k * dt
     design = facility.design_it_power(scenario)
-    path = facility.plant_path(
-        scenario,
-        time[::k] + np.timedelta64(round(plant_dt * 5e8), "ns"),
-        _block_mean(it_power, k) * 1e6,
-        _block_mean(gpu_power, k) * 1e6 / cl.n_gpus,
-        plant_dt,
-        design,
-    )
+    per_gpu = gpu_power * 1e6 / scenario.cluster.n_gpus  # W: what each GPU draws, rendered
+    path = _plant(scenario, time, per_gpu, it_power, k, dt, design)
     running = nominal_throughput / nominal_rate  # share of each interval spent training
-    leak = cl.n_gpus * running * np.repeat(path.leak_extra, k)  # W, DC, while training
-    fans = cl.n_nodes * np.repeat(path.fan_extra, k)  # W, DC, whenever the nodes are on
-    # ramp limits act on what each GPU finally draws, leakage included; small DC changes pass
-    # through the server supplies at their running slope
-    gpu_power = gpu_power + leak / 1e6
-    limited = stop_ramps(scenario, line, gpu_power)
-    gpu_power = gpu_power + limited
-    it_power = it_power + ((leak + fans) / 1e6 + limited) * _psu_slope(scenario)
+    gpu_power, it_power = _it_path(scenario, line, per_gpu, it_power, running, path, k, dt)
     it_power, rack = facility.storage(scenario, "rack", it_power, dt)
-    throughput = nominal_throughput / np.repeat(path.step_factor, k)
-    cooling = np.repeat(path.cooling_power, k) / 1e6
-    # misc loads (lighting, offices, controls) do not follow the IT swing: a share of design IT
-    misc = np.full(it_power.size, scenario.cooling.misc_fraction * design / 1e6)
-    capacity = scenario.electrical.design_margin * design / 1e6
-    loss = facility.facility_loss(it_power, scenario, capacity, cooling + misc)
-    facility_power = it_power + loss + cooling + misc
-    grid_power, site = facility.storage(scenario, "site", facility_power, dt)
-    reactive = facility.reactive_power(scenario, it_power, loss, cooling + misc)
-    g = scenario.grid
-    # work lost to a failure is priced at the training rate of the plant step it happened in
-    at = np.minimum((line.event_time // plant_dt).astype(np.int64), path.step_factor.size - 1)
-    lost_tokens = line.event_lost_work * nominal_rate / path.step_factor[at]
-    held = {
-        name: ("time", np.repeat(getattr(path, name), k).astype(np.float32))
-        for name in ("temp_air", "temp_wetbulb", "supply_temp", "gpu_temp", "clock_factor")
-    }
-    chiller_hours = np.count_nonzero(path.chiller_load > 0) * plant_dt / 3600
+    site = _facility(scenario, it_power, path, k, design)
+    connection, bess = _connection(scenario, it_power, site, dt)
+    throughput, goodput = _training(line, nominal_throughput, nominal_rate, path, k, dt)
     return {
         "gpu_power": ("time", gpu_power),
         "it_power": ("time", it_power),
-        "facility_loss": ("time", loss),
-        "cooling_power": ("time", cooling),
-        "misc_power": ("time", misc),
-        "facility_power": ("time", facility_power),
-        "grid_power": ("time", grid_power),
-        "grid_reactive_power": ("time", reactive),
-        "grid_voltage": (
-            "time",
-            1.0 + grid.voltage_change(grid_power, reactive, g.short_circuit, g.x_r),
-        ),
-        **_storage_variables(rack, site),
-        "pue": ("time", hourly_ratio(facility_power, it_power, dt)),
+        **{name: ("time", values) for name, values in site.items()},
+        **{name: ("time", values) for name, values in connection.items()},
+        **_storage_variables(rack, bess),
+        "pue": ("time", hourly_ratio(site["facility_power"], it_power, dt)),
         "throughput": ("time", throughput),
-        "water_use": ("time", np.repeat(path.water_use, k).astype(np.float32)),
-        **held,
-        "goodput": ((), float(throughput.sum() * dt - lost_tokens.sum())),
-        "chiller_hours": ((), float(chiller_hours)),
+        **_held(path, k),
+        "goodput": ((), goodput),
+        "chiller_hours": ((), float(np.count_nonzero(path.chiller_load > 0) * (k * dt) / 3600)),
     }, path
+
+
+def _plant(
+    scenario: Scenario,
+    time: np.ndarray,
+    per_gpu: np.ndarray,
+    it_power: np.ndarray,
+    k: int,
+    dt: float,
+    design: float,
+) -> facility.PlantPath:
+    """The plant path on its grid, from the plant-step means of the rendered board power per GPU
+    [W] and IT power [MW] on the electrical grid (``time``, steps of ``dt`` [s], ``k`` a plant
+    step), at the middle of each plant step; ``design`` is the IT power the plant is sized for
+    [W]. Weather → plant → inlet → die temperature → clocks, leakage and server fans."""
+    plant_dt = k * dt
+    middle = time[::k] + _timedelta(plant_dt / 2.0)
+    heat = _block_mean(it_power, k) * 1e6  # W
+    return facility.plant_path(scenario, middle, heat, _block_mean(per_gpu, k), plant_dt, design)
+
+
+def _it_path(
+    scenario: Scenario,
+    line: events.Timeline,
+    per_gpu: np.ndarray,
+    it_power: np.ndarray,
+    running: np.ndarray,
+    path: facility.PlantPath,
+    k: int,
+    dt: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """What the GPUs and the racks finally draw: ``gpu_power`` and ``it_power`` [MW].
+
+    From the rendered board power per GPU [W] and IT power [MW] on the electrical grid (step
+    ``dt`` [s]), the share of each interval ``running`` [1] and the plant path (``k`` steps a
+    plant step): hot dies leak more while training, the ramp limits act on what each GPU finally
+    draws, leakage included, and server fans speed up whenever the nodes are on. Each node's DC
+    change is small: it passes through the server supplies at their running slope.
+    """
+    cl = scenario.cluster
+    leak = running * np.repeat(path.leak_extra, k)  # W per GPU, DC
+    drawn = stop_ramps(scenario, line, per_gpu + leak, dt)  # W per GPU, DC
+    fans = np.repeat(path.fan_extra, k)  # W per node, DC
+    node = (cl.gpus_per_node * (drawn - per_gpu) + fans) * _psu_slope(scenario)  # W per node, AC
+    return _cluster_mw(drawn, cl.n_gpus), it_power + _cluster_mw(node, cl.n_nodes)
+
+
+def _facility(
+    scenario: Scenario, it_power: np.ndarray, path: facility.PlantPath, k: int, design: float
+) -> dict[str, np.ndarray]:
+    """What the site draws around the IT load [MW]: ``facility_loss``, ``cooling_power`` (the
+    plant path's, ``k`` electrical steps a plant step), ``misc_power`` and ``facility_power``,
+    all [MW]; ``design`` is the IT power the site is sized for [W]."""
+    design_mw = design / 1e6
+    cooling = np.repeat(path.cooling_power, k) / 1e6
+    # misc loads (lighting, offices, controls) do not follow the IT swing: a share of design IT
+    misc = np.full(it_power.size, scenario.cooling.misc_fraction * design_mw)
+    capacity = scenario.electrical.design_margin * design_mw
+    loss = facility.facility_loss(it_power, scenario, capacity, cooling + misc)
+    return {
+        "facility_loss": loss,
+        "cooling_power": cooling,
+        "misc_power": misc,
+        "facility_power": it_power + loss + cooling + misc,
+    }
+
+
+def _connection(
+    scenario: Scenario, it_power: np.ndarray, site: dict[str, np.ndarray], dt: float
+) -> tuple[dict[str, np.ndarray], list[mitigation.StorageResult]]:
+    """The point of interconnection, from the IT load and the site's draw [MW] on steps of
+    ``dt`` [s]: ``grid_power`` [MW] after the site batteries, ``grid_reactive_power`` [Mvar]
+    and ``grid_voltage`` [p.u.]; and each site battery's dispatch."""
+    grid_power, batteries = facility.storage(scenario, "site", site["facility_power"], dt)
+    other = site["cooling_power"] + site["misc_power"]
+    reactive = facility.reactive_power(scenario, it_power, site["facility_loss"], other)
+    g = scenario.grid
+    voltage = 1.0 + grid.voltage_change(grid_power, reactive, g.short_circuit, g.x_r)
+    return {
+        "grid_power": grid_power,
+        "grid_reactive_power": reactive,
+        "grid_voltage": voltage,
+    }, batteries
+
+
+def _training(
+    line: events.Timeline,
+    nominal_throughput: np.ndarray,
+    nominal_rate: float,
+    path: facility.PlantPath,
+    k: int,
+    dt: float,
+) -> tuple[np.ndarray, float]:
+    """Throughput [tokens/s] at the clocks of the plant path (``k`` electrical steps of ``dt``
+    [s] a plant step), and goodput [tokens]: the tokens trained less the work failures lost,
+    priced at the training rate of the plant step each failure happened in."""
+    throughput = nominal_throughput / np.repeat(path.step_factor, k)
+    at = np.minimum((line.event_time // (k * dt)).astype(np.int64), path.step_factor.size - 1)
+    lost_tokens = line.event_lost_work * nominal_rate / path.step_factor[at]
+    return throughput, float(throughput.sum() * dt - lost_tokens.sum())
+
+
+def _held(path: facility.PlantPath, k: int) -> dict[str, tuple]:
+    """The plant path's state, held over the ``k`` electrical steps of each plant step."""
+    return {name: ("time", np.repeat(getattr(path, name), k).astype(np.float32)) for name in HELD}
 
 
 def _storage_variables(
@@ -513,15 +583,23 @@ def _psu_slope(scenario: Scenario) -> float:
     cl = scenario.cluster
     shares, watts = scenario.phase_powers()
     node = cl.gpus_per_node * float(shares @ watts) + cl.rest_power_active
-    load, eff = np.array(cl.psu.load), np.array(cl.psu.efficiency)
-    up, down = (electrical.input_power(node + d, cl.psu.capacity, load, eff) for d in (1.0, -1.0))
+    up, down = (cl.psu.input_power(node + d) for d in (1.0, -1.0))
     return float((up - down) / 2.0)
 
 
 def _times(start: object, seconds: np.ndarray) -> np.ndarray:
     """``datetime64[ns]`` at ``seconds`` after ``start`` (pandas' to_timedelta is 10× slower)."""
-    offsets = np.round(np.asarray(seconds) * 1e9).astype(np.int64).astype("timedelta64[ns]")
-    return np.datetime64(pd.Timestamp(start).to_datetime64(), "ns") + offsets
+    return np.datetime64(pd.Timestamp(start).to_datetime64(), "ns") + _timedelta(seconds)
+
+
+def _timedelta(seconds: np.ndarray | float) -> np.ndarray:
+    """``seconds`` as ``timedelta64[ns]``, to the nearest nanosecond."""
+    return np.round(np.asarray(seconds) * 1e9).astype(np.int64).astype("timedelta64[ns]")
+
+
+def _cluster_mw(watts: np.ndarray | float, count: int) -> np.ndarray | float:
+    """Power of ``count`` GPUs, nodes or switches drawing ``watts`` [W] each. [MW]"""
+    return watts * count / 1e6
 
 
 def _block_mean(values: np.ndarray, k: int) -> np.ndarray:

@@ -18,6 +18,7 @@ import xarray as xr
 
 from powermodel import rules
 from powermodel.analysis import step_seconds
+from powermodel.models import signal
 from powermodel.scenario import Scenario, format_duration, load_scenario
 from powermodel.simulate import simulate
 
@@ -62,7 +63,7 @@ def levers(scenario: Scenario, rule: rules.Rule, reference: float | None) -> lis
     # blocking write across groups does not help a synchronous job: the others wait for it at
     # the next collective, at the stalled level, so the dip lengthens instead of shallowing.)
     ck = scenario.checkpoint
-    stall = ck.blocking_time if ck.blocking_time is not None else ck.size / ck.write_bandwidth
+    stall = ck.write_time
     out.append(
         Lever(
             "async checkpoint stall",
@@ -230,7 +231,7 @@ def costs(scenario: Scenario, base: xr.Dataset, mitigated: xr.Dataset) -> dict[s
     run: extra grid energy, tokens lost, battery cycling and, with prices, money per year."""
     dt = step_seconds(base)
     days = base.sizes["time"] * dt / 86400.0
-    grid = [float(ds["grid_power"].sum()) * dt / 3600.0 for ds in (base, mitigated)]
+    grid = [signal.energy(ds["grid_power"], dt) for ds in (base, mitigated)]
     tokens = [float(ds["goodput"]) for ds in (base, mitigated)]
     out = {
         "grid_energy_cost": grid[1] / grid[0] - 1.0,
@@ -239,7 +240,7 @@ def costs(scenario: Scenario, base: xr.Dataset, mitigated: xr.Dataset) -> dict[s
     }
     storage = sum(s.energy for s in scenario.mitigation.storage if s.location == "site")
     if storage:
-        moved = float(np.abs(mitigated["bess_power"]).sum()) * dt / 3600.0 / 2.0
+        moved = signal.energy(np.abs(mitigated["bess_power"]), dt) / 2.0
         out["storage_cycles_per_day"] = moved / storage / days
     prices = scenario.prices
     terms = [

@@ -150,32 +150,6 @@ def test_part_load_curve_quadratic_and_cubic():
         cooling.part_load_curve((1.0, 2.0), 0.5)
 
 
-def test_first_order_lag_follows_the_step_response():
-    dt, tau = 10.0, 300.0
-    y = cooling.first_order_lag(np.ones(200), dt, tau, initial=0.0)
-    k = np.array([0, 9, 29, 99, 199])
-    t = (k + 1) * dt  # y[k] is the value at the end of step k
-    assert_allclose(y[k], 1.0 - np.exp(-t / tau), rtol=1e-12)
-    assert_allclose(cooling.first_order_lag(np.arange(5.0), dt, 0.0), np.arange(5.0))
-    # Steady state by default: a constant input stays put.
-    assert_allclose(cooling.first_order_lag(np.full(10, 7.0), dt, tau), 7.0, rtol=1e-14)
-
-
-def test_first_order_lag_keeps_the_mean_of_a_periodic_input():
-    dt, tau, period = 600.0, 7200.0, 144  # a day of 10-minute steps, 2 h lag
-    phase = np.arange(period) / period
-    day = 20.0 + 8.0 * np.sin(2 * np.pi * phase) + 3.0 * (phase > 0.5)
-    u = np.tile(day, 60)
-    y = cooling.first_order_lag(u, dt, tau)
-    tail = slice(20 * period, None)  # after the start-up transient (e^-240 is nothing)
-    assert y[tail].mean() == pytest.approx(u[tail].mean(), rel=1e-12)
-    assert np.ptp(y[tail]) < np.ptp(u[tail])  # and smooths it
-    # Time on the last axis: rows are independent signals.
-    both = cooling.first_order_lag(np.stack([u, 2 * u]), dt, tau, initial=np.array([0.0, 1.0]))
-    assert_allclose(both[0], cooling.first_order_lag(u, dt, tau, initial=0.0))
-    assert_allclose(both[1], cooling.first_order_lag(2 * u, dt, tau, initial=1.0))
-
-
 def test_evaporative_supply_and_water_on_hand_values():
     # 35 °C dry-bulb, 20 °C wet-bulb, ε = 0.85: 35 − 0.85 · 15 = 22.25 °C.
     assert cooling.direct_evaporative_supply(35.0, 20.0) == pytest.approx(22.25)

@@ -1,4 +1,5 @@
-"""Pure models, tested on numbers: waveform, offsets, power supplies, job timeline, rendering."""
+"""Pure models, tested on numbers: waveform, offsets, power supplies, job timeline, rendering,
+signal operations."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from powermodel.models import electrical, events, render, workload
+from powermodel.models import cooling, electrical, events, render, signal, thermal, workload
 from powermodel.models.events import Recovery, State
 
 TITANIUM_LOAD = np.array([0.1, 0.2, 0.5, 1.0])
@@ -188,3 +189,75 @@ def test_render_in_chunks_equals_render_at_once(monkeypatch):
     whole = render.interval_means(*args, edges)
     monkeypatch.setattr(render, "CHUNK", 7)
     assert_allclose(render.interval_means(*args, edges), whole, rtol=1e-13)
+
+
+def test_first_order_lag_follows_the_step_response():
+    dt, tau = 10.0, 300.0
+    y = signal.first_order_lag(np.ones(200), dt, tau, initial=0.0)
+    k = np.array([0, 9, 29, 99, 199])
+    t = (k + 1) * dt  # y[k] is the value at the end of step k
+    assert_allclose(y[k], 1.0 - np.exp(-t / tau), rtol=1e-12)
+    assert_allclose(signal.first_order_lag(np.arange(5.0), dt, 0.0), np.arange(5.0))
+    # Steady state by default: a constant input stays put.
+    assert_allclose(signal.first_order_lag(np.full(10, 7.0), dt, tau), 7.0, rtol=1e-14)
+
+
+def test_first_order_lag_keeps_the_mean_of_a_periodic_input():
+    dt, tau, period = 600.0, 7200.0, 144  # a day of 10-minute steps, 2 h lag
+    phase = np.arange(period) / period
+    day = 20.0 + 8.0 * np.sin(2 * np.pi * phase) + 3.0 * (phase > 0.5)
+    u = np.tile(day, 60)
+    y = signal.first_order_lag(u, dt, tau)
+    tail = slice(20 * period, None)  # after the start-up transient (e^-240 is nothing)
+    assert y[tail].mean() == pytest.approx(u[tail].mean(), rel=1e-12)
+    assert np.ptp(y[tail]) < np.ptp(u[tail])  # and smooths it
+    # Time on the last axis: rows are independent signals.
+    both = signal.first_order_lag(np.stack([u, 2 * u]), dt, tau, initial=np.array([0.0, 1.0]))
+    assert_allclose(both[0], signal.first_order_lag(u, dt, tau, initial=0.0))
+    assert_allclose(both[1], signal.first_order_lag(2 * u, dt, tau, initial=1.0))
+
+
+def test_energy_of_interval_means():
+    # 1 MW held for an hour is 1 MWh by definition, whatever the step: E = Σ P·dt / (3600 s/h).
+    assert signal.energy(np.ones(3600), 1.0) == pytest.approx(1.0, rel=1e-15)
+    assert signal.energy(np.ones(60), 60.0) == pytest.approx(1.0, rel=1e-15)
+    # 10 kW for 90 s at 100-ms steps: 10 · 90 / 3600 = 0.25 kWh, in the unit of the power.
+    assert signal.energy(np.full(900, 10.0), 0.1) == pytest.approx(0.25, rel=1e-12)
+
+
+def test_step_stretch_of_a_slower_clock():
+    # Compute stretches as 1/clock, communication does not: with a compute share of 0.675 a clock
+    # of 0.9 takes 0.675 / 0.9 + 0.325 = 1.075 of the step at clock 1.
+    assert thermal.step_stretch(0.9, 1.0, 0.675) == pytest.approx(1.075, rel=1e-12)
+    # Against a step already at 0.9 (a locked clock): 0.8 takes (0.675 / 0.8 + 0.325) / 1.075
+    # = 1.16875 / 1.075 of it; the reference clock itself stretches nothing.
+    assert_allclose(
+        thermal.step_stretch(np.array([0.8, 0.9]), 0.9, 0.675), [1.16875 / 1.075, 1.0], rtol=1e-12
+    )
+
+
+def test_locked_clock_scales_dynamic_power_and_stretches_compute():
+    # Clock locked at 0.8 with 100 W of leakage: the compute phase keeps its leakage and scales the
+    # rest by f³ (100 + 600 · 0.512 = 407.2 W), communication by f (100 + 200 · 0.8 = 260 W), and
+    # a phase already below the leakage keeps its power (nothing scales below nothing).
+    shares, power = thermal.locked_phases(
+        np.array([0.6, 0.3, 0.1]),
+        np.array([700.0, 300.0, 80.0]),
+        np.array([True, False, False]),
+        0.8,
+        100.0,
+    )
+    assert_allclose(power, [407.2, 260.0, 80.0], rtol=1e-12)
+    # Compute takes 1/0.8 as long: shares 0.75, 0.3, 0.1 of the old step, which is now 1.15 of it.
+    assert_allclose(shares, np.array([0.75, 0.3, 0.1]) / 1.15, rtol=1e-12)
+
+
+def test_server_fans_speed_up_with_the_inlet_and_draw_by_the_cube_law():
+    # Nominal up to 27 °C, +5 %/K above, at most 1.6×: 31 °C gives 1 + 0.05 · 4 = 1.2, 50 °C
+    # would give 2.15 and is held at 1.6; a cool inlet does not slow them below nominal.
+    speed = cooling.server_fan_speed(np.array([20.0, 27.0, 31.0, 50.0]), 27.0, 0.05, 1.6)
+    assert_allclose(speed, [1.0, 1.0, 1.2, 1.6], rtol=1e-12)
+    # Fan affinity laws (ASHRAE Handbook, "Fans"): power ∝ speed³. A 100 W fan set at twice its
+    # speed draws 800 W, 700 W above nominal; at 1.2× it draws 1.728×, 72.8 W above.
+    assert_allclose(cooling.server_fan_extra(speed, 100.0), [0.0, 0.0, 72.8, 309.6], rtol=1e-12)
+    assert cooling.server_fan_extra(2.0, 100.0) == pytest.approx(700.0, rel=1e-12)

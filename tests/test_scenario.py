@@ -204,3 +204,13 @@ def test_reading_the_shipped_files_leaves_presets_a_function():
     catalogue("gpu")
     load_scenario(REFERENCE)
     assert callable(powermodel.presets) and REFERENCE in powermodel.presets()
+
+
+def test_checkpoint_write_time_and_node_input_power():
+    sc = load_scenario("llama3-405b-16k-h100")
+    # The preset: 5,670 GB at 2,000 GB/s is a 2.835 s blocking write; a given blocking_time wins.
+    assert sc.checkpoint.write_time == pytest.approx(2.835, rel=1e-12)
+    given = load_scenario("llama3-405b-16k-h100", {"checkpoint.blocking_time": "10s"})
+    assert given.checkpoint.write_time == 10.0
+    # 80 PLUS Titanium at 50 % of the node's 19.8 kW: 96 % efficient, 9.9 kW out needs 10.3125 kW.
+    assert sc.cluster.psu.input_power(9900.0) == pytest.approx(9900.0 / 0.96, rel=1e-12)

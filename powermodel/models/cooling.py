@@ -1,4 +1,4 @@
-"""Cooling-plant building blocks: DOE-2 chillers, towers, dry coolers, evaporative pads, fans, lags.
+"""Cooling-plant building blocks: DOE-2 chillers, towers, dry coolers, evaporative pads, fans.
 
 Pure functions of numpy arrays (broadcasting like numpy) with published default coefficients. The
 plant models of the facility compose them; the chiller curves come from
@@ -344,39 +344,43 @@ def fan_power(flow_fraction: np.ndarray, design_power: float, min_speed: float =
     return design_power * speed**3
 
 
-def first_order_lag(
-    signal: np.ndarray, dt: float, tau: float, initial: float | np.ndarray | None = None
+def server_fan_speed(
+    temp_inlet: np.ndarray | float, temp_nominal: float, slope: float, speed_max: float
 ) -> np.ndarray:
-    """First-order lag ``dy/dt = (u − y) / τ`` of a step-held signal, discretised exactly.
+    """Speed of a server's fans, relative to nominal, at an inlet temperature.
 
     Parameters
     ----------
-    signal
-        Input ``u``, held constant over each step; time on the last axis.
-    dt
-        Step. [s]
-    tau
-        Time constant; 0 passes the signal through. [s]
-    initial
-        Output at the start of the first step; by default the first input (steady state).
+    temp_inlet
+        Air inlet (or coolant supply) temperature at the server. [°C]
+    temp_nominal
+        Inlet temperature up to which the fans run at nominal speed. [°C]
+    slope
+        Speed increase per kelvin of inlet above ``temp_nominal``. [1/K]
+    speed_max
+        Top speed. [1]
 
     Returns
     -------
     numpy.ndarray
-        ``y`` at the end of each step: ``y[k] = y((k + 1)·dt)``, the shape of ``signal``.
-
-    Notes
-    -----
-    Over a step the exact solution is ``y[k] = a·y[k−1] + (1 − a)·u[k]`` with
-    ``a = exp(−dt/τ)`` (zero-order-hold discretisation), evaluated as an IIR filter. For a periodic
-    input the periodic output has the input's mean: the lag moves energy in time, not in total.
+        ``s = clip(1 + slope·(T_inlet − T_nominal), 1, speed_max)``. [1]
     """
-    from scipy.signal import lfilter  # here, not at import: scipy.signal takes a second to load
+    return np.clip(1.0 + slope * (np.asarray(temp_inlet) - temp_nominal), 1.0, speed_max)
 
-    u = np.asarray(signal, dtype=float)
-    if dt <= 0.0 or tau < 0.0:
-        raise ValueError(f"need dt > 0 and tau ≥ 0, got dt={dt:g}, tau={tau:g}")
-    a = np.exp(-dt / tau) if tau > 0.0 else 0.0
-    y0 = u[..., :1] if initial is None else np.broadcast_to(initial, u.shape[:-1])[..., None]
-    y, _ = lfilter([1.0 - a], [1.0, -a], u, axis=-1, zi=a * y0)
-    return y
+
+def server_fan_extra(speed: np.ndarray | float, nominal_power: float) -> np.ndarray:
+    """Power of a server's fans above their nominal power, by the cube law.
+
+    Parameters
+    ----------
+    speed
+        Fan speed relative to nominal; server fans do not run below it. [1]
+    nominal_power
+        Fan power at nominal speed (part of the node's rest power). [W]
+
+    Returns
+    -------
+    numpy.ndarray
+        ``P_nominal · (s³ − 1)``: :func:`fan_power` at ``s`` less the nominal power. [W]
+    """
+    return fan_power(speed, nominal_power, min_speed=1.0) - nominal_power

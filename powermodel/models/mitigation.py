@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from powermodel.models.cooling import first_order_lag
+from powermodel.models.signal import first_order_lag
 
 
 def floor(cells: np.ndarray, level: float) -> np.ndarray:

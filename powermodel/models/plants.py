@@ -22,8 +22,8 @@ from powermodel.models.cooling import (
     dry_cooler_leaving,
     evaporation_water,
     fan_power,
-    first_order_lag,
 )
+from powermodel.models.signal import first_order_lag
 
 CURVE_CHW_RANGE = (4.4, 10.0)  # °C, leaving chilled water the EnergyPlus curves were fitted on
 CURVE_CONDENSER_RANGE = {False: (12.8, 30.0), True: (29.0, 46.0)}  # °C: water-, air-cooled

@@ -1,4 +1,4 @@
-"""Signal processing for measurement chains: filters, rolling statistics, spectra.
+"""Signal processing for measurement chains: energy, filters, lags, rolling statistics, spectra.
 
 Signals are interval means on a uniform grid of step ``dt`` (held over each interval), as
 powermodel writes them and as meters report them.
@@ -47,6 +47,59 @@ def step_advice(frequency: float) -> str:
             f"{format_duration(FINEST_STEP)}"
         )
     return f"a profile at dt <= {format_duration(step_for(frequency))} resolves it"
+
+
+def energy(power: np.ndarray, dt: float) -> float:
+    """Energy of a power signal held over each step. [unit of ``power`` × h]
+
+    Parameters
+    ----------
+    power
+        Interval means of power (a numpy or xarray array). [W, MW, ...]
+    dt
+        Step. [s]
+
+    Notes
+    -----
+    ``E = Σ P_i · dt / 3600``: interval means integrate exactly, whatever the step.
+    """
+    return float(power.sum() * dt / 3600.0)
+
+
+def first_order_lag(
+    signal: np.ndarray, dt: float, tau: float, initial: float | np.ndarray | None = None
+) -> np.ndarray:
+    """First-order lag ``dy/dt = (u − y) / τ`` of a step-held signal, discretised exactly.
+
+    Parameters
+    ----------
+    signal
+        Input ``u``, held constant over each step; time on the last axis.
+    dt
+        Step. [s]
+    tau
+        Time constant; 0 passes the signal through. [s]
+    initial
+        Output at the start of the first step; by default the first input (steady state).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``y`` at the end of each step: ``y[k] = y((k + 1)·dt)``, the shape of ``signal``.
+
+    Notes
+    -----
+    Over a step the exact solution is ``y[k] = a·y[k−1] + (1 − a)·u[k]`` with
+    ``a = exp(−dt/τ)`` (zero-order-hold discretisation), evaluated as an IIR filter. For a periodic
+    input the periodic output has the input's mean: the lag moves energy in time, not in total.
+    """
+    u = np.asarray(signal, dtype=float)
+    if dt <= 0.0 or tau < 0.0:
+        raise ValueError(f"need dt > 0 and tau ≥ 0, got dt={dt:g}, tau={tau:g}")
+    a = np.exp(-dt / tau) if tau > 0.0 else 0.0
+    y0 = u[..., :1] if initial is None else np.broadcast_to(initial, u.shape[:-1])[..., None]
+    y, _ = sps.lfilter([1.0 - a], [1.0, -a], u, axis=-1, zi=a * y0)
+    return y
 
 
 def high_pass(x: np.ndarray, dt: float, cutoff: float) -> np.ndarray:

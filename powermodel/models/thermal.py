@@ -98,6 +98,51 @@ def clock_factor(
     return (dynamic / dynamic_ref) ** (1.0 / exponent)
 
 
+def locked_phases(
+    shares: np.ndarray, power: np.ndarray, compute: np.ndarray, clock: float, leakage: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Shares of the step and board power of each phase with the clock locked at ``clock``.
+
+    Parameters
+    ----------
+    shares
+        Share of the step of each phase at the reference clock. [1]
+    power
+        Board power of each phase at the reference clock. [W]
+    compute
+        True for a compute phase, False for communication, memory-bound and other phases.
+    clock
+        Locked clock, relative to the reference. [1]
+    leakage
+        Leakage the GPU keeps at any clock. [W]
+
+    Returns
+    -------
+    shares : numpy.ndarray
+        Share of the (longer) locked step of each phase. [1]
+    power : numpy.ndarray
+        Board power of each phase. [W]
+
+    Notes
+    -----
+    ``P = P₀ + (P_ref − P₀)·f^n`` with ``P₀ = min(P_leak, P_ref)``, ``n = DYNAMIC_EXPONENT`` (3)
+    in compute phases and 1 elsewhere; compute phases take ``1/f`` as long, so their shares grow
+    as ``s/f`` before the shares are scaled back to a sum of 1.
+
+    A locked clock ``f`` scales the power above leakage by ``f³`` in compute phases (dynamic
+    power ``∝ C·V²·f`` with the voltage following the clock near the top of the V–f curve,
+    REFERENCES §3) and by ``f`` elsewhere [A] (communication and memory-bound phases run
+    near the voltage floor): frequency locking lowers troughs as well as peaks (Patel et
+    al., REFERENCES §2). A locked GPU draws its scaled dynamic power plus its leakage, never
+    less than nothing.
+    """
+    base = np.minimum(leakage, power)
+    power = base + (power - base) * clock ** np.where(compute, DYNAMIC_EXPONENT, 1.0)
+    # compute phases take 1/f as long: their share of the (longer) step grows
+    shares = np.where(compute, shares / clock, shares)
+    return shares / shares.sum(), power
+
+
 def slowest_of(spread: float, n: int) -> float:
     """Expected clock deficit of the slowest of ``n`` GPUs whose clocks spread by ``spread`` (σ).
 
@@ -125,3 +170,29 @@ def step_time_factor(clock: np.ndarray, compute_share: float) -> np.ndarray:
     ``t / t_ref = s / c + (1 − s)``, ``s`` the compute share of the reference step.
     """
     return compute_share / np.asarray(clock) + (1.0 - compute_share)
+
+
+def step_stretch(clock: np.ndarray, reference: float, compute_share: float) -> np.ndarray:
+    """Step time at ``clock`` relative to the step time at the ``reference`` clock.
+
+    Parameters
+    ----------
+    clock
+        Clock of the compute phases, relative to the clock the step was measured at. [1]
+    reference
+        Clock, on the same scale, of the step to compare with (a locked clock, or the clock
+        with the plant at its setpoint). [1]
+    compute_share
+        Share of the step spent in compute phases at clock 1. [1]
+
+    Returns
+    -------
+    numpy.ndarray
+        ``t(clock) / t(reference)``: above 1 where the clock is slower. [1]
+
+    Notes
+    -----
+    ``t(c) / t(c_ref) = (s / c + 1 − s) / (s / c_ref + 1 − s)`` (:func:`step_time_factor`
+    at each clock).
+    """
+    return step_time_factor(clock, compute_share) / step_time_factor(reference, compute_share)
