@@ -19,8 +19,15 @@ from powermodel.models.signal import first_order_lag
 def floor(cells: np.ndarray, level: float) -> np.ndarray:
     """A power floor: the GPU burns up to ``level`` whenever its work would draw less.
 
-    NVIDIA power smoothing holds a floor (a percentage of TDP [P, nvidia_nvml]); software burn
-    fills communication gaps with dummy work to the same effect. Both only ever add energy.
+    NVIDIA power smoothing holds a floor (a percentage of TDP, up to 90 % [nvidia_nvml]);
+    software burn fills communication gaps with dummy work to the same effect. Both only ever
+    add energy.
+
+    References
+    ----------
+    .. [nvidia_nvml] NVIDIA, "NVIDIA Management Library (NVML) API Reference and nvidia-smi
+       documentation", NVIDIA documentation (2025): power smoothing's floor, ramp rates and
+       hysteresis. https://docs.nvidia.com/deploy/nvml-api/
     """
     return np.maximum(cells, level)
 
@@ -152,7 +159,15 @@ def stop_ramp(
     Notes
     -----
     The burn envelope ``level − rate·(t − t_stop − delay)`` is integrated exactly over each
-    interval (it is linear until it meets zero), so its energy does not depend on ``dt``.
+    interval (it is linear until it meets zero), so its energy does not depend on ``dt``. The
+    GB300 NVL72 power supplies burn down this way at a job's end in hardware
+    [nvidia_gb300_power].
+
+    References
+    ----------
+    .. [nvidia_gb300_power] NVIDIA, "How New GB300 NVL72 Features Provide Steady Power for AI",
+       NVIDIA Technical Blog (2025).
+       https://developer.nvidia.com/blog/how-new-gb300-nvl72-features-provide-steady-power-for-ai/
     """
     if stop_times.size == 0:
         return power

@@ -130,11 +130,17 @@ def locked_phases(
     as ``s/f`` before the shares are scaled back to a sum of 1.
 
     A locked clock ``f`` scales the power above leakage by ``f³`` in compute phases (dynamic
-    power ``∝ C·V²·f`` with the voltage following the clock near the top of the V–f curve,
-    REFERENCES §3) and by ``f`` elsewhere [A] (communication and memory-bound phases run
-    near the voltage floor): frequency locking lowers troughs as well as peaks (Patel et
-    al., REFERENCES §2). A locked GPU draws its scaled dynamic power plus its leakage, never
-    less than nothing.
+    power ``∝ C·V²·f`` with the voltage following the clock near the top of the V–f curve) and
+    by ``f`` elsewhere [A] (communication and memory-bound phases run near the voltage floor):
+    frequency locking lowers troughs as well as peaks, where a power cap lowers only the peaks
+    [patel]. A locked GPU draws its scaled dynamic power plus its leakage, never less than
+    nothing.
+
+    References
+    ----------
+    .. [patel] Patel, P., Choukse, E., Zhang, C., Goiri, Í., Warrier, B., Mahalingam, N. and
+       Bianchini, R., "Characterizing Power Management Opportunities for LLMs in the Cloud",
+       ASPLOS '24 (2024). https://doi.org/10.1145/3620666.3651329
     """
     base = np.minimum(leakage, power)
     power = base + (power - base) * clock ** np.where(compute, DYNAMIC_EXPONENT, 1.0)
