@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -110,29 +112,8 @@ def write(ds: xr.Dataset, path: str | Path, resample: str | None = None) -> Path
 # Each tool gets a resolution it is built for; a coarser export carries the min and max of each
 # interval beside its mean, so peaks are not lost to averaging.
 
-TOOLS = {
-    # format: (default step, what the tool is for)
-    "opendss": (None, "OpenDSS LoadShape for duty-cycle (native step) or daily/yearly runs"),
-    "gridlabd": ("1min", "GridLAB-D player files and a runnable .glm"),
-    "pypsa": ("1h", "PyPSA CSV folder (import_from_csv_folder)"),
-    "pandapower": ("15min", "pandapower time-series profile (DFData/ConstControl)"),
-    "playback": (None, "time/P/Q playback CSV for dynamic-simulation tools (PSS/E, PowerFactory)"),
-    "csv": (None, "the whole profile, profile.csv (with min/max columns when resampled)"),
-    "parquet": (None, "the whole profile, profile.parquet"),
-    "netcdf": (None, "the whole Dataset with the scenario in its attributes, profile.nc"),
-}
-DATASET_FILES = {"csv": "profile.csv", "parquet": "profile.parquet", "netcdf": "profile.nc"}
 LOAD = "datacenter"  # the load's name in every tool
 DBL_POINTS = 100_000  # longer OpenDSS shapes go to binary doubles, read far faster than text
-# Where each tool reads a load's reactive power: every one takes Q positive absorbed, as we do,
-# so Q is written unchanged (OpenDSS, GridLAB-D, PyPSA and pandapower manuals on loads).
-Q_CONVENTION = {
-    "opendss": "a Load's kvar in OpenDSS",
-    "gridlabd": "the Q of a GridLAB-D load's constant_power (P + jQ)",
-    "pypsa": "a PyPSA Load's q_set",
-    "pandapower": "a pandapower load's q_mvar (consumer reference system)",
-    "playback": "a load's Q in PSS/E and PowerFactory",
-}
 
 
 def export_tool(
@@ -149,30 +130,23 @@ def export_tool(
     directory
         Created if missing.
     resample
-        Step of the export; by default the tool's (``TOOLS``), or the Dataset's own where the
-        tool takes any step. Coarser exports add each interval's min and max.
+        Step of the export; by default the tool's (:attr:`Tool.step`), or the Dataset's own
+        where the tool takes any step. Coarser exports add each interval's min and max.
     """
     if tool not in TOOLS:
         raise PowerModelError(f"unknown export format {tool!r}: use one of {', '.join(TOOLS)}")
-    if tool in DATASET_FILES:
-        return [write(ds, Path(directory) / DATASET_FILES[tool], resample)]
+    if TOOLS[tool].file is not None:
+        return [write(ds, Path(directory) / TOOLS[tool].file, resample)]
     for name in ("grid_power", "grid_reactive_power"):
         if name not in ds:
             raise PowerModelError(f"the profile has no {name}: export a simulated Dataset")
-    step = resample or TOOLS[tool][0]
+    step = resample or TOOLS[tool].step
     dt = step_seconds(ds)
     if step is not None and abs(parse_duration(step) - dt) > 1e-9 * dt:
         ds = coarsen(ds[["grid_power", "grid_reactive_power"]], step)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    writer = {
-        "opendss": _opendss,
-        "gridlabd": _gridlabd,
-        "pypsa": _pypsa,
-        "pandapower": _pandapower,
-        "playback": _playback,
-    }[tool]
-    return writer(ds, directory)
+    return TOOLS[tool].writer(ds, directory)
 
 
 def _grid(ds: xr.Dataset) -> tuple[np.ndarray, np.ndarray, float]:
@@ -188,7 +162,7 @@ def _header(ds: xr.Dataset, comment: str, tool: str) -> str:
         f"{ds.attrs.get('title', 'profile')}; grid_power and grid_reactive_power at the point "
         f"of interconnection, from {start}Z (UTC), step {step_seconds(ds):g} s, "
         f"{ds.sizes['time']} points, each the mean of the interval it starts",
-        f"reactive power {Q_SIGN}: the sign of {Q_CONVENTION[tool]}, so written unchanged",
+        f"reactive power {Q_SIGN}: the sign of {TOOLS[tool].reactive}, so written unchanged",
     )
     return "".join(f"{comment} {line}\n" if comment else f"{line}\n" for line in lines)
 
@@ -363,3 +337,68 @@ def _playback(ds: xr.Dataset, directory: Path) -> list[Path]:
     pacsv.write_csv(table, path, pacsv.WriteOptions(quoting_style="needed"))
     notes = ["playback.csv: t [s] since the start above, P [MW], Q [Mvar]"]
     return [path, _readme(ds, directory, "playback", notes)]
+
+
+class Tool(NamedTuple):
+    """An export format: its default step, what it is for, and what writes it."""
+
+    step: str | None
+    """Default step; None keeps the Dataset's own (the tool takes any)."""
+    description: str
+    """What the tool is for, as the CLI's help and the dashboard say it."""
+    file: str | None = None
+    """The one file of a whole-Dataset format, written by :func:`write` (its extension chooses
+    the format); None for a grid tool."""
+    writer: Callable[[xr.Dataset, Path], list[Path]] | None = None
+    """A grid tool's writer: its files from ``grid_power`` and ``grid_reactive_power``, into a
+    folder."""
+    reactive: str = ""
+    """Where a grid tool reads a load's reactive power. Every one takes Q positive absorbed, as
+    we do, so Q is written unchanged (OpenDSS, GridLAB-D, PyPSA and pandapower manuals on
+    loads)."""
+
+
+TOOLS = {
+    "opendss": Tool(
+        None,
+        "OpenDSS LoadShape for duty-cycle (native step) or daily/yearly runs",
+        writer=_opendss,
+        reactive="a Load's kvar in OpenDSS",
+    ),
+    "gridlabd": Tool(
+        "1min",
+        "GridLAB-D player files and a runnable .glm",
+        writer=_gridlabd,
+        reactive="the Q of a GridLAB-D load's constant_power (P + jQ)",
+    ),
+    "pypsa": Tool(
+        "1h",
+        "PyPSA CSV folder (import_from_csv_folder)",
+        writer=_pypsa,
+        reactive="a PyPSA Load's q_set",
+    ),
+    "pandapower": Tool(
+        "15min",
+        "pandapower time-series profile (DFData/ConstControl)",
+        writer=_pandapower,
+        reactive="a pandapower load's q_mvar (consumer reference system)",
+    ),
+    "playback": Tool(
+        None,
+        "time/P/Q playback CSV for dynamic-simulation tools (PSS/E, PowerFactory)",
+        writer=_playback,
+        reactive="a load's Q in PSS/E and PowerFactory",
+    ),
+    "csv": Tool(
+        None,
+        "the whole profile, profile.csv (with min/max columns when resampled)",
+        file="profile.csv",
+    ),
+    "parquet": Tool(None, "the whole profile, profile.parquet", file="profile.parquet"),
+    "netcdf": Tool(
+        None,
+        "the whole Dataset with the scenario in its attributes, profile.nc",
+        file="profile.nc",
+    ),
+}
+DATASET_FILES = {name: tool.file for name, tool in TOOLS.items() if tool.file is not None}

@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from types import UnionType
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
 
 import numpy as np
 import tomli_w
@@ -861,18 +861,31 @@ class Scenario(Section):
 # --- loading --------------------------------------------------------------------------------
 
 
-# Catalogues fill a section from a named entry: section -> (table and key naming the entry,
-# catalogue file, what an entry is, the section's own field holding the name).
+class Catalogue(NamedTuple):
+    """A catalogue that fills a scenario section from a named entry."""
+
+    table: str
+    """Table of the key naming the entry (``cluster`` for ``cluster.gpu``)."""
+    key: str
+    """Key naming the entry in that table."""
+    file: str
+    """Catalogue file in ``presets/``, without ``.toml``."""
+    what: str
+    """What an entry is, in messages."""
+    field: str
+    """The section's own field holding the entry's name."""
+
+
 CATALOGUES = {
-    "gpu": ("cluster", "gpu", "gpus", "GPU", "name"),
-    "cooling": ("cooling", "plant", "plants", "cooling plant", "plant"),
-    "electrical": ("electrical", "chain", "electrical", "electrical chain", "chain"),
+    "gpu": Catalogue("cluster", "gpu", "gpus", "GPU", "name"),
+    "cooling": Catalogue("cooling", "plant", "plants", "cooling plant", "plant"),
+    "electrical": Catalogue("electrical", "chain", "electrical", "electrical chain", "chain"),
 }
 
 
 def presets() -> list[str]:
     """Names of the scenario presets shipped in the package."""
-    catalogues = {f"{entry[2]}.toml" for entry in CATALOGUES.values()} | {"rules.toml"}
+    catalogues = {f"{entry.file}.toml" for entry in CATALOGUES.values()} | {"rules.toml"}
     return sorted(
         f.name.removesuffix(".toml")
         for f in packaged("").iterdir()
@@ -882,9 +895,9 @@ def presets() -> list[str]:
 
 def catalogue(section: str) -> dict[str, dict[str, Any]]:
     """A catalogue (``"gpu"``: GPUs, ``"cooling"``: cooling plants): name -> raw table."""
-    _, _, file, _, field = CATALOGUES[section]
-    raw = parse_toml(packaged(f"{file}.toml").read_text(), f"{file}.toml")
-    return {name: {field: name, **table} for name, table in raw.items()}
+    entry = CATALOGUES[section]
+    raw = parse_toml(packaged(f"{entry.file}.toml").read_text(), f"{entry.file}.toml")
+    return {name: {entry.field: name, **table} for name, table in raw.items()}
 
 
 def gpu_catalogue() -> dict[str, dict[str, Any]]:
@@ -1176,9 +1189,10 @@ def _fill_from_catalogue(raw: dict[str, Any], section: str, overrides: dict[str,
     When the overrides choose another entry (``cluster.gpu=B200``), the section's old keys were
     written for the old entry: only the keys the overrides set are kept over the new entry.
     """
-    table, key, _, what, _ = CATALOGUES[section]
-    selector = f"{table}.{key}"
-    name = raw.get(table, {}).get(key) if isinstance(raw.get(table), dict) else None
+    entry = CATALOGUES[section]
+    table, what = entry.table, entry.what
+    selector = f"{table}.{entry.key}"
+    name = raw.get(table, {}).get(entry.key) if isinstance(raw.get(table), dict) else None
     if not isinstance(name, str):
         return  # validation reports the missing or mistyped selector
     entries = catalogue(section)

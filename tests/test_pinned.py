@@ -63,7 +63,8 @@ def _finite(x: float) -> float | str:
 
 
 def outcome(overrides: dict) -> dict[str, float | str]:
-    """The numbers a case pins: its metrics, every variable's sum and extremes, every rule's worst."""
+    """The numbers a case pins: its metrics, every variable's sum and extremes, every rule's
+    worst."""
     ds = simulate(load_scenario(REFERENCE, overrides))
     out: dict[str, float | str] = {}
     for key, value in metrics(ds).items():
@@ -79,7 +80,7 @@ def outcome(overrides: dict) -> dict[str, float | str]:
             out[f"min {name}"] = _finite(float(np.min(values)))
         else:
             states, counts = np.unique(var.values.astype(str), return_counts=True)
-            for state, count in zip(states, counts):
+            for state, count in zip(states, counts, strict=True):
                 out[f"count {name}={state}"] = float(count)
     for result in rules.check(ds, rules.load_rules(list(RULES))):
         out[f"rule {result.rule.name} worst"] = _finite(float(result.worst))

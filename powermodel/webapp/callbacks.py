@@ -497,13 +497,13 @@ class Dashboard:
         if not isinstance(fmt, str) or fmt not in TOOLS:
             return choices, choices[0], "", f"unknown format {shorten(fmt)}: choose one above"
         interval = interval if interval in choices else choices[0]
-        step = TOOLS[fmt][0] or interval
+        step = TOOLS[fmt].step or interval
         rows = round(sim.duration / parse_duration(step))
         note = f"{rows:,} rows at {step}" + (
             ", each with its interval's min and max" if step != choices[0] else ""
         )
         key = scenario_key(scenario)
-        link = downloads.href(key, fmt, None if TOOLS[fmt][0] else interval)
+        link = downloads.href(key, fmt, None if TOOLS[fmt].step else interval)
         return choices, interval, link, note
 
     # --- zoom -----------------------------------------------------------------------------------
