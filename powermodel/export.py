@@ -113,6 +113,10 @@ def write(ds: xr.Dataset, path: str | Path, resample: str | None = None) -> Path
 # interval beside its mean, so peaks are not lost to averaging.
 
 LOAD = "datacenter"  # the load's name in every tool
+# The connection the OpenDSS example (example.dss) feeds the load from where the profile carries
+# no scenario (a measured trace) and so no [grid]: the reference preset's typical transmission
+# connection, a 10 kA fault level at 138 kV. The file says when it was used.
+DEFAULT_GRID = {"short_circuit": 2400.0, "x_r": 10.0}  # MVA, and X/R [1]
 DBL_POINTS = 100_000  # longer OpenDSS shapes go to binary doubles, read far faster than text
 
 
@@ -132,6 +136,12 @@ def export_tool(
     resample
         Step of the export; by default the tool's (:attr:`Tool.step`), or the Dataset's own
         where the tool takes any step. Coarser exports add each interval's min and max.
+
+    Notes
+    -----
+    OpenDSS's ``example.dss`` feeds the load from a source of the scenario's short-circuit
+    strength (``[grid]``). A profile without a scenario (a measured trace) has none: the example
+    then uses :data:`DEFAULT_GRID` (2,400 MVA, X/R 10) and says so in a comment.
     """
     if tool not in TOOLS:
         raise PowerModelError(f"unknown export format {tool!r}: use one of {', '.join(TOOLS)}")
@@ -201,10 +211,11 @@ def _opendss(ds: xr.Dataset, directory: Path) -> list[Path]:
         + "useactual=yes\n"
     )
     example = directory / "example.dss"
-    short_circuit, x_r = _grid_strength(ds)
+    short_circuit, x_r, strength = _grid_strength(ds)
     example.write_text(
         _header(ds, "!", "opendss")
         + "! A source with the site's short-circuit strength feeding the datacenter at its POI.\n"
+        + f"! short-circuit strength: {strength}\n"
         + "Clear\n"
         + f"New Circuit.powermodel basekv=138 pu=1.0 phases=3 bus1=poi MVAsc3={short_circuit:g} "
         + f"MVAsc1={short_circuit:g} x1r1={x_r:g} x0r0={x_r:g}\n"
@@ -219,10 +230,19 @@ def _opendss(ds: xr.Dataset, directory: Path) -> list[Path]:
     return [*files, shape, example]
 
 
-def _grid_strength(ds: xr.Dataset) -> tuple[float, float]:
-    """Short-circuit MVA and X/R of the Dataset's scenario (typical values for a trace)."""
-    grid = json.loads(ds.attrs.get("scenario", "{}")).get("grid", {})
-    return float(grid.get("short_circuit", 2400.0)), float(grid.get("x_r", 10.0))
+def _grid_strength(ds: xr.Dataset) -> tuple[float, float, str]:
+    """Short-circuit MVA and X/R of the Dataset's scenario, or :data:`DEFAULT_GRID` where it has
+    none (a measured trace), and a line saying which."""
+    grid = json.loads(ds.attrs.get("scenario", "{}")).get("grid")
+    if grid is None:
+        return (
+            DEFAULT_GRID["short_circuit"],
+            DEFAULT_GRID["x_r"],
+            f"the profile has no scenario [grid] (a measured trace): the default "
+            f"{DEFAULT_GRID['short_circuit']:,g} MVA, X/R {DEFAULT_GRID['x_r']:g} "
+            "(powermodel.export.DEFAULT_GRID); replace them with the utility's figures",
+        )
+    return float(grid["short_circuit"]), float(grid["x_r"]), "the scenario's [grid]"
 
 
 def _gridlabd(ds: xr.Dataset, directory: Path) -> list[Path]:
