@@ -21,6 +21,20 @@ from powermodel.errors import PowerModelError
 from powermodel.scenario import parse_duration
 from powermodel.variables import Q_SIGN, header
 
+# The public surface (DESIGN: the dashboard calls only the public API; tests/test_layers.py)
+__all__ = [
+    "check_path",
+    "DATASET_FILES",
+    "DEFAULT_GRID",
+    "export_tool",
+    "FORMATS",
+    "iso_times",
+    "profile_table",
+    "Tool",
+    "TOOLS",
+    "write",
+]
+
 FORMATS = (".csv", ".parquet", ".nc")
 
 

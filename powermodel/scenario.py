@@ -50,6 +50,22 @@ from powermodel.models.signal import FINEST_STEP
 from powermodel.models.thermal import DYNAMIC_EXPONENT, leakage_power, steady_gpu_temperature
 from powermodel.models.workload import phase_levels
 
+# The public surface (DESIGN: the dashboard calls only the public API; tests/test_layers.py)
+__all__ = [
+    "catalogue",
+    "format_duration",
+    "gpu_catalogue",
+    "is_duration",
+    "load_scenario",
+    "loads_scenario",
+    "names_a_file",
+    "parse_duration",
+    "parse_toml",
+    "presets",
+    "Scenario",
+    "shorten",
+]
+
 
 def packaged(name: str) -> Any:
     """A file shipped in ``powermodel/presets`` (a Traversable: ``read_text()``), read as

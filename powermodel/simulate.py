@@ -19,6 +19,13 @@ from powermodel.models.thermal import step_time_factor
 from powermodel.scenario import STEP_TIME_BOUNDS, Scenario, format_duration, load_scenario
 from powermodel.variables import annotate
 
+# The public surface (DESIGN: the dashboard calls only the public API; tests/test_layers.py)
+__all__ = [
+    "memory_estimate",
+    "memory_fix",
+    "simulate",
+]
+
 # Independent random streams per purpose (DESIGN principle 6): SeedSequence spawn keys.
 JOB = 0
 STREAM_FAILURES = 1

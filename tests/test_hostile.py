@@ -67,7 +67,7 @@ from powermodel.scenario import (
     union_members,
 )
 from powermodel.simulate import simulate
-from powermodel.webapp import controls, create_app, downloads
+from powermodel.webapp import controls, create_dashboard, downloads
 from powermodel.webapp.cache import SimulationCache
 from powermodel.webapp.callbacks import MAX_STEPS, Dashboard
 
@@ -1403,19 +1403,26 @@ def test_dashboard_export_answers_or_prevents_the_update(board, given_state, fmt
 
 
 @pytest.fixture(scope="module")
-def app():
-    return create_app(overrides=DASHBOARD_DEFAULTS)
+def served() -> Dashboard:
+    return create_dashboard(overrides=DASHBOARD_DEFAULTS)
 
 
 @pytest.fixture(scope="module")
-def shown_keys(app) -> list[str]:
+def app(served):
+    return served.app
+
+
+@pytest.fixture(scope="module")
+def shown_keys(served) -> list[str]:
     """Keys of scenarios the page has shown: at 1 s, at 100 ms, ten minutes long."""
     runs = [
         {},
         {"simulation.dt": "100ms", "simulation.duration": "10min"},
         {"simulation.duration": "10min"},
     ]
-    return [app.cache.remember(load_scenario(REFERENCE, {**DASHBOARD_DEFAULTS, **r})) for r in runs]
+    return [
+        served.cache.remember(load_scenario(REFERENCE, {**DASHBOARD_DEFAULTS, **r})) for r in runs
+    ]
 
 
 @SIMULATING

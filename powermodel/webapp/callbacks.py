@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 import threading
 from collections import OrderedDict, deque
 from concurrent.futures import Future
@@ -33,7 +34,7 @@ from powermodel import rules, sizing
 from powermodel.analysis import diurnal_swing, metrics
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.export import TOOLS
-from powermodel.iotools.weather import SHIPPED
+from powermodel.iotools import SHIPPED
 from powermodel.scenario import (
     Scenario,
     load_scenario,
@@ -87,12 +88,16 @@ class Dashboard:
         cache: SimulationCache,
         preset: str,
         defaults: Any,
-        folder: Path,
+        folder: Path | tempfile.TemporaryDirectory,
         upload_limit: int,
     ) -> None:
         self.cache = cache
         self.preset = preset
         self.defaults = defaults  # overrides every preset opens with (the app's period)
+        # a temporary working folder lives as long as the board, which the app's callbacks hold
+        self.workdir = folder if isinstance(folder, tempfile.TemporaryDirectory) else None
+        folder = Path(folder.name).resolve() if self.workdir else folder
+        self.app: dash.Dash | None = None  # the app the callbacks are registered on
         self.uploads = WeatherUploads(folder / "uploads", upload_limit)
         self.downloads = folder / "downloads"
         self.downloads.mkdir(parents=True, exist_ok=True)
@@ -577,6 +582,7 @@ class Dashboard:
 
     def register(self, app: dash.Dash) -> None:
         """Register every callback on ``app``."""
+        self.app = app
         values, dates = (
             {"type": ids.CONTROL_TYPES[prop], "key": ALL} for prop in ("value", "date")
         )
