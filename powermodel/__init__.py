@@ -9,6 +9,12 @@ Public API::
 Every power and energy metric is named by where it is metered: ``it_`` (the racks),
 ``cooling_`` (the plant), ``facility_`` (what the site draws) or ``grid_`` (the connection,
 after any site battery).
+
+Beyond these names, the public modules are those with an ``__all__``: ``powermodel.scenario``,
+``powermodel.simulate``, ``powermodel.analysis`` (also the measurement chain's filters and the
+job states), ``powermodel.rules``, ``powermodel.sizing``, ``powermodel.export``,
+``powermodel.iotools`` (the weather readers) and ``powermodel.errors``. The dashboard uses
+nothing else (tests/test_layers.py).
 """
 
 from powermodel._version import __version__

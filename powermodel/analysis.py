@@ -12,8 +12,44 @@ from powermodel import variables
 from powermodel.errors import PowerModelError
 from powermodel.models import signal
 from powermodel.models.events import State
+from powermodel.models.signal import (
+    average_slope,
+    net_change,
+    nyquist,
+    resolved,
+    rolling_range,
+    samples,
+    spectrum,
+)
 from powermodel.models.thermal import step_stretch
 from powermodel.scenario import format_duration, parse_duration
+
+# The public surface: the dashboard calls only this (tests/test_layers.py checks it)
+__all__ = [
+    "average_slope",
+    "band_variances",
+    "diurnal_swing",
+    "diurnal_throughput",
+    "grid_metrics",
+    "load_duration",
+    "local_hours",
+    "max_swing",
+    "metrics",
+    "net_change",
+    "nyquist",
+    "RAMPS",
+    "ramps",
+    "resample",
+    "resample_factor",
+    "resolved",
+    "rolling_range",
+    "samples",
+    "spectrum",
+    "State",
+    "step_seconds",
+    "swing_resolved",
+    "SWING_WINDOW",
+]
 
 SWING_WINDOW = 5.0  # s: the rolling window of ERCOT's 5-s peak-to-peak proposal [S, ercot_lli]
 

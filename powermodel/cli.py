@@ -129,7 +129,7 @@ def _parser() -> argparse.ArgumentParser:
         "--to",
         required=True,
         choices=list(export.TOOLS),
-        help="; ".join(f"{k}: {v[1]}" for k, v in export.TOOLS.items()),
+        help="; ".join(f"{k}: {v.description}" for k, v in export.TOOLS.items()),
     )
     exporting.add_argument("-o", "--output", required=True, help="directory to write into")
     exporting.add_argument(
@@ -258,7 +258,7 @@ def _size(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, args.overrides)
-    step = args.resample or export.TOOLS[args.to][0]
+    step = args.resample or export.TOOLS[args.to].step
     if step is not None:
         resample_factor(scenario.simulation.n_steps, scenario.simulation.dt, step)
     files = export.export_tool(simulate(scenario), args.to, args.output, args.resample)

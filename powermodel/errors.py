@@ -1,5 +1,12 @@
 """Errors the user can act on. Every one is a ``ValueError`` so that callers can catch bad input."""
 
+# The public surface: the dashboard calls only this (tests/test_layers.py checks it)
+__all__ = [
+    "DataFileError",
+    "PowerModelError",
+    "ScenarioError",
+]
+
 
 class PowerModelError(ValueError):
     """Bad input to powermodel: the message names the problem and the fix, on one line (a line

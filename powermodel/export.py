@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -18,6 +20,20 @@ from powermodel.analysis import step_seconds
 from powermodel.errors import PowerModelError
 from powermodel.scenario import parse_duration
 from powermodel.variables import Q_SIGN, header
+
+# The public surface: the dashboard calls only this (tests/test_layers.py checks it)
+__all__ = [
+    "check_path",
+    "DATASET_FILES",
+    "DEFAULT_GRID",
+    "export_tool",
+    "FORMATS",
+    "iso_times",
+    "profile_table",
+    "Tool",
+    "TOOLS",
+    "write",
+]
 
 FORMATS = (".csv", ".parquet", ".nc")
 
@@ -110,29 +126,12 @@ def write(ds: xr.Dataset, path: str | Path, resample: str | None = None) -> Path
 # Each tool gets a resolution it is built for; a coarser export carries the min and max of each
 # interval beside its mean, so peaks are not lost to averaging.
 
-TOOLS = {
-    # format: (default step, what the tool is for)
-    "opendss": (None, "OpenDSS LoadShape for duty-cycle (native step) or daily/yearly runs"),
-    "gridlabd": ("1min", "GridLAB-D player files and a runnable .glm"),
-    "pypsa": ("1h", "PyPSA CSV folder (import_from_csv_folder)"),
-    "pandapower": ("15min", "pandapower time-series profile (DFData/ConstControl)"),
-    "playback": (None, "time/P/Q playback CSV for dynamic-simulation tools (PSS/E, PowerFactory)"),
-    "csv": (None, "the whole profile, profile.csv (with min/max columns when resampled)"),
-    "parquet": (None, "the whole profile, profile.parquet"),
-    "netcdf": (None, "the whole Dataset with the scenario in its attributes, profile.nc"),
-}
-DATASET_FILES = {"csv": "profile.csv", "parquet": "profile.parquet", "netcdf": "profile.nc"}
 LOAD = "datacenter"  # the load's name in every tool
+# The connection the OpenDSS example (example.dss) feeds the load from where the profile carries
+# no scenario (a measured trace) and so no [grid]: the reference preset's typical transmission
+# connection, a 10 kA fault level at 138 kV. The file says when it was used.
+DEFAULT_GRID = {"short_circuit": 2400.0, "x_r": 10.0}  # MVA, and X/R [1]
 DBL_POINTS = 100_000  # longer OpenDSS shapes go to binary doubles, read far faster than text
-# Where each tool reads a load's reactive power: every one takes Q positive absorbed, as we do,
-# so Q is written unchanged (OpenDSS, GridLAB-D, PyPSA and pandapower manuals on loads).
-Q_CONVENTION = {
-    "opendss": "a Load's kvar in OpenDSS",
-    "gridlabd": "the Q of a GridLAB-D load's constant_power (P + jQ)",
-    "pypsa": "a PyPSA Load's q_set",
-    "pandapower": "a pandapower load's q_mvar (consumer reference system)",
-    "playback": "a load's Q in PSS/E and PowerFactory",
-}
 
 
 def export_tool(
@@ -149,30 +148,29 @@ def export_tool(
     directory
         Created if missing.
     resample
-        Step of the export; by default the tool's (``TOOLS``), or the Dataset's own where the
-        tool takes any step. Coarser exports add each interval's min and max.
+        Step of the export; by default the tool's (:attr:`Tool.step`), or the Dataset's own
+        where the tool takes any step. Coarser exports add each interval's min and max.
+
+    Notes
+    -----
+    OpenDSS's ``example.dss`` feeds the load from a source of the scenario's short-circuit
+    strength (``[grid]``). A profile without a scenario (a measured trace) has none: the example
+    then uses :data:`DEFAULT_GRID` (2,400 MVA, X/R 10) and says so in a comment.
     """
     if tool not in TOOLS:
         raise PowerModelError(f"unknown export format {tool!r}: use one of {', '.join(TOOLS)}")
-    if tool in DATASET_FILES:
-        return [write(ds, Path(directory) / DATASET_FILES[tool], resample)]
+    if TOOLS[tool].file is not None:
+        return [write(ds, Path(directory) / TOOLS[tool].file, resample)]
     for name in ("grid_power", "grid_reactive_power"):
         if name not in ds:
             raise PowerModelError(f"the profile has no {name}: export a simulated Dataset")
-    step = resample or TOOLS[tool][0]
+    step = resample or TOOLS[tool].step
     dt = step_seconds(ds)
     if step is not None and abs(parse_duration(step) - dt) > 1e-9 * dt:
         ds = coarsen(ds[["grid_power", "grid_reactive_power"]], step)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    writer = {
-        "opendss": _opendss,
-        "gridlabd": _gridlabd,
-        "pypsa": _pypsa,
-        "pandapower": _pandapower,
-        "playback": _playback,
-    }[tool]
-    return writer(ds, directory)
+    return TOOLS[tool].writer(ds, directory)
 
 
 def _grid(ds: xr.Dataset) -> tuple[np.ndarray, np.ndarray, float]:
@@ -188,7 +186,7 @@ def _header(ds: xr.Dataset, comment: str, tool: str) -> str:
         f"{ds.attrs.get('title', 'profile')}; grid_power and grid_reactive_power at the point "
         f"of interconnection, from {start}Z (UTC), step {step_seconds(ds):g} s, "
         f"{ds.sizes['time']} points, each the mean of the interval it starts",
-        f"reactive power {Q_SIGN}: the sign of {Q_CONVENTION[tool]}, so written unchanged",
+        f"reactive power {Q_SIGN}: the sign of {TOOLS[tool].reactive}, so written unchanged",
     )
     return "".join(f"{comment} {line}\n" if comment else f"{line}\n" for line in lines)
 
@@ -227,10 +225,11 @@ def _opendss(ds: xr.Dataset, directory: Path) -> list[Path]:
         + "useactual=yes\n"
     )
     example = directory / "example.dss"
-    short_circuit, x_r = _grid_strength(ds)
+    short_circuit, x_r, strength = _grid_strength(ds)
     example.write_text(
         _header(ds, "!", "opendss")
         + "! A source with the site's short-circuit strength feeding the datacenter at its POI.\n"
+        + f"! short-circuit strength: {strength}\n"
         + "Clear\n"
         + f"New Circuit.powermodel basekv=138 pu=1.0 phases=3 bus1=poi MVAsc3={short_circuit:g} "
         + f"MVAsc1={short_circuit:g} x1r1={x_r:g} x0r0={x_r:g}\n"
@@ -245,10 +244,19 @@ def _opendss(ds: xr.Dataset, directory: Path) -> list[Path]:
     return [*files, shape, example]
 
 
-def _grid_strength(ds: xr.Dataset) -> tuple[float, float]:
-    """Short-circuit MVA and X/R of the Dataset's scenario (typical values for a trace)."""
-    grid = json.loads(ds.attrs.get("scenario", "{}")).get("grid", {})
-    return float(grid.get("short_circuit", 2400.0)), float(grid.get("x_r", 10.0))
+def _grid_strength(ds: xr.Dataset) -> tuple[float, float, str]:
+    """Short-circuit MVA and X/R of the Dataset's scenario, or :data:`DEFAULT_GRID` where it has
+    none (a measured trace), and a line saying which."""
+    grid = json.loads(ds.attrs.get("scenario", "{}")).get("grid")
+    if grid is None:
+        return (
+            DEFAULT_GRID["short_circuit"],
+            DEFAULT_GRID["x_r"],
+            f"the profile has no scenario [grid] (a measured trace): the default "
+            f"{DEFAULT_GRID['short_circuit']:,g} MVA, X/R {DEFAULT_GRID['x_r']:g} "
+            "(powermodel.export.DEFAULT_GRID); replace them with the utility's figures",
+        )
+    return float(grid["short_circuit"]), float(grid["x_r"]), "the scenario's [grid]"
 
 
 def _gridlabd(ds: xr.Dataset, directory: Path) -> list[Path]:
@@ -363,3 +371,68 @@ def _playback(ds: xr.Dataset, directory: Path) -> list[Path]:
     pacsv.write_csv(table, path, pacsv.WriteOptions(quoting_style="needed"))
     notes = ["playback.csv: t [s] since the start above, P [MW], Q [Mvar]"]
     return [path, _readme(ds, directory, "playback", notes)]
+
+
+class Tool(NamedTuple):
+    """An export format: its default step, what it is for, and what writes it."""
+
+    step: str | None
+    """Default step; None keeps the Dataset's own (the tool takes any)."""
+    description: str
+    """What the tool is for, as the CLI's help and the dashboard say it."""
+    file: str | None = None
+    """The one file of a whole-Dataset format, written by :func:`write` (its extension chooses
+    the format); None for a grid tool."""
+    writer: Callable[[xr.Dataset, Path], list[Path]] | None = None
+    """A grid tool's writer: its files from ``grid_power`` and ``grid_reactive_power``, into a
+    folder."""
+    reactive: str = ""
+    """Where a grid tool reads a load's reactive power. Every one takes Q positive absorbed, as
+    we do, so Q is written unchanged (OpenDSS, GridLAB-D, PyPSA and pandapower manuals on
+    loads)."""
+
+
+TOOLS = {
+    "opendss": Tool(
+        None,
+        "OpenDSS LoadShape for duty-cycle (native step) or daily/yearly runs",
+        writer=_opendss,
+        reactive="a Load's kvar in OpenDSS",
+    ),
+    "gridlabd": Tool(
+        "1min",
+        "GridLAB-D player files and a runnable .glm",
+        writer=_gridlabd,
+        reactive="the Q of a GridLAB-D load's constant_power (P + jQ)",
+    ),
+    "pypsa": Tool(
+        "1h",
+        "PyPSA CSV folder (import_from_csv_folder)",
+        writer=_pypsa,
+        reactive="a PyPSA Load's q_set",
+    ),
+    "pandapower": Tool(
+        "15min",
+        "pandapower time-series profile (DFData/ConstControl)",
+        writer=_pandapower,
+        reactive="a pandapower load's q_mvar (consumer reference system)",
+    ),
+    "playback": Tool(
+        None,
+        "time/P/Q playback CSV for dynamic-simulation tools (PSS/E, PowerFactory)",
+        writer=_playback,
+        reactive="a load's Q in PSS/E and PowerFactory",
+    ),
+    "csv": Tool(
+        None,
+        "the whole profile, profile.csv (with min/max columns when resampled)",
+        file="profile.csv",
+    ),
+    "parquet": Tool(None, "the whole profile, profile.parquet", file="profile.parquet"),
+    "netcdf": Tool(
+        None,
+        "the whole Dataset with the scenario in its attributes, profile.nc",
+        file="profile.nc",
+    ),
+}
+DATASET_FILES = {name: tool.file for name, tool in TOOLS.items() if tool.file is not None}

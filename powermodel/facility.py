@@ -8,7 +8,7 @@ builds the Dataset.
 from __future__ import annotations
 
 import zoneinfo
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from functools import lru_cache
 
@@ -214,6 +214,15 @@ def _slowest_clock(scenario: Scenario, die: np.ndarray | float, cap: float) -> n
         ) from None
 
 
+# Each plant type's model and design record; every plant takes (heat, temp_air, temp_wetbulb,
+# design).
+PLANTS = {
+    "outside-air-evaporative": (plants.outside_air_evaporative, plants.OutsideAirDesign),
+    "liquid": (plants.liquid, plants.LiquidDesign),
+    "chilled-water": (plants.chilled_water, plants.ChilledWaterDesign),
+}
+
+
 def run_plant(
     scenario: Scenario,
     heat: np.ndarray,
@@ -223,56 +232,22 @@ def run_plant(
     design_heat: float,
 ) -> plants.PlantOutput:
     """The scenario's cooling plant on the plant grid."""
+    model, record = PLANTS[scenario.cooling.type]
+    return model(heat, temp_air, temp_wetbulb, plant_design(scenario, record, dt, design_heat))
+
+
+def plant_design(
+    scenario: Scenario, record: type[plants.PlantDesign], dt: float, design_heat: float
+) -> plants.PlantDesign:
+    """The plant's design record from the scenario's ``cooling`` table, whose keys it shares:
+    sized for ``design_heat`` times the design margin, on the plant step ``dt``, its chiller
+    read from the EnergyPlus tables."""
     c = scenario.cooling
-    common = {
-        "design_heat": design_heat * c.design_margin,
-        "dt": dt,
-        "tau": c.tau,
-        "supply_setpoint": c.supply_setpoint,
-        "fan_fraction": c.fan_fraction,
-        "pump_fraction": c.pump_fraction,
-        "fan_min_speed": c.fan_min_speed,
-    }
-    if c.type == "outside-air-evaporative":
-        return plants.outside_air_evaporative(
-            heat,
-            temp_air,
-            temp_wetbulb,
-            supply_max=c.supply_max,
-            evap_effectiveness=c.evap_effectiveness,
-            air_delta_t=c.air_delta_t,
-            **common,
-        )
-    plant = plants.Sizing(
-        design_heat=common["design_heat"],
-        dt=dt,
-        tau=c.tau,
-        chiller=find_chiller(c.chiller),
-        chiller_capacity=c.chiller_capacity,
-        fan_fraction=c.fan_fraction,
-        pump_fraction=c.pump_fraction,
-        fan_min_speed=c.fan_min_speed,
-        cycles_of_concentration=c.cycles_of_concentration,
-    )
-    water_side = {
-        "supply_setpoint": c.supply_setpoint,
-        "rejection_approach": c.rejection_approach,
-        "loop_delta_t": c.loop_delta_t,
-    }
-    if c.type == "liquid":
-        return plants.liquid(
-            heat, temp_air, temp_wetbulb, plant, heat_rejection=c.heat_rejection, **water_side
-        )
-    return plants.chilled_water(
-        heat,
-        temp_air,
-        temp_wetbulb,
-        plant,
-        chw_supply=c.chw_supply,
-        economizer=c.economizer,
-        economizer_approach=c.economizer_approach,
-        **water_side,
-    )
+    settings = {f.name: getattr(c, f.name, None) for f in fields(record)}
+    settings |= {"design_heat": design_heat * c.design_margin, "dt": dt}
+    if "chiller" in settings:
+        settings["chiller"] = find_chiller(c.chiller)
+    return record(**settings)
 
 
 @lru_cache(maxsize=16)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -15,7 +15,14 @@ from pydantic_core import PydanticUndefined
 
 from powermodel.durations import format_duration
 from powermodel.errors import ScenarioError
-from powermodel.scenario import UNIONS, Scenario, holds_list, is_duration, table_of
+from powermodel.scenario import (
+    UNIONS,
+    Scenario,
+    holds_list,
+    is_duration,
+    table_of,
+    union_members,
+)
 
 _UNIT = re.compile(r"\s*\[([^\]]*)\]\s*$")  # a description ends with its unit: "... [W/GPU]"
 _BOUNDS = (
@@ -71,6 +78,10 @@ def _walk(model: type[BaseModel], prefix: str) -> list[Key]:
     out = []
     for name, field in model.model_fields.items():
         key = f"{prefix}{name}"
+        members = union_members(field)
+        if members:
+            out += _union(members, field.discriminator, f"{key}.")
+            continue
         table = table_of(field.annotation)
         if table is not None:
             inner = f"{key}.N." if holds_list(field.annotation) else f"{key}."
@@ -90,6 +101,22 @@ def _walk(model: type[BaseModel], prefix: str) -> list[Key]:
             )
         )
     return out
+
+
+def _union(members: dict[str, type[BaseModel]], tag: str, prefix: str) -> list[Key]:
+    """The keys of a tagged union's members (the cooling plant types), each once: the tag lists
+    every member's; a key only some members take says which."""
+    walked = {name: {k.key: k for k in _walk(model, prefix)} for name, model in members.items()}
+    out: dict[str, Key] = {}
+    for keys in walked.values():
+        for key in keys.values():
+            having = [name for name, other in walked.items() if key.key in other]
+            if key.key == f"{prefix}{tag}":
+                key = replace(key, kind="one of " + ", ".join(members))
+            elif len(having) < len(walked):
+                key = replace(key, description=f"({' or '.join(having)} only) {key.description}")
+            out.setdefault(key.key, key)
+    return list(out.values())
 
 
 def _kind(annotation: Any) -> str:

@@ -38,6 +38,26 @@ from powermodel.scenario import (
     shorten,
 )
 
+# The public surface: the dashboard calls only this (tests/test_layers.py checks it)
+__all__ = [
+    "by_cause",
+    "CAUSES",
+    "check",
+    "check_each",
+    "describe",
+    "load_rules",
+    "measure",
+    "read_trace",
+    "Refusal",
+    "Rule",
+    "rule_names",
+    "RuleError",
+    "RuleResult",
+    "shipped",
+    "summary",
+    "violations_table",
+]
+
 Statistic = Literal["range", "net_change", "rate", "average_slope"]
 PER_MINUTE = ("rate", "average_slope")  # statistics read per minute; the others per window
 

@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from types import UnionType
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
 
 import numpy as np
 import tomli_w
@@ -50,6 +50,22 @@ from powermodel.models import weather as wx
 from powermodel.models.signal import FINEST_STEP
 from powermodel.models.thermal import leakage_power, locked_phases, steady_gpu_temperature
 from powermodel.models.workload import phase_levels
+
+# The public surface: the dashboard calls only this (tests/test_layers.py checks it)
+__all__ = [
+    "catalogue",
+    "format_duration",
+    "gpu_catalogue",
+    "is_duration",
+    "load_scenario",
+    "loads_scenario",
+    "names_a_file",
+    "parse_duration",
+    "parse_toml",
+    "presets",
+    "Scenario",
+    "shorten",
+]
 
 
 def packaged(name: str) -> Any:
@@ -507,11 +523,14 @@ class Reliability(Section):
     notes: Text = ""
 
 
-class Cooling(Section):
-    """A cooling plant, from the plant catalogue (``presets/plants.toml``)."""
+PLANT_TYPE = "Kind of plant, which sets the keys it takes."
+
+
+class Plant(Section):
+    """What every cooling plant has; each type adds its own keys (:data:`Cooling`)."""
 
     plant: str = Field(description="Catalogue name.")
-    type: Literal["outside-air-evaporative", "liquid", "chilled-water"]
+    type: str = Field(description=PLANT_TYPE)
     dt: Duration = Field(
         60.0, ge=1, le=HOUR, description="Plant time step (coarser than the electrical). [s]"
     )
@@ -519,12 +538,6 @@ class Cooling(Section):
     # bounds: chilled water at 5 °C to warm-water liquid cooling at 60 °C (ASHRAE W-classes)
     supply_setpoint: float = Field(
         ge=0, le=70, description="Supply air or coolant temperature held. [°C]"
-    )
-    supply_max: float | None = Field(
-        None,
-        ge=0,
-        le=70,
-        description="Outside-air plants: supply floats up to it before pads wet. [°C]",
     )
     inlet_offset: float = Field(
         ge=0, le=30, description="GPU inlet above supply (recirculation). [K]"
@@ -542,52 +555,83 @@ class Cooling(Section):
     design_margin: float = Field(
         1.0, ge=1, le=10, description="Plant capacity over peak IT heat. [1]"
     )
-    evap_effectiveness: float | None = Field(None, ge=0.01, le=1, description="Media pads. [1]")
-    air_delta_t: float | None = Field(None, ge=1, le=50, description="Air rise across servers. [K]")
-    heat_rejection: Literal["dry-cooler", "tower"] | None = None
-    rejection_approach: float | None = Field(
-        None, ge=0, le=30, description="Dry cooler over dry-bulb, or tower over wet-bulb. [K]"
-    )
-    loop_delta_t: float | None = Field(None, ge=1, le=50, description="Coolant loop range. [K]")
-    chw_supply: float | None = Field(None, ge=0, le=40, description="Chilled-water supply. [°C]")
-    economizer: bool = Field(True, description="Waterside economizer (chilled-water plants).")
-    economizer_approach: float | None = Field(
-        None, ge=0, le=30, description="Waterside economizer heat-exchanger approach. [K]"
-    )
-    chiller: str | None = Field(
-        None, max_length=200, description="Chiller, a row of the EnergyPlus tables."
-    )
-    chiller_capacity: float | None = Field(
-        None, ge=0.01, le=10, description="Installed chiller capacity / peak IT heat. [1]"
-    )
-    cycles_of_concentration: float = Field(4.0, gt=1, le=100, description="Tower blowdown. [1]")
     source: Text = ""
 
-    _required = {
-        "outside-air-evaporative": ("supply_max", "evap_effectiveness", "air_delta_t"),
-        "liquid": (
-            "heat_rejection",
-            "rejection_approach",
-            "loop_delta_t",
-            "chiller",
-            "chiller_capacity",
-        ),
-        "chilled-water": (
-            "chw_supply",
-            "economizer_approach",
-            "rejection_approach",
-            "loop_delta_t",
-            "chiller",
-            "chiller_capacity",
-        ),
-    }
 
-    @model_validator(mode="after")
-    def _complete(self) -> Cooling:
-        missing = [k for k in self._required[self.type] if getattr(self, k) is None]
-        if missing:
-            raise ValueError(f"a {self.type} plant needs {', '.join(missing)}")
-        return self
+class OutsideAirPlant(Plant):
+    """Outside air with direct evaporative cooling, no chillers (Meta-style halls)."""
+
+    type: Literal["outside-air-evaporative"] = Field(description=PLANT_TYPE)
+    supply_max: float = Field(
+        ge=0, le=70, description="Supply floats up to it before pads wet. [°C]"
+    )
+    evap_effectiveness: float = Field(ge=0.01, le=1, description="Media pads. [1]")
+    air_delta_t: float = Field(ge=1, le=50, description="Air rise across servers. [K]")
+
+
+class WaterSidePlant(Plant):
+    """A plant with chillers and heat rejection on a water loop."""
+
+    rejection_approach: float = Field(
+        ge=0, le=30, description="Dry cooler over dry-bulb, or tower over wet-bulb. [K]"
+    )
+    loop_delta_t: float = Field(ge=1, le=50, description="Coolant loop range. [K]")
+    chiller: str = Field(max_length=200, description="Chiller, a row of the EnergyPlus tables.")
+    chiller_capacity: float = Field(
+        ge=0.01, le=10, description="Installed chiller capacity / peak IT heat. [1]"
+    )
+    cycles_of_concentration: float = Field(4.0, gt=1, le=100, description="Tower blowdown. [1]")
+
+
+class LiquidPlant(WaterSidePlant):
+    """Liquid to the chip, dry coolers or towers, trim chillers (Blackwell halls)."""
+
+    type: Literal["liquid"] = Field(description=PLANT_TYPE)
+    heat_rejection: Literal["dry-cooler", "tower"] = Field(
+        description="Dry coolers (over the dry-bulb) or cooling towers (over the wet-bulb)."
+    )
+
+
+class ChilledWaterPlant(WaterSidePlant):
+    """CRAHs on chilled water, water-cooled chillers and towers (enterprise halls)."""
+
+    type: Literal["chilled-water"] = Field(description=PLANT_TYPE)
+    chw_supply: float = Field(ge=0, le=40, description="Chilled-water supply. [°C]")
+    economizer: bool = Field(True, description="Waterside economizer.")
+    economizer_approach: float = Field(
+        ge=0, le=30, description="Waterside economizer heat-exchanger approach. [K]"
+    )
+
+
+PLANT_TYPES = (OutsideAirPlant, LiquidPlant, ChilledWaterPlant)
+
+
+def _other_plants_keys(raw: Any) -> Any:
+    """A cooling table without the keys only other plant types take: ignored, as they always
+    were, so a scenario saved with every plant's keys (``economizer`` and
+    ``cycles_of_concentration`` had defaults on every plant) or switched to another plant
+    type still loads."""
+    if not isinstance(raw, dict):
+        return raw
+    own = next((set(m.model_fields) for m in PLANT_TYPES if _tag(m) == raw.get("type")), None)
+    if own is None:
+        return raw  # validation names the missing or unknown type
+    others = {k for m in PLANT_TYPES for k in m.model_fields} - own
+    return {k: v for k, v in raw.items() if k not in others}
+
+
+def _tag(model: type[BaseModel]) -> str:
+    """The ``type`` a plant model is chosen by."""
+    return get_args(model.model_fields["type"].annotation)[0]
+
+
+# A cooling plant, from the plant catalogue (``presets/plants.toml``): one model per plant
+# type, chosen by ``type``, each with the keys that plant takes (its JSON schema says which).
+Cooling = Annotated[
+    OutsideAirPlant | LiquidPlant | ChilledWaterPlant,
+    Field(discriminator="type"),
+    BeforeValidator(_other_plants_keys),
+]
 
 
 class Electrical(Section):
@@ -872,18 +916,31 @@ class Scenario(Section):
 # --- loading --------------------------------------------------------------------------------
 
 
-# Catalogues fill a section from a named entry: section -> (table and key naming the entry,
-# catalogue file, what an entry is, the section's own field holding the name).
+class Catalogue(NamedTuple):
+    """A catalogue that fills a scenario section from a named entry."""
+
+    table: str
+    """Table of the key naming the entry (``cluster`` for ``cluster.gpu``)."""
+    key: str
+    """Key naming the entry in that table."""
+    file: str
+    """Catalogue file in ``presets/``, without ``.toml``."""
+    what: str
+    """What an entry is, in messages."""
+    field: str
+    """The section's own field holding the entry's name."""
+
+
 CATALOGUES = {
-    "gpu": ("cluster", "gpu", "gpus", "GPU", "name"),
-    "cooling": ("cooling", "plant", "plants", "cooling plant", "plant"),
-    "electrical": ("electrical", "chain", "electrical", "electrical chain", "chain"),
+    "gpu": Catalogue("cluster", "gpu", "gpus", "GPU", "name"),
+    "cooling": Catalogue("cooling", "plant", "plants", "cooling plant", "plant"),
+    "electrical": Catalogue("electrical", "chain", "electrical", "electrical chain", "chain"),
 }
 
 
 def presets() -> list[str]:
     """Names of the scenario presets shipped in the package."""
-    catalogues = {f"{entry[2]}.toml" for entry in CATALOGUES.values()} | {"rules.toml"}
+    catalogues = {f"{entry.file}.toml" for entry in CATALOGUES.values()} | {"rules.toml"}
     return sorted(
         f.name.removesuffix(".toml")
         for f in packaged("").iterdir()
@@ -893,9 +950,9 @@ def presets() -> list[str]:
 
 def catalogue(section: str) -> dict[str, dict[str, Any]]:
     """A catalogue (``"gpu"``: GPUs, ``"cooling"``: cooling plants): name -> raw table."""
-    _, _, file, _, field = CATALOGUES[section]
-    raw = parse_toml(packaged(f"{file}.toml").read_text(), f"{file}.toml")
-    return {name: {field: name, **table} for name, table in raw.items()}
+    entry = CATALOGUES[section]
+    raw = parse_toml(packaged(f"{entry.file}.toml").read_text(), f"{entry.file}.toml")
+    return {name: {entry.field: name, **table} for name, table in raw.items()}
 
 
 def gpu_catalogue() -> dict[str, dict[str, Any]]:
@@ -1187,9 +1244,10 @@ def _fill_from_catalogue(raw: dict[str, Any], section: str, overrides: dict[str,
     When the overrides choose another entry (``cluster.gpu=B200``), the section's old keys were
     written for the old entry: only the keys the overrides set are kept over the new entry.
     """
-    table, key, _, what, _ = CATALOGUES[section]
-    selector = f"{table}.{key}"
-    name = raw.get(table, {}).get(key) if isinstance(raw.get(table), dict) else None
+    entry = CATALOGUES[section]
+    table, what = entry.table, entry.what
+    selector = f"{table}.{entry.key}"
+    name = raw.get(table, {}).get(entry.key) if isinstance(raw.get(table), dict) else None
     if not isinstance(name, str):
         return  # validation reports the missing or mistyped selector
     entries = catalogue(section)
@@ -1251,20 +1309,32 @@ def explain(exc: ValidationError, root: type[BaseModel] | None = None, most: int
         extra = err["type"] == "extra_forbidden"
         parts = err["loc"][:-1] if extra else err["loc"]
         loc = [p for p in parts if isinstance(p, int) or _is_key(p)] + list(err["loc"][-1:] * extra)
+        # a tagged union's member (cooling.liquid.loop_delta_t) is found by the table's `type`:
+        # the schema is looked up with it, the key is said without it
+        tagged, loc = loc, _untagged(loc, root)
+        if err["type"] in ("union_tag_not_found", "union_tag_invalid"):
+            loc = [*loc, err["ctx"]["discriminator"].strip("'")]
         where = shorten(".".join(map(str, loc)) or "scenario", 80).strip("'")
         if where in lines:
             continue
         if extra:
             parent = ".".join(str(p) for p in loc[:-1] if not isinstance(p, int))
-            known = [f"{parent}.{f}" if parent else f for f in _fields_at(tuple(loc[:-1]), root)]
+            known = [f"{parent}.{f}" if parent else f for f in _fields_at(tuple(tagged[:-1]), root)]
             guess = f"{parent}.{loc[-1]}" if parent else str(loc[-1])
             lines[where] = f"unknown key {where!r}{_did_you_mean(guess, known)}"
-        elif err["type"] == "missing":
+        elif err["type"] in ("missing", "union_tag_not_found"):
             lines[where] = f"missing key {where!r}"
+        elif err["type"] == "union_tag_invalid":
+            tags = [repr(t) for t in union_members(_field_at(tuple(tagged), root))]
+            given = err["input"].get(loc[-1]) if isinstance(err["input"], dict) else None
+            lines[where] = (
+                f"{where}: Input should be {', '.join(tags[:-1])} or {tags[-1]} "
+                f"(got {shorten(given)})"
+            )
         else:
-            bound = _bound_as_duration(err, loc, root)
+            bound = _bound_as_duration(err, tagged, root)
             reason = err["msg"].removeprefix("Value error, ")
-            message = bound or _too_large(err, loc, root) or reason
+            message = bound or _too_large(err, tagged, root) or reason
             given = err.get("input")
             if bound and isinstance(given, float):  # read from the user's text: say it so
                 given = format_duration(given) if given < 1e12 else f"{given:.3g}s"
@@ -1323,37 +1393,79 @@ def _is_key(part: Any) -> bool:
 
 
 def _fields_at(loc: tuple[Any, ...], root: Any = None) -> list[str]:
-    """Field names of the table at ``loc`` (empty where ``loc`` is no table)."""
-    model = _model_of(_field_at(loc, root)) if loc else root or Scenario
-    return list(model.model_fields) if model is not None else []
+    """Field names of the table at ``loc`` (empty where ``loc`` is no table); of every member
+    of a tagged union whose member the location does not name."""
+    models = _models_at(loc, root)
+    return list(dict.fromkeys(f for model in models for f in model.model_fields))
 
 
 def _field_at(loc: tuple[Any, ...], root: Any = None) -> Any:
     """The schema's FieldInfo at a location (``("cluster", "n_gpus")``) in ``root`` (the
-    scenario by default), or None."""
-    model: Any = root or Scenario
+    scenario by default), or None. In a tagged union (``cooling``) the location may name the
+    member (``("cooling", "liquid", "chiller")``); else the first member with the key serves."""
+    return _walk_to(loc, root)[0]
+
+
+def _models_at(loc: tuple[Any, ...], root: Any = None) -> list[Any]:
+    """The tables (several for a tagged union) at a location; none for a value."""
+    return _walk_to(loc, root)[1] if loc else [root or Scenario]
+
+
+def _walk_to(loc: tuple[Any, ...], root: Any = None) -> tuple[Any, list[Any]]:
+    """The field at a location and the tables it holds."""
+    models: list[Any] = [root or Scenario]
     field = None
     for part in (p for p in loc if not isinstance(p, int)):
-        field = model.model_fields.get(part) if model is not None else None
+        members = union_members(field)
+        if part in members:
+            models = [members[part]]
+            continue
+        field = next((m.model_fields[part] for m in models if part in m.model_fields), None)
         if field is None:
-            return None
-        model = _model_of(field)
-    return field
+            return None, []
+        models = tables_of(field.annotation)
+    return field, models
+
+
+def union_members(field: Any) -> dict[str, Any]:
+    """A tagged union's members by their tag (``{"liquid": LiquidPlant, ...}``); empty for any
+    other field."""
+    key = getattr(field, "discriminator", None)
+    if not isinstance(key, str):
+        return {}
+    return {get_args(m.model_fields[key].annotation)[0]: m for m in tables_of(field.annotation)}
+
+
+def _untagged(loc: list[Any], root: Any = None) -> list[Any]:
+    """A location without the tags pydantic puts after a tagged union's key: the user's key."""
+    out: list[Any] = []
+    for part in loc:
+        if not union_members(_field_at(tuple(out), root)).get(part):
+            out.append(part)
+    return out
 
 
 UNIONS = (Union, UnionType)
 
 
 def table_of(annotation: Any) -> Any:
-    """The table (model) a field's annotation holds, directly, in a list or optionally; None
-    for a value."""
-    pending, seen = [annotation], 0
+    """The table (model) a field's annotation holds, directly, in a list or optionally (the
+    first member of a tagged union); None for a value."""
+    tables = tables_of(annotation)
+    return tables[0] if tables else None
+
+
+def tables_of(annotation: Any) -> list[Any]:
+    """Every table (model) a field's annotation holds, directly, in a list, optionally or as
+    members of a union, in the annotation's order; empty for a value."""
+    pending, seen, found = [annotation], 0, []
     while pending and seen < 16:
-        annotation, seen = pending.pop(), seen + 1
+        annotation, seen = pending.pop(0), seen + 1
         if hasattr(annotation, "model_fields"):
-            return annotation
-        pending.extend(getattr(annotation, "__args__", ()))
-    return None
+            found.append(annotation)
+        else:
+            pending.extend(getattr(annotation, "__args__", ()))
+    return found
 
 
 def holds_list(annotation: Any) -> bool:
@@ -1361,11 +1473,6 @@ def holds_list(annotation: Any) -> bool:
     if get_origin(annotation) is list:
         return True
     return any(holds_list(a) for a in get_args(annotation) if get_origin(annotation) in UNIONS)
-
-
-def _model_of(field: Any) -> Any:
-    """The table a schema field holds; None for a value or no field."""
-    return None if field is None else table_of(field.annotation)
 
 
 def _did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -19,6 +19,13 @@ from powermodel.models.thermal import step_time_factor
 from powermodel.scenario import STEP_TIME_BOUNDS, Scenario, format_duration, load_scenario
 from powermodel.variables import annotate
 
+# The public surface: the dashboard calls only this (tests/test_layers.py checks it)
+__all__ = [
+    "memory_estimate",
+    "memory_fix",
+    "simulate",
+]
+
 # Independent random streams per purpose (principle 6 of docs/model/index.md): SeedSequence keys.
 JOB = 0
 STREAM_FAILURES = 1

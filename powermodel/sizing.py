@@ -22,6 +22,17 @@ from powermodel.models import signal
 from powermodel.scenario import Scenario, format_duration, load_scenario
 from powermodel.simulate import simulate
 
+# The public surface: the dashboard calls only this (tests/test_layers.py checks it)
+__all__ = [
+    "COSTS",
+    "costs",
+    "Lever",
+    "levers",
+    "printable",
+    "size",
+    "STORAGE_HOURS",
+]
+
 SOFTWARE_BURN_DELAY = 2.0  # s [A]: an agent polling NVML every second notices a stop within ~2 s
 STORAGE_HOURS = 0.25  # h [A]: a 15-min battery, the short-duration end of site storage
 BISECTIONS = 7  # a 1/128 of the searched range

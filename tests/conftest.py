@@ -1,5 +1,6 @@
-"""Shared pytest configuration: the headless Chromium that dash.testing's browser fixtures drive,
-and the hypothesis profiles of the hostile-input suite (tests/test_hostile.py)."""
+"""Shared pytest configuration: the scenarios several test files start from, the headless
+Chromium that dash.testing's browser fixtures drive, and the hypothesis profiles of the
+hostile-input suite (tests/test_hostile.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,18 @@ import pytest
 from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 from selenium.webdriver.chrome.options import Options
+
+REFERENCE = "llama3-405b-16k-h100"
+QUIET = {"reliability.rate_scale": 0.0}  # no failures, so no checkpoints (Young/Daly)
+# Two days of the reference, checkpoints a day apart (failures then interrupt long running
+# stretches) and server fans at nominal speed (the weather reaches the GPUs only through the
+# plant): what tests of the timeline and of the facility's response to a failure start from.
+TWO_DAYS = {
+    "simulation.duration": "2d",
+    "simulation.seed": 3,
+    "checkpoint.interval": "1d",
+    "cluster.fans.slope": 0.0,
+}
 
 # Examples per property: "ci" (the default) keeps tests/test_hostile.py to a few minutes on two
 # cores; "deep" (HYPOTHESIS_PROFILE=deep) runs 1,300 per property, over 20,000 in all. Failing

@@ -22,7 +22,7 @@ import pytest
 
 from powermodel import load_scenario
 from powermodel.scenario import loads_scenario
-from powermodel.webapp import PROP_TYPES, create_app, ids
+from powermodel.webapp import PROP_TYPES, create_dashboard, ids
 from powermodel.webapp import uploads as uploads_module
 from powermodel.webapp.controls import BY_PROP, page_values, shown_values
 
@@ -37,10 +37,10 @@ SET_BASE = (
 
 
 @pytest.fixture
-def app():
-    app = create_app(overrides=HOUR)
-    yield app
-    app.workdir.cleanup()
+def board():
+    board = create_dashboard(overrides=HOUR)
+    yield board
+    board.workdir.cleanup()
 
 
 @pytest.fixture
@@ -66,12 +66,12 @@ def _secret(tmp_path: Path) -> Path:
 
 
 def call(
-    app, output: str, inputs: list, state: list = (), changed: int = 0
+    board, output: str, inputs: list, state: list = (), changed: int = 0
 ) -> tuple[int, dict | None]:
     """One callback request as the page sends it: ``inputs`` and ``state`` are
     ``(id, property, value)`` (or, for a pattern-matching group, the list of its items), the
     ``changed``-th input the one that fired; returns the status and the parsed answer."""
-    spec = app.callback_map[output]
+    spec = board.app.callback_map[output]
     outputs = [{"id": _id(o), "property": o.rsplit(".", 1)[1]} for o in _outputs(output)]
     fired = inputs[changed]
     payload = {
@@ -82,7 +82,7 @@ def call(
         "state": [_item(*s) for s in state],
     }
     assert len(payload["inputs"]) == len(spec["inputs"])
-    response = app.server.test_client().post("/_dash-update-component", json=payload)
+    response = board.app.server.test_client().post("/_dash-update-component", json=payload)
     body = json.loads(response.data) if response.status_code == 200 else None
     return response.status_code, body
 
@@ -117,8 +117,8 @@ def _controls(values: dict) -> list:
     ]  # fmt: skip
 
 
-def _summary(app, state: dict) -> str:
-    status, body = call(app, SUMMARY, [("scenario", "data", state)])
+def _summary(board, state: dict) -> str:
+    status, body = call(board, SUMMARY, [("scenario", "data", state)])
     assert status == 200, status
     return body["response"]["summary"]["children"]
 
@@ -127,10 +127,10 @@ def _data_url(text: str) -> str:
     return "data:application/octet-stream;base64," + base64.b64encode(text.encode()).decode()
 
 
-def _upload(app, text: str, filename: str = "mine.toml") -> dict:
+def _upload(board, text: str, filename: str = "mine.toml") -> dict:
     """Upload a scenario through the set_base callback; returns its answer."""
     status, body = call(
-        app,
+        board,
         SET_BASE,
         [
             ("url", "search", ""),
@@ -144,10 +144,10 @@ def _upload(app, text: str, filename: str = "mine.toml") -> dict:
     return body["response"]
 
 
-def _open(app, search: str) -> dict:
+def _open(board, search: str) -> dict:
     """Load the page at a link: the set_base callback's answer."""
     status, body = call(
-        app,
+        board,
         SET_BASE,
         [
             ("url", "search", search),
@@ -160,12 +160,12 @@ def _open(app, search: str) -> dict:
     return body["response"]
 
 
-def _assemble_opened(app, answer: dict) -> str:
+def _assemble_opened(board, answer: dict) -> str:
     """Send the controls as a page load set them; the assemble callback's refusal, if any."""
     values = {}
     for kind, prop in (("control", "value"), ("control-date", "date")):
         values |= dict(zip([c.key for c in BY_PROP[prop]], answer[_all(kind)][prop], strict=True))
-    _, body = call(app, ASSEMBLE, [("base", "data", answer["base"]["data"]), *_controls(values)])
+    _, body = call(board, ASSEMBLE, [("base", "data", answer["base"]["data"]), *_controls(values)])
     return body["response"]["scenario-error"]["children"]
 
 
@@ -173,18 +173,18 @@ def _assemble_opened(app, answer: dict) -> str:
 
 
 @pytest.mark.parametrize("name", ["../../../../tmp/pwned-{tag}", "hall A/B {tag}", "..", "/"])
-def test_scenario_name_never_becomes_a_server_path(app, name):
+def test_scenario_name_never_becomes_a_server_path(board, name):
     # issue 10: name = "../../../../tmp/pwned" made /download write /tmp/pwned.toml and
     # /tmp/pwned-gridlabd.zip; "hall A/B" gave HTTP 500
     tag = uuid.uuid4().hex
     name = name.format(tag=tag)
     text = f'extends = "{REFERENCE}"\nname = {json.dumps(name)}\n[simulation]\nduration = "1h"\n'
-    answer = _upload(app, text)
+    answer = _upload(board, text)
     base = answer["base"]["data"]
-    values = shown_values(app.board.base(base))
-    status, body = call(app, ASSEMBLE, [("base", "data", base), *_controls(values)])
+    values = shown_values(board.base(base))
+    status, body = call(board, ASSEMBLE, [("base", "data", base), *_controls(values)])
     state = body["response"]["scenario"]["data"]
-    client = app.server.test_client()
+    client = board.app.server.test_client()
     for fmt in ("toml", "gridlabd", "csv"):
         response = client.get(f"/download/{state['key']}/{fmt}")
         assert response.status_code == 200, response.data
@@ -192,13 +192,13 @@ def test_scenario_name_never_becomes_a_server_path(app, name):
         assert "/" not in saved and ".." not in saved.split("filename=")[1].strip("\"'")
     assert not list(Path("/tmp").glob(f"*{tag}*"))
     # every download was written in the dashboard's own folder and deleted once opened
-    assert not [p for p in Path(app.workdir.name).rglob("*") if p.is_file()]
+    assert not [p for p in Path(board.workdir.name).rglob("*") if p.is_file()]
 
 
 # --- severe 2: the page's state is rebuilt and checked, never trusted ------------------------
 
 
-def test_forged_state_cannot_read_a_server_file(app, opened, tmp_path):
+def test_forged_state_cannot_read_a_server_file(board, opened, tmp_path):
     # issue 10: scenario.data carrying overrides {"site.weather": "/etc/passwd"} answered with
     # the file's first line
     secret = _secret(tmp_path)
@@ -212,7 +212,7 @@ def test_forged_state_cannot_read_a_server_file(app, opened, tmp_path):
         {"base": {"preset": REFERENCE}, "changes": {"site.weather": "../../../etc/passwd"}},
     ]
     for state in forged:
-        line = _summary(app, {"key": "x", "name": "n", **state})
+        line = _summary(board, {"key": "x", "name": "n", **state})
         assert "SECRET" not in line
         if "overrides" not in state["base"]:  # a base's overrides are the server's own
             assert line.startswith("not simulated")
@@ -222,7 +222,7 @@ def test_forged_state_cannot_read_a_server_file(app, opened, tmp_path):
     good = {"base": {"preset": REFERENCE}, "changes": {}}
     for compare, pinned in ((str(secret), None), ("pinned", {"base": {"preset": str(secret)}})):
         status, _ = call(
-            app,
+            board,
             key,
             [
                 ("scenario", "data", good),
@@ -235,7 +235,7 @@ def test_forged_state_cannot_read_a_server_file(app, opened, tmp_path):
     assert str(secret) not in opened
 
 
-def test_forged_state_cannot_pass_a_limit(app):
+def test_forged_state_cannot_pass_a_limit(board):
     # issue 10: the same forged state ran 7 days at 100 ms, over the 5 M-step cap
     state = {
         "key": "x",
@@ -244,14 +244,14 @@ def test_forged_state_cannot_pass_a_limit(app):
         "changes": {"simulation.duration": "7d", "simulation.dt": "100ms"},
     }
     started = time.perf_counter()
-    line = _summary(app, state)
+    line = _summary(board, state)
     assert line.startswith("not simulated: 6,048,000 steps is more than the dashboard draws")
     assert time.perf_counter() - started < 5.0
     # a control beyond the range the page offers: the failure-rate slider stops at 5
-    line = _summary(app, {**state, "changes": {"reliability.rate_scale": 50.0}})
+    line = _summary(board, {**state, "changes": {"reliability.rate_scale": 50.0}})
     assert "failure rate ×: 50 is outside the dashboard's range, 0 to 5" in line
     # and beyond what the schema takes at all, as in the command line's words
-    line = _summary(app, {**state, "changes": {"cluster.n_gpus": 1e30}})
+    line = _summary(board, {**state, "changes": {"cluster.n_gpus": 1e30}})
     assert "cluster.n_gpus: Input should be less than or equal to 10000000" in line
     # rules go by shipped name only: a rule file path is not read
     grid = (
@@ -260,18 +260,18 @@ def test_forged_state_cannot_pass_a_limit(app):
     )
     good = {"base": {"preset": REFERENCE}, "changes": {}}
     status, _ = call(
-        app,
+        board,
         grid,
         [("scenario", "data", good), ("tabs", "value", "grid"), ("rules", "value", ["/x.toml"])],
     )
     assert status == 204
 
 
-def test_link_names_presets_only(app, opened, tmp_path):
+def test_link_names_presets_only(board, opened, tmp_path):
     # issue 10: ?preset=<any path> loaded any TOML on the server, and its errors named its keys
     secret = _secret(tmp_path)
     opened.clear()
-    answer = _open(app, f"?preset={secret}")
+    answer = _open(board, f"?preset={secret}")
     assert "not one of" in answer["message"]["children"] and "SECRET" not in json.dumps(answer)
     assert answer["base"]["data"] == {"preset": REFERENCE}
     assert str(secret) not in opened
@@ -289,18 +289,18 @@ def test_link_names_presets_only(app, opened, tmp_path):
         ("reliability.restart_time=99999999", "must be at most 30d (got '99999999min')"),
     ],
 )
-def test_link_with_an_unphysical_recovery_is_refused_at_once(app, search, message):
+def test_link_with_an_unphysical_recovery_is_refused_at_once(board, search, message):
     # issue 10: /?preset=...&checkpoint.blocking_time=-10000000 hung the server with unbounded
     # memory, which then failed every request with MemoryError
     started = time.perf_counter()
-    answer = _open(app, f"?preset={REFERENCE}&{search}")
+    answer = _open(board, f"?preset={REFERENCE}&{search}")
     if "is not a number" in message:  # the link itself is refused
         assert message in answer["message"]["children"]
     else:
-        assert message in _assemble_opened(app, answer)
+        assert message in _assemble_opened(board, answer)
     assert time.perf_counter() - started < 5.0
     # and the server still answers
-    assert _summary(app, {"base": {"preset": REFERENCE}, "changes": {}}).startswith("1h")
+    assert _summary(board, {"base": {"preset": REFERENCE}, "changes": {}}).startswith("1h")
 
 
 def _all(kind: str) -> str:
@@ -310,10 +310,10 @@ def _all(kind: str) -> str:
 # --- every entry point -------------------------------------------------------------------------
 
 
-def test_downloads_take_only_what_the_page_offers(app):
+def test_downloads_take_only_what_the_page_offers(board):
     scenario = load_scenario(REFERENCE, HOUR)
-    key = app.cache.remember(scenario)
-    client = app.server.test_client()
+    key = board.cache.remember(scenario)
+    client = board.app.server.test_client()
     for query, status in (
         ("csv?interval=1e400s", 400),
         ("csv?interval=../../etc", 400),
@@ -333,55 +333,55 @@ def test_downloads_take_only_what_the_page_offers(app):
     assert response.status_code == 200 and response.data.startswith(b"run,rule,start,end")
 
 
-def test_a_request_nested_too_deep_is_refused(app):
+def test_a_request_nested_too_deep_is_refused(board):
     deep = "[" * 100_000 + "]" * 100_000
-    response = app.server.test_client().post(
+    response = board.app.server.test_client().post(
         "/_dash-update-component", data=deep, content_type="application/json"
     )
     assert response.status_code == 400
 
 
-def test_uploaded_weather_is_kept_in_bounds(app, tmp_path):
+def test_uploaded_weather_is_kept_in_bounds(board, tmp_path):
     # issue 10: uploaded EPWs were never deleted
     from powermodel.webapp.uploads import KEPT
 
     epw = Path(__file__).parents[1] / "data" / "weather"
     text = next(epw.glob("*Chicago*.epw")).read_bytes()
-    board = app.board
+    board = board
     for i in range(KEPT + 3):
         copy = text.replace(b"Chicago", f"Chicago{i:02d}".encode(), 1)
         contents = "data:;base64," + base64.b64encode(copy).decode()
         board.upload_weather(contents, f"w{i}.epw", {})
     kept = list(board.uploads.folder.iterdir())
     assert len(kept) == len(board.weather) == KEPT
-    workdir = Path(app.workdir.name)
-    app.workdir.cleanup()
+    workdir = Path(board.workdir.name)
+    board.workdir.cleanup()
     assert not workdir.exists()
 
 
-def _weather(app, i: int) -> str:
+def _weather(board, i: int) -> str:
     """Upload a copy of the Chicago EPW as ``w{i}.epw``; returns its token."""
     epw = next((Path(__file__).parents[1] / "data" / "weather").glob("*Chicago*.epw"))
     copy = epw.read_bytes().replace(b"Chicago", f"Chicago{i:02d}".encode(), 1)
-    answer = app.board.upload_weather(
+    answer = board.upload_weather(
         "data:;base64," + base64.b64encode(copy).decode(), f"w{i}.epw", {}
     )
     return answer[2]
 
 
-def test_no_path_of_the_servers_leaves_it(app):
+def test_no_path_of_the_servers_leaves_it(board):
     # found in review: the TOML download of a scenario on an uploaded EPW carried the file's
     # path on the server (and could not be loaded back); after 32 newer uploads the page's
     # state still simulated, and its error named the server's temporary folder
     from powermodel.webapp.uploads import KEPT
 
-    token = _weather(app, 0)
+    token = _weather(board, 0)
     state = {"base": {"preset": REFERENCE}, "changes": {"site.weather": token}}
-    scenario = app.board.scenario(state)
-    assert scenario.site.weather.startswith(str(app.board.uploads.folder))
-    server = str(Path(app.workdir.name))
-    key = app.cache.remember(scenario)
-    client = app.server.test_client()
+    scenario = board.scenario(state)
+    assert scenario.site.weather.startswith(str(board.uploads.folder))
+    server = str(Path(board.workdir.name))
+    key = board.cache.remember(scenario)
+    client = board.app.server.test_client()
     for fmt in ("toml", "csv", "parquet", "netcdf", "pypsa"):
         response = client.get(f"/download/{key}/{fmt}")
         assert response.status_code == 200, fmt
@@ -396,21 +396,21 @@ def test_no_path_of_the_servers_leaves_it(app):
         assert server.encode() not in body, fmt
         if fmt == "toml":  # the file as it came: it loads beside the scenario file
             assert b'weather = "w0.epw"' in body
-    sent = app.board.toml(1, state)
+    sent = board.toml(1, state)
     assert server not in sent["content"] and 'weather = "w0.epw"' in sent["content"]
     for i in range(1, KEPT + 1):  # the upload goes out of the kept set
-        _weather(app, i)
-    line = _summary(app, state)
+        _weather(board, i)
+    line = _summary(board, state)
     assert "w0.epw is no longer kept on the server" in line and server not in line
-    assert app.board.said(OSError(f"{app.board.uploads.folder}/{'0' * 16}-w9.epw gone")) == (
+    assert board.said(OSError(f"{board.uploads.folder}/{'0' * 16}-w9.epw gone")) == (
         "w9.epw (uploaded) gone"
     )
 
 
-def test_an_upload_again_of_a_kept_file_never_leaves_it_half_written(app, monkeypatch):
+def test_an_upload_again_of_a_kept_file_never_leaves_it_half_written(board, monkeypatch):
     # found in review: uploading kept content again truncated and rewrote the live file
-    token = _weather(app, 0)
-    path = Path(app.board.weather[token])
+    token = _weather(board, 0)
+    path = Path(board.weather[token])
     before = path.stat().st_ino
     seen = []
     real = uploads_module.read_weather
@@ -420,10 +420,10 @@ def test_an_upload_again_of_a_kept_file_never_leaves_it_half_written(app, monkey
         return real(where)
 
     monkeypatch.setattr(uploads_module, "read_weather", reading)
-    assert _weather(app, 0) == token
+    assert _weather(board, 0) == token
     assert seen[0][0] != path and seen[0][1] > 1_000_000  # read elsewhere, the live one whole
-    assert path.stat().st_ino != before and app.board.weather[token] == str(path)
-    assert sorted(p.name for p in app.board.uploads.folder.iterdir()) == [path.name]
+    assert path.stat().st_ino != before and board.weather[token] == str(path)
+    assert sorted(p.name for p in board.uploads.folder.iterdir()) == [path.name]
 
 
 def test_ids_of_the_forged_inputs_are_the_pages():
@@ -434,9 +434,9 @@ def test_ids_of_the_forged_inputs_are_the_pages():
 # --- low: what gave HTTP 500 ---------------------------------------------------------------
 
 
-def _zoom_key(app) -> str:
+def _zoom_key(board) -> str:
     return next(
-        k for k in app.callback_map if k.startswith('{"type":"resampled","view":["MATCH"]}')
+        k for k in board.app.callback_map if k.startswith('{"type":"resampled","view":["MATCH"]}')
     )
 
 
@@ -452,12 +452,12 @@ def _zoom_key(app) -> str:
         ("power", {"xaxis.range": [[[[["deep"]]]]]}),
     ],
 )
-def test_a_zoom_the_page_cannot_make_changes_nothing(app, view, relayout):
+def test_a_zoom_the_page_cannot_make_changes_nothing(board, view, relayout):
     # issue 10: HTTP 500 for an unknown zoom view and for a zoom outside 1677-2262
     good = {"base": {"preset": REFERENCE}, "changes": {}}
     graph = {"type": "resampled", "view": view}
     payload = {
-        "output": _zoom_key(app),
+        "output": _zoom_key(board),
         "outputs": {"id": graph, "property": "figure"},
         "inputs": [{"id": graph, "property": "relayoutData", "value": relayout}],
         "changedPropIds": [f"{_key(graph)}.relayoutData"],
@@ -468,14 +468,14 @@ def test_a_zoom_the_page_cannot_make_changes_nothing(app, view, relayout):
             _item("compare", "data", None),
         ],
     }
-    response = app.server.test_client().post("/_dash-update-component", json=payload)
+    response = board.app.server.test_client().post("/_dash-update-component", json=payload)
     assert response.status_code == 204
 
 
-def test_controls_of_the_wrong_kind_are_refused_in_words(app):
+def test_controls_of_the_wrong_kind_are_refused_in_words(board):
     # issue 10: HTTP 500 for a power cap "abc" and for an unknown export format
     base = {"preset": REFERENCE}
-    values = shown_values(app.board.base(base))
+    values = shown_values(board.base(base))
     for key, value, message in (
         ("mitigation.power_cap", "abc", "power cap: 'abc' is not a number"),
         ("cluster.n_gpus", True, "GPUs: True is not a number"),
@@ -484,7 +484,7 @@ def test_controls_of_the_wrong_kind_are_refused_in_words(app):
         ("site.weather", "/etc/passwd", "choose a shipped file"),
     ):
         status, body = call(
-            app, ASSEMBLE, [("base", "data", base), *_controls(values | {key: value})]
+            board, ASSEMBLE, [("base", "data", base), *_controls(values | {key: value})]
         )
         assert status == 200 and message in body["response"]["scenario-error"]["children"]
     export = (
@@ -492,7 +492,7 @@ def test_controls_of_the_wrong_kind_are_refused_in_words(app):
         "...export-note.children.."
     )
     status, body = call(
-        app,
+        board,
         export,
         [
             ("scenario", "data", {"base": base, "changes": {}}),
@@ -508,37 +508,37 @@ def test_controls_of_the_wrong_kind_are_refused_in_words(app):
 @pytest.mark.parametrize(
     "entry", ["link", "upload", "state"], ids=["the link", "an upload", "the page's state"]
 )
-def test_no_entry_point_passes_the_step_limit(app, entry):
+def test_no_entry_point_passes_the_step_limit(board, entry):
     # issue 10: every limit enforced on the server for every entry point
     over = {"simulation.duration": "7d", "simulation.dt": "100ms"}
     message = "6,048,000 steps is more than the dashboard draws"
     if entry == "upload":
         text = f'extends = "{REFERENCE}"\n[simulation]\nduration = "7d"\ndt = "100ms"\n'
-        assert message in _upload(app, text)["message"]["children"]
+        assert message in _upload(board, text)["message"]["children"]
         return
     if entry == "state":
-        line = _summary(app, {"base": {"preset": REFERENCE}, "changes": over})
+        line = _summary(board, {"base": {"preset": REFERENCE}, "changes": over})
         assert message in line
         return
-    answer = _open(app, f"?preset={REFERENCE}&simulation.duration=7d&simulation.dt=100ms")
-    assert message in _assemble_opened(app, answer)
+    answer = _open(board, f"?preset={REFERENCE}&simulation.duration=7d&simulation.dt=100ms")
+    assert message in _assemble_opened(board, answer)
 
 
-def test_an_upload_nested_too_deep_is_refused(app):
+def test_an_upload_nested_too_deep_is_refused(board):
     # issue 10: a 600-level table header in a file that extends a preset gave HTTP 500
     text = f'extends = "{REFERENCE}"\n[' + ".".join(["a"] * 600) + "]\nb = 1\n"
-    assert "nested more than 12 deep" in _upload(app, text)["message"]["children"]
+    assert "nested more than 12 deep" in _upload(board, text)["message"]["children"]
     text = "x = " + "[" * 500 + "]" * 500 + "\n"
-    assert "nested more than 12 deep" in _upload(app, text)["message"]["children"]
+    assert "nested more than 12 deep" in _upload(board, text)["message"]["children"]
 
 
 # --- review of issue 10: what a cheap request could still cost -----------------------------
 
 
-def test_a_long_list_of_rules_is_refused_before_any_work(app):
+def test_a_long_list_of_rules_is_refused_before_any_work(board):
     # each name was checked by parsing the rule file again, and each list was a new cache key
-    key = app.cache.remember(load_scenario(REFERENCE, HOUR))
-    client = app.server.test_client()
+    key = board.cache.remember(load_scenario(REFERENCE, HOUR))
+    client = board.app.server.test_client()
     started = time.perf_counter()
     response = client.get(f"/download/{key}/violations?rules=" + ",".join(["ieso"] * 10_000))
     assert response.status_code == 400 and b"give up to" in response.data
@@ -547,7 +547,7 @@ def test_a_long_list_of_rules_is_refused_before_any_work(app):
         "...compliance.rowData...violations.rowData...violations-note.children.."
     )
     status, _ = call(
-        app,
+        board,
         grid,
         [
             ("ready", "data", {"base": {"preset": REFERENCE}, "changes": {}}),
@@ -584,23 +584,23 @@ def test_a_long_list_of_rules_is_refused_before_any_work(app):
         ),
     ],
 )
-def test_a_store_or_choice_of_the_wrong_shape_is_no_500(app, output, inputs, state):
-    key = next(k for k in app.callback_map if k.startswith(f"..{output}"))
-    status, _ = call(app, key, inputs, state)
+def test_a_store_or_choice_of_the_wrong_shape_is_no_500(board, output, inputs, state):
+    key = next(k for k in board.app.callback_map if k.startswith(f"..{output}"))
+    status, _ = call(board, key, inputs, state)
     assert status in (200, 204)
 
 
-def test_a_number_beyond_any_float_is_refused_in_words(app):
+def test_a_number_beyond_any_float_is_refused_in_words(board):
     base = {"preset": REFERENCE}
-    values = shown_values(app.board.base(base)) | {"cluster.n_gpus": 10**400}
-    status, body = call(app, ASSEMBLE, [("base", "data", base), *_controls(values)])
+    values = shown_values(board.base(base)) | {"cluster.n_gpus": 10**400}
+    status, body = call(board, ASSEMBLE, [("base", "data", base), *_controls(values)])
     assert status == 200 and "GPUs:" in body["response"]["scenario-error"]["children"]
-    line = _summary(app, {"base": base, "changes": {"cluster.n_gpus": 10**400}})
+    line = _summary(board, {"base": base, "changes": {"cluster.n_gpus": 10**400}})
     assert line.startswith("not simulated") and "is not a number" in line
 
 
-def test_a_malformed_callback_request_is_refused_not_crashed(app):
-    client = app.server.test_client()
+def test_a_malformed_callback_request_is_refused_not_crashed(board):
+    client = board.app.server.test_client()
     for body in (
         [],
         {"output": "nope"},
@@ -610,46 +610,46 @@ def test_a_malformed_callback_request_is_refused_not_crashed(app):
         assert client.post("/_dash-update-component", json=body).status_code == 400
 
 
-def test_the_dashboards_limits_hold_for_an_upload_too(app):
+def test_the_dashboards_limits_hold_for_an_upload_too(board):
     # the failure-rate slider stops at 5; an uploaded scenario is held to it as a link is
     text = (
         f'extends = "{REFERENCE}"\n[simulation]\nduration = "1h"\n[reliability]\nrate_scale = 50\n'
     )
     assert (
         "failure rate ×: 50 is outside the dashboard's range"
-        in _upload(app, text)["message"]["children"]
+        in _upload(board, text)["message"]["children"]
     )
     # free text is bounded as every other field: 60 states of 4 MB notes grew memory 242 MiB
     text = f'extends = "{REFERENCE}"\n[workload]\nnotes = "{"x" * 3000}"\n'
-    assert "at most 2000 characters" in _upload(app, text)["message"]["children"]
-    huge = {"upload": "x.toml", "toml": "#" * (app.board.upload_limit + 1)}
-    assert "is over 5 MB" in _summary(app, {"base": huge, "changes": {}})
+    assert "at most 2000 characters" in _upload(board, text)["message"]["children"]
+    huge = {"upload": "x.toml", "toml": "#" * (board.upload_limit + 1)}
+    assert "is over 5 MB" in _summary(board, {"base": huge, "changes": {}})
 
 
-def test_a_toml_download_does_not_simulate(app):
-    key = app.cache.remember(load_scenario(REFERENCE, HOUR))
-    response = app.server.test_client().get(f"/download/{key}/toml")
-    assert response.status_code == 200 and len(app.cache) == 0
+def test_a_toml_download_does_not_simulate(board):
+    key = board.cache.remember(load_scenario(REFERENCE, HOUR))
+    response = board.app.server.test_client().get(f"/download/{key}/toml")
+    assert response.status_code == 200 and len(board.cache) == 0
     assert load_scenario(REFERENCE, HOUR) == loads_scenario(response.data.decode())
 
 
-def test_every_callback_the_page_sends_passes_the_shape_check(app):
+def test_every_callback_the_page_sends_passes_the_shape_check(board):
     # the check refuses what no page sends; what the page sends, it lets through (a weather
     # upload answers four outputs, two of them duplicates keyed with Dash's @hash), and no
     # callback fails on empty inputs
-    client = app.server.test_client()
-    for key, spec in app.callback_map.items():
+    client = board.app.server.test_client()
+    for key, spec in board.app.callback_map.items():
         status = client.post("/_dash-update-component", json=_empty_request(key, spec)).status_code
         browser_only = spec.get("callback") is None  # clientside: never sent to the server
         assert status == 400 if browser_only else status in (200, 204), (key, status)
 
 
-def test_an_input_of_another_type_than_its_component_sends_is_refused(app):
+def test_an_input_of_another_type_than_its_component_sends_is_refused(board):
     # found in review: a link's query sent as a number (url.search = 5) was HTTP 500. Every
     # input whose component fixes its type, in every server callback, forged to another type
-    client = app.server.test_client()
+    client = board.app.server.test_client()
     forged = 0
-    for key, spec in app.callback_map.items():
+    for key, spec in board.app.callback_map.items():
         if spec.get("callback") is None:
             continue
         body = _empty_request(key, spec)

@@ -37,6 +37,26 @@ def test_opendss_duty_run_follows_the_loadshape(profile, tmp_path):
     np.testing.assert_allclose(q, hour["grid_reactive_power"].values * 1000, rtol=1e-6, atol=0.5)
 
 
+def test_opendss_example_without_a_scenario_says_it_uses_the_default_grid(profile, tmp_path):
+    import opendssdirect as dss
+
+    from powermodel.export import DEFAULT_GRID
+
+    minutes = profile.isel(time=slice(0, 600))
+    export_tool(minutes, "opendss", tmp_path / "simulated")
+    example = (tmp_path / "simulated" / "example.dss").read_text()
+    assert "short-circuit strength: the scenario's [grid]" in example
+    trace = minutes.copy()
+    trace.attrs = {k: v for k, v in minutes.attrs.items() if k != "scenario"}  # as a trace's
+    export_tool(trace, "opendss", tmp_path / "trace")
+    example = (tmp_path / "trace" / "example.dss").read_text()
+    assert DEFAULT_GRID == {"short_circuit": 2400.0, "x_r": 10.0}
+    assert "no scenario [grid] (a measured trace): the default 2,400 MVA, X/R 10" in example
+    assert "MVAsc3=2400 MVAsc1=2400 x1r1=10 x0r0=10" in example
+    dss.Text.Command(f"compile [{tmp_path / 'trace' / 'example.dss'}]")
+    assert dss.Solution.Converged()
+
+
 def test_opendss_long_shapes_go_to_binary_doubles(tmp_path):
     import opendssdirect as dss
 

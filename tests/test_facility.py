@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import REFERENCE, TWO_DAYS
 
 from powermodel import load_scenario, metrics, simulate
 from powermodel.analysis import diurnal_swing
@@ -17,7 +18,6 @@ from powermodel.calibration import (
 from powermodel.facility import design_it_power, facility_loss
 from powermodel.models.events import State
 
-REFERENCE = "llama3-405b-16k-h100"
 JULY_WEEK = {
     "simulation.start": "2024-07-08T04:00:00",  # local midnight at Sterling (EDT)
     "simulation.duration": "7d",
@@ -153,10 +153,7 @@ def test_failure_reaches_the_facility_at_once_and_cooling_follows():
     sc = load_scenario(
         REFERENCE,
         {
-            "simulation.duration": "2d",
-            "simulation.seed": 3,
-            "checkpoint.interval": "1d",
-            "cluster.fans.slope": 0.0,
+            **TWO_DAYS,
             # an outage longer than five plant time constants (5 × 5 min), so the drop lasts
             "reliability.restart_time": "40min",
         },

@@ -50,6 +50,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from powermodel import cli, rules
 from powermodel.analysis import resample
@@ -62,10 +63,11 @@ from powermodel.scenario import (
     load_scenario,
     loads_scenario,
     presets,
-    table_of,
+    tables_of,
+    union_members,
 )
 from powermodel.simulate import simulate
-from powermodel.webapp import controls, create_app, downloads
+from powermodel.webapp import controls, create_dashboard, downloads
 from powermodel.webapp.cache import SimulationCache
 from powermodel.webapp.callbacks import MAX_STEPS, Dashboard
 
@@ -173,10 +175,12 @@ def schema_fields(model: type[BaseModel] = Scenario, prefix: str = "") -> dict[s
     for name, field in model.model_fields.items():
         key = f"{prefix}{name}"
         out[key] = field
-        table = table_of(field.annotation)
-        if table is not None:
-            inner = f"{key}.0." if holds_list(field.annotation) else f"{key}."
-            out |= schema_fields(table, inner)
+        inner = f"{key}.0." if holds_list(field.annotation) else f"{key}."
+        for table in tables_of(field.annotation):  # each member of a tagged union (cooling)
+            out = schema_fields(table, inner) | out
+        tags = union_members(field)
+        if tags:  # the tag takes every member's
+            out[f"{inner}{field.discriminator}"] = FieldInfo.from_annotation(Literal[tuple(tags)])
     return out
 
 
@@ -325,9 +329,9 @@ def mutated(value: Any) -> st.SearchStrategy:
 def valid_value(field: Any) -> st.SearchStrategy:
     """Values the schema allows for a field, reaching its bounds."""
     annotation = field.annotation
-    table = table_of(annotation)
-    if table is not None:
-        one = valid_table(table)
+    tables = tables_of(annotation)
+    if tables:
+        one = st.one_of([valid_table(table) for table in tables])
         return st.lists(one, max_size=3) if holds_list(annotation) else one
     literals = _literals(annotation)
     low, high = _bounds(field)
@@ -1399,19 +1403,26 @@ def test_dashboard_export_answers_or_prevents_the_update(board, given_state, fmt
 
 
 @pytest.fixture(scope="module")
-def app():
-    return create_app(overrides=DASHBOARD_DEFAULTS)
+def served() -> Dashboard:
+    return create_dashboard(overrides=DASHBOARD_DEFAULTS)
 
 
 @pytest.fixture(scope="module")
-def shown_keys(app) -> list[str]:
+def app(served):
+    return served.app
+
+
+@pytest.fixture(scope="module")
+def shown_keys(served) -> list[str]:
     """Keys of scenarios the page has shown: at 1 s, at 100 ms, ten minutes long."""
     runs = [
         {},
         {"simulation.dt": "100ms", "simulation.duration": "10min"},
         {"simulation.duration": "10min"},
     ]
-    return [app.cache.remember(load_scenario(REFERENCE, {**DASHBOARD_DEFAULTS, **r})) for r in runs]
+    return [
+        served.cache.remember(load_scenario(REFERENCE, {**DASHBOARD_DEFAULTS, **r})) for r in runs
+    ]
 
 
 @SIMULATING

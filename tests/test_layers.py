@@ -1,5 +1,5 @@
-"""The package's layering (DESIGN: pure models -> scenario -> simulate -> analysis/export ->
-CLI/app) holds for every import: no module imports one of a layer above it, nor the package
+"""The package's layering (CONTRIBUTING.md: pure models -> scenario -> simulate ->
+analysis/export -> CLI/app) holds for every import: no module imports one of a layer above it, nor the package
 face (``powermodel/__init__.py``, which imports them all). Issue 11, repair 3."""
 
 from __future__ import annotations
@@ -78,3 +78,76 @@ def test_the_layer_check_sees_an_upward_import():
     (target,) = _imported(node)
     assert _layer(target) > _layer("powermodel.models.thermal")
     assert _imported(ast.parse("from powermodel import metrics").body[0]) == ["powermodel"]
+
+
+# The package's public surface: the face (``powermodel.__all__``) for users, and these modules'
+# ``__all__`` for the package's own front ends. The dashboard calls nothing else.
+PUBLIC = (
+    "powermodel.analysis",
+    "powermodel.errors",
+    "powermodel.export",
+    "powermodel.iotools",
+    "powermodel.rules",
+    "powermodel.scenario",
+    "powermodel.simulate",
+    "powermodel.sizing",
+)
+
+
+def _reached(tree: ast.AST) -> list[tuple[str, str]]:
+    """(module, name) of every powermodel name a file imports or reads off an imported
+    powermodel module, outside the dashboard's own package."""
+    modules, out = {}, []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, "") for a in node.names if a.name.startswith("powermodel")]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("powermodel"):
+            if node.module.startswith("powermodel.webapp"):
+                continue
+            for a in node.names:
+                if f"{node.module}.{a.name}" in PUBLIC:
+                    modules[a.asname or a.name] = f"{node.module}.{a.name}"
+                else:
+                    out.append((node.module, a.name))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id in modules:
+                out.append((modules[node.value.id], node.attr))
+    return out
+
+
+def _outside_the_public_surface(reached: list[tuple[str, str]]) -> list[str]:
+    import importlib
+
+    return [
+        f"{module}.{name}" if name else module
+        for module, name in reached
+        if module not in PUBLIC or name not in importlib.import_module(module).__all__
+    ]
+
+
+def test_the_dashboard_calls_only_the_public_api():
+    found = []
+    for path in sorted((PACKAGE / "webapp").glob("*.py")):
+        reached = _reached(ast.parse(path.read_text(encoding="utf-8")))
+        found += [f"{path.name}: {n}" for n in _outside_the_public_surface(reached)]
+    assert found == []
+
+
+def test_the_public_check_sees_an_internal_name_and_every_public_name_exists():
+    import importlib
+
+    code = (
+        "from powermodel.models import signal\nfrom powermodel import rules\n"
+        "from powermodel.sizing import STORAGE_HOURS, _lever\nrules.check_each\nrules._cached\n"
+        "import powermodel.models.events\n"
+    )
+    assert sorted(_outside_the_public_surface(_reached(ast.parse(code)))) == [
+        "powermodel.models.events",
+        "powermodel.models.signal",
+        "powermodel.rules._cached",
+        "powermodel.sizing._lever",
+    ]
+    for module in PUBLIC:
+        exported = importlib.import_module(module)
+        assert all(hasattr(exported, name) for name in exported.__all__), module

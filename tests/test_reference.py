@@ -23,7 +23,10 @@ def _leaves(model: type[BaseModel], prefix: str = "") -> list[str]:
         ]
         if tables:
             listed = "list" in str(field.annotation)
-            out += _leaves(tables[0], f"{prefix}{name}.{'N.' if listed else ''}")
+            # a tagged union (cooling's plant types): each member's keys, a shared key once
+            for table in dict.fromkeys(tables):
+                inner = _leaves(table, f"{prefix}{name}.{'N.' if listed else ''}")
+                out += [k for k in inner if k not in out]
         else:
             out.append(f"{prefix}{name}")
     return out
@@ -44,6 +47,18 @@ def test_each_key_says_its_type_unit_default_and_bounds():
     assert fans.bounds == ">= 0, <= 100000" and "[" not in fans.description
     assert by_key["checkpoint.mode"].kind == "one of blocking, async"
     assert by_key["workload.phases.N.share"].unit == "1"
+
+
+def test_each_plant_types_keys_are_listed_once_saying_which_types_take_them():
+    by_key = {k.key: k for k in keys("cooling")}
+    assert by_key["cooling.type"].kind == "one of outside-air-evaporative, liquid, chilled-water"
+    assert not by_key["cooling.tau"].description.startswith("(")  # every plant has it
+    assert by_key["cooling.supply_max"].description.startswith("(outside-air-evaporative only)")
+    assert by_key["cooling.supply_max"].default == "required"  # by that plant
+    loop = by_key["cooling.loop_delta_t"]
+    assert loop.description == "(liquid or chilled-water only) Coolant loop range."
+    assert (loop.unit, loop.bounds) == ("K", ">= 1, <= 50")
+    assert by_key["cooling.chw_supply"].description.startswith("(chilled-water only)")
 
 
 def test_powermodel_keys_prints_them_and_refuses_an_unknown_prefix(capsys):

@@ -214,3 +214,69 @@ def test_checkpoint_write_time_and_node_input_power():
     assert given.checkpoint.write_time == 10.0
     # 80 PLUS Titanium at 50 % of the node's 19.8 kW: 96 % efficient, 9.9 kW out needs 10.3125 kW.
     assert sc.cluster.psu.input_power(9900.0) == pytest.approx(9900.0 / 0.96, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"cooling.type": "bogus"}, "cooling.type: Input should be 'outside-air-evaporative', "),
+        ({"cooling.type": 5}, r"or 'chilled-water' \(got 5\)"),
+        ({"cooling.type": "liquid"}, "missing key 'cooling.rejection_approach'; missing key"),
+        (
+            {"cooling.plant": "liquid-tower", "cooling.loop_delta_t": 0.5},
+            r"^cooling.loop_delta_t: Input should be greater than or equal to 1 \(got 0.5\)$",
+        ),
+        (
+            {"cooling.plant": "liquid-tower", "cooling.tau": "3d"},
+            r"^cooling.tau: must be at most 1d",
+        ),
+        (
+            {"cooling.plant": "enterprise-chilled-water", "cooling.chw_suply": 7},
+            r"^unknown key 'cooling.chw_suply' \(did you mean 'cooling.chw_supply'\?\)$",
+        ),
+    ],
+)
+def test_a_plant_types_errors_name_the_key_without_pydantics_union_tag(overrides, expected):
+    with pytest.raises(ScenarioError, match=expected) as info:
+        load_scenario(REFERENCE, overrides)
+    assert "\n" not in str(info.value)
+    for tag in ("outside-air-evaporative.", "liquid.", "chilled-water."):
+        assert f"cooling.{tag}" not in str(info.value)
+
+
+def test_each_plant_type_is_its_own_table_with_only_its_keys():
+    from powermodel.scenario import (
+        ChilledWaterPlant,
+        LiquidPlant,
+        OutsideAirPlant,
+        Scenario,
+        catalogue,
+    )
+
+    for name, entry in catalogue("cooling").items():
+        plant = load_scenario(REFERENCE, {"cooling.plant": name}).cooling
+        model = {"liquid": LiquidPlant, "chilled-water": ChilledWaterPlant}.get(entry["type"])
+        assert type(plant) is (model or OutsideAirPlant)
+    assert "chw_supply" not in LiquidPlant.model_fields
+    assert "supply_max" not in ChilledWaterPlant.model_fields
+    assert LiquidPlant.model_fields["loop_delta_t"].is_required()  # the plant needs it
+    schema = Scenario.model_json_schema()
+    members = {ref["$ref"].split("/")[-1] for ref in schema["properties"]["cooling"]["oneOf"]}
+    assert members == {"OutsideAirPlant", "LiquidPlant", "ChilledWaterPlant"}
+    assert "heat_rejection" in schema["$defs"]["LiquidPlant"]["required"]
+
+
+def test_keys_of_another_plant_type_are_ignored_as_they_always_were(tmp_path):
+    # economizer and cycles_of_concentration had defaults on every plant before plant types
+    # were their own tables: every scenario saved then carries them
+    path = tmp_path / "saved.toml"
+    path.write_text(
+        f'extends = "{REFERENCE}"\n[cooling]\neconomizer = true\ncycles_of_concentration = 4.0\n'
+    )
+    saved = load_scenario(path)
+    assert saved == load_scenario(REFERENCE)
+    switched = load_scenario(
+        REFERENCE, {"cooling.plant": "liquid-tower", "cooling.supply_max": 30.0}
+    )
+    assert not hasattr(switched.cooling, "supply_max")
+    assert load_scenario(switched) == switched

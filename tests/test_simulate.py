@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import REFERENCE, TWO_DAYS
 from numpy.testing import assert_allclose
 
 from powermodel import load_scenario, metrics, simulate
@@ -13,7 +14,6 @@ from powermodel.calibration import exposure_gpu_hours
 from powermodel.models.events import State
 from powermodel.simulate import derive, timeline
 
-REFERENCE = "llama3-405b-16k-h100"
 N_SEEDS = 200
 
 
@@ -83,16 +83,7 @@ def week():
     """Two days at 1 s, checkpoints a day apart: failures interrupt long running stretches."""
     # Server fans at nominal speed and leakage independent of temperature: the plateaus then
     # isolate the GPU and node changes from the weather's (tested in test_facility.py).
-    sc = load_scenario(
-        REFERENCE,
-        {
-            "simulation.duration": "2d",
-            "simulation.seed": 3,
-            "checkpoint.interval": "1d",
-            "cluster.fans.slope": 0.0,
-            "gpu.leakage_coefficient": 0.0,
-        },
-    )
+    sc = load_scenario(REFERENCE, {**TWO_DAYS, "gpu.leakage_coefficient": 0.0})
     return sc, simulate(sc)
 
 

@@ -36,7 +36,7 @@ from powermodel.models.events import State
 from powermodel.scenario import loads_scenario
 from powermodel.simulate import memory_estimate
 from powermodel.webapp import cache as cache_module
-from powermodel.webapp import controls, create_app, downloads, figures, ids
+from powermodel.webapp import controls, create_dashboard, downloads, figures, ids
 from powermodel.webapp.cache import Busy, Entry, SimulationCache, scenario_key
 from powermodel.webapp.callbacks import MAX_STEPS, Dashboard, unmitigated
 from powermodel.webapp.layout import summary
@@ -617,10 +617,12 @@ def test_export_files(hours, tmp_path):
 
 
 def test_download_route(hours):
-    app = create_app(overrides=SIX_HOURS)
+    board = create_dashboard(overrides=SIX_HOURS)
+    # the cache, callbacks and working folder are the board's, not attributes set on Dash's app
+    assert not {"cache", "board", "workdir"} & set(vars(board.app))
     scenario = load_scenario(REFERENCE, SIX_HOURS)
-    key = app.cache.remember(scenario)
-    client = app.server.test_client()
+    key = board.cache.remember(scenario)
+    client = board.app.server.test_client()
     response = client.get(f"/download/{key}/csv?interval=1h")
     table = pd.read_csv(io.BytesIO(response.data))
     assert response.status_code == 200 and len(table) == 6

@@ -28,3 +28,16 @@ def exists(path: str | Path) -> bool:
         return Path(path).exists()
     except (OSError, ValueError):
         return False
+
+
+# The readers and the shipped weather, after the helpers they use: the public surface (the
+# dashboard calls only the public API; tests/test_layers.py checks it)
+from powermodel.iotools.weather import (  # noqa: E402
+    SHIPPED,
+    read_epw,
+    read_tmy3,
+    read_weather,
+    shipped_weather,
+)
+
+__all__ = ["SHIPPED", "read_epw", "read_tmy3", "read_weather", "shipped_weather"]

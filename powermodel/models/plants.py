@@ -10,6 +10,7 @@ swing (principle 4 of docs/model/index.md, two clocks).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -48,21 +49,81 @@ class PlantOutput(NamedTuple):
     """Heat removed by chillers (zero when the plant cools for free). [W]"""
 
 
+@dataclass(frozen=True, kw_only=True)
+class PlantDesign:
+    """What every plant is built with; each plant's design adds its own fields. Every plant
+    takes ``(heat, temp_air, temp_wetbulb, design)``."""
+
+    design_heat: float
+    """Heat the plant is sized for (fans, pumps, chillers). [W]"""
+    dt: float
+    """Plant step. [s]"""
+    tau: float
+    """Time constant of the plant's response. [s]"""
+    supply_setpoint: float
+    """Supply air or coolant temperature held. [°C]"""
+    fan_fraction: float
+    """Power of the air movers at design, over ``design_heat``. [1]"""
+    pump_fraction: float
+    """Power of the pumps at design, over ``design_heat``. [1]"""
+    fan_min_speed: float = 0.2
+    """Lowest fan speed, fraction of design (1 for constant-speed fans). [1]"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutsideAirDesign(PlantDesign):
+    """An outside-air economizer with direct evaporative pads (:func:`outside_air_evaporative`)."""
+
+    supply_max: float
+    """Highest supply air temperature the plant aims for: between the setpoint and it the supply
+    floats with the outside air; above it the pads are wetted. [°C]"""
+    evap_effectiveness: float
+    """Saturation effectiveness of the pads. [1]"""
+    air_delta_t: float
+    """Air temperature rise across the servers, which sets the airflow. [K]"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaterSideDesign(PlantDesign):
+    """A plant with chillers and heat rejection on a water loop."""
+
+    chiller: ChillerCurves
+    """One chiller of the EnergyPlus tables; whole chillers of its size make up the capacity."""
+    chiller_capacity: float
+    """Installed chiller capacity over ``design_heat``. [1]"""
+    rejection_approach: float
+    """Dry cooler over dry-bulb, or tower over wet-bulb. [K]"""
+    loop_delta_t: float
+    """Coolant (or chilled-water) loop range. [K]"""
+    cycles_of_concentration: float = 4.0
+    """Cycles of concentration of the towers' blowdown. [1]"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiquidDesign(WaterSideDesign):
+    """Warm-water liquid cooling (:func:`liquid`)."""
+
+    heat_rejection: str
+    """``"dry-cooler"`` or ``"tower"``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChilledWaterDesign(WaterSideDesign):
+    """CRAHs on chilled water (:func:`chilled_water`)."""
+
+    chw_supply: float
+    """Chilled-water supply temperature. [°C]"""
+    economizer_approach: float
+    """Approach of the waterside economizer's plate heat exchanger. [K]"""
+    economizer: bool = True
+    """Whether a waterside economizer is fitted."""
+
+
 def outside_air_evaporative(
     heat: np.ndarray,
     temp_air: np.ndarray,
     temp_wetbulb: np.ndarray,
-    *,
-    design_heat: float,
-    dt: float,
-    tau: float,
-    supply_setpoint: float,
-    supply_max: float,
-    evap_effectiveness: float,
-    air_delta_t: float,
-    fan_fraction: float,
-    pump_fraction: float,
-    fan_min_speed: float = 0.2,
+    design: OutsideAirDesign,
 ) -> PlantOutput:
     """Outside-air economizer with direct evaporative cooling and no chillers (Meta-style halls).
 
@@ -72,24 +133,11 @@ def outside_air_evaporative(
         Heat to remove (IT power), plant-step means. [W]
     temp_air, temp_wetbulb
         Outdoor dry-bulb and wet-bulb. [°C]
-    design_heat
-        Heat the fans are sized for. [W]
-    dt, tau
-        Plant step and time constant. [s]
-    supply_setpoint
-        Lowest supply air temperature: in cold weather outside air is mixed with return air to
-        hold it. [°C]
-    supply_max
-        Highest supply air temperature the plant aims for: between the two the supply floats
-        with the outside air; above it the pads are wetted. [°C]
-    evap_effectiveness
-        Saturation effectiveness of the pads. [1]
-    air_delta_t
-        Air temperature rise across the servers, which sets the airflow. [K]
-    fan_fraction, pump_fraction
-        Fan and pad-pump power at design, over ``design_heat``. [1]
-    fan_min_speed
-        Lowest fan speed, fraction of design (1 for constant-speed fans). [1]
+    design
+        The plant: its ``supply_setpoint`` is the lowest supply air temperature (in cold weather
+        outside air is mixed with return air to hold it), ``supply_max`` the highest it aims
+        for (between the two the supply floats with the outside air; above it the pads are
+        wetted); ``fan_fraction`` and ``pump_fraction`` are fan and pad-pump power at design.
 
     Notes
     -----
@@ -101,50 +149,30 @@ def outside_air_evaporative(
     airflow carries the heat at ``air_delta_t``; the water evaporated is the sensible cooling of
     that air divided by the latent heat.
     """
-    seen = causal_lag(heat, dt, tau)
-    evaporative = direct_evaporative_supply(temp_air, temp_wetbulb, evap_effectiveness)
-    wet = temp_air > supply_max
+    d = design
+    seen = causal_lag(heat, d.dt, d.tau)
+    evaporative = direct_evaporative_supply(temp_air, temp_wetbulb, d.evap_effectiveness)
+    wet = temp_air > d.supply_max
     # mixing with return air holds the floor; above the ceiling the pads cool toward it
     supply = np.where(
-        wet, np.maximum(evaporative, supply_max), np.maximum(temp_air, supply_setpoint)
+        wet, np.maximum(evaporative, d.supply_max), np.maximum(temp_air, d.supply_setpoint)
     )
     # the airflow that carries the heat at air_delta_t, cooled by (T_db − supply) in the pads
-    cooled = seen * np.where(wet, temp_air - supply, 0.0) / air_delta_t
+    cooled = seen * np.where(wet, temp_air - supply, 0.0) / d.air_delta_t
     return PlantOutput(
-        supply_temp=causal_lag(supply, dt, tau),
-        fan_power=fan_power(seen / design_heat, fan_fraction * design_heat, fan_min_speed),
-        cooling_power=np.where(wet, pump_fraction * design_heat, 0.0),
+        supply_temp=causal_lag(supply, d.dt, d.tau),
+        fan_power=fan_power(seen / d.design_heat, d.fan_fraction * d.design_heat, d.fan_min_speed),
+        cooling_power=np.where(wet, d.pump_fraction * d.design_heat, 0.0),
         water_use=evaporation_water(cooled),
         chiller_load=np.zeros_like(seen),
     )
-
-
-class Sizing(NamedTuple):
-    """What a water-side plant is built with: its design heat [W], step and time constant [s],
-    chillers (curves, installed capacity over design heat), fan and pump power at design over
-    design heat, lowest fan speed, and the towers' cycles of concentration."""
-
-    design_heat: float
-    dt: float
-    tau: float
-    chiller: ChillerCurves
-    chiller_capacity: float
-    fan_fraction: float
-    pump_fraction: float
-    fan_min_speed: float
-    cycles_of_concentration: float
 
 
 def liquid(
     heat: np.ndarray,
     temp_air: np.ndarray,
     temp_wetbulb: np.ndarray,
-    plant: Sizing,
-    *,
-    supply_setpoint: float,
-    heat_rejection: str,
-    rejection_approach: float,
-    loop_delta_t: float,
+    design: LiquidDesign,
 ) -> PlantOutput:
     """Warm-water liquid cooling: dry coolers or towers, trim chillers for the hot hours.
 
@@ -153,25 +181,18 @@ def liquid(
     way: their load is the heat times the fraction of the loop range they must cover. What they
     cannot remove raises the coolant supply by ``unmet · loop_delta_t / heat``.
     """
-    seen = causal_lag(heat, plant.dt, plant.tau)
-    tower = heat_rejection == "tower"
+    d = design
+    seen = causal_lag(heat, d.dt, d.tau)
+    tower = d.heat_rejection == "tower"
     if tower:
-        rejected = cooling_tower_leaving(temp_wetbulb, rejection_approach)
+        rejected = cooling_tower_leaving(temp_wetbulb, d.rejection_approach)
         condenser = np.maximum(rejected, MIN_CONDENSER_WATER)
     else:
-        rejected = dry_cooler_leaving(temp_air, rejection_approach)
+        rejected = dry_cooler_leaving(temp_air, d.rejection_approach)
         condenser = np.asarray(temp_air, dtype=float)  # air-cooled trim chiller
-    share = np.clip((rejected - supply_setpoint) / loop_delta_t, 0.0, 1.0)
+    share = np.clip((rejected - d.supply_setpoint) / d.loop_delta_t, 0.0, 1.0)
     return _water_side(
-        seen,
-        seen * share,
-        supply_setpoint,
-        condenser,
-        tower,
-        supply_setpoint,
-        loop_delta_t,
-        plant,
-        pump_min_speed=1.0,
+        seen, seen * share, d.supply_setpoint, condenser, tower, d, pump_min_speed=1.0
     )
 
 
@@ -179,14 +200,7 @@ def chilled_water(
     heat: np.ndarray,
     temp_air: np.ndarray,
     temp_wetbulb: np.ndarray,
-    plant: Sizing,
-    *,
-    supply_setpoint: float,
-    chw_supply: float,
-    economizer: bool,
-    economizer_approach: float,
-    rejection_approach: float,
-    loop_delta_t: float,
+    design: ChilledWaterDesign,
 ) -> PlantOutput:
     """CRAHs on chilled water: water-cooled chillers, cooling towers, a waterside economizer.
 
@@ -195,23 +209,16 @@ def chilled_water(
     it can, the chillers the rest (integrated economizer). Heat the chillers cannot remove warms
     the chilled water, and the supply air with it.
     """
-    seen = causal_lag(heat, plant.dt, plant.tau)
-    tower = cooling_tower_leaving(temp_wetbulb, rejection_approach)
-    chw_return = chw_supply + loop_delta_t
-    free = np.clip((chw_return - (tower + economizer_approach)) / loop_delta_t, 0.0, 1.0)
-    if not economizer:
+    d = design
+    seen = causal_lag(heat, d.dt, d.tau)
+    tower = cooling_tower_leaving(temp_wetbulb, d.rejection_approach)
+    chw_return = d.chw_supply + d.loop_delta_t
+    free = np.clip((chw_return - (tower + d.economizer_approach)) / d.loop_delta_t, 0.0, 1.0)
+    if not d.economizer:
         free = np.zeros_like(free)
     condenser = np.maximum(tower, MIN_CONDENSER_WATER)
     return _water_side(
-        seen,
-        seen * (1.0 - free),
-        chw_supply,
-        condenser,
-        True,
-        supply_setpoint,
-        loop_delta_t,
-        plant,
-        pump_min_speed=0.2,
+        seen, seen * (1.0 - free), d.chw_supply, condenser, True, d, pump_min_speed=0.2
     )
 
 
@@ -262,9 +269,7 @@ def _water_side(
     leaving: float,
     condenser: np.ndarray,
     tower: bool,
-    supply_setpoint: float,
-    loop_delta_t: float,
-    plant: Sizing,
+    plant: WaterSideDesign,
     pump_min_speed: float,
 ) -> PlantOutput:
     """Chillers take ``load``; what they cannot remove raises the supply; towers evaporate the
@@ -283,7 +288,7 @@ def _water_side(
         else np.zeros_like(seen)
     )
     fraction = seen / design
-    supply = supply_setpoint + _rise(unmet, seen, loop_delta_t)
+    supply = plant.supply_setpoint + _rise(unmet, seen, plant.loop_delta_t)
     return PlantOutput(
         supply_temp=causal_lag(supply, plant.dt, plant.tau),
         fan_power=fan_power(fraction, plant.fan_fraction * design, plant.fan_min_speed),

@@ -1,4 +1,5 @@
-"""The dashboard: ``create_app()`` builds it, ``python app.py`` serves it."""
+"""The dashboard: ``create_app()`` builds it (``create_dashboard()`` with its cache and working
+folder), ``python app.py`` serves it."""
 
 from __future__ import annotations
 
@@ -29,7 +30,20 @@ def create_app(
     upload_limit: int = UPLOAD_LIMIT,
     simulations: int = SIMULATIONS,
 ) -> dash.Dash:
-    """The dashboard, opening on a preset.
+    """The dashboard's Dash app, opening on a preset (:func:`create_dashboard`'s ``app``)."""
+    return create_dashboard(scenario_name, overrides, cache_bytes, upload_limit, simulations).app
+
+
+def create_dashboard(
+    scenario_name: str = REFERENCE_SCENARIO,
+    overrides: Mapping[str, Any] | Iterable[str] | None = None,
+    cache_bytes: int = DEFAULT_BYTES,
+    upload_limit: int = UPLOAD_LIMIT,
+    simulations: int = SIMULATIONS,
+) -> Dashboard:
+    """The dashboard, opening on a preset: its callbacks (a :class:`Dashboard`), holding the
+    Dash app they are registered on (``app``), the simulation cache they share with the
+    download route (``cache``) and the working folder (``workdir``).
 
     Parameters
     ----------
@@ -44,8 +58,9 @@ def create_app(
     simulations
         Simulations run at once; the others queue.
 
-    The app's working folder (uploaded weather, downloads being written) is a temporary folder
-    deleted when the app is (``app.workdir``), and at the latest when the process exits.
+    The working folder (uploaded weather, downloads being written) is a temporary folder
+    deleted with the dashboard (which the app's callbacks hold), and at the latest when the
+    process exits.
     """
     defaults = APP_OVERRIDES if overrides is None else overrides
     load_scenario(scenario_name, defaults)  # a bad preset or override fails here, not in a page
@@ -60,13 +75,12 @@ def create_app(
     # A request carries an upload base64-encoded (4/3 of it) with the rest of the callback.
     app.server.config["MAX_CONTENT_LENGTH"] = 2 * upload_limit + 1_000_000
     app.layout = layout.page(scenario_name, upload_limit)
-    board = Dashboard(cache, scenario_name, defaults, Path(workdir.name).resolve(), upload_limit)
+    board = Dashboard(cache, scenario_name, defaults, workdir, upload_limit)
     board.register(app)
     downloads.register(app.server, cache, board.downloads, board.violations, board.uploads)
     app.server.before_request(lambda: _callback_shape(app))
     app.server.register_error_handler(RecursionError, _too_deep)
-    app.cache, app.board, app.workdir = cache, board, workdir
-    return app
+    return board
 
 
 CALLBACK_ROUTE = "/_dash-update-component"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 import threading
 from collections import OrderedDict, deque
 from concurrent.futures import Future
@@ -33,7 +34,7 @@ from powermodel import rules, sizing
 from powermodel.analysis import diurnal_swing, metrics
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.export import TOOLS
-from powermodel.iotools.weather import SHIPPED
+from powermodel.iotools import SHIPPED
 from powermodel.scenario import (
     Scenario,
     load_scenario,
@@ -87,12 +88,16 @@ class Dashboard:
         cache: SimulationCache,
         preset: str,
         defaults: Any,
-        folder: Path,
+        folder: Path | tempfile.TemporaryDirectory,
         upload_limit: int,
     ) -> None:
         self.cache = cache
         self.preset = preset
         self.defaults = defaults  # overrides every preset opens with (the app's period)
+        # a temporary working folder lives as long as the board, which the app's callbacks hold
+        self.workdir = folder if isinstance(folder, tempfile.TemporaryDirectory) else None
+        folder = Path(folder.name).resolve() if self.workdir else folder
+        self.app: dash.Dash | None = None  # the app the callbacks are registered on
         self.uploads = WeatherUploads(folder / "uploads", upload_limit)
         self.downloads = folder / "downloads"
         self.downloads.mkdir(parents=True, exist_ok=True)
@@ -497,13 +502,13 @@ class Dashboard:
         if not isinstance(fmt, str) or fmt not in TOOLS:
             return choices, choices[0], "", f"unknown format {shorten(fmt)}: choose one above"
         interval = interval if interval in choices else choices[0]
-        step = TOOLS[fmt][0] or interval
+        step = TOOLS[fmt].step or interval
         rows = round(sim.duration / parse_duration(step))
         note = f"{rows:,} rows at {step}" + (
             ", each with its interval's min and max" if step != choices[0] else ""
         )
         key = scenario_key(scenario)
-        link = downloads.href(key, fmt, None if TOOLS[fmt][0] else interval)
+        link = downloads.href(key, fmt, None if TOOLS[fmt].step else interval)
         return choices, interval, link, note
 
     # --- zoom -----------------------------------------------------------------------------------
@@ -577,6 +582,7 @@ class Dashboard:
 
     def register(self, app: dash.Dash) -> None:
         """Register every callback on ``app``."""
+        self.app = app
         values, dates = (
             {"type": ids.CONTROL_TYPES[prop], "key": ALL} for prop in ("value", "date")
         )

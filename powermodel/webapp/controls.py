@@ -20,7 +20,7 @@ from typing import Any, Literal, NamedTuple
 from urllib.parse import parse_qsl, urlencode
 
 from powermodel.errors import ScenarioError
-from powermodel.iotools.weather import SHIPPED
+from powermodel.iotools import SHIPPED
 from powermodel.scenario import (
     Scenario,
     catalogue,

@@ -22,17 +22,16 @@ import xarray as xr
 from plotly.subplots import make_subplots
 from plotly_resampler import FigureResampler
 
+from powermodel import analysis, sizing
 from powermodel import rules as rules_mod
-from powermodel import sizing
 from powermodel.analysis import (
     SWING_WINDOW,
+    State,
     diurnal_throughput,
     local_hours,
     step_seconds,
     swing_resolved,
 )
-from powermodel.models import signal
-from powermodel.models.events import State
 
 SHOWN = 2000  # points per trace sent to the browser at any zoom
 TEMPLATE = "plotly_white"
@@ -382,7 +381,7 @@ def grid_figure(ds: xr.Dataset, results: Sequence[rules_mod.RuleResult] = ()) ->
     )
     if swing_resolved(dt):
         swing, name = (
-            signal.rolling_range(p, round(SWING_WINDOW / dt)),
+            analysis.rolling_range(p, round(SWING_WINDOW / dt)),
             f"max − min in {SWING_WINDOW:g} s, unfiltered",
         )
         minute = round(MEAN_WINDOW / dt)
@@ -419,11 +418,11 @@ def ramp_figure(ds: xr.Dataset, bins: int = 60) -> go.Figure:
     p, dt = ds["grid_power"].values, step_seconds(ds)
     readings = {}
     if 120.0 <= p.size * dt and dt <= 12.0:
-        n = signal.samples(60.0, dt)
-        readings["1-min net change"] = ("MW", signal.net_change(p, n)[n:])
-        readings["1-min average slope"] = ("MW/min", signal.average_slope(p, n)[2 * n :])
+        n = analysis.samples(60.0, dt)
+        readings["1-min net change"] = ("MW", analysis.net_change(p, n)[n:])
+        readings["1-min average slope"] = ("MW/min", analysis.average_slope(p, n)[2 * n :])
     if swing_resolved(dt):
-        readings["5-s max − min"] = ("MW", signal.rolling_range(p, round(SWING_WINDOW / dt)))
+        readings["5-s max − min"] = ("MW", analysis.rolling_range(p, round(SWING_WINDOW / dt)))
     fig = make_subplots(
         rows=1,
         cols=max(len(readings), 1),
@@ -457,7 +456,7 @@ def spectrum_figure(ds: xr.Dataset, rules: Sequence[rules_mod.Rule] = ()) -> go.
     """Power spectral density of P at the connection (Welch, hour-long segments) with each
     rule's band shaded and the frequencies the step cannot resolve greyed out."""
     p, dt = ds["grid_power"].values, step_seconds(ds)
-    f, density = signal.spectrum(p, dt, min(SPECTRUM_SEGMENT, p.size * dt / 4))
+    f, density = analysis.spectrum(p, dt, min(SPECTRUM_SEGMENT, p.size * dt / 4))
     keep = f > 0
     fig = go.Figure(
         go.Scattergl(
@@ -468,7 +467,7 @@ def spectrum_figure(ds: xr.Dataset, rules: Sequence[rules_mod.Rule] = ()) -> go.
             line={"color": COLORS["grid_power"], "width": 1},
         )
     )
-    nyquist, resolved = signal.nyquist(dt), signal.resolved(dt)
+    nyquist, resolved = analysis.nyquist(dt), analysis.resolved(dt)
     banded = [r for r in rules if r.band and r.band[0] < nyquist]
     for i, rule in enumerate(banded):
         lo, hi = rule.band

@@ -7,7 +7,7 @@ from typing import Any
 import dash_ag_grid as dag
 from dash import dcc, html
 
-from powermodel.export import DATASET_FILES, TOOLS
+from powermodel.export import TOOLS
 from powermodel.rules import rule_names
 from powermodel.scenario import format_duration, presets
 from powermodel.webapp import ids
@@ -16,8 +16,8 @@ from powermodel.webapp.controls import BASE, GROUPS, Control, options
 DEFAULT_RULES = ["ercot-5s", "nprr1191-down", "nprr1191-up", "ieso-1min", "ieso-15s"]
 # the profile's own formats first, then the grid tools'
 EXPORT_FORMATS = {
-    tool: f"{tool}: {what}"
-    for tool, (_, what) in sorted(TOOLS.items(), key=lambda kv: kv[0] not in DATASET_FILES)
+    name: f"{name}: {tool.description}"
+    for name, tool in sorted(TOOLS.items(), key=lambda kv: kv[1].file is None)
 }
 
 

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from powermodel.errors import PowerModelError
-from powermodel.iotools.weather import read_weather
+from powermodel.iotools import read_weather
 from powermodel.scenario import Scenario
 
 KEPT = 32  # uploaded weather files kept on disk (1.6 MB each)

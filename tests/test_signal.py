@@ -1,0 +1,70 @@
+"""Filters and spectra (powermodel.models.signal) against closed forms (issue 4, acceptances 2
+and 4)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import QUIET, REFERENCE
+
+from powermodel import load_scenario, simulate
+from powermodel.errors import PowerModelError
+from powermodel.models import signal
+from powermodel.rules import RuleError, check, load_rules
+
+
+@pytest.mark.parametrize(
+    ("shape", "fraction"),
+    [
+        ("step", 1.0),  # [D] 100 % of an instant step
+        ("ramp2", 0.57),  # about 57 % of a 2 s ramp
+        ("ramp60", 0.03),  # 3 % of a 60 s ramp
+    ],
+)
+def test_high_pass_keeps_the_closed_form_fraction(shape, fraction):
+    dt, tau = 0.01, 1.0 / (2 * np.pi * 0.1)
+    t = np.arange(0, 200.0, dt) - 20.0
+    duration = {"step": 0.0, "ramp2": 2.0, "ramp60": 60.0}[shape]
+    x = np.clip(t / duration, 0, 1) if duration else (t >= 0).astype(float)
+    kept = signal.high_pass(x, dt, 0.1).max()
+    closed = 1.0 if not duration else tau / duration * (1 - np.exp(-duration / tau))
+    assert kept == pytest.approx(closed, rel=0.01)
+    assert kept == pytest.approx(fraction, abs=0.01)
+
+
+def test_high_pass_keeps_85_percent_of_a_016_hz_swing():
+    dt = 0.01
+    t = np.arange(0, 300.0, dt)
+    y = signal.high_pass(np.sin(2 * np.pi * 0.16 * t), dt, 0.1)
+    # |H| = (f/fc)/sqrt(1 + (f/fc)^2) = 1.6/sqrt(3.56) = 0.848 (about 85 % [D])
+    assert np.abs(y[t > 100]).max() == pytest.approx(0.848, abs=0.005)
+
+
+def test_square_wave_variance_lands_in_the_bands_of_its_harmonics():
+    # A ±a square wave: odd harmonics k·f0 carry 8a²/(π²k²) of its variance a².
+    dt, f0, a = 0.01, 0.5, 3.0
+    t = np.arange(0, 2000.0, dt)
+    x = a * np.sign(np.sin(2 * np.pi * f0 * t + 0.1))
+    fundamental = signal.band_variance(x, dt, 0.5 * f0, 2 * f0, segment=200.0)
+    third = signal.band_variance(x, dt, 2 * f0, 4 * f0, segment=200.0)
+    assert fundamental == pytest.approx(8 * a**2 / np.pi**2, rel=0.01)
+    assert third == pytest.approx(8 * a**2 / (9 * np.pi**2), rel=0.02)
+    assert signal.band_variance(x, dt, 1e-3, 0.2 * f0, segment=200.0) < 1e-3 * a**2
+
+
+def test_a_band_above_half_nyquist_is_refused():
+    x = np.zeros(1000)
+    with pytest.raises(PowerModelError, match="half the Nyquist"):
+        signal.band_variance(x, 1.0, 0.1, 0.5)
+    ds = simulate(load_scenario(REFERENCE, {**QUIET, "simulation.duration": "1h"}))
+    with pytest.raises(RuleError, match="for the whole band, a profile at dt <= 2ms resolves it"):
+        check(ds, load_rules("lipa-high"))
+    with pytest.raises(PowerModelError, match="shorter than five steps"):
+        check(
+            simulate(
+                load_scenario(
+                    REFERENCE, {**QUIET, "simulation.duration": "1h", "simulation.dt": "2s"}
+                )
+            ),
+            load_rules("ercot-5s"),
+        )
