@@ -41,7 +41,7 @@ def main(out: pathlib.Path) -> dict:
         "grid_peak_mw": m["grid_peak_mw"],
         "grid_swing_5s_mw": m["grid_swing_5s_mw"],
         "pue": m["pue"],
-        "unexpected_interruptions": m["unexpected_interruptions"],
+        "unexpected_interruptions": float(m["unexpected_interruptions"]),
     }
 
 

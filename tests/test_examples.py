@@ -14,6 +14,7 @@ FIGURES = {
     "llama3_reference": ("waveform", "day", "diurnal"),
     "gb200_ercot_battery": ("failure", "costs"),
     "tampa_vs_chicago": ("weather", "throughput"),
+    "first_run": ("power",),
 }
 
 
