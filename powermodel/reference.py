@@ -1,5 +1,6 @@
 """Every key of a scenario as a reference, generated from the schema so that it cannot drift:
-its type, unit, default, bounds and description. ``powermodel keys [PREFIX]`` prints it."""
+its type, unit, default, bounds, the source of its default and description. ``powermodel keys
+[PREFIX]`` prints it."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from powermodel.scenario import (
 )
 
 _UNIT = re.compile(r"\s*\[([^\]]*)\]\s*$")  # a description ends with its unit: "... [W/GPU]"
+# where a default comes from, inside a description: [A] assumed, [P, young; daly], [D, nrel_tmy3]
+_SOURCE = re.compile(r"\s*\[((?:[PSDAC])(?:, [^\]]+)?)\]")
 _BOUNDS = (
     (annotated_types.Ge, "ge", ">="),
     (annotated_types.Gt, "gt", ">"),
@@ -42,6 +45,7 @@ class Key:
     unit: str
     default: str
     bounds: str
+    source: str  # of the default: "A" (assumed), "P, young; daly" (bibliography keys), …
     description: str
 
 
@@ -65,11 +69,11 @@ def keys(prefix: str = "") -> list[Key]:
 
 def text(found: list[Key]) -> str:
     """The keys as the terminal shows them: one line each, aligned."""
-    rows = [("key", "type", "unit", "default", "bounds", "description")]
-    rows += [(k.key, k.kind, k.unit, k.default, k.bounds, k.description) for k in found]
-    widths = [min(max(len(r[i]) for r in rows), 36) for i in range(5)]
+    rows = [("key", "type", "unit", "default", "bounds", "source", "description")]
+    rows += [(k.key, k.kind, k.unit, k.default, k.bounds, k.source, k.description) for k in found]
+    widths = [min(max(len(r[i]) for r in rows), 36) for i in range(6)]
     return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(r[:5], widths, strict=True)) + "  " + r[5]
+        "  ".join(cell.ljust(w) for cell, w in zip(r[:6], widths, strict=True)) + "  " + r[6]
         for r in rows
     )
 
@@ -89,6 +93,7 @@ def _walk(model: type[BaseModel], prefix: str) -> list[Key]:
             continue
         description = field.description or ""
         unit = _UNIT.search(description)
+        description = _UNIT.sub("", description)
         duration = is_duration(key.replace(".N.", "."))
         out.append(
             Key(
@@ -97,7 +102,8 @@ def _walk(model: type[BaseModel], prefix: str) -> list[Key]:
                 unit="" if unit is None or duration else unit[1],  # a duration says its own
                 default=_default(field, duration),
                 bounds=_bounds(field.metadata, duration),
-                description=_UNIT.sub("", description),
+                source="; ".join(_SOURCE.findall(description)),
+                description=_SOURCE.sub("", description),
             )
         )
     return out

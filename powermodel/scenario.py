@@ -164,27 +164,46 @@ class Synthetic(Section):
     """Synthetic weather: seasonal and diurnal cosines (defaults fitted to Sterling's TMY3)."""
 
     # bounds: the extremes of the Earth's climate (annual means −55 to +35 °C)
-    mean: float = Field(wx.STERLING_MEAN, ge=-60, le=50, description="Annual mean dry-bulb. [°C]")
+    mean: float = Field(
+        wx.STERLING_MEAN, ge=-60, le=50, description="Annual mean dry-bulb [D, nrel_tmy3]. [°C]"
+    )
     seasonal_amplitude: float = Field(
-        wx.STERLING_SEASONAL_AMPLITUDE, ge=0, le=40, description="Half the summer-winter swing. [K]"
+        wx.STERLING_SEASONAL_AMPLITUDE,
+        ge=0,
+        le=40,
+        description="Half the summer-winter swing [D, nrel_tmy3]. [K]",
     )
     hottest_day: float = Field(
-        wx.STERLING_HOTTEST_DAY, ge=1, le=366, description="Day of year of the warmest mean."
+        wx.STERLING_HOTTEST_DAY,
+        ge=1,
+        le=366,
+        description="Day of year of the warmest mean [D, nrel_tmy3].",
     )
     daily_amplitude: float = Field(
-        wx.STERLING_DAILY_AMPLITUDE, ge=0, le=25, description="Half the daily range. [K]"
+        wx.STERLING_DAILY_AMPLITUDE,
+        ge=0,
+        le=25,
+        description="Half the daily range [D, nrel_tmy3]. [K]",
     )
     peak_hour: float = Field(
-        wx.PEAK_HOUR, ge=0, lt=24, description="Local hour of the daily maximum. [h]"
+        wx.PEAK_HOUR,
+        ge=0,
+        lt=24,
+        description="Local hour of the daily maximum [P, ashrae_fundamentals]. [h]",
     )
     dew_point_depression: float = Field(
         wx.STERLING_DEW_POINT_DEPRESSION,
         ge=0,
         le=50,
-        description="Daily-mean dry-bulb minus dew point (moisture varies slowly). [K]",
+        description="Daily-mean dry-bulb minus dew point (moisture varies slowly) "
+        "[D, nrel_tmy3]. [K]",
     )
     pressure: float = Field(
-        101325.0, ge=30e3, le=115e3, description="Station pressure (Everest to the Dead Sea). [Pa]"
+        101325.0,
+        ge=30e3,
+        le=115e3,
+        description="Station pressure (Everest to the Dead Sea); the standard atmosphere "
+        "at sea level by default [P, ashrae_fundamentals]. [Pa]",
     )
 
 
@@ -231,7 +250,10 @@ class Gpu(Section):
         ge=1e-4, le=1.0, description="Die to air inlet (air) or to coolant supply (liquid). [K/W]"
     )
     thermal_tau: Duration = Field(
-        60.0, ge=0, le=HOUR, description="Time constant of die and heat sink (or cold plate). [s]"
+        60.0,
+        ge=0,
+        le=HOUR,
+        description="Time constant of die and heat sink (or cold plate) [A]. [s]",
     )
     leakage_ref: float = Field(ge=0, le=10e3, description="Leakage power at temp_ref. [W]")
     temp_ref: float = Field(
@@ -309,7 +331,9 @@ class Fans(Section):
 class Cluster(Section):
     gpu: str = Field(description="GPU model, a name in the GPU catalogue.")
     n_gpus: int = Field(gt=0, le=MAX_GPUS, description="Number of GPUs in the job.")
-    gpus_per_node: int = Field(8, gt=0, le=1024, description="GPUs per server (or rack domain).")
+    gpus_per_node: int = Field(
+        8, gt=0, le=1024, description="GPUs per server (or rack domain) [P, nvidia_h100]."
+    )
     rest_power_active: float = Field(
         ge=0,
         le=1e6,
@@ -381,10 +405,14 @@ class Workload(Section):
         0.0,
         ge=0,
         le=HOUR,
-        description="Spread of group start offsets (pipeline schedule), uniform. [s]",
+        description="Spread of group start offsets (pipeline schedule), uniform; none, the worst "
+        "case [A]. [s]",
     )
     jitter: Duration = Field(
-        0.0, ge=0, le=HOUR, description="Random offset of groups, std. dev. [s]"
+        0.0,
+        ge=0,
+        le=HOUR,
+        description="Random offset of groups, std. dev.; none, the worst case [A]. [s]",
     )
     startup_ramp: Duration = Field(
         ge=0, le=DAY, description="Ramp from loaded to running power at every (re)start. [s]"
@@ -420,7 +448,8 @@ class Workload(Section):
 
 class Checkpoint(Section):
     interval: Duration | Literal["young-daly"] = Field(
-        "young-daly", description="Training time between checkpoints, or Young/Daly's optimum."
+        "young-daly",
+        description="Training time between checkpoints, or Young/Daly's optimum [P, young; daly].",
     )
     size: float = Field(ge=1e-3, le=1e9, description="Checkpoint size, whole job. [GB]")
     # bandwidths from 1 MB/s (a disk) to 10 PB/s: a stall or reload is then a finite time,
@@ -437,7 +466,10 @@ class Checkpoint(Section):
     )
     mode: Literal["blocking", "async"] = "blocking"
     async_blocking_time: Duration = Field(
-        1.0, ge=1e-3, le=HOUR, description="Stall of an async checkpoint (copy to host memory). [s]"
+        1.0,
+        ge=1e-3,
+        le=HOUR,
+        description="Stall of an async checkpoint (copy to host memory) [A]. [s]",
     )
 
     @field_validator("interval")
@@ -546,14 +578,14 @@ class Plant(Section):
         ge=0, le=1, description="Air-moving power at design load / heat. [1]"
     )
     fan_min_speed: float = Field(
-        0.2, ge=0.01, le=1, description="Lowest fan speed; 1 for constant-speed fans. [1]"
+        0.2, ge=0.01, le=1, description="Lowest fan speed; 1 for constant-speed fans [A]. [1]"
     )
     pump_fraction: float = Field(ge=0, le=1, description="Pumping power at design load / heat. [1]")
     misc_fraction: float = Field(
         ge=0, le=1, description="Lighting, offices, controls, over design IT power; constant. [1]"
     )
     design_margin: float = Field(
-        1.0, ge=1, le=10, description="Plant capacity over peak IT heat. [1]"
+        1.0, ge=1, le=10, description="Plant capacity over peak IT heat; none by default [A]. [1]"
     )
     source: Text = ""
 
@@ -580,7 +612,7 @@ class WaterSidePlant(Plant):
     chiller_capacity: float = Field(
         ge=0.01, le=10, description="Installed chiller capacity / peak IT heat. [1]"
     )
-    cycles_of_concentration: float = Field(4.0, gt=1, le=100, description="Tower blowdown. [1]")
+    cycles_of_concentration: float = Field(4.0, gt=1, le=100, description="Tower blowdown [A]. [1]")
 
 
 class LiquidPlant(WaterSidePlant):
@@ -597,7 +629,9 @@ class ChilledWaterPlant(WaterSidePlant):
 
     type: Literal["chilled-water"] = Field(description=PLANT_TYPE)
     chw_supply: float = Field(ge=0, le=40, description="Chilled-water supply. [°C]")
-    economizer: bool = Field(True, description="Waterside economizer.")
+    economizer: bool = Field(
+        True, description="Waterside economizer (as ASHRAE 90.4-style plants have) [A]."
+    )
     economizer_approach: float = Field(
         ge=0, le=30, description="Waterside economizer heat-exchanger approach. [K]"
     )
@@ -641,7 +675,9 @@ class Electrical(Section):
     ups_load: list[float] = Field(description="UPS load points, fraction of capacity. [1]")
     ups_efficiency: list[float] = Field(description="UPS efficiency at each point. [1]")
     transformer_efficiency: float = Field(ge=0.5, le=1, description="Transformers and PDUs. [1]")
-    design_margin: float = Field(1.25, ge=1, le=10, description="Capacity over peak IT power. [1]")
+    design_margin: float = Field(
+        1.25, ge=1, le=10, description="Capacity over peak IT power [A]. [1]"
+    )
     input_power_factor: float | None = Field(
         None,
         ge=0.5,
@@ -670,7 +706,10 @@ class Smoothing(Section):
         ge=1, le=1e9, description="Largest fall of board power (burning). [W/s]"
     )
     hysteresis: Duration = Field(
-        0.0, ge=0, le=HOUR, description="Hold after a rise before a fall. [s]"
+        0.0,
+        ge=0,
+        le=HOUR,
+        description="Hold after a rise before a fall (NVIDIA's default not published) [A]. [s]",
     )
 
 
@@ -682,8 +721,8 @@ class StopBurn(Section):
         0.0,
         ge=0,
         le=HOUR,
-        description="From the stop to the burn: 0 in hardware (GB300 burn mode), the detection "
-        "time of a software agent otherwise. [s]",
+        description="From the stop to the burn: 0 in hardware (GB300 burn mode "
+        "[P, nvidia_gb300_power]), the detection time of a software agent otherwise. [s]",
     )
 
 
@@ -693,18 +732,22 @@ class Storage(Section):
     location: Literal["rack", "site"] = "site"
     power: float = Field(ge=1e-3, le=1e5, description="Rated power. [MW]")
     energy: float = Field(ge=1e-3, le=1e6, description="Usable energy. [MWh]")
-    efficiency: float = Field(0.9, ge=0.1, le=1, description="Round-trip efficiency. [1]")
-    delay: Duration = Field(
-        0.1, ge=0, le=HOUR, description="Response of controller and converters. [s]"
+    efficiency: float = Field(
+        0.9, ge=0.1, le=1, description="Round-trip efficiency (lithium-ion) [A]. [1]"
     )
-    soc_min: float = Field(0.1, ge=0, lt=1, description="Lowest state of charge. [1]")
-    soc_max: float = Field(0.9, gt=0, le=1, description="Highest state of charge. [1]")
-    soc_initial: float = Field(0.5, ge=0, le=1, description="State of charge at the start. [1]")
+    delay: Duration = Field(
+        0.1, ge=0, le=HOUR, description="Response of controller and converters [A]. [s]"
+    )
+    soc_min: float = Field(0.1, ge=0, lt=1, description="Lowest state of charge [A]. [1]")
+    soc_max: float = Field(0.9, gt=0, le=1, description="Highest state of charge [A]. [1]")
+    soc_initial: float = Field(
+        0.5, ge=0, le=1, description="State of charge at the start; half [A]. [1]"
+    )
     tau: Duration = Field(
         60.0,
         ge=0,
         le=DAY,
-        description="Time constant of the smoothed power the grid should see. [s]",
+        description="Time constant of the smoothed power the grid should see [A]. [s]",
     )
     ramp: float | None = Field(
         None, ge=1e-3, le=1e5, description="Largest ramp the grid should see, either way. [MW/min]"
@@ -760,7 +803,7 @@ class Grid(Section):
         "peak. [MW]",
     )
     other_power_factor: float = Field(
-        0.95, ge=0.5, le=1, description="Cooling and misc loads (motors, drives), lagging. [1]"
+        0.95, ge=0.5, le=1, description="Cooling and misc loads (motors, drives), lagging [A]. [1]"
     )
     source: Text = ""
 

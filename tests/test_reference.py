@@ -64,10 +64,34 @@ def test_each_plant_types_keys_are_listed_once_saying_which_types_take_them():
 def test_powermodel_keys_prints_them_and_refuses_an_unknown_prefix(capsys):
     assert cli.main(["keys", "cluster.fans"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["key", "type", "unit", "default", "bounds", "description"]
+    assert out[0].split() == ["key", "type", "unit", "default", "bounds", "source", "description"]
     assert len(out) == 5 and out[1].startswith("cluster.fans.power")
     assert text(keys("cluster.fans")).splitlines() == out
     with pytest.raises(ScenarioError, match="no scenario key starts with 'nope'"):
         keys("nope")
     assert cli.main(["keys", "nope"]) == 1
     assert "every key starts with one of checkpoint, cluster" in capsys.readouterr().err
+
+
+# Defaults that are settings of the run, not claims about the world: they need no source.
+SETTINGS = {"simulation.seed", "reliability.rate_scale", "cooling.dt"}
+
+
+def test_every_physical_default_says_where_it_comes_from():
+    """A number or duration the schema fills in when a scenario is silent is a claim a planner
+    may have to defend: it cites a source or says it is assumed ([A])."""
+    silent = [
+        k.key
+        for k in keys()
+        if k.key not in SETTINGS
+        and k.kind in ("number", "integer", "duration", "duration or one of young-daly")
+        and k.default not in ("", "required", "(computed)")
+        and not k.source
+    ]
+    assert not silent, f"defaults with no source or [A]: {silent}"
+    by_key = {k.key: k for k in keys()}
+    assert by_key["checkpoint.interval"].source == "P, young; daly"
+    assert by_key["mitigation.storage.N.efficiency"].source == "A"
+    # the tag leaves the description; the unit stays in its column
+    assert "[" not in by_key["site.synthetic.mean"].description
+    assert by_key["site.synthetic.mean"].unit == "°C"

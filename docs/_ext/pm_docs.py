@@ -186,11 +186,13 @@ def scenario_keys_page(citable: set[str]) -> str:
                 escape(k.unit),
                 escape(k.default),
                 escape(k.bounds),
+                with_citations(f"[{k.source}]", citable) if k.source else "",
                 with_citations(k.description, citable),
             ]
             for k in found
         ]
-        out.append(table(["key", "type", "unit", "default", "bounds", "description"], rows))
+        header = ["key", "type", "unit", "default", "bounds", "source", "description"]
+        out.append(table(header, rows))
     return "\n".join(out)
 
 
