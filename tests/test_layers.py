@@ -83,6 +83,7 @@ def test_the_layer_check_sees_an_upward_import():
 # The package's public surface: the face (``powermodel.__all__``) for users, and these modules'
 # ``__all__`` for the package's own front ends. The dashboard calls nothing else.
 PUBLIC = (
+    "powermodel",
     "powermodel.analysis",
     "powermodel.errors",
     "powermodel.export",
@@ -140,9 +141,10 @@ def test_the_public_check_sees_an_internal_name_and_every_public_name_exists():
     code = (
         "from powermodel.models import signal\nfrom powermodel import rules\n"
         "from powermodel.sizing import STORAGE_HOURS, _lever\nrules.check_each\nrules._cached\n"
-        "import powermodel.models.events\n"
+        "import powermodel.models.events\nfrom powermodel import metrics, _version\n"
     )
     assert sorted(_outside_the_public_surface(_reached(ast.parse(code)))) == [
+        "powermodel._version",
         "powermodel.models.events",
         "powermodel.models.signal",
         "powermodel.rules._cached",
