@@ -74,6 +74,9 @@ def main(out: pathlib.Path) -> list[str]:
         html = fig.to_html(full_html=False, include_plotlyjs=False)
         (out / name).write_text(html, encoding="utf-8")
         names.append(name)
+    for stale in out.glob("model-*.html"):  # a renamed figure's old fragment
+        if stale.name not in names:
+            stale.unlink()
     return names
 
 
