@@ -92,6 +92,12 @@ def test_pages_cite_no_internal_notes(html: Path) -> None:
             assert note not in text, (path, note)
 
 
+def embedded(figure: Path, built: str) -> bool:
+    """Whether a page's built HTML holds the plotly figure of a fragment (its div's id)."""
+    div = re.search(r'<div id="([^"]+)" class="plotly-graph-div"', figure.read_text("utf-8"))
+    return bool(div) and f'id="{div[1]}"' in built
+
+
 def test_every_example_shows_its_figures(html: Path) -> None:
     scripts = (ROOT / "examples").glob("*.py")
     examples = sorted(p.stem for p in scripts if not p.stem.startswith("_"))
@@ -102,7 +108,24 @@ def test_every_example_shows_its_figures(html: Path) -> None:
         assert figures, f"examples/{name}.py wrote no figure"
         assert "plotly.min.js" in built
         for figure in figures:
-            text = figure.read_text("utf-8")
-            div = re.search(r'<div id="([^"]+)" class="plotly-graph-div"', text)
-            assert div and f'id="{div[1]}"' in built, (name, figure.name)
+            assert embedded(figure, built), (name, figure.name)
     assert (html / "_static" / "plotly.min.js").stat().st_size > 1_000_000
+
+
+MODEL_PAGES = ("workload", "timeline", "thermal", "cooling", "electrical", "grid")
+
+
+def test_every_model_figure_is_on_its_page(html: Path) -> None:
+    """docs/_ext/model_figures.py writes model-<page>-<what>.html: each is on its model page,
+    and each page from the iteration waveform to the grid shows at least one."""
+    figures = sorted(FIGURES.glob("model-*.html"))
+    for figure in figures:
+        name = figure.stem.split("-")[1]
+        assert name in MODEL_PAGES, figure.name
+        assert embedded(figure, page(html, f"model/{name}")), figure.name
+        assert figure.stat().st_size < 300_000, (figure.name, figure.stat().st_size)
+    for name in MODEL_PAGES:
+        built = page(html, f"model/{name}")
+        assert any(embedded(f, built) for f in figures if f.stem.startswith(f"model-{name}-")), name
+        assert "plotly.min.js" in built, name
+    assert "plotly.min.js" not in page(html, "model/limits")  # no figure, no 4 MB script

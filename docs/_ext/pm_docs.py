@@ -7,8 +7,9 @@ At ``builder-inited`` it writes into ``docs/_generated/`` (git-ignored):
 - ``include/variables.md`` from :data:`powermodel.variables.VARIABLES`,
 - ``include/bibliography.md`` from ``docs/references.toml``,
 - ``include/cli.md``: ``--help`` of every subcommand, from the argparse parser itself,
-- ``figures/``: what each ``examples/*.py`` ``main(out=...)`` writes (an example that raises
-  fails the build),
+- ``figures/``: what each ``examples/*.py`` ``main(out=...)`` writes, then the model pages'
+  figures, ``model-<page>-<what>.html``, from ``model_figures.main`` (whatever raises fails
+  the build),
 - ``static/plotly.min.js`` from the installed plotly, so the figures render offline.
 
 The role ``{cite}`llama3``` writes ``[llama3]`` linked to the bibliography entry; a key the
@@ -324,6 +325,10 @@ def generate(app: Sphinx) -> None:
     for script in example_scripts():
         logger.info(f"running example {script.name}")
         run_example(script, FIGURES)
+    logger.info("computing the model pages' figures")
+    import model_figures  # beside this file: conf.py puts docs/_ext on the path
+
+    model_figures.main(FIGURES)
 
 
 def cite_role(name, rawtext, text, lineno, inliner, options=None, content=None):
@@ -345,9 +350,18 @@ def source_citations(app: Sphinx, docname: str, source: list[str]) -> None:
         source[0] = link_citations(source[0], set(read_references()))
 
 
+def embeds_figure(doctree: nodes.document | None) -> bool:
+    """Whether a page embeds a plotly figure (a ``{raw} html`` fragment of one)."""
+    if doctree is None:
+        return False
+    return any("plotly-graph-div" in raw.astext() for raw in doctree.findall(nodes.raw))
+
+
 def page_scripts(app: Sphinx, pagename: str, templatename, context, doctree) -> None:
-    """plotly.js on the pages that embed figures only (it is 4 MB)."""
-    if pagename.startswith("examples/") and pagename != "examples/index":
+    """plotly.js on the pages that embed figures only (it is 4 MB): the worked examples, and
+    the model pages that show one."""
+    example = pagename.startswith("examples/") and pagename != "examples/index"
+    if example or (pagename.startswith("model/") and embeds_figure(doctree)):
         app.add_js_file(PLOTLY_JS)
 
 
