@@ -9,12 +9,14 @@ exit code 70.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from powermodel import export, rules, sizing
 from powermodel._version import __version__
@@ -34,6 +36,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:  # the reader stopped early (`| head`): not an error of the input
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush is silent too
+        return BROKEN_PIPE
     except (PowerModelError, OSError) as exc:
         if args.debug:
             raise
@@ -165,7 +171,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.sensitivity:
         table = sensitivity(scenario, progress=lambda s: print(f"  running {s}", file=sys.stderr))
         print()
-        print(table.drop(columns="source").to_string(index=False, float_format=_fmt))
+        print(
+            table.drop(columns="source")
+            .assign(value=table["value"].fillna(""))
+            .to_string(index=False, float_format=_fmt, na_rep="")
+        )
         print("\nranges:")
         for key, source in table[["key", "source"]].drop_duplicates().values[1:]:
             print(f"  {key}: {source}")
@@ -199,6 +209,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 VIOLATED = 3
 INTERNAL = 70  # EX_SOFTWARE of sysexits.h
+BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a command whose reader went away
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -229,13 +240,21 @@ def _check(args: argparse.Namespace) -> int:
         print("\nviolations by cause:")
         print(causes.to_string(index=False, float_format=_fmt))
     if args.violations:
-        rules.violations_table(per_seed).to_csv(args.violations, index=False)
+        table = rules.violations_table(per_seed)
+        for column in ("start", "end"):  # ISO 8601 UTC with Z, as the profile CSV writes time
+            text = pd.to_datetime(table[column]).dt.strftime("%Y-%m-%dT%H:%M:%S.%f")
+            table[column] = text.str.rstrip("0").str.rstrip(".") + "Z"
+        table.to_csv(args.violations, index=False)
         print(f"wrote {args.violations}")
     judged = [r.rule for r in per_seed[0]]
     if args.sensitivity and not trace and judged:
         print()
         table = check_sensitivity(scenario, judged, demand)
-        print(table.to_string(index=False, float_format=_fmt))
+        print(
+            table.assign(value=table["value"].fillna("")).to_string(
+                index=False, float_format=_fmt, na_rep=""
+            )
+        )
     if any(not r.passed for rs in per_seed for r in rs):
         return VIOLATED
     if refused:

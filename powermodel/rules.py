@@ -457,12 +457,12 @@ def summary(per_seed: list[list[RuleResult]], refused: list[Refusal] = ()) -> pd
 
 
 def violations_table(per_seed: list[list[RuleResult]]) -> pd.DataFrame:
-    """Every violation of every run, by start time: ``run``, ``rule``, ``start``, ``end``,
-    ``worst`` and its ``unit``, ``cause``."""
+    """Every violation of every run, by start time: ``run`` (from 1, as :func:`summary` counts
+    them), ``rule``, ``start``, ``end``, ``worst`` and its ``unit``, ``cause``."""
     columns = ["run", "rule", "start", "end", "worst", "unit", "cause"]
     frames = [
         r.violations.assign(run=i, rule=r.rule.name, unit=r.rule.unit)
-        for i, results in enumerate(per_seed)
+        for i, results in enumerate(per_seed, start=1)
         for r in results
         if len(r.violations)
     ]

@@ -120,6 +120,9 @@ def test_sensitivity_table(capsys):
         "checkpoint.blocking_time",
     ):
         assert key in out
+    # the base row has no value to show; each range cites its source by bibliography key
+    assert "None" not in out
+    assert "[P, ko_zhu Table I]" in out and "[S, nerc_lltf]" in out
 
 
 BAD = [
@@ -212,7 +215,9 @@ def test_check_exit_codes_tell_pass_from_violation(tmp_path: Path):
     assert failing.returncode == 3, failing.stderr
     assert "violations by cause" in failing.stdout and "failure" in failing.stdout
     table = pd.read_csv(tmp_path / "v.csv")
-    assert set(table["run"]) == {0, 1} and "failure" in set(table["cause"])
+    # runs counted from 1, as the summary's "worst at (run 1)"; times as the profile writes them
+    assert set(table["run"]) == {1, 2} and "failure" in set(table["cause"])
+    assert table["start"].str.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z").all()
 
 
 def test_check_a_measured_trace(tmp_path: Path):
@@ -252,3 +257,22 @@ def test_export_writes_the_grid_tool_files(tmp_path: Path):
     result = run_cli("export", REFERENCE, *SHORT, "--to", "opendss", "-o", str(tmp_path))
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "loadshape.dss").exists() and (tmp_path / "example.dss").exists()
+
+
+def test_a_reader_that_stops_early_is_not_an_error():
+    # `powermodel keys | head -1`: the reader has gone, so every write meets a closed pipe;
+    # a shell reports such a command as 141 (128 + SIGPIPE), and there is nothing to say
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "powermodel.cli", "keys"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        )
+    finally:
+        os.close(write)
+    assert (run.returncode, run.stderr) == (141, "")

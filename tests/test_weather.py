@@ -547,3 +547,14 @@ def test_local_hour_of_year_maps_utc_by_month_day_and_hour():
     minutes = np.arange("2024-01-01", "2025-01-01", dtype="datetime64[m]")
     temp = weather.to_grid(np.arange(8760.0), weather.local_hour_of_year(minutes, -5.0))
     assert temp.shape == minutes.shape
+
+
+def test_a_misspelt_shipped_name_in_a_scenario_file_gets_the_same_hint(tmp_path):
+    # a name in a file is resolved beside the file, so "tamap" arrives as tmp_path / "tamap"
+    (tmp_path / "hall.toml").write_text(
+        'extends = "llama3-405b-16k-h100"\n[site]\nweather = "tamap"\n', encoding="utf-8"
+    )
+    with pytest.raises(ScenarioError, match=r"did you mean 'tampa'\? .* or a shipped name"):
+        load_scenario(tmp_path / "hall.toml")
+    with pytest.raises(DataFileError, match=r"nowhere\.epw not found: give an existing"):
+        io.resolve_weather(tmp_path / "nowhere.epw")

@@ -26,6 +26,7 @@ import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 from docutils import nodes
 from sphinx import addnodes
@@ -41,6 +42,14 @@ STATIC = GENERATED / "static"
 EXAMPLES = ROOT / "examples"
 REFERENCES = DOCS / "references.toml"
 PLOTLY_JS = "plotly.min.js"
+# A figure is drawn before the theme lays out its columns: fit each to its column once it has.
+FIT_FIGURES = "fit-figures.js"
+FIT_FIGURES_JS = """window.addEventListener("load", function () {
+  document.querySelectorAll(".plotly-graph-div").forEach(function (div) {
+    Plotly.Plots.resize(div);
+  });
+});
+"""
 
 KEY = re.compile(r"[a-z][a-z0-9_]*")
 # A citation as the code, presets and rule files write it: [llama3], [P, llama3 Table 4],
@@ -156,10 +165,12 @@ def read_references(path: Path = REFERENCES) -> dict[str, dict]:
 def bibliography_page(entries: dict[str, dict]) -> str:
     parts = []
     for key, e in entries.items():
-        link = f"https://doi.org/{e['doi']}" if "doi" in e else e.get("url")
+        # a DOI may hold characters a URL may not (<, >, ;): quote them
+        link = f"https://doi.org/{quote(e['doi'], safe='/')}" if "doi" in e else e.get("url")
+        authors = escape(e["authors"]).removesuffix(".")  # "Eskridge, R. E." ends its own
         parts.append(
             f"({key})=\n"
-            f"**\\[{key}\\]** {escape(e['authors'])}. *{escape(e['title'])}*. "
+            f"**\\[{key}\\]** {authors}. *{escape(e['title'])}*. "
             f"{escape(e['venue'])}, {e['year']}." + (f" <{link}>" if link else "") + "\n\n"
             f"Used for: {escape(e['used'])}\n"
             + (f"\nNote: {escape(e['note'])}\n" if e.get("note") else "")
@@ -302,6 +313,7 @@ def write_plotly_js() -> None:
     from plotly.offline import get_plotlyjs
 
     write_if_changed(STATIC / PLOTLY_JS, get_plotlyjs())
+    write_if_changed(STATIC / FIT_FIGURES, FIT_FIGURES_JS)
 
 
 # --- Sphinx hooks -----------------------------------------------------------------------------
@@ -363,6 +375,7 @@ def page_scripts(app: Sphinx, pagename: str, templatename, context, doctree) -> 
     example = pagename.startswith("examples/") and pagename != "examples/index"
     if example or (pagename.startswith("model/") and embeds_figure(doctree)):
         app.add_js_file(PLOTLY_JS)
+        app.add_js_file(FIT_FIGURES)
 
 
 def setup(app: Sphinx) -> dict:

@@ -156,10 +156,14 @@ def resolve_weather(name_or_path: str | Path) -> Path:
         return path
     if exists(path):  # a folder, a device, a pipe
         raise DataFileError(f"weather {path} is not a file: give an .epw or .csv file")
-    if path.suffix or len(path.parts) > 1:
-        raise DataFileError(f"weather file {path} not found: give an existing .epw or .csv file")
-    close = difflib.get_close_matches(key, list(shipped), n=1)
+    # a misspelt shipped name in a scenario file arrives as a path beside the file: hint it too
+    close = [] if path.suffix else difflib.get_close_matches(path.name.lower(), list(shipped), n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
+    if path.suffix or len(path.parts) > 1:
+        raise DataFileError(
+            f"weather file {path} not found: {hint}give an existing .epw or .csv file"
+            + (f" or a shipped name ({', '.join(sorted(shipped))})" if close else "")
+        )
     raise DataFileError(
         f"weather {str(name_or_path)!r} is neither a shipped name nor a file: {hint}"
         f"use one of {', '.join(sorted(shipped))}, 'synthetic', or a path to an .epw or "

@@ -63,7 +63,7 @@ from powermodel.webapp.controls import (
 from powermodel.webapp.layout import compare_options, summary
 from powermodel.webapp.uploads import WeatherUploads, decode_upload, safe_name
 
-MAX_STEPS = 5_000_000  # steps the dashboard simulates: 58 days at 1 s, about 1.6 GB at peak
+MAX_STEPS = 5_000_000  # steps the dashboard simulates: 57 days 21 h at 1 s, about 1.6 GB at peak
 PREFETCHED = ("power", "thermal", "grid")  # views built ahead of a tab change (the mitigation
 # view is not: it would simulate the run without its mitigations for every scenario seen)
 PREFETCH_KEPT = 4  # scenarios waiting for their views to be built ahead: the latest
