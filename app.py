@@ -22,7 +22,10 @@ THREADS = QUEUE + 16
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Serve the powermodel dashboard.")
+    parser = argparse.ArgumentParser(
+        description="Serve the powermodel dashboard.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on")
     parser.add_argument("--port", type=int, default=8050, help="port to listen on")
     parser.add_argument("--debug", action="store_true", help="Dash dev tools and reloader")

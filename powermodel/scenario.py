@@ -1377,7 +1377,7 @@ def explain(exc: ValidationError, root: type[BaseModel] | None = None, most: int
         else:
             bound = _bound_as_duration(err, tagged, root)
             reason = err["msg"].removeprefix("Value error, ")
-            message = bound or _too_large(err, tagged, root) or reason
+            message = bound or _too_large(err, tagged, root) or reason + _in_unit(err, tagged, root)
             given = err.get("input")
             if bound and isinstance(given, float):  # read from the user's text: say it so
                 given = format_duration(given) if given < 1e12 else f"{given:.3g}s"
@@ -1390,6 +1390,23 @@ def explain(exc: ValidationError, root: type[BaseModel] | None = None, most: int
     found = list(lines.values())
     more = f"; and {len(found) - most} more" if len(found) > most else ""
     return "; ".join(found[:most]) + more
+
+
+_UNIT_OF_FIELD = re.compile(r"\[([^\]]+)\]\s*$")  # a description ends with its unit: "... [W]"
+
+
+def _in_unit(err: Any, loc: list, root: Any = None) -> str:
+    """The unit a bound or a number is read in, for the message: a limit of 1 is 1 W, and
+    "0.6kW" is refused because the key takes plain watts."""
+    field = _field_at(tuple(loc), root)
+    unit = _UNIT_OF_FIELD.search(getattr(field, "description", None) or "")
+    if unit is None or unit[1] in ("1", "") or is_duration(".".join(map(str, loc))):
+        return ""
+    if err["type"] in _BOUNDS:
+        return f" {unit[1]}"
+    if err["type"] in ("float_parsing", "float_type", "int_parsing", "int_type"):
+        return f": a plain number in {unit[1]}"
+    return ""
 
 
 _BOUNDS = {

@@ -224,7 +224,7 @@ def test_checkpoint_write_time_and_node_input_power():
         ({"cooling.type": "liquid"}, "missing key 'cooling.rejection_approach'; missing key"),
         (
             {"cooling.plant": "liquid-tower", "cooling.loop_delta_t": 0.5},
-            r"^cooling.loop_delta_t: Input should be greater than or equal to 1 \(got 0.5\)$",
+            r"^cooling.loop_delta_t: Input should be greater than or equal to 1 K \(got 0.5\)$",
         ),
         (
             {"cooling.plant": "liquid-tower", "cooling.tau": "3d"},
@@ -280,3 +280,19 @@ def test_keys_of_another_plant_type_are_ignored_as_they_always_were(tmp_path):
     )
     assert not hasattr(switched.cooling, "supply_max")
     assert load_scenario(switched) == switched
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        # a limit is said in the key's unit, and a number with a unit glued on is told which
+        ({"mitigation.power_cap": 0.6}, r"greater than or equal to 1 W \(got 0.6\)$"),
+        ({"mitigation.power_cap": "0.6kW"}, r"a plain number in W \(got '0.6kW'\)$"),
+        ({"cooling.supply_setpoint": 90}, r"less than or equal to 70 °C \(got 90\)$"),
+        # a fraction has no unit to say
+        ({"workload.mfu": 2}, r"less than or equal to 1 \(got 2\)$"),
+    ],
+)
+def test_a_bound_or_a_number_is_explained_in_the_keys_unit(override, expected):
+    with pytest.raises(ScenarioError, match=expected):
+        load_scenario(REFERENCE, override)
