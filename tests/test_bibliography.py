@@ -161,14 +161,24 @@ MODEL_MODULES = sorted((ROOT / "powermodel" / "models").glob("*.py"))
 
 @pytest.mark.parametrize("path", MODEL_MODULES, ids=lambda p: p.name)
 def test_model_docstrings_carry_their_references_in_full(path):
-    """A model docstring's References entries are numpydoc citations (``.. [key] ...``) whose
-    text begins with the bibliography's full form of the entry."""
+    """A model docstring that cites a source has a References section, whose entries are numpydoc
+    citations (``.. [key] ...``) beginning with the bibliography's full form of the entry."""
     entries = bibliography()
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if not isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Module)):
             continue
         doc = ast.get_docstring(node) or ""
+        body = doc.split("References\n----------")[0]
+        cited = {
+            words[0]
+            for match in re.finditer(r"\[(?:[PSDAC], )?([^\]]+)\]", body)
+            for part in re.split(r"[;,]", match.group(1))
+            if (words := part.split()) and words[0] in entries
+        }
+        listed = set(re.findall(r"^\s*\.\. \[([^\]]+)\]", doc, flags=re.MULTILINE))
+        where = f"{path.name}:{getattr(node, 'name', 'module')}"
+        assert cited <= listed, f"{where} cites {sorted(cited - listed)} without References"
         if "References\n----------" not in doc:
             continue
         section = doc.split("References\n----------", 1)[1]
