@@ -24,6 +24,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax served from the built site: equations render offline
     "sphinx.ext.githubpages",
     "numpydoc",
     "pm_docs",

@@ -129,3 +129,15 @@ def test_every_model_figure_is_on_its_page(html: Path) -> None:
         assert any(embedded(f, built) for f in figures if f.stem.startswith(f"model-{name}-")), name
         assert "plotly.min.js" in built, name
     assert "plotly.min.js" not in page(html, "model/limits")  # no figure, no 4 MB script
+
+
+def test_the_site_works_offline(html: Path) -> None:
+    """Nothing a page needs comes from the network: MathJax and plotly.js are served from the
+    built site, so equations and figures show on a machine without internet."""
+    remote = re.compile(r'<(?:script|link)[^>]+(?:src|href)="(?:https?:)?//[^"]+"')
+    for path in html.rglob("*.html"):
+        found = remote.findall(path.read_text("utf-8"))
+        assert not found, (path, found[:3])
+    workload = page(html, "model/workload")
+    assert 'src="../_static/mathjax/tex-chtml.js"' in workload
+    assert (html / "_static" / "mathjax" / "tex-chtml.js").stat().st_size > 100_000
