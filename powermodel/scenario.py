@@ -640,17 +640,29 @@ class ChilledWaterPlant(WaterSidePlant):
 PLANT_TYPES = (OutsideAirPlant, LiquidPlant, ChilledWaterPlant)
 
 
+# Before plant types had tables of their own these two had defaults on every plant, so every
+# scenario saved then carries them, with these values, whatever its plant: they say nothing.
+_SAVED_WITH_EVERY_PLANT = {"economizer": True, "cycles_of_concentration": 4.0}
+
+
 def _other_plants_keys(raw: Any) -> Any:
-    """A cooling table without the keys only other plant types take: ignored, as they always
-    were, so a scenario saved with every plant's keys (``economizer`` and
-    ``cycles_of_concentration`` had defaults on every plant) or switched to another plant
-    type still loads."""
+    """A cooling table with a key only other plant types take is refused, naming the plant
+    types that take it (it would change nothing: a silent wrong answer), except the two every
+    scenario saved before plant types carries at their old defaults, which are dropped.
+    Switching ``cooling.plant`` leaves the old plant's keys behind (``_fill_from_catalogue``)."""
     if not isinstance(raw, dict):
         return raw
     own = next((set(m.model_fields) for m in PLANT_TYPES if _tag(m) == raw.get("type")), None)
     if own is None:
         return raw  # validation names the missing or unknown type
     others = {k for m in PLANT_TYPES for k in m.model_fields} - own
+    stray = [k for k in raw if k in others and _SAVED_WITH_EVERY_PLANT.get(k, ...) != raw[k]]
+    if stray:
+        takers = [_tag(m) for m in PLANT_TYPES if stray[0] in m.model_fields]
+        raise ValueError(
+            f"{stray[0]} is a key of {' or '.join(takers)} plants, not of this "
+            f"{raw['type']} one: remove it, or choose such a plant with cooling.plant"
+        )
     return {k: v for k, v in raw.items() if k not in others}
 
 
@@ -1305,7 +1317,12 @@ def _fill_from_catalogue(raw: dict[str, Any], section: str, overrides: dict[str,
     if selector in overrides:
         prefix = f"{section}."
         explicit = {k: v for k, v in explicit.items() if f"{prefix}{k}" in overrides}
-    raw[section] = _merge(entries[name], explicit)
+    chosen = entries[name]
+    if "type" in explicit and explicit["type"] != chosen.get("type"):
+        # another plant type than the entry's: of the entry, only what that type takes
+        takes = next((m.model_fields for m in PLANT_TYPES if _tag(m) == explicit["type"]), {})
+        chosen = {k: v for k, v in chosen.items() if k in takes}
+    raw[section] = _merge(chosen, explicit)
 
 
 def _validate(raw: dict[str, Any]) -> Scenario:

@@ -266,18 +266,24 @@ def test_each_plant_type_is_its_own_table_with_only_its_keys():
     assert "heat_rejection" in schema["$defs"]["LiquidPlant"]["required"]
 
 
-def test_keys_of_another_plant_type_are_ignored_as_they_always_were(tmp_path):
+def test_a_key_of_another_plant_type_is_refused_but_old_saved_files_load(tmp_path):
     # economizer and cycles_of_concentration had defaults on every plant before plant types
-    # were their own tables: every scenario saved then carries them
+    # were their own tables: every scenario saved then carries them, and loads as it did
     path = tmp_path / "saved.toml"
     path.write_text(
         f'extends = "{REFERENCE}"\n[cooling]\neconomizer = true\ncycles_of_concentration = 4.0\n'
     )
     saved = load_scenario(path)
     assert saved == load_scenario(REFERENCE)
-    switched = load_scenario(
-        REFERENCE, {"cooling.plant": "liquid-tower", "cooling.supply_max": 30.0}
-    )
+    # a key the plant does not take would change nothing: refused, with who takes it
+    with pytest.raises(ScenarioError, match=r"^cooling: supply_max is a key of outside-air-eva"):
+        load_scenario(REFERENCE, {"cooling.plant": "liquid-tower", "cooling.supply_max": 30.0})
+    with pytest.raises(ScenarioError, match=r"loop_delta_t is a key of liquid or chilled-water"):
+        load_scenario(REFERENCE, {"cooling.loop_delta_t": 10.0})
+    with pytest.raises(ScenarioError, match=r"cycles_of_concentration is a key of liquid or"):
+        load_scenario(REFERENCE, {"cooling.cycles_of_concentration": 6.0})
+    # switching the plant leaves the old plant's keys behind; the result reloads as itself
+    switched = load_scenario(REFERENCE, {"cooling.plant": "liquid-tower"})
     assert not hasattr(switched.cooling, "supply_max")
     assert load_scenario(switched) == switched
 
