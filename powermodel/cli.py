@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from powermodel import export, rules, sizing
 from powermodel._version import __version__
@@ -240,11 +239,7 @@ def _check(args: argparse.Namespace) -> int:
         print("\nviolations by cause:")
         print(causes.to_string(index=False, float_format=_fmt))
     if args.violations:
-        table = rules.violations_table(per_seed)
-        for column in ("start", "end"):  # ISO 8601 UTC with Z, as the profile CSV writes time
-            text = pd.to_datetime(table[column]).dt.strftime("%Y-%m-%dT%H:%M:%S.%f")
-            table[column] = text.str.rstrip("0").str.rstrip(".") + "Z"
-        table.to_csv(args.violations, index=False)
+        rules.write_violations(rules.violations_table(per_seed), args.violations)
         print(f"wrote {args.violations}")
     judged = [r.rule for r in per_seed[0]]
     if args.sensitivity and not trace and judged:

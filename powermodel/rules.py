@@ -56,6 +56,7 @@ __all__ = [
     "shipped",
     "summary",
     "violations_table",
+    "write_violations",
 ]
 
 Statistic = Literal["range", "net_change", "rate", "average_slope"]
@@ -469,6 +470,16 @@ def violations_table(per_seed: list[list[RuleResult]]) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=columns)
     return pd.concat(frames)[columns].sort_values(["run", "start"], kind="stable")
+
+
+def write_violations(table: pd.DataFrame, path: str | Path) -> None:
+    """A :func:`violations_table` as CSV, its times in ISO 8601 UTC ending in ``Z`` as the
+    profile CSV writes them (fractions of a second only where there are some)."""
+    out = table.copy()
+    for column in ("start", "end"):
+        text = pd.to_datetime(out[column]).dt.strftime("%Y-%m-%dT%H:%M:%S.%f")
+        out[column] = text.str.rstrip("0").str.rstrip(".") + "Z"
+    out.to_csv(path, index=False)
 
 
 def by_cause(per_seed: list[list[RuleResult]]) -> pd.DataFrame:

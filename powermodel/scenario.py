@@ -1115,8 +1115,9 @@ def _load_raw(
 
 
 def names_a_file(weather: str) -> bool:
-    """Whether ``site.weather`` names a file, not a shipped weather file or synthetic."""
-    return weather not in SHIPPED and weather != "synthetic"
+    """Whether ``site.weather`` names a file, not a shipped weather file or synthetic (in any
+    case, as the weather reader takes them: ``Sterling`` is ``sterling``)."""
+    return weather.strip().lower() not in {*SHIPPED, "synthetic"}
 
 
 def _weather_brings_site(weather: Any, site: dict[str, Any]) -> None:
@@ -1371,7 +1372,9 @@ def explain(exc: ValidationError, root: type[BaseModel] | None = None, most: int
         loc = [p for p in parts if isinstance(p, int) or _is_key(p)] + list(err["loc"][-1:] * extra)
         # a tagged union's member (cooling.liquid.loop_delta_t) is found by the table's `type`:
         # the schema is looked up with it, the key is said without it
-        tagged, loc = loc, _untagged(loc, root)
+        # (an unknown key is the user's, even one spelt like a tag: `cooling.liquid`)
+        tagged = loc
+        loc = _untagged(loc[:-1], root) + loc[-1:] if extra else _untagged(loc, root)
         if err["type"] in ("union_tag_not_found", "union_tag_invalid"):
             loc = [*loc, err["ctx"]["discriminator"].strip("'")]
         where = shorten(".".join(map(str, loc)) or "scenario", 80).strip("'")
@@ -1419,8 +1422,8 @@ def _in_unit(err: Any, loc: list, root: Any = None) -> str:
     unit = _UNIT_OF_FIELD.search(getattr(field, "description", None) or "")
     if unit is None or unit[1] in ("1", "") or is_duration(".".join(map(str, loc))):
         return ""
-    if err["type"] in _BOUNDS:
-        return f" {unit[1]}"
+    if err["type"] in _BOUNDS:  # "at least 1 W", "at most 1 (1/K)"
+        return f" {unit[1]}" if unit[1][0].isalpha() or unit[1][0] in "°%" else f" ({unit[1]})"
     if err["type"] in ("float_parsing", "float_type", "int_parsing", "int_type"):
         return f": a plain number in {unit[1]}"
     return ""

@@ -331,6 +331,9 @@ def test_downloads_take_only_what_the_page_offers(board):
         assert response.status_code in (200, 404) and b"root:" not in response.data
     response = client.get(f"/download/{key}/violations?rules=ercot-5s")
     assert response.status_code == 200 and response.data.startswith(b"run,rule,start,end")
+    # written as the CLI's check --violations writes it: run 1, ISO 8601 UTC times with Z
+    first = response.data.decode().splitlines()[1].split(",")
+    assert first[0] == "1" and first[2].endswith("Z") and "T" in first[2]
 
 
 def test_a_request_nested_too_deep_is_refused(board):

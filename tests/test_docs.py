@@ -141,3 +141,26 @@ def test_the_site_works_offline(html: Path) -> None:
     workload = page(html, "model/workload")
     assert 'src="../_static/mathjax/tex-chtml.js"' in workload
     assert (html / "_static" / "mathjax" / "tex-chtml.js").stat().st_size > 100_000
+
+
+def test_citations_are_linked_in_prose_only() -> None:
+    """[key] in prose becomes a link; in code, fences, autolinks and Markdown links it stays."""
+    sys.path.insert(0, str(DOCS / "_ext"))
+    from pm_docs import link_citations
+
+    keys = {"llama3", "ko_zhu", "young", "daly"}
+    prose = "a [llama3] b [P, ko_zhu Table I] c [P, young; daly]."
+    assert link_citations(prose, keys) == (
+        "a {cite}`llama3` b \\[P, {citekey}`ko_zhu` Table I\\] c "
+        "\\[P, {citekey}`young`; {citekey}`daly`\\]."
+    )
+    for literal in (
+        "write `[llama3]` in code",
+        "see [llama3](https://example.org/x)",
+        "<https://example.org/a[llama3]>",
+        "[text][llama3]",
+        "- item\n  ```toml\n  [llama3]\n  ```\n",
+        "~~~\n[llama3]\n~~~\n",
+        "[units] and [s] are no keys",
+    ):
+        assert link_citations(literal, keys) == literal, literal

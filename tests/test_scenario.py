@@ -234,6 +234,9 @@ def test_checkpoint_write_time_and_node_input_power():
             {"cooling.plant": "enterprise-chilled-water", "cooling.chw_suply": 7},
             r"^unknown key 'cooling.chw_suply' \(did you mean 'cooling.chw_supply'\?\)$",
         ),
+        # an unknown key spelt like a plant type is still the user's key, not a union tag
+        ({"cooling.liquid": 3}, r"^unknown key 'cooling.liquid' \(did you mean 'cooling.dt'\?\)$"),
+        ({"cooling.liquid.chiller": "x"}, r"^unknown key 'cooling.liquid'"),
     ],
 )
 def test_a_plant_types_errors_name_the_key_without_pydantics_union_tag(overrides, expected):

@@ -558,3 +558,11 @@ def test_a_misspelt_shipped_name_in_a_scenario_file_gets_the_same_hint(tmp_path)
         load_scenario(tmp_path / "hall.toml")
     with pytest.raises(DataFileError, match=r"nowhere\.epw not found: give an existing"):
         io.resolve_weather(tmp_path / "nowhere.epw")
+
+
+def test_a_shipped_name_in_a_scenario_file_is_read_in_any_case(tmp_path):
+    # the reader takes "Sterling" as "sterling"; a file naming it so is not a path beside it
+    (tmp_path / "hall.toml").write_text(
+        'extends = "llama3-405b-16k-h100"\n[site]\nweather = "Sterling"\n', encoding="utf-8"
+    )
+    assert load_scenario(tmp_path / "hall.toml").site.weather == "Sterling"

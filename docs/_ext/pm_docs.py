@@ -106,13 +106,33 @@ def with_citations(text: str, keys: set[str]) -> str:
     return " ".join("".join(out).split())
 
 
+# What a citation is never linked inside: fenced blocks (``` or ~~~, indented in a list too),
+# inline code, and autolinks <https://…>
+_LITERAL = re.compile(
+    r"(^[ \t]*(`{3,}|~{3,}).*?^[ \t]*\2[ \t]*$|(`+).+?\3|<[a-z]+://[^>\s]*>)",
+    flags=re.MULTILINE | re.DOTALL,
+)
+
+
 def link_citations(markdown: str, keys: set[str]) -> str:
     """A hand-written page with its citations (``[llama3]``, ``[P, ko_zhu Table I]``) linked to
-    the bibliography, code blocks left alone: pages cite the way the code does."""
-    blocks = re.split(r"(^```.*?^```)", markdown, flags=re.MULTILINE | re.DOTALL)
-    for i in range(0, len(blocks), 2):  # the even pieces are outside fences
-        blocks[i] = CITATION.sub(lambda m: _linked(m, keys, str), blocks[i])
-    return "".join(blocks)
+    the bibliography: pages cite the way the code does. Code, autolinks and Markdown links
+    (``[text](url)``, ``[text][ref]``) are left alone."""
+
+    def link(match: re.Match, piece: str) -> str:
+        after, before = piece[match.end() : match.end() + 1], piece[: match.start()]
+        if after in ("(", "[") or before.endswith("]"):
+            return match.group()  # the text or the label of a Markdown link
+        return _linked(match, keys, str)
+
+    out, end = [], 0
+    for literal in _LITERAL.finditer(markdown):
+        piece = markdown[end : literal.start()]
+        out += [CITATION.sub(lambda m, p=piece: link(m, p), piece), literal.group()]
+        end = literal.end()
+    piece = markdown[end:]
+    out.append(CITATION.sub(lambda m: link(m, piece), piece))
+    return "".join(out)
 
 
 def _linked(match: re.Match, keys: set[str], text: Callable[[str], str]) -> str:

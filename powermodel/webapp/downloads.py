@@ -25,7 +25,7 @@ import xarray as xr
 from powermodel.analysis import resample_factor, step_seconds
 from powermodel.errors import PowerModelError
 from powermodel.export import DATASET_FILES, TOOLS, export_tool
-from powermodel.rules import shipped
+from powermodel.rules import shipped, write_violations
 from powermodel.scenario import Scenario, format_duration, parse_duration, shorten
 from powermodel.webapp.cache import Busy, SimulationCache
 from powermodel.webapp.uploads import WeatherUploads, safe_name
@@ -154,7 +154,7 @@ def _written(
     try:
         if fmt == VIOLATIONS:
             path = work / "violations.csv"
-            violations(scenario, rules).to_csv(path, index=False)
+            write_violations(violations(scenario, rules), path)
             name = f"{safe_name(scenario.name)}-violations.csv"
         else:  # the scenario's own TOML needs no run
             ds = None if fmt == "toml" else cache.get(scenario).ds
