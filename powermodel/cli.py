@@ -170,11 +170,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.sensitivity:
         table = sensitivity(scenario, progress=lambda s: print(f"  running {s}", file=sys.stderr))
         print()
-        print(
-            table.drop(columns="source")
-            .assign(value=table["value"].fillna(""))
-            .to_string(index=False, float_format=_fmt, na_rep="")
-        )
+        print(_table(table.drop(columns="source")))
         print("\nranges:")
         for key, source in table[["key", "source"]].drop_duplicates().values[1:]:
             print(f"  {key}: {source}")
@@ -233,11 +229,11 @@ def _check(args: argparse.Namespace) -> int:
         per_seed = [results]
     else:
         per_seed, refused = check_seeds(scenario, rule_list, args.seeds, demand)
-    print(rules.summary(per_seed, refused).to_string(index=False, float_format=_fmt, na_rep=""))
+    print(_table(rules.summary(per_seed, refused)))
     causes = rules.by_cause(per_seed)
     if not causes.empty:
         print("\nviolations by cause:")
-        print(causes.to_string(index=False, float_format=_fmt))
+        print(_table(causes))
     if args.violations:
         rules.write_violations(rules.violations_table(per_seed), args.violations)
         print(f"wrote {args.violations}")
@@ -245,11 +241,7 @@ def _check(args: argparse.Namespace) -> int:
     if args.sensitivity and not trace and judged:
         print()
         table = check_sensitivity(scenario, judged, demand)
-        print(
-            table.assign(value=table["value"].fillna("")).to_string(
-                index=False, float_format=_fmt, na_rep=""
-            )
-        )
+        print(_table(table))
     if any(not r.passed for rs in per_seed for r in rs):
         return VIOLATED
     if refused:
@@ -266,7 +258,7 @@ def _size(args: argparse.Namespace) -> int:
         args.registered_demand,
         progress=lambda s: print(f"  running {s}", file=sys.stderr),
     )
-    print(sizing.printable(table).to_string(index=False, float_format=_fmt, na_rep=""))
+    print(_table(sizing.printable(table)))
     return 0
 
 
@@ -347,6 +339,14 @@ def _print_summary(name: str, result: dict[str, Any], attrs: dict, elapsed: floa
 
 def _fmt(value: float) -> str:
     return f"{value:.4g}"
+
+
+def _table(frame: Any) -> str:
+    """A table as the terminal shows it: four digits, a blank where there is no value (a
+    sensitivity table's base row has no ``value``)."""
+    if "value" in frame:
+        frame = frame.assign(value=frame["value"].fillna(""))
+    return frame.to_string(index=False, float_format=_fmt, na_rep="")
 
 
 if __name__ == "__main__":

@@ -241,10 +241,12 @@ def plant_design(
 ) -> plants.PlantDesign:
     """The plant's design record from the scenario's ``cooling`` table, whose keys it shares:
     sized for ``design_heat`` times the design margin, on the plant step ``dt``, its chiller
-    read from the EnergyPlus tables."""
+    read from the EnergyPlus tables. (The schema holds each plant's defaults; the record
+    has none.)"""
     c = scenario.cooling
-    settings = {f.name: getattr(c, f.name, None) for f in fields(record)}
-    settings |= {"design_heat": design_heat * c.design_margin, "dt": dt}
+    sized = {"design_heat": design_heat * c.design_margin, "dt": dt}
+    settings = {f.name: getattr(c, f.name) for f in fields(record) if f.name not in sized}
+    settings |= sized
     if "chiller" in settings:
         settings["chiller"] = find_chiller(c.chiller)
     return record(**settings)

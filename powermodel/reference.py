@@ -18,6 +18,7 @@ from powermodel.durations import format_duration
 from powermodel.errors import ScenarioError
 from powermodel.scenario import (
     UNIONS,
+    UNIT,
     Scenario,
     holds_list,
     is_duration,
@@ -25,7 +26,6 @@ from powermodel.scenario import (
     union_members,
 )
 
-_UNIT = re.compile(r"\s*\[([^\]]*)\]\s*$")  # a description ends with its unit: "... [W/GPU]"
 # where a default comes from, inside a description: [A] assumed, [P, young; daly], [D, nrel_tmy3]
 _SOURCE = re.compile(r"\s*\[((?:[PSDAC])(?:, [^\]]+)?)\]")
 _BOUNDS = (
@@ -92,8 +92,8 @@ def _walk(model: type[BaseModel], prefix: str) -> list[Key]:
             out += _walk(table, inner)
             continue
         description = field.description or ""
-        unit = _UNIT.search(description)
-        description = _UNIT.sub("", description)
+        unit = UNIT.search(description)
+        description = UNIT.sub("", description)
         duration = is_duration(key.replace(".N.", "."))
         out.append(
             Key(

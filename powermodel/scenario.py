@@ -652,10 +652,10 @@ def _other_plants_keys(raw: Any) -> Any:
     Switching ``cooling.plant`` leaves the old plant's keys behind (``_fill_from_catalogue``)."""
     if not isinstance(raw, dict):
         return raw
-    own = next((set(m.model_fields) for m in PLANT_TYPES if _tag(m) == raw.get("type")), None)
-    if own is None:
+    plant = _plant_type(raw.get("type"))
+    if plant is None:
         return raw  # validation names the missing or unknown type
-    others = {k for m in PLANT_TYPES for k in m.model_fields} - own
+    others = {k for m in PLANT_TYPES for k in m.model_fields} - set(plant.model_fields)
     stray = [k for k in raw if k in others and _SAVED_WITH_EVERY_PLANT.get(k, ...) != raw[k]]
     if stray:
         takers = [_tag(m) for m in PLANT_TYPES if stray[0] in m.model_fields]
@@ -666,9 +666,14 @@ def _other_plants_keys(raw: Any) -> Any:
     return {k: v for k, v in raw.items() if k not in others}
 
 
-def _tag(model: type[BaseModel]) -> str:
-    """The ``type`` a plant model is chosen by."""
-    return get_args(model.model_fields["type"].annotation)[0]
+def _tag(model: type[BaseModel], key: str = "type") -> str:
+    """The value of ``key`` (a plant's ``type``) a tagged union's member is chosen by."""
+    return get_args(model.model_fields[key].annotation)[0]
+
+
+def _plant_type(tag: Any) -> type[BaseModel] | None:
+    """The plant model a ``cooling.type`` chooses; None for no known type."""
+    return next((m for m in PLANT_TYPES if _tag(m) == tag), None)
 
 
 # A cooling plant, from the plant catalogue (``presets/plants.toml``): one model per plant
@@ -1321,8 +1326,8 @@ def _fill_from_catalogue(raw: dict[str, Any], section: str, overrides: dict[str,
     chosen = entries[name]
     if "type" in explicit and explicit["type"] != chosen.get("type"):
         # another plant type than the entry's: of the entry, only what that type takes
-        takes = next((m.model_fields for m in PLANT_TYPES if _tag(m) == explicit["type"]), {})
-        chosen = {k: v for k, v in chosen.items() if k in takes}
+        plant = _plant_type(explicit["type"])
+        chosen = {k: v for k, v in chosen.items() if plant and k in plant.model_fields}
     raw[section] = _merge(chosen, explicit)
 
 
@@ -1412,14 +1417,14 @@ def explain(exc: ValidationError, root: type[BaseModel] | None = None, most: int
     return "; ".join(found[:most]) + more
 
 
-_UNIT_OF_FIELD = re.compile(r"\[([^\]]+)\]\s*$")  # a description ends with its unit: "... [W]"
+UNIT = re.compile(r"\s*\[([^\]]*)\]\s*$")  # a field's description ends with its unit: "... [W]"
 
 
 def _in_unit(err: Any, loc: list, root: Any = None) -> str:
     """The unit a bound or a number is read in, for the message: a limit of 1 is 1 W, and
     "0.6kW" is refused because the key takes plain watts."""
     field = _field_at(tuple(loc), root)
-    unit = _UNIT_OF_FIELD.search(getattr(field, "description", None) or "")
+    unit = UNIT.search(getattr(field, "description", None) or "")
     if unit is None or unit[1] in ("1", "") or is_duration(".".join(map(str, loc))):
         return ""
     if err["type"] in _BOUNDS:  # "at least 1 W", "at most 1 (1/K)"
@@ -1513,7 +1518,7 @@ def union_members(field: Any) -> dict[str, Any]:
     key = getattr(field, "discriminator", None)
     if not isinstance(key, str):
         return {}
-    return {get_args(m.model_fields[key].annotation)[0]: m for m in tables_of(field.annotation)}
+    return {_tag(m, key): m for m in tables_of(field.annotation)}
 
 
 def _untagged(loc: list[Any], root: Any = None) -> list[Any]:

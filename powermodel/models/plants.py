@@ -66,7 +66,7 @@ class PlantDesign:
     """Power of the air movers at design, over ``design_heat``. [1]"""
     pump_fraction: float
     """Power of the pumps at design, over ``design_heat``. [1]"""
-    fan_min_speed: float = 0.2
+    fan_min_speed: float
     """Lowest fan speed, fraction of design (1 for constant-speed fans). [1]"""
 
 
@@ -95,7 +95,7 @@ class WaterSideDesign(PlantDesign):
     """Dry cooler over dry-bulb, or tower over wet-bulb. [K]"""
     loop_delta_t: float
     """Coolant (or chilled-water) loop range. [K]"""
-    cycles_of_concentration: float = 4.0
+    cycles_of_concentration: float
     """Cycles of concentration of the towers' blowdown. [1]"""
 
 
@@ -115,7 +115,7 @@ class ChilledWaterDesign(WaterSideDesign):
     """Chilled-water supply temperature. [°C]"""
     economizer_approach: float
     """Approach of the waterside economizer's plate heat exchanger. [K]"""
-    economizer: bool = True
+    economizer: bool
     """Whether a waterside economizer is fitted."""
 
 
