@@ -63,19 +63,28 @@ class Derived:
 def derive(scenario: Scenario) -> Derived:
     """Step time, checkpoint timing and interruption rates implied by a scenario."""
     wl, ck, rel, cl = scenario.workload, scenario.checkpoint, scenario.reliability, scenario.cluster
-    if wl.step_time is not None:
+    layout = scenario.layout()
+    if layout is None and wl.step_time is not None:
         step = wl.step_time
     else:
-        step = workload.derived_step_time(
-            wl.model_params, wl.tokens_per_step, cl.n_gpus, scenario.gpu.peak_flops, wl.mfu
+        step = (
+            workload.derived_step_time(
+                wl.model_params, wl.tokens_per_step, cl.n_gpus, scenario.gpu.peak_flops, wl.mfu
+            )
+            if layout is None
+            else layout.step_time
         )
         shortest, longest = STEP_TIME_BOUNDS  # the bounds a given step_time has
         if not shortest <= step <= longest:
+            how, fix = (
+                ("6·N·D / (GPUs · peak · MFU)", "or give workload.step_time")
+                if layout is None
+                else ("workload.parallelism", "and workload.parallelism.reference_gpus")
+            )
             raise ScenarioError(
-                f"6·N·D / (GPUs · peak · MFU) gives a step of {step:.3g} s, outside "
+                f"{how} gives a step of {step:.3g} s, outside "
                 f"{format_duration(shortest)} to {format_duration(longest)}: check "
-                "workload.model_params, tokens_per_step and mfu against cluster.n_gpus, or give "
-                "workload.step_time"
+                f"workload.model_params, tokens_per_step and mfu against cluster.n_gpus, {fix}"
             )
     # a locked clock stretches the compute phases of every step
     step *= float(step_time_factor(scenario.mitigation.clock_lock or 1.0, scenario.compute_share))
