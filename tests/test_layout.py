@@ -242,3 +242,27 @@ def test_hostile_layouts_are_refused_in_one_line(changes, match):
     with pytest.raises(ScenarioError, match=match) as err:
         layout(**{"n_gpus": changes.pop("cluster.n_gpus", 16384)}, **changes)
     assert "\n" not in str(err.value)
+
+
+def test_a_given_step_holds_at_the_reference_and_other_phases_scale_as_work():
+    # step_time given: it is the step at reference_gpus; a phase of kind "other" (an optimizer
+    # step at half of TDP, say) is work: it keeps its ratio to compute at any size
+    phases = [
+        {"name": "fb", "kind": "compute", "share": 0.6},
+        {"name": "opt", "kind": "other", "share": 0.1, "power": 0.5},
+        {"name": "comm", "kind": "communication", "share": 0.3},
+    ]
+    given = {"workload.step_time": "6s", "workload.phases": phases}
+    assert derive(layout(**given)).step_time == 6.0
+    sc = layout(32768, **given)
+    c = workload.data_parallel_time(N, 6.0, 8, 16, 256, 50e9)
+    work = workload.layout_work(
+        6.0, 16, 16, workload.data_parallel_time(N, 6.0, 8, 16, 128, 50e9), 8, 0.9
+    )
+    # closed form: half the work, the same bubble, 10 % of the traffic of 256 replicas
+    step = work / 2 + 15 / 128 * work + 0.1 * c
+    assert_allclose(derive(sc).step_time, step, rtol=1e-12)
+    shares = sc.phase_shares()
+    assert_allclose(shares[0] / shares[1], 6.0, rtol=1e-12)
+    assert_allclose(shares[0], 0.6 * 6.0 / 2 / step, rtol=1e-12)
+    assert_allclose(shares.sum(), 1.0, rtol=1e-12)
