@@ -45,7 +45,6 @@ __all__ = [
 REFERENCE = "llama3-405b-16k-h100"
 CALIBRATED, PREDICTED = "calibrated", "predicted"
 SEEDS = 200  # job timelines per Monte Carlo anchor: a few ms each
-DAY = 86400.0
 HOUR = 3600.0
 
 
