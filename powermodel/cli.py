@@ -1,7 +1,8 @@
 """Command line: parse, call the API, print, exit code. No model logic here.
 
 Errors print one line and exit with code 1; ``--debug`` shows the traceback instead. ``check``
-exits 0 when every rule passes and 3 when some rule is violated (2 is argparse's usage error).
+exits 0 when every rule passes and 3 when some rule is violated (2 is argparse's usage error);
+``reproduce`` exits 0 when every published anchor passes and 3 when some fails.
 A defect of powermodel itself (an exception that is not about the input) is one line too, with
 exit code 70.
 """
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from powermodel import export, rules, sizing
+from powermodel import export, reproduce, rules, sizing
 from powermodel._version import __version__
 from powermodel.analysis import metrics, resample_factor
 from powermodel.errors import PowerModelError
@@ -141,6 +142,21 @@ def _parser() -> argparse.ArgumentParser:
         "--resample", help="step of the export (default: the tool's; envelopes when coarser)"
     )
     exporting.set_defaults(func=_export)
+
+    again = sub.add_parser(
+        "reproduce",
+        parents=[common],
+        help="the model against every published anchor (exit 0 all pass, 3 some fail)",
+        description="Run the model against every public anchor in the references, print the "
+        "table and write an HTML report with the plot behind each anchor.",
+    )
+    again.add_argument(
+        "-o",
+        "--output",
+        default="reproduce.html",
+        help="the HTML report (default: reproduce.html in the current folder)",
+    )
+    again.set_defaults(func=_reproduce)
 
     listing = sub.add_parser("presets", parents=[common], help="list the shipped presets")
     listing.set_defaults(func=_presets)
@@ -271,6 +287,18 @@ def _export(args: argparse.Namespace) -> int:
     for path in files:
         print(f"wrote {path}")
     return 0
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    path = reproduce.check_report_path(args.output)
+    anchors = reproduce.run_anchors(
+        progress=lambda a: print(f"  {a.name}: {a.seconds:.1f} s", file=sys.stderr)
+    )
+    print(_table(reproduce.table(anchors)))
+    path.write_text(reproduce.report_html(anchors), encoding="utf-8")
+    passed = sum(a.passed for a in anchors)
+    print(f"\n{passed} of {len(anchors)} anchors pass; wrote {path}")
+    return 0 if passed == len(anchors) else VIOLATED
 
 
 def _keys(args: argparse.Namespace) -> int:

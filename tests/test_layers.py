@@ -22,6 +22,7 @@ LAYERS = (
         "powermodel.sensitivity",
         "powermodel.sizing",
         "powermodel.calibration",
+        "powermodel.reproduce",
     ),
     ("powermodel.cli", "powermodel.webapp"),
 )
