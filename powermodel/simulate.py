@@ -373,7 +373,8 @@ def simulate(
         ``gpu_temp``, ``clock_factor``, ``water_use``; the connection: ``grid_power``,
         ``grid_reactive_power``, ``grid_voltage`` (and ``bess_power``, ``bess_soc``,
         ``rack_storage_power`` with batteries). The interruptions on ``event``; ``goodput`` and
-        ``effective_training_time``; the scenario as JSON in ``attrs["scenario"]``.
+        ``effective_training_time``; the scenario as JSON in ``attrs["scenario"]``. With
+        ``sensors``, each chain's view of its variable, ``<variable>_<key>``.
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)

@@ -193,6 +193,9 @@ def test_bad_input_gets_a_clear_error():
         read(np.ones(0), 0.1, "nvml")
     with pytest.raises(PowerModelError, match="needs a report period"):
         Sensor("x", "x", "gpu_power", 0.0, 0.0)
+    fast = Sensor("fast", "x", "grid_power", 1.0, 0.001, deadband=0.1)
+    with pytest.raises(PowerModelError, match="report period of at least the grid's step, 1s"):
+        read(np.ones(10), 1.0, fast)
     with pytest.raises(PowerModelError, match="filter"):
         Sensor("x", "x", "gpu_power", 1.0, 1.0, filter="M-class")
 

@@ -331,6 +331,11 @@ def read(
             f"the instants to read must lie within the signal, 0 to {format_duration(end)}"
         )
     if s.deadband > 0.0:
+        if s.period < dt * (1.0 - _EPS):  # every report is kept: bound them by the samples
+            raise PowerModelError(
+                f"sensor {s.key!r}: a deadband needs a report period of at least the grid's "
+                f"step, {_short(dt)}; got {_short(s.period)}"
+            )
         last = int(np.floor(t.max() / s.period + _EPS)) if t.size else 0
         reports = _report(x, dt, s, s.period * np.arange(last + 1))
         sent = _deadband(reports, s.deadband)
