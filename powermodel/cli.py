@@ -20,7 +20,7 @@ import numpy as np
 
 from powermodel import export, reproduce, rules, sizing
 from powermodel._version import __version__
-from powermodel.analysis import metrics, resample_factor
+from powermodel.analysis import max_swing, metrics, resample_factor, swing_resolved
 from powermodel.errors import PowerModelError
 from powermodel.facility import design_conditions, design_day
 from powermodel.reference import keys as scenario_keys
@@ -28,7 +28,7 @@ from powermodel.reference import text as keys_text
 from powermodel.rules import describe, load_rules, rule_names
 from powermodel.scenario import format_duration, load_scenario, presets
 from powermodel.sensitivity import check_seeds, check_sensitivity, seed_count, sensitivity
-from powermodel.simulate import preflight, simulate
+from powermodel.simulate import SENSORS, preflight, simulate
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -94,6 +94,15 @@ def _parser() -> argparse.ArgumentParser:
         "--sensitivity",
         action="store_true",
         help="also rerun at the low and high end of each sourced range and tabulate",
+    )
+    run.add_argument(
+        "--sensor",
+        dest="sensors",
+        action="append",
+        default=[],
+        choices=list(SENSORS),
+        help="also write the signal as this instrument reports it (repeatable): "
+        + "; ".join(f"{k}: {c.variable}, {c.label}" for k, c in SENSORS.items()),
     )
     run.set_defaults(func=_run)
 
@@ -177,9 +186,10 @@ def _run(args: argparse.Namespace) -> int:
         sim = scenario.simulation
         resample_factor(sim.n_steps, sim.dt, args.resample)
     started = time.perf_counter()
-    ds = simulate(scenario)
+    ds = simulate(scenario, sensors=args.sensors)
     elapsed = time.perf_counter() - started
-    _print_summary(scenario.name or args.scenario, metrics(ds), ds.attrs, elapsed)
+    seen = _sensor_rows(ds, args.sensors)
+    _print_summary(scenario.name or args.scenario, metrics(ds), ds.attrs, elapsed, seen)
     if args.output:
         path = export.write(ds, args.output, resample=args.resample)
         print(f"wrote {path}")
@@ -312,7 +322,28 @@ def _presets(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_summary(name: str, result: dict[str, Any], attrs: dict, elapsed: float) -> None:
+def _sensor_rows(ds: Any, keys: Sequence[str]) -> list[tuple[str, str]]:
+    """For each sensor, the largest 5-s swing of the exact signal beside the sensor's view."""
+    dt = float(ds.attrs["dt"])
+    rows = []
+    for key in dict.fromkeys(keys):
+        name = SENSORS[key].variable
+        label = f"{name} largest 5-s swing, exact / {key}"
+        if not swing_resolved(dt):
+            rows.append((label, f"not resolved at a {format_duration(dt)} step"))
+            continue
+        exact, seen = (max_swing(ds[v].values, dt) for v in (name, f"{name}_{key}"))
+        rows.append((label, f"{exact:.2f} / {seen:.2f} MW"))
+    return rows
+
+
+def _print_summary(
+    name: str,
+    result: dict[str, Any],
+    attrs: dict,
+    elapsed: float,
+    extra: Sequence[tuple[str, str]] = (),
+) -> None:
     def shown(key: str, unit: str = "MW", digits: int = 2) -> str:
         value = result[key]
         return f"{value:.{digits}f} {unit}" if np.isfinite(value) else result["not_measured"][key]
@@ -355,6 +386,7 @@ def _print_summary(name: str, result: dict[str, Any], attrs: dict, elapsed: floa
         ("throughput lost to heat", f"{100 * result['throughput_lost_to_heat']:.2f} %"),
         ("effective training time", f"{100 * result['effective_training_time']:.1f} %"),
         ("tokens trained", f"{result['tokens']:.4g}"),
+        *extra,
         ("simulated in", f"{elapsed:.1f} s"),
     ]
     width = max(len(k) for k, _ in rows)

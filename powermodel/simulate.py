@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,19 +13,23 @@ import xarray as xr
 
 from powermodel import facility
 from powermodel._version import __version__
-from powermodel.errors import ScenarioError
-from powermodel.models import events, grid, mitigation, render, workload
+from powermodel.errors import PowerModelError, ScenarioError
+from powermodel.models import events, grid, mitigation, render, sensors, workload
 from powermodel.models.events import Recovery, State
 from powermodel.models.thermal import step_time_factor
 from powermodel.scenario import STEP_TIME_BOUNDS, Scenario, format_duration, load_scenario
-from powermodel.variables import annotate
+from powermodel.variables import annotate, sensor_attrs
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
 __all__ = [
     "memory_estimate",
     "memory_fix",
+    "SENSORS",
+    "sensor_view",
     "simulate",
 ]
+
+SENSORS = sensors.CHAINS  # the sensor chains by key: what sensor_view and simulate(sensors=) take
 
 # Independent random streams per purpose (principle 6 of docs/model/index.md): SeedSequence keys.
 JOB = 0
@@ -353,8 +358,19 @@ def preflight(scenario: Scenario) -> tuple[Derived, np.ndarray, np.ndarray]:
     return (derived, *shape_tables(scenario, derived))
 
 
-def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
+def simulate(
+    scenario: Scenario | str | Path, sensors: Sequence[str | sensors.Sensor] = ()
+) -> xr.Dataset:
     """Simulate a scenario (or a preset name or TOML path, loaded as given) on its time grid.
+
+    Parameters
+    ----------
+    scenario
+        The scenario, a preset name or a TOML path.
+    sensors
+        Sensor chains (keys of :data:`SENSORS` or :class:`~powermodel.models.sensors.Sensor`)
+        whose view of their default variable to add, as :func:`sensor_view` gives it; a chain
+        the scenario's step cannot resolve is refused before the run.
 
     Returns
     -------
@@ -366,10 +382,12 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
         ``gpu_temp``, ``clock_factor``, ``water_use``; the connection: ``grid_power``,
         ``grid_reactive_power``, ``grid_voltage`` (and ``bess_power``, ``bess_soc``,
         ``rack_storage_power`` with batteries). The interruptions on ``event``; ``goodput`` and
-        ``effective_training_time``; the scenario as JSON in ``attrs["scenario"]``.
+        ``effective_training_time``; the scenario as JSON in ``attrs["scenario"]``. With
+        ``sensors``, each chain's view of its variable, ``<variable>_<key>``.
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
+    chains = _sensor_chains(sensors, scenario.simulation.dt)
     derived, cells, rate = preflight(scenario)
     sim = scenario.simulation
     line = timeline(scenario, derived)
@@ -412,7 +430,64 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
         registered_demand=facility.registered_demand(scenario),
         powermodel_version=__version__,
     )
+    for chain in chains:
+        view = sensor_view(ds, chain)
+        ds[view.name] = view
     return annotate(ds)
+
+
+def _sensor_chains(chosen: Sequence[str | sensors.Sensor], dt: float) -> list[sensors.Sensor]:
+    """The chains asked for, once each, every one checked against the step ``dt`` [s]."""
+    if isinstance(chosen, str | sensors.Sensor):
+        chosen = [chosen]
+    chains = list({c.key: c for c in map(sensors.lookup, chosen)}.values())
+    for chain in chains:
+        sensors.check_resolves(chain, dt, fix="set simulation.dt to that or finer")
+    return chains
+
+
+def sensor_view(
+    ds: xr.Dataset, sensor: str | sensors.Sensor, variable: str | None = None
+) -> xr.DataArray:
+    """A variable of a profile as a sensor chain reports it, on the profile's own ``time``.
+
+    Parameters
+    ----------
+    ds
+        A profile from :func:`simulate` or read back from a file powermodel wrote (it needs
+        ``attrs["dt"]``, its step [s]).
+    sensor
+        A key of :data:`SENSORS` (``"nvml"``, ``"revenue"``, ...) or a
+        :class:`~powermodel.models.sensors.Sensor`.
+    variable
+        The variable read; by default the chain's own (``gpu_power`` for NVML, ``grid_power``
+        for the meters).
+
+    Returns
+    -------
+    xarray.DataArray
+        ``<variable>_<sensor key>`` (``gpu_power_nvml``): at each interval, the reading a poll
+        at the interval's end (its ``time`` + dt) gets, held between reports for chains that
+        report less often than every step (:func:`powermodel.models.sensors.read`). Add it with
+        ``ds[view.name] = view``.
+    """
+    chain = sensors.lookup(sensor)
+    name = chain.variable if variable is None else variable
+    if name not in ds.data_vars or ds[name].dims != ("time",) or ds[name].dtype.kind != "f":
+        series = [v for v in ds.data_vars if ds[v].dims == ("time",) and ds[v].dtype.kind == "f"]
+        raise PowerModelError(
+            f"the profile has no time series {name!r} to read through the {chain.label} "
+            f"sensor: choose one of {', '.join(map(str, series))}"
+        )
+    if "dt" not in ds.attrs:
+        raise PowerModelError(
+            "the profile has no attrs['dt'] (its step): read it through the sensor from "
+            "simulate() or a file powermodel wrote"
+        )
+    values = sensors.read(ds[name].values.astype(np.float64), float(ds.attrs["dt"]), chain)
+    view = xr.DataArray(values, coords={"time": ds["time"]}, dims="time")
+    view.attrs.update(sensor_attrs(name, chain, ds[name].attrs.get("units")))
+    return view.rename(f"{name}_{chain.key}")
 
 
 def _with_facility(

@@ -1,0 +1,454 @@
+"""Sensor chains: a simulated signal as an instrument reports it.
+
+Signals are interval means on a uniform grid of step ``dt`` starting at 0, held over each
+interval, as powermodel writes them (:mod:`powermodel.models.signal`). No instrument reports
+those: a GPU's board-power reading is a 1-s moving average, a revenue meter reports 15-min block
+demands, a PMU filters over two cycles of the grid frequency, a SCADA point is a sample held
+for seconds. A :class:`Sensor` describes such a chain and :func:`read` gives the value it
+reports at any instants, exactly for a held signal (an integral of a step function is piecewise
+linear, so window means are differences of interpolated integrals).
+
+Before the grid start the signal is taken as its first value and after the end as its last
+(a steady state, as :func:`powermodel.models.signal.first_order_lag` assumes), so a window that
+reaches past either end reads the held value there.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+import numpy as np
+
+from powermodel.durations import format_duration
+from powermodel.errors import PowerModelError
+
+P_CLASS = "P-class"  # IEEE C37.118.1 P-class reference filter (a two-cycle triangle)
+FILTERS = (None, P_CLASS)
+NOMINAL_FREQUENCY = 60.0  # Hz: the North American grid, whose PMUs report at 30 or 60 per second
+_EPS = 1e-9  # relative slack when an instant falls on a report or grid edge
+
+
+@dataclass(frozen=True)
+class Sensor:
+    """One measurement chain: how an instrument weighs a signal and when it reports.
+
+    Parameters
+    ----------
+    key
+        Short name: the key in :data:`CHAINS` and the suffix of the variable it adds
+        (``gpu_power_nvml``).
+    label
+        Name in words, for plots and tables.
+    variable
+        The Dataset variable it watches by default (``gpu_power``, ``grid_power``).
+    window
+        Span of signal one reading weighs. [s] 0 samples the value held at the instant.
+    period
+        Time between reports, aligned to the grid start (reports at ``m · period``); a poll
+        between reports reads the last one. [s] 0: a reading at every poll instant.
+    filter
+        None: equal weights over ``[t − window, t]`` (a moving average, or a block mean when
+        ``period == window``); ``"P-class"``: the IEEE C37.118.1 P-class triangular weights over
+        ``[t − window/2, t + window/2]``, the report time-stamped at the window's centre.
+    deadband
+        Report by exception: a report within this of the last one sent is not sent and the
+        receiver holds the last one. [unit of the signal] 0 sends every report.
+    source
+        Where the chain's numbers come from, with the bibliography's tags.
+    """
+
+    key: str
+    label: str
+    variable: str
+    window: float
+    period: float
+    filter: str | None = None
+    deadband: float = 0.0
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.window) and self.window >= 0.0):
+            raise PowerModelError(f"sensor {self.key!r}: window must be ≥ 0 s, got {self.window}")
+        if not (np.isfinite(self.period) and self.period >= 0.0):
+            raise PowerModelError(f"sensor {self.key!r}: period must be ≥ 0 s, got {self.period}")
+        if self.filter not in FILTERS:
+            raise PowerModelError(
+                f"sensor {self.key!r}: filter {self.filter!r} is not one of None, {P_CLASS!r}"
+            )
+        if (self.window == 0.0 or self.filter is not None) and self.period == 0.0:
+            raise PowerModelError(
+                f"sensor {self.key!r}: a sampling or filtering sensor needs a report period > 0 s"
+            )
+        if self.filter is not None and self.window == 0.0:
+            raise PowerModelError(f"sensor {self.key!r}: a filter needs a window > 0 s")
+        if not (np.isfinite(self.deadband) and self.deadband >= 0.0):
+            raise PowerModelError(f"sensor {self.key!r}: deadband must be ≥ 0, got {self.deadband}")
+        if self.deadband > 0.0 and self.period == 0.0:
+            raise PowerModelError(f"sensor {self.key!r}: a deadband needs a report period > 0 s")
+
+
+CHAINS: dict[str, Sensor] = {
+    chain.key: chain
+    for chain in (
+        Sensor(
+            "nvml",
+            "NVML",
+            "gpu_power",
+            window=1.0,
+            period=0.0,
+            source=(
+                "NVML's board power (nvmlDeviceGetPowerUsage, nvidia-smi power.draw) is the mean "
+                "over the last 1 s on Ampere and newer [P, nvidia_nvml]; a poll at t reads the "
+                "mean over [t − 1 s, t]. The cluster variable is the sum of the GPUs' readings."
+            ),
+        ),
+        Sensor(
+            "dcgm",
+            "DCGM",
+            "gpu_power",
+            window=1.0,
+            period=1.0,
+            source=(
+                "DCGM's power field (DCGM_FI_DEV_POWER_USAGE) reads the same NVML 1-s average "
+                "[P, nvidia_nvml], sampled every 1 s, dcgmi dmon's default delay "
+                "[P, nvidia_dcgm]; another period is Sensor(..., period=...)."
+            ),
+        ),
+        Sensor(
+            "revenue",
+            "revenue meter",
+            "grid_power",
+            window=900.0,
+            period=900.0,
+            source=(
+                "A revenue meter's block-interval demand: the mean power over each fixed 15-min "
+                "interval aligned to the clock, reported at the interval's end [S, ansi_c12_1]; "
+                "15 min is the demand interval of most demand-billed rate classes "
+                "[S, mge_glossary] (30 and 60 min also occur: Sensor(..., window=..., period=...))."
+            ),
+        ),
+        Sensor(
+            "pmu30",
+            "PMU (30/s)",
+            "grid_power",
+            window=2.0 / NOMINAL_FREQUENCY,
+            period=1.0 / 30.0,
+            filter=P_CLASS,
+            source=(
+                "A PMU reporting 30 times a second through the P-class reference filter of IEEE "
+                "C37.118.1: a triangular window two cycles of the nominal 60 Hz long, "
+                "time-stamped at its centre [S, ieee_c37_118_1]. Power is taken as the voltage "
+                "phasor times the filtered current (voltage steady)."
+            ),
+        ),
+        Sensor(
+            "pmu60",
+            "PMU (60/s)",
+            "grid_power",
+            window=2.0 / NOMINAL_FREQUENCY,
+            period=1.0 / 60.0,
+            filter=P_CLASS,
+            source=("As pmu30, at 60 reports a second [S, ieee_c37_118_1]."),
+        ),
+        Sensor(
+            "scada",
+            "SCADA",
+            "grid_power",
+            window=0.0,
+            period=4.0,
+            source=(
+                "A SCADA analog point scanned every 4 s [A] (2-4 s in utility telemetry; no "
+                "primary source was located): the value at the scan instant, held until the next; "
+                "a report-by-exception deadband is Sensor(..., deadband=...)."
+            ),
+        ),
+    )
+}
+
+
+def lookup(chain: Sensor | str) -> Sensor:
+    """The chain itself, or the one :data:`CHAINS` names (a clear error naming the choices)."""
+    if isinstance(chain, Sensor):
+        return chain
+    if isinstance(chain, str) and chain in CHAINS:
+        return CHAINS[chain]
+    close = difflib.get_close_matches(str(chain).lower(), CHAINS, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise PowerModelError(f"unknown sensor {chain!r}: choose one of {', '.join(CHAINS)}{hint}")
+
+
+def step_needed(chain: Sensor | str) -> float:
+    """The coarsest grid step [s] from which the chain's readings can be computed.
+
+    Notes
+    -----
+    A moving average or block mean needs a step no longer than its window: at a coarser step
+    the grid holds nothing the window would smooth, and the reading would show the grid's
+    own steps. A PMU reports swings up to half its report rate, and a grid of step ``dt``
+    resolves ``1/(4·dt)`` (:func:`powermodel.models.signal.resolved`), so it needs
+    ``dt ≤ 1/(2·rate)``; a sample-and-hold point likewise needs ``dt ≤ period/2``.
+    """
+    s = lookup(chain)
+    if s.window > 0.0 and s.filter is None:
+        return s.window
+    return 0.5 * s.period
+
+
+def resolves(chain: Sensor | str, dt: float) -> bool:
+    """Whether a grid of step ``dt`` [s] is fine enough for the chain (:func:`step_needed`)."""
+    return dt <= step_needed(chain) * (1.0 + _EPS)
+
+
+def check_resolves(
+    chain: Sensor | str, dt: float, fix: str = "simulate at that step or finer"
+) -> None:
+    """Raise a :class:`PowerModelError` naming the step the chain needs if ``dt`` [s] is too
+    coarse, and ``fix``."""
+    s = lookup(chain)
+    if not resolves(s, dt):
+        raise PowerModelError(
+            f"the {s.label} sensor ({s.key}) cannot be read from a {_short(dt)} profile: "
+            f"it needs dt <= {_at_most(step_needed(s))}; {fix}"
+        )
+
+
+def describe(chain: Sensor | str) -> str:
+    """What the chain reports, in words: "mean over the last 1s, at every poll"."""
+    s = lookup(chain)
+    if s.filter == P_CLASS:
+        what = (
+            f"P-class filter over {_short(s.window)} (two cycles of {NOMINAL_FREQUENCY:g} Hz), "
+            f"{1.0 / s.period:.4g} reports a second"
+        )
+    elif s.window == 0.0:
+        what = f"value at each {_short(s.period)} scan, held until the next"
+    elif s.period == 0.0:
+        what = f"mean over the last {_short(s.window)}, at every poll"
+    elif s.period == s.window:
+        what = f"mean over each clock-aligned {_short(s.window)} block, reported at its end"
+    else:
+        what = f"mean over the last {_short(s.window)}, sampled every {_short(s.period)}"
+    return what + (f", sent when it moves more than {s.deadband:g}" if s.deadband else "")
+
+
+def _short(seconds: float) -> str:
+    """A duration as written where exact and short (``15min``, ``1s``), else to 3 digits."""
+    exact = format_duration(seconds)
+    if len(exact) <= 8:
+        return exact
+    return f"{seconds * 1e3:.3g}ms" if seconds < 1.0 else f"{seconds:.3g}s"
+
+
+def _at_most(seconds: float) -> str:
+    """A step at most ``seconds``, written short: exact where it can be (``2s``), else rounded
+    down to four digits in ms (``8.333ms`` for 1/120 s), so that the step it names passes."""
+    exact = format_duration(seconds)
+    if len(exact) <= 8:
+        return exact
+    millis = seconds * 1e3
+    scale = 10.0 ** (3 - np.floor(np.log10(millis)))
+    return f"{np.floor(millis * scale * (1 + _EPS)) / scale:g}ms"
+
+
+def read(
+    values: np.ndarray, dt: float, sensor: Sensor | str, at: np.ndarray | None = None
+) -> np.ndarray:
+    """The value a sensor chain reports at given instants.
+
+    Parameters
+    ----------
+    values
+        Interval means on a uniform grid starting at 0, held over each interval; time on the
+        last axis (channels × time works). [any unit]
+    dt
+        Step of the grid. [s]
+    sensor
+        A :class:`Sensor` or a key of :data:`CHAINS`.
+    at
+        Instants to read, within ``[0, n·dt]``. [s from the grid start] By default the end of
+        each interval, ``dt · (1, …, n)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The reading at each instant, shape ``values.shape[:-1] + at.shape``. [unit of values]
+
+    Notes
+    -----
+    A poll at ``t`` reads the last report, made at ``r = period · ⌊t / period⌋``
+    (``r = t`` when ``period = 0``). With ``x`` the held signal and
+    ``X(t) = ∫₀ᵗ x`` its integral (piecewise linear, exact), a report is
+
+    - a moving average (``filter = None``):
+      ``y(r) = (X(r) − X(r − w)) / w`` over the window ``w``; with ``period = w`` the block
+      means of a revenue meter;
+    - a sample (``w = 0``): ``y(r) = x(r⁻)``, the mean of the interval that ends at or holds r;
+    - the P-class triangle of half-width ``h = w/2``:
+      ``y(r) = ∫ x(s)·(h − |s − r|) ds / h²``, the mean over ``[r − h/2, r + h/2]`` of the
+      ``h``-wide moving average ``M(u) = (X(u + h/2) − X(u − h/2)) / h`` (a triangle is a box
+      convolved with itself); ``M`` is piecewise linear between known breakpoints, so its
+      integral is exact too.
+
+    With a deadband ``d`` the reports are thinned: report ``m`` is sent when
+    ``|y_m − y_sent| > d``, and a poll reads the last one sent.
+
+    A moving average keeps the mean of a periodic signal: it moves energy in time, not in
+    total.
+
+    The chains of :data:`CHAINS`: NVML's 1-s average [P, nvidia_nvml], DCGM sampling it every
+    1 s [P, nvidia_dcgm], a revenue meter's 15-min block demand [S, ansi_c12_1; mge_glossary],
+    a PMU's P-class filter [S, ieee_c37_118_1], a SCADA scan every 4 s [A].
+
+    References
+    ----------
+    .. [nvidia_nvml] NVIDIA, "NVIDIA Management Library (NVML) API Reference and nvidia-smi
+       documentation", NVIDIA documentation (2025)
+    .. [nvidia_dcgm] NVIDIA, "Data Center GPU Manager (DCGM): dcgmi command-line interface",
+       NVIDIA DCGM source and documentation (2025)
+    .. [ansi_c12_1] ANSI; NEMA, "American National Standard for Electric Meters: Code for
+       Electricity Metering (C12.1)", National Electrical Manufacturers Association (2014)
+    .. [mge_glossary] Madison Gas and Electric, "Glossary: demand interval", MGE, as quoted by
+       metaglossary.com (2024)
+    .. [ieee_c37_118_1] IEEE, "IEEE Standard for Synchrophasor Measurements for Power Systems
+       (C37.118.1-2011) and Amendment 1: Modification of Selected Performance Requirements
+       (C37.118.1a-2014)", IEEE Standards Association (2014)
+    """
+    s = lookup(sensor)
+    x = np.asarray(values, dtype=float)
+    if x.ndim == 0 or x.shape[-1] == 0:
+        raise PowerModelError("a sensor needs a signal of at least one sample")
+    if not (np.isfinite(dt) and dt > 0.0):
+        raise PowerModelError(f"the grid step must be a positive number of seconds, got {dt}")
+    check_resolves(s, dt)
+    n = x.shape[-1]
+    end = n * dt
+    t = dt * np.arange(1, n + 1) if at is None else np.asarray(at, dtype=float)
+    if t.size and not (
+        np.isfinite(t).all() and t.min() >= -_EPS * dt and t.max() <= end * (1 + _EPS)
+    ):
+        raise PowerModelError(
+            f"the instants to read must lie within the signal, 0 to {format_duration(end)}"
+        )
+    if s.deadband > 0.0:
+        if s.period < dt * (1.0 - _EPS):  # every report is kept: bound them by the samples
+            raise PowerModelError(
+                f"sensor {s.key!r}: a deadband needs a report period of at least the grid's "
+                f"step, {_short(dt)}; got {_short(s.period)}"
+            )
+        last = int(np.floor(t.max() / s.period + _EPS)) if t.size else 0
+        reports = _report(x, dt, s, s.period * np.arange(last + 1))
+        sent = _deadband(reports, s.deadband)
+        return sent[..., _report_index(t, s.period)]
+    r = s.period * _report_index(t, s.period) if s.period > 0.0 else t
+    return _report(x, dt, s, r)
+
+
+def _report_index(t: np.ndarray, period: float) -> np.ndarray:
+    """Index ``m`` of the last report at or before each instant (``m · period ≤ t``)."""
+    return np.floor(t / period + _EPS).astype(np.int64)
+
+
+def _report(x: np.ndarray, dt: float, s: Sensor, r: np.ndarray) -> np.ndarray:
+    """The report of chain ``s`` made at instants ``r`` (no deadband)."""
+    if s.filter == P_CLASS:
+        return _triangle(x, dt, r, 0.5 * s.window)
+    if s.window > 0.0:
+        return (_integral(x, dt, r) - _integral(x, dt, r - s.window)) / s.window
+    k = np.clip(np.ceil(r / dt - _EPS).astype(np.int64) - 1, 0, x.shape[-1] - 1)
+    return x[..., k]
+
+
+def _integral(x: np.ndarray, dt: float, t: np.ndarray) -> np.ndarray:
+    """``∫₀ᵗ x`` of the held signal, its first value held before 0 and its last after the end.
+
+    The interval holding ``t`` (clipped to the first or last) gives the slope, so the same
+    line extends past either end; the integral is continuous, so an instant that rounds into
+    the neighbouring interval gives the same value.
+    """
+    n = x.shape[-1]
+    start = dt * np.concatenate((np.zeros(x.shape[:-1] + (1,)), np.cumsum(x, axis=-1)), axis=-1)
+    k = np.clip(np.floor(t / dt).astype(np.int64), 0, n - 1)
+    return start[..., k] + x[..., k] * (t - dt * k)
+
+
+def _triangle(x: np.ndarray, dt: float, r: np.ndarray, h: float) -> np.ndarray:
+    """Mean of the held signal under a triangle of half-width ``h`` [s] centred at each ``r``.
+
+    ``M(u)``, the ``h``-wide moving average centred at ``u``, is linear between breakpoints
+    ``u = edge ± h/2``; its integral over each piece is a trapezoid, and within a piece a
+    quadratic. Integrals of ``M`` stay of the signal's size × time, so no precision is lost to
+    a second difference of a double integral.
+    """
+    n = x.shape[-1]
+    edges = dt * np.arange(n + 1)
+    knots = np.unique(np.concatenate((edges - 0.5 * h, edges + 0.5 * h)))
+    knots = knots[np.concatenate(([True], np.diff(knots) > _EPS * dt))]
+    m = (_integral(x, dt, knots + 0.5 * h) - _integral(x, dt, knots - 0.5 * h)) / h
+    width = np.diff(knots)
+    q = np.concatenate(
+        (np.zeros(m.shape[:-1] + (1,)), np.cumsum(0.5 * (m[..., 1:] + m[..., :-1]) * width, -1)),
+        axis=-1,
+    )
+
+    def integral_of_m(u: np.ndarray) -> np.ndarray:
+        u = np.clip(u, knots[0], knots[-1])
+        j = np.clip(np.searchsorted(knots, u, side="right") - 1, 0, knots.size - 2)
+        v = u - knots[j]
+        slope = (m[..., j + 1] - m[..., j]) / width[j]
+        return q[..., j] + m[..., j] * v + 0.5 * slope * v * v
+
+    return (integral_of_m(r + 0.5 * h) - integral_of_m(r - 0.5 * h)) / h
+
+
+def _deadband(y: np.ndarray, band: float) -> np.ndarray:
+    """Report by exception along the last axis: report ``m`` is sent when it differs from the
+    last one sent by more than ``band``; each position reads the last one sent.
+
+    Vectorised in O(n log n): for every report the first later one outside its band
+    (:func:`_next_outside`), then the chain of sent reports as the orbit of report 0 under
+    that successor, by doubling.
+    """
+    n = y.shape[-1]
+    rows = y.reshape(-1, n)
+    successor = _next_outside(rows, band)  # (rows, n), n where none
+    # flat indices with one sentinel per row, its own successor
+    width = n + 1
+    offset = width * np.arange(rows.shape[0])[:, None]
+    step = np.concatenate((successor, np.full((rows.shape[0], 1), n)), axis=1) + offset
+    step = step.ravel()
+    jumps = [step]
+    while not np.all(jumps[-1][offset[:, 0]] == offset[:, 0] + n):
+        jumps.append(jumps[-1][jumps[-1]])
+    sent = np.zeros(step.size, dtype=bool)
+    sent[offset[:, 0]] = True
+    for jump in reversed(jumps):  # over log2(n) levels, not over samples
+        sent[jump[sent]] = True
+    sent = sent.reshape(rows.shape[0], width)[:, :n]
+    last = np.maximum.accumulate(np.where(sent, np.arange(n), 0), axis=1)
+    return np.take_along_axis(rows, last, axis=1).reshape(y.shape)
+
+
+def _next_outside(rows: np.ndarray, band: float) -> np.ndarray:
+    """For each position ``i`` of each row, the first ``j > i`` with ``|y_j − y_i| > band``
+    (the row length where none): binary lifting over sparse tables of running max and min."""
+    n = rows.shape[1]
+    highs, lows = [rows], [rows]  # level k: max / min of y[s : s + 2^k]
+    span = 1
+    while 2 * span <= n:
+        highs.append(np.maximum(highs[-1][:, :-span], highs[-1][:, span:]))
+        lows.append(np.minimum(lows[-1][:, :-span], lows[-1][:, span:]))
+        span *= 2
+    pos = np.broadcast_to(np.arange(n), rows.shape).copy()  # all of (i, pos] inside the band
+    for k in range(len(highs) - 1, -1, -1):  # over log2(n) levels
+        size = 1 << k
+        start = pos + 1
+        fits = start <= n - size
+        s = np.minimum(start, n - size)
+        inside = (
+            fits
+            & (np.take_along_axis(highs[k], s, axis=1) <= rows + band)
+            & (np.take_along_axis(lows[k], s, axis=1) >= rows - band)
+        )
+        pos = np.where(inside, pos + size, pos)
+    return pos + 1

@@ -1,0 +1,261 @@
+"""Sensor chains against their closed forms (issue 12, acceptance 6)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from powermodel.errors import PowerModelError
+from powermodel.models import sensors
+from powermodel.models.sensors import CHAINS, P_CLASS, Sensor, read
+
+
+def square(dt: float, period: float, on: tuple[float, float], n_periods: int) -> np.ndarray:
+    """Interval means of a 0/1 square wave that is 1 on ``[on[0], on[1])`` of each period
+    (edges on the grid, so the means are exactly 0 or 1)."""
+    t = dt * np.arange(int(round(n_periods * period / dt)))
+    phase = np.round(t % period, 9)
+    return ((phase >= on[0]) & (phase < on[1])).astype(float)
+
+
+def test_nvml_is_the_trapezoid_of_a_square_wave():
+    # 1 on [3, 5) of every 5 s; the 1-s moving average rises linearly over 1 s after the
+    # on-edge and falls over 1 s after the off-edge: overlap of [t − 1, t] with the pulse
+    x = square(0.25, 5.0, (3.0, 5.0), 4)
+    at = np.array([1.0, 3.0, 3.25, 3.3, 3.5, 4.0, 5.0, 5.5, 5.9, 6.0, 8.2, 9.0])
+    expected = [0.0, 0.0, 0.25, 0.3, 0.5, 1.0, 1.0, 0.5, 0.1, 0.0, 0.2, 1.0]
+    assert_allclose(read(x, 0.25, "nvml", at), expected, atol=1e-12)
+
+
+def test_nvml_of_a_pulse_as_long_as_its_window_is_a_triangle():
+    # 1 on [2, 3) of every 4 s: the 1-s average peaks at 1 only at t = 3, a triangle of base 2 s
+    x = square(0.1, 4.0, (2.0, 3.0), 3)
+    y = read(x, 0.1, "nvml")
+    t = 0.1 * np.arange(1, x.size + 1)
+    triangle = np.clip(1.0 - np.abs((t - 3.0 + 2.0) % 4.0 - 2.0), 0.0, None)
+    assert_allclose(y, triangle, atol=1e-12)
+
+
+def test_a_moving_average_keeps_the_mean_of_a_periodic_signal():
+    # energy: over whole periods after the first window the readings' mean is the signal's, 0.4
+    x = 3.0 + square(0.25, 5.0, (3.0, 5.0), 6)
+    y = read(x, 0.25, "nvml")
+    assert_allclose(y[20:].mean(), 3.4, rtol=1e-13)
+    assert_allclose(x.mean(), 3.4, rtol=1e-13)
+
+
+def test_dcgm_holds_the_nvml_average_of_each_whole_second():
+    x = square(0.25, 5.0, (3.0, 5.0), 2)
+    # polls at 3.5 and 4.75 read the samples at 3 s and 4 s: the 1-s averages 0 and 1
+    assert_allclose(read(x, 0.25, "dcgm", np.array([3.5, 4.75, 5.5])), [0.0, 1.0, 1.0])
+    at = np.array([3.25, 3.5, 3.75])
+    assert_allclose(read(x, 0.25, "dcgm", at), read(x, 0.25, "nvml", np.full(3, 3.0)))
+
+
+def test_revenue_meter_reports_block_means_of_a_ramp_and_a_step():
+    # 0 → 10 MW linearly over 30 min, then 10 MW, then 20 MW from 37.5 min; dt = 1 s, so the
+    # interval means of the ramp are its midpoints. Block means by hand: ramp 0 → 5: 2.5,
+    # ramp 5 → 10: 7.5, half at 10 and half at 20: 15, then 20.
+    dt = 1.0
+    i = np.arange(3600)
+    x = np.where(i < 1800, (i + 0.5) * 10.0 / 1800.0, np.where(i < 2250, 10.0, 20.0))
+    at = np.array([900.0, 1799.0, 1800.0, 2699.0, 2700.0, 3599.0, 3600.0])
+    assert_allclose(read(x, dt, "revenue", at), [2.5, 2.5, 7.5, 7.5, 15.0, 15.0, 20.0], rtol=1e-12)
+    # reported at the block's end and held: nothing of the step shows until 45 min
+    y = read(x, dt, "revenue")
+    assert np.all(y[2249:2699] == y[1800])
+    # before the first block ends, the block before the start reads the first value held
+    assert_allclose(read(x, dt, "revenue", np.array([0.0, 450.0])), x[0], rtol=1e-12)
+    # the block demands hold the energy: 4 blocks × 15 min
+    blocks = read(x, dt, "revenue", 900.0 * np.arange(1, 5))
+    assert_allclose(blocks.sum() * 900.0, x.sum() * dt, rtol=1e-12)
+
+
+def pclass_step(u: np.ndarray) -> np.ndarray:
+    """Step response of a unit-area triangle of half-width 1 centred at u (the integral of
+    1 − |s| from −1 to u)."""
+    u = np.clip(u, -1.0, 1.0)
+    return np.where(u < 0.0, 0.5 * (1.0 + u) ** 2, 1.0 - 0.5 * (1.0 - u) ** 2)
+
+
+# F(−0.25) at the report at 0.5 s; at 0.5 + 1/60 s pmu60 reports F(0.75), pmu30 still holds
+@pytest.mark.parametrize(("key", "expected"), [("pmu30", 0.28125), ("pmu60", 0.96875)])
+def test_pmu_step_response_is_the_p_class_triangle_integral(key, expected):
+    # a step at t0 = 0.5 + 1/240 s; the P-class window is a triangle of half-width one cycle
+    # (1/60 s) centred on the time stamp, so y(r) = F((r − t0)·60) with F the integral above
+    dt, t0, h = 1.0 / 1200.0, 0.5 + 1.0 / 240.0, 1.0 / 60.0
+    x = (np.arange(1200) >= round(t0 / dt)).astype(float)
+    y = read(x, dt, key, np.array([0.5, 0.5 + 1.0 / 60.0]))
+    assert_allclose(y, [0.28125, expected], atol=1e-12)
+    # the same filter reporting every other step (a PMU needs dt ≤ half its report period)
+    fine = Sensor("fine", "P-class", "grid_power", 2 * h, 2 * dt, filter=P_CLASS)
+    t = 2 * dt * np.arange(1, 601)
+    assert_allclose(read(x, dt, fine, t), pclass_step((t - t0) / h), atol=1e-12)
+
+
+def test_pmu_step_meets_the_p_class_step_limits():
+    # IEEE C37.118.1 [S]: a 10 % magnitude step leaves and re-enters 1 % TVE between the 10 % and
+    # 90 % points of the step; the limit for P class is 2/f0. The triangle's closed form gives
+    # 2·(1 − √0.2)/f0 = 1.106/f0, with no overshoot and the 50 % point at the step (delay 0).
+    dt, t0 = 1.0 / 12000.0, 0.25
+    x = 1.0 + 0.1 * (np.arange(6000) >= round(t0 / dt))
+    fine = Sensor("fine", "P-class", "grid_power", 2 / 60, 2 * dt, filter=P_CLASS)
+    t = 2 * dt * np.arange(1, 3001)
+    y = (read(x, dt, fine, t) - 1.0) / 0.1
+    response = t[np.argmax(y > 0.9)] - t[np.argmax(y > 0.1)]
+    assert_allclose(response, 2 * (1 - np.sqrt(0.2)) / 60, atol=4 * dt)
+    assert response < 2 / 60
+    assert y.max() <= 1.0 + 1e-10  # rounding of 1.1 − 1 over 0.1
+    assert_allclose(t[np.argmax(y >= 0.5)], t0, atol=2 * dt)
+
+
+def test_pmu_keeps_precision_far_from_the_start():
+    # an hour of 300 MW at 1/480 s, with a 30 MW step at 3599 s: a double integral of
+    # 10⁹ MW·s² would lose the step to rounding; the reading must still be the closed form
+    dt, t0, h = 1.0 / 480.0, 3599.0, 1.0 / 60.0
+    n = 3600 * 480
+    x = 300.0 + 30.0 * (np.arange(n) >= round(t0 / dt))
+    fine = Sensor("fine", "P-class", "grid_power", 2 * h, 2 * dt, filter=P_CLASS)  # reports at h/4
+    at = t0 + h * np.array([-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0])
+    expected = 300.0 + 30.0 * pclass_step((at - t0) / h)
+    assert_allclose(read(x, dt, fine, at), expected, rtol=0, atol=1e-9 * 300)
+
+
+def test_scada_samples_and_holds():
+    # a ramp x_i = i at dt = 1 s, scanned every 4 s: the scan at r reads the interval ending at
+    # r (value r − 1), held until the next scan; the scan at 0 reads the first value
+    x = np.arange(12.0)
+    assert_allclose(
+        read(x, 1.0, "scada", np.array([1.0, 3.0, 4.0, 7.0, 8.0, 11.9])), [0, 0, 3, 3, 7, 7]
+    )
+    with pytest.raises(PowerModelError, match="needs dt <= 2s"):
+        read(x, 4.0, "scada")
+
+
+def reference_deadband(y: np.ndarray, band: float) -> np.ndarray:
+    """The deadband's rule as a loop (the reference for the vectorised one)."""
+    out, last = np.empty_like(y), y[0]
+    for i, v in enumerate(y):
+        if abs(v - last) > band:
+            last = v
+        out[i] = last
+    return out
+
+
+def test_scada_deadband_reports_by_exception():
+    # scans 10, 10.5, 11.2, 11.0, 9.9, 9.95, 12 with a 1.0 deadband: sent when more than 1.0
+    # from the last one sent
+    scans = np.array([10.0, 10.5, 11.2, 11.0, 9.9, 9.95, 12.0])
+    x = np.repeat(scans, 2)  # dt = 0.5 s: the scan at m s reads x[2m − 1] = scans[m − 1]
+    point = Sensor("point", "SCADA, 1-s scan", "grid_power", 0.0, 1.0, deadband=1.0)
+    y = read(x, 0.5, point, np.arange(1.0, 8.0))
+    assert_allclose(y, [10.0, 10.0, 11.2, 11.2, 9.9, 9.9, 12.0])
+    rng = np.random.default_rng(0)
+    walk = np.cumsum(rng.normal(size=(3, 2000)), axis=1)
+    band = Sensor("band", "SCADA", "grid_power", 0.0, 1.0, deadband=2.5)
+    got = read(walk, 0.5, band, np.arange(1000.0))
+    scans = np.concatenate((walk[:, :1], walk[:, 1:-1:2]), axis=1)  # scan m reads x[2m − 1]
+    expected = np.stack([reference_deadband(row, 2.5) for row in scans])
+    assert_allclose(got, expected, rtol=0, atol=0)
+
+
+def test_two_dimensional_signals_read_channel_by_channel():
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0.0, 1.0, size=(3, 400))
+    at = np.array([0.0, 0.37, 1.0, 3.33, 4.0])
+    for key in ("nvml", "dcgm", "scada"):
+        both = read(x, 0.01, key, at)
+        assert both.shape == (3, 5)
+        assert_allclose(both, [read(row, 0.01, key, at) for row in x], rtol=1e-14)
+    fine = read(x, 0.005, "pmu60")
+    assert_allclose(fine[1], read(x[1], 0.005, "pmu60"), rtol=1e-14)
+
+
+def test_resolution_is_refused_with_the_step_needed():
+    assert sensors.step_needed("pmu60") == pytest.approx(1 / 120)
+    assert sensors.step_needed("revenue") == 900.0
+    assert sensors.resolves("nvml", 1.0) and not sensors.resolves("nvml", 2.0)
+    with pytest.raises(
+        PowerModelError, match="PMU .* cannot be read from a 1s profile: it needs dt <= 8.333ms"
+    ):
+        read(np.ones(10), 1.0, "pmu60")
+    with pytest.raises(PowerModelError, match="needs dt <= 15min"):
+        read(np.ones(10), 3600.0, "revenue")
+
+
+def test_bad_input_gets_a_clear_error():
+    with pytest.raises(PowerModelError, match="did you mean 'nvml'"):
+        read(np.ones(10), 0.1, "nvlm")
+    with pytest.raises(PowerModelError, match="within the signal, 0 to 1s"):
+        read(np.ones(10), 0.1, "nvml", np.array([1.5]))
+    with pytest.raises(PowerModelError, match="at least one sample"):
+        read(np.ones(0), 0.1, "nvml")
+    with pytest.raises(PowerModelError, match="needs a report period"):
+        Sensor("x", "x", "gpu_power", 0.0, 0.0)
+    fast = Sensor("fast", "x", "grid_power", 1.0, 0.001, deadband=0.1)
+    with pytest.raises(PowerModelError, match="report period of at least the grid's step, 1s"):
+        read(np.ones(10), 1.0, fast)
+    with pytest.raises(PowerModelError, match="filter"):
+        Sensor("x", "x", "gpu_power", 1.0, 1.0, filter="M-class")
+
+
+def test_every_chain_cites_its_source_and_watches_a_power():
+    for key, chain in CHAINS.items():
+        assert chain.key == key
+        assert chain.variable in ("gpu_power", "grid_power")
+        assert any(tag in chain.source for tag in ("[P, ", "[S, ", "[A]")), key
+    assert set(CHAINS) >= {"nvml", "dcgm", "revenue", "pmu30", "pmu60", "scada"}
+
+
+# --- on a simulated profile ----------------------------------------------------------------------
+
+HOUR = ["simulation.duration=1h", "reliability.rate_scale=0"]
+
+
+@pytest.fixture(scope="module")
+def hour():
+    from powermodel import load_scenario
+
+    return load_scenario("llama3-405b-16k-h100", HOUR)
+
+
+def test_simulate_adds_each_chains_view_and_leaves_the_rest_as_it_was(hour):
+    from powermodel.simulate import simulate
+
+    plain = simulate(hour)
+    seen = simulate(hour, sensors=("nvml", "revenue", "scada", "nvml"))
+    added = sorted(set(seen.data_vars) - set(plain.data_vars))
+    assert added == ["gpu_power_nvml", "grid_power_revenue", "grid_power_scada"]
+    assert seen.drop_vars(added).identical(plain)  # the exact variables are the same bytes
+    assert_allclose(seen["gpu_power_nvml"], read(plain["gpu_power"].values, 1.0, "nvml"))
+    # the revenue meter at 1 s: the row ending each 15-min block holds that block's mean
+    blocks = plain["grid_power"].values.reshape(4, 900).mean(axis=1)
+    assert_allclose(seen["grid_power_revenue"].values[899::900], blocks, rtol=1e-12)
+    attrs = seen["grid_power_revenue"].attrs
+    assert attrs["units"] == "MW" and "revenue meter" in attrs["long_name"]
+    assert "15min block" in attrs["description"]
+
+
+def test_a_chain_the_step_cannot_resolve_is_refused_before_the_run(hour):
+    from powermodel.simulate import simulate
+
+    with pytest.raises(PowerModelError, match="needs dt <= 16.66ms; set simulation.dt to that"):
+        simulate(hour, sensors=["pmu30"])
+    with pytest.raises(PowerModelError, match="unknown sensor 'revenu'.*did you mean 'revenue'"):
+        simulate(hour, sensors=["revenu"])
+
+
+def test_sensor_view_reads_any_time_series_of_a_profile(hour):
+    from powermodel.simulate import sensor_view, simulate
+
+    ds = simulate(hour)
+    view = sensor_view(ds, "dcgm", "facility_power")
+    assert view.name == "facility_power_dcgm" and view.attrs["units"] == "MW"
+    assert (view.time == ds.time).all()
+    # DCGM at 1 s on a 1-s grid reads each interval's own mean (the 1-s average ending there)
+    assert_allclose(view, ds["facility_power"], rtol=1e-12)
+    with pytest.raises(PowerModelError, match="no time series 'job_state'"):
+        sensor_view(ds, "nvml", "job_state")
+    with pytest.raises(PowerModelError, match=r"no attrs\['dt'\]"):
+        sensor_view(ds.assign_attrs(dt=None).drop_attrs(), "nvml")
