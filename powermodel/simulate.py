@@ -44,6 +44,9 @@ MAX_INTERRUPTIONS = 1_000_000  # a failure every 5 min for ten years: beyond, no
 BYTES_PER_STEP = 320
 BYTES_PER_BATTERY_STEP = 16
 BYTES_PER_SEGMENT = 256
+# Each sensor view: its variable (8 B/step) and the temporaries of reading it, the most a PMU's
+# two moving averages take (about 160 B/step, measured over an hour at 5 ms).
+BYTES_PER_SENSOR_STEP = 160
 # The plant path's state in the Dataset, held over each plant step (float32: 7 digits suffice)
 HELD = ("water_use", "temp_air", "temp_wetbulb", "supply_temp", "gpu_temp", "clock_factor")
 
@@ -290,23 +293,25 @@ def timeline(scenario: Scenario, derived: Derived | None = None) -> events.Timel
     )
 
 
-def memory_estimate(scenario: Scenario) -> int:
+def memory_estimate(scenario: Scenario, sensors: int = 0) -> int:
     """Peak memory a run of the scenario will take, known before it starts [B]: its steps,
-    its batteries' dispatch and the segments of its timeline (checkpoints, interruptions)."""
-    return int(sum(_memory_parts(scenario).values()))
+    its batteries' dispatch, the segments of its timeline (checkpoints, interruptions) and the
+    views of ``sensors`` sensor chains."""
+    return int(sum(_memory_parts(scenario, sensors).values()))
 
 
-def memory_fix(scenario: Scenario) -> str:
+def memory_fix(scenario: Scenario, sensors: int = 0) -> str:
     """What to change to make a run smaller: the largest part of its memory decides."""
-    parts = _memory_parts(scenario)
+    parts = _memory_parts(scenario, sensors)
     return {
         "steps": "lengthen simulation.dt or shorten simulation.duration",
         "batteries": "model fewer batteries (mitigation.storage)",
         "timeline": "checkpoint less often (checkpoint.interval) or lower reliability.rate_scale",
+        "sensors": "ask for fewer sensor views, or lengthen simulation.dt",
     }[max(parts, key=parts.get)]
 
 
-def _memory_parts(scenario: Scenario) -> dict[str, float]:
+def _memory_parts(scenario: Scenario, sensors: int = 0) -> dict[str, float]:
     derived = derive(scenario)
     sim = scenario.simulation
     down = np.array([r.duration for r in recoveries(scenario, derived)])
@@ -317,6 +322,7 @@ def _memory_parts(scenario: Scenario) -> dict[str, float]:
         "steps": sim.n_steps * BYTES_PER_STEP,
         "batteries": sim.n_steps * BYTES_PER_BATTERY_STEP * batteries,
         "timeline": (2.0 * checkpoints + len(State) * interruptions) * BYTES_PER_SEGMENT,
+        "sensors": sim.n_steps * BYTES_PER_SENSOR_STEP * sensors,
     }
 
 
@@ -332,26 +338,27 @@ def available_memory() -> int:
     return free if limit == "max" else min(free, int(limit) - used)
 
 
-def check_memory(scenario: Scenario) -> None:
-    """Refuse, before any work, a run that would not fit in memory."""
-    need, free = memory_estimate(scenario), available_memory()
+def check_memory(scenario: Scenario, sensors: int = 0) -> None:
+    """Refuse, before any work, a run (with ``sensors`` sensor views) that would not fit in
+    memory."""
+    need, free = memory_estimate(scenario, sensors), available_memory()
     if need > free:
         sim = scenario.simulation
         raise ScenarioError(
             f"{sim.n_steps:,} steps of {format_duration(sim.dt)} need about {need / 1e9:.1f} GB "
-            f"and {free / 1e9:.1f} GB is available: {memory_fix(scenario)} (or run the period "
-            "in parts)"
+            f"and {free / 1e9:.1f} GB is available: {memory_fix(scenario, sensors)} (or run the "
+            "period in parts)"
         )
 
 
-def preflight(scenario: Scenario) -> tuple[Derived, np.ndarray, np.ndarray]:
+def preflight(scenario: Scenario, sensors: int = 0) -> tuple[Derived, np.ndarray, np.ndarray]:
     """Every check a run makes before its work, at a fraction of its cost: memory, step and
     checkpoint timing, the plant step, the weather file, the iteration waveform. ``validate``
     runs it, so a scenario it passes does not fail at the start of a run.
 
     Returns what the run goes on with: :func:`derive` and :func:`shape_tables`.
     """
-    check_memory(scenario)
+    check_memory(scenario, sensors)
     derived = derive(scenario)
     plant_steps(scenario)
     facility.hourly_weather(scenario)
@@ -388,7 +395,7 @@ def simulate(
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     chains = _sensor_chains(sensors, scenario.simulation.dt)
-    derived, cells, rate = preflight(scenario)
+    derived, cells, rate = preflight(scenario, len(chains))
     sim = scenario.simulation
     line = timeline(scenario, derived)
     edges = np.arange(sim.n_steps + 1) * sim.dt

@@ -259,3 +259,17 @@ def test_sensor_view_reads_any_time_series_of_a_profile(hour):
         sensor_view(ds, "nvml", "job_state")
     with pytest.raises(PowerModelError, match=r"no attrs\['dt'\]"):
         sensor_view(ds.assign_attrs(dt=None).drop_attrs(), "nvml")
+
+
+def test_sensor_views_count_in_the_memory_a_run_is_checked_against(hour, monkeypatch):
+    # every limit holds at every entry point: a run with views needs their memory too
+    import importlib
+
+    engine = importlib.import_module("powermodel.simulate")  # the module, not the function
+    plain = engine.memory_estimate(hour)
+    steps = hour.simulation.n_steps
+    assert engine.memory_estimate(hour, 3) == plain + 3 * steps * engine.BYTES_PER_SENSOR_STEP
+    # room for the run alone, not for 100 views of it
+    monkeypatch.setattr(engine, "available_memory", lambda: plain + steps * 100)
+    with pytest.raises(PowerModelError, match="ask for fewer sensor views"):
+        engine.simulate(hour, sensors=["nvml", "dcgm", "revenue", "scada"])
