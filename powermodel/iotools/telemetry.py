@@ -79,6 +79,7 @@ _MAX_GAP = np.timedelta64(1, "D")
 _MAX_JUMPS = 10
 # A channel that starts or stops this many of its steps away from the trace's ends is reported.
 _LATE = 3
+_LISTED = 8  # channels named one by one in the warnings
 # Prometheus' exposition: name{labels} value [timestamp_ms]
 _PROMETHEUS = re.compile(
     r"^(?P<metric>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+"
@@ -418,7 +419,8 @@ def _values(
             f"{field} is written in {', '.join(found)} on different lines: each read "
             "by its own unit"
         )
-    factor = np.vectorize(units.get, otypes=[float])(np.where(suffix == "", known, suffix))
+    written, which = np.unique(np.where(suffix == "", known, suffix), return_inverse=True)
+    factor = np.array([units.get(str(u), np.nan) for u in written])[which]
     return np.where(missing, np.nan, number * factor)
 
 
@@ -456,9 +458,9 @@ def _nvidia_smi(
     header_units = [split_unit(h)[1] for h in header]
     if not has_header:
         header_units = [None] * len(header)
-    for name in names:
-        if len(set(names)) != len(names):
-            raise DataFileError(f"{path}: field {name!r} is given twice; give each once")
+    if len(set(names)) != len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise DataFileError(f"{path}: field {twice!r} is given twice; give each once")
     if "timestamp" not in names:
         raise DataFileError(
             f"{path}: no timestamp field among {', '.join(names)}: record with "
@@ -522,9 +524,15 @@ def _nvidia_smi(
             out[var] = _values(fields[j], units, unit, name, number, path, log)
     raw = pd.DataFrame(out)
     if "index" in names:
-        index = to_floats(fields[names.index("index")].str.strip())
+        text = fields[names.index("index")].str.strip()
+        index = to_floats(text)
         bad = ~(np.isfinite(index) & (index >= 0) & (index == np.round(index)))
-        first_bad(bad, fields[names.index("index")], "index", path, "a GPU index")
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataFileError(
+                f"{path}: line {number[i]}: index {text.iloc[i]!r} is not a GPU index (0, 1, "
+                "...); mend or delete the line"
+            )
         raw["channel"] = np.char.add("gpu", index.astype(np.int64).astype(str))
     else:
         raw = _polls(raw, run, path, log)
@@ -1005,18 +1013,22 @@ def _coverage(raw: pd.DataFrame, steps: dict, kind: str, log: list, gpus_per_nod
     step = pd.to_timedelta(pd.Series(steps).fillna(0), unit="s")
     late = span["min"] - t.min() > _LATE * step
     early = t.max() - span["max"] > _LATE * step
-    for name in span.index[late]:
+    # One message per channel, the first few: a file of thousands would flood the log.
+    for name in span.index[late][:_LISTED]:
         log.append(
             f"{name} first reports at {span.at[name, 'min']} (line "
             f"{line.at[name, 'first']}), {(span.at[name, 'min'] - t.min()).total_seconds():g}"
             " s after the trace starts: missing before"
         )
-    for name in span.index[early]:
+    for name in span.index[early][:_LISTED]:
         log.append(
             f"{name} stops at {span.at[name, 'max']} (line {line.at[name, 'last']}), "
             f"{(t.max() - span.at[name, 'max']).total_seconds():g} s before the trace "
             "ends: it dropped out (NaN in to_grid)"
         )
+    unlisted = max(int(late.sum()) - _LISTED, 0) + max(int(early.sum()) - _LISTED, 0)
+    if unlisted:
+        log.append(f"{unlisted} more channel(s) start late or stop early")
     channel = raw["channel"].to_numpy()
     same = channel[1:] == channel[:-1]
     d = np.diff(t.to_numpy().astype(np.int64)) / 1e9
