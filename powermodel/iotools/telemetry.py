@@ -330,7 +330,7 @@ def _detect(text: str, path: Path) -> str:
         r"\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}", first
     ):
         return "nvidia-smi"
-    if "," in first and re.search(r"\[[^\]]*\]|\([^)]*\)", first):
+    if "," in first and (re.search(r"\[[^\]]*\]|\([^)]*\)", first) or re.match("time", first)):
         return "meter"
     raise DataFileError(
         f"{path}: not a telemetry file this reader knows; its first line is {first[:60]!r}. "
@@ -496,6 +496,8 @@ def _nvidia_smi(
         f"{len(header)} comma-separated fields ({', '.join(names)})",
     )
     body, run = body[~bad], run[~bad]
+    if body.empty:
+        raise DataFileError(f"{path}: a header and no samples; give a log with its rows")
     number = body.index.to_numpy()
     fields = body.str.split(",", expand=True)
     stamp = fields[names.index("timestamp")].str.strip()
@@ -614,12 +616,11 @@ def _dcgmi_dmon(text: str, path: Path, period: float | None, log: list) -> pd.Da
     if not is_header.any():
         raise DataFileError(f"{path}: no '#Entity' header line: not dcgmi dmon output")
     header = strip[is_header]
-    if (header.str.split().map(tuple) != tuple(header.iloc[0].split())).any():
-        i = int(
-            np.flatnonzero(
-                (header.str.split().map(tuple) != tuple(header.iloc[0].split())).to_numpy()
-            )[0]
-        )
+    other = (
+        header.str.replace(r"\s+", " ", regex=True) != re.sub(r"\s+", " ", header.iloc[0])
+    ).to_numpy()
+    if other.any():
+        i = int(np.flatnonzero(other)[0])
         raise DataFileError(
             f"{path}: line {header.index[i]}: a header unlike line {header.index[0]}'s: dmon "
             "was restarted with other fields; record one field list per file"
@@ -638,8 +639,7 @@ def _dcgmi_dmon(text: str, path: Path, period: float | None, log: list) -> pd.Da
     junk = _bad_rows(junk, lines, cut, log, path, "a dmon header, unit or entity line")
     is_gpu = (strip.str.match(r"GPU\s+\d+(?:\s|$)").to_numpy(dtype=bool)) & is_row
     rows = strip[is_gpu]
-    cells = rows.str.split()
-    count = cells.list.len().to_numpy() if hasattr(cells, "list") else cells.map(len).to_numpy()
+    count = rows.str.count(r"\S+").to_numpy()
     short = count != len(names) + 2
     short = _bad_rows(
         _expand(short, is_gpu, len(lines)),
@@ -650,6 +650,8 @@ def _dcgmi_dmon(text: str, path: Path, period: float | None, log: list) -> pd.Da
         f"'GPU <id>' and {len(names)} values ({', '.join(names)})",
     )[is_gpu]
     rows, number = rows[~short], rows.index.to_numpy()[~short]
+    if rows.empty:
+        raise DataFileError(f"{path}: no 'GPU <id>' rows; give dmon output with its samples")
     fields = rows.str.split(expand=True)
     gpu = fields[1].astype(int).to_numpy()
     period = _need_period(
@@ -659,11 +661,9 @@ def _dcgmi_dmon(text: str, path: Path, period: float | None, log: list) -> pd.Da
     )
     # A poll prints each GPU once, in a fixed order (by id in current dcgmi): a row whose GPU
     # comes no later in that order than the row before starts the next poll.
-    order = pd.unique(gpu[: _first_repeat(gpu)])
-    rank = np.searchsorted(np.sort(order), gpu)
-    place = np.full(gpu.max() + 1, len(order) + 1, dtype=np.int64)
-    place[order] = np.arange(len(order))
-    rank = np.where(np.isin(gpu, order), place[gpu], len(order) + rank)
+    order = pd.Index(pd.unique(gpu[: _first_repeat(gpu)]))
+    rank = order.get_indexer(gpu)
+    rank = np.where(rank >= 0, rank, len(order) + gpu)  # GPUs first seen later: by id
     poll = np.cumsum(np.r_[True, np.diff(rank) <= 0]) - 1
     time = EPOCH + (np.round(poll * period * 1e9).astype(np.int64)).astype("m8[ns]")
     out = {"line": number, "time": time, "channel": np.char.add("gpu", gpu.astype(str))}
@@ -909,7 +909,9 @@ def _finish(
     raw = raw.sort_values(["channel", "line"], kind="stable").reset_index(drop=True)
     raw = _jumps(raw, path, log)
     if raw.empty or len(raw) < 2:
-        raise DataFileError(f"{path}: fewer than two samples; a trace needs two or more")
+        raise DataFileError(
+            f"{path}: fewer than two samples with a power reading; a trace needs two or more"
+        )
     steps = _steps(raw)
     step = float(np.median(list(steps.values())))
     if not np.isfinite(step):
@@ -1044,6 +1046,8 @@ def _coverage(raw: pd.DataFrame, steps: dict, kind: str, log: list, gpus_per_nod
         index = pd.Series(span.index).str.extract(r"^(?:(.*)/)?gpu(\d+)$")
         for host, ids in index.groupby(index[0].fillna(""))[1]:
             ids = ids.astype(int)
+            if ids.max() >= 4 * MAX_CHANNELS:  # an index this large is no GPU's: not listed
+                continue
             absent = sorted(set(range(int(ids.max()) + 1)) - set(ids))
             if absent:
                 where = f" on {host}" if host else ""
