@@ -280,10 +280,8 @@ def drawn_steps(
         steps_rng(scenario.simulation.seed),
         **v.model_dump(),
     )
-    cl = scenario.cluster
     gpu = cells[0, State.RUNNING]
-    it = gpu * (cl.n_nodes * cl.gpus_per_node / cl.n_gpus) * _psu_slope(scenario)
-    scaled = np.array([gpu, it, np.zeros_like(gpu)])
+    scaled = np.array([gpu, gpu * _psu_slope(scenario), np.zeros_like(gpu)])  # tokens unscaled
     return render.Steps(
         shape=int(State.RUNNING),
         first=np.cumsum(count) - count,
