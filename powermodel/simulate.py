@@ -292,12 +292,13 @@ def drawn_steps(
     end = np.append(line.start[1:], line.duration)
     running = line.state == State.RUNNING
     count = np.where(running, variation.whole_steps(end - line.start, derived.step_time), 0)
+    gpu = cells[0, State.RUNNING]
     bound, level = variation.draw_steps(
         count,
         steps_rng(scenario.simulation.seed),
         **v.model_dump(),
+        scale_range=_scale_range(scenario, gpu * 1e6 / scenario.cluster.n_gpus),
     )
-    gpu = cells[0, State.RUNNING]
     scaled = np.array([gpu, gpu * _psu_slope(scenario), np.zeros_like(gpu)])  # tokens unscaled
     return render.Steps(
         shape=int(State.RUNNING),
@@ -307,6 +308,17 @@ def drawn_steps(
         level=level,
         variable=render.cumulative_tables(scaled),
     )
+
+
+def _scale_range(scenario: Scenario, per_gpu: np.ndarray) -> tuple[float, float]:
+    """The level scales a drawn step may take on the running waveform ``per_gpu`` [W]: up to
+    the board's limit (the power cap, else TDP) at its peak, down to a power floor (software
+    burn, power smoothing) at its trough. A waveform already at its limit cannot rise."""
+    m, tdp = scenario.mitigation, scenario.gpu.tdp
+    limit = min(m.power_cap or tdp, tdp)
+    floor = max(_smoothing_floor(scenario), (m.software_burn or 0.0) * tdp)
+    peak, trough = float(per_gpu.max()), float(per_gpu.min())
+    return (min(floor / trough, 1.0) if trough > 0 else 0.0), max(limit / peak, 1.0)
 
 
 def timeline(scenario: Scenario, derived: Derived | None = None) -> events.Timeline:

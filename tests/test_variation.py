@@ -19,6 +19,9 @@ from powermodel.simulate import (
 )
 
 DAY_100MS = {"simulation.duration": "1d", "simulation.dt": "100ms"}
+# Compute at 80 % of TDP: 25 % of headroom, five times the widest level spread drawn here, so
+# no step reaches the power limit and none is clipped (the reference computes at TDP).
+BELOW_LIMIT = {"workload.compute_power": 0.8}
 NO_FAILURES = {"reliability.rate_scale": 0.0, "reliability.planned_count": 0.0}
 
 
@@ -116,7 +119,12 @@ def test_variation_keeps_the_timeline_and_the_energy_at_any_resolution():
     # Renormalised per running stretch: the failures' stream, the timeline and every quantity's
     # energy are those of the run without variation (to rounding, 1e-9 relative), and the
     # integral is exact at any output step (1 s and 1 min agree).
-    base = {"simulation.duration": "2d", "simulation.dt": "1s", "reliability.rate_scale": 3.0}
+    base = {
+        "simulation.duration": "2d",
+        "simulation.dt": "1s",
+        "reliability.rate_scale": 3.0,
+        **BELOW_LIMIT,
+    }
     spread = {"step_cv": 0.1, "level_cv": 0.05, "straggler_probability": 0.02}
     off, _, line_off, _ = rendered(load_scenario(REFERENCE, base))
     on, _, line_on, _ = rendered(load_scenario(REFERENCE, {**base, "workload.variation": spread}))
@@ -139,8 +147,9 @@ def test_a_day_at_100ms_has_a_spread_of_ramps():
     # (renormalising each ~40-step stretch lowers it by about 1/80; sampling error of 13K steps
     # 0.6 %: tolerance 10 %), and the P99 of all ramps lies between S0 and the largest.
     level_cv = 0.01
-    off = simulate(load_scenario(REFERENCE, DAY_100MS))
-    scenario = load_scenario(REFERENCE, {**DAY_100MS, "workload.variation": {"level_cv": level_cv}})
+    off = simulate(load_scenario(REFERENCE, {**DAY_100MS, **BELOW_LIMIT}))
+    spread = {"workload.variation": {"level_cv": level_cv}}
+    scenario = load_scenario(REFERENCE, {**DAY_100MS, **BELOW_LIMIT, **spread})
     on = simulate(scenario)
     down_off, _ = _steady_down_ramps(off)
     down_on, steady = _steady_down_ramps(on)
@@ -155,6 +164,35 @@ def test_a_day_at_100ms_has_a_spread_of_ramps():
     assert ratio.size > 10_000
     assert ratio.std() == pytest.approx(level_cv, rel=0.1)
     assert ratio.mean() == pytest.approx(1.0, abs=1e-3)
+
+
+def test_no_step_draws_above_the_power_limit_or_below_a_floor():
+    # The reference computes at TDP, its limit [P, choukse]: a step cannot draw more, so its
+    # steps vary only downwards. Evaluations (every 50 steps, 10 steps long at 0.7) would raise
+    # the other steps to keep the energy; the limit holds them, so the run's GPU energy falls,
+    # by about 1 − (49 + 10·0.7)/59 = 5 %, and exactly by Σ s_j(a_j − 1) mean-step energies.
+    base = {"simulation.duration": "6h", "simulation.dt": "100ms", **NO_FAILURES}
+    spread = {"workload.variation": {"level_cv": 0.05, "evaluation_every": 50}}
+    off, _, _, _ = rendered(load_scenario(REFERENCE, base))
+    scenario = load_scenario(REFERENCE, {**base, **spread})
+    on, steps, _, derived = rendered(scenario)
+    per_gpu = on[0] * 1e6 / scenario.cluster.n_gpus
+    assert per_gpu.max() <= scenario.gpu.tdp * (1 + 1e-9)
+    _, scale = step_lengths_and_scales(steps)
+    assert scale.max() == pytest.approx(1.0, abs=1e-9) and scale.min() < 0.8
+    _, cells, _ = preflight(scenario)
+    mean_step = cells[0, State.RUNNING].mean() * derived.step_time  # MW·s
+    lost = (off[0].sum() - on[0].sum()) * 0.1  # MW·s
+    assert lost == pytest.approx(-steps.level[-1] * mean_step, rel=1e-9)
+    assert 0.04 < lost / (off[0].sum() * 0.1) < 0.06
+    # Software burn to 90 % of TDP fills every step's trough: nothing goes below it
+    floor = {"mitigation.software_burn": 0.9}
+    held = load_scenario(REFERENCE, {**base, **spread, **floor})
+    on, _, line, _ = rendered(held)
+    middle = (np.arange(on.shape[1]) + 0.5) * 0.1
+    running = render.state_at(line.start, line.state, middle) == State.RUNNING
+    burnt = on[0, running] * 1e6 / held.cluster.n_gpus
+    assert burnt.min() >= 0.9 * held.gpu.tdp * (1 - 1e-9)
 
 
 def _steady_down_ramps(ds):

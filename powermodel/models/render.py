@@ -121,6 +121,12 @@ def _integral(
     rest = ~drawn
     out = np.empty((cumulative.shape[0], x.size))
     out[:, rest] = _periodic(cumulative, shape[rest], x[rest]) / rate[rest]
+    # past a segment's whole steps: what their levels added (nothing unless a power limit or
+    # floor clipped them), then the mean step
+    after = rest & (shape == steps.shape)
+    first = steps.first[seg[after]]
+    added = steps.level[first + steps.count[seg[after]]] - steps.level[first]
+    out[:, after] += steps.variable[:, -1:] * added / rate[after]
     out[:, drawn] = _stepped(cumulative[:, steps.shape], steps, seg[drawn], x[drawn]) / rate[drawn]
     return out
 

@@ -55,6 +55,7 @@ def draw_steps(
     evaluation_every: int | None = None,
     evaluation_length: float = 1.0,
     evaluation_level: float = 1.0,
+    scale_range: tuple[float, float] = (0.0, np.inf),
 ) -> tuple[np.ndarray, np.ndarray]:
     """Draw the steps of a job's running stretches.
 
@@ -80,6 +81,9 @@ def draw_steps(
         Length of an evaluation step. [mean steps]
     evaluation_level
         Level scale of an evaluation step. [1]
+    scale_range
+        Lowest and highest level scale the hardware lets a step reach: its power floor and its
+        power limit over the running waveform's trough and peak. [1]
 
     Returns
     -------
@@ -100,7 +104,10 @@ def draw_steps(
     ``s_j ← s_j · n_r / Σ_r s``,  ``a_j ← a_j · n_r / Σ_r s·a``,
 
     so the stretch lasts its ``n_r`` mean steps and ``Σ_r s·(a − 1) = 0``: its energy and time
-    are those of ``n_r`` mean steps whatever the draws.
+    are those of ``n_r`` mean steps whatever the draws. Then each scale is clipped to
+    ``scale_range``: no step draws above the GPUs' power limit (a job at its cap or TDP varies
+    only downwards) or below a power floor, and a stretch's energy is lower (higher) by what the
+    limit (floor) took off (added).
     """
     counts = np.asarray(counts, dtype=np.int64)
     n = int(counts.sum())
@@ -123,6 +130,7 @@ def draw_steps(
     scale *= (counts / np.maximum(np.bincount(stretch, length * scale, counts.size), 1e-300))[
         stretch
     ]
+    np.clip(scale, *scale_range, out=scale)
     level = np.concatenate(([0.0], np.cumsum(length * (scale - 1.0))))
     return bound, level
 
