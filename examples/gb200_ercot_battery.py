@@ -121,8 +121,9 @@ def _check(n: dict[str, float]) -> None:
     assert 150.0 < n["unmitigated_worst_mw"] < 190.0
     assert abs(n["training_swing_5s_mw"] - 52.4) < 2.0
     # model output pinned at this commit: at 1 s the shipped sizing finds a 15-min battery of
-    # about 97 MW (the bisection's resolution is 4 %) ...
-    assert abs(n["battery_1s_power_mw"] - 96.5) < 5.0
+    # about 85 MW (the bisection's resolution is 4 %; 97 MW before restarts began with a
+    # start-up above idle, which shortens the restart's step and moves the crashes) ...
+    assert abs(n["battery_1s_power_mw"] - 85.3) < 5.0
     # ... but at 100 ms no battery with the default 100 ms response passes: the state changes
     # (checkpoint stall, restart) step within one interval and the battery answers one late
     assert n["battery_100ms_default_passes"] == 0.0
@@ -130,7 +131,7 @@ def _check(n: dict[str, float]) -> None:
     # with a response inside the step the battery must absorb nearly the whole crash: model
     # output pinned at this commit (the bisection's resolution is 4 %), and never more than
     # the facility's peak
-    assert abs(n["battery_power_mw"] - 104.9) < 5.0
+    assert abs(n["battery_power_mw"] - 96.5) < 5.0  # 104.9 MW before the start-up state
     assert n["battery_power_mw"] < n["facility_peak_mw"]
     # a battery costs its round-trip losses (90 %) on what it moves, no tokens
     assert 0.0 < n["battery_grid_energy_cost"] < 0.05

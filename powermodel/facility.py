@@ -276,7 +276,7 @@ def design_it_power(scenario: Scenario) -> float:
         + cooling.server_fan_extra(cl.fans.speed_max, cl.fans.power)
     )
     node_ac = cl.psu.input_power(node_dc)
-    return float(cl.n_nodes * node_ac + cl.n_gpus * cl.network_power + cl.storage_power * 1e6)
+    return float(cl.n_nodes * node_ac + cl.network_load + cl.storage_load)
 
 
 def facility_loss(

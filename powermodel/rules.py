@@ -8,6 +8,7 @@ and when, and attributes each violation to what caused it from the job's state.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -34,6 +35,7 @@ from powermodel.scenario import (
     explain,
     format_duration,
     packaged,
+    parse_duration,
     parse_toml,
     shorten,
 )
@@ -66,6 +68,7 @@ PER_MINUTE = ("rate", "average_slope")  # statistics read per minute; the others
 # comes first because its window may still hold the idle time of the failure before it.
 CAUSES = ("restart", "failure", "maintenance", "checkpoint", "iteration swing", "weather")
 _STATE_CAUSE = {
+    State.STARTING: 0,
     State.LOADING: 0,
     State.RAMP: 0,
     State.STALLED: 1,
@@ -391,6 +394,12 @@ def _causes(
     # job_state is the state at each interval's middle: an interval also holds part of the
     # next one's state when that state starts within it
     code[:-1] = np.minimum(code[:-1], code[1:])
+    # after a (re)start the GPUs warm from the start-up level and their leakage climbs with
+    # them: the restart's doing for three time constants of the die
+    warm = _warm_up(ds, dt)
+    if warm:
+        restart = code == _STATE_CAUSE[State.RAMP]
+        code[maximum_filter1d(restart, warm + 1, origin=warm // 2)] = _STATE_CAUSE[State.RAMP]
     # strongest cause within the trailing window: the least code, via a max filter of -code
     cause = -maximum_filter1d(-code, lookback + 1, origin=lookback // 2)
     x = ds[rule.signal].values.astype(np.float64)
@@ -409,6 +418,16 @@ def _causes(
         weather = running & (measure(rest, rule, dt) <= limit)
         cause = np.where(weather, CAUSES.index("weather"), cause)
     return cause
+
+
+def _warm_up(ds: xr.Dataset, dt: float) -> int:
+    """Samples after a (re)start in which the dies still warm: three of the GPU's thermal time
+    constants, from the scenario in the attrs (none for a measured trace)."""
+    try:
+        tau = parse_duration(json.loads(ds.attrs["scenario"])["gpu"]["thermal_tau"])
+    except (KeyError, TypeError, ValueError):
+        return 0
+    return math.ceil(3.0 * tau / dt)
 
 
 def summary(per_seed: list[list[RuleResult]], refused: list[Refusal] = ()) -> pd.DataFrame:

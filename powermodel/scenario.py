@@ -47,6 +47,7 @@ from powermodel.iotools import exists, is_file
 from powermodel.iotools.weather import SHIPPED, site_of
 from powermodel.models import electrical
 from powermodel.models import weather as wx
+from powermodel.models.events import teardown_time
 from powermodel.models.signal import FINEST_STEP
 from powermodel.models.thermal import leakage_power, locked_phases, steady_gpu_temperature
 from powermodel.models.workload import (
@@ -56,6 +57,7 @@ from powermodel.models.workload import (
     layout_step,
     layout_work,
     phase_levels,
+    running_level,
 )
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
@@ -349,8 +351,15 @@ class Cluster(Section):
     rest_power_idle: float = Field(
         ge=0, le=1e6, description="Rest of the node with no job. [W/node]"
     )
-    network_power: float = Field(ge=0, le=10e3, description="Network fabric and optics. [W/GPU]")
-    storage_power: float = Field(ge=0, le=1e3, description="Storage cluster serving the job. [MW]")
+    network_power: float = Field(
+        ge=0,
+        le=10e3,
+        description="Scale-out fabric and optics, counted when the job spans more than one node "
+        "(one node's GPUs talk over NVLink inside it). [W/GPU]",
+    )
+    storage_power_per_gpu: float = Field(
+        ge=0, le=10e3, description="Storage serving the job, per GPU of the job. [W/GPU]"
+    )
     psu: Psu
     fans: Fans
     temp_spread: float = Field(
@@ -358,6 +367,19 @@ class Cluster(Section):
         le=30,
         description="Std. dev. of die temperature across GPUs (hot spots, position). [K]",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_storage(cls, data: Any) -> Any:
+        """``storage_power`` was a constant in MW whatever the cluster; read as W per GPU it
+        would be wrong by a factor of a million over the GPU count, so it is refused."""
+        if isinstance(data, dict) and "storage_power" in data:
+            raise ValueError(
+                "cluster.storage_power (a constant in MW) is now cluster.storage_power_per_gpu, "
+                "in W per GPU of the job: give storage_power × 1e6 / n_gpus (0.25 MW on 16,384 "
+                "GPUs is 15.3 W/GPU) and remove storage_power"
+            )
+        return data
 
     @model_validator(mode="after")
     def _whole_nodes(self) -> Cluster:
@@ -371,6 +393,16 @@ class Cluster(Section):
     @property
     def n_nodes(self) -> int:
         return self.n_gpus // self.gpus_per_node
+
+    @property
+    def network_load(self) -> float:
+        """Scale-out network of the job: none on one node. [W]"""
+        return self.n_gpus * self.network_power if self.n_nodes > 1 else 0.0
+
+    @property
+    def storage_load(self) -> float:
+        """Storage serving the job. [W]"""
+        return self.n_gpus * self.storage_power_per_gpu
 
 
 class Phase(Section):
@@ -511,8 +543,13 @@ class Workload(Section):
     model_params: float = Field(ge=1e6, le=1e16, description="Model parameters. [1]")
     tokens_per_step: float = Field(ge=1, le=1e12, description="Global batch. [token]")
     mfu: float = Field(ge=1e-3, le=1, description="Model FLOPs utilisation. [1]")
-    compute_power: float = Field(
-        ge=1e-3, le=1.2, description="GPU power in compute phases, fraction of TDP. [1]"
+    compute_power: float | None = Field(
+        None,
+        ge=1e-3,
+        le=1.2,
+        description="GPU power in compute phases, fraction of TDP; by default from the model "
+        "size, 0.70 at 1e9 parameters to 1 (the power cap) at 405e9 [P, choukse; D, "
+        "mlperf_training_v4] (powermodel.models.workload.running_level). [1]",
     )
     trough_depth: float = Field(
         ge=0, lt=1, description="Communication-phase power below compute power, fraction. [1]"
@@ -536,6 +573,23 @@ class Workload(Section):
     )
     startup_ramp: Duration = Field(
         ge=0, le=DAY, description="Ramp from loaded to running power at every (re)start. [s]"
+    )
+    # Start-up: processes launch, form their communicators and build the model holding GPU
+    # memory, before the checkpoint is read: minutes at production scale [P, bootseer].
+    startup_time: Duration = Field(
+        120.0,
+        ge=0,
+        le=DAY,
+        description="Launch to the checkpoint read at every (re)start: processes start, "
+        "communicators form, the model is built; 2 min [A], range 20 s-10 min [P, bootseer]. [s]",
+    )
+    startup_power: float = Field(
+        0.15,
+        ge=0,
+        le=1.2,
+        description="GPU power from launch to the first iteration (memory held, data and "
+        "checkpoint loading, no training kernels), fraction of TDP; 105 W on the H100, between "
+        "its idle and stalled levels [A]. [1]",
     )
     parallelism: Parallelism | None = None
 
@@ -691,10 +745,14 @@ class Reliability(Section):
     rate_scale: float = Field(
         1.0, ge=0, le=1000, description="Multiplier on every failure rate. [1]"
     )
-    stall_time: Duration = Field(
+    stall_time: Duration | None = Field(
+        None,
         ge=0,
         le=MAX_RECOVERY,
-        description="Survivors spin in blocked collectives until the job is torn down. [s]",
+        description="Survivors spin in blocked collectives until the job is torn down; by "
+        "default from the layout: 5 s on one node, the launcher's worker check "
+        "[P, nvidia_resiliency], 60 s across nodes, waiting for the collectives to fail [A] "
+        "(powermodel.models.events.teardown_time). [s]",
     )
     restart_time: Duration = Field(
         ge=0, le=MAX_RECOVERY, description="Detection, rescheduling and node swap, GPUs idle. [s]"
@@ -1039,6 +1097,13 @@ class Scenario(Section):
             raise ValueError(
                 f"gpu.name {self.gpu.name!r} differs from cluster.gpu {self.cluster.gpu!r}"
             )
+        starting = self.workload.startup_power * self.gpu.tdp
+        if starting < self.gpu.idle:
+            raise ValueError(
+                f"workload.startup_power {self.workload.startup_power:g} is {starting:.0f} W on "
+                f"the {self.gpu.name}, below its idle {self.gpu.idle:g} W: raise it to at least "
+                f"{self.gpu.idle / self.gpu.tdp:.3g}"
+            )
         # a working GPU draws at least its idle power, and at least its leakage at the die
         # temperature the phases hold at (the simulation moves that leakage with the die): a
         # phase below either is a wrong trough depth or phase power, not a saving
@@ -1052,7 +1117,7 @@ class Scenario(Section):
             phase = self.workload.phases[low]
             fix = (
                 f"lower workload.trough_depth to at most "
-                f"{1 - floor / (self.workload.compute_power * gpu.tdp):.2f}"
+                f"{1 - floor / (self.compute_power * gpu.tdp):.2f}"
                 if phase.kind == "communication"
                 else f"raise the power of phase {phase.name!r}"
                 if phase.kind == "other"
@@ -1085,7 +1150,7 @@ class Scenario(Section):
         wl = self.workload
         kinds = [p.kind for p in wl.phases]
         levels = phase_levels(
-            kinds, [p.power for p in wl.phases], wl.compute_power, wl.trough_depth
+            kinds, [p.power for p in wl.phases], self.compute_power, wl.trough_depth
         )
         watts = levels * self.gpu.tdp
         shares = self.phase_shares()
@@ -1107,6 +1172,20 @@ class Scenario(Section):
                 self.cluster.fans.temp_nominal, float(shares @ watts), self.gpu.thermal_resistance
             )
         )
+
+    @property
+    def compute_power(self) -> float:
+        """GPU power in compute phases, fraction of TDP: the given one, else the model size's
+        (:func:`~powermodel.models.workload.running_level`). [1]"""
+        wl = self.workload
+        return wl.compute_power if wl.compute_power is not None else running_level(wl.model_params)
+
+    @property
+    def stall_time(self) -> float:
+        """Teardown after a fault: the given one, else the layout's
+        (:func:`~powermodel.models.events.teardown_time`). [s]"""
+        given = self.reliability.stall_time
+        return given if given is not None else teardown_time(self.cluster.n_nodes)
 
     @property
     def compute_share(self) -> float:

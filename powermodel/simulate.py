@@ -125,12 +125,12 @@ def derive(scenario: Scenario) -> Derived:
 
 def recoveries(scenario: Scenario, derived: Derived) -> list[Recovery]:
     """Recovery sequence of each unexpected cause, then of a planned interruption."""
-    rel, ramp = scenario.reliability, scenario.workload.startup_ramp
-    restart = ((State.LOADING, derived.reload_time), (State.RAMP, ramp))
+    rel = scenario.reliability
+    restart = startup(scenario, derived)
     unexpected = [
         Recovery(
             (
-                (State.STALLED, rel.stall_time if c.stall_time is None else c.stall_time),
+                (State.STALLED, scenario.stall_time if c.stall_time is None else c.stall_time),
                 (State.FAILED_IDLE, rel.restart_time if c.restart_time is None else c.restart_time),
                 *restart,
             ),
@@ -150,8 +150,13 @@ def recoveries(scenario: Scenario, derived: Derived) -> list[Recovery]:
 
 
 def startup(scenario: Scenario, derived: Derived) -> tuple[tuple[State, float], ...]:
-    """States of the job's first start: load the checkpoint, then ramp."""
-    return ((State.LOADING, derived.reload_time), (State.RAMP, scenario.workload.startup_ramp))
+    """States of every (re)start: launch and build the model, load the checkpoint, ramp."""
+    wl = scenario.workload
+    return (
+        (State.STARTING, wl.startup_time),
+        (State.LOADING, derived.reload_time),
+        (State.RAMP, wl.startup_ramp),
+    )
 
 
 def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.ndarray]:
@@ -188,18 +193,20 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
     # A checkpoint stall holds the GPUs at a barrier while the write completes: the stalled level,
     # or the smoothing floor while the job holds the GPUs.
     held = max(gpu.stalled, _smoothing_floor(scenario))
+    starting = wl.startup_power * gpu.tdp  # processes up, memory held, nothing computing
     gpu_w = {
         State.RUNNING: per_gpu,
         State.CHECKPOINT: const(held),
         State.STALLED: const(held),
         State.FAILED_IDLE: const(gpu.idle),
         State.MAINTENANCE: const(gpu.idle),
-        State.LOADING: const(gpu.idle),
-        State.RAMP: gpu.idle + u * (per_gpu.mean() - gpu.idle),
+        State.STARTING: const(starting),
+        State.LOADING: const(starting),
+        State.RAMP: starting + u * (per_gpu.mean() - starting),
     }
     rest = {s: cl.rest_power_active for s in State}
     rest[State.FAILED_IDLE] = rest[State.MAINTENANCE] = cl.rest_power_idle
-    fixed = _cluster_mw(cl.network_power, cl.n_gpus) + cl.storage_power  # network, storage
+    fixed = (cl.network_load + cl.storage_load) / 1e6  # MW
     gpu_cells, it_cells, tok_cells = [], [], []
     for state in State:
         node_ac = cl.psu.input_power(cl.gpus_per_node * gpu_w[state] + rest[state])

@@ -54,7 +54,7 @@ def levers(scenario: Scenario, rule: rules.Rule, reference: float | None) -> lis
     """The mitigations this scenario's hardware and site have ([nvidia_nvml],
     [nvidia_gb300_power]); the battery's controller holds the grid to 80 % of the rule's limit,
     as a ramp."""
-    gpu, wl = scenario.gpu, scenario.workload
+    gpu = scenario.gpu
     out = []
     if "power_cap" in gpu.levers:
         out.append(
@@ -93,7 +93,7 @@ def levers(scenario: Scenario, rule: rules.Rule, reference: float | None) -> lis
             "software burn",
             "of TDP",
             0.01,
-            wl.compute_power,
+            scenario.compute_power,
             lambda v: {"mitigation.software_burn": v},
         )
     )

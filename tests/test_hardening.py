@@ -149,7 +149,7 @@ def test_gpu_count_is_bounded(capsys):
         (["--set", "checkpoint.async_blocking_time=infs"], "cannot read 'infs'"),
         (["--set", "checkpoint.async_blocking_time=1e400s"], "is not a finite duration"),
         (["--set", "reliability.rate_scale=inf"], "finite number"),
-        (["--set", "cluster.storage_power=1e308"], "less than or equal to 1000"),
+        (["--set", "cluster.storage_power_per_gpu=1e308"], "less than or equal to 10000"),
         ([*HOUR, "--resample", "1e400s"], "is not a finite duration"),
         ([*HOUR, "--resample", "60"], "has no unit"),
     ],
@@ -244,8 +244,8 @@ def test_tmy3_weather_runs_and_says_what_it_lacks(capsys, tmp_path):
         # step_time -5 was refused for the wrong reason, 0 silently replaced
         ({"workload.step_time": "-5s"}, "is negative"),
         ({"workload.step_time": "0s"}, "must be at least 1ms"),
-        # storage_power=1e308 gave NaN everywhere
-        ({"cluster.storage_power": 1e308}, "less than or equal to 1000"),
+        # storage_power=1e308 gave NaN everywhere (the key is now per GPU)
+        ({"cluster.storage_power_per_gpu": 1e308}, "less than or equal to 10000"),
         # a duration without a unit was seconds to one reader and days to another
         ({"simulation.duration": 7}, "7 has no unit"),
     ],
@@ -265,7 +265,7 @@ def test_a_gpu_never_draws_less_than_its_leakage():
     ds = simulate(locked)
     # the floor: every GPU's leakage at the coldest die of the run, while it trains
     floor = locked.cluster.n_gpus * float(
-        leakage_power(ds["gpu_temp"].values.min(), 105.0, 65.0, 0.04109)
+        leakage_power(ds["gpu_temp"].values.min(), 105.0, 65.0, 0.04115)
     )  # the H100's leakage at 65 °C and its coefficient (catalogue)
     training = ds["job_state"].values == 0
     assert ds["gpu_power"].values[training].min() * 1e6 >= floor * (1 - 1e-9)

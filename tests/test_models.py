@@ -261,3 +261,24 @@ def test_server_fans_speed_up_with_the_inlet_and_draw_by_the_cube_law():
     # speed draws 800 W, 700 W above nominal; at 1.2× it draws 1.728×, 72.8 W above.
     assert_allclose(cooling.server_fan_extra(speed, 100.0), [0.0, 0.0, 72.8, 309.6], rtol=1e-12)
     assert cooling.server_fan_extra(2.0, 100.0) == pytest.approx(700.0, rel=1e-12)
+
+
+def test_running_level_between_its_two_sourced_anchors():
+    # 405e9 parameters: compute phases at the power cap [P, choukse]; 1e9: 0.70 of TDP, the low
+    # end of MLPerf Training v4.0's H100 power less the rest of the node [D, mlperf_training_v4];
+    # log-linear between (8e9: 0.70 + 0.30 · ln 8 / ln 405 = 0.804), held beyond
+    assert workload.running_level(405e9) == 1.0
+    assert workload.running_level(1e9) == pytest.approx(0.70, rel=1e-12)
+    assert workload.running_level(8e9) == pytest.approx(0.8039, abs=1e-4)
+    assert workload.running_level(1e6) == pytest.approx(0.70, rel=1e-12)
+    assert workload.running_level(2e12) == 1.0
+    sizes = np.geomspace(1e9, 405e9, 50)
+    assert np.all(np.diff([workload.running_level(n) for n in sizes]) > 0)
+
+
+def test_teardown_is_the_launcher_check_on_one_node_and_longer_across_nodes():
+    # one node: the launcher checks its ranks every 5 s [P, nvidia_resiliency]; more: 60 s [A],
+    # under the NCCL watchdog's 10 min [P, pytorch]
+    assert events.teardown_time(1) == 5.0
+    assert events.teardown_time(2) == events.teardown_time(2048) == 60.0
+    assert events.teardown_time(2) < 600.0

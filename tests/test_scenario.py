@@ -305,3 +305,14 @@ def test_a_key_of_another_plant_type_is_refused_but_old_saved_files_load(tmp_pat
 def test_a_bound_or_a_number_is_explained_in_the_keys_unit(override, expected):
     with pytest.raises(ScenarioError, match=expected):
         load_scenario(REFERENCE, override)
+
+
+def test_old_storage_key_is_refused_naming_the_new_one(tmp_path):
+    # storage_power was MW for the whole job: read as W per GPU it would be a million times off,
+    # so a scenario saved with it is refused with the conversion, from the API and from a file
+    with pytest.raises(ScenarioError, match=r"storage_power_per_gpu.*1e6 / n_gpus.*15\.3 W/GPU"):
+        load_scenario("llama3-405b-16k-h100", {"cluster.storage_power": 0.25})
+    saved = tmp_path / "old.toml"
+    saved.write_text('extends = "llama3-405b-16k-h100"\n[cluster]\nstorage_power = 0.25\n')
+    with pytest.raises(ScenarioError, match="cluster.storage_power_per_gpu"):
+        load_scenario(saved)

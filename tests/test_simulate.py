@@ -12,7 +12,7 @@ from numpy.testing import assert_allclose
 from powermodel import load_scenario, metrics, simulate
 from powermodel.calibration import exposure_gpu_hours
 from powermodel.models.events import State
-from powermodel.simulate import derive, timeline
+from powermodel.simulate import derive, recoveries, timeline
 
 N_SEEDS = 200
 
@@ -116,11 +116,11 @@ def test_failure_drops_it_power_to_stalled_then_idle(week):
         e for e in unexpected if e > 700 and np.all(state[(t >= e - 600) & (t < e - 1)] == 0)
     )
     before = power[(t >= fail - 600) & (t < np.floor(fail))]
-    stall, restart = sc.reliability.stall_time, sc.reliability.restart_time
+    stall, restart = sc.stall_time, sc.reliability.restart_time
     stalled = power[(t >= np.ceil(fail)) & (t < np.floor(fail + stall))]
     idle = power[(t >= np.ceil(fail + stall)) & (t < np.floor(fail + stall + restart))]
-    # Constant levels, reached in the first whole second after each transition (sourced times:
-    # stall_time 60 s, restart_time 10 min, from the preset).
+    # Constant levels, reached in the first whole second after each transition (times: the
+    # layout's 60 s teardown across nodes [A], restart_time 8 min [D, kokolis], from the preset).
     assert np.ptp(stalled) < 1e-9 and np.ptp(idle) < 1e-9
     assert stalled.size == pytest.approx(stall, abs=1) and idle.size == pytest.approx(
         restart, abs=1
@@ -253,3 +253,85 @@ def test_node_power_matches_newkirk_measurement():
     assert node / 10200 == pytest.approx(0.76, abs=0.02)
     # and the peak (all GPUs at TDP) is Latif's 8.4 kW
     assert _psu(8 * 700 + sc.cluster.rest_power_active, sc) == pytest.approx(8400, rel=0.01)
+
+
+# --- defaults at four cluster sizes: one node, one rack, 512 GPUs, 16K GPUs ---------------------
+
+SIZES = (8, 32, 512, 16_384)  # one node, one rack of four nodes, a 512-GPU cluster, the reference
+
+
+def at_size(n_gpus: int, **over) -> object:
+    """The reference at ``n_gpus`` for a quiet 10 minutes; below 16,384 GPUs the 6·N·D step of a
+    405e9 model at Llama 3's 16M-token batch leaves the model's bounds, so the reference's own
+    step (6.13 s [D, llama3]) is given."""
+    step = {} if n_gpus == 16_384 else {"workload.step_time": "6.13s"}
+    base = {"simulation.duration": "10min", "reliability.rate_scale": 0.0}
+    return load_scenario(REFERENCE, {"cluster.n_gpus": n_gpus, **base, **step, **over})
+
+
+@pytest.mark.parametrize("n_gpus", SIZES)
+def test_storage_and_network_scale_with_the_job(n_gpus):
+    # [A] in the preset: storage 15.26 W a GPU (the 0.25 MW assumed before, over 16,384 GPUs) at
+    # every size, where the constant 0.25 MW added 31 kW a GPU on one node and 490 W at 512; the
+    # scale-out fabric, 30 W a GPU, only when the job spans nodes (one node's GPUs use NVLink).
+    sc = at_size(n_gpus)
+    bare = load_scenario(sc, {"cluster.storage_power_per_gpu": 0.0, "cluster.network_power": 0.0})
+    per_gpu = (simulate(sc)["it_power"] - simulate(bare)["it_power"]).values * 1e6 / n_gpus
+    assert_allclose(per_gpu, 0.25e6 / 16_384 + (30.0 if n_gpus > 8 else 0.0), rtol=1e-9)
+
+
+@pytest.mark.parametrize("n_gpus", SIZES)
+@pytest.mark.parametrize(
+    ("params", "level"), [(405e9, 1.0), (8e9, 0.70 + 0.30 * np.log(8) / np.log(405))]
+)
+def test_running_level_follows_the_model_not_the_cluster(n_gpus, params, level):
+    # compute phases at the power cap for the 405e9 reference [P, choukse]; log-linear in model
+    # size down to 0.70 of TDP at 1e9 parameters [D, mlperf_training_v4]: 0.80 for an 8e9 model
+    # (the reference's 6.13-s step given: an 8e9 model at 16M tokens a step is 0.12 s on 16K GPUs)
+    sc = at_size(n_gpus, **{"workload.model_params": params, "workload.step_time": "6.13s"})
+    assert sc.compute_power == pytest.approx(level, rel=1e-12)
+    ds = simulate(sc)
+    running = ds["job_state"].values == State.RUNNING
+    # the running mean: compute 67.5 % of the step at the level, communication 30 % lower
+    # [P, ko_zhu]; temperature moves it by its leakage only (within 2 %)
+    expected = n_gpus * level * 700.0 * (0.675 + 0.325 * 0.7) / 1e6
+    assert ds["gpu_power"].values[running].mean() == pytest.approx(expected, rel=0.02)
+
+
+@pytest.mark.parametrize("n_gpus", SIZES)
+def test_start_up_holds_memory_above_idle_before_the_first_iteration(n_gpus):
+    # [A] 2 min from launch to the checkpoint read (BootSeer: start-up takes minutes at
+    # production scale [P, bootseer]), at 0.15 of TDP (105 W: above the H100's 80 W idle, below
+    # its 150 W stalled level); then the 5,670 GB checkpoint read at 2 TB/s [P, llama3], 2.8 s
+    sc = at_size(n_gpus)
+    ds = simulate(sc)
+    state, gpu = ds["job_state"].values, ds["gpu_power"].values
+    starting = np.flatnonzero(state == State.STARTING)
+    assert starting[0] == 0 and starting.size == 120
+    assert_allclose(gpu[starting], n_gpus * 105.0 / 1e6, rtol=1e-9)
+    loading = np.flatnonzero(state == State.LOADING)
+    assert loading[0] == 120 and loading.size == pytest.approx(5670 / 2000, abs=1)
+    assert np.all(state[: 120 + 3 + 10] != State.RUNNING)  # then the 10-s ramp [A]
+
+
+@pytest.mark.parametrize("n_gpus", SIZES)
+def test_teardown_depends_on_the_layout(n_gpus):
+    # one node: the launcher's worker check, 5 s [P, nvidia_resiliency]; across nodes the
+    # survivors wait for their collectives to fail, 60 s [A]; a given stall_time wins; the NCCL
+    # watchdog cause keeps its own 10 min [P, pytorch]
+    expected = 5.0 if n_gpus == 8 else 60.0
+    for over, stall in (({}, expected), ({"reliability.stall_time": "30s"}, 30.0)):
+        sc = at_size(n_gpus, **over)
+        steps = recoveries(sc, derive(sc))
+        faulty_gpu = steps[0].steps  # Table 5's first cause [P, llama3]
+        assert faulty_gpu[0] == (State.STALLED, stall)
+        watchdog = next(i for i, c in enumerate(sc.reliability.causes) if "watchdog" in c.name)
+        assert steps[watchdog].steps[0] == (State.STALLED, 600.0)
+        # the restart that follows: 8 min idle [D, kokolis], then the start-up, read and ramp
+        assert [s for s, _ in faulty_gpu] == [
+            State.STALLED,
+            State.FAILED_IDLE,
+            State.STARTING,
+            State.LOADING,
+            State.RAMP,
+        ]

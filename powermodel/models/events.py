@@ -24,6 +24,7 @@ class State(IntEnum):
     MAINTENANCE = 4
     LOADING = 5
     RAMP = 6
+    STARTING = 7  # appended: the codes before it keep their meaning
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,45 @@ def young_daly_interval(mtbf: float, checkpoint_time: float) -> float:
        https://doi.org/10.1016/j.future.2004.11.016
     """
     return float(np.sqrt(2.0 * mtbf * checkpoint_time))
+
+
+# How long survivors spin after a fault [s]. On one node the launcher sees a dead worker at its
+# next check and stops the rest: 5 s, the check interval of NVIDIA's torchrun-based launcher
+# [P, nvidia_resiliency]. Across nodes the other nodes' ranks learn of it only when their
+# collectives fail: 60 s [A], between a link error seen at once and the 10-min NCCL watchdog
+# timeout [P, pytorch].
+TEARDOWN_ONE_NODE = 5.0
+TEARDOWN_MULTI_NODE = 60.0
+
+
+def teardown_time(n_nodes: int) -> float:
+    """Time survivors spin in blocked collectives after a fault, before the job is torn down.
+
+    Parameters
+    ----------
+    n_nodes
+        Nodes (servers) of the job. [1]
+
+    Returns
+    -------
+    float
+        Teardown time. [s]
+
+    Notes
+    -----
+    One node: the launcher's own check of its workers, 5 s [nvidia_resiliency]_. More nodes: 60 s,
+    an assumption between an error seen at once and the NCCL watchdog timeout of 10 min that a
+    hang waits for [pytorch]_.
+
+    References
+    ----------
+    .. [nvidia_resiliency] NVIDIA, "NVIDIA Resiliency Extension: fault tolerance configuration",
+       nvidia-resiliency-ext documentation (2025).
+       https://nvidia.github.io/nvidia-resiliency-ext/fault_tolerance/api/config.html
+    .. [pytorch] PyTorch, "torch.distributed.init_process_group", PyTorch documentation (2024).
+       https://pytorch.org/docs/stable/distributed.html
+    """
+    return TEARDOWN_ONE_NODE if n_nodes == 1 else TEARDOWN_MULTI_NODE
 
 
 def expected_up_time(

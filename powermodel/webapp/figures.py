@@ -177,7 +177,7 @@ def _time_axis(fig: go.Figure, rows: int, reading: str = "", title: str = "time 
 def event_marks(ds: xr.Dataset) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Times and hover labels of failures, planned maintenance, restarts and checkpoints.
 
-    Failures and maintenance come from the event table; restarts are the starts of loading
+    Failures and maintenance come from the event table; restarts are the starts of start-up
     after an interruption, checkpoints the starts of a checkpoint stall (``job_state``).
     """
     kinds = ds["event_kind"].values
@@ -194,7 +194,7 @@ def event_marks(ds: xr.Dataset) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     state = ds["job_state"].values
     starts = np.flatnonzero(np.diff(state) != 0) + 1
     times = ds["time"].values
-    for name, code in (("restart", State.LOADING), ("checkpoint", State.CHECKPOINT)):
+    for name, code in (("restart", State.STARTING), ("checkpoint", State.CHECKPOINT)):
         at = starts[state[starts] == int(code)]
         if name == "restart":
             at = at[at > 0]
