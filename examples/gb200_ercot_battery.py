@@ -117,9 +117,9 @@ def _check(n: dict[str, float]) -> None:
     assert n["unexpected_interruptions"] >= 3  # the run must hold crashes to size against
     # model output pinned at this commit: a crash of a ~200 MW site drops well over 100 MW
     # within 5 s; the iterations alone (1,200 W compute against a 30 % lower trough [ko_zhu],
-    # 36 MW of boards) swing about 52 MW at the connection
+    # 36 MW of boards) swing about 50 MW at the connection
     assert 150.0 < n["unmitigated_worst_mw"] < 190.0
-    assert abs(n["training_swing_5s_mw"] - 52.4) < 2.0
+    assert abs(n["training_swing_5s_mw"] - 49.8) < 2.0
     # model output pinned at this commit: at 1 s the shipped sizing finds a 15-min battery of
     # about 97 MW (the bisection's resolution is 4 %) ...
     assert abs(n["battery_1s_power_mw"] - 96.5) < 5.0
@@ -136,11 +136,12 @@ def _check(n: dict[str, float]) -> None:
     assert 0.0 < n["battery_grid_energy_cost"] < 0.05
     # derivation: 0.8 · 10 MW / 5 s over 100,000 GPUs = 16 W/s a GPU
     assert abs(n["smoothing_rate_w_per_s"] - 16.0) < 1e-9
-    # model output pinned at this commit: even NVML's highest floor leaves the restarts, when
-    # 12,500 hosts step from idle to active (rest-of-node power, which GPU smoothing does not
-    # reach); every other violation is gone
+    # model output pinned at this commit: even NVML's highest floor leaves the hosts' own
+    # steps, when 12,500 of them go from idle to active at a restart and back at the end of a
+    # crash's stall (rest-of-node power, which GPU smoothing does not reach): one violation a
+    # crash besides the restarts; every other violation is gone
     assert n["floor_top_worst_mw"] > 10.0 and n["floor_top_violations_by_restart"] > 0
-    assert n["floor_top_violations_other"] == 0
+    assert n["floor_top_violations_other"] == n["unexpected_interruptions"]
     # closed form for the burn: a 90 % floor raises the 840 W trough (32.5 % of the step) to
     # 1,080 W and the smoothing holds the GPUs through stalls; model output pinned at this
     # commit for the whole site: about +10 % grid energy, and the 16 W/s rise throttles work
