@@ -92,9 +92,8 @@ def main(out: pathlib.Path) -> dict[str, float]:
         "floor_0_grid_energy_cost": floor_results[0.0][1]["grid_energy_cost"],
         "floor_top_worst_mw": top_result.worst,
         "floor_top_violations_by_restart": float(top_result.by_cause.get("restart", 0)),
-        "floor_top_violations_other": float(
-            sum(n for c, n in top_result.by_cause.items() if c != "restart")
-        ),
+        "floor_top_violations": float(len(top_result.violations)),
+        "floor_top_host_steps": float(_host_steps(scenario, base, top_result.violations)),
         "floor_top_grid_energy_cost": top_cost["grid_energy_cost"],
         "floor_top_grid_energy_mwh_per_day": top_cost["grid_energy_mwh_per_day"],
         "floor_top_throughput_cost": top_cost["throughput_cost"],
@@ -117,9 +116,9 @@ def _check(n: dict[str, float]) -> None:
     assert n["unexpected_interruptions"] >= 3  # the run must hold crashes to size against
     # model output pinned at this commit: a crash of a ~200 MW site drops well over 100 MW
     # within 5 s; the iterations alone (1,200 W compute against a 30 % lower trough [ko_zhu],
-    # 36 MW of boards) swing about 52 MW at the connection
+    # 36 MW of boards) swing about 50 MW at the connection
     assert 150.0 < n["unmitigated_worst_mw"] < 190.0
-    assert abs(n["training_swing_5s_mw"] - 52.4) < 2.0
+    assert abs(n["training_swing_5s_mw"] - 49.8) < 2.0
     # model output pinned at this commit: at 1 s the shipped sizing finds a 15-min battery of
     # about 85 MW (the bisection's resolution is 4 %; 97 MW before restarts began with a
     # start-up above idle, which shortens the restart's step and moves the crashes) ...
@@ -137,11 +136,12 @@ def _check(n: dict[str, float]) -> None:
     assert 0.0 < n["battery_grid_energy_cost"] < 0.05
     # derivation: 0.8 · 10 MW / 5 s over 100,000 GPUs = 16 W/s a GPU
     assert abs(n["smoothing_rate_w_per_s"] - 16.0) < 1e-9
-    # model output pinned at this commit: even NVML's highest floor leaves the restarts, when
-    # 12,500 hosts step from idle to active (rest-of-node power, which GPU smoothing does not
-    # reach); every other violation is gone
+    # model output pinned at this commit: even NVML's highest floor leaves the hosts' own
+    # steps, when 12,500 of them go from active to idle at the end of a crash's stall and back
+    # at its start-up (rest-of-node power, which GPU smoothing does not reach); every other
+    # violation is gone: each one left starts at one of those steps
     assert n["floor_top_worst_mw"] > 10.0 and n["floor_top_violations_by_restart"] > 0
-    assert n["floor_top_violations_other"] == 0
+    assert n["floor_top_violations"] == n["floor_top_host_steps"] > 0
     # closed form for the burn: a 90 % floor raises the 840 W trough (32.5 % of the step) to
     # 1,080 W and the smoothing holds the GPUs through stalls; model output pinned at this
     # commit for the whole site: about +10 % grid energy, and the 16 W/s rise throttles work
@@ -173,6 +173,21 @@ def _size_fast_battery(
         gentle, strong = (gentle, mid) if run(mid)[0] else (mid, strong)
     _, ds, sc = run(strong)
     return strong, ds, sc
+
+
+def _host_steps(scenario, base: xr.Dataset, violations) -> int:
+    """Violations that start within a second of a crash's hosts stepping: the end of its stall
+    (active to idle) or the start of its start-up (idle to active)."""
+    crash = base["event_time"].values[base["event_kind"].values == "unexpected"]
+    stall, idle = scenario.stall_time, scenario.reliability.restart_time
+    steps = np.concatenate([crash + _seconds(stall), crash + _seconds(stall + idle)])
+    start = violations["start"].values
+    near = np.abs(start[:, None] - steps[None, :]) <= _seconds(1.0)
+    return int(near.any(axis=1).sum())
+
+
+def _seconds(s: float) -> np.timedelta64:
+    return np.timedelta64(int(round(s * 1e9)), "ns")
 
 
 def _smoothed(scenario, floor: float, rate: float):

@@ -6,7 +6,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from powermodel.analysis import diurnal_swing
-from powermodel.models import events
+from powermodel.models import electrical, events
 from powermodel.scenario import Scenario, load_scenario
 from powermodel.simulate import derive, recoveries, simulate, startup
 
@@ -78,3 +78,51 @@ def fan_fraction(scenario: Scenario, target: float = PUE_TARGET) -> float:
     fans, the one plant figure no source gives. Calibrated on Meta's published fleet PUE.
     """
     return float(brentq(lambda f: annual_pue_with(scenario, f) - target, 0.0, 0.3, xtol=1e-5))
+
+
+# 80 PLUS Titanium, 230 V internal redundant [P, titanium_80plus]: the least a certified supply
+# does at 10 / 20 / 50 / 100 % load.
+TITANIUM_LOAD = (0.1, 0.2, 0.5, 1.0)
+TITANIUM_EFFICIENCY = (0.90, 0.94, 0.96, 0.91)
+
+
+def psu_loss_scale(
+    node_dc: np.ndarray,
+    node_ac: np.ndarray,
+    capacity: float,
+    load: tuple[float, ...] = TITANIUM_LOAD,
+    efficiency: tuple[float, ...] = TITANIUM_EFFICIENCY,
+) -> float:
+    """Scale on a supply curve's losses that gives measured AC and DC node power [1].
+
+    Parameters
+    ----------
+    node_dc, node_ac
+        Mean node power on the DC and the AC side of the supplies, one value per measured
+        condition (each weighted alike). [W]
+    capacity
+        Installed, load-sharing supply capacity per node. [W]
+    load, efficiency
+        The curve whose shape is kept (80 PLUS Titanium by default).
+
+    Notes
+    -----
+    The loss of :func:`powermodel.models.electrical.input_power` is linear in a scale ``k`` on
+    every point's loss ``x·(1/η − 1)``, so ``k = Σ(AC − DC) / Σ loss(DC)``. The reference's
+    ``cluster.psu.efficiency`` is :func:`scaled_efficiency` of the Titanium points with ``k``
+    from the MLPerf Training v4.0 AC and DC logs [D, mlperf_training_v4_smc].
+    """
+    dc = np.asarray(node_dc, dtype=float)
+    loss = electrical.input_power(dc, capacity, np.array(load), np.array(efficiency)) - dc
+    return float(np.sum(np.asarray(node_ac, dtype=float) - dc) / np.sum(loss))
+
+
+def scaled_efficiency(
+    scale: float,
+    load: tuple[float, ...] = TITANIUM_LOAD,
+    efficiency: tuple[float, ...] = TITANIUM_EFFICIENCY,
+) -> np.ndarray:
+    """Efficiency at each load point with every loss scaled by ``scale``:
+    ``x / (x + scale·x·(1/η − 1))`` [1]."""
+    x, eta = np.asarray(load, dtype=float), np.asarray(efficiency, dtype=float)
+    return x / (x + scale * x * (1.0 / eta - 1.0))

@@ -31,6 +31,8 @@ class HourlyWeather:
 
     temp_air: np.ndarray
     temp_wetbulb: np.ndarray
+    temp_dew: np.ndarray
+    pressure: np.ndarray
     utc_offset: float
     source: str
 
@@ -53,13 +55,15 @@ def _read(name_or_path: str) -> tuple[pd.DataFrame, dict]:
 @lru_cache(maxsize=8)
 def _from_file(name_or_path: str) -> HourlyWeather:
     data, meta = _read(name_or_path)
-    wetbulb = weather.wet_bulb(
-        data["temp_air"].to_numpy(),
-        data["relative_humidity"].to_numpy(),
-        data["pressure"].to_numpy(),
-    )
+    temp, pressure = data["temp_air"].to_numpy(), data["pressure"].to_numpy()
+    wetbulb = weather.wet_bulb(temp, data["relative_humidity"].to_numpy(), pressure)
     return HourlyWeather(
-        data["temp_air"].to_numpy(), wetbulb, meta["utc_offset"], str(meta["file"])
+        temp,
+        wetbulb,
+        data["temp_dew"].to_numpy(),
+        pressure,
+        meta["utc_offset"],
+        str(meta["file"]),
     )
 
 
@@ -74,8 +78,9 @@ def _synthetic(parameters: str, utc_offset: float) -> HourlyWeather:
         hours, temp, p.mean, p.seasonal_amplitude, p.hottest_day, p.dew_point_depression
     )
     rh = weather.relative_humidity_from_dew_point(temp, dew)
-    wetbulb = weather.wet_bulb(temp, rh, np.full(HOURS_PER_YEAR, p.pressure))
-    return HourlyWeather(temp, wetbulb, utc_offset, "synthetic")
+    pressure = np.full(HOURS_PER_YEAR, p.pressure)
+    wetbulb = weather.wet_bulb(temp, rh, pressure)
+    return HourlyWeather(temp, wetbulb, dew, pressure, utc_offset, "synthetic")
 
 
 def _standard_offset(timezone: str) -> float:
@@ -130,9 +135,13 @@ def plant_path(
     """
     wx = hourly_weather(scenario)
     hours = weather.local_hour_of_year(times, wx.utc_offset)
-    temp_air = weather.to_grid(wx.temp_air, hours)
-    temp_wetbulb = weather.to_grid(wx.temp_wetbulb, hours)
-    out = run_plant(scenario, heat, temp_air, temp_wetbulb, dt, design_heat)
+    outdoor = plants.Outdoor(
+        *(
+            weather.to_grid(values, hours)
+            for values in (wx.temp_air, wx.temp_wetbulb, wx.temp_dew, wx.pressure)
+        )
+    )
+    out = run_plant(scenario, heat, outdoor, dt, design_heat)
     gpu, cl = scenario.gpu, scenario.cluster
     inlet = out.supply_temp + scenario.cooling.inlet_offset
     # One die state: inlet + R·(mean board power), through the die and heat sink's thermal mass.
@@ -154,8 +163,8 @@ def plant_path(
     leak = [gpu.leakage(t) for t in (die, nominal_die)]
     speed = server_fan_speed(scenario, inlet)
     return PlantPath(
-        temp_air=temp_air,
-        temp_wetbulb=temp_wetbulb,
+        temp_air=outdoor.temp_air,
+        temp_wetbulb=outdoor.temp_wetbulb,
         supply_temp=out.supply_temp,
         gpu_temp=die,
         clock_factor=clock,
@@ -214,8 +223,7 @@ def _slowest_clock(scenario: Scenario, die: np.ndarray | float, cap: float) -> n
         ) from None
 
 
-# Each plant type's model and design record; every plant takes (heat, temp_air, temp_wetbulb,
-# design).
+# Each plant type's model and design record; every plant takes (heat, outdoor, design).
 PLANTS = {
     "outside-air-evaporative": (plants.outside_air_evaporative, plants.OutsideAirDesign),
     "liquid": (plants.liquid, plants.LiquidDesign),
@@ -226,14 +234,13 @@ PLANTS = {
 def run_plant(
     scenario: Scenario,
     heat: np.ndarray,
-    temp_air: np.ndarray,
-    temp_wetbulb: np.ndarray,
+    outdoor: plants.Outdoor,
     dt: float,
     design_heat: float,
 ) -> plants.PlantOutput:
     """The scenario's cooling plant on the plant grid."""
     model, record = PLANTS[scenario.cooling.type]
-    return model(heat, temp_air, temp_wetbulb, plant_design(scenario, record, dt, design_heat))
+    return model(heat, outdoor, plant_design(scenario, record, dt, design_heat))
 
 
 def plant_design(
@@ -315,17 +322,17 @@ def design_day(scenario: Scenario, level: float = 0.4) -> dict[str, float]:
             "grid.registered_demand for the rules that refer to it"
         )
     _, meta = _read(scenario.site.weather)
-    _, temp_air, temp_wetbulb = weather.design_day(
-        design, float(weather.standard_pressure(meta["elevation"])), level
-    )
+    pressure = np.full(24, weather.standard_pressure(meta["elevation"]))
+    _, temp_air, temp_wetbulb = weather.design_day(design, float(pressure[0]), level)
     dt = scenario.cooling.dt
     hours = np.arange(0.0, 72.0, dt / 3600.0)
     it = design_it_power(scenario)
+    dew = weather.dew_point_from_wet_bulb(temp_air, temp_wetbulb, pressure)
+    day = (temp_air, temp_wetbulb, dew, pressure)
     out = run_plant(
         scenario,
         np.full(hours.size, it),
-        weather.to_grid(temp_air, hours),
-        weather.to_grid(temp_wetbulb, hours),
+        plants.Outdoor(*(weather.to_grid(values, hours) for values in day)),
         dt,
         it,
     )

@@ -548,7 +548,7 @@ class Workload(Section):
         ge=1e-3,
         le=1.2,
         description="GPU power in compute phases, fraction of TDP; by default from the model "
-        "size, 0.70 at 1e9 parameters to 1 (the power cap) at 405e9 [P, choukse; D, "
+        "size, 0.64 at 1e9 parameters to 1 (the power cap) at 405e9 [P, choukse; D, "
         "mlperf_training_v4] (powermodel.models.workload.running_level). [1]",
     )
     trough_depth: float = Field(
@@ -795,6 +795,9 @@ class Plant(Section):
     design_margin: float = Field(
         1.0, ge=1, le=10, description="Plant capacity over peak IT heat; none by default [A]. [1]"
     )
+    cycles_of_concentration: float = Field(
+        4.0, gt=1, le=100, description="Blowdown of towers or evaporative media [A]. [1]"
+    )
     source: Text = ""
 
 
@@ -807,6 +810,12 @@ class OutsideAirPlant(Plant):
     )
     evap_effectiveness: float = Field(ge=0.01, le=1, description="Media pads. [1]")
     air_delta_t: float = Field(ge=1, le=50, description="Air rise across servers. [K]")
+    dew_point_min: float = Field(
+        ge=-40, le=20, description="Lowest supply dew point, held by misting. [°C]"
+    )
+    humidity_min: float = Field(
+        ge=0, le=90, description="Lowest supply relative humidity, held by misting; 0: none. [%]"
+    )
 
 
 class WaterSidePlant(Plant):
@@ -820,7 +829,6 @@ class WaterSidePlant(Plant):
     chiller_capacity: float = Field(
         ge=0.01, le=10, description="Installed chiller capacity / peak IT heat. [1]"
     )
-    cycles_of_concentration: float = Field(4.0, gt=1, le=100, description="Tower blowdown [A]. [1]")
 
 
 class LiquidPlant(WaterSidePlant):
@@ -848,15 +856,16 @@ class ChilledWaterPlant(WaterSidePlant):
 PLANT_TYPES = (OutsideAirPlant, LiquidPlant, ChilledWaterPlant)
 
 
-# Before plant types had tables of their own these two had defaults on every plant, so every
-# scenario saved then carries them, with these values, whatever its plant: they say nothing.
-_SAVED_WITH_EVERY_PLANT = {"economizer": True, "cycles_of_concentration": 4.0}
+# Before plant types had tables of their own this key had a default on every plant, so every
+# scenario saved then carries it, with this value, whatever its plant: it says nothing. (So did
+# cycles_of_concentration = 4, which every plant now takes, at that default.)
+_SAVED_WITH_EVERY_PLANT = {"economizer": True}
 
 
 def _other_plants_keys(raw: Any) -> Any:
     """A cooling table with a key only other plant types take is refused, naming the plant
-    types that take it (it would change nothing: a silent wrong answer), except the two every
-    scenario saved before plant types carries at their old defaults, which are dropped.
+    types that take it (it would change nothing: a silent wrong answer), except the one every
+    scenario saved before plant types carries at its old default, which is dropped.
     Switching ``cooling.plant`` leaves the old plant's keys behind (``_fill_from_catalogue``)."""
     if not isinstance(raw, dict):
         return raw

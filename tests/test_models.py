@@ -264,13 +264,14 @@ def test_server_fans_speed_up_with_the_inlet_and_draw_by_the_cube_law():
 
 
 def test_running_level_between_its_two_sourced_anchors():
-    # 405e9 parameters: compute phases at the power cap [P, choukse]; 1e9: 0.70 of TDP, the low
-    # end of MLPerf Training v4.0's H100 power less the rest of the node [D, mlperf_training_v4];
-    # log-linear between (8e9: 0.70 + 0.30 · ln 8 / ln 405 = 0.804), held beyond
+    # 405e9 parameters: compute phases at the power cap [P, choukse]; 1e9: 0.64 of TDP, the low
+    # end of MLPerf Training v4.0's H100 power through the supplies' measured AC/DC, less the rest
+    # of the node [D, mlperf_training_v4]; log-linear between (8e9: 0.64 + 0.36 · ln 8 / ln 405 =
+    # 0.765), held beyond
     assert workload.running_level(405e9) == 1.0
-    assert workload.running_level(1e9) == pytest.approx(0.70, rel=1e-12)
-    assert workload.running_level(8e9) == pytest.approx(0.8039, abs=1e-4)
-    assert workload.running_level(1e6) == pytest.approx(0.70, rel=1e-12)
+    assert workload.running_level(1e9) == pytest.approx(0.64, rel=1e-12)
+    assert workload.running_level(8e9) == pytest.approx(0.7647, abs=1e-4)
+    assert workload.running_level(1e6) == pytest.approx(0.64, rel=1e-12)
     assert workload.running_level(2e12) == 1.0
     sizes = np.geomspace(1e9, 405e9, 50)
     assert np.all(np.diff([workload.running_level(n) for n in sizes]) > 0)

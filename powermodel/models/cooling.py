@@ -13,6 +13,10 @@ from typing import NamedTuple
 import numpy as np
 
 LATENT_HEAT_WATER = 2.45e6  # J/kg, enthalpy of vaporisation of water at about 20 °C (steam tables)
+# ASHRAE Handbook—Fundamentals (2009), Chapter 1, eq. 32: h = 1.006·t + W·(2501 + 1.86·t) kJ/kg
+SPECIFIC_HEAT_AIR = 1006.0  # J/(kg K), dry air
+SPECIFIC_HEAT_VAPOUR = 1860.0  # J/(kg K), water vapour
+ENTHALPY_VAPOUR_0C = 2.501e6  # J/kg, saturated water vapour at 0 °C
 
 
 @dataclass(frozen=True)
@@ -311,9 +315,99 @@ def evaporation_water(
     evaporation = np.asarray(heat_rejected, dtype=float) / latent_heat
     if cycles_of_concentration is None:
         return evaporation
+    return make_up_water(evaporation, cycles_of_concentration)
+
+
+def make_up_water(evaporated: np.ndarray, cycles_of_concentration: float) -> np.ndarray:
+    """Water drawn to replace what evaporates from a recirculating sump and what is bled off.
+
+    Parameters
+    ----------
+    evaporated
+        Water evaporated (cooling tower, evaporative media, misting). [L/s]
+    cycles_of_concentration
+        Ratio of dissolved solids in the circulating water to those in the make-up water. [1]
+
+    Returns
+    -------
+    numpy.ndarray
+        ``E·C/(C − 1)``: evaporation plus the blowdown (bleed-off) ``E/(C − 1)`` that holds the
+        sump at ``C`` cycles (a salt balance; drift neglected). [L/s]
+    """
     if not cycles_of_concentration > 1.0:
         raise ValueError(f"cycles_of_concentration must exceed 1, got {cycles_of_concentration:g}")
-    return evaporation * cycles_of_concentration / (cycles_of_concentration - 1.0)
+    c = cycles_of_concentration
+    return np.asarray(evaporated, dtype=float) * c / (c - 1.0)
+
+
+def moist_air_enthalpy(temp_air: np.ndarray, humidity_ratio: np.ndarray) -> np.ndarray:
+    """Specific enthalpy of moist air per mass of dry air.
+
+    Parameters
+    ----------
+    temp_air
+        Dry-bulb temperature. [°C]
+    humidity_ratio
+        Water vapour per dry air. [kg/kg]
+
+    Returns
+    -------
+    numpy.ndarray
+        ``h = c_pa·t + W·(h_g0 + c_pv·t)``, zero for dry air at 0 °C. [J/kg]
+
+    Notes
+    -----
+    ASHRAE Handbook—Fundamentals, Chapter 1, eq. 32, with c_pa = 1.006 kJ/(kg K),
+    h_g0 = 2,501 kJ/kg and c_pv = 1.86 kJ/(kg K) (ideal-gas mixture).
+
+    References
+    ----------
+    .. [ashrae_fundamentals] ASHRAE, "ASHRAE Handbook—Fundamentals", ASHRAE (2009), Chapter 1,
+       "Psychrometrics". https://www.ashrae.org/
+    """
+    t = np.asarray(temp_air, dtype=float)
+    w = np.asarray(humidity_ratio, dtype=float)
+    return SPECIFIC_HEAT_AIR * t + w * (ENTHALPY_VAPOUR_0C + SPECIFIC_HEAT_VAPOUR * t)
+
+
+def outside_air_fraction(
+    temp_air: np.ndarray,
+    humidity_ratio: np.ndarray,
+    temp_supply: np.ndarray,
+    humidity_supply: np.ndarray,
+    temp_return: np.ndarray,
+) -> np.ndarray:
+    """Share of outside air in an economizer's mix with return air that makes the supply air.
+
+    Parameters
+    ----------
+    temp_air, humidity_ratio
+        Outside air. [°C], [kg/kg]
+    temp_supply, humidity_supply
+        Supply air after mixing and any adiabatic humidification; the return air holds the
+        supply's humidity (servers add heat, not moisture). [°C], [kg/kg]
+    temp_return
+        Return air from the hot aisle. [°C]
+
+    Returns
+    -------
+    numpy.ndarray
+        ``f = (h_ret − h_sup)/(h_ret − h_out)`` clipped to [0, 1]; 1 where the outside air is no
+        colder than the supply. [1]
+
+    Notes
+    -----
+    Mixing and adiabatic humidification (misting: the water's own enthalpy neglected) conserve
+    the enthalpy of the air, ``f·h_out + (1 − f)·h_ret = h_sup``. Water evaporated into the mix
+    cools it, so a humidified supply needs a little less outside air than the dry-bulb balance
+    ``(T_ret − T_sup)/(T_ret − T_out)`` gives.
+    """
+    h_out = moist_air_enthalpy(temp_air, humidity_ratio)
+    h_sup = moist_air_enthalpy(temp_supply, humidity_supply)
+    h_ret = moist_air_enthalpy(temp_return, humidity_supply)
+    span = h_ret - h_out
+    share = np.divide(h_ret - h_sup, span, out=np.ones_like(span), where=span > 0.0)
+    return np.clip(share, 0.0, 1.0)
 
 
 def fan_power(flow_fraction: np.ndarray, design_power: float, min_speed: float = 0.2) -> np.ndarray:

@@ -16,6 +16,8 @@ from typing import NamedTuple
 import numpy as np
 
 from powermodel.models.cooling import (
+    LATENT_HEAT_WATER,
+    SPECIFIC_HEAT_AIR,
     ChillerCurves,
     chiller_power,
     cooling_tower_leaving,
@@ -23,14 +25,30 @@ from powermodel.models.cooling import (
     dry_cooler_leaving,
     evaporation_water,
     fan_power,
+    make_up_water,
+    outside_air_fraction,
 )
 from powermodel.models.signal import first_order_lag
+from powermodel.models.weather import dew_point, humidity_ratio
 
 CURVE_CHW_RANGE = (4.4, 10.0)  # °C, leaving chilled water the EnergyPlus curves were fitted on
 CURVE_CONDENSER_RANGE = {False: (12.8, 30.0), True: (29.0, 46.0)}  # °C: water-, air-cooled
 MIN_CONDENSER_WATER = (
     15.0  # °C: towers bypass to hold condenser water above it for the chillers [A]
 )
+
+
+class Outdoor(NamedTuple):
+    """Outdoor air on the plant grid, each array of the heat's shape."""
+
+    temp_air: np.ndarray
+    """Dry-bulb temperature. [°C]"""
+    temp_wetbulb: np.ndarray
+    """Wet-bulb temperature. [°C]"""
+    temp_dew: np.ndarray
+    """Dew-point temperature. [°C]"""
+    pressure: np.ndarray
+    """Station pressure. [Pa]"""
 
 
 class PlantOutput(NamedTuple):
@@ -44,7 +62,7 @@ class PlantOutput(NamedTuple):
     cooling_power: np.ndarray
     """Electric power of pumps and chillers. [W]"""
     water_use: np.ndarray
-    """Water evaporated and blown down, 1 kg taken as 1 L. [L/s]"""
+    """Site water: evaporated (cooling, humidification) and blown down, 1 kg taken as 1 L. [L/s]"""
     chiller_load: np.ndarray
     """Heat removed by chillers (zero when the plant cools for free). [W]"""
 
@@ -52,7 +70,7 @@ class PlantOutput(NamedTuple):
 @dataclass(frozen=True, kw_only=True)
 class PlantDesign:
     """What every plant is built with; each plant's design adds its own fields. Every plant
-    takes ``(heat, temp_air, temp_wetbulb, design)``."""
+    takes ``(heat, outdoor, design)`` (:class:`Outdoor`)."""
 
     design_heat: float
     """Heat the plant is sized for (fans, pumps, chillers). [W]"""
@@ -68,6 +86,8 @@ class PlantDesign:
     """Power of the pumps at design, over ``design_heat``. [1]"""
     fan_min_speed: float
     """Lowest fan speed, fraction of design (1 for constant-speed fans). [1]"""
+    cycles_of_concentration: float
+    """Cycles of concentration of the blowdown of towers or evaporative media. [1]"""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,6 +101,10 @@ class OutsideAirDesign(PlantDesign):
     """Saturation effectiveness of the pads. [1]"""
     air_delta_t: float
     """Air temperature rise across the servers, which sets the airflow. [K]"""
+    dew_point_min: float
+    """Lowest supply dew point: misting humidifies drier air up to it. [°C]"""
+    humidity_min: float
+    """Lowest supply relative humidity, at the supply temperature; 0 for none. [%]"""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,8 +119,6 @@ class WaterSideDesign(PlantDesign):
     """Dry cooler over dry-bulb, or tower over wet-bulb. [K]"""
     loop_delta_t: float
     """Coolant (or chilled-water) loop range. [K]"""
-    cycles_of_concentration: float
-    """Cycles of concentration of the towers' blowdown. [1]"""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,24 +142,25 @@ class ChilledWaterDesign(WaterSideDesign):
 
 
 def outside_air_evaporative(
-    heat: np.ndarray,
-    temp_air: np.ndarray,
-    temp_wetbulb: np.ndarray,
-    design: OutsideAirDesign,
+    heat: np.ndarray, outdoor: Outdoor, design: OutsideAirDesign
 ) -> PlantOutput:
-    """Outside-air economizer with direct evaporative cooling and no chillers (Meta-style halls).
+    """Outside-air economizer with direct evaporative cooling and humidification, no chillers
+    (Meta-style halls).
 
     Parameters
     ----------
     heat
         Heat to remove (IT power), plant-step means. [W]
-    temp_air, temp_wetbulb
-        Outdoor dry-bulb and wet-bulb. [°C]
+    outdoor
+        Outdoor dry-bulb, wet-bulb and dew-point temperatures and station pressure.
     design
         The plant: its ``supply_setpoint`` is the lowest supply air temperature (in cold weather
         outside air is mixed with return air to hold it), ``supply_max`` the highest it aims
         for (between the two the supply floats with the outside air; above it the pads are
-        wetted); ``fan_fraction`` and ``pump_fraction`` are fan and pad-pump power at design.
+        wetted); ``dew_point_min`` and ``humidity_min`` the humidity floor misting holds (a dew
+        point, and a relative humidity at the supply temperature); ``cycles_of_concentration``
+        the blowdown of the wetted media; ``fan_fraction`` and ``pump_fraction`` are fan and
+        pad-pump power at design.
 
     Notes
     -----
@@ -145,35 +168,68 @@ def outside_air_evaporative(
     up to ``supply_max``, and above it the pads cool the air toward the wet-bulb,
     ``T_db − ε·(T_db − T_wb)``, but not below ``supply_max`` (they are modulated). When even the
     pads cannot reach ``supply_max`` (humid heat), the supply rises above it and the GPUs pay.
-    Humidity limits on the supply air are not modelled. The
-    airflow carries the heat at ``air_delta_t``; the water evaporated is the sensible cooling of
-    that air divided by the latent heat.
+
+    Water, per kg of dry supply air ``ṁ = Q / (c_pa·ΔT_air)``:
+
+    - the pads evaporate ``c_pa·(T_db − T_supply)/h_fg``, which raises the outside air's humidity
+      ratio ``W_out`` to ``W_pad``;
+    - misting holds the supply at or above the humidity ratio ``W_min`` of the floor, the higher
+      of ``dew_point_min`` and the dew point of ``humidity_min`` at the supply temperature (dry,
+      cold air in winter): ``W_sup = max(W_pad, W_min)``;
+    - only the outside air brings dry air in (the return air holds the supply's humidity), so
+      the water evaporated is ``ṁ·f·(W_sup − W_out)`` with ``f`` the outside-air share of the mix
+      (:func:`~powermodel.models.cooling.outside_air_fraction`, 1 when the outside air is no
+      colder than the setpoint);
+    - bleed-off keeps the media's sump at ``C`` cycles of concentration: the site draws
+      ``C/(C − 1)`` times what it evaporates.
+
+    That is the water the Green Grid's WUE counts (cooling and humidification, on site)
+    [green_grid_wue]_ and Meta's two uses of water [meta_water]_. Dehumidification (no
+    chillers) and the power of the misting pumps are not modelled.
+
+    References
+    ----------
+    .. [green_grid_wue] The Green Grid, "Water Usage Effectiveness (WUE): A Green Grid Data Center
+       Sustainability Metric, White Paper #35", The Green Grid (2011).
+       https://www.thegreengrid.org/
+    .. [meta_water] Meta, "Water; Data centers", Meta Sustainability web pages (2023): water for
+       evaporative cooling and humidification; the humidity floor, 20 % RH lowered to 13 %.
+       https://sustainability.fb.com/report-page/water/
     """
     d = design
     seen = causal_lag(heat, d.dt, d.tau)
-    evaporative = direct_evaporative_supply(temp_air, temp_wetbulb, d.evap_effectiveness)
+    temp_air, pressure = outdoor.temp_air, outdoor.pressure
+    moisture = humidity_ratio(outdoor.temp_dew, pressure)
+    evaporative = direct_evaporative_supply(temp_air, outdoor.temp_wetbulb, d.evap_effectiveness)
     wet = temp_air > d.supply_max
     # mixing with return air holds the floor; above the ceiling the pads cool toward it
     supply = np.where(
         wet, np.maximum(evaporative, d.supply_max), np.maximum(temp_air, d.supply_setpoint)
     )
-    # the airflow that carries the heat at air_delta_t, cooled by (T_db − supply) in the pads
-    cooled = seen * np.where(wet, temp_air - supply, 0.0) / d.air_delta_t
+    padded = moisture + np.where(wet, SPECIFIC_HEAT_AIR * (temp_air - supply), 0.0) / (
+        LATENT_HEAT_WATER
+    )
+    floor = d.dew_point_min
+    if d.humidity_min > 0.0:
+        floor = np.maximum(floor, dew_point(supply, d.humidity_min))
+    humid = np.maximum(padded, humidity_ratio(floor, pressure))
+    share = np.where(
+        temp_air < d.supply_setpoint,
+        outside_air_fraction(temp_air, moisture, supply, humid, supply + d.air_delta_t),
+        1.0,
+    )
+    airflow = seen / (SPECIFIC_HEAT_AIR * d.air_delta_t)  # kg/s of dry air
+    evaporated = airflow * share * (humid - moisture)
     return PlantOutput(
         supply_temp=causal_lag(supply, d.dt, d.tau),
         fan_power=fan_power(seen / d.design_heat, d.fan_fraction * d.design_heat, d.fan_min_speed),
         cooling_power=np.where(wet, d.pump_fraction * d.design_heat, 0.0),
-        water_use=evaporation_water(cooled),
+        water_use=make_up_water(evaporated, d.cycles_of_concentration),
         chiller_load=np.zeros_like(seen),
     )
 
 
-def liquid(
-    heat: np.ndarray,
-    temp_air: np.ndarray,
-    temp_wetbulb: np.ndarray,
-    design: LiquidDesign,
-) -> PlantOutput:
+def liquid(heat: np.ndarray, outdoor: Outdoor, design: LiquidDesign) -> PlantOutput:
     """Warm-water liquid cooling: dry coolers or towers, trim chillers for the hot hours.
 
     The heat-rejection equipment delivers ``T_db + approach`` (dry cooler) or
@@ -185,23 +241,18 @@ def liquid(
     seen = causal_lag(heat, d.dt, d.tau)
     tower = d.heat_rejection == "tower"
     if tower:
-        rejected = cooling_tower_leaving(temp_wetbulb, d.rejection_approach)
+        rejected = cooling_tower_leaving(outdoor.temp_wetbulb, d.rejection_approach)
         condenser = np.maximum(rejected, MIN_CONDENSER_WATER)
     else:
-        rejected = dry_cooler_leaving(temp_air, d.rejection_approach)
-        condenser = np.asarray(temp_air, dtype=float)  # air-cooled trim chiller
+        rejected = dry_cooler_leaving(outdoor.temp_air, d.rejection_approach)
+        condenser = np.asarray(outdoor.temp_air, dtype=float)  # air-cooled trim chiller
     share = np.clip((rejected - d.supply_setpoint) / d.loop_delta_t, 0.0, 1.0)
     return _water_side(
         seen, seen * share, d.supply_setpoint, condenser, tower, d, pump_min_speed=1.0
     )
 
 
-def chilled_water(
-    heat: np.ndarray,
-    temp_air: np.ndarray,
-    temp_wetbulb: np.ndarray,
-    design: ChilledWaterDesign,
-) -> PlantOutput:
+def chilled_water(heat: np.ndarray, outdoor: Outdoor, design: ChilledWaterDesign) -> PlantOutput:
     """CRAHs on chilled water: water-cooled chillers, cooling towers, a waterside economizer.
 
     With an ``economizer``, tower water at ``T_wb + approach`` precools the chilled-water return
@@ -211,7 +262,7 @@ def chilled_water(
     """
     d = design
     seen = causal_lag(heat, d.dt, d.tau)
-    tower = cooling_tower_leaving(temp_wetbulb, d.rejection_approach)
+    tower = cooling_tower_leaving(outdoor.temp_wetbulb, d.rejection_approach)
     chw_return = d.chw_supply + d.loop_delta_t
     free = np.clip((chw_return - (tower + d.economizer_approach)) / d.loop_delta_t, 0.0, 1.0)
     if not d.economizer:

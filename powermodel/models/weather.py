@@ -118,6 +118,91 @@ def wet_bulb(temp_air: ArrayLike, relative_humidity: ArrayLike, pressure: ArrayL
     return np.array(values, dtype=float).reshape(temp.shape)
 
 
+def humidity_ratio(temp_dew: ArrayLike, pressure: ArrayLike) -> np.ndarray:
+    """Humidity ratio of moist air from its dew point.
+
+    Parameters
+    ----------
+    temp_dew : array_like
+        Dew-point temperature (over water, as weather files and ASHRAE's envelope give it). [°C]
+    pressure : array_like
+        Station pressure. [Pa]
+
+    Returns
+    -------
+    numpy.ndarray
+        Water vapour per dry air, ``W = 0.621945·e / (P − e)`` (ASHRAE Handbook—Fundamentals,
+        Chapter 1, eq. 20) with ``e = 610.94·exp(b·Td/(c + Td))`` Pa, the Magnus form of
+        :func:`relative_humidity_from_dew_point`. [kg/kg]
+    """
+    b, c = 17.625, 243.04
+    dew = np.asarray(temp_dew, dtype=float)
+    vapour = 610.94 * np.exp(b * dew / (c + dew))
+    return 0.621945 * vapour / (np.asarray(pressure, dtype=float) - vapour)
+
+
+def dew_point_from_wet_bulb(
+    temp_air: ArrayLike, temp_wetbulb: ArrayLike, pressure: ArrayLike
+) -> np.ndarray:
+    """Dew point from dry-bulb and wet-bulb temperatures (psychrolib, SI; over ice below 0 °C).
+
+    Parameters
+    ----------
+    temp_air, temp_wetbulb : array_like
+        Dry-bulb and wet-bulb temperatures. [°C]
+    pressure : array_like
+        Station pressure. [Pa]
+
+    Returns
+    -------
+    numpy.ndarray
+        Dew-point temperature, broadcast shape of the inputs. [°C]
+
+    Notes
+    -----
+    Scalar like :func:`wet_bulb` (ASHRAE Handbook—Fundamentals, Chapter 1): for a design day or
+    hourly weather, not the simulation grid.
+    """
+    temp, wet, p = np.broadcast_arrays(
+        np.asarray(temp_air, dtype=float),
+        np.asarray(temp_wetbulb, dtype=float),
+        np.asarray(pressure, dtype=float),
+    )
+    if temp.size > _MAX_PSYCHROMETRIC_POINTS:
+        raise ValueError(f"dew_point_from_wet_bulb got {temp.size} values: use hourly weather")
+    psychrolib.SetUnitSystem(psychrolib.SI)
+    points = zip(
+        temp.ravel().tolist(),
+        np.minimum(wet, temp).ravel().tolist(),
+        p.ravel().tolist(),
+        strict=True,
+    )
+    values = [psychrolib.GetTDewPointFromTWetBulb(*point) for point in points]
+    return np.array(values, dtype=float).reshape(temp.shape)
+
+
+def dew_point(temp_air: ArrayLike, relative_humidity: ArrayLike) -> np.ndarray:
+    """Dew point of air at a dry-bulb and relative humidity: the inverse of
+    :func:`relative_humidity_from_dew_point` (Magnus formula, over water).
+
+    Parameters
+    ----------
+    temp_air : array_like
+        Dry-bulb temperature. [°C]
+    relative_humidity : array_like
+        Relative humidity, in (0, 100]. [%]
+
+    Returns
+    -------
+    numpy.ndarray
+        ``Td = c·γ/(b − γ)``, ``γ = ln(RH/100) + b·T/(c + T)``. [°C]
+    """
+    b, c = 17.625, 243.04
+    temp = np.asarray(temp_air, dtype=float)
+    gamma = np.log(np.asarray(relative_humidity, dtype=float) / 100.0) + b * temp / (c + temp)
+    return c * gamma / (b - gamma)
+
+
 def relative_humidity_from_dew_point(temp_air: ArrayLike, temp_dew: ArrayLike) -> np.ndarray:
     """Relative humidity from dry-bulb and dew-point temperatures (Magnus formula).
 
