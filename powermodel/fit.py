@@ -53,6 +53,7 @@ DUTY = np.linspace(0.03, 0.97, 95)  # compute shares tried
 EDGES = np.array([0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0])  # edge durations tried [s]
 RAMPS = np.concatenate(([0.0], np.geomspace(0.1, 3600.0, 120)))  # start-up ramps tried [s]
 IDLE, LOW, HIGH = 0, 1, 2  # sample labels: idle band, stalled band, running band
+HELD = (State.FAILED_IDLE, State.CHECKPOINT, State.STALLED, State.LOADING)  # flat levels
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ class StepResponse:
     values: np.ndarray
     delay: float  # time to half the step [s]
     settle: float  # time to 99 % of the step [s]
+    full: float  # time to 99.9 % of the step: a moving average's window [s]
 
     @property
     def window(self) -> float:
@@ -142,11 +144,9 @@ def step_response(sensor: str, period: float) -> StepResponse:
     horizon = max(30.0, 40.0 * period)
     for _ in range(8):  # widen until the chain settles: a handful of tries, not a loop on data
         n = int(np.ceil(horizon / dt))
-        at = np.arange(1, n + 1) * dt
         values = np.concatenate((np.zeros(n), np.ones(n)))
-        y = sensors.read(values, dt, sensor, at=n * dt + at - dt)
-        y = np.concatenate(([0.0], np.asarray(y, dtype=float)))
-        if y[-1] > 0.999 and y[-1] < 1.001:
+        y = np.asarray(sensors.read(values, dt, sensor, at=(n + np.arange(n)) * dt), dtype=float)
+        if abs(y[-1] - 1.0) < 1e-3:
             break
         horizon *= 4.0
     else:
@@ -157,6 +157,7 @@ def step_response(sensor: str, period: float) -> StepResponse:
         values=y,
         delay=float(np.interp(0.5, np.maximum.accumulate(y), t)),
         settle=float(t[np.argmax(y >= 0.99)]),
+        full=float(t[np.argmax(y >= 0.999)]),
     )
 
 
@@ -265,6 +266,16 @@ def _low_levels(low: np.ndarray, sigma: float, span: float) -> np.ndarray:
     return np.sort(0.5 * (edges[top] + edges[top + 1]))
 
 
+def _flat(x: np.ndarray, start: np.ndarray, length: np.ndarray, tolerance: float) -> np.ndarray:
+    """Whether each run holds a level: the means of its first and last thirds agree within
+    ``tolerance`` (a ramp crossing a band does not)."""
+    c = np.concatenate(([0.0], np.cumsum(x)))
+    third = np.maximum(length // 3, 1)
+    first = (c[start + third] - c[start]) / third
+    last = (c[start + length] - c[start + length - third]) / third
+    return np.abs(last - first) <= tolerance
+
+
 def _runs(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run-length code: start index, length and label of each run."""
     start = np.flatnonzero(np.diff(labels, prepend=labels[0] - 1))
@@ -333,6 +344,7 @@ def detect(
     role[low & (prev == HIGH) & (nxt == HIGH)] = State.CHECKPOINT
     role[low & (prev == HIGH) & (nxt != HIGH)] = State.STALLED
     rising = low & (prev != HIGH) & (nxt == HIGH)
+    short |= rising & ~_flat(x, start, length, max(6.0 * sigma, 0.1 * (t_run - x.min())))
     role[rising & ~short] = State.LOADING
     role[low & (prev == -1) & (nxt != HIGH)] = State.FAILED_IDLE  # trace starts in a held level
     role[low & (prev == -1) & (nxt == HIGH) & short] = State.CHECKPOINT  # cut by the start
@@ -349,7 +361,7 @@ def detect(
         idle_level, low_level = float(levels[0]), float(levels[1])
     else:
         idle_level = low_level = np.nan
-    bounds = _boundaries(times, x, runs, response, high_level, idle_level, low_level)
+    bounds = _boundaries(times, x, runs, response, high_level, idle_level, low_level, sigma)
     timeline = Timeline(
         start=np.concatenate(([times[0]], bounds)) - times[0],
         state=runs.role.copy(),
@@ -380,6 +392,7 @@ def _boundaries(
     high: float,
     idle: float,
     low: float,
+    sigma: float,
 ) -> np.ndarray:
     """Raw time of each boundary between runs: where the sensor's view crosses the midpoint of
     the levels held either side (measured just outside the transition), less the chain's delay.
@@ -401,7 +414,64 @@ def _boundaries(
         )
         crossing = _crossing(times, x, j, 0.5 * (a + b), np.sign(b - a), w)
         edge = crossing - response.delay
-    return edge
+    held = np.isin(runs.role, HELD)
+    into_ramp = runs.role[1:] == State.RAMP
+    return _kinks(times, x, crossing, a, b, held[:-1] & ~into_ramp, held[1:], sigma, response, edge)
+
+
+def _kinks(
+    times: np.ndarray,
+    x: np.ndarray,
+    crossing: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    from_held: np.ndarray,
+    to_held: np.ndarray,
+    sigma: float,
+    response: StepResponse,
+    fallback: np.ndarray,
+) -> np.ndarray:
+    """Boundaries [s] found where the sensor's view leaves or reaches a held level.
+
+    Through an averaging window the view leaves a held level at the raw boundary itself and
+    reaches the next held level when the window has filled (``response.full`` later): both
+    instants are sharp whatever the signal on the other side does, where the midpoint crossing
+    shifts with it. Each is the intercept with the held level of a line through the transition's
+    samples within a third of the level change from it (at least two, above the noise); the
+    midpoint crossing less the delay where there are not two.
+    """
+    period = times[1] - times[0]
+    n = int(np.ceil(response.full / period)) + 2
+    offsets = np.arange(-n, n + 1)
+    i0 = np.searchsorted(times, crossing)
+    idx = np.clip(i0[:, None] + offsets[None, :], 0, x.size - 1)
+    t, y = times[idx], x[idx]
+    change = np.where(b - a == 0, 1.0, b - a)[:, None]
+    u = (y - a[:, None]) / change  # 0 at the level before, 1 at the level after
+    floor = np.minimum(3.0 * sigma / np.abs(change), 0.2)
+    c = crossing[:, None]
+    leave = from_held[:, None] & (t < c) & (t >= c - response.full) & (u > floor) & (u < 1 / 3)
+    reach = to_held[:, None] & (t > c) & (t <= c + response.full) & (u < 1 - floor) & (u > 2 / 3)
+    t_leave = _intercept(t, u, leave, 0.0)
+    t_reach = _intercept(t, u, reach, 1.0) - response.full
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # neither side held: the fallback
+        both = np.nanmean(np.stack((t_leave, t_reach)), axis=0)
+    return np.where(np.isfinite(both), both, fallback)
+
+
+def _intercept(t: np.ndarray, u: np.ndarray, use: np.ndarray, at: float) -> np.ndarray:
+    """Time where the line fitted (least squares) through the ``use`` samples of each row
+    reaches ``u = at``; NaN for a row with fewer than two."""
+    n = use.sum(axis=1)
+    su, st = np.where(use, u, 0).sum(axis=1), np.where(use, t, 0).sum(axis=1)
+    suu = np.where(use, u * u, 0).sum(axis=1)
+    stu = np.where(use, t * u, 0).sum(axis=1)
+    den = n * suu - su * su
+    ok = (n >= 2) & (np.abs(den) > 1e-12)
+    slope = np.where(ok, (n * stu - su * st) / np.where(ok, den, 1.0), np.nan)
+    with np.errstate(all="ignore"):
+        return np.where(ok, st / n + slope * (at - su / n), np.nan)
 
 
 def _window_median(
@@ -545,8 +615,27 @@ def _square_fit(
                 )
             )
             grid.append((c, e))
-    seen = np.fft.irfft(np.fft.rfft(np.array(shapes), axis=1) * spectrum, n=n, axis=1)
-    u = seen.reshape(len(shapes), FOLD_BINS, 16).mean(axis=2)
+    best = _least_squares(np.array(shapes), spectrum, profile, counts)
+    c, e = grid[best["k"]]
+    finer = c + np.linspace(-0.01, 0.01, 21)  # the grid's neighbours, a tenth as far apart
+    finer = finer[(finer > 0) & (finer < 1) & (e < 0.9 * np.minimum(finer, 1 - finer) * step)]
+    rate = 1.0 / e if e > 0 else 1e9
+    shapes = [
+        workload.iteration_waveform(np.array([f, 1 - f]), np.array([1.0, 0.0]), step, rate, n)
+        for f in finer
+    ]
+    fine = _least_squares(np.array(shapes), spectrum, profile, counts)
+    return {**fine, "share": float(finer[fine["k"]]), "edge": float(e)}
+
+
+def _least_squares(
+    shapes: np.ndarray, spectrum: np.ndarray, profile: np.ndarray, counts: np.ndarray
+) -> dict[str, float]:
+    """The candidate shape (levels 1 and 0, one per row) whose view through the chain (its
+    ``spectrum``) best fits the folded profile, with the two levels by weighted least squares."""
+    n = shapes.shape[1]
+    seen = np.fft.irfft(np.fft.rfft(shapes, axis=1) * spectrum, n=n, axis=1)
+    u = seen.reshape(shapes.shape[0], FOLD_BINS, -1).mean(axis=2)
     ok = counts > 0
     w, y, u = counts[ok].astype(float), profile[ok], u[:, ok]
     sw = w.sum()
@@ -558,12 +647,10 @@ def _square_fit(
     sse = ((y - ybar) ** 2 * w).sum() - slope * cov
     sse = np.where(slope > 0, sse, np.inf)  # compute above communication
     k = int(np.argmin(sse))
-    c, e = grid[k]
     low = ybar - slope[k] * ubar[k]
     sst = float(((y - ybar) ** 2 * w).sum())
     return {
-        "share": float(c),
-        "edge": float(e),
+        "k": k,
         "high": float(low + slope[k]),
         "low": float(low),
         "r2": 1.0 - float(sse[k]) / sst if sst > 0 else 0.0,
@@ -604,40 +691,59 @@ def _ramp_length(
     x: np.ndarray,
     line: Timeline,
     response: StepResponse,
-    t0: float,
     running: float,
     levels: np.ndarray,
-) -> tuple[float, np.ndarray]:
-    """Length [s] of the start-up ramp (linear, from the level before it to the running mean)
-    whose view through the chain best matches every rise, by least squares over a grid of
-    lengths, each rise placed so that its midpoint falls where the trace crosses it. Returns the
-    length and each rise's end (the first step) [s]."""
+) -> float:
+    """Length [s] of the start-up ramp: the linear ramp (from the level before it to the running
+    mean) whose view through the chain best fits every rise, by least squares over a grid of
+    lengths refined by a parabola, each rise centred where the trace crosses its midpoint (the
+    RAMP segments' starts)."""
     ramp = np.flatnonzero(line.state == State.RAMP)
-    if ramp.size == 0:
-        return np.nan, np.empty(0)
+    if ramp.size == 0 or not np.isfinite(running):
+        return np.nan
     ends = np.append(line.start[1:], line.duration)
-    crossing = line.start[ramp]  # the midpoint crossing less the delay: the ramp's middle
-    before = levels[ramp - 1] if ramp[0] > 0 else np.full(ramp.size, levels[ramp])
+    middle = line.start[ramp]
+    before = levels[np.maximum(ramp - 1, 0)]
     fine = min(response.dt * 10.0, 0.05)
-    half = np.minimum(RAMPS.max(), ends[ramp] - crossing)
-    span = float(np.max(half)) + response.settle + 2.0
-    tau = np.arange(-span, span, fine)  # time from each rise's middle
+    span = min(float(np.max(ends[ramp] - middle)), 0.5 * RAMPS.max()) + response.full
+    tau = np.arange(-span - response.full, span, fine)  # time from a rise's middle
     kernel = response.kernel(fine)
-    errors = np.zeros(RAMPS.size)
-    for k, r in enumerate(ramp):  # a handful of restarts
-        sel = (times - t0 >= crossing[k] - span) & (times - t0 < min(ends[r], crossing[k] + span))
-        sel &= np.isfinite(x)
-        if not np.any(sel):
-            continue
-        raw = before[k] + (running - before[k]) * np.clip(
-            (tau[None, :] / np.maximum(RAMPS[:, None], 1e-9)) + 0.5, 0.0, 1.0
-        )
-        seen = fftconvolve(raw, kernel[None, :], axes=1)[:, : tau.size]
-        seen[:, : kernel.size] = raw[:, : kernel.size]
-        model = np.array([np.interp(times[sel] - t0 - crossing[k], tau, s) for s in seen])
-        errors += ((model - x[sel][None, :]) ** 2).sum(axis=1)
-    best = float(RAMPS[int(np.argmin(errors))])
-    return best, crossing + 0.5 * best
+    shape = np.clip(tau[None, :] / np.maximum(RAMPS[:, None], 1e-9) + 0.5, 0.0, 1.0)
+    padded = np.concatenate((np.zeros((RAMPS.size, kernel.size)), shape), axis=1)
+    seen = fftconvolve(padded, kernel[None, :], axes=1)[:, kernel.size : kernel.size + tau.size]
+    rel = times[None, :] - middle[:, None]
+    use = (rel >= -span) & (rel < np.minimum(ends[ramp] - middle, span)[:, None])
+    use &= np.isfinite(x)[None, :]
+    k, i = np.nonzero(use)
+    pos = (rel[k, i] - tau[0]) / fine
+    cell = np.clip(pos.astype(np.int64), 0, tau.size - 2)
+    frac = pos - cell
+    unit = seen[:, cell] * (1.0 - frac) + seen[:, cell + 1] * frac
+    model = before[k] + (running - before[k]) * unit
+    errors = ((model - x[i]) ** 2).sum(axis=1)
+    j = int(np.argmin(errors))
+    if 0 < j < RAMPS.size - 1 and RAMPS[j - 1] > 0:  # parabola in log length
+        y0, y1, y2 = errors[j - 1 : j + 2]
+        curve = y0 - 2.0 * y1 + y2
+        shift = 0.5 * (y0 - y2) / curve if curve > 0 else 0.0
+        return float(np.exp(np.log(RAMPS[j]) + shift * np.log(RAMPS[j + 1] / RAMPS[j])))
+    return float(RAMPS[j])
+
+
+def _with_ramps(line: Timeline, ramp: float) -> Timeline:
+    """The timeline with each rise as a ramp of length ``ramp`` [s] about its middle, then
+    running: the idle before it ends where the ramp starts."""
+    at = np.flatnonzero(line.state == State.RAMP)
+    if at.size == 0 or not np.isfinite(ramp):
+        return line
+    start = line.start.copy()
+    ends = np.append(start[1:], line.duration)
+    lo = np.where(at > 0, start[np.maximum(at - 1, 0)], 0.0)  # the segment before the rise
+    start[at] = np.maximum(start[at] - 0.5 * ramp, lo)
+    run = np.minimum(line.start[at] + 0.5 * ramp, ends[at])
+    starts = np.insert(start, at + 1, run)
+    states = np.insert(line.state, at + 1, State.RUNNING)
+    return Timeline(start=starts, state=states, duration=line.duration)
 
 
 # --- the whole fit ------------------------------------------------------------------------
@@ -695,7 +801,7 @@ def fit_cells(
     median = np.interp(times, times[good], median[good])
     filled = np.interp(times, times[good], power[good])
     line, found = detect(times, median, response)
-    quantities = _quantities(times, filled, line, found, response, scenario, meta)
+    quantities, line = _quantities(times, filled, line, found, response, scenario, meta)
     return Fit(
         source=str(meta.get("source", "")),
         sensor=sensor,
@@ -730,10 +836,10 @@ def _quantities(
     response: StepResponse,
     scenario: Scenario,
     meta: dict,
-) -> dict[str, Quantity]:
+) -> tuple[dict[str, Quantity], Timeline]:
+    """Every quantity the trace resolves, and the timeline with the fitted ramps."""
     q: dict[str, Quantity] = {}
-    step, settle = found["period"], response.settle
-    lengths = line.lengths()
+    settle = response.settle
     meter = meta.get("kind") == "meter"
 
     def add(name, value, unit, how, key=None, resolved=None):
@@ -764,8 +870,7 @@ def _quantities(
         f"mean of {int(inside.sum()):,} running samples (an average keeps the mean exactly)",
     )
     _running_shape(q, add, times, x, line, found, response, scenario, mean)
-    _timing(q, add, line, lengths, step, scenario)
-    ramp, _ = _ramp_length(times, x, line, response, 0.0, mean, _levels_per_segment(q, line, mean))
+    ramp = _ramp_length(times, x, line, response, mean, _levels_per_segment(q, line, mean))
     add(
         "start-up ramp",
         ramp,
@@ -775,7 +880,9 @@ def _quantities(
         else "no rise from idle into running seen",
         "workload.startup_ramp",
     )
-    return q
+    line = _with_ramps(line, ramp)
+    _timing(q, add, line, line.lengths(), scenario)
+    return q, line
 
 
 def _levels_per_segment(q: dict[str, Quantity], line: Timeline, running: float) -> np.ndarray:
@@ -855,7 +962,7 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
     )
 
 
-def _timing(q, add, line: Timeline, lengths: np.ndarray, step: float, scenario: Scenario) -> None:
+def _timing(q, add, line: Timeline, lengths: np.ndarray, scenario: Scenario) -> None:
     """Checkpoint period and stall, teardown, restart and start-up times."""
     ck = line.state == State.CHECKPOINT
     inner = ck.copy()
@@ -987,18 +1094,24 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
         put("checkpoint.interval", format_duration(round(interval, 2)), "median period less stall")
     else:
         keep("checkpoint.interval", result.quantities["checkpoint interval"].how)
-    for name, key in (
-        ("teardown", "reliability.stall_time"),
-        ("restart wait", "reliability.restart_time"),
-    ):
-        value = v(name)
-        if value is not None:
-            put(key, format_duration(round(max(value, 0.0), 2)), result.quantities[name].how)
-        else:
-            keep(key, result.quantities[name].how)
+    teardown, wait = v("teardown"), v("restart wait")
+    if teardown is not None:
+        put("reliability.stall_time", format_duration(round(teardown, 2)), "median teardown")
+    else:
+        keep("reliability.stall_time", result.quantities["teardown"].how)
+    if wait is not None:
+        # the model reloads the checkpoint (at idle) after the restart: the wait holds both
+        reload = derive(base).reload_time
+        put(
+            "reliability.restart_time",
+            format_duration(round(max(wait - reload, 0.0), 2)),
+            f"median idle wait after a teardown less the preset's {reload:.3g}-s reload",
+        )
+    else:
+        keep("reliability.restart_time", result.quantities["restart wait"].how)
     head = [
         f"# Fitted by `powermodel fit` to {trace_name} ({result.kind} trace, {result.n_gpus} "
-        f"GPUs, sampled every {format_duration(result.period)}, seen through the "
+        f"GPUs, sampled every {format_duration(round(result.period, 6))}, seen through the "
         f"{result.sensor!r} sensor chain).",
         "# [C]: a value calibrated on that trace; what the trace does not resolve keeps the "
         f"preset's value ({preset}), with why.",
