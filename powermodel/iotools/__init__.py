@@ -32,6 +32,13 @@ def exists(path: str | Path) -> bool:
 
 # The readers and the shipped weather, after the helpers they use: the public surface (the
 # dashboard calls only the public API; tests/test_layers.py checks it)
+from powermodel.iotools.telemetry import (  # noqa: E402
+    FORMATS,
+    NVIDIA_SMI_QUERY,
+    TelemetryWarning,
+    read_telemetry,
+    to_grid,
+)
 from powermodel.iotools.weather import (  # noqa: E402
     SHIPPED,
     read_epw,
@@ -40,4 +47,15 @@ from powermodel.iotools.weather import (  # noqa: E402
     shipped_weather,
 )
 
-__all__ = ["SHIPPED", "read_epw", "read_tmy3", "read_weather", "shipped_weather"]
+__all__ = [
+    "FORMATS",
+    "NVIDIA_SMI_QUERY",
+    "SHIPPED",
+    "TelemetryWarning",
+    "read_epw",
+    "read_telemetry",
+    "read_tmy3",
+    "read_weather",
+    "shipped_weather",
+    "to_grid",
+]

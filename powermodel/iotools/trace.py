@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import difflib
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -54,7 +55,7 @@ _MAX_SECONDS = 9e9
 _MAX_HEADER = 1 << 20  # [bytes]
 _HEADER = re.compile(r"\s*(?P<name>.*?)\s*(?:\[(?P<unit>[^\]]*)\]|\((?P<paren>[^)]*)\))\s*")
 # A time of day followed by Z or ±hh[:mm]: the time carries its UTC offset.
-_OFFSET = r"\d:\d{2}(?::\d{2}(?:\.\d+)?)?\s*(?:[Zz]|[+-]\d{2}(?::?\d{2})?)\s*$"
+UTC_OFFSET = r"\d:\d{2}(?::\d{2}(?:\.\d+)?)?\s*(?:[Zz]|[+-]\d{2}(?::?\d{2})?)\s*$"
 _STEP_RTOL = 1e-6
 # PMUs report at most 120 frames/s (IEEE C37.118.1) and power-quality meters half-cycle RMS
 # values (IEC 61000-4-30), 8–10 ms: a step under 1 ms is a unit mix-up, not a power reading,
@@ -98,9 +99,9 @@ def read_trace(
         the step is under 1 ms.
     """
     path = Path(path)
-    header = _header(path)
+    header = read_header(path)
     t_col = next(
-        (i for i, h in enumerate(header) if _split(h)[0] == "time"),
+        (i for i, h in enumerate(header) if split_unit(h)[0] == "time"),
         next((i for i, h in enumerate(header) if h.startswith("time")), 0),
     )
     p_col = _column(header, power, ACTIVE, path, "active power")
@@ -110,13 +111,13 @@ def read_trace(
             f"{path}: no time column: looked for 'time' and took the first column, "
             f"{header[t_col]!r}, which is the power; put the times first, headed e.g. 'time'"
         )
-    frame = _table(path, len(header), [c for c in (t_col, p_col, q_col) if c is not None])
+    frame = read_columns(path, len(header), [c for c in (t_col, p_col, q_col) if c is not None])
     if len(frame) < 2:
         raise DataFileError(
             f"{path}: {len(frame)} data row{'s' if len(frame) != 1 else ''}: a trace needs at "
             "least two times to have a step"
         )
-    time = _times(frame[t_col], header[t_col], path)
+    time = parse_times(frame[t_col], header[t_col], path)
     dt = _step(time, path)
     out = xr.Dataset(
         {"grid_power": ("time", _values(frame[p_col], header[p_col], ACTIVE_UNITS, "MW", path))},
@@ -129,7 +130,7 @@ def read_trace(
     return annotate(out)
 
 
-def _header(path: Path) -> list[str]:
+def read_header(path: Path) -> list[str]:
     """The column headers, read from the first line only (a file may be huge)."""
     try:
         with path.open("rb") as f:
@@ -161,7 +162,7 @@ def _header(path: Path) -> list[str]:
     return header
 
 
-def _split(header: str) -> tuple[str, str | None]:
+def split_unit(header: str) -> tuple[str, str | None]:
     """``"P [kW]"`` (or ``"P (kW)"``) → ``("P", "kW")``; ``"P"`` → ``("P", None)``."""
     match = _HEADER.fullmatch(header)
     if not match:
@@ -179,7 +180,7 @@ def _column(
     required: bool = True,
 ) -> int | None:
     """The index of the named column, or of the first default one; None if optional and absent."""
-    names = [_split(h)[0] for h in header]
+    names = [split_unit(h)[0] for h in header]
     if name is not None:
         found = [i for i, h in enumerate(header) if h == name] or [
             i for i, n in enumerate(names) if n == name
@@ -209,19 +210,23 @@ def _column(
     return found[0] if found else None
 
 
-def _table(path: Path, width: int, columns: list[int]) -> pd.DataFrame:
+def read_columns(
+    path: Path, width: int, columns: list[int], ragged: Callable | None = None
+) -> pd.DataFrame:
     """The chosen columns as text, keyed by column index; trailing blank lines dropped.
 
     Arrow's reader refuses a row with more or fewer values than the header, where pandas' would
     drop the extra values (a decimal comma, ``1,5``, read as 1), and reads only the chosen
     columns of a wide file. A blank line reads as empty values, refused where they are used.
+    ``ragged``, if given, is called with each row of another width (a
+    ``pyarrow.csv.InvalidRow``) and returns ``"skip"`` or ``"error"``.
     """
     names = [str(i) for i in range(width)]
     try:
         table = pacsv.read_csv(
             path,
             read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, use_threads=False),
-            parse_options=pacsv.ParseOptions(ignore_empty_lines=False),
+            parse_options=pacsv.ParseOptions(ignore_empty_lines=False, invalid_row_handler=ragged),
             convert_options=pacsv.ConvertOptions(
                 include_columns=[names[c] for c in columns],
                 column_types=dict.fromkeys(names, pa.string()),
@@ -242,24 +247,23 @@ def _table(path: Path, width: int, columns: list[int]) -> pd.DataFrame:
     return frame.iloc[: filled[-1] + 1 if filled.size else 0]
 
 
-def _times(column: pd.Series, header: str, path: Path) -> np.ndarray:
+def parse_times(column: pd.Series, header: str, path: Path) -> np.ndarray:
     """Timezone-naive UTC times of a time column (ISO 8601 text, or numbers with a unit)."""
     text = column.str.strip()
-    name, unit = _split(header)
+    name, unit = split_unit(header)
     if unit in TIME_UNITS:
-        since = _floats(text) * TIME_UNITS[unit]
+        since = to_floats(text) * TIME_UNITS[unit]
         want = f"a time since the start in {unit} (within ±285 years)"
-        _first_bad(~(np.abs(since) <= _MAX_SECONDS), text, header, path, want)
+        first_bad(~(np.abs(since) <= _MAX_SECONDS), text, header, path, want)
         return EPOCH + np.round(since * 1e9).astype(np.int64).astype("timedelta64[ns]")
-    if np.isfinite(_floats(text)).all():
+    if np.isfinite(to_floats(text)).all():
         raise DataFileError(
             f"{path}: the time column {header!r} holds numbers without a unit: give ISO 8601 "
             f"UTC times (2025-07-01T14:00:00Z) or name the column with its unit, e.g. "
             f"'{name} [s]' ([ms], [min], [h]) for time since the start of the trace"
         )
-    time = pd.to_datetime(text, utc=True, format="ISO8601", errors="coerce")
-    _first_bad(time.isna().to_numpy(), text, header, path, "an ISO 8601 time (2025-07-01T14:00Z)")
-    offset = text.str.contains(_OFFSET).to_numpy(dtype=bool)
+    time, offset = parse_iso(text)
+    first_bad(np.isnat(time), text, header, path, "an ISO 8601 time (2025-07-01T14:00Z)")
     if not (offset == offset[0]).all():
         i = int(np.flatnonzero(offset != offset[0])[0])
         raise DataFileError(
@@ -267,7 +271,15 @@ def _times(column: pd.Series, header: str, path: Path) -> np.ndarray:
             f"{'has no' if offset[0] else 'has a'} UTC offset, unlike line 2's "
             f"{text.iloc[0]!r}: give every time in UTC, or every one with its offset"
         )
-    return time.dt.tz_localize(None).to_numpy()
+    return time
+
+
+def parse_iso(text: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """ISO 8601 text as timezone-naive UTC times (NaT where unreadable), and whether each
+    carried its UTC offset (a time without one is taken as UTC)."""
+    time = pd.to_datetime(text, utc=True, format="ISO8601", errors="coerce")
+    offset = text.str.contains(UTC_OFFSET).to_numpy(dtype=bool)
+    return time.dt.tz_localize(None).to_numpy(dtype="datetime64[ns]"), offset
 
 
 def _step(time: np.ndarray, path: Path) -> float:
@@ -299,7 +311,7 @@ def _values(
     column: pd.Series, header: str, units: dict[str, float], example: str, path: Path
 ) -> np.ndarray:
     """The column's numbers converted by its header's unit; an error names the first bad line."""
-    name, unit = _split(header)
+    name, unit = split_unit(header)
     if unit not in units:
         found = f"its unit {unit!r} is not one of {', '.join(units)}" if unit else "it has no unit"
         close = [u for u in units if u.lower() == (unit or "").lower()]
@@ -311,17 +323,17 @@ def _values(
             f"'{name} [{example}]'"
         )
     text = column.str.strip()
-    values = _floats(text)
-    _first_bad(~np.isfinite(values), text, header, path, "a finite number")
+    values = to_floats(text)
+    first_bad(~np.isfinite(values), text, header, path, "a finite number")
     return values * units[unit]
 
 
-def _floats(text: pd.Series) -> np.ndarray:
+def to_floats(text: pd.Series) -> np.ndarray:
     """Text as floats, NaN where it is not a number."""
     return pd.to_numeric(text, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
-def _first_bad(bad: np.ndarray, text: pd.Series, header: str, path: Path, want: str) -> None:
+def first_bad(bad: np.ndarray, text: pd.Series, header: str, path: Path, want: str) -> None:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         found = repr(text.iloc[i]) if text.iloc[i] else "empty"

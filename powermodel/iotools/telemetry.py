@@ -1,0 +1,1043 @@
+"""Measured GPU and meter telemetry as one tidy frame: ``nvidia-smi`` CSV logs, DCGM's
+``dcgmi dmon`` text and dcgm-exporter's Prometheus scrapes, and CSVs of node, rack, PDU or
+facility meters.
+
+:func:`read_telemetry` returns ``(data, meta)``. ``data`` is long: one row per sample and
+channel, with ``time`` (datetime64[ns], timezone-naive UTC), ``channel`` (``"gpu<i>"``, or
+``"<host>/gpu<i>"`` when a file holds several hosts; a meter column's name without its unit),
+``power`` [W] and, where the file has them, ``utilization`` [1] (0–1), ``sm_clock`` [MHz] and
+``temperature`` [°C]; sorted by channel, then time. :func:`to_grid` bins it onto a uniform
+time grid, NaN where a channel has no sample.
+
+Everything read is hostile: the file's size, rows and channels are bounded before it is
+parsed, a defect that can be repaired is repaired and reported as a :class:`TelemetryWarning`
+(also listed in ``meta["warnings"]``), and anything else raises a one-line
+:class:`~powermodel.errors.DataFileError` naming the line, the column and the fix.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import xarray as xr
+
+from powermodel.errors import DataFileError
+from powermodel.iotools.trace import (
+    ACTIVE_UNITS,
+    EPOCH,
+    UTC_OFFSET,
+    first_bad,
+    parse_iso,
+    parse_times,
+    read_columns,
+    read_header,
+    split_unit,
+    to_floats,
+)
+
+__all__ = ["FORMATS", "NVIDIA_SMI_QUERY", "TelemetryWarning", "read_telemetry", "to_grid"]
+
+FORMATS = ("nvidia-smi", "dcgmi-dmon", "dcgm-exporter", "meter")
+# The query the docs tell users to record, and the column order taken for a log written with
+# --format=csv,noheader when no ``columns`` are given.
+NVIDIA_SMI_QUERY = (
+    "timestamp",
+    "index",
+    "power.draw",
+    "utilization.gpu",
+    "clocks.sm",
+    "temperature.gpu",
+)
+
+# Bounds checked before any parsing. Parsing holds the text, its Arrow strings and the numbers:
+# about four times the file, so 4 GiB at the size bound.
+MAX_BYTES = 1 << 30  # [bytes] ~15 M nvidia-smi lines of ~70 B: a day of an 8-GPU node at 50 ms
+# Samples (rows of the tidy frame, ~50 B each): the size bound's lines, with room for meters'
+# wide rows (one row, several samples).
+MAX_SAMPLES = 20_000_000
+# Channels: 512 nodes of 8 GPUs, more than a fit needs to see every state; larger clusters are
+# read a sample of nodes at a time. Checked on the header or on the first lines' labels.
+MAX_CHANNELS = 4096
+# Cells of to_grid (channels x bins, float64): 800 MB.
+MAX_GRID = 100_000_000
+# One nvidia-smi lists one node's GPUs; 64 bounds the search for GPUs per poll in a log
+# without ``index`` [A] (8 in an HGX node, 4 in a GB200 compute tray [S, nvidia_blackwell]).
+_MAX_NODE_GPUS = 64
+# [W] per GPU: seven times the largest board power, 1,400 W of a B300
+# [S, nvidia_blackwell]; above it a reading is a unit mix-up (kW read as W) [A].
+MAX_GPU_POWER = 10e3
+# A time moving forward by more than this within a channel is not lost samples but a clock
+# set wrong or files of different runs joined [A]: refused, naming the line.
+_MAX_GAP = np.timedelta64(1, "D")
+# Backward steps of a channel's time repaired as clock jumps (NTP); more is a shuffled file.
+_MAX_JUMPS = 10
+# A channel that starts or stops this many of its steps away from the trace's ends is reported.
+_LATE = 3
+# Prometheus' exposition: name{labels} value [timestamp_ms]
+_PROMETHEUS = re.compile(
+    r"^(?P<metric>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+"
+    r"(?P<value>\S+)(?:\s+(?P<stamp>-?\d+))?\s*$"
+)
+_NUMBER = r"^(?P<number>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-z%°]*)$"
+# Readings a tool prints when it has none (nvidia-smi: [N/A], [Not Supported], [GPU is lost]…)
+_MISSING = r"^(?:\[.*\]|N/A|NaN|nan|)$"
+
+# Field → (vocabulary name, unit → factor to the vocabulary's unit)
+# ACTIVE_UNITS are factors to MW; W first, the unit a file without units is read in.
+_POWER = {u: f * 1e6 for u, f in sorted(ACTIVE_UNITS.items(), key=lambda item: item[1])}
+_PERCENT = {"%": 0.01}
+_MHZ = {"MHz": 1.0, "MHZ": 1.0, "GHz": 1e3}
+_CELSIUS = {"C": 1.0, "°C": 1.0}
+_SMI_FIELDS = {
+    "power.draw.instant": ("power", _POWER),
+    "power.draw": ("power", _POWER),
+    "power.draw.average": ("power", _POWER),
+    "utilization.gpu": ("utilization", _PERCENT),
+    "clocks.sm": ("sm_clock", _MHZ),
+    "clocks.current.sm": ("sm_clock", _MHZ),
+    "temperature.gpu": ("temperature", _CELSIUS),
+}
+# dcgmi dmon prints each field's short name and unit; field ids 155, 203, 100, 150.
+_DMON_FIELDS = {
+    "POWER": ("power", _POWER),
+    "GPUTL": ("utilization", _PERCENT),
+    "SMCLK": ("sm_clock", _MHZ),
+    "TMPTR": ("temperature", _CELSIUS),
+}
+_EXPORTER_FIELDS = {
+    "DCGM_FI_DEV_POWER_USAGE": ("power", _POWER, "W"),
+    "DCGM_FI_DEV_GPU_UTIL": ("utilization", _PERCENT, "%"),
+    "DCGM_FI_DEV_SM_CLOCK": ("sm_clock", _MHZ, "MHz"),
+    "DCGM_FI_DEV_GPU_TEMP": ("temperature", _CELSIUS, "C"),
+}
+OPTIONAL = ("utilization", "sm_clock", "temperature")
+
+
+class TelemetryWarning(UserWarning):
+    """A defect of a telemetry file that was repaired: the data read is usable, and the
+    message says what was changed."""
+
+
+def read_telemetry(
+    path: str | Path,
+    format: str | None = None,
+    period: float | None = None,
+    gpus_per_node: int | None = None,
+    *,
+    columns: Sequence[str] | None = None,
+) -> tuple[pd.DataFrame, dict]:
+    """Read GPU or meter telemetry into a tidy frame.
+
+    Parameters
+    ----------
+    path
+        The file: UTF-8 text written by one of the tools below.
+    format
+        ``"nvidia-smi"``, ``"dcgmi-dmon"``, ``"dcgm-exporter"`` or ``"meter"``; detected from
+        the first lines when None.
+
+        - ``nvidia-smi``: ``nvidia-smi --query-gpu=timestamp,index,power.draw,
+          utilization.gpu,clocks.sm,temperature.gpu --format=csv -lms 100``, with or without
+          ``index``, ``noheader`` or ``nounits``; ``power.draw.instant`` (preferred) or
+          ``power.draw.average`` may replace ``power.draw``. Without ``index`` the GPUs of one
+          poll are told apart by time (see Notes). Timestamps are read as UTC.
+        - ``dcgmi-dmon``: ``dcgmi dmon -e 155,203,100,150 -d 100`` output; it prints no times,
+          so ``period`` is required.
+        - ``dcgm-exporter``: concatenated Prometheus scrapes of dcgm-exporter
+          (``DCGM_FI_DEV_POWER_USAGE``, ``_GPU_UTIL``, ``_SM_CLOCK``, ``_GPU_TEMP``; other
+          metrics are ignored); samples without a timestamp need ``period``.
+        - ``meter``: a CSV of a time column and one power column per meter, each headed with
+          its unit, ``rack1 [kW]``; times as :func:`powermodel.iotools.trace.read_trace`
+          reads them.
+    period
+        The sampling period of a file without times: ``dcgmi dmon``'s ``-d`` over 1000, or
+        the scrape interval. [s]
+    gpus_per_node
+        GPUs per node, passed to ``meta`` for the fitter; a GPU file with more channels than
+        a whole number of nodes is reported.
+    columns
+        The fields of an nvidia-smi log written with ``noheader``, in the order of its
+        ``--query-gpu`` list (default :data:`NVIDIA_SMI_QUERY`).
+
+    Returns
+    -------
+    data : pandas.DataFrame
+        ``time``, ``channel``, ``power`` [W], and ``utilization`` [1], ``sm_clock`` [MHz],
+        ``temperature`` [°C] where the file has them; sorted by ``(channel, time)``.
+        ``data.attrs["step"]`` is ``meta["step"]``.
+    meta : dict
+        ``format``, ``kind`` (``"gpu"`` or ``"meter"``), ``channels``, ``step`` (the median
+        over channels of each channel's median sampling period [s]), ``source`` (the file
+        name), ``start`` (the first time), ``timezone`` (how times became UTC), ``warnings``
+        (each also issued as a :class:`TelemetryWarning`), ``power_field`` (the field read as
+        power), ``gpus_per_node`` when given.
+
+    Raises
+    ------
+    DataFileError
+        A file that is missing, empty, binary, not UTF-8, over :data:`MAX_BYTES`,
+        :data:`MAX_SAMPLES` or :data:`MAX_CHANNELS`, of no known format, or with a defect
+        that cannot be repaired (named by line and column, with the fix).
+
+    Notes
+    -----
+    Repaired, with a warning: a last line cut mid-way (dropped); a header repeated when the
+    logger restarted; readings the tool marks missing (``[N/A]``, ``N/A``: the sample is
+    dropped when it is the power); times going backwards within a channel (an NTP step: the
+    times after it are moved to follow the sample before by one median step); the same time
+    twice for one channel (the later dropped); value suffixes that differ from row to row
+    where no header gives the unit (each converted by its own suffix); channels that start
+    late, stop early or leave gaps (kept as they are: :func:`to_grid` shows NaN there).
+    A time jumping forward cannot be told from lost samples and is kept as a gap; past
+    one day it is refused.
+
+    Without ``index``, nvidia-smi prints one line per GPU per poll, in index order, with
+    times milliseconds apart within a poll and one period apart between polls. The number
+    of GPUs is the smallest whose polls are regular: between-poll times all within a factor
+    of two of their median, each poll spanning under half of it. A poll that spans more (a
+    GPU missing, a slow query) is refused: record with ``index`` then.
+    """
+    path = Path(path)
+    text = _text(path)
+    if format is None:
+        format = _detect(text, path)
+    elif format not in FORMATS:
+        raise DataFileError(
+            f"{path}: format {format!r} is not one of {', '.join(FORMATS)}; give one of them "
+            "or None to detect it"
+        )
+    if period is not None and not (np.isfinite(period) and 1e-3 <= period <= 86400):
+        raise DataFileError(f"{path}: period {period!r} s is not within 1 ms to 1 day")
+    log: list[str] = []
+    meta = {"format": format, "source": path.name, "timezone": "UTC (as written)"}
+    if format == "nvidia-smi":
+        raw = _nvidia_smi(text, path, columns, log, meta)
+    elif format == "dcgmi-dmon":
+        raw = _dcgmi_dmon(text, path, period, log)
+        meta["timezone"] = f"none in the file: {period} s steps from 1970-01-01T00:00"
+        meta["power_field"] = "POWER (155)"
+    elif format == "dcgm-exporter":
+        raw = _exporter(text, path, period, log, meta)
+    else:
+        raw = _meter(path, text, log, meta)
+    data, meta = _finish(raw, meta, log, path, gpus_per_node)
+    for message in log:
+        warnings.warn(f"{path.name}: {message}", TelemetryWarning, stacklevel=2)
+    return data, meta
+
+
+def to_grid(data: pd.DataFrame, step: float | None = None) -> xr.DataArray:
+    """Telemetry on a uniform time grid: the mean of each channel's samples in each bin.
+
+    Parameters
+    ----------
+    data
+        The frame :func:`read_telemetry` returns.
+    step
+        Bin width; default ``data.attrs["step"]`` (the reader's ``meta["step"]``). [s]
+
+    Returns
+    -------
+    xarray.DataArray
+        ``power`` [W] on ``(channel, time)``; ``time`` is each bin's start, from the first
+        sample's time; NaN where a channel has no sample in a bin (a GPU that dropped out
+        shows as missing, not as zero). attrs ``units`` and ``step`` [s].
+    """
+    if step is None:
+        step = data.attrs.get("step")
+    if step is None or not (np.isfinite(step) and step > 0):
+        raise DataFileError(f"to_grid: step {step!r} is not a positive number of seconds")
+    time = data["time"].to_numpy(dtype="datetime64[ns]")
+    start = time.min()
+    width = np.int64(round(step * 1e9))
+    bins = ((time - start).astype(np.int64) // width).astype(np.int64)
+    channels, code = np.unique(data["channel"].to_numpy(dtype=str), return_inverse=True)
+    n = int(bins.max()) + 1
+    if channels.size * n > MAX_GRID:
+        raise DataFileError(
+            f"to_grid: {channels.size} channels x {n} bins of {step:g} s exceeds {MAX_GRID:,} "
+            "cells; give a larger step or fewer channels"
+        )
+    cell = code * n + bins
+    power = data["power"].to_numpy(dtype=float)
+    total = np.bincount(cell, weights=power, minlength=channels.size * n)
+    count = np.bincount(cell, minlength=channels.size * n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(count > 0, total / count, np.nan).reshape(channels.size, n)
+    grid = xr.DataArray(
+        mean,
+        dims=("channel", "time"),
+        coords={"channel": channels, "time": start + np.arange(n) * width.astype("m8[ns]")},
+        name="power",
+    )
+    grid.attrs.update(units="W", step=float(step), long_name="power, mean over each bin")
+    return grid
+
+
+# --- reading and detecting -------------------------------------------------------------------
+
+
+def _text(path: Path) -> str:
+    """The file's text, after checking its size, rows and encoding."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise DataFileError(f"{path}: no such file; give the path of a telemetry file") from None
+    except (OSError, ValueError) as exc:
+        raise DataFileError(f"{path}: cannot read the file ({exc})") from None
+    if size > MAX_BYTES:
+        raise DataFileError(
+            f"{path}: {size:,} bytes is over the {MAX_BYTES:,} a telemetry file "
+            "may have; split it by time (e.g. a day per file) or record fewer GPUs or a longer "
+            "period"
+        )
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataFileError(f"{path}: cannot read the file ({exc.strerror})") from None
+    if not raw.strip():
+        raise DataFileError(f"{path}: the file is empty; give a telemetry log with its rows")
+    if b"\x00" in raw[: 1 << 20]:
+        raise DataFileError(f"{path}: a binary file, not telemetry text; give the text log")
+    lines = raw.count(b"\n")
+    if lines > MAX_SAMPLES:
+        raise DataFileError(
+            f"{path}: {lines:,} lines is over the {MAX_SAMPLES:,} samples a file may have; "
+            "split it by time or record a longer period"
+        )
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise DataFileError(f"{path}: line {line} is not UTF-8 text; save it as UTF-8") from None
+
+
+def _detect(text: str, path: Path) -> str:
+    head = text[:65536]
+    if re.search(r"^(?:# (?:HELP|TYPE) )?DCGM_FI_\w+", head, re.M):
+        return "dcgm-exporter"
+    if re.search(r"^\s*#\s*Entity\b|^\s*GPU \d+\s+\S", head, re.M):
+        return "dcgmi-dmon"
+    first = next((line.strip() for line in head.splitlines() if line.strip()), "")
+    if re.match(r"timestamp\b|index\s*,|power\.draw", first) or re.match(
+        r"\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}", first
+    ):
+        return "nvidia-smi"
+    if "," in first and re.search(r"\[[^\]]*\]|\([^)]*\)", first):
+        return "meter"
+    raise DataFileError(
+        f"{path}: not a telemetry file this reader knows; its first line is {first[:60]!r}. "
+        f"Formats: {', '.join(FORMATS)} (see the telemetry guide for the commands that "
+        "record them); give format= if it is one of them"
+    )
+
+
+def _lines(text: str) -> tuple[pd.Series, bool]:
+    """The file's lines (Arrow strings, index = line number from 1) and whether the last one
+    ends without a line break (cut mid-way while written, if it does not parse)."""
+    parts = re.split(r"\r\n?|\n", text)
+    cut = parts[-1] != ""
+    if not cut:
+        parts.pop()
+    lines = pd.Series(parts, dtype=pd.ArrowDtype(pa.string()))
+    lines.index = np.arange(1, len(parts) + 1)
+    return lines, cut
+
+
+def _bad_rows(bad: np.ndarray, lines: pd.Series, cut: bool, log: list, path: Path, want: str):
+    """Rows flagged bad: a cut last line is dropped with a warning; any other is an error."""
+    if not bad.any():
+        return bad
+    rows = np.flatnonzero(bad)
+    last = len(lines) - 1
+    if cut and rows.size == 1 and rows[0] == last:
+        log.append(f"line {lines.index[last]} is cut short ({lines.iloc[last][:40]!r}): dropped")
+        return bad
+    i = rows[0]
+    raise DataFileError(
+        f"{path}: line {lines.index[i]}: {lines.iloc[i][:80]!r} is not {want} ({rows.size} such "
+        f"line{'s' if rows.size > 1 else ''}); mend or delete {'it' if rows.size == 1 else 'them'}"
+    )
+
+
+def _values(
+    text: pd.Series,
+    units: dict[str, float],
+    header_unit: str | None,
+    field: str,
+    lines: np.ndarray,
+    path: Path,
+    log: list,
+) -> np.ndarray:
+    """A field's readings in the vocabulary's unit, each by its own suffix or the header's;
+    NaN where the tool printed none. Junk, an unknown unit or a suffix contradicting the
+    header is an error naming the line."""
+    text = text.str.strip()
+    missing = text.str.contains(_MISSING).to_numpy(dtype=bool)
+    parts = text.str.extract(_NUMBER)
+    number = to_floats(parts["number"])
+    junk = ~missing & np.isnan(number)
+    if junk.any():
+        i = int(np.flatnonzero(junk)[0])
+        raise DataFileError(
+            f"{path}: line {lines[i]}: {field} is {text.iloc[i]!r}, not a number with its "
+            f"unit ({int(junk.sum())} such); mend or delete the line"
+        )
+    suffix = parts["unit"].fillna("").to_numpy(dtype=str)
+    known = next(iter(units)) if header_unit is None else header_unit
+    if header_unit is not None and header_unit not in units:
+        raise DataFileError(
+            f"{path}: {field}: its unit {header_unit!r} is not one of {', '.join(units)}; "
+            f"write it as e.g. '{field} [{next(iter(units))}]'"
+        )
+    given = suffix[~missing & (suffix != "")]
+    found = np.unique(given)
+    unknown = [str(u) for u in found if u not in units]
+    if unknown:
+        i = int(np.flatnonzero(suffix == unknown[0])[0])
+        raise DataFileError(
+            f"{path}: line {lines[i]}: {field} {text.iloc[i]!r} has unit {unknown[0]!r}, not "
+            f"one of {', '.join(units)}; convert it"
+        )
+    if header_unit is not None and any(u != header_unit for u in found):
+        other = next(u for u in found if u != header_unit)
+        i = int(np.flatnonzero(suffix == other)[0])
+        raise DataFileError(
+            f"{path}: line {lines[i]}: {field} {text.iloc[i]!r} is in {other}, but the header "
+            f"says [{header_unit}]: the file mixes units (edited or joined?); convert every "
+            "value to the header's unit"
+        )
+    if found.size > 1:
+        log.append(
+            f"{field} is written in {', '.join(found)} on different lines: each read "
+            "by its own unit"
+        )
+    factor = np.vectorize(units.get, otypes=[float])(np.where(suffix == "", known, suffix))
+    return np.where(missing, np.nan, number * factor)
+
+
+# --- nvidia-smi ------------------------------------------------------------------------------
+
+
+def _nvidia_smi(
+    text: str, path: Path, columns: Sequence[str] | None, log: list, meta: dict
+) -> pd.DataFrame:
+    lines, cut = _lines(text)
+    lines = lines[lines.str.strip() != ""]
+    first = lines.iloc[0].strip()
+    has_header = bool(re.match(r"[A-Za-z]", first))
+    if has_header:
+        header = [h.strip() for h in first.split(",")]
+        is_header = (lines.str.strip() == first).to_numpy(dtype=bool)
+        other = lines.str.match(r"\s*[A-Za-z]").to_numpy(dtype=bool) & ~is_header
+        if other.any():
+            i = int(np.flatnonzero(other)[0])
+            raise DataFileError(
+                f"{path}: line {lines.index[i]}: a header {lines.iloc[i][:60]!r} unlike line "
+                f"{lines.index[0]}'s: nvidia-smi restarted with another query; record one "
+                "query per file, or split the file there"
+            )
+    else:
+        header = list(columns or NVIDIA_SMI_QUERY)
+        is_header = np.zeros(len(lines), dtype=bool)
+    restarts = int(is_header.sum()) - int(has_header)
+    if restarts:
+        log.append(
+            f"the header is repeated {restarts} time(s) (nvidia-smi restarted): "
+            "the copies are skipped"
+        )
+    names = [split_unit(h)[0] for h in header]
+    header_units = [split_unit(h)[1] for h in header]
+    if not has_header:
+        header_units = [None] * len(header)
+    for name in names:
+        if len(set(names)) != len(names):
+            raise DataFileError(f"{path}: field {name!r} is given twice; give each once")
+    if "timestamp" not in names:
+        raise DataFileError(
+            f"{path}: no timestamp field among {', '.join(names)}: record with "
+            f"--query-gpu={','.join(NVIDIA_SMI_QUERY)}"
+        )
+    power_field = next(
+        (f for f in _SMI_FIELDS if f in names and _SMI_FIELDS[f][0] == "power"), None
+    )
+    if power_field is None:
+        raise DataFileError(
+            f"{path}: no power field among {', '.join(names)}: record power.draw (or "
+            f"power.draw.instant); --query-gpu={','.join(NVIDIA_SMI_QUERY)}"
+        )
+    meta["power_field"] = power_field
+    meta["timezone"] = "UTC assumed: nvidia-smi prints local time without an offset"
+    # Every run of the logger starts a new sequence of polls (for a log without index).
+    run = np.cumsum(is_header)
+    body = lines[~is_header]
+    run = run[~is_header]
+    # A row whose field count differs from the header's is cut (at the end) or broken.
+    count = body.str.count(",").to_numpy() + 1
+    if not has_header and (count[: min(len(count), 2)] != len(header)).all():
+        raise DataFileError(
+            f"{path}: rows have {count[0]} fields, the columns {len(header)} "
+            f"({', '.join(names)}): give columns= in the order of --query-gpu"
+        )
+    bad = _bad_rows(
+        count != len(header),
+        body,
+        cut,
+        log,
+        path,
+        f"{len(header)} comma-separated fields ({', '.join(names)})",
+    )
+    body, run = body[~bad], run[~bad]
+    number = body.index.to_numpy()
+    fields = body.str.split(",", expand=True)
+    stamp = fields[names.index("timestamp")].str.strip()
+    time, offset = parse_iso(stamp.str.replace("/", "-", n=2))
+    bad = _bad_rows(
+        np.isnat(time),
+        body,
+        cut,
+        log,
+        path,
+        "a line starting with a time like 2024/07/01 12:00:00.123",
+    )
+    fields, time, offset, number, run = (
+        fields[~bad],
+        time[~bad],
+        offset[~bad],
+        number[~bad],
+        run[~bad],
+    )
+    if offset.any():
+        meta["timezone"] = "UTC, converted from the offsets written"
+    out = {"line": number, "time": time}
+    for name, unit, j in zip(names, header_units, range(len(names)), strict=True):
+        if name in _SMI_FIELDS and (_SMI_FIELDS[name][0] != "power" or name == power_field):
+            var, units = _SMI_FIELDS[name]
+            out[var] = _values(fields[j], units, unit, name, number, path, log)
+    raw = pd.DataFrame(out)
+    if "index" in names:
+        index = to_floats(fields[names.index("index")].str.strip())
+        bad = ~(np.isfinite(index) & (index >= 0) & (index == np.round(index)))
+        first_bad(bad, fields[names.index("index")], "index", path, "a GPU index")
+        raw["channel"] = np.char.add("gpu", index.astype(np.int64).astype(str))
+    else:
+        raw = _polls(raw, run, path, log)
+    return raw
+
+
+def _polls(raw: pd.DataFrame, run: np.ndarray, path: Path, log: list) -> pd.DataFrame:
+    """Name the GPUs of a log without ``index`` by their place in each poll (see
+    :func:`read_telemetry`'s Notes)."""
+    t = raw["time"].to_numpy().astype(np.int64)
+    prefix = t[: 20 * _MAX_NODE_GPUS]
+    gpus = next((g for g in range(1, _MAX_NODE_GPUS + 1) if _regular(prefix, g)), None)
+    if gpus is None:
+        raise DataFileError(
+            f"{path}: a log without index whose polls cannot be told apart by time (GPUs "
+            "sampled as far apart as polls): record with --query-gpu=timestamp,index,... so "
+            "each line names its GPU"
+        )
+    # Place within its run of the logger; a run's unfinished last poll is dropped.
+    start = np.r_[0, np.flatnonzero(np.diff(run)) + 1]
+    first = np.repeat(start, np.diff(np.r_[start, len(run)]))
+    place = np.arange(len(run)) - first
+    size = np.diff(np.r_[start, len(run)])
+    complete = place < np.repeat(size - size % gpus, size)
+    if not complete.all():
+        log.append(
+            f"{int((~complete).sum())} line(s) of an unfinished poll (at line "
+            f"{raw['line'].iloc[int(np.flatnonzero(~complete)[0])]}) dropped"
+        )
+    raw, place, t = raw[complete], place[complete], t[complete]
+    polls = t.reshape(-1, gpus)
+    span = polls[:, -1] - polls[:, 0]
+    between = np.median(np.diff(polls[:, 0])) if len(polls) > 1 else np.inf
+    wide = span >= 0.5 * between
+    if wide.any():
+        i = int(np.flatnonzero(wide)[0]) * gpus
+        raise DataFileError(
+            f"{path}: line {raw['line'].iloc[i]}: the poll of {gpus} GPUs starting here spans "
+            f"{span[wide][0] / 1e9:g} s, half the period or more: a GPU is missing or the "
+            "query was slow, and GPUs cannot be told apart; record with index"
+        )
+    if (span > 0.25 * between).any():
+        log.append(
+            f"{gpus} GPUs per poll, told apart by time with little margin (a poll spans "
+            f"up to {span.max() / 1e9:g} s of a {between / 1e9:g} s period): record "
+            "with index to be sure"
+        )
+    raw = raw.assign(channel=np.char.add("gpu", (place % gpus).astype(str)))
+    return raw
+
+
+def _regular(t: np.ndarray, gpus: int) -> bool:
+    polls = t[: len(t) // gpus * gpus].reshape(-1, gpus)
+    if len(polls) < 3:
+        return False
+    between = np.diff(polls[:, 0])
+    typical = np.median(between)
+    return bool(
+        typical > 0
+        and np.quantile(between, 0.1) > 0.5 * typical
+        and np.quantile(between, 0.9) < 2 * typical
+        and (polls[:, -1] - polls[:, 0]).max() < 0.5 * typical
+    )
+
+
+# --- DCGM ------------------------------------------------------------------------------------
+
+
+def _need_period(period: float | None, path: Path, what: str) -> float:
+    if period is None:
+        raise DataFileError(f"{path}: {what}; give period= in seconds (the sampling period)")
+    return period
+
+
+def _dcgmi_dmon(text: str, path: Path, period: float | None, log: list) -> pd.DataFrame:
+    lines, cut = _lines(text)
+    strip = lines.str.strip()
+    is_header = strip.str.match(r"#\s*Entity\b").to_numpy(dtype=bool)
+    if not is_header.any():
+        raise DataFileError(f"{path}: no '#Entity' header line: not dcgmi dmon output")
+    header = strip[is_header]
+    if (header.str.split().map(tuple) != tuple(header.iloc[0].split())).any():
+        i = int(
+            np.flatnonzero(
+                (header.str.split().map(tuple) != tuple(header.iloc[0].split())).to_numpy()
+            )[0]
+        )
+        raise DataFileError(
+            f"{path}: line {header.index[i]}: a header unlike line {header.index[0]}'s: dmon "
+            "was restarted with other fields; record one field list per file"
+        )
+    names = re.sub(r"^#\s*Entity", "", header.iloc[0]).split()
+    is_unit = strip.str.match(r"I[Dd]\b").to_numpy(dtype=bool)
+    unit_line = strip[is_unit]
+    units = unit_line.iloc[0].split()[1:] if len(unit_line) else [None] * len(names)
+    if len(units) != len(names):
+        units = [None] * len(names)
+    is_row = strip.str.match(r"(?:GPU|GPU-I|GPU-CI|Switch|vGPU|CPU|Link|Core)\s+\d+").to_numpy(
+        dtype=bool
+    )
+    ignored = strip.str.contains(r"^$|dmon was stopped").to_numpy(dtype=bool)
+    junk = ~(is_header | is_unit | is_row | ignored)
+    junk = _bad_rows(junk, lines, cut, log, path, "a dmon header, unit or entity line")
+    is_gpu = (strip.str.match(r"GPU\s+\d+(?:\s|$)").to_numpy(dtype=bool)) & is_row
+    rows = strip[is_gpu]
+    cells = rows.str.split()
+    count = cells.list.len().to_numpy() if hasattr(cells, "list") else cells.map(len).to_numpy()
+    short = count != len(names) + 2
+    short = _bad_rows(
+        _expand(short, is_gpu, len(lines)),
+        lines,
+        cut,
+        log,
+        path,
+        f"'GPU <id>' and {len(names)} values ({', '.join(names)})",
+    )[is_gpu]
+    rows, number = rows[~short], rows.index.to_numpy()[~short]
+    fields = rows.str.split(expand=True)
+    gpu = fields[1].astype(int).to_numpy()
+    period = _need_period(
+        period,
+        path,
+        "dcgmi dmon prints no times (no release does): the rows are timed by dmon's -d delay",
+    )
+    # A poll prints each GPU once, in a fixed order (by id in current dcgmi): a row whose GPU
+    # comes no later in that order than the row before starts the next poll.
+    order = pd.unique(gpu[: _first_repeat(gpu)])
+    rank = np.searchsorted(np.sort(order), gpu)
+    place = np.full(gpu.max() + 1, len(order) + 1, dtype=np.int64)
+    place[order] = np.arange(len(order))
+    rank = np.where(np.isin(gpu, order), place[gpu], len(order) + rank)
+    poll = np.cumsum(np.r_[True, np.diff(rank) <= 0]) - 1
+    time = EPOCH + (np.round(poll * period * 1e9).astype(np.int64)).astype("m8[ns]")
+    out = {"line": number, "time": time, "channel": np.char.add("gpu", gpu.astype(str))}
+    for j, (name, unit) in enumerate(zip(names, units, strict=True)):
+        if name in _DMON_FIELDS:
+            var, table = _DMON_FIELDS[name]
+            out[var] = _values(fields[j + 2], table, unit, name, number, path, log)
+    if "power" not in out:
+        raise DataFileError(
+            f"{path}: no POWER field among {', '.join(names)}: record field 155 "
+            "(dcgmi dmon -e 155,203,100,150 -d 100)"
+        )
+    return pd.DataFrame(out)
+
+
+def _expand(flags: np.ndarray, where: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros(n, dtype=bool)
+    out[where] = flags
+    return out
+
+
+def _first_repeat(values: np.ndarray) -> int:
+    """Length of the leading run without a repeated value."""
+    seen = pd.Series(values[: _MAX_NODE_GPUS * 64 + 1]).duplicated().to_numpy()
+    return int(np.argmax(seen)) if seen.any() else len(seen)
+
+
+def _exporter(text: str, path: Path, period: float | None, log: list, meta: dict):
+    lines, cut = _lines(text)
+    strip = lines.str.strip()
+    comment = strip.str.contains(r"^(?:#|$)").to_numpy(dtype=bool)
+    parts = strip.str.extract(_PROMETHEUS.pattern)
+    junk = ~comment & parts["metric"].isna().to_numpy()
+    junk = _bad_rows(junk, lines, cut, log, path, "a Prometheus sample 'NAME{labels} value'")
+    kept = parts["metric"].isin(list(_EXPORTER_FIELDS)).to_numpy() & ~junk
+    parts = parts[kept]
+    if parts.empty:
+        raise DataFileError(
+            f"{path}: no DCGM_FI_DEV_POWER_USAGE samples: have dcgm-exporter collect it "
+            "(its default counters do)"
+        )
+    labels = parts["labels"].fillna("")
+    gpu = labels.str.extract(r'(?:^|,)\s*gpu="(?P<gpu>\d+)"')["gpu"]
+    if gpu.isna().any():
+        i = int(np.flatnonzero(gpu.isna().to_numpy())[0])
+        raise DataFileError(
+            f'{path}: line {parts.index[i]}: a sample without a gpu="<i>" '
+            "label; keep dcgm-exporter's labels"
+        )
+    host = labels.str.extract(r'(?:^|,)\s*Hostname="(?P<host>[^"]*)"')["host"].fillna("")
+    several = host.nunique() > 1
+    channel = (host + "/gpu" + gpu) if several else ("gpu" + gpu)
+    frame = pd.DataFrame(
+        {
+            "line": parts.index.to_numpy(),
+            "metric": parts["metric"].to_numpy(dtype=str),
+            "channel": channel.to_numpy(dtype=str),
+            "stamp": parts["stamp"].to_numpy(dtype=object),
+            "value": parts["value"].to_numpy(dtype=object),
+        }
+    )
+    stamped = (frame["stamp"].fillna("") != "").to_numpy(dtype=bool)
+    if stamped.any() and not stamped.all():
+        i = int(np.flatnonzero(~stamped)[0])
+        raise DataFileError(
+            f"{path}: line {frame['line'].iloc[i]}: a sample without a timestamp among samples "
+            "with one; give scrapes all with or all without timestamps"
+        )
+    if stamped.all():
+        ms = to_floats(frame["stamp"])
+        frame["key"] = ms.astype(np.int64)
+        meta["timezone"] = "UTC (Prometheus timestamps)"
+    else:
+        period = _need_period(
+            period,
+            path,
+            "the scrapes carry no timestamps (dcgm-exporter writes none): they "
+            "are timed by the scrape interval",
+        )
+        frame["key"] = frame.groupby(["metric", "channel"]).cumcount()
+        meta["timezone"] = f"none in the file: {period} s scrapes from 1970-01-01T00:00"
+    dup = frame.duplicated(["metric", "channel", "key"]).to_numpy()
+    if dup.any():
+        log.append(
+            f"{int(dup.sum())} sample(s) repeat a GPU's metric at the same timestamp "
+            f"(first at line {frame['line'].iloc[int(np.flatnonzero(dup)[0])]}): the "
+            "later dropped"
+        )
+        frame = frame[~dup]
+    power = frame[frame["metric"] == "DCGM_FI_DEV_POWER_USAGE"]
+    if power.empty:
+        raise DataFileError(
+            f"{path}: no DCGM_FI_DEV_POWER_USAGE samples: have dcgm-exporter collect it"
+        )
+    out = power[["line", "channel", "key"]].reset_index(drop=True)
+    meta["power_field"] = "DCGM_FI_DEV_POWER_USAGE"
+    for metric, (var, units, unit) in _EXPORTER_FIELDS.items():
+        rows = frame[frame["metric"] == metric]
+        if rows.empty:
+            continue
+        values = _values(
+            pd.Series(rows["value"].to_numpy(dtype=str)),
+            units,
+            unit,
+            metric,
+            rows["line"].to_numpy(),
+            path,
+            log,
+        )
+        series = pd.Series(
+            values,
+            index=pd.MultiIndex.from_arrays([rows["channel"].to_numpy(), rows["key"].to_numpy()]),
+        )
+        out[var] = series.reindex(
+            pd.MultiIndex.from_arrays([out["channel"].to_numpy(), out["key"].to_numpy()])
+        ).to_numpy()
+    key = out.pop("key").to_numpy(dtype=np.int64)
+    if stamped.all():
+        out["time"] = EPOCH + (key * 1_000_000).astype("m8[ns]")
+    else:
+        out["time"] = EPOCH + np.round(key * period * 1e9).astype(np.int64).astype("m8[ns]")
+    return out
+
+
+# --- meters ----------------------------------------------------------------------------------
+
+
+def _meter(path: Path, text: str, log: list, meta: dict) -> pd.DataFrame:
+    header = read_header(path)
+    if len(header) > MAX_CHANNELS + 1:
+        raise DataFileError(
+            f"{path}: {len(header) - 1} meter columns is over the "
+            f"{MAX_CHANNELS} channels a file may have; split it"
+        )
+    t_col = next(
+        (i for i, h in enumerate(header) if split_unit(h)[0] == "time"),
+        next((i for i, h in enumerate(header) if h.startswith("time")), 0),
+    )
+    channels = [i for i in range(len(header)) if i != t_col]
+    if not channels:
+        raise DataFileError(f"{path}: no meter column besides the time; add 'name [kW]' columns")
+    for i in channels:
+        name, unit = split_unit(header[i])
+        if unit not in ACTIVE_UNITS:
+            found = f"its unit {unit!r} is not one of" if unit else "it has no unit: one of"
+            raise DataFileError(
+                f"{path}: column {header[i]!r}: {found} {', '.join(ACTIVE_UNITS)}; head each "
+                f"meter with its unit, e.g. '{name} [kW]'"
+            )
+    names = [split_unit(header[i])[0] for i in channels]
+    if len(set(names)) < len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise DataFileError(f"{path}: two columns are named {twice!r}; name each meter once")
+    ragged: list[int] = []
+
+    def skip(row) -> str:
+        ragged.append(row.number)
+        return "skip"
+
+    frame = read_columns(path, len(header), list(range(len(header))), ragged=skip)
+    last = len(re.split(r"\r\n?|\n", text.rstrip("\r\n")))
+    if ragged:
+        cut = not text.endswith(("\n", "\r"))
+        if ragged != [last] or not cut:
+            line = ragged[0] if ragged[0] is not None else "?"
+            raise DataFileError(
+                f"{path}: line {line} has not the {len(header)} values of the header "
+                f"({len(ragged)} such line(s)); mend or delete it"
+            )
+        log.append(f"line {last} is cut short: dropped")
+    if len(frame) < 2:
+        raise DataFileError(f"{path}: {len(frame)} data row(s): a trace needs two or more")
+    time = parse_times(frame[t_col], header[t_col], path)
+    first = frame[t_col].iloc[0].strip()
+    unit = split_unit(header[t_col])[1]
+    meta["timezone"] = (
+        "time since the start, placed at 1970-01-01T00:00"
+        if unit
+        else "UTC, converted from the offsets written"
+        if re.search(UTC_OFFSET, first)
+        else "UTC assumed: the times carry no offset"
+    )
+    values = []
+    for i in channels:
+        text_i = frame[i].str.strip()
+        number = to_floats(text_i)
+        first_bad(
+            np.isnan(number) & (text_i != "").to_numpy(dtype=bool),
+            text_i,
+            header[i],
+            path,
+            "a number (or empty for a missing reading)",
+        )
+        values.append(number * _POWER[split_unit(header[i])[1]])
+    n = len(frame)
+    meta["power_field"] = "the meter columns"
+    return pd.DataFrame(
+        {
+            "line": np.tile(np.arange(2, n + 2), len(channels)),
+            "time": np.tile(time, len(channels)),
+            "channel": np.repeat(np.array(names, dtype=object), n),
+            "power": np.concatenate(values),
+        }
+    )
+
+
+# --- common checks and repairs ---------------------------------------------------------------
+
+
+def _finish(
+    raw: pd.DataFrame, meta: dict, log: list, path: Path, gpus_per_node: int | None
+) -> tuple[pd.DataFrame, dict]:
+    kind = "meter" if meta["format"] == "meter" else "gpu"
+    channels = pd.unique(raw["channel"])
+    if len(channels) > MAX_CHANNELS:
+        raise DataFileError(
+            f"{path}: {len(channels)} channels is over the {MAX_CHANNELS} a "
+            "file may have; split it by node"
+        )
+    missing = np.isnan(raw["power"].to_numpy())
+    if missing.any():
+        log.append(
+            f"{int(missing.sum())} sample(s) without a power reading (first at line "
+            f"{raw['line'].iloc[int(np.flatnonzero(missing)[0])]}): dropped"
+        )
+        raw = raw[~missing]
+    power = raw["power"].to_numpy()
+    _refuse(
+        power < 0,
+        raw,
+        path,
+        "negative power",
+        "a meter of load reads zero or more; negate an export meter's column or drop it",
+    )
+    if kind == "gpu":
+        _refuse(
+            power > MAX_GPU_POWER,
+            raw,
+            path,
+            f"over {MAX_GPU_POWER / 1e3:g} kW for one GPU",
+            "a kW value written as W? convert it",
+        )
+    raw = raw.sort_values(["channel", "line"], kind="stable").reset_index(drop=True)
+    raw = _jumps(raw, path, log)
+    if raw.empty or len(raw) < 2:
+        raise DataFileError(f"{path}: fewer than two samples; a trace needs two or more")
+    steps = _steps(raw)
+    step = float(np.median(list(steps.values())))
+    if not np.isfinite(step):
+        raise DataFileError(f"{path}: no channel has two samples: no sampling period")
+    _coverage(raw, steps, kind, log, gpus_per_node)
+    columns = ["time", "channel", "power"] + [c for c in OPTIONAL if c in raw]
+    data = raw[columns].reset_index(drop=True)
+    data["channel"] = data["channel"].astype(object)
+    data["power"] = data["power"].astype(np.float64)
+    data.attrs["step"] = step
+    names = sorted(pd.unique(data["channel"]))
+    meta.update(
+        kind=kind,
+        channels=names,
+        step=step,
+        start=pd.Timestamp(data["time"].min()).to_datetime64(),
+        warnings=list(log),
+    )
+    if gpus_per_node is not None:
+        meta["gpus_per_node"] = gpus_per_node
+    return data, meta
+
+
+def _refuse(bad: np.ndarray, raw: pd.DataFrame, path: Path, what: str, fix: str) -> None:
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataFileError(
+            f"{path}: line {raw['line'].iloc[i]}: {raw['channel'].iloc[i]} reads "
+            f"{raw['power'].iloc[i]:g} W, {what} ({int(bad.sum())} such sample(s)); {fix}"
+        )
+
+
+def _jumps(raw: pd.DataFrame, path: Path, log: list) -> pd.DataFrame:
+    """Repair each channel's backward time steps (clock jumps), drop its repeated times,
+    refuse a forward jump over a day; raw is in file order within each channel."""
+    t = raw["time"].to_numpy().astype(np.int64)
+    same = raw["channel"].to_numpy()[1:] == raw["channel"].to_numpy()[:-1]
+    d = np.where(same, np.diff(t), 1)
+    typical = (
+        pd.Series(np.where(same & (d > 0), d, np.nan))
+        .groupby(raw["channel"].to_numpy()[1:])
+        .transform("median")
+        .to_numpy()
+    )
+    back = same & (d < 0)
+    if back.any():
+        per = pd.Series(back).groupby(raw["channel"].to_numpy()[1:]).sum()
+        if per.max() > _MAX_JUMPS:
+            i = int(np.flatnonzero(back)[0]) + 1
+            raise DataFileError(
+                f"{path}: line {raw['line'].iloc[i]}: {raw['channel'].iloc[i]}'s time goes back "
+                f"{int(per.max())} times: not clock jumps but a file out of order; sort it by time"
+            )
+        shift = np.where(back, -d + np.nan_to_num(typical).astype(np.int64), 0)
+        cum = pd.Series(np.r_[0, shift]).groupby(raw["channel"].to_numpy()).cumsum().to_numpy()
+        i = int(np.flatnonzero(back)[0]) + 1
+        log.append(
+            f"time goes back {int(back.sum())} time(s) (a clock jump; first at line "
+            f"{raw['line'].iloc[i]}, by {-d[i - 1] / 1e9:g} s): the times after each are moved "
+            "to follow the sample before by one step"
+        )
+        t = t + cum
+        raw = raw.assign(time=t.astype("datetime64[ns]"))
+        d = np.where(same, np.diff(t), 1)
+    dup = np.r_[False, same & (d == 0)]
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        log.append(
+            f"{int(dup.sum())} sample(s) repeat their channel's time (first at line "
+            f"{raw['line'].iloc[i]}, {raw['channel'].iloc[i]}): the later dropped"
+        )
+        raw = raw[~dup]
+        t = t[~dup]
+        same = raw["channel"].to_numpy()[1:] == raw["channel"].to_numpy()[:-1]
+        d = np.where(same, np.diff(t), 1)
+    far = same & (d > _MAX_GAP.astype("m8[ns]").astype(np.int64))
+    if far.any():
+        i = int(np.flatnonzero(far)[0]) + 1
+        raise DataFileError(
+            f"{path}: line {raw['line'].iloc[i]}: {raw['channel'].iloc[i]}'s time jumps forward "
+            f"{d[i - 1] / 86400e9:.1f} days: a clock set wrong or files of different runs "
+            "joined; split the file there"
+        )
+    return raw.sort_values(["channel", "time"], kind="stable").reset_index(drop=True)
+
+
+def _steps(raw: pd.DataFrame) -> dict:
+    """Each channel's median sampling period [s] (NaN for a channel of one sample)."""
+    t = raw["time"].to_numpy().astype(np.int64)
+    channel = raw["channel"].to_numpy()
+    same = channel[1:] == channel[:-1]
+    d = pd.Series(np.where(same, np.diff(t) / 1e9, np.nan))
+    return d.groupby(channel[1:]).median().reindex(pd.unique(channel)).to_dict()
+
+
+def _coverage(raw: pd.DataFrame, steps: dict, kind: str, log: list, gpus_per_node) -> None:
+    """Report channels that start late, stop early or leave gaps, and GPUs absent."""
+    t = raw["time"]
+    span = t.groupby(raw["channel"]).agg(["min", "max", "size"])
+    line = raw["line"].groupby(raw["channel"]).agg(["first", "last"])
+    step = pd.to_timedelta(pd.Series(steps).fillna(0), unit="s")
+    late = span["min"] - t.min() > _LATE * step
+    early = t.max() - span["max"] > _LATE * step
+    for name in span.index[late]:
+        log.append(
+            f"{name} first reports at {span.at[name, 'min']} (line "
+            f"{line.at[name, 'first']}), {(span.at[name, 'min'] - t.min()).total_seconds():g}"
+            " s after the trace starts: missing before"
+        )
+    for name in span.index[early]:
+        log.append(
+            f"{name} stops at {span.at[name, 'max']} (line {line.at[name, 'last']}), "
+            f"{(t.max() - span.at[name, 'max']).total_seconds():g} s before the trace "
+            "ends: it dropped out (NaN in to_grid)"
+        )
+    channel = raw["channel"].to_numpy()
+    same = channel[1:] == channel[:-1]
+    d = np.diff(t.to_numpy().astype(np.int64)) / 1e9
+    gap = same & (d > 1.5 * pd.Series(steps).reindex(channel[1:]).to_numpy())
+    if gap.any():
+        i = int(np.flatnonzero(gap)[0]) + 1
+        log.append(
+            f"{int(gap.sum())} gap(s) longer than 1.5 steps, the longest {d[gap].max():g} s "
+            f"(first at line {raw['line'].iloc[i]}, {channel[i]}): kept as gaps (a forward "
+            "clock jump cannot be told from lost samples)"
+        )
+    if kind == "gpu":
+        index = pd.Series(span.index).str.extract(r"^(?:(.*)/)?gpu(\d+)$")
+        for host, ids in index.groupby(index[0].fillna(""))[1]:
+            ids = ids.astype(int)
+            absent = sorted(set(range(int(ids.max()) + 1)) - set(ids))
+            if absent:
+                where = f" on {host}" if host else ""
+                log.append(
+                    f"no samples of GPU index {', '.join(map(str, absent))}{where} "
+                    f"(the file has {', '.join(map(str, sorted(ids)))}): missing GPUs"
+                )
+        if gpus_per_node and len(span) % gpus_per_node:
+            log.append(f"{len(span)} GPUs is not a whole number of nodes of {gpus_per_node}")
