@@ -23,6 +23,7 @@ from scipy.signal import fftconvolve, find_peaks
 
 from powermodel.durations import format_duration
 from powermodel.errors import DataFileError, PowerModelError
+from powermodel.iotools.telemetry import to_grid
 from powermodel.models import sensors, workload
 from powermodel.models.events import State
 from powermodel.scenario import Scenario, load_scenario
@@ -31,6 +32,7 @@ from powermodel.simulate import derive
 __all__ = [
     "MAX_CELLS",
     "MAX_CHANNELS",
+    "REFERENCE",
     "Fit",
     "Quantity",
     "Timeline",
@@ -43,6 +45,7 @@ __all__ = [
     "summary",
 ]
 
+REFERENCE = "llama3-405b-16k-h100"  # the preset a fit extends by default
 MAX_CHANNELS = 4096  # GPUs or meters in one trace
 MAX_CELLS = 50_000_000  # channel × sample cells of the gridded trace (400 MB of float64)
 MIN_SAMPLES = 20  # a trace shorter than this holds no state to fit
@@ -167,17 +170,15 @@ def per_gpu_signal(
     scenario: Scenario,
     period: float | None = None,
     gpus_per_node: int | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+) -> tuple[np.ndarray, np.ndarray, int, np.datetime64]:
     """The trace on a uniform grid as per-GPU power [W].
 
-    Returns ``(times [s from the first sample], cells (channel × time) [W per GPU], channel
-    mean [W per GPU], GPU count)``. A GPU trace is read as it is. A meter channel holds the AC
+    Returns ``(times [s from the first sample], cells (channel × time) [W per GPU], GPU count,
+    the first sample's time)``. A GPU trace is read as it is. A meter channel holds the AC
     power of ``gpus_per_node`` GPUs (``N / cluster.gpus_per_node`` nodes of the preset): its DC
     power through the inverse of the preset's PSU curve, less the preset's rest-of-node power,
     shared by its GPUs.
     """
-    from powermodel.iotools.telemetry import to_grid
-
     n_rows, channels = len(data), list(meta.get("channels", []))
     if not 0 < len(channels) <= MAX_CHANNELS:
         raise DataFileError(
@@ -213,10 +214,7 @@ def per_gpu_signal(
             )
         values = _meter_to_gpu(values, scenario, gpus_per_node)
         n_gpus = len(channels) * gpus_per_node
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a time no channel reported
-        mean = np.nanmean(values, axis=0)
-    return times, values, mean, n_gpus
+    return times, values, n_gpus, time[0]
 
 
 def _meter_to_gpu(values: np.ndarray, scenario: Scenario, gpus: int) -> np.ndarray:
@@ -407,15 +405,17 @@ def _boundaries(
     edge = times[j] - response.delay
     run_end = times[np.minimum(runs.start + runs.length, times.size - 1)]
     run_begin = times[runs.start]
+    into_ramp = runs.role[1:] == State.RAMP
     for _ in range(2):
         a = _window_median(times, x, edge - 0.5 * w, edge - period, run_begin[:-1], before)
         b = _window_median(
             times, x, edge + w + period, edge + 1.5 * w + period, None, after, run_end[1:]
         )
+        # a ramp has no level near its middle: it rises from the held level to the running one
+        a, b = np.where(into_ramp, before, a), np.where(into_ramp, after, b)
         crossing = _crossing(times, x, j, 0.5 * (a + b), np.sign(b - a), w)
         edge = crossing - response.delay
     held = np.isin(runs.role, HELD)
-    into_ramp = runs.role[1:] == State.RAMP
     return _kinks(times, x, crossing, a, b, held[:-1] & ~into_ramp, held[1:], sigma, response, edge)
 
 
@@ -693,54 +693,66 @@ def _ramp_length(
     response: StepResponse,
     running: float,
     levels: np.ndarray,
-) -> float:
-    """Length [s] of the start-up ramp: the linear ramp (from the level before it to the running
-    mean) whose view through the chain best fits every rise, by least squares over a grid of
-    lengths refined by a parabola, each rise centred where the trace crosses its midpoint (the
-    RAMP segments' starts)."""
+) -> tuple[float, float]:
+    """Length [s] of the start-up ramp and the shift [s] of its middle from the midpoint
+    crossings (the RAMP segments' starts): the linear ramp, from the level before it to the
+    running mean, whose view through the chain best fits every rise by least squares. The
+    length over a grid refined by a parabola, then the shift, then the length again."""
     ramp = np.flatnonzero(line.state == State.RAMP)
     if ramp.size == 0 or not np.isfinite(running):
-        return np.nan
+        return np.nan, 0.0
     ends = np.append(line.start[1:], line.duration)
     middle = line.start[ramp]
     before = levels[np.maximum(ramp - 1, 0)]
     fine = min(response.dt * 10.0, 0.05)
     span = min(float(np.max(ends[ramp] - middle)), 0.5 * RAMPS.max()) + response.full
-    tau = np.arange(-span - response.full, span, fine)  # time from a rise's middle
+    tau = np.arange(-span - 2.0 * response.full, span + response.full, fine)  # from the middle
     kernel = response.kernel(fine)
-    shape = np.clip(tau[None, :] / np.maximum(RAMPS[:, None], 1e-9) + 0.5, 0.0, 1.0)
-    padded = np.concatenate((np.zeros((RAMPS.size, kernel.size)), shape), axis=1)
-    seen = fftconvolve(padded, kernel[None, :], axes=1)[:, kernel.size : kernel.size + tau.size]
     rel = times[None, :] - middle[:, None]
     use = (rel >= -span) & (rel < np.minimum(ends[ramp] - middle, span)[:, None])
-    use &= np.isfinite(x)[None, :]
-    k, i = np.nonzero(use)
-    pos = (rel[k, i] - tau[0]) / fine
-    cell = np.clip(pos.astype(np.int64), 0, tau.size - 2)
-    frac = pos - cell
-    unit = seen[:, cell] * (1.0 - frac) + seen[:, cell + 1] * frac
-    model = before[k] + (running - before[k]) * unit
-    errors = ((model - x[i]) ** 2).sum(axis=1)
-    j = int(np.argmin(errors))
-    if 0 < j < RAMPS.size - 1 and RAMPS[j - 1] > 0:  # parabola in log length
-        y0, y1, y2 = errors[j - 1 : j + 2]
-        curve = y0 - 2.0 * y1 + y2
-        shift = 0.5 * (y0 - y2) / curve if curve > 0 else 0.0
-        return float(np.exp(np.log(RAMPS[j]) + shift * np.log(RAMPS[j + 1] / RAMPS[j])))
-    return float(RAMPS[j])
+    k, i = np.nonzero(use & np.isfinite(x)[None, :])
+
+    def misfit(lengths: np.ndarray, shifts: np.ndarray) -> np.ndarray:
+        shape = np.clip(
+            (tau[None, :] - shifts[:, None]) / np.maximum(lengths, 1e-9)[:, None] + 0.5, 0.0, 1.0
+        )
+        padded = np.concatenate((np.zeros((lengths.size, kernel.size)), shape), axis=1)
+        seen = fftconvolve(padded, kernel[None, :], axes=1)[:, kernel.size : kernel.size + tau.size]
+        pos = (rel[k, i] - tau[0]) / fine
+        cell = np.clip(pos.astype(np.int64), 0, tau.size - 2)
+        frac = pos - cell
+        unit = seen[:, cell] * (1.0 - frac) + seen[:, cell + 1] * frac
+        return (((before[k] + (running - before[k]) * unit) - x[i]) ** 2).sum(axis=1)
+
+    def best_length(shift: float) -> float:
+        errors = misfit(RAMPS, np.full(RAMPS.size, shift))
+        j = int(np.argmin(errors))
+        if 0 < j < RAMPS.size - 1 and RAMPS[j - 1] > 0:  # parabola in log length
+            y0, y1, y2 = errors[j - 1 : j + 2]
+            curve = y0 - 2.0 * y1 + y2
+            step = 0.5 * (y0 - y2) / curve if curve > 0 else 0.0
+            return float(np.exp(np.log(RAMPS[j]) + step * np.log(RAMPS[j + 1] / RAMPS[j])))
+        return float(RAMPS[j])
+
+    length = best_length(0.0)
+    shifts = np.linspace(-1.0, 1.0, 81) * max(response.window, 0.1 * length)
+    shift = float(shifts[np.argmin(misfit(np.full(shifts.size, length), shifts))])
+    return best_length(shift), shift
 
 
-def _with_ramps(line: Timeline, ramp: float) -> Timeline:
-    """The timeline with each rise as a ramp of length ``ramp`` [s] about its middle, then
-    running: the idle before it ends where the ramp starts."""
+def _with_ramps(line: Timeline, ramp: float, shift: float) -> Timeline:
+    """The timeline with each rise as a ramp of length ``ramp`` [s] about its middle (the RAMP
+    segment's start moved by ``shift`` [s]), then running: the idle before it ends where the
+    ramp starts."""
     at = np.flatnonzero(line.state == State.RAMP)
     if at.size == 0 or not np.isfinite(ramp):
         return line
     start = line.start.copy()
+    start[at] += shift
     ends = np.append(start[1:], line.duration)
     lo = np.where(at > 0, start[np.maximum(at - 1, 0)], 0.0)  # the segment before the rise
     start[at] = np.maximum(start[at] - 0.5 * ramp, lo)
-    run = np.minimum(line.start[at] + 0.5 * ramp, ends[at])
+    run = np.minimum(line.start[at] + shift + 0.5 * ramp, ends[at])
     starts = np.insert(start, at + 1, run)
     states = np.insert(line.state, at + 1, State.RUNNING)
     return Timeline(start=starts, state=states, duration=line.duration)
@@ -753,7 +765,7 @@ def fit(
     data: pd.DataFrame,
     meta: dict,
     sensor: str = "nvml",
-    preset: str | Path | Scenario = "llama3-405b-16k-h100",
+    preset: str | Path | Scenario = REFERENCE,
     period: float | None = None,
     gpus_per_node: int | None = None,
 ) -> Fit:
@@ -775,8 +787,8 @@ def fit(
         GPUs behind each channel of a meter trace.
     """
     scenario = preset if isinstance(preset, Scenario) else load_scenario(preset)
-    times, cells, _, n_gpus = per_gpu_signal(data, meta, scenario, period, gpus_per_node)
-    return fit_cells(times, cells, n_gpus, meta, sensor, scenario)
+    times, cells, n_gpus, start = per_gpu_signal(data, meta, scenario, period, gpus_per_node)
+    return fit_cells(times, cells, n_gpus, {**meta, "start": start}, sensor, scenario)
 
 
 def fit_cells(
@@ -870,7 +882,7 @@ def _quantities(
         f"mean of {int(inside.sum()):,} running samples (an average keeps the mean exactly)",
     )
     _running_shape(q, add, times, x, line, found, response, scenario, mean)
-    ramp = _ramp_length(times, x, line, response, mean, _levels_per_segment(q, line, mean))
+    ramp, shift = _ramp_length(times, x, line, response, mean, _levels_per_segment(q, line, mean))
     add(
         "start-up ramp",
         ramp,
@@ -880,7 +892,7 @@ def _quantities(
         else "no rise from idle into running seen",
         "workload.startup_ramp",
     )
-    line = _with_ramps(line, ramp)
+    line = _with_ramps(line, ramp, shift)
     _timing(q, add, line, line.lengths(), scenario)
     return q, line
 

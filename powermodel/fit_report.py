@@ -5,6 +5,7 @@ energy, checkpoint dips, ramps) in numbers and in an HTML report."""
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -14,17 +15,77 @@ from plotly.offline import get_plotlyjs
 
 from powermodel.durations import format_duration
 from powermodel.errors import PowerModelError
-from powermodel.fit import Fit, detect, summary
+from powermodel.fit import REFERENCE, Fit, detect, fit, fitted_toml, summary
+from powermodel.iotools.telemetry import read_telemetry
 from powermodel.models import render, sensors
 from powermodel.models.events import State
-from powermodel.scenario import Scenario
-from powermodel.simulate import derive, shape_tables
+from powermodel.scenario import Scenario, load_scenario, presets
+from powermodel.simulate import derive, preflight, shape_tables
 
-__all__ = ["MAX_REPLAY_STEPS", "compare", "comparison_table", "replay", "write_report"]
+__all__ = [
+    "MAX_REPLAY_STEPS",
+    "FitRun",
+    "compare",
+    "comparison_table",
+    "fit_trace",
+    "replay",
+    "write_report",
+]
 
 MAX_REPLAY_STEPS = 20_000_000  # fine steps of a replay (160 MB of float64)
 SECOND = 1.0  # s: the means the RMSE compares, and the span of a ramp
 PLOTTED = 20_000  # points a time-series trace shows at most
+
+
+@dataclass(frozen=True)
+class FitRun:
+    """A trace fitted, its scenario written and checked, and the comparison."""
+
+    result: Fit
+    scenario: Scenario
+    text: str
+    replayed: np.ndarray
+    numbers: dict
+
+
+def fit_trace(
+    trace: str | Path,
+    output: str | Path,
+    format: str | None = None,
+    period: float | None = None,
+    gpus_per_node: int | None = None,
+    preset: str = REFERENCE,
+    sensor: str = "nvml",
+    report: str | Path | None = None,
+) -> FitRun:
+    """Read a trace, fit it, write the scenario to ``output`` (a ``.toml``), load it back with
+    every check ``validate`` makes, replay it through the sensor and compare; write the HTML
+    ``report`` if asked. Paths and names are checked before any work."""
+    output = Path(output)
+    if output.suffix.lower() != ".toml":
+        raise PowerModelError(f"-o {output}: the fitted scenario is TOML: give a .toml name")
+    if report is not None and Path(report).suffix.lower() != ".html":
+        raise PowerModelError(f"--report {report}: the report is HTML: give a .html name")
+    if preset not in presets():
+        raise PowerModelError(
+            f"--preset {preset!r}: the fitted scenario extends a preset, one of "
+            f"{', '.join(presets())}"
+        )
+    sensors.lookup(sensor)
+    data, meta = read_telemetry(trace, format, period, gpus_per_node)
+    result = fit(data, meta, sensor, preset, period, gpus_per_node)
+    text = fitted_toml(result, preset, Path(trace).name)
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise PowerModelError(f"cannot write {output}: {exc.strerror}") from None
+    scenario = load_scenario(output)
+    preflight(scenario)
+    replayed = replay(result, scenario)
+    numbers = compare(result, replayed)
+    if report is not None:
+        write_report(result, replayed, numbers, report, text)
+    return FitRun(result, scenario, text, replayed, numbers)
 
 
 def replay(result: Fit, scenario: Scenario) -> np.ndarray:
