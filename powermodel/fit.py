@@ -51,7 +51,9 @@ MAX_CELLS = 50_000_000  # channel × sample cells of the gridded trace (400 MB o
 MIN_SAMPLES = 20  # a trace shorter than this holds no state to fit
 RESOLVE_WINDOWS = 4.0  # a step resolves when it spans this many averaging windows
 FOLD_BINS = 64  # phase bins of a folded running profile
-FOLD_SAMPLES = 400_000  # samples folded at most (the longest running segments first)
+FOLD_SAMPLES = 50_000  # samples folded at most (the longest running segments first)
+FOLD_CHUNK = 16  # candidate periods folded at once
+RAMP_SAMPLES = 20_000  # samples of the rises a start-up ramp is fitted to, at most
 DUTY = np.linspace(0.03, 0.97, 95)  # compute shares tried
 EDGES = np.array([0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0])  # edge durations tried [s]
 RAMPS = np.concatenate(([0.0], np.geomspace(0.1, 3600.0, 120)))  # start-up ramps tried [s]
@@ -328,31 +330,13 @@ def detect(
     two = len(levels) == 2 and levels[1] - levels[0] > max(6.0 * sigma, 0.02 * high_level)
     t_idle = 0.5 * (levels[0] + levels[1]) if two else -np.inf
     labels = np.where(x >= t_run, HIGH, np.where(x >= t_idle, LOW, IDLE)).astype(np.int8)
-    start, length, label = _runs(labels)
-    prev = np.concatenate(([-1], label[:-1]))
-    nxt = np.concatenate((label[1:], [-1]))
-    if not two:  # one held level: stalls if always between running runs, else idle
-        inner = (label == LOW) & (prev >= 0) & (nxt >= 0)
-        if np.any(inner & ((prev != HIGH) | (nxt != HIGH))):
-            label = np.where(label == LOW, IDLE, label)
-    short = length * period < response.window + 2.0 * period
-    role = np.full(label.size, State.RUNNING, dtype=np.int8)
-    role[label == IDLE] = State.FAILED_IDLE
-    low = label == LOW
-    role[low & (prev == HIGH) & (nxt == HIGH)] = State.CHECKPOINT
-    role[low & (prev == HIGH) & (nxt != HIGH)] = State.STALLED
-    rising = low & (prev != HIGH) & (nxt == HIGH)
-    short |= rising & ~_flat(x, start, length, max(6.0 * sigma, 0.1 * (t_run - x.min())))
-    role[rising & ~short] = State.LOADING
-    role[low & (prev == -1) & (nxt != HIGH)] = State.FAILED_IDLE  # trace starts in a held level
-    role[low & (prev == -1) & (nxt == HIGH) & short] = State.CHECKPOINT  # cut by the start
-    # a short level crossed on the way up is the ramp's, not a state: merge it into the rise
-    keep = ~(rising & short)
-    ramp_after = np.zeros(label.size, bool)
-    ramp_after[1:] = (label[1:] == HIGH) & np.isin(role[:-1], (State.FAILED_IDLE, State.LOADING))
-    ramp_after[1:] |= (label[1:] == HIGH) & rising[:-1] & short[:-1]
-    role[ramp_after] = State.RAMP
-    runs = _Runs(start[keep], length[keep], role[keep])
+    flat = max(6.0 * sigma, 0.1 * (t_run - x.min()))
+    runs = _roles(labels, x, two, period, response.window, flat)
+    ck = runs.role == State.CHECKPOINT
+    if ck.sum() >= 3 and np.median(np.diff(runs.start[ck])) < 5 * np.median(runs.length[ck]):
+        # dips a few of their lengths apart are the iteration's troughs, not checkpoint stalls
+        runs = _roles(np.where(labels == LOW, HIGH, labels), x, two, period, response.window, flat)
+
     if not two and levels is not None and len(levels):
         idle_level = low_level = float(levels[0])
     elif two:
@@ -373,6 +357,37 @@ def detect(
         "period": period,
     }
     return timeline, found
+
+
+def _roles(
+    labels: np.ndarray, x: np.ndarray, two: bool, period: float, window: float, flat: float
+) -> _Runs:
+    """Runs of sample labels read as states by what surrounds them (see :func:`detect`)."""
+    start, length, label = _runs(labels)
+    prev = np.concatenate(([-1], label[:-1]))
+    nxt = np.concatenate((label[1:], [-1]))
+    if not two:  # one held level: stalls if always between running runs, else idle
+        inner = (label == LOW) & (prev >= 0) & (nxt >= 0)
+        if np.any(inner & ((prev != HIGH) | (nxt != HIGH))):
+            label = np.where(label == LOW, IDLE, label)
+    short = length * period < window + 2.0 * period
+    role = np.full(label.size, State.RUNNING, dtype=np.int8)
+    role[label == IDLE] = State.FAILED_IDLE
+    low = label == LOW
+    role[low & (prev == HIGH) & (nxt == HIGH)] = State.CHECKPOINT
+    role[low & (prev == HIGH) & (nxt != HIGH)] = State.STALLED
+    rising = low & (prev != HIGH) & (nxt == HIGH)
+    short |= rising & ~_flat(x, start, length, flat)
+    role[rising & ~short] = State.LOADING
+    role[low & (prev == -1) & (nxt != HIGH)] = State.FAILED_IDLE  # trace starts in a held level
+    role[low & (prev == -1) & (nxt == HIGH) & short] = State.CHECKPOINT  # cut by the start
+    # a short level crossed on the way up is the ramp's, not a state: merge it into the rise
+    keep = ~(rising & short)
+    ramp_after = np.zeros(label.size, bool)
+    ramp_after[1:] = (label[1:] == HIGH) & np.isin(role[:-1], (State.FAILED_IDLE, State.LOADING))
+    ramp_after[1:] |= (label[1:] == HIGH) & rising[:-1] & short[:-1]
+    role[ramp_after] = State.RAMP
+    return _Runs(start[keep], length[keep], role[keep])
 
 
 def _level_of(role: np.ndarray, high: float, idle: float, low: float) -> np.ndarray:
@@ -526,20 +541,24 @@ def _crossing(
 
 
 def _running_samples(
-    times: np.ndarray, x: np.ndarray, line: Timeline, response: StepResponse, t0: float
+    times: np.ndarray, x: np.ndarray, line: Timeline, response: StepResponse
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Samples inside running segments that begin at a step boundary (after a checkpoint), away
-    from the chain's memory of what came before: times [s], values and each one's segment
-    start [s] (the step's phase origin)."""
+    """Samples to fold, away from the chain's memory of the state before: those of the running
+    segments that begin at a step boundary (after a checkpoint), whose phases line up; or, with
+    none, of the longest running segment alone. Times [s], values and each one's segment start
+    [s] (the phase origin), the longest segments first up to :data:`FOLD_SAMPLES`."""
     ends = np.append(line.start[1:], line.duration)
     prev = np.concatenate(([-1], line.state[:-1]))
-    use = (line.state == State.RUNNING) & (prev == State.CHECKPOINT)
-    seg = np.searchsorted(line.start, times - t0, side="right") - 1
-    inside = use[seg] & (times - t0 >= line.start[seg] + response.settle) & (times - t0 < ends[seg])
-    ok = inside & np.isfinite(x)
+    running = line.state == State.RUNNING
+    use = running & (prev == State.CHECKPOINT)
+    seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
+    settled = (times >= line.start[seg] + response.settle) & (times < ends[seg]) & np.isfinite(x)
+    if not np.any(use[seg] & settled) and running.any():
+        use = np.arange(line.state.size) == np.argmax(np.where(running, ends - line.start, -1))
+    ok = use[seg] & settled
     order = np.argsort(-(ends - line.start)[seg[ok]], kind="stable")[:FOLD_SAMPLES]
     chosen = np.sort(np.flatnonzero(ok)[order])
-    return times[chosen] - t0, x[chosen], line.start[seg[chosen]]
+    return times[chosen], x[chosen], line.start[seg[chosen]]
 
 
 def _coarse_period(t: np.ndarray, x: np.ndarray, origin: np.ndarray, period: float) -> float:
@@ -557,15 +576,21 @@ def _fold(
     t: np.ndarray, x: np.ndarray, origin: np.ndarray, periods: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Folded profiles at each candidate period: bin means ``(n_periods, FOLD_BINS)``, counts,
-    and the between-bin variance (epoch folding's statistic)."""
-    phase = ((t - origin)[None, :] / periods[:, None]) % 1.0
-    bins = np.minimum((phase * FOLD_BINS).astype(np.int64), FOLD_BINS - 1)
-    flat = bins + FOLD_BINS * np.arange(periods.size)[:, None]
-    size = periods.size * FOLD_BINS
-    counts = np.bincount(flat.ravel(), minlength=size).reshape(periods.size, FOLD_BINS)
-    sums = np.bincount(flat.ravel(), np.broadcast_to(x, flat.shape).ravel(), minlength=size)
-    with np.errstate(all="ignore"):
-        means = sums.reshape(periods.size, FOLD_BINS) / counts
+    and the between-bin variance (epoch folding's statistic); a few periods at a time, so
+    that the temporaries stay within ``FOLD_CHUNK × FOLD_SAMPLES``."""
+    means, counts = [], []
+    for lo in range(0, periods.size, FOLD_CHUNK):  # chunks of candidates, not samples
+        chunk = periods[lo : lo + FOLD_CHUNK]
+        phase = ((t - origin)[None, :] / chunk[:, None]) % 1.0
+        bins = np.minimum((phase * FOLD_BINS).astype(np.int64), FOLD_BINS - 1)
+        flat = (bins + FOLD_BINS * np.arange(chunk.size)[:, None]).ravel()
+        size = chunk.size * FOLD_BINS
+        n = np.bincount(flat, minlength=size).reshape(chunk.size, FOLD_BINS)
+        total = np.bincount(flat, np.tile(x, chunk.size), minlength=size)
+        with np.errstate(all="ignore"):
+            means.append(total.reshape(chunk.size, FOLD_BINS) / n)
+        counts.append(n)
+    means, counts = np.concatenate(means), np.concatenate(counts)
     between = np.nansum(counts * (means - x.mean()) ** 2, axis=1)
     return means, counts, between
 
@@ -636,25 +661,27 @@ def _least_squares(
     n = shapes.shape[1]
     seen = np.fft.irfft(np.fft.rfft(shapes, axis=1) * spectrum, n=n, axis=1)
     u = seen.reshape(shapes.shape[0], FOLD_BINS, -1).mean(axis=2)
-    ok = counts > 0
-    w, y, u = counts[ok].astype(float), profile[ok], u[:, ok]
+    # every circular shift of each shape: a segment's phase origin may be off (or unknown)
+    roll = (np.arange(FOLD_BINS)[None, :] - np.arange(FOLD_BINS)[:, None]) % FOLD_BINS
+    u = u[:, roll]  # (candidate, shift, bin)
+    w = counts.astype(float)
+    y = np.where(counts > 0, profile, 0.0)
     sw = w.sum()
-    ubar = (u * w).sum(axis=1) / sw
+    ubar = (u * w).sum(axis=2) / sw
     ybar = (y * w).sum() / sw
-    cov = ((u - ubar[:, None]) * (y - ybar) * w).sum(axis=1)
-    var = ((u - ubar[:, None]) ** 2 * w).sum(axis=1)
+    cov = ((u - ubar[..., None]) * (y - ybar) * w).sum(axis=2)
+    var = ((u - ubar[..., None]) ** 2 * w).sum(axis=2)
     slope = np.where(var > 0, cov / np.where(var > 0, var, 1.0), 0.0)
-    sse = ((y - ybar) ** 2 * w).sum() - slope * cov
-    sse = np.where(slope > 0, sse, np.inf)  # compute above communication
-    k = int(np.argmin(sse))
-    low = ybar - slope[k] * ubar[k]
     sst = float(((y - ybar) ** 2 * w).sum())
+    sse = np.where(slope > 0, sst - slope * cov, np.inf)  # compute above communication
+    k, r = np.unravel_index(int(np.argmin(sse)), sse.shape)
+    low = ybar - slope[k, r] * ubar[k, r]
     return {
-        "k": k,
-        "high": float(low + slope[k]),
+        "k": int(k),
+        "high": float(low + slope[k, r]),
         "low": float(low),
-        "r2": 1.0 - float(sse[k]) / sst if sst > 0 else 0.0,
-        "seen_swing": float(slope[k] * (u[k].max() - u[k].min())),
+        "r2": 1.0 - float(sse[k, r]) / sst if sst > 0 else 0.0,
+        "seen_swing": float(slope[k, r] * (u[k, r].max() - u[k, r].min())),
     }
 
 
@@ -704,13 +731,19 @@ def _ramp_length(
     ends = np.append(line.start[1:], line.duration)
     middle = line.start[ramp]
     before = levels[np.maximum(ramp - 1, 0)]
-    fine = min(response.dt * 10.0, 0.05)
     span = min(float(np.max(ends[ramp] - middle)), 0.5 * RAMPS.max()) + response.full
+    fine = max(min(response.dt * 10.0, 0.05), span / 20_000.0)  # a bounded fine grid
     tau = np.arange(-span - 2.0 * response.full, span + response.full, fine)  # from the middle
     kernel = response.kernel(fine)
-    rel = times[None, :] - middle[:, None]
-    use = (rel >= -span) & (rel < np.minimum(ends[ramp] - middle, span)[:, None])
-    k, i = np.nonzero(use & np.isfinite(x)[None, :])
+    lo = np.searchsorted(times, middle - span)
+    hi = np.searchsorted(times, middle + np.minimum(ends[ramp] - middle, span))
+    k = np.repeat(np.arange(ramp.size), hi - lo)
+    i = np.arange(k.size) - np.repeat(np.cumsum(hi - lo) - (hi - lo), hi - lo) + lo[k]
+    every = max(1, k.size // RAMP_SAMPLES)  # samples compared, at most about RAMP_SAMPLES
+    k, i = k[::every], i[::every]
+    keep = np.isfinite(x[i])
+    k, i = k[keep], i[keep]
+    rel = times[i] - middle[k]
 
     def misfit(lengths: np.ndarray, shifts: np.ndarray) -> np.ndarray:
         shape = np.clip(
@@ -718,7 +751,7 @@ def _ramp_length(
         )
         padded = np.concatenate((np.zeros((lengths.size, kernel.size)), shape), axis=1)
         seen = fftconvolve(padded, kernel[None, :], axes=1)[:, kernel.size : kernel.size + tau.size]
-        pos = (rel[k, i] - tau[0]) / fine
+        pos = (rel - tau[0]) / fine
         cell = np.clip(pos.astype(np.int64), 0, tau.size - 2)
         frac = pos - cell
         unit = seen[:, cell] * (1.0 - frac) + seen[:, cell + 1] * frac
@@ -912,7 +945,7 @@ def _levels_per_segment(q: dict[str, Quantity], line: Timeline, running: float) 
 def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> None:
     """Step time, compute share, levels, edges and step spread of the running state."""
     w = response.window
-    t, y, origin = _running_samples(times, x, line, response, 0.0)
+    t, y, origin = _running_samples(times, x, line, response)
     floor = RESOLVE_WINDOWS * max(w, found["period"])
     if t.size < 4 * FOLD_BINS:
         why = "too few running samples after a checkpoint to fold"

@@ -15,7 +15,7 @@ import pytest
 from synthetic_telemetry import write
 
 from powermodel import cli
-from powermodel.fit import REFERENCE, fit, fitted_toml, step_response, summary
+from powermodel.fit import REFERENCE, fit, fit_cells, fitted_toml, step_response, summary
 from powermodel.fit_report import fit_trace
 from powermodel.iotools.telemetry import TelemetryWarning, read_telemetry
 from powermodel.models import render, sensors
@@ -277,3 +277,21 @@ def test_the_cli_refuses_a_bad_file_in_one_line(tmp_path, capsys):
     missing = tmp_path / "none.csv"
     assert cli.main(["fit", str(missing), "-o", str(tmp_path / "f.toml")]) == 1
     assert "none.csv" in capsys.readouterr().err
+
+
+def test_training_alone_has_no_stalls_and_its_step_is_found():
+    # a trace of running only: its communication troughs recur every step, so they are the
+    # iteration's, not checkpoint stalls; the step is folded from the one long segment
+    scenario, derived, *_ = _truth(6.0)
+    cells, rate = shape_tables(scenario, derived)
+    edges = np.arange(int(300.0 / FINE) + 1) * FINE
+    table = render.cumulative_tables(cells[:1] * 1e6 / scenario.cluster.n_gpus)
+    board = render.interval_means(np.zeros(1), np.zeros(1, np.int64), rate, table, edges)[0]
+    at = np.arange(0.1, 299.9, 0.1)
+    noisy = sensors.read(board, FINE, "nvml", at=at) + np.random.default_rng(3).normal(
+        0, NOISE, (2, at.size)
+    )
+    result = fit_cells(at - at[0], noisy, 2, {"source": "run"}, "nvml", scenario)
+    assert result.quantities["checkpoint count"].value == 0
+    assert result.quantities["step time"].value == pytest.approx(6.0, rel=0.05)
+    assert result.quantities["compute share"].value == pytest.approx(0.675, rel=0.05)
