@@ -379,6 +379,62 @@ class Phase(Section):
 STEP_TIME_BOUNDS = (1e-3, HOUR)  # [s]
 
 
+class Variation(Section):
+    """Step-to-step variation of a training job: each step's length and running level drawn
+    around the mean (stragglers, data loading, collectives' timing [S, lin_stragglers]), with an
+    optional periodic evaluation. ``workload.step_time`` and the running levels stay the means
+    over each running stretch: see docs/model/workload.md."""
+
+    distribution: Literal["lognormal", "gamma"] = Field(
+        "lognormal",
+        description="Distribution of a step's length, mean one step (lognormal or gamma [A]).",
+    )
+    step_cv: float = Field(
+        0.02,
+        ge=0,
+        le=1,
+        description="Coefficient of variation of a step's length [A] (0.005-0.1). [1]",
+    )
+    straggler_probability: float = Field(
+        0.0,
+        ge=0,
+        le=0.5,
+        description="Share of steps a straggler delays; none by default [A] (0-0.05). [1]",
+    )
+    straggler_delay: float = Field(
+        0.5,
+        ge=0,
+        le=100,
+        description="What a straggler adds to its step, in mean steps [A] (0.1-3). [1]",
+    )
+    level_cv: float = Field(
+        0.01,
+        ge=0,
+        le=0.5,
+        description="Coefficient of variation of a step's running level (its scale on the "
+        "GPU power) [A] (0-0.05). [1]",
+    )
+    evaluation_every: int | None = Field(
+        None,
+        ge=2,
+        le=10**9,
+        description="Steps from one evaluation to the next; none by default [A] (100-10,000). [1]",
+    )
+    evaluation_length: float = Field(
+        10.0,
+        gt=0,
+        le=1e4,
+        description="Length of an evaluation, in mean steps [A] (1-100). [1]",
+    )
+    evaluation_level: float = Field(
+        0.7,
+        gt=0,
+        le=2,
+        description="Running level during an evaluation, a scale on the GPU power (forward "
+        "passes only) [A] (0.5-1). [1]",
+    )
+
+
 class Workload(Section):
     step_time: Duration | None = Field(
         None,
@@ -425,6 +481,7 @@ class Workload(Section):
             raise ValueError("a start-up ramp is 0 (a step) or at least 1ms")
         return value
 
+    variation: Variation | None = None
     notes: Text = ""
 
     @model_validator(mode="after")

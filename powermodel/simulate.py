@@ -13,7 +13,7 @@ import xarray as xr
 from powermodel import facility
 from powermodel._version import __version__
 from powermodel.errors import ScenarioError
-from powermodel.models import events, grid, mitigation, render, workload
+from powermodel.models import events, grid, mitigation, render, variation, workload
 from powermodel.models.events import Recovery, State
 from powermodel.models.thermal import step_time_factor
 from powermodel.scenario import STEP_TIME_BOUNDS, Scenario, format_duration, load_scenario
@@ -29,6 +29,7 @@ __all__ = [
 # Independent random streams per purpose (principle 6 of docs/model/index.md): SeedSequence keys.
 JOB = 0
 STREAM_FAILURES = 1
+STREAM_STEPS = 2
 NO_CHECKPOINTS = 1e30  # s: an interval no run reaches (the timeline's arithmetic needs a number)
 MAX_INTERRUPTIONS = 1_000_000  # a failure every 5 min for ten years: beyond, no job trains
 # Peak memory of a run per electrical step [B]: the Dataset (26 float64 and float32 variables,
@@ -37,6 +38,9 @@ MAX_INTERRUPTIONS = 1_000_000  # a failure every 5 min for ten years: beyond, no
 # 16 batteries); and per timeline segment (start, state, the sort: 181 B measured with a
 # checkpoint every 10 ms).
 BYTES_PER_STEP = 320
+# Per training step drawn with step-to-step variation: its boundary and level sum (float64, 16 B
+# held) and the draws' temporaries (56 B peak measured at 1 M steps), with a margin
+BYTES_PER_ITERATION = 80
 BYTES_PER_BATTERY_STEP = 16
 BYTES_PER_SEGMENT = 256
 # The plant path's state in the Dataset, held over each plant step (float32: 7 digits suffice)
@@ -251,6 +255,45 @@ def failure_rng(seed: int, job: int = JOB) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(job, STREAM_FAILURES)))
 
 
+def steps_rng(seed: int, job: int = JOB) -> np.random.Generator:
+    """The job's steps' own stream: drawing them leaves the failures' draws as they were."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(job, STREAM_STEPS)))
+
+
+def drawn_steps(
+    scenario: Scenario, derived: Derived, line: events.Timeline, cells: np.ndarray
+) -> render.Steps | None:
+    """The running segments' steps drawn with ``workload.variation``; None without it.
+
+    One draw for the job (its steps start together on every GPU), so the cost follows the
+    number of steps, not of GPUs. A step's level scales the running GPU power (``cells``, from
+    :func:`shape_tables`), which reaches the IT power through the server supplies' slope.
+    """
+    v = scenario.workload.variation
+    if v is None:
+        return None
+    end = np.append(line.start[1:], line.duration)
+    running = line.state == State.RUNNING
+    count = np.where(running, variation.whole_steps(end - line.start, derived.step_time), 0)
+    bound, level = variation.draw_steps(
+        count,
+        steps_rng(scenario.simulation.seed),
+        **v.model_dump(),
+    )
+    cl = scenario.cluster
+    gpu = cells[0, State.RUNNING]
+    it = gpu * (cl.n_nodes * cl.gpus_per_node / cl.n_gpus) * _psu_slope(scenario)
+    scaled = np.array([gpu, it, np.zeros_like(gpu)])
+    return render.Steps(
+        shape=int(State.RUNNING),
+        first=np.cumsum(count) - count,
+        count=count,
+        bound=bound,
+        level=level,
+        variable=render.cumulative_tables(scaled),
+    )
+
+
 def timeline(scenario: Scenario, derived: Derived | None = None) -> events.Timeline:
     """The job timeline of a scenario (no rendering): cheap, for Monte Carlo over seeds."""
     derived = derived or derive(scenario)
@@ -278,7 +321,8 @@ def timeline(scenario: Scenario, derived: Derived | None = None) -> events.Timel
 
 def memory_estimate(scenario: Scenario) -> int:
     """Peak memory a run of the scenario will take, known before it starts [B]: its steps,
-    its batteries' dispatch and the segments of its timeline (checkpoints, interruptions)."""
+    its batteries' dispatch, the segments of its timeline (checkpoints, interruptions) and,
+    with ``workload.variation``, its drawn training steps."""
     return int(sum(_memory_parts(scenario).values()))
 
 
@@ -289,6 +333,8 @@ def memory_fix(scenario: Scenario) -> str:
         "steps": "lengthen simulation.dt or shorten simulation.duration",
         "batteries": "model fewer batteries (mitigation.storage)",
         "timeline": "checkpoint less often (checkpoint.interval) or lower reliability.rate_scale",
+        "variation": "shorten simulation.duration or leave out workload.variation (it draws "
+        "every training step)",
     }[max(parts, key=parts.get)]
 
 
@@ -303,7 +349,15 @@ def _memory_parts(scenario: Scenario) -> dict[str, float]:
         "steps": sim.n_steps * BYTES_PER_STEP,
         "batteries": sim.n_steps * BYTES_PER_BATTERY_STEP * batteries,
         "timeline": (2.0 * checkpoints + len(State) * interruptions) * BYTES_PER_SEGMENT,
+        "variation": _drawn_step_count(scenario, derived) * BYTES_PER_ITERATION,
     }
+
+
+def _drawn_step_count(scenario: Scenario, derived: Derived) -> float:
+    """Training steps a run with ``workload.variation`` draws: at most its length in steps."""
+    if scenario.workload.variation is None:
+        return 0.0
+    return scenario.simulation.duration / derived.step_time
 
 
 def available_memory() -> int:
@@ -366,7 +420,12 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
     line = timeline(scenario, derived)
     edges = np.arange(sim.n_steps + 1) * sim.dt
     means = render.interval_means(
-        line.start, line.state.astype(np.int64), rate, render.cumulative_tables(cells), edges
+        line.start,
+        line.state.astype(np.int64),
+        rate,
+        render.cumulative_tables(cells),
+        edges,
+        drawn_steps(scenario, derived, line, cells),
     )
     state = render.state_at(line.start, line.state, edges[:-1] + 0.5 * sim.dt)
     time = _times(sim.start, edges[:-1])

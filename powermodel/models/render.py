@@ -6,9 +6,15 @@ phase for running segments, ramp progress for ramps, seconds for constant states
 a shape is known exactly at any ``x`` (cumulative table, periodic continuation), so the integral of
 the whole timeline is known exactly at every grid edge, and the interval mean is a difference of
 integrals divided by the step: energy is exact at any resolution and nothing aliases.
+
+With step-to-step variation (:class:`Steps`), a periodic shape's segments are cut into drawn
+steps instead: each step runs the shape's unit once at its own length and level, and the integral
+stays exact (a running sum over the steps before, the table within the step).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,12 +31,32 @@ def cumulative_tables(cells: np.ndarray) -> np.ndarray:
     return np.concatenate((np.zeros(cum.shape[:-1] + (1,)), cum), axis=-1)
 
 
+@dataclass(frozen=True)
+class Steps:
+    """Drawn steps of the segments of one periodic shape (from
+    :func:`powermodel.models.variation.draw_steps`).
+
+    A segment of that shape holds ``count`` whole steps from index ``first`` in ``bound``, then
+    runs the shape at its mean for what is left. Step ``j`` lasts ``bound[j+1] − bound[j]`` units
+    of the shape's coordinate and draws ``base + (scale_j − 1)·variable``, where
+    ``level[j+1] − level[j]`` is its length times ``scale_j − 1``.
+    """
+
+    shape: int
+    first: np.ndarray  # per segment: index of its first step (int64)
+    count: np.ndarray  # per segment: its whole steps, 0 in segments of other shapes (int64)
+    bound: np.ndarray  # step boundaries in the job's step coordinate, then the last end
+    level: np.ndarray  # running sum of length · (scale − 1), at each boundary
+    variable: np.ndarray  # (n_quantities, n_cells + 1): cumulative table of the scaled part
+
+
 def interval_means(
     seg_start: np.ndarray,
     seg_shape: np.ndarray,
     shape_rate: np.ndarray,
     cumulative: np.ndarray,
     edges: np.ndarray,
+    steps: Steps | None = None,
 ) -> np.ndarray:
     """Mean of each quantity over each interval ``[edges[i], edges[i+1])``.
 
@@ -46,6 +72,8 @@ def interval_means(
         ``(n_quantities, n_shapes, n_cells + 1)`` from :func:`cumulative_tables`.
     edges
         Interval edges, increasing. [s]
+    steps
+        Drawn steps of one periodic shape's segments; none: every step at the mean.
 
     Returns
     -------
@@ -53,7 +81,10 @@ def interval_means(
         ``(n_quantities, edges.size - 1)``.
     """
     seg_end = np.append(seg_start[1:], edges[-1])
-    seg_integral = _integral(cumulative, seg_shape, shape_rate[seg_shape], seg_end - seg_start)
+    every = np.arange(seg_start.size)
+    seg_integral = _integral(
+        cumulative, seg_shape, shape_rate[seg_shape], seg_end - seg_start, every, steps
+    )
     before = np.concatenate(
         (np.zeros((cumulative.shape[0], 1)), np.cumsum(seg_integral, axis=1)[:, :-1]), axis=1
     )
@@ -62,18 +93,41 @@ def interval_means(
         chunk = edges[lo : lo + CHUNK + 1]
         seg = np.searchsorted(seg_start, chunk, side="right") - 1
         total = before[:, seg] + _integral(
-            cumulative, seg_shape[seg], shape_rate[seg_shape[seg]], chunk - seg_start[seg]
+            cumulative,
+            seg_shape[seg],
+            shape_rate[seg_shape[seg]],
+            chunk - seg_start[seg],
+            seg,
+            steps,
         )
         out[:, lo : lo + chunk.size - 1] = np.diff(total, axis=1) / np.diff(chunk)
     return out
 
 
 def _integral(
-    cumulative: np.ndarray, shape: np.ndarray, rate: np.ndarray, elapsed: np.ndarray
+    cumulative: np.ndarray,
+    shape: np.ndarray,
+    rate: np.ndarray,
+    elapsed: np.ndarray,
+    seg: np.ndarray,
+    steps: Steps | None,
 ) -> np.ndarray:
-    """Integral over time of each quantity from a segment's start to ``elapsed`` seconds into it."""
-    n_cells = cumulative.shape[-1] - 1
+    """Integral over time of each quantity from the start of segment ``seg`` to ``elapsed``
+    seconds into it (its shape ``shape`` at ``rate``)."""
     x = rate * elapsed
+    if steps is None:
+        return _periodic(cumulative, shape, x) / rate
+    drawn = (shape == steps.shape) & (x < steps.count[seg])
+    rest = ~drawn
+    out = np.empty((cumulative.shape[0], x.size))
+    out[:, rest] = _periodic(cumulative, shape[rest], x[rest]) / rate[rest]
+    out[:, drawn] = _stepped(cumulative[:, steps.shape], steps, seg[drawn], x[drawn]) / rate[drawn]
+    return out
+
+
+def _periodic(cumulative: np.ndarray, shape: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Integral in units of each shape's coordinate from 0 to ``x``, the shape repeating."""
+    n_cells = cumulative.shape[-1] - 1
     whole = np.floor(x)
     pos = (x - whole) * n_cells
     cell = np.minimum(pos.astype(np.int64), n_cells - 1)
@@ -81,7 +135,33 @@ def _integral(
     lower = cumulative[:, shape, cell]
     upper = cumulative[:, shape, cell + 1]
     within = lower + frac * (upper - lower)
-    return (whole * cumulative[:, shape, -1] + within) / rate
+    return whole * cumulative[:, shape, -1] + within
+
+
+def _stepped(base: np.ndarray, steps: Steps, seg: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Integral in units of the shape's coordinate from the start of segment ``seg`` to ``x``
+    (less than its whole steps) through its drawn steps; ``base`` is the shape's cumulative
+    table ``(n_quantities, n_cells + 1)``."""
+    n_q, n_cells = base.shape[0], base.shape[-1] - 1
+    first = steps.first[seg]
+    key = first + x
+    j = np.searchsorted(steps.bound, key, side="right") - 1
+    j = np.clip(j, first, first + steps.count[seg] - 1)  # rounding at a segment's ends
+    start, length = steps.bound[j], steps.bound[j + 1] - steps.bound[j]
+    level = steps.level[j]
+    scaled = (steps.level[j + 1] - level) / length  # scale − 1
+    pos = np.clip((key - start) / length, 0.0, 1.0) * n_cells
+    cell = np.minimum(pos.astype(np.int64), n_cells - 1)
+    frac = pos - cell
+    tables = np.concatenate((base, steps.variable))  # one gather for both
+    lower = tables[:, cell]
+    within = lower + frac * (tables[:, cell + 1] - lower)
+    within = within[:n_q] + scaled * within[n_q:]
+    return (
+        base[:, -1:] * (start - first)
+        + steps.variable[:, -1:] * (level - steps.level[first])
+        + length * within
+    )
 
 
 def state_at(seg_start: np.ndarray, seg_state: np.ndarray, times: np.ndarray) -> np.ndarray:
