@@ -49,6 +49,7 @@ REFERENCE = "llama3-405b-16k-h100"  # the preset a fit extends by default
 MAX_CHANNELS = 4096  # GPUs or meters in one trace
 MAX_CELLS = 50_000_000  # channel × sample cells of the gridded trace (400 MB of float64)
 MIN_SAMPLES = 20  # a trace shorter than this holds no state to fit
+MIN_SPREAD = 0.002  # a step-to-step spread below this is written as none (variation off)
 RESOLVE_WINDOWS = 4.0  # a step resolves when it spans this many averaging windows
 FOLD_BINS = 64  # phase bins of a folded running profile
 FOLD_SAMPLES = 50_000  # samples folded at most (the longest running segments first)
@@ -463,7 +464,7 @@ def _kinks(
     t, y = times[idx], x[idx]
     change = np.where(b - a == 0, 1.0, b - a)[:, None]
     u = (y - a[:, None]) / change  # 0 at the level before, 1 at the level after
-    floor = np.minimum(3.0 * sigma / np.abs(change), 0.2)
+    floor = np.clip(3.0 * sigma / np.abs(change), 0.02, 0.2)  # off the level, above its noise
     c = crossing[:, None]
     leave = from_held[:, None] & (t < c) & (t >= c - response.full) & (u > floor) & (u < 1 / 3)
     reach = to_held[:, None] & (t > c) & (t <= c + response.full) & (u < 1 - floor) & (u > 2 / 3)
@@ -693,21 +694,32 @@ def _step_spread(
     mid: float,
     sigma: float,
     slope: float,
-) -> float:
-    """Step-to-step coefficient of variation of the step time: the spread of the intervals
-    between successive rising crossings of the swing's midpoint within each running segment,
-    less the timing jitter the noise alone gives (``σ / slope`` at each crossing)."""
+) -> tuple[float, float]:
+    """Step-to-step coefficients of variation of the step's length and of its mean level.
+
+    Each step runs from one rising crossing of the swing's midpoint to the next within a running
+    segment (a crossing within half a step of the one before is the noise's, and dropped). The
+    spreads are those of the steps' lengths and mean levels less what the noise alone gives: a
+    timing jitter ``σ / slope`` at each crossing, ``σ² / n`` on a mean of ``n`` samples.
+    """
     y = x - mid
     up = np.flatnonzero((y[:-1] < 0) & (y[1:] >= 0) & (origin[:-1] == origin[1:]))
-    frac = -y[up] / (y[up + 1] - y[up])
-    when = t[up] + frac * (t[up + 1] - t[up])
-    gap = np.diff(when)
+    when = t[up] + -y[up] / (y[up + 1] - y[up]) * (t[up + 1] - t[up])
+    first = np.append(True, (np.diff(when) > 0.5 * step) | (origin[up][1:] != origin[up][:-1]))
+    up, when = up[first], when[first]
     same = origin[up][1:] == origin[up][:-1]
-    gap = gap[same & (gap > 0.5 * step) & (gap < 1.5 * step)]
-    if gap.size < 5:
-        return np.nan
+    gap = np.diff(when)
+    one = same & (gap < 1.5 * step)  # a whole step, none missed between
+    if np.count_nonzero(one) < 5:
+        return np.nan, np.nan
+    gap = gap[one]
     jitter = 2.0 * (sigma / slope) ** 2 if slope > 0 else 0.0
-    return float(np.sqrt(max(np.var(gap) - jitter, 0.0)) / np.mean(gap))
+    length_cv = np.sqrt(max(np.var(gap) - jitter, 0.0)) / np.mean(gap)
+    c = np.concatenate(([0.0], np.cumsum(x)))
+    n = np.diff(up)[one]
+    level = (c[up[1:] + 1] - c[up[:-1] + 1])[one] / n
+    level_cv = np.sqrt(max(np.var(level) - np.mean(sigma**2 / n), 0.0)) / np.mean(level)
+    return float(length_cv), float(level_cv)
 
 
 # --- start-up ramps -----------------------------------------------------------------------
@@ -953,6 +965,7 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
             add(name, None, "s" if name == "step time" else "W", why, resolved=False)
         add("edge duration", None, "s", why, resolved=False)
         add("step-time spread", None, "1", why, resolved=False)
+        add("step-level spread", None, "1", why, resolved=False)
         return
     coarse = _coarse_period(t, y, origin, found["period"])
     step = _best_period(t, y, origin, coarse) if np.isfinite(coarse) else np.nan
@@ -966,6 +979,7 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
         for name in ("compute share", "compute level", "communication level", "edge duration"):
             add(name, None, "W", why, resolved=False)
         add("step-time spread", None, "1", why, resolved=False)
+        add("step-level spread", None, "1", why, resolved=False)
         return
     profile, counts, _ = _fold(t, y, origin, np.array([step]))
     shape = _square_fit(profile[0], counts[0], step, response)
@@ -996,14 +1010,23 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
     )
     mid = 0.5 * (shape["high"] + shape["low"])
     slope = shape["seen_swing"] / max(w, found["period"])
-    spread = _step_spread(t, y, origin, step, mid, found["noise"], slope) if strong else np.nan
+    lengths, levels = (
+        _step_spread(t, y, origin, step, mid, found["noise"], slope) if strong else (np.nan,) * 2
+    )
+    how = "between successive rising crossings of the swing's midpoint, less what noise gives"
     add(
         "step-time spread",
-        spread,
+        lengths,
         "1",
-        "coefficient of variation of the intervals between rising midpoint crossings, less the "
-        "jitter noise alone gives",
-        None,
+        f"coefficient of variation of the step lengths {how}",
+        "workload.variation.step_cv",
+    )
+    add(
+        "step-level spread",
+        levels,
+        "1",
+        f"coefficient of variation of the steps' mean levels {how}",
+        "workload.variation.level_cv",
     )
 
 
@@ -1228,6 +1251,17 @@ def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
         put("workload.edge_rate", round((high - low) / (edge * tdp), 4), "folded edge")
     else:
         keep("workload.edge_rate", result.quantities["edge duration"].how)
+    cv, level_cv = result.value("step-time spread"), result.value("step-level spread")
+    if cv is not None and level_cv is not None and max(cv, level_cv) >= MIN_SPREAD:
+        put("workload.variation.step_cv", round(cv, 4), "spread of the step lengths")
+        put("workload.variation.level_cv", round(level_cv, 4), "spread of the steps' levels")
+    else:
+        why = (
+            f"no step-to-step spread above {MIN_SPREAD:g} measured"
+            if cv is not None
+            else result.quantities["step-time spread"].how
+        )
+        keep("workload.variation", why)
     ramp = result.value("start-up ramp")
     if ramp is not None:
         put("workload.startup_ramp", format_duration(round(ramp, 2)), "fitted rise into running")

@@ -20,7 +20,7 @@ from powermodel.iotools.telemetry import read_telemetry
 from powermodel.models import render, sensors
 from powermodel.models.events import State
 from powermodel.scenario import Scenario, load_scenario, presets
-from powermodel.simulate import derive, preflight, shape_tables
+from powermodel.simulate import derive, drawn_steps, preflight, shape_tables
 
 __all__ = [
     "MAX_REPLAY_STEPS",
@@ -95,12 +95,12 @@ def replay(result: Fit, scenario: Scenario) -> np.ndarray:
     The scenario's failures are random draws that would not fall where the trace's did, so the
     model's renderer is given the timeline found in the trace (its states and their times) and
     the fitted scenario supplies what each state draws: the iteration's waveform, the held
-    levels, the start-up ramp. Per-GPU board power does not depend on the GPU count (the fit
+    levels, the start-up ramp, the steps drawn with ``workload.variation`` (their draws are the
+    scenario's, not the trace's). Per-GPU board power does not depend on the GPU count (the fit
     adds no offsets between groups), so the scenario is rendered as written.
     """
     derived = derive(scenario)
     cells, rate = shape_tables(scenario, derived)
-    per_gpu = cells[:1] * 1e6 / scenario.cluster.n_gpus  # W per GPU in each state's shape
     line = result.timeline
     fine = min(result.period / 2.0, 0.05, sensors.step_needed(result.sensor))
     n = int(np.ceil(line.duration / fine))
@@ -113,10 +113,12 @@ def replay(result: Fit, scenario: Scenario) -> np.ndarray:
             )
         n = MAX_REPLAY_STEPS
     edges = np.arange(n + 1) * fine
+    steps = drawn_steps(scenario, derived, line, cells)  # with workload.variation, each step
     means = render.interval_means(
-        line.start, line.state.astype(np.int64), rate, render.cumulative_tables(per_gpu), edges
+        line.start, line.state.astype(np.int64), rate, render.cumulative_tables(cells), edges, steps
     )
-    return sensors.read(means[0], fine, result.sensor, at=np.clip(result.times, 0.0, edges[-1]))
+    per_gpu = means[0] * 1e6 / scenario.cluster.n_gpus  # W
+    return sensors.read(per_gpu, fine, result.sensor, at=np.clip(result.times, 0.0, edges[-1]))
 
 
 def compare(result: Fit, replayed: np.ndarray) -> dict:
