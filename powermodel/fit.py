@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import tomli_w
+from scipy.ndimage import median_filter
 from scipy.signal import fftconvolve, find_peaks
 
 from powermodel.durations import format_duration
@@ -47,7 +48,9 @@ __all__ = [
 
 REFERENCE = "llama3-405b-16k-h100"  # the preset a fit extends by default
 MAX_CHANNELS = 4096  # GPUs or meters in one trace
+MAX_METER_GPUS = 100_000  # GPUs behind one meter channel (a whole hall's feeder)
 MAX_CELLS = 50_000_000  # channel × sample cells of the gridded trace (400 MB of float64)
+PROBE_STEPS = 20_000  # grid steps of the probe of a sensor's step response, at most
 MIN_SAMPLES = 20  # a trace shorter than this holds no state to fit
 MIN_SPREAD = 0.002  # a step-to-step spread below this is written as none (variation off)
 RESOLVE_WINDOWS = 4.0  # a step resolves when it spans this many averaging windows
@@ -146,9 +149,9 @@ def step_response(sensor: str, period: float) -> StepResponse:
     sees it as this response (linear and time-invariant chains; a block-average meter's is its
     mean over the block's phase).
     """
-    dt = min(period, 0.05) / 5.0
     horizon = max(30.0, 40.0 * period)
     for _ in range(8):  # widen until the chain settles: a handful of tries, not a loop on data
+        dt = max(min(period, 0.05) / 5.0, horizon / PROBE_STEPS)  # at most PROBE_STEPS
         n = int(np.ceil(horizon / dt))
         values = np.concatenate((np.zeros(n), np.ones(n)))
         y = np.asarray(sensors.read(values, dt, sensor, at=(n + np.arange(n)) * dt), dtype=float)
@@ -210,6 +213,11 @@ def per_gpu_signal(
     times = (time - time[0]) / np.timedelta64(1, "s")
     n_gpus = len(channels)
     if meta.get("kind") == "meter":
+        if gpus_per_node is not None and not 1 <= gpus_per_node <= MAX_METER_GPUS:
+            raise PowerModelError(
+                f"--gpus-per-node {gpus_per_node}: a meter channel feeds 1 to "
+                f"{MAX_METER_GPUS:,} GPUs"
+            )
         if gpus_per_node is None:
             raise PowerModelError(
                 "a meter trace reads nodes, not GPUs: give --gpus-per-node N, the GPUs behind "
@@ -323,6 +331,16 @@ def detect(
     either side, less the chain's half-step delay (exact for a symmetric averaging window).
     """
     period = float(np.median(np.diff(times)))
+    duration = float(times[-1] - times[0] + period)
+    held = median_filter(x, 5, mode="nearest")  # a lone outlier is no state
+    spread = float(held.max() - held.min())
+    if not spread > max(10.0 * _noise(x), 0.05 * abs(float(np.median(x)))):
+        # one level throughout: no change of state tells idle from running; read as running
+        one = Timeline(
+            start=np.zeros(1), state=np.full(1, State.RUNNING, np.int8), duration=duration
+        )
+        found = {"run_threshold": -np.inf, "idle_level": np.nan, "low_level": np.nan}
+        return one, {**found, "noise": _noise(x), "period": period}
     t_run = _otsu(x)
     sigma = _noise(x, x < t_run)
     low_vals = x[x < t_run]
@@ -348,7 +366,7 @@ def detect(
     timeline = Timeline(
         start=np.concatenate(([times[0]], bounds)) - times[0],
         state=runs.role.copy(),
-        duration=float(times[-1] - times[0] + period),
+        duration=duration,
     )
     found = {
         "run_threshold": t_run,
@@ -367,11 +385,13 @@ def _roles(
     start, length, label = _runs(labels)
     prev = np.concatenate(([-1], label[:-1]))
     nxt = np.concatenate((label[1:], [-1]))
+    short = length * period < window + 2.0 * period
     if not two:  # one held level: stalls if always between running runs, else idle
         inner = (label == LOW) & (prev >= 0) & (nxt >= 0)
         if np.any(inner & ((prev != HIGH) | (nxt != HIGH))):
             label = np.where(label == LOW, IDLE, label)
-    short = length * period < window + 2.0 * period
+        else:  # held from the trace's start or to its end: idle before or after the job
+            label = np.where((label == LOW) & ((prev < 0) | (nxt < 0)) & ~short, IDLE, label)
     role = np.full(label.size, State.RUNNING, dtype=np.int8)
     role[label == IDLE] = State.FAILED_IDLE
     low = label == LOW
@@ -915,18 +935,11 @@ def _quantities(
     held(State.CHECKPOINT, "checkpoint stall", "gpu.stalled")
     held(State.STALLED, "teardown", None)
     held(State.LOADING, "start-up", None)
-    running = np.isin(line.state, (State.RUNNING,))
-    seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
-    ends = np.append(line.start[1:], line.duration)
-    inside = running[seg] & (times >= line.start[seg] + settle) & (times < ends[seg])
-    mean = float(np.mean(x[inside])) if inside.any() else np.nan
-    add(
-        "running mean",
-        mean,
-        "W",
-        f"mean of {int(inside.sum()):,} running samples (an average keeps the mean exactly)",
-    )
-    _running_shape(q, add, times, x, line, found, response, scenario, mean)
+    # the rises are fitted to the mean of what they rise to: the running segments', or (a trace
+    # that only rises into running) the later half of each rise's run
+    mean, _ = _running_mean(times, x, line, settle, State.RUNNING)
+    if not np.isfinite(mean):
+        mean, _ = _running_mean(times, x, line, settle, State.RAMP, later_half=True)
     ramp, shift = _ramp_length(times, x, line, response, mean, _levels_per_segment(q, line, mean))
     add(
         "start-up ramp",
@@ -938,8 +951,35 @@ def _quantities(
         "workload.startup_ramp",
     )
     line = _with_ramps(line, ramp, shift)
+    mean, n = _running_mean(times, x, line, settle, State.RUNNING)
+    add(
+        "running mean",
+        mean,
+        "W",
+        f"mean of {n:,} running samples (an average keeps the mean exactly)",
+    )
+    _running_shape(q, add, times, x, line, found, response, scenario, mean)
     _timing(q, add, line, line.lengths(), scenario)
     return q, line
+
+
+def _running_mean(
+    times: np.ndarray,
+    x: np.ndarray,
+    line: Timeline,
+    settle: float,
+    state: State,
+    later_half: bool = False,
+) -> tuple[float, int]:
+    """Mean of the samples of ``state`` segments once the sensor settled in them (or only in
+    their later half) and their count."""
+    seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
+    ends = np.append(line.start[1:], line.duration)
+    begin = line.start + settle
+    if later_half:
+        begin = np.maximum(begin, 0.5 * (line.start + ends))
+    inside = (line.state[seg] == state) & (times >= begin[seg]) & (times < ends[seg])
+    return (float(np.mean(x[inside])) if inside.any() else np.nan), int(inside.sum())
 
 
 def _levels_per_segment(q: dict[str, Quantity], line: Timeline, running: float) -> np.ndarray:

@@ -323,3 +323,25 @@ def test_the_step_to_step_spread_comes_back_within_a_fifth(tmp_path):
     )
     assert plain.quantities["step-time spread"].value < 0.002
     assert "variation" not in tomllib.loads(fitted_toml(plain, REFERENCE, "b.csv"))["workload"]
+
+
+def test_a_trace_of_one_level_resolves_its_mean_and_nothing_else():
+    # no change of state: idle cannot be told from running, nor a step from noise
+    scenario = load_scenario(REFERENCE)
+    t = np.arange(0.0, 300.0, 0.1)
+    cells = 300.0 + np.random.default_rng(5).normal(0.0, 3.0, (2, t.size))
+    result = fit_cells(t, cells, 2, {"source": "flat"}, "nvml", scenario)
+    resolved = {q.name for q in result.quantities.values() if q.resolved}
+    assert resolved == {"running mean", "checkpoint count"}
+    assert result.quantities["running mean"].value == pytest.approx(300.0, abs=0.5)
+    fitted = loads_scenario(fitted_toml(result, REFERENCE, "flat.csv"))
+    shares, watts = fitted.phase_powers()
+    assert float(shares @ watts) == pytest.approx(300.0, abs=0.5)  # the mean kept exactly
+    assert fitted.gpu.idle == scenario.gpu.idle  # unresolved: the preset's
+
+
+def test_a_meter_channel_feeds_a_sane_number_of_gpus(tmp_path):
+    path = write(_trace(6.0, 0.1, meter=True), tmp_path / "meters.csv", "meter")
+    for bad in (0, -8, 12, 10**9):
+        with pytest.raises(ValueError, match="gpus-per-node"):
+            fit(*_read(path, format="meter"), "nvml", REFERENCE, gpus_per_node=bad)
