@@ -306,6 +306,8 @@ def _fit(args: argparse.Namespace) -> int:
         sensor=args.sensor,
         report=args.report,
     )
+    for warning in run.result.warnings:
+        print(f"powermodel: warning: {warning}", file=sys.stderr)
     print(_table(summary(run.result)))
     print()
     print(_table(comparison_table(run.numbers)))

@@ -1088,7 +1088,8 @@ def _timing(q, add, line: Timeline, lengths: np.ndarray, scenario: Scenario) -> 
         "checkpoint stall",
         stall,
         "s",
-        f"median of {n_ck} stalls, each from the crossings of its edges less the sensor's delay",
+        f"median of {n_ck} stalls, each from where the sensor's view reaches the stalled level "
+        "(less its window) to where it leaves it",
         "checkpoint.blocking_time",
     )
     at = np.flatnonzero(ck)

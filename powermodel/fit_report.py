@@ -5,6 +5,7 @@ energy, checkpoint dips, ramps) in numbers and in an HTML report."""
 from __future__ import annotations
 
 import html
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from plotly.offline import get_plotlyjs
 from powermodel.durations import format_duration
 from powermodel.errors import PowerModelError
 from powermodel.fit import REFERENCE, Fit, detect, fit, fitted_toml, summary
-from powermodel.iotools.telemetry import read_telemetry
+from powermodel.iotools.telemetry import TelemetryWarning, read_telemetry
 from powermodel.models import render, sensors
 from powermodel.models.events import State
 from powermodel.scenario import Scenario, load_scenario, presets
@@ -60,7 +61,8 @@ def fit_trace(
 ) -> FitRun:
     """Read a trace, fit it, write the scenario to ``output`` (a ``.toml``), load it back with
     every check ``validate`` makes, replay it through the sensor and compare; write the HTML
-    ``report`` if asked. Paths and names are checked before any work."""
+    ``report`` if asked. Paths and names are checked before any work; what the reader repaired
+    is in ``result.warnings``."""
     output = Path(output)
     if output.suffix.lower() != ".toml":
         raise PowerModelError(f"-o {output}: the fitted scenario is TOML: give a .toml name")
@@ -72,7 +74,9 @@ def fit_trace(
             f"{', '.join(presets())}"
         )
     sensors.lookup(sensor)
-    data, meta = read_telemetry(trace, format, period, gpus_per_node)
+    with warnings.catch_warnings():  # the repairs are in meta["warnings"]: the caller says them
+        warnings.simplefilter("ignore", TelemetryWarning)
+        data, meta = read_telemetry(trace, format, period, gpus_per_node)
     result = fit(data, meta, sensor, preset, period, gpus_per_node)
     text = fitted_toml(result, preset, Path(trace).name)
     try:
