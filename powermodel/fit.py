@@ -12,6 +12,7 @@ value, while what the averaging keeps exactly (the mean running level) is still 
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -1164,6 +1165,7 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
     """A scenario that ``extends`` ``preset`` with the fitted values, each tagged ``[C]`` with
     the trace it was fitted to; unresolved values stay at the preset's, with why."""
     base = load_scenario(preset)
+    trace_name = re.sub(r"[\x00-\x1f\x7f]", "?", trace_name)[:100]  # a name is one comment line
     tag = f"[C] fit of {trace_name}"
     tables: dict[str, list[tuple[str, object, str]]] = {}
     kept: list[str] = []

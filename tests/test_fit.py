@@ -345,3 +345,11 @@ def test_a_meter_channel_feeds_a_sane_number_of_gpus(tmp_path):
     for bad in (0, -8, 12, 10**9):
         with pytest.raises(ValueError, match="gpus-per-node"):
             fit(*_read(path, format="meter"), "nvml", REFERENCE, gpus_per_node=bad)
+
+
+def test_a_file_name_cannot_write_keys_into_the_scenario():
+    scenario = load_scenario(REFERENCE)
+    t = np.arange(0.0, 100.0, 0.1)
+    result = fit_cells(t, np.full((1, t.size), 300.0), 1, {}, "nvml", scenario)
+    text = fitted_toml(result, REFERENCE, 'x.csv\n[gpu]\nidle = 1.0\n"')
+    assert tomllib.loads(text).get("gpu", {}).get("idle") is None
