@@ -1,7 +1,8 @@
 """Command line: parse, call the API, print, exit code. No model logic here.
 
 Errors print one line and exit with code 1; ``--debug`` shows the traceback instead. ``check``
-exits 0 when every rule passes and 3 when some rule is violated (2 is argparse's usage error).
+exits 0 when every rule passes and 3 when some rule is violated (2 is argparse's usage error);
+``reproduce`` exits 0 when every published anchor passes and 3 when some fails.
 A defect of powermodel itself (an exception that is not about the input) is one line too, with
 exit code 70.
 """
@@ -17,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from powermodel import export, rules, sizing
+from powermodel import export, reproduce, rules, sizing
 from powermodel._version import __version__
-from powermodel.analysis import metrics, resample_factor
+from powermodel.analysis import max_swing, metrics, resample_factor, swing_resolved
 from powermodel.errors import PowerModelError
 from powermodel.facility import design_conditions, design_day
 from powermodel.fit import REFERENCE, summary
@@ -30,7 +31,7 @@ from powermodel.reference import text as keys_text
 from powermodel.rules import describe, load_rules, rule_names
 from powermodel.scenario import format_duration, load_scenario, parse_duration, presets
 from powermodel.sensitivity import check_seeds, check_sensitivity, seed_count, sensitivity
-from powermodel.simulate import preflight, simulate
+from powermodel.simulate import SENSORS, preflight, simulate
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -96,6 +97,15 @@ def _parser() -> argparse.ArgumentParser:
         "--sensitivity",
         action="store_true",
         help="also rerun at the low and high end of each sourced range and tabulate",
+    )
+    run.add_argument(
+        "--sensor",
+        dest="sensors",
+        action="append",
+        default=[],
+        choices=list(SENSORS),
+        help="also write the signal as this instrument reports it (repeatable): "
+        + "; ".join(f"{k}: {c.variable}, {c.label}" for k, c in SENSORS.items()),
     )
     run.set_defaults(func=_run)
 
@@ -163,6 +173,20 @@ def _parser() -> argparse.ArgumentParser:
     fitting.add_argument("-o", "--output", required=True, help="the fitted scenario (.toml)")
     fitting.add_argument("--report", help="write an HTML report of measured vs re-simulated")
     fitting.set_defaults(func=_fit)
+    again = sub.add_parser(
+        "reproduce",
+        parents=[common],
+        help="the model against every published anchor (exit 0 all pass, 3 some fail)",
+        description="Run the model against every public anchor in the references, print the "
+        "table and write an HTML report with the plot behind each anchor.",
+    )
+    again.add_argument(
+        "-o",
+        "--output",
+        default="reproduce.html",
+        help="the HTML report (default: reproduce.html in the current folder)",
+    )
+    again.set_defaults(func=_reproduce)
 
     listing = sub.add_parser("presets", parents=[common], help="list the shipped presets")
     listing.set_defaults(func=_presets)
@@ -183,9 +207,10 @@ def _run(args: argparse.Namespace) -> int:
         sim = scenario.simulation
         resample_factor(sim.n_steps, sim.dt, args.resample)
     started = time.perf_counter()
-    ds = simulate(scenario)
+    ds = simulate(scenario, sensors=args.sensors)
     elapsed = time.perf_counter() - started
-    _print_summary(scenario.name or args.scenario, metrics(ds), ds.attrs, elapsed)
+    seen = _sensor_rows(ds, args.sensors)
+    _print_summary(scenario.name or args.scenario, metrics(ds), ds.attrs, elapsed, seen)
     if args.output:
         path = export.write(ds, args.output, resample=args.resample)
         print(f"wrote {path}")
@@ -317,6 +342,18 @@ def _fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reproduce(args: argparse.Namespace) -> int:
+    path = reproduce.check_report_path(args.output)
+    anchors = reproduce.run_anchors(
+        progress=lambda a: print(f"  {a.name}: {a.seconds:.1f} s", file=sys.stderr)
+    )
+    print(_table(reproduce.table(anchors)))
+    path.write_text(reproduce.report_html(anchors), encoding="utf-8")
+    passed = sum(a.passed for a in anchors)
+    print(f"\n{passed} of {len(anchors)} anchors pass; wrote {path}")
+    return 0 if passed == len(anchors) else VIOLATED
+
+
 def _keys(args: argparse.Namespace) -> int:
     print(keys_text(scenario_keys(args.prefix)))
     return 0
@@ -328,7 +365,28 @@ def _presets(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_summary(name: str, result: dict[str, Any], attrs: dict, elapsed: float) -> None:
+def _sensor_rows(ds: Any, keys: Sequence[str]) -> list[tuple[str, str]]:
+    """For each sensor, the largest 5-s swing of the exact signal beside the sensor's view."""
+    dt = float(ds.attrs["dt"])
+    rows = []
+    for key in dict.fromkeys(keys):
+        name = SENSORS[key].variable
+        label = f"{name} largest 5-s swing, exact / {key}"
+        if not swing_resolved(dt):
+            rows.append((label, f"not resolved at a {format_duration(dt)} step"))
+            continue
+        exact, seen = (max_swing(ds[v].values, dt) for v in (name, f"{name}_{key}"))
+        rows.append((label, f"{exact:.2f} / {seen:.2f} MW"))
+    return rows
+
+
+def _print_summary(
+    name: str,
+    result: dict[str, Any],
+    attrs: dict,
+    elapsed: float,
+    extra: Sequence[tuple[str, str]] = (),
+) -> None:
     def shown(key: str, unit: str = "MW", digits: int = 2) -> str:
         value = result[key]
         return f"{value:.{digits}f} {unit}" if np.isfinite(value) else result["not_measured"][key]
@@ -371,6 +429,7 @@ def _print_summary(name: str, result: dict[str, Any], attrs: dict, elapsed: floa
         ("throughput lost to heat", f"{100 * result['throughput_lost_to_heat']:.2f} %"),
         ("effective training time", f"{100 * result['effective_training_time']:.1f} %"),
         ("tokens trained", f"{result['tokens']:.4g}"),
+        *extra,
         ("simulated in", f"{elapsed:.1f} s"),
     ]
     width = max(len(k) for k, _ in rows)

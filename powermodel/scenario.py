@@ -49,7 +49,14 @@ from powermodel.models import electrical
 from powermodel.models import weather as wx
 from powermodel.models.signal import FINEST_STEP
 from powermodel.models.thermal import leakage_power, locked_phases, steady_gpu_temperature
-from powermodel.models.workload import phase_levels
+from powermodel.models.workload import (
+    StepTimes,
+    data_parallel_time,
+    derived_step_time,
+    layout_step,
+    layout_work,
+    phase_levels,
+)
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
 __all__ = [
@@ -435,12 +442,69 @@ class Variation(Section):
     )
 
 
+class Parallelism(Section):
+    """The job's parallel layout. The step time and the phases' shares hold where they were
+    measured, ``reference_gpus`` at a global batch of ``reference_tokens``; the layout carries
+    them to ``cluster.n_gpus`` and ``workload.tokens_per_step`` (docs/model/workload.md)."""
+
+    reference_gpus: int = Field(
+        gt=0,
+        le=MAX_GPUS,
+        description="GPUs at which workload.mfu (or step_time) and the phases' shares hold. [1]",
+    )
+    reference_tokens: float | None = Field(
+        None,
+        ge=1,
+        le=1e12,
+        description="Global batch at which they hold; none: workload.tokens_per_step. [token]",
+    )
+    tp: int = Field(gt=0, le=MAX_GPUS, description="Tensor-parallel degree. [1]")
+    pp: int = Field(gt=0, le=MAX_GPUS, description="Pipeline-parallel stages. [1]")
+    cp: int = Field(
+        1,
+        gt=0,
+        le=MAX_GPUS,
+        description="Context-parallel degree; 1, none, as Llama 3 at 8K sequences [P, llama3]. [1]",
+    )
+    virtual_stages: int = Field(
+        1,
+        gt=0,
+        le=1024,
+        description="Model chunks per pipeline stage (interleaved schedule); 1, plain 1F1B "
+        "[S, narayanan]. [1]",
+    )
+    microbatch_tokens: float = Field(
+        ge=1, le=1e12, description="Tokens in a micro-batch of one data-parallel replica. [token]"
+    )
+    bandwidth: float = Field(
+        50.0,
+        gt=0,
+        le=1e5,
+        description="Scale-out bandwidth per GPU, each way: 400 Gb/s [P, llama3]. [GB/s]",
+    )
+    bytes_per_param: float = Field(
+        6.0,
+        ge=0,
+        le=64,
+        description="Bytes a parameter moves in the data-parallel collectives a step: FP32 "
+        "gradients reduce-scattered and BF16 weights all-gathered [P, llama3]. [B]",
+    )
+    overlap: float = Field(
+        0.9,
+        ge=0,
+        le=1,
+        description="Share of the data-parallel communication hidden behind the work: FSDP "
+        "prefetches and reduces asynchronously [P, llama3]; 0.9 [A], range 0.5-1. [1]",
+    )
+
+
 class Workload(Section):
     step_time: Duration | None = Field(
         None,
         ge=STEP_TIME_BOUNDS[0],
         le=STEP_TIME_BOUNDS[1],
-        description="Time of one training step; derived from the model when absent. [s]",
+        description="Time of one training step (with a parallelism table, at its "
+        "reference_gpus); derived from the model when absent. [s]",
     )
     # bounds: a thousand times the largest models and batches trained (405e9 parameters and
     # 16M tokens a step [P, llama3] Table 4)
@@ -473,6 +537,7 @@ class Workload(Section):
     startup_ramp: Duration = Field(
         ge=0, le=DAY, description="Ramp from loaded to running power at every (re)start. [s]"
     )
+    parallelism: Parallelism | None = None
 
     @field_validator("startup_ramp")
     @classmethod
@@ -501,6 +566,34 @@ class Workload(Section):
         if not any(p.kind == "compute" for p in self.phases):
             raise ValueError("the iteration needs at least one compute phase")
         return self
+
+
+class Layout(NamedTuple):
+    """A step of the parallel layout at ``cluster.n_gpus`` (:meth:`Scenario.layout`)."""
+
+    step_time: float  # before a clock lock [s]
+    shares: np.ndarray  # of each phase [1]
+    dp: int  # data-parallel replicas [1]
+    microbatches: float  # a replica runs each step [1]
+    times: StepTimes  # work, bubble, exposed communication [s]
+    inner: float  # low-power time inside the work [s]
+
+
+def _replicas(par: Parallelism, gpus: int, key: str) -> int:
+    """Data-parallel replicas of ``gpus`` GPUs, refused unless whole."""
+    size = par.tp * par.pp * par.cp
+    if gpus % size:
+        near = (
+            f"{size:,}"
+            if gpus < size
+            else f"{gpus // size * size:,} or {(gpus // size + 1) * size:,}"
+        )
+        raise ScenarioError(
+            f"{key} = {gpus:,} GPUs is not a whole number of data-parallel replicas of "
+            f"tp·pp·cp = {par.tp}·{par.pp}·{par.cp} = {size:,} GPUs: take {near} GPUs, or "
+            "change workload.parallelism's tp, pp or cp"
+        )
+    return gpus // size
 
 
 class Checkpoint(Section):
@@ -995,7 +1088,7 @@ class Scenario(Section):
             kinds, [p.power for p in wl.phases], wl.compute_power, wl.trough_depth
         )
         watts = levels * self.gpu.tdp
-        shares = np.array([p.share for p in wl.phases])
+        shares = self.phase_shares()
         lock = self.mitigation.clock_lock
         if (capped if locked is None else locked) and lock is not None:
             compute = np.array(kinds) == "compute"
@@ -1018,7 +1111,80 @@ class Scenario(Section):
     @property
     def compute_share(self) -> float:
         """Share of the step spent in compute phases. [1]"""
-        return sum(p.share for p in self.workload.phases if p.kind == "compute")
+        kinds = np.array([p.kind for p in self.workload.phases])
+        return float(self.phase_shares()[kinds == "compute"].sum())
+
+    def phase_shares(self) -> np.ndarray:
+        """Share of the step of each phase: as given, or the parallel layout's. [1]"""
+        layout = self.layout()
+        if layout is None:
+            return np.array([p.share for p in self.workload.phases])
+        return layout.shares
+
+    def layout(self) -> Layout | None:
+        """The step of ``workload.parallelism`` at ``cluster.n_gpus``; None without one.
+
+        The step time (given, or 6·N·D at the MFU) and the phases' shares hold at the layout's
+        ``reference_gpus`` and ``reference_tokens``. There they fix the work of a step and the
+        low-power time inside it (the calibration, [C]); elsewhere the work scales with the
+        tokens a GPU computes, while the pipeline bubble and the data-parallel communication
+        follow the layout (docs/model/workload.md). Where they were measured, the step and the
+        shares are returned as given.
+        """
+        wl, par = self.workload, self.workload.parallelism
+        if par is None:
+            return None
+        kinds = np.array([p.kind for p in wl.phases])
+        given = np.array([p.share for p in wl.phases])
+        n0, n = par.reference_gpus, self.cluster.n_gpus
+        d0, d = par.reference_tokens or wl.tokens_per_step, wl.tokens_per_step
+        t0 = wl.step_time
+        if t0 is None:
+            t0 = derived_step_time(wl.model_params, d0, n0, self.gpu.peak_flops, wl.mfu)
+        _, m0, c0 = self._replica_step(n0, d0, "workload.parallelism.reference_gpus")
+        dp, m, c = self._replica_step(n, d, "cluster.n_gpus")
+        work0 = layout_work(t0, m0, par.pp, c0, par.virtual_stages, par.overlap)
+        anchor = layout_step(work0, m0, par.pp, c0, par.virtual_stages, par.overlap)
+        low = given[kinds == "communication"].sum()
+        inner = low * t0 - anchor.bubble - anchor.exposed  # low-power time in the work [C]
+        if n == n0 and d == d0:  # where they were measured: the step and shares as given
+            return Layout(t0, given, dp, m, anchor, inner)
+        if inner < 0 or par.overlap * c0 > work0:
+            raise ScenarioError(
+                f"at {n0:,} GPUs the layout's pipeline bubble ({anchor.bubble:.3g} s) and exposed "
+                f"communication ({anchor.exposed:.3g} s) exceed the communication phases' "
+                f"{low * t0:.3g} s of the {t0:.3g} s step: raise their share, or "
+                "workload.parallelism's virtual_stages, bandwidth or overlap"
+            )
+        scale = n0 / n * d / d0  # the tokens a GPU computes, against the reference
+        times = layout_step(work0 * scale, m, par.pp, c, par.virtual_stages, par.overlap)
+        step = times.step
+        # compute and other phases are work; communication phases share the low-power time
+        shares = np.where(
+            kinds == "communication",
+            given / (low or 1.0) * (inner * scale + times.bubble + times.exposed) / step,
+            given * t0 * scale / step,
+        )
+        return Layout(step, shares, dp, m, times, inner * scale)
+
+    def _replica_step(self, gpus: int, tokens: float, key: str) -> tuple[int, float, float]:
+        """Data-parallel replicas, the micro-batches each runs and the time of their collectives
+        [s], at ``gpus`` GPUs and a global batch of ``tokens``."""
+        wl, par = self.workload, self.workload.parallelism
+        dp = _replicas(par, gpus, key)
+        microbatches = tokens / (dp * par.microbatch_tokens)
+        if microbatches < 1:
+            raise ScenarioError(
+                f"at {key} = {gpus:,} the {dp:,} data-parallel replicas get "
+                f"{microbatches:.3g} micro-batches of {par.microbatch_tokens:g} tokens each: grow "
+                f"the global batch to at least {dp * par.microbatch_tokens:.4g} tokens "
+                "(workload.tokens_per_step, or reference_tokens), or raise tp, pp or cp"
+            )
+        group = dp * par.cp
+        time = data_parallel_time(
+            wl.model_params, par.bytes_per_param, par.tp, par.pp, group, par.bandwidth * 1e9
+        )
+        return dp, microbatches, time
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)

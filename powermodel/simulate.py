@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,19 +13,23 @@ import xarray as xr
 
 from powermodel import facility
 from powermodel._version import __version__
-from powermodel.errors import ScenarioError
-from powermodel.models import events, grid, mitigation, render, variation, workload
+from powermodel.errors import PowerModelError, ScenarioError
+from powermodel.models import events, grid, mitigation, render, sensors, variation, workload
 from powermodel.models.events import Recovery, State
 from powermodel.models.thermal import step_time_factor
 from powermodel.scenario import STEP_TIME_BOUNDS, Scenario, format_duration, load_scenario
-from powermodel.variables import annotate
+from powermodel.variables import annotate, sensor_attrs
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
 __all__ = [
     "memory_estimate",
     "memory_fix",
+    "SENSORS",
+    "sensor_view",
     "simulate",
 ]
+
+SENSORS = sensors.CHAINS  # the sensor chains by key: what sensor_view and simulate(sensors=) take
 
 # Independent random streams per purpose (principle 6 of docs/model/index.md): SeedSequence keys.
 JOB = 0
@@ -43,6 +48,9 @@ BYTES_PER_STEP = 320
 BYTES_PER_ITERATION = 80
 BYTES_PER_BATTERY_STEP = 16
 BYTES_PER_SEGMENT = 256
+# Each sensor view: its variable (8 B/step) and the temporaries of reading it, the most a PMU's
+# two moving averages take (about 160 B/step, measured over an hour at 5 ms).
+BYTES_PER_SENSOR_STEP = 160
 # The plant path's state in the Dataset, held over each plant step (float32: 7 digits suffice)
 HELD = ("water_use", "temp_air", "temp_wetbulb", "supply_temp", "gpu_temp", "clock_factor")
 
@@ -67,19 +75,28 @@ class Derived:
 def derive(scenario: Scenario) -> Derived:
     """Step time, checkpoint timing and interruption rates implied by a scenario."""
     wl, ck, rel, cl = scenario.workload, scenario.checkpoint, scenario.reliability, scenario.cluster
-    if wl.step_time is not None:
+    layout = scenario.layout()
+    if layout is None and wl.step_time is not None:
         step = wl.step_time
     else:
-        step = workload.derived_step_time(
-            wl.model_params, wl.tokens_per_step, cl.n_gpus, scenario.gpu.peak_flops, wl.mfu
+        step = (
+            workload.derived_step_time(
+                wl.model_params, wl.tokens_per_step, cl.n_gpus, scenario.gpu.peak_flops, wl.mfu
+            )
+            if layout is None
+            else layout.step_time
         )
         shortest, longest = STEP_TIME_BOUNDS  # the bounds a given step_time has
         if not shortest <= step <= longest:
+            how, fix = (
+                ("6·N·D / (GPUs · peak · MFU)", "or give workload.step_time")
+                if layout is None
+                else ("workload.parallelism", "and workload.parallelism.reference_gpus")
+            )
             raise ScenarioError(
-                f"6·N·D / (GPUs · peak · MFU) gives a step of {step:.3g} s, outside "
+                f"{how} gives a step of {step:.3g} s, outside "
                 f"{format_duration(shortest)} to {format_duration(longest)}: check "
-                "workload.model_params, tokens_per_step and mfu against cluster.n_gpus, or give "
-                "workload.step_time"
+                f"workload.model_params, tokens_per_step and mfu against cluster.n_gpus, {fix}"
             )
     # a locked clock stretches the compute phases of every step
     step *= float(step_time_factor(scenario.mitigation.clock_lock or 1.0, scenario.compute_share))
@@ -319,26 +336,28 @@ def timeline(scenario: Scenario, derived: Derived | None = None) -> events.Timel
     )
 
 
-def memory_estimate(scenario: Scenario) -> int:
+def memory_estimate(scenario: Scenario, sensors: int = 0) -> int:
     """Peak memory a run of the scenario will take, known before it starts [B]: its steps,
-    its batteries' dispatch, the segments of its timeline (checkpoints, interruptions) and,
-    with ``workload.variation``, its drawn training steps."""
-    return int(sum(_memory_parts(scenario).values()))
+    its batteries' dispatch, the segments of its timeline (checkpoints, interruptions), with
+    ``workload.variation`` its drawn training steps, and the views of ``sensors`` sensor
+    chains."""
+    return int(sum(_memory_parts(scenario, sensors).values()))
 
 
-def memory_fix(scenario: Scenario) -> str:
+def memory_fix(scenario: Scenario, sensors: int = 0) -> str:
     """What to change to make a run smaller: the largest part of its memory decides."""
-    parts = _memory_parts(scenario)
+    parts = _memory_parts(scenario, sensors)
     return {
         "steps": "lengthen simulation.dt or shorten simulation.duration",
         "batteries": "model fewer batteries (mitigation.storage)",
         "timeline": "checkpoint less often (checkpoint.interval) or lower reliability.rate_scale",
         "variation": "shorten simulation.duration or leave out workload.variation (it draws "
         "every training step)",
+        "sensors": "ask for fewer sensor views, or lengthen simulation.dt",
     }[max(parts, key=parts.get)]
 
 
-def _memory_parts(scenario: Scenario) -> dict[str, float]:
+def _memory_parts(scenario: Scenario, sensors: int = 0) -> dict[str, float]:
     derived = derive(scenario)
     sim = scenario.simulation
     down = np.array([r.duration for r in recoveries(scenario, derived)])
@@ -350,6 +369,7 @@ def _memory_parts(scenario: Scenario) -> dict[str, float]:
         "batteries": sim.n_steps * BYTES_PER_BATTERY_STEP * batteries,
         "timeline": (2.0 * checkpoints + len(State) * interruptions) * BYTES_PER_SEGMENT,
         "variation": _drawn_step_count(scenario, derived) * BYTES_PER_ITERATION,
+        "sensors": sim.n_steps * BYTES_PER_SENSOR_STEP * sensors,
     }
 
 
@@ -372,34 +392,46 @@ def available_memory() -> int:
     return free if limit == "max" else min(free, int(limit) - used)
 
 
-def check_memory(scenario: Scenario) -> None:
-    """Refuse, before any work, a run that would not fit in memory."""
-    need, free = memory_estimate(scenario), available_memory()
+def check_memory(scenario: Scenario, sensors: int = 0) -> None:
+    """Refuse, before any work, a run (with ``sensors`` sensor views) that would not fit in
+    memory."""
+    need, free = memory_estimate(scenario, sensors), available_memory()
     if need > free:
         sim = scenario.simulation
         raise ScenarioError(
             f"{sim.n_steps:,} steps of {format_duration(sim.dt)} need about {need / 1e9:.1f} GB "
-            f"and {free / 1e9:.1f} GB is available: {memory_fix(scenario)} (or run the period "
-            "in parts)"
+            f"and {free / 1e9:.1f} GB is available: {memory_fix(scenario, sensors)} (or run the "
+            "period in parts)"
         )
 
 
-def preflight(scenario: Scenario) -> tuple[Derived, np.ndarray, np.ndarray]:
+def preflight(scenario: Scenario, sensors: int = 0) -> tuple[Derived, np.ndarray, np.ndarray]:
     """Every check a run makes before its work, at a fraction of its cost: memory, step and
     checkpoint timing, the plant step, the weather file, the iteration waveform. ``validate``
     runs it, so a scenario it passes does not fail at the start of a run.
 
     Returns what the run goes on with: :func:`derive` and :func:`shape_tables`.
     """
-    check_memory(scenario)
+    check_memory(scenario, sensors)
     derived = derive(scenario)
     plant_steps(scenario)
     facility.hourly_weather(scenario)
     return (derived, *shape_tables(scenario, derived))
 
 
-def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
+def simulate(
+    scenario: Scenario | str | Path, sensors: Sequence[str | sensors.Sensor] = ()
+) -> xr.Dataset:
     """Simulate a scenario (or a preset name or TOML path, loaded as given) on its time grid.
+
+    Parameters
+    ----------
+    scenario
+        The scenario, a preset name or a TOML path.
+    sensors
+        Sensor chains (keys of :data:`SENSORS` or :class:`~powermodel.models.sensors.Sensor`)
+        whose view of their default variable to add, as :func:`sensor_view` gives it; a chain
+        the scenario's step cannot resolve is refused before the run.
 
     Returns
     -------
@@ -411,11 +443,13 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
         ``gpu_temp``, ``clock_factor``, ``water_use``; the connection: ``grid_power``,
         ``grid_reactive_power``, ``grid_voltage`` (and ``bess_power``, ``bess_soc``,
         ``rack_storage_power`` with batteries). The interruptions on ``event``; ``goodput`` and
-        ``effective_training_time``; the scenario as JSON in ``attrs["scenario"]``.
+        ``effective_training_time``; the scenario as JSON in ``attrs["scenario"]``. With
+        ``sensors``, each chain's view of its variable, ``<variable>_<key>``.
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
-    derived, cells, rate = preflight(scenario)
+    chains = _sensor_chains(sensors, scenario.simulation.dt)
+    derived, cells, rate = preflight(scenario, len(chains))
     sim = scenario.simulation
     line = timeline(scenario, derived)
     edges = np.arange(sim.n_steps + 1) * sim.dt
@@ -462,7 +496,64 @@ def simulate(scenario: Scenario | str | Path) -> xr.Dataset:
         registered_demand=facility.registered_demand(scenario),
         powermodel_version=__version__,
     )
+    for chain in chains:
+        view = sensor_view(ds, chain)
+        ds[view.name] = view
     return annotate(ds)
+
+
+def _sensor_chains(chosen: Sequence[str | sensors.Sensor], dt: float) -> list[sensors.Sensor]:
+    """The chains asked for, once each, every one checked against the step ``dt`` [s]."""
+    if isinstance(chosen, str | sensors.Sensor):
+        chosen = [chosen]
+    chains = list({c.key: c for c in map(sensors.lookup, chosen)}.values())
+    for chain in chains:
+        sensors.check_resolves(chain, dt, fix="set simulation.dt to that or finer")
+    return chains
+
+
+def sensor_view(
+    ds: xr.Dataset, sensor: str | sensors.Sensor, variable: str | None = None
+) -> xr.DataArray:
+    """A variable of a profile as a sensor chain reports it, on the profile's own ``time``.
+
+    Parameters
+    ----------
+    ds
+        A profile from :func:`simulate` or read back from a file powermodel wrote (it needs
+        ``attrs["dt"]``, its step [s]).
+    sensor
+        A key of :data:`SENSORS` (``"nvml"``, ``"revenue"``, ...) or a
+        :class:`~powermodel.models.sensors.Sensor`.
+    variable
+        The variable read; by default the chain's own (``gpu_power`` for NVML, ``grid_power``
+        for the meters).
+
+    Returns
+    -------
+    xarray.DataArray
+        ``<variable>_<sensor key>`` (``gpu_power_nvml``): at each interval, the reading a poll
+        at the interval's end (its ``time`` + dt) gets, held between reports for chains that
+        report less often than every step (:func:`powermodel.models.sensors.read`). Add it with
+        ``ds[view.name] = view``.
+    """
+    chain = sensors.lookup(sensor)
+    name = chain.variable if variable is None else variable
+    if name not in ds.data_vars or ds[name].dims != ("time",) or ds[name].dtype.kind != "f":
+        series = [v for v in ds.data_vars if ds[v].dims == ("time",) and ds[v].dtype.kind == "f"]
+        raise PowerModelError(
+            f"the profile has no time series {name!r} to read through the {chain.label} "
+            f"sensor: choose one of {', '.join(map(str, series))}"
+        )
+    if "dt" not in ds.attrs:
+        raise PowerModelError(
+            "the profile has no attrs['dt'] (its step): read it through the sensor from "
+            "simulate() or a file powermodel wrote"
+        )
+    values = sensors.read(ds[name].values.astype(np.float64), float(ds.attrs["dt"]), chain)
+    view = xr.DataArray(values, coords={"time": ds["time"]}, dims="time")
+    view.attrs.update(sensor_attrs(name, chain, ds[name].attrs.get("units")))
+    return view.rename(f"{name}_{chain.key}")
 
 
 def _with_facility(

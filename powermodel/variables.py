@@ -15,6 +15,7 @@ import json
 
 import xarray as xr
 
+from powermodel.models import sensors
 from powermodel.models.events import State
 
 # The sign of reactive power wherever it is written: the load convention that OpenDSS,
@@ -176,6 +177,36 @@ VARIABLES: dict[str, dict[str, str]] = {
     },
 }
 
+
+def sensor_attrs(name: str, chain: sensors.Sensor | str, units: str | None = None) -> dict:
+    """Registry entry of ``<name>_<chain key>``: variable ``name`` as the sensor chain reports it
+    (:mod:`powermodel.models.sensors`), polled at the end of each interval.
+
+    Parameters
+    ----------
+    name
+        The variable read (``gpu_power``).
+    chain
+        The sensor chain or its key.
+    units
+        The variable's units where the registry has none for it.
+    """
+    chain = sensors.lookup(chain)
+    base = VARIABLES.get(name, {})
+    return {
+        "units": base.get("units", units or ""),
+        "long_name": f"{base.get('long_name', name)}, {chain.label} reading",
+        "description": (
+            f"{sensors.describe(chain)}: the reading a poll at the end of each interval gets "
+            "(at the row's time + dt); see the model page on sensor chains."
+        ),
+    }
+
+
+# Each chain's default view: gpu_power_nvml, grid_power_revenue, ... (``powermodel run --sensor``)
+VARIABLES.update(
+    {f"{c.variable}_{key}": sensor_attrs(c.variable, c) for key, c in sensors.CHAINS.items()}
+)
 
 # Units of the Dataset's numeric attrs. netCDF and Arrow attributes hold no units of their own:
 # annotate writes these beside them as one JSON attribute, ``attribute_units``.

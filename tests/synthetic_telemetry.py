@@ -135,16 +135,29 @@ def _exporter(data: pd.DataFrame, timestamps: bool = False, hostname: str = "nod
     if "temperature" in data:
         values = data["temperature"].round().astype(int).astype(str)
         metrics.append(("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", values))
-    out = []
-    for _, scrape in data.groupby("time", sort=True):
-        rows = scrape.index
-        for name, help_text, values in metrics:
-            out += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
-            sample = name + "{" + labels[rows] + "} " + values[rows]
-            if timestamps:
-                sample = sample + " " + ms[rows]
-            out += list(sample)
-    return "\n".join(out) + "\n"
+    # Each scrape prints, per metric, its HELP and TYPE lines, then one sample per GPU.
+    scrape = pd.factorize(data["time"])[0]
+    parts = []
+    for k, (name, help_text, values) in enumerate(metrics):
+        sample = name + "{" + labels + "} " + values
+        if timestamps:
+            sample = sample + " " + ms
+        parts.append(
+            pd.DataFrame(
+                {
+                    "scrape": scrape,
+                    "metric": k,
+                    "row": np.arange(len(data)),
+                    "text": sample.to_numpy(),
+                }
+            )
+        )
+        for j, text in enumerate((f"# HELP {name} {help_text}", f"# TYPE {name} gauge")):
+            parts.append(
+                pd.DataFrame({"scrape": np.unique(scrape), "metric": k, "row": j - 2, "text": text})
+            )
+    lines = pd.concat(parts).sort_values(["scrape", "metric", "row"], kind="stable")
+    return "\n".join(lines["text"]) + "\n"
 
 
 def _meter(data: pd.DataFrame, unit: str = "W", offset: bool = True) -> str:

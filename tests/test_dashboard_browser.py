@@ -18,6 +18,7 @@ from selenium.webdriver.support.wait import WebDriverWait
 
 from powermodel import load_scenario, metrics, simulate
 from powermodel.analysis import resample
+from powermodel.simulate import sensor_view
 from powermodel.webapp import create_app, ids
 from powermodel.webapp.layout import summary
 
@@ -222,4 +223,17 @@ def test_start_date_and_refused_values_in_the_browser(dash_duo):
         f"#{ids.SCENARIO_ERROR}", "cluster.n_gpus: Input should be greater than 0 (got -5)"
     )
     dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", expected)  # the last good run stays
+    assert dash_duo.get_logs() == []
+
+
+def test_as_measured_by_overlays_the_chosen_sensor(dash_duo):
+    six_hours = {"simulation.duration": "6h"}
+    dash_duo.start_server(create_app(overrides=six_hours))
+    view = sensor_view(simulate(load_scenario(REFERENCE, six_hours)), "revenue")
+    _wait(dash_duo, lambda: _traces(dash_duo) is not None and len(_traces(dash_duo)) > 3)
+    _choose(dash_duo, ids.SENSOR, "revenue meter")
+    name = view.attrs["long_name"]
+    shown = _wait(dash_duo, lambda: next((t for t in _traces(dash_duo) if t["name"] == name), None))
+    # the meter's 15-min block demands, each held for its block: the page's are the library's
+    assert_allclose(sorted(set(shown["y"])), sorted(set(view.values)), rtol=1e-12)
     assert dash_duo.get_logs() == []

@@ -469,6 +469,7 @@ def test_a_zoom_the_page_cannot_make_changes_nothing(board, view, relayout):
             _item("rules", "value", ["ercot-5s"]),
             _item("compare-with", "value", None),
             _item("compare", "data", None),
+            _item("sensor", "value", "exact"),
         ],
     }
     response = board.app.server.test_client().post("/_dash-update-component", json=payload)

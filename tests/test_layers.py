@@ -24,6 +24,7 @@ LAYERS = (
         "powermodel.calibration",
         "powermodel.fit",
         "powermodel.fit_report",
+        "powermodel.reproduce",
     ),
     ("powermodel.cli", "powermodel.webapp"),
 )

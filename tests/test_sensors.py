@@ -193,6 +193,9 @@ def test_bad_input_gets_a_clear_error():
         read(np.ones(0), 0.1, "nvml")
     with pytest.raises(PowerModelError, match="needs a report period"):
         Sensor("x", "x", "gpu_power", 0.0, 0.0)
+    fast = Sensor("fast", "x", "grid_power", 1.0, 0.001, deadband=0.1)
+    with pytest.raises(PowerModelError, match="report period of at least the grid's step, 1s"):
+        read(np.ones(10), 1.0, fast)
     with pytest.raises(PowerModelError, match="filter"):
         Sensor("x", "x", "gpu_power", 1.0, 1.0, filter="M-class")
 
@@ -203,3 +206,70 @@ def test_every_chain_cites_its_source_and_watches_a_power():
         assert chain.variable in ("gpu_power", "grid_power")
         assert any(tag in chain.source for tag in ("[P, ", "[S, ", "[A]")), key
     assert set(CHAINS) >= {"nvml", "dcgm", "revenue", "pmu30", "pmu60", "scada"}
+
+
+# --- on a simulated profile ----------------------------------------------------------------------
+
+HOUR = ["simulation.duration=1h", "reliability.rate_scale=0"]
+
+
+@pytest.fixture(scope="module")
+def hour():
+    from powermodel import load_scenario
+
+    return load_scenario("llama3-405b-16k-h100", HOUR)
+
+
+def test_simulate_adds_each_chains_view_and_leaves_the_rest_as_it_was(hour):
+    from powermodel.simulate import simulate
+
+    plain = simulate(hour)
+    seen = simulate(hour, sensors=("nvml", "revenue", "scada", "nvml"))
+    added = sorted(set(seen.data_vars) - set(plain.data_vars))
+    assert added == ["gpu_power_nvml", "grid_power_revenue", "grid_power_scada"]
+    assert seen.drop_vars(added).identical(plain)  # the exact variables are the same bytes
+    assert_allclose(seen["gpu_power_nvml"], read(plain["gpu_power"].values, 1.0, "nvml"))
+    # the revenue meter at 1 s: the row ending each 15-min block holds that block's mean
+    blocks = plain["grid_power"].values.reshape(4, 900).mean(axis=1)
+    assert_allclose(seen["grid_power_revenue"].values[899::900], blocks, rtol=1e-12)
+    attrs = seen["grid_power_revenue"].attrs
+    assert attrs["units"] == "MW" and "revenue meter" in attrs["long_name"]
+    assert "15min block" in attrs["description"]
+
+
+def test_a_chain_the_step_cannot_resolve_is_refused_before_the_run(hour):
+    from powermodel.simulate import simulate
+
+    with pytest.raises(PowerModelError, match="needs dt <= 16.66ms; set simulation.dt to that"):
+        simulate(hour, sensors=["pmu30"])
+    with pytest.raises(PowerModelError, match="unknown sensor 'revenu'.*did you mean 'revenue'"):
+        simulate(hour, sensors=["revenu"])
+
+
+def test_sensor_view_reads_any_time_series_of_a_profile(hour):
+    from powermodel.simulate import sensor_view, simulate
+
+    ds = simulate(hour)
+    view = sensor_view(ds, "dcgm", "facility_power")
+    assert view.name == "facility_power_dcgm" and view.attrs["units"] == "MW"
+    assert (view.time == ds.time).all()
+    # DCGM at 1 s on a 1-s grid reads each interval's own mean (the 1-s average ending there)
+    assert_allclose(view, ds["facility_power"], rtol=1e-12)
+    with pytest.raises(PowerModelError, match="no time series 'job_state'"):
+        sensor_view(ds, "nvml", "job_state")
+    with pytest.raises(PowerModelError, match=r"no attrs\['dt'\]"):
+        sensor_view(ds.assign_attrs(dt=None).drop_attrs(), "nvml")
+
+
+def test_sensor_views_count_in_the_memory_a_run_is_checked_against(hour, monkeypatch):
+    # every limit holds at every entry point: a run with views needs their memory too
+    import importlib
+
+    engine = importlib.import_module("powermodel.simulate")  # the module, not the function
+    plain = engine.memory_estimate(hour)
+    steps = hour.simulation.n_steps
+    assert engine.memory_estimate(hour, 3) == plain + 3 * steps * engine.BYTES_PER_SENSOR_STEP
+    # room for the run alone, not for 100 views of it
+    monkeypatch.setattr(engine, "available_memory", lambda: plain + steps * 100)
+    with pytest.raises(PowerModelError, match="ask for fewer sensor views"):
+        engine.simulate(hour, sensors=["nvml", "dcgm", "revenue", "scada"])

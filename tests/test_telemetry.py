@@ -397,6 +397,12 @@ def test_untimed_files_need_a_period(tmp_path) -> None:
         (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "a binary file"),
         (b"timestamp, power.draw [W]\n\xff\xfe, 1 W\n", "line 2 is not UTF-8"),
         (b"hello world\n", r"not a telemetry file.*nvidia-smi, dcgmi-dmon, dcgm-exporter, meter"),
+        (b"timestamp, index, power.draw [W]\n", "a header and no samples"),
+        (b"time,rack1\n2025-01-01T00:00Z,1\n", r"column 'rack1': it has no unit.*'rack1 \[kW\]'"),
+        (
+            b"#Entity  POWER\nID  W\nGPU 0  1.0\nhello\nGPU 0  2.0\n",
+            "line 4: 'hello' is not a dmon",
+        ),
     ],
 )
 def test_unreadable_files_are_refused(tmp_path, content, match) -> None:

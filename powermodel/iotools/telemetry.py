@@ -79,6 +79,7 @@ _MAX_GAP = np.timedelta64(1, "D")
 _MAX_JUMPS = 10
 # A channel that starts or stops this many of its steps away from the trace's ends is reported.
 _LATE = 3
+_LISTED = 8  # channels named one by one in the warnings
 # Prometheus' exposition: name{labels} value [timestamp_ms]
 _PROMETHEUS = re.compile(
     r"^(?P<metric>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+"
@@ -329,7 +330,7 @@ def _detect(text: str, path: Path) -> str:
         r"\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}", first
     ):
         return "nvidia-smi"
-    if "," in first and re.search(r"\[[^\]]*\]|\([^)]*\)", first):
+    if "," in first and (re.search(r"\[[^\]]*\]|\([^)]*\)", first) or re.match("time", first)):
         return "meter"
     raise DataFileError(
         f"{path}: not a telemetry file this reader knows; its first line is {first[:60]!r}. "
@@ -418,7 +419,8 @@ def _values(
             f"{field} is written in {', '.join(found)} on different lines: each read "
             "by its own unit"
         )
-    factor = np.vectorize(units.get, otypes=[float])(np.where(suffix == "", known, suffix))
+    written, which = np.unique(np.where(suffix == "", known, suffix), return_inverse=True)
+    factor = np.array([units.get(str(u), np.nan) for u in written])[which]
     return np.where(missing, np.nan, number * factor)
 
 
@@ -456,9 +458,9 @@ def _nvidia_smi(
     header_units = [split_unit(h)[1] for h in header]
     if not has_header:
         header_units = [None] * len(header)
-    for name in names:
-        if len(set(names)) != len(names):
-            raise DataFileError(f"{path}: field {name!r} is given twice; give each once")
+    if len(set(names)) != len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise DataFileError(f"{path}: field {twice!r} is given twice; give each once")
     if "timestamp" not in names:
         raise DataFileError(
             f"{path}: no timestamp field among {', '.join(names)}: record with "
@@ -494,6 +496,8 @@ def _nvidia_smi(
         f"{len(header)} comma-separated fields ({', '.join(names)})",
     )
     body, run = body[~bad], run[~bad]
+    if body.empty:
+        raise DataFileError(f"{path}: a header and no samples; give a log with its rows")
     number = body.index.to_numpy()
     fields = body.str.split(",", expand=True)
     stamp = fields[names.index("timestamp")].str.strip()
@@ -522,9 +526,15 @@ def _nvidia_smi(
             out[var] = _values(fields[j], units, unit, name, number, path, log)
     raw = pd.DataFrame(out)
     if "index" in names:
-        index = to_floats(fields[names.index("index")].str.strip())
+        text = fields[names.index("index")].str.strip()
+        index = to_floats(text)
         bad = ~(np.isfinite(index) & (index >= 0) & (index == np.round(index)))
-        first_bad(bad, fields[names.index("index")], "index", path, "a GPU index")
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataFileError(
+                f"{path}: line {number[i]}: index {text.iloc[i]!r} is not a GPU index (0, 1, "
+                "...); mend or delete the line"
+            )
         raw["channel"] = np.char.add("gpu", index.astype(np.int64).astype(str))
     else:
         raw = _polls(raw, run, path, log)
@@ -606,12 +616,11 @@ def _dcgmi_dmon(text: str, path: Path, period: float | None, log: list) -> pd.Da
     if not is_header.any():
         raise DataFileError(f"{path}: no '#Entity' header line: not dcgmi dmon output")
     header = strip[is_header]
-    if (header.str.split().map(tuple) != tuple(header.iloc[0].split())).any():
-        i = int(
-            np.flatnonzero(
-                (header.str.split().map(tuple) != tuple(header.iloc[0].split())).to_numpy()
-            )[0]
-        )
+    other = (
+        header.str.replace(r"\s+", " ", regex=True) != re.sub(r"\s+", " ", header.iloc[0])
+    ).to_numpy()
+    if other.any():
+        i = int(np.flatnonzero(other)[0])
         raise DataFileError(
             f"{path}: line {header.index[i]}: a header unlike line {header.index[0]}'s: dmon "
             "was restarted with other fields; record one field list per file"
@@ -630,8 +639,7 @@ def _dcgmi_dmon(text: str, path: Path, period: float | None, log: list) -> pd.Da
     junk = _bad_rows(junk, lines, cut, log, path, "a dmon header, unit or entity line")
     is_gpu = (strip.str.match(r"GPU\s+\d+(?:\s|$)").to_numpy(dtype=bool)) & is_row
     rows = strip[is_gpu]
-    cells = rows.str.split()
-    count = cells.list.len().to_numpy() if hasattr(cells, "list") else cells.map(len).to_numpy()
+    count = rows.str.count(r"\S+").to_numpy()
     short = count != len(names) + 2
     short = _bad_rows(
         _expand(short, is_gpu, len(lines)),
@@ -642,6 +650,8 @@ def _dcgmi_dmon(text: str, path: Path, period: float | None, log: list) -> pd.Da
         f"'GPU <id>' and {len(names)} values ({', '.join(names)})",
     )[is_gpu]
     rows, number = rows[~short], rows.index.to_numpy()[~short]
+    if rows.empty:
+        raise DataFileError(f"{path}: no 'GPU <id>' rows; give dmon output with its samples")
     fields = rows.str.split(expand=True)
     gpu = fields[1].astype(int).to_numpy()
     period = _need_period(
@@ -651,11 +661,9 @@ def _dcgmi_dmon(text: str, path: Path, period: float | None, log: list) -> pd.Da
     )
     # A poll prints each GPU once, in a fixed order (by id in current dcgmi): a row whose GPU
     # comes no later in that order than the row before starts the next poll.
-    order = pd.unique(gpu[: _first_repeat(gpu)])
-    rank = np.searchsorted(np.sort(order), gpu)
-    place = np.full(gpu.max() + 1, len(order) + 1, dtype=np.int64)
-    place[order] = np.arange(len(order))
-    rank = np.where(np.isin(gpu, order), place[gpu], len(order) + rank)
+    order = pd.Index(pd.unique(gpu[: _first_repeat(gpu)]))
+    rank = order.get_indexer(gpu)
+    rank = np.where(rank >= 0, rank, len(order) + gpu)  # GPUs first seen later: by id
     poll = np.cumsum(np.r_[True, np.diff(rank) <= 0]) - 1
     time = EPOCH + (np.round(poll * period * 1e9).astype(np.int64)).astype("m8[ns]")
     out = {"line": number, "time": time, "channel": np.char.add("gpu", gpu.astype(str))}
@@ -901,7 +909,9 @@ def _finish(
     raw = raw.sort_values(["channel", "line"], kind="stable").reset_index(drop=True)
     raw = _jumps(raw, path, log)
     if raw.empty or len(raw) < 2:
-        raise DataFileError(f"{path}: fewer than two samples; a trace needs two or more")
+        raise DataFileError(
+            f"{path}: fewer than two samples with a power reading; a trace needs two or more"
+        )
     steps = _steps(raw)
     step = float(np.median(list(steps.values())))
     if not np.isfinite(step):
@@ -1005,18 +1015,22 @@ def _coverage(raw: pd.DataFrame, steps: dict, kind: str, log: list, gpus_per_nod
     step = pd.to_timedelta(pd.Series(steps).fillna(0), unit="s")
     late = span["min"] - t.min() > _LATE * step
     early = t.max() - span["max"] > _LATE * step
-    for name in span.index[late]:
+    # One message per channel, the first few: a file of thousands would flood the log.
+    for name in span.index[late][:_LISTED]:
         log.append(
             f"{name} first reports at {span.at[name, 'min']} (line "
             f"{line.at[name, 'first']}), {(span.at[name, 'min'] - t.min()).total_seconds():g}"
             " s after the trace starts: missing before"
         )
-    for name in span.index[early]:
+    for name in span.index[early][:_LISTED]:
         log.append(
             f"{name} stops at {span.at[name, 'max']} (line {line.at[name, 'last']}), "
             f"{(t.max() - span.at[name, 'max']).total_seconds():g} s before the trace "
             "ends: it dropped out (NaN in to_grid)"
         )
+    unlisted = max(int(late.sum()) - _LISTED, 0) + max(int(early.sum()) - _LISTED, 0)
+    if unlisted:
+        log.append(f"{unlisted} more channel(s) start late or stop early")
     channel = raw["channel"].to_numpy()
     same = channel[1:] == channel[:-1]
     d = np.diff(t.to_numpy().astype(np.int64)) / 1e9
@@ -1032,6 +1046,8 @@ def _coverage(raw: pd.DataFrame, steps: dict, kind: str, log: list, gpus_per_nod
         index = pd.Series(span.index).str.extract(r"^(?:(.*)/)?gpu(\d+)$")
         for host, ids in index.groupby(index[0].fillna(""))[1]:
             ids = ids.astype(int)
+            if ids.max() >= 4 * MAX_CHANNELS:  # an index this large is no GPU's: not listed
+                continue
             absent = sorted(set(range(int(ids.max()) + 1)) - set(ids))
             if absent:
                 where = f" on {host}" if host else ""

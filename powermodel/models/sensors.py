@@ -200,14 +200,44 @@ def resolves(chain: Sensor | str, dt: float) -> bool:
     return dt <= step_needed(chain) * (1.0 + _EPS)
 
 
-def check_resolves(chain: Sensor | str, dt: float) -> None:
-    """Raise a :class:`PowerModelError` naming the step the chain needs if ``dt`` is too coarse."""
+def check_resolves(
+    chain: Sensor | str, dt: float, fix: str = "simulate at that step or finer"
+) -> None:
+    """Raise a :class:`PowerModelError` naming the step the chain needs if ``dt`` [s] is too
+    coarse, and ``fix``."""
     s = lookup(chain)
     if not resolves(s, dt):
         raise PowerModelError(
-            f"the {s.label} sensor ({s.key}) cannot be read from a {format_duration(dt)} "
-            f"profile: it needs dt <= {_at_most(step_needed(s))}; simulate at that step or finer"
+            f"the {s.label} sensor ({s.key}) cannot be read from a {_short(dt)} profile: "
+            f"it needs dt <= {_at_most(step_needed(s))}; {fix}"
         )
+
+
+def describe(chain: Sensor | str) -> str:
+    """What the chain reports, in words: "mean over the last 1s, at every poll"."""
+    s = lookup(chain)
+    if s.filter == P_CLASS:
+        what = (
+            f"P-class filter over {_short(s.window)} (two cycles of {NOMINAL_FREQUENCY:g} Hz), "
+            f"{1.0 / s.period:.4g} reports a second"
+        )
+    elif s.window == 0.0:
+        what = f"value at each {_short(s.period)} scan, held until the next"
+    elif s.period == 0.0:
+        what = f"mean over the last {_short(s.window)}, at every poll"
+    elif s.period == s.window:
+        what = f"mean over each clock-aligned {_short(s.window)} block, reported at its end"
+    else:
+        what = f"mean over the last {_short(s.window)}, sampled every {_short(s.period)}"
+    return what + (f", sent when it moves more than {s.deadband:g}" if s.deadband else "")
+
+
+def _short(seconds: float) -> str:
+    """A duration as written where exact and short (``15min``, ``1s``), else to 3 digits."""
+    exact = format_duration(seconds)
+    if len(exact) <= 8:
+        return exact
+    return f"{seconds * 1e3:.3g}ms" if seconds < 1.0 else f"{seconds:.3g}s"
 
 
 def _at_most(seconds: float) -> str:
@@ -301,6 +331,11 @@ def read(
             f"the instants to read must lie within the signal, 0 to {format_duration(end)}"
         )
     if s.deadband > 0.0:
+        if s.period < dt * (1.0 - _EPS):  # every report is kept: bound them by the samples
+            raise PowerModelError(
+                f"sensor {s.key!r}: a deadband needs a report period of at least the grid's "
+                f"step, {_short(dt)}; got {_short(s.period)}"
+            )
         last = int(np.floor(t.max() / s.period + _EPS)) if t.size else 0
         reports = _report(x, dt, s, s.period * np.arange(last + 1))
         sent = _deadband(reports, s.deadband)

@@ -43,6 +43,7 @@ from powermodel.scenario import (
     presets,
     shorten,
 )
+from powermodel.simulate import SENSORS
 from powermodel.webapp import downloads, figures, ids
 from powermodel.webapp.cache import Entry, SimulationCache, scenario_key
 from powermodel.webapp.controls import (
@@ -300,9 +301,9 @@ class Dashboard:
             return f"busy: this run is number {where} in the queue"
         return "simulating…" if where == 0 else ""
 
-    def opened(self, name: str, state: Any, chosen_rules: Any = None) -> dict:
+    def opened(self, name: str, state: Any, chosen_rules: Any = None, sensor: Any = None) -> dict:
         """The open tab's view; the other views follow in the background."""
-        shown = self.view(name, state, chosen_rules)
+        shown = self.view(name, state, chosen_rules, sensor=sensor)
         self.prefetch(state, chosen_rules)
         return shown
 
@@ -381,20 +382,33 @@ class Dashboard:
         chosen_rules: Any = None,
         compare_with: str | None = None,
         pinned: dict | None = None,
+        sensor: Any = None,
     ) -> dict[str, Any]:
-        """Everything a view shows, built once per scenario (and rules, or other scenario); a
-        view the server cannot build now (busy, refused) leaves the page as it is."""
+        """Everything a view shows, built once per scenario (and rules, other scenario or
+        sensor); a view the server cannot build now (busy, refused) leaves the page as it is."""
         try:
-            return self._view(name, state, chosen_rules, compare_with, pinned)
+            return self._view(name, state, chosen_rules, compare_with, pinned, sensor)
         except PowerModelError:
             raise PreventUpdate from None
 
     def _view(
-        self, name: str, state: Any, chosen_rules: Any, compare_with: Any, pinned: Any
+        self,
+        name: str,
+        state: Any,
+        chosen_rules: Any,
+        compare_with: Any,
+        pinned: Any,
+        sensor: Any = None,
     ) -> dict[str, Any]:
         entry = self.entry(state)
         if name == "power":
-            return self.cache.view(entry, name, lambda e: {"figure": figures.power_figure(e.ds)})
+            # a sensor the page did not offer shows the exact lines
+            chain = sensor if isinstance(sensor, str) and sensor in SENSORS else figures.EXACT
+            return self.cache.view(
+                entry,
+                name if chain == figures.EXACT else f"power:{chain}",
+                lambda e: {"figure": figures.power_figure(e.ds, chain)},
+            )
         if name == "thermal":
             return self.cache.view(entry, name, lambda e: _thermal(e, self.metrics(e)))
         chosen = rules.shipped(chosen_rules or [])
@@ -446,9 +460,9 @@ class Dashboard:
         except PowerModelError:
             raise PreventUpdate from None
 
-    def power(self, state: dict | None, tab: str) -> Any:
+    def power(self, state: dict | None, tab: str, sensor: Any = None) -> Any:
         _only(tab, "power")
-        return self.opened("power", state)["figure"]
+        return self.opened("power", state, sensor=sensor)["figure"]
 
     def thermal(self, state: dict | None, tab: str) -> tuple:
         _only(tab, "thermal")
@@ -520,6 +534,7 @@ class Dashboard:
         chosen_rules: Any,
         compare_with: str | None,
         pinned: dict | None,
+        sensor: Any = None,
     ) -> Any:
         """New points for a resampled graph after a pan or zoom (plotly-resampler)."""
         if not relayout or not state or not _plain(relayout):
@@ -527,7 +542,7 @@ class Dashboard:
         view = ctx.triggered_id["view"] if ctx.triggered_id else "power"
         if view not in RESAMPLED:
             raise PreventUpdate
-        figure = self.view(view, state, chosen_rules, compare_with, pinned)["figure"]
+        figure = self.view(view, state, chosen_rules, compare_with, pinned, sensor)["figure"]
         return self._patch(figure, relayout)
 
     def _patch(self, figure: Any, relayout: dict) -> Any:
@@ -653,7 +668,9 @@ class Dashboard:
         # the views follow the state the summary has simulated, not each edit
         scenario, tab = Input(ids.READY, "data"), Input(ids.TABS, "value")
         rules_in = Input(ids.RULES, "value")
-        app.callback(Output(ids.resampled("power"), "figure"), scenario, tab)(self.power)
+        app.callback(
+            Output(ids.resampled("power"), "figure"), scenario, tab, Input(ids.SENSOR, "value")
+        )(self.power)
         app.callback(
             Output(ids.resampled("thermal"), "figure"),
             Output(ids.THERMAL_DIURNAL, "figure"),
@@ -713,6 +730,7 @@ class Dashboard:
             State(ids.RULES, "value"),
             State(ids.COMPARE_WITH, "value"),
             State(ids.COMPARE, "data"),
+            State(ids.SENSOR, "value"),
             prevent_initial_call=True,
         )(self.zoom)
         app.callback(

@@ -32,10 +32,13 @@ from powermodel.analysis import (
     step_seconds,
     swing_resolved,
 )
+from powermodel.errors import PowerModelError
+from powermodel.simulate import SENSORS, sensor_view
 
 SHOWN = 2000  # points per trace sent to the browser at any zoom
 TEMPLATE = "plotly_white"
 COLORS = {
+    "gpu_power": "#5d6d7e",
     "facility_power": "#1f4e79",
     "it_power": "#2e86c1",
     "grid_power": "#117a65",
@@ -57,6 +60,8 @@ SPECTRUM_SEGMENT = 3600.0  # s: Welch segments of an hour resolve down to 0.3 mH
 MEAN_WINDOW = 60.0
 LIGHT = 0.4  # opacity of a full-resolution line drawn under its means
 SWING_COLOR = "#6c3483"
+SENSOR_COLOR = "#d35400"  # a sensor's reading, over the exact lines
+EXACT = "exact"  # the sensor choice that overlays nothing: the interval means themselves
 HOVER_TIME = "%Y-%m-%d %H:%M:%S UTC"
 BANDS = ("#f5b041", "#5dade2", "#af7ac5", "#58d68d", "#ec7063")  # rules' bands on the spectrum
 
@@ -256,17 +261,41 @@ def power_lines(ds: xr.Dataset) -> list[tuple[str, str]]:
     ]
 
 
-def power_figure(ds: xr.Dataset) -> FigureResampler:
+def sensor_options() -> list[dict[str, str]]:
+    """The choices of "as measured by": the exact signal, then each sensor chain."""
+    return [{"label": EXACT, "value": EXACT}] + [
+        {"label": chain.label, "value": key} for key, chain in SENSORS.items()
+    ]
+
+
+def power_figure(ds: xr.Dataset, sensor: str = EXACT) -> FigureResampler:
     """Facility, IT and grid power over the run (light: every sample; bold: block means), with
-    failures, maintenance, restarts and checkpoints marked in rows above the traces."""
+    failures, maintenance, restarts and checkpoints marked in rows above the traces.
+
+    With a ``sensor`` (a key of :data:`powermodel.simulate.SENSORS`), its reading of its own
+    variable (:func:`powermodel.simulate.sensor_view`) is drawn over the exact lines at every
+    sample, the exact variable added where the figure lacks it (GPU power for NVML and DCGM);
+    a sensor the run's step cannot resolve is named on the time axis with the step it needs.
+    """
     fig = _resampler()
     lines = power_lines(ds)
+    watched = SENSORS[sensor].variable if sensor in SENSORS else None
+    drawn = {n for n, _ in lines} | ({"grid_power"} if lines[0][1] == FACILITY_IS_GRID else set())
+    if watched is not None and watched not in drawn:
+        lines.append((watched, ds[watched].attrs["long_name"]))
     reading = _series(
         fig,
         ds["time"].values,
         step_seconds(ds),
         [(ds[n].values, label, COLORS[n], 1) for n, label in lines],
     )
+    if watched is not None:
+        try:
+            view = sensor_view(ds, sensor)
+        except PowerModelError as exc:
+            reading = " · ".join(filter(None, (reading, f"not shown: {exc}")))
+        else:
+            _line(fig, ds["time"].values, view.values, view.attrs["long_name"], 1, SENSOR_COLOR)
     _marks(fig, ds, float(max(ds[n].max() for n, _ in lines)))
     fig.update_yaxes(title_text="power [MW]", rangemode="tozero")
     _time_axis(fig, 1, reading)

@@ -40,6 +40,7 @@ def resampled(view: str) -> dict[str, str]:
 TABS = "tabs"
 VIEWS = ("power", "thermal", "grid", "mitigation", "compare", "export")
 
+SENSOR = "sensor"  # dropdown: the instrument whose reading the power view overlays
 THERMAL_DIURNAL = "thermal-diurnal"
 THERMAL_NUMBERS = "thermal-numbers"
 RULES = "rules"

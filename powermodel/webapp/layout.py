@@ -10,7 +10,7 @@ from dash import dcc, html
 from powermodel.export import TOOLS
 from powermodel.rules import rule_names
 from powermodel.scenario import format_duration, presets
-from powermodel.webapp import ids
+from powermodel.webapp import figures, ids
 from powermodel.webapp.controls import BASE, GROUPS, Control, options
 
 DEFAULT_RULES = ["ercot-5s", "nprr1191-down", "nprr1191-up", "ieso-1min", "ieso-15s"]
@@ -191,7 +191,21 @@ def _loading(*children: Any) -> dcc.Loading:
 def views() -> dcc.Tabs:
     """One tab per view; each view's content is computed when its tab is open."""
     tabs = {
-        "power": _loading(_graph(ids.resampled("power"), height="calc(100vh - 150px)")),
+        "power": _loading(
+            html.Div(
+                [
+                    html.Label("as measured by"),
+                    dcc.Dropdown(
+                        id=ids.SENSOR,
+                        options=figures.sensor_options(),
+                        value=figures.EXACT,
+                        clearable=False,
+                    ),
+                ],
+                className="control",
+            ),
+            _graph(ids.resampled("power"), height="calc(100vh - 210px)"),
+        ),
         "thermal": _loading(
             html.Div(
                 [

@@ -1,0 +1,955 @@
+"""The model against every public anchor in the references: ``powermodel reproduce``.
+
+Each anchor is one function that runs the model at run time (nothing here is a stored result)
+and returns an :class:`Anchor`: the published value in its own form, the model's, the tolerance
+and why, whether the model was fitted to it (*calibrated*: the check is that the fit still
+holds) or not (*predicted*: a real test of the model), and the plot behind it. Timelines stand
+in for whole simulations wherever the anchor is about the job's states (a 54-day timeline is a
+millisecond), and each simulation runs at the coarsest step its anchor resolves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import time
+from collections.abc import Callable, Sequence
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+
+from powermodel._version import __version__
+from powermodel.analysis import diurnal_swing, diurnal_throughput, metrics
+from powermodel.calibration import CALIBRATION_WEEK, CALIBRATION_YEAR, DIURNAL_SWING_TARGET
+from powermodel.errors import PowerModelError
+from powermodel.iotools import data_dir
+from powermodel.models import events
+from powermodel.models.events import State
+from powermodel.scenario import Scenario, load_scenario
+from powermodel.simulate import derive, shape_tables, simulate, timeline
+
+__all__ = [
+    "ANCHORS",
+    "NOT_USED",
+    "Anchor",
+    "check_report_path",
+    "report_html",
+    "run_anchors",
+    "table",
+]
+
+REFERENCE = "llama3-405b-16k-h100"
+CALIBRATED, PREDICTED = "calibrated", "predicted"
+SEEDS = 200  # job timelines per Monte Carlo anchor: a few ms each
+HOUR = 3600.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Anchor:
+    """One published figure against the model.
+
+    ``published`` and ``model`` are in the source's own form (a count, a share, a range);
+    ``tolerance`` says the band and why; ``kind`` is ``"calibrated"`` when a coefficient of the
+    model was fitted to this figure, ``"predicted"`` when nothing was; ``seconds`` is the time the
+    anchor took, set by :func:`run_anchors`.
+    """
+
+    name: str
+    source: str
+    published: str
+    model: str
+    tolerance: str
+    kind: str
+    passed: bool
+    figure: go.Figure
+    seconds: float = float("nan")
+
+
+# --- Llama 3: the reliability snapshot --------------------------------------------------------
+
+
+def _llama3_timelines() -> tuple[Scenario, tuple[events.Timeline, ...]]:
+    """The reference's 54 days over :data:`SEEDS` seeds (timelines only)."""
+    return _timelines_of(REFERENCE, SEEDS)
+
+
+@cache
+def _timelines_of(reference: str, seeds: int) -> tuple[Scenario, tuple[events.Timeline, ...]]:
+    scenario = load_scenario(reference)
+    derived = derive(scenario)
+    lines = tuple(timeline(_seeded(scenario, s), derived) for s in range(seeds))
+    return scenario, lines
+
+
+def _seeded(scenario: Scenario, seed: int) -> Scenario:
+    """The scenario with another seed (a copy: validating it again would cost more than the
+    timeline it is for)."""
+    return scenario.model_copy(
+        update={"simulation": scenario.simulation.model_copy(update={"seed": seed})}
+    )
+
+
+def _published_causes() -> pd.DataFrame:
+    """Llama 3 Table 5 as transcribed in the shipped ``published/llama3_interruptions.csv``."""
+    return pd.read_csv(data_dir() / "published" / "llama3_interruptions.csv")
+
+
+def llama3_interruption_counts() -> Anchor:
+    """419 unexpected and 47 planned interruptions in 54 days [P, llama3]."""
+    scenario, lines = _llama3_timelines()
+    planned = len(scenario.reliability.causes)  # the planned cause follows the listed ones
+    unexpected = np.array([np.sum(line.event_cause < planned) for line in lines])
+    scheduled = np.array([np.sum(line.event_cause == planned) for line in lines])
+    published_u = float(_published_causes()["count"].sum())
+    published_p = float(scenario.reliability.planned_count)
+    # the rates were fitted so that the expected counts are the published ones: the mean over
+    # the seeds must sit within 3 standard errors of them (Poisson: sqrt(count / seeds))
+    band_u, band_p = (3.0 * np.sqrt(c / len(lines)) for c in (published_u, published_p))
+    passed = bool(
+        abs(unexpected.mean() - published_u) <= band_u
+        and abs(scheduled.mean() - published_p) <= band_p
+    )
+    fig = go.Figure()
+    for counts, label in ((unexpected, "unexpected"), (scheduled, "planned")):
+        fig.add_trace(
+            go.Histogram(x=counts, xbins={"size": 5}, name=f"model, {label} ({len(lines)} seeds)")
+        )
+    for value, label in ((published_u, "419 unexpected"), (published_p, "47 planned")):
+        fig.add_vline(x=value, line_dash="dash", annotation_text=f"Llama 3: {label}")
+    fig.update_layout(
+        title="Interruptions in 54 days, one count per seed",
+        xaxis_title="interruptions",
+        yaxis_title="seeds",
+    )
+    return Anchor(
+        name="Llama 3 interruptions in 54 days",
+        source="P, llama3",
+        published=f"{published_u:.0f} unexpected, {published_p:.0f} planned",
+        model=(
+            f"{unexpected.mean():.1f} unexpected (seeds P5-P95 {np.percentile(unexpected, 5):.0f}"
+            f"-{np.percentile(unexpected, 95):.0f}), {scheduled.mean():.1f} planned"
+        ),
+        tolerance=(
+            f"mean of {len(lines)} seeds within ±{band_u:.1f} and ±{band_p:.1f}: 3 standard "
+            "errors of a Poisson count's mean (one run spreads ±sqrt(count))"
+        ),
+        kind=CALIBRATED,
+        passed=passed,
+        figure=fig,
+    )
+
+
+def llama3_interruption_mix() -> Anchor:
+    """The unexpected interruptions by category, Llama 3 Table 5 [P, llama3]."""
+    scenario, lines = _llama3_timelines()
+    published = _published_causes().groupby("category", sort=False)["count"].sum()
+    total = float(published.sum())
+    categories = np.array([c.category for c in scenario.reliability.causes])
+    drawn = np.concatenate([line.event_cause for line in lines])
+    drawn = categories[drawn[drawn < categories.size]]
+    model = pd.Series(drawn).value_counts().reindex(published.index, fill_value=0) / drawn.size
+    share = published / total
+    # the 419 are one draw of the mix: each share is known to its binomial standard error
+    band = 3.0 * np.sqrt(share * (1.0 - share) / total)
+    passed = bool(np.all(np.abs(model - share) <= band))
+    worst = str((np.abs(model - share) / band).idxmax())
+    fig = go.Figure(
+        [
+            go.Bar(
+                x=published.index,
+                y=100 * share,
+                name="Llama 3 Table 5",
+                error_y={"type": "data", "array": 100 * band},
+            ),
+            go.Bar(x=published.index, y=100 * model.values, name=f"model, {len(lines)} seeds"),
+        ]
+    )
+    fig.update_layout(
+        title="Unexpected interruptions by category (bars: 3 binomial standard errors)",
+        yaxis_title="share of unexpected interruptions [%]",
+        barmode="group",
+    )
+    return Anchor(
+        name="Llama 3 interruptions by category",
+        source="P, llama3",
+        published=", ".join(f"{k} {100 * v:.1f} %" for k, v in share.items()),
+        model=", ".join(f"{k} {100 * v:.1f} %" for k, v in model.items()),
+        tolerance=(
+            f"each share within 3 binomial standard errors of the published one (n = "
+            f"{total:.0f}; GPU ±{100 * band['GPU']:.1f} points); closest to its band: {worst}"
+        ),
+        kind=CALIBRATED,
+        passed=passed,
+        figure=fig,
+    )
+
+
+def llama3_effective_training_time() -> Anchor:
+    """Effective training time "higher than 90 %" over the 54 days [P, llama3]."""
+    _, lines = _llama3_timelines()
+    ettr = np.array([line.effective_training_time for line in lines])
+    low = float(np.percentile(ettr, 5))
+    fig = go.Figure(go.Histogram(x=100 * ettr, name=f"model, {len(lines)} seeds"))
+    fig.add_vline(x=90.0, line_dash="dash", annotation_text="Llama 3: higher than 90 %")
+    fig.update_layout(
+        title="Effective training time of the 54 days, one value per seed",
+        xaxis_title="training time kept, share of the run [%]",
+        yaxis_title="seeds",
+    )
+    return Anchor(
+        name="Llama 3 effective training time",
+        source="P, llama3",
+        published="> 90 %",
+        model=f"{100 * ettr.mean():.1f} % (seeds P5 {100 * low:.1f} %)",
+        tolerance="a bound: 19 seeds in 20 (P5) above 90 %",
+        kind=PREDICTED,
+        passed=low > 0.90,
+        figure=fig,
+    )
+
+
+def llama3_step_time() -> Anchor:
+    """6.2 s a step at 16,384 GPUs [D, llama3]: 6·405e9·16.8e6 FLOP / (16,384 · 400 TFLOP/s)."""
+    scenario = load_scenario(REFERENCE)
+    wl = scenario.workload
+    # Table 4's measured 400 TFLOP/s per GPU at 16,384 GPUs
+    published = 6.0 * wl.model_params * wl.tokens_per_step / (16384 * 400e12)
+    model = derive(scenario).step_time
+    fig = go.Figure(
+        go.Bar(
+            x=["Llama 3 Table 4 (400 TFLOP/s per GPU)", "model (6·N·D at 41 % MFU)"],
+            y=[published, model],
+        )
+    )
+    fig.update_layout(title="Training step at 16,384 GPUs", yaxis_title="step time [s]")
+    return Anchor(
+        name="Llama 3 step time, 16,384 GPUs",
+        source="D, llama3",
+        published=f"{published:.2f} s",
+        model=f"{model:.2f} s",
+        tolerance=(
+            "±2 %: the model's MFU input is Table 4's 41 % (of 989 TFLOP/s: 406 against the "
+            "400 measured), so this checks the 6·N·D arithmetic, not a prediction"
+        ),
+        kind=CALIBRATED,
+        passed=abs(model / published - 1.0) <= 0.02,
+        figure=fig,
+    )
+
+
+def llama3_diurnal_swing() -> Anchor:
+    """The diurnal swing of throughput: "a diurnal 1-2% throughput variation based on
+    time-of-day" [P, llama3]."""
+    week = simulate(load_scenario(REFERENCE, CALIBRATION_WEEK))
+    swing, trough = diurnal_swing(week)
+    profile = diurnal_throughput(week)
+    fig = go.Figure(go.Bar(x=np.arange(24), y=100 * (profile / np.nanmean(profile) - 1.0)))
+    fig.update_layout(
+        title="Throughput by local hour over a July week at Sterling (running time only)",
+        xaxis_title="local hour",
+        yaxis_title="throughput against the mean [%]",
+    )
+    return Anchor(
+        name="Llama 3 diurnal throughput swing",
+        source="P, llama3",
+        published="1-2 %",
+        model=f"{100 * swing:.2f} % (trough at {trough}:00 local)",
+        tolerance=(
+            "inside 1-2 %: the GPU leakage coefficient was fitted to "
+            f"{100 * DIURNAL_SWING_TARGET:g} % over this week "
+            "(powermodel.calibration.leakage_coefficient)"
+        ),
+        kind=CALIBRATED,
+        passed=0.01 <= swing <= 0.02,
+        figure=fig,
+    )
+
+
+def llama3_power_swings() -> Anchor:
+    """Swings "on the order of tens of megawatts" when the whole job stops or stalls
+    [P, llama3]: the largest 5-s swing of IT power over two days of the reference at 1 s."""
+    ds = simulate(load_scenario(REFERENCE, {"simulation.duration": "2d"}))
+    found = metrics(ds)
+    swing, training = found["it_swing_5s_mw"], found["grid_swing_5s_training_mw"]
+    first = int((ds["event_time"].values[0] - ds["time"].values[0]) / np.timedelta64(1, "s"))
+    window = ds.isel(time=slice(max(first - 60, 0), first + 120))
+    fig = go.Figure(go.Scatter(x=window["time"].values, y=window["it_power"].values, name="IT"))
+    fig.add_vline(x=ds["event_time"].values[0], line_dash="dot", line_color="red")
+    fig.update_layout(
+        title="IT power of the reference around its first failure (1 s)",
+        yaxis_title="IT power [MW]",
+    )
+    return Anchor(
+        name="Llama 3 power swings",
+        source="P, llama3",
+        published="on the order of tens of MW",
+        model=f"{swing:.1f} MW within 5 s (the iterations alone: {training:.1f} MW at the grid)",
+        tolerance="the order of tens: the largest swing between 10 and 100 MW",
+        kind=PREDICTED,
+        passed=10.0 <= swing < 100.0,
+        figure=fig,
+    )
+
+
+# --- Reliability at scale and checkpointing ----------------------------------------------------
+
+# Kokolis et al. [P, kokolis]: 6.50 failures per 1,000 node-days (8-GPU nodes); MTTF =
+# 1 / (nodes · rate), published as 1.8 h at 16,384 GPUs and 0.23 h at 131,072
+KOKOLIS_RATE = 6.50  # failures per 1,000 node-days
+KOKOLIS_MTTF = {16384: 1.8, 131072: 0.23}  # h, as printed
+KOKOLIS_SEEDS = 20
+
+
+def _kokolis_scenario(n_gpus: int) -> Scenario:
+    base = load_scenario(REFERENCE)
+    per_node = base.cluster.gpus_per_node
+    return load_scenario(
+        base,
+        {
+            "cluster.n_gpus": n_gpus,
+            "reliability.causes": [{"name": "node failure", "category": "Host", "count": 1.0}],
+            "reliability.planned_count": 0.0,
+            # one failure per 1,000 / 6.50 node-days, counted in running GPU-hours
+            "reliability.exposure_gpu_hours": 1000.0 / KOKOLIS_RATE * per_node * 24.0,
+        },
+    )
+
+
+def _up_time_and_failures(line: events.Timeline) -> tuple[float, int]:
+    """Time the job was up (training or writing a checkpoint) and the failures it saw."""
+    lengths = np.diff(np.append(line.start, line.duration))
+    up = np.isin(line.state, (State.RUNNING, State.CHECKPOINT))
+    return float(lengths[up].sum()), int(line.event_time.size)
+
+
+def simulated_mttf(n_gpus: int, seeds: int = KOKOLIS_SEEDS) -> tuple[float, int]:
+    """Mean up time between failures [h] of ``seeds`` 54-day timelines of the reference at
+    Kokolis' 6.50 failures per 1,000 node-days, and the failures it was measured over."""
+    scenario = _kokolis_scenario(n_gpus)
+    derived = derive(scenario)
+    totals = np.array(
+        [_up_time_and_failures(timeline(_seeded(scenario, s), derived)) for s in range(seeds)]
+    )
+    failures = int(totals[:, 1].sum())
+    return float(totals[:, 0].sum() / failures / HOUR), failures
+
+
+def kokolis_mttf() -> Anchor:
+    """Mean time to failure projected at 16,384 and 131,072 GPUs [P, kokolis]."""
+    rows = []
+    for n_gpus, published in KOKOLIS_MTTF.items():
+        model, failures = simulated_mttf(n_gpus)
+        # the printed figure's last digit (±half of it) and 3 standard errors of an exponential
+        # mean over this many failures
+        digit = 0.05 if published >= 1.0 else 0.005
+        band = digit + 3.0 * model / np.sqrt(failures)
+        rows.append((n_gpus, published, model, band, failures))
+    passed = all(abs(model - published) <= band for _, published, model, band, _ in rows)
+    gpus = np.geomspace(1024, 131072, 50)
+    closed = 1.0 / (gpus / 8 * KOKOLIS_RATE / 1000.0) * 24.0
+    fig = go.Figure(go.Scatter(x=gpus, y=closed, name="1 / (nodes · 6.50 per 1,000 node-days)"))
+    fig.add_trace(
+        go.Scatter(
+            x=[r[0] for r in rows],
+            y=[r[1] for r in rows],
+            mode="markers",
+            marker_symbol="x",
+            marker_size=12,
+            name="Kokolis et al., as printed",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[r[0] for r in rows],
+            y=[r[2] for r in rows],
+            error_y={"type": "data", "array": [r[3] for r in rows]},
+            mode="markers",
+            name=f"model: up time / failures, {KOKOLIS_SEEDS} seeds of 54 days",
+        )
+    )
+    fig.update_layout(
+        title="Mean time to failure of a job against its size",
+        xaxis={"type": "log", "title": "GPUs (8 a node)"},
+        yaxis={"type": "log", "title": "MTTF [h]"},
+    )
+    return Anchor(
+        name="Kokolis MTTF projections",
+        source="P, kokolis",
+        published="; ".join(f"{p:g} h at {n:,} GPUs" for n, p, _, _, _ in rows),
+        model="; ".join(f"{m:.3g} h ({f:,} failures)" for _, _, m, _, f in rows),
+        tolerance=(
+            "half the printed last digit plus 3 standard errors of the mean: "
+            + ", ".join(f"±{b:.3f} h" for _, _, _, b, _ in rows)
+        ),
+        kind=PREDICTED,
+        passed=passed,
+        figure=fig,
+    )
+
+
+YOUNG_DALY_GRID = np.geomspace(0.4, 2.5, 10)  # checkpoint intervals over √(2·MTBF·C)
+
+
+def young_daly_optimum() -> Anchor:
+    """The checkpoint interval that keeps most training, found by simulation [P, young; daly]."""
+    scenario = load_scenario(REFERENCE)
+    derived = derive(scenario)
+    mtbf = 1.0 / derived.rates[:-1].sum()  # unexpected only: planned stops lose nothing
+    optimum = events.young_daly_interval(mtbf, derived.checkpoint_stall)
+    # common random numbers: a seed draws the same failures (in up time) at every interval
+    grid = [
+        load_scenario(scenario, {"checkpoint.interval": f"{x:.3f}s"})
+        for x in YOUNG_DALY_GRID * optimum
+    ]
+    ettr = np.array(
+        [
+            [timeline(_seeded(s, seed), derive(s)).effective_training_time for seed in range(SEEDS)]
+            for s in grid
+        ]
+    )
+    intervals = np.array([derive(s).checkpoint_interval for s in grid])
+    mean = ettr.mean(axis=1)
+    # standard error of each point's difference from the best, paired over the seeds
+    best = int(np.argmax(mean))
+    error = (ettr - ettr[best]).std(axis=1, ddof=1) / np.sqrt(SEEDS)
+    found = float(intervals[best])
+    passed = abs(found / optimum - 1.0) <= 0.2
+    fig = go.Figure(
+        go.Scatter(
+            x=intervals,
+            y=100 * mean,
+            error_y={"type": "data", "array": 100 * error},
+            mode="lines+markers",
+            name=f"model, mean of {SEEDS} seeds",
+        )
+    )
+    fig.add_vrect(x0=0.8 * optimum, x1=1.2 * optimum, fillcolor="green", opacity=0.1, line_width=0)
+    fig.add_vline(x=optimum, line_dash="dash", annotation_text="√(2·MTBF·C)")
+    fig.update_layout(
+        title="Effective training time against the checkpoint interval (54 days, reference)",
+        xaxis_title="checkpoint interval [s]",
+        yaxis_title="effective training time [%] (bars: paired standard error)",
+    )
+    return Anchor(
+        name="Young/Daly optimum by simulation",
+        source="P, young; daly",
+        published=(
+            f"√(2·MTBF·C) = √(2·{mtbf:.0f} s·{derived.checkpoint_stall:.2f} s) = {optimum:.0f} s"
+        ),
+        model=f"{found:.0f} s of 10 intervals {intervals[0]:.0f}-{intervals[-1]:.0f} s",
+        tolerance=(
+            f"within 20 %, as the issue asks; {SEEDS} seeds with common random numbers, "
+            "intervals in whole steps"
+        ),
+        kind=PREDICTED,
+        passed=passed,
+        figure=fig,
+    )
+
+
+# --- The node ------------------------------------------------------------------------------
+
+
+def _node_power(scenario: Scenario) -> tuple[np.ndarray, np.ndarray]:
+    """One node's DC and AC power over a running iteration [W], from the model's waveform."""
+    cells, _ = shape_tables(scenario, derive(scenario))
+    cl = scenario.cluster
+    per_gpu = cells[0, State.RUNNING] * 1e6 / cl.n_gpus
+    dc = cl.gpus_per_node * per_gpu + cl.rest_power_active
+    return dc, cl.psu.input_power(dc)
+
+
+NODE_RATING = 10200.0  # W, the 8 × H100 HGX node's rating [P, latif]
+
+
+def node_peak() -> Anchor:
+    """An 8 × H100 node peaks at 8.4 kW against its 10.2 kW rating [P, latif]."""
+    _, ac = _node_power(load_scenario(REFERENCE))
+    peak = float(ac.max())
+    return Anchor(
+        name="H100 node peak",
+        source="P, latif",
+        published="8.4 kW",
+        model=f"{peak / 1e3:.2f} kW",
+        tolerance=(
+            "±1 %: rest_power_active was derived from this peak and rounded to 2.4 kW (0.5 % of "
+            "the node)"
+        ),
+        kind=CALIBRATED,
+        passed=abs(peak / 8400.0 - 1.0) <= 0.01,
+        figure=_node_figure(ac, {"Latif: measured peak": 8400.0}),
+    )
+
+
+def node_training_share() -> Anchor:
+    """Intensive training averages 76 % of the node's 10.2 kW rating [P, newkirk]."""
+    _, ac = _node_power(load_scenario(REFERENCE))
+    share = float(ac.mean()) / NODE_RATING
+    return Anchor(
+        name="H100 node mean while training",
+        source="P, newkirk",
+        published="76 % of 10.2 kW",
+        model=f"{100 * share:.1f} % ({ac.mean() / 1e3:.2f} kW)",
+        tolerance=(
+            "±2 points: Newkirk's figure is an average over intensive workloads, printed to "
+            "whole percent, and the reference's compute share is the middle of a 55-80 % range"
+        ),
+        kind=PREDICTED,
+        passed=abs(share - 0.76) <= 0.02,
+        figure=_node_figure(ac, {"Newkirk: 76 % of the rating": 0.76 * NODE_RATING}),
+    )
+
+
+def _node_figure(ac: np.ndarray, lines: dict[str, float]) -> go.Figure:
+    phase = (np.arange(ac.size) + 0.5) / ac.size
+    fig = go.Figure(go.Scatter(x=100 * phase, y=ac / 1e3, name="model: node AC power"))
+    fig.add_hline(y=NODE_RATING / 1e3, line_dash="dot", annotation_text="rating 10.2 kW")
+    for label, watts in lines.items():
+        fig.add_hline(y=watts / 1e3, line_dash="dash", annotation_text=label)
+    fig.update_layout(
+        title="One 8 × H100 node over one training step (reference waveform)",
+        xaxis_title="position in the step [%]",
+        yaxis_title="node power, AC [kW]",
+    )
+    return fig
+
+
+def mlperf_power_per_gpu() -> Anchor:
+    """0.7-0.97 kW per H100 with the rest of the server and network [D, mlperf_training_v4]."""
+    scenario = load_scenario(REFERENCE)
+    cl = scenario.cluster
+    dc, _ = _node_power(scenario)
+    # like with like: those systems were immersion-cooled, so the node without its fans
+    node = cl.psu.input_power(dc - cl.fans.power)
+    per_gpu = float(node.mean()) / cl.gpus_per_node + cl.network_power
+    fig = go.Figure(go.Bar(x=["model, reference step, no server fans"], y=[per_gpu / 1e3]))
+    fig.add_hrect(y0=0.7, y1=0.97, fillcolor="green", opacity=0.15, line_width=0)
+    fig.update_layout(
+        title="Power per H100 with its share of server and network (band: MLPerf v4.0)",
+        yaxis_title="power per GPU [kW]",
+    )
+    return Anchor(
+        name="MLPerf Training v4.0 power per H100",
+        source="D, mlperf_training_v4",
+        published="0.7-0.97 kW",
+        model=f"{per_gpu / 1e3:.3f} kW",
+        tolerance=(
+            "inside the published range (1-64 nodes, several benchmarks); the model's node "
+            "without fans, as those systems were immersion-cooled"
+        ),
+        kind=PREDICTED,
+        passed=0.7e3 <= per_gpu <= 0.97e3,
+        figure=fig,
+    )
+
+
+def ac_dc_ratio() -> Anchor:
+    """AC over DC energy of H100 nodes in MLPerf Training v4.0: 1.013-1.03
+    [D, mlperf_training_v4]."""
+    dc, ac = _node_power(load_scenario(REFERENCE))
+    ratio = float(ac.mean() / dc.mean())
+    fig = go.Figure(go.Bar(x=["model, reference node while training"], y=[ratio]))
+    fig.add_hrect(y0=1.013, y1=1.03, fillcolor="green", opacity=0.15, line_width=0)
+    fig.update_layout(title="Node AC over DC energy (band: MLPerf v4.0)", yaxis_title="AC / DC [1]")
+    return Anchor(
+        name="Node AC/DC energy ratio",
+        source="D, mlperf_training_v4",
+        published="1.013-1.03",
+        model=f"{ratio:.3f}",
+        tolerance="inside the published range of the measured systems",
+        kind=PREDICTED,
+        passed=1.013 <= ratio <= 1.03,
+        figure=fig,
+    )
+
+
+# --- GPU levers --------------------------------------------------------------------------------
+
+GB200 = {
+    **CALIBRATION_WEEK,
+    "simulation.duration": "1d",
+    "simulation.dt": "1s",
+    "cluster.gpu": "GB200",
+    "cooling.plant": "liquid-dry-cooler",
+}
+
+
+def gb200_power_cap() -> Anchor:
+    """GB200 capped from 1,200 to 1,000 W: -16.7 % power for -5 % performance
+    [S, meta_gb200_cap]."""
+    full = simulate(load_scenario(REFERENCE, GB200))
+    capped = simulate(load_scenario(REFERENCE, {**GB200, "mitigation.power_cap": 1000.0}))
+    running = full["job_state"].values == State.RUNNING
+    # the provisioned figure is the peak GPU draw while running; performance is throughput
+    power = capped["gpu_power"].values[running].max() / full["gpu_power"].values[running].max()
+    work = capped["throughput"].values[running].mean() / full["throughput"].values[running].mean()
+    power, work = power - 1.0, work - 1.0
+    passed = abs(power + 0.167) <= 0.015 and abs(work + 0.05) <= 0.015
+    fig = go.Figure(
+        [
+            go.Bar(x=["power", "performance"], y=[-16.7, -5.0], name="Meta, as reported"),
+            go.Bar(x=["power", "performance"], y=[100 * power, 100 * work], name="model"),
+        ]
+    )
+    fig.update_layout(
+        title="GB200 capped from 1,200 W to 1,000 W (a July day, liquid plant)",
+        yaxis_title="change [%]",
+        barmode="group",
+    )
+    return Anchor(
+        name="GB200 cap 1,200 to 1,000 W",
+        source="S, meta_gb200_cap",
+        published="-16.7 % power, -5 % performance",
+        model=f"{100 * power:.1f} % power, {100 * work:.1f} % performance",
+        tolerance=(
+            "±1.5 points each: 16.7 % is 200/1,200 (the provisioned peak), 5 % is printed to "
+            "one digit, and the clock law's leakage depends on the die temperature of the day"
+        ),
+        kind=PREDICTED,
+        passed=passed,
+        figure=fig,
+    )
+
+
+# Choukse et al. [S, choukse]: a 90 % power-smoothing floor cost 10.5 % extra energy on one
+# measured waveform whose shape is not given. The waveforms assumed: compute at the power limit
+# for a share of the step, communication a depth below it, over Ko & Zhu's ranges [P, ko_zhu
+# Table I]: compute share 55-80 %, trough 30 % ± 5 % (one σ)
+CHOUKSE_SHARES = np.linspace(0.55, 0.80, 6)
+CHOUKSE_DEPTHS = np.linspace(0.25, 0.35, 5)
+CHOUKSE_COST = 0.105
+
+
+def _floor_cost(share: float, depth: float) -> float:
+    """Extra GPU energy of a 90 % smoothing floor on a two-phase step, through the model."""
+    over = {
+        "cluster.gpu": "GB200",
+        "cooling.plant": "liquid-dry-cooler",
+        "workload.trough_depth": depth,
+        "workload.phases": [
+            {"name": "compute", "kind": "compute", "share": share},
+            {"name": "communication", "kind": "communication", "share": 1.0 - share},
+        ],
+    }
+    base = load_scenario(REFERENCE, over)
+    # ramps fast enough that the floor alone acts
+    smooth = {"floor": 0.9, "ramp_up": 1e9, "ramp_down": 1e9}
+    floored = load_scenario(base, {"mitigation.smoothing": smooth})
+    mean = [shape_tables(s, derive(s))[0][0, State.RUNNING].mean() for s in (base, floored)]
+    return float(mean[1] / mean[0] - 1.0)
+
+
+def choukse_smoothing_floor() -> Anchor:
+    """Energy cost of a 90 % smoothing floor on Choukse's waveform [S, choukse]."""
+    cost = np.array([[_floor_cost(s, d) for s in CHOUKSE_SHARES] for d in CHOUKSE_DEPTHS])
+    reference = _floor_cost(0.675, 0.30)
+    passed = bool(cost.min() <= CHOUKSE_COST <= cost.max())
+    fig = go.Figure(
+        go.Contour(
+            x=100 * CHOUKSE_SHARES,
+            y=100 * CHOUKSE_DEPTHS,
+            z=100 * cost,
+            colorbar_title="extra energy [%]",
+            contours={"showlabels": True},
+        )
+    )
+    fig.add_trace(
+        go.Contour(
+            x=100 * CHOUKSE_SHARES,
+            y=100 * CHOUKSE_DEPTHS,
+            z=100 * cost,
+            contours={"start": 10.5, "end": 10.5, "coloring": "none"},
+            line={"width": 3, "dash": "dash"},
+            showscale=False,
+            name="Choukse: 10.5 %",
+        )
+    )
+    fig.add_trace(go.Scatter(x=[67.5], y=[30.0], mode="markers", name="the reference waveform"))
+    fig.update_layout(
+        title="Extra GPU energy of a 90 % floor (dashed: Choukse's 10.5 %)",
+        legend={"orientation": "h", "y": -0.2},
+        xaxis_title="compute share of the step [%]",
+        yaxis_title="communication trough below compute [%]",
+    )
+    return Anchor(
+        name="90 % smoothing floor energy",
+        source="S, choukse",
+        published="+10.5 % energy on one measured waveform (shape not given)",
+        model=(
+            f"+{100 * reference:.1f} % on the reference (67.5 % compute, 30 % trough); "
+            f"+{100 * cost.min():.1f} to +{100 * cost.max():.1f} % over 55-80 % compute, "
+            "25-35 % trough"
+        ),
+        tolerance=(
+            "10.5 % inside the model's range over Ko & Zhu's waveforms (compute share 55-80 %, "
+            "trough 30 % ± one σ): the measured waveform's shape is not published"
+        ),
+        kind=PREDICTED,
+        passed=passed,
+        figure=fig,
+    )
+
+
+# --- The facility --------------------------------------------------------------------------
+
+SITES = ("chicago", "sterling", "tampa")
+# Each plant type with the electrical chain such halls have (the outside-air one Meta's standby
+# chain, the others a double-conversion UPS) and the published PUE range of its kind
+PLANTS = {
+    "outside-air-evaporative": (
+        "meta-outside-air-evaporative", "standby", (1.07, 1.09), "S, meta_datacenters", CALIBRATED
+    ),
+    "liquid": ("liquid-dry-cooler", "double-conversion", (1.1, 1.3), "S, uptime_survey", PREDICTED),
+    "chilled-water": (
+        "enterprise-chilled-water", "double-conversion", (1.5, 1.6), "S, uptime_survey", PREDICTED
+    ),
+}  # fmt: skip
+WHY_PUE = {
+    "outside-air-evaporative": (
+        "every site inside Meta's 1.07-1.09 by site; the plant's fan fraction was fitted to the "
+        "fleet's 1.08 at Sterling (powermodel.calibration.fan_fraction)"
+    ),
+    "liquid": "every site inside the 1.1-1.3 quoted for direct-to-chip liquid cooling",
+    "chilled-water": "every site inside the 1.5-1.6 of typical enterprise halls",
+}
+META_WUE = 0.22  # L/kWh, Prineville [S, meta_datacenters]
+
+
+def _plant_year(plant: str, chain: str, site: str) -> dict:
+    """Metrics of a year of the reference cluster on one plant at one site, at the plant's own
+    step (each year runs once a process: the PUE and WUE anchors share them)."""
+    return _year_of(REFERENCE, plant, chain, site)
+
+
+@cache
+def _year_of(reference: str, plant: str, chain: str, site: str) -> dict:
+    over = {
+        **CALIBRATION_YEAR,
+        "site.weather": site,
+        "cooling.plant": plant,
+        "electrical.chain": chain,
+    }
+    return metrics(simulate(load_scenario(reference, over)))
+
+
+def _pue_anchor(kind: str) -> Anchor:
+    plant, chain, (low, high), source, fitted = PLANTS[kind]
+    pue = np.array([_plant_year(plant, chain, site)["pue"] for site in SITES])
+    fig = go.Figure(go.Bar(x=list(SITES), y=pue, name=f"model: {plant}"))
+    fig.add_hrect(y0=low, y1=high, fillcolor="green", opacity=0.15, line_width=0)
+    fig.update_layout(
+        title=f"Annual PUE of {plant} at three sites (band: published range)",
+        yaxis={"title": "PUE [1]", "range": [1.0, max(high, pue.max()) + 0.05]},
+    )
+    return Anchor(
+        name=f"PUE, {kind} plant",
+        source=source,
+        published=f"{low:g}-{high:g}",
+        model=", ".join(f"{site} {p:.3f}" for site, p in zip(SITES, pue, strict=True)),
+        tolerance=WHY_PUE[kind],
+        kind=fitted,
+        passed=bool(np.all((pue >= low) & (pue <= high))),
+        figure=fig,
+    )
+
+
+def pue_outside_air() -> Anchor:
+    """Annual PUE of the outside-air evaporative plant against Meta's sites
+    [S, meta_datacenters]."""
+    return _pue_anchor("outside-air-evaporative")
+
+
+def pue_liquid() -> Anchor:
+    """Annual PUE of the direct-to-chip liquid plant against 1.1-1.3 [S, uptime_survey]."""
+    return _pue_anchor("liquid")
+
+
+def pue_chilled_water() -> Anchor:
+    """Annual PUE of the enterprise chilled-water plant against 1.5-1.6 [S, uptime_survey]."""
+    return _pue_anchor("chilled-water")
+
+
+def wue_outside_air() -> Anchor:
+    """Annual WUE of the outside-air evaporative plant against Meta's 0.22 L/kWh
+    [S, meta_datacenters]."""
+    plant, chain, *_ = PLANTS["outside-air-evaporative"]
+    wue = np.array([_plant_year(plant, chain, site)["wue_l_per_kwh"] for site in SITES])
+    at = float(wue[SITES.index("sterling")])
+    low, high = META_WUE / 1.5, META_WUE * 1.5
+    fig = go.Figure(go.Bar(x=list(SITES), y=wue, name=f"model: {plant}"))
+    fig.add_hrect(y0=low, y1=high, fillcolor="green", opacity=0.15, line_width=0)
+    fig.add_hline(y=META_WUE, line_dash="dash", annotation_text="Meta, Prineville: 0.22 L/kWh")
+    fig.update_layout(
+        title="Annual WUE of the outside-air evaporative plant (band: the tolerance)",
+        yaxis_title="water over IT energy [L/kWh]",
+    )
+    return Anchor(
+        name="WUE, outside-air-evaporative plant",
+        source="S, meta_datacenters",
+        published="0.22 L/kWh (Prineville)",
+        model=f"{at:.3f} L/kWh at Sterling (Chicago {wue[0]:.3f}, Tampa {wue[2]:.3f})",
+        tolerance=(
+            "within a factor 1.5 (0.147-0.33 L/kWh) at the reference site: one site's annual "
+            "figure, in another climate, counting what the source counts (not stated)"
+        ),
+        kind=PREDICTED,
+        passed=low <= at <= high,
+        figure=fig,
+    )
+
+
+ANCHORS: tuple[Callable[[], Anchor], ...] = (
+    llama3_interruption_counts,
+    llama3_interruption_mix,
+    llama3_effective_training_time,
+    llama3_step_time,
+    llama3_diurnal_swing,
+    llama3_power_swings,
+    kokolis_mttf,
+    young_daly_optimum,
+    node_peak,
+    node_training_share,
+    mlperf_power_per_gpu,
+    ac_dc_ratio,
+    gb200_power_cap,
+    choukse_smoothing_floor,
+    pue_outside_air,
+    pue_liquid,
+    pue_chilled_water,
+    wue_outside_air,
+)
+
+# Published measurements found and not used as anchors, and why
+NOT_USED = (
+    (
+        "Llama 3 at 8,192 against 16,384 GPUs: 43 % against 41 % MFU [P, llama3 Table 4]",
+        "the model takes MFU as an input (each preset carries Table 4's own), so the step times "
+        "at both sizes follow by construction; it becomes a prediction once the exposed "
+        "communication is derived from the parallel layout",
+    ),
+    (
+        "Microsoft's 0.27 L/kWh for 2025 (as reported; no primary text read)",
+        "a fleet figure over mixed plant types and climates: no one plant type compares",
+    ),
+    (
+        "WUE of liquid and chilled-water plants",
+        "no published figure for a like plant in the references",
+    ),
+    (
+        "NLR's open H100 power profiles at 0.1 s (Vercellino et al., arXiv 2604.07345, CC BY 4.0)",
+        "single-node MLPerf training and fine-tuning runs of other models: a comparison needs "
+        "the telemetry readers and the fit of issue 12, made on another branch",
+    ),
+    (
+        "Kokolis' second cluster, 2.34 failures per 1,000 node-days [P, kokolis]",
+        "the paper projects MTTF only from the 6.50 rate; the same closed form, so no new test",
+    ),
+    (
+        "Fully synchronous training at ~100K GPUs kept 44 % of its time training; ByteRobust 97 % "
+        "effective training time on 9,600 GPUs (arXiv 2602.00277, arXiv 2509.16293)",
+        "their failure rates and recovery times per cause are not published: the model would "
+        "be fitted, not tested",
+    ),
+)
+
+
+def run_anchors(
+    anchors: Sequence[Callable[[], Anchor]] = ANCHORS,
+    progress: Callable[[Anchor], None] | None = None,
+) -> list[Anchor]:
+    """Run each anchor, timing it; ``progress`` sees each result as it comes."""
+    out = []
+    for anchor in anchors:
+        start = time.perf_counter()
+        result = dataclasses.replace(anchor(), seconds=time.perf_counter() - start)
+        if progress is not None:
+            progress(result)
+        out.append(result)
+    return out
+
+
+COLUMNS = ("anchor", "source", "published", "model", "tolerance (why)", "kind", "result", "s")
+
+
+def table(anchors: Sequence[Anchor]) -> pd.DataFrame:
+    """One row an anchor: the columns of :data:`COLUMNS`."""
+    rows = [
+        (a.name, a.source, a.published, a.model, a.tolerance, a.kind,
+         "pass" if a.passed else "FAIL", round(a.seconds, 2))
+        for a in anchors
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def check_report_path(path: str | Path) -> Path:
+    """The report's path: an ``.html`` file in an existing folder."""
+    path = Path(path)
+    if path.suffix.lower() not in (".html", ".htm"):
+        raise PowerModelError(f"the report is HTML: name it .html, not {path.name!r}")
+    if not path.parent.is_dir():
+        raise PowerModelError(f"no folder {str(path.parent)!r} to write the report into")
+    if path.is_dir():
+        raise PowerModelError(f"{str(path)!r} is a folder: give the report a file name")
+    return path
+
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em; max-width: 80em; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.3em 0.5em; vertical-align: top; text-align: left; }
+.pass { color: #1a7f37; font-weight: bold; } .fail { color: #cf222e; font-weight: bold; }
+.calibrated { background: #f6f0ff; } .predicted { background: #f0f7ff; }
+section { margin-top: 2em; border-top: 1px solid #ddd; }
+"""
+
+
+def report_html(anchors: Sequence[Anchor]) -> str:
+    """A self-contained HTML report: the table, then each anchor with its figure; plotly.js is
+    embedded once, so it opens offline."""
+    esc = html.escape
+    passed = sum(a.passed for a in anchors)
+    rows = "".join(
+        f'<tr class="{a.kind}"><td><a href="#anchor-{i}">{esc(a.name)}</a></td>'
+        f"<td>{esc(a.source)}</td><td>{esc(a.published)}</td><td>{esc(a.model)}</td>"
+        f"<td>{esc(a.tolerance)}</td><td>{a.kind}</td>"
+        f'<td class="{"pass" if a.passed else "fail"}">{"pass" if a.passed else "FAIL"}</td>'
+        f"<td>{a.seconds:.2f}</td></tr>"
+        for i, a in enumerate(anchors)
+    )
+    head = "".join(f"<th>{esc(c)}</th>" for c in COLUMNS)
+    sections = []
+    for kind, meaning in (
+        (CALIBRATED, "a coefficient of the model was fitted to these: they check the fit holds"),
+        (PREDICTED, "nothing was fitted to these: they test the model"),
+    ):
+        parts = [f"<h2>{kind.capitalize()} anchors</h2><p>{meaning}.</p>"]
+        for i, a in enumerate(anchors):
+            if a.kind != kind:
+                continue
+            div = a.figure.to_html(full_html=False, include_plotlyjs=False, div_id=f"figure-{i}")
+            verdict = "pass" if a.passed else "FAIL"
+            parts.append(
+                f'<section id="anchor-{i}" class="{kind}"><h3>{esc(a.name)} '
+                f'<span class="{verdict.lower()}">{verdict}</span></h3><p>'
+                f"<b>{kind}</b> · source [{esc(a.source)}] · published {esc(a.published)} · "
+                f"model {esc(a.model)}<br>tolerance: {esc(a.tolerance)} · {a.seconds:.2f} s</p>"
+                f"{div}</section>"
+            )
+        sections.append("".join(parts))
+    unused = "".join(f"<li>{esc(what)}: {esc(why)}</li>" for what, why in NOT_USED)
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>powermodel reproduce</title><style>{STYLE}</style>"
+        f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>'
+        f"<h1>powermodel {esc(__version__)} against published figures</h1>"
+        f"<p>{passed} of {len(anchors)} anchors pass in "
+        f"{sum(a.seconds for a in anchors):.1f} s. Sources are keys of docs/references.toml; "
+        "P: primary text read, S: quoted by a secondary source, D: derived from the source's "
+        f"numbers.</p><table><tr>{head}</tr>{rows}</table>{''.join(sections)}"
+        "<footer><h2>Published measurements not used</h2>"
+        f"<ul>{unused}</ul></footer></body></html>"
+    )
