@@ -168,7 +168,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     fitting.add_argument("--preset", default=REFERENCE, help=f"preset to extend ({REFERENCE})")
     fitting.add_argument(
-        "--sensor", default="nvml", help="the chain the trace was read through (default nvml)"
+        "--sensor",
+        help="the chain the trace was read through (default: NVML's 1-s average, or an "
+        "instantaneous sample for power.draw.instant)",
     )
     fitting.add_argument("-o", "--output", required=True, help="the fitted scenario (.toml)")
     fitting.add_argument("--report", help="write an HTML report of measured vs re-simulated")

@@ -36,6 +36,7 @@ __all__ = [
     "MAX_CHANNELS",
     "REFERENCE",
     "Fit",
+    "chain_of",
     "Quantity",
     "Timeline",
     "detect",
@@ -126,7 +127,7 @@ class Fit:
     """What a trace shows of a job, through its sensor."""
 
     source: str
-    sensor: str
+    sensor: sensors.Sensor
     kind: str
     start: np.datetime64
     period: float  # sampling [s]
@@ -143,7 +144,7 @@ class Fit:
         return q.value if q is not None and q.resolved else default
 
 
-def step_response(sensor: str, period: float) -> StepResponse:
+def step_response(sensor: str | sensors.Sensor, period: float) -> StepResponse:
     """The chain's response to a unit step, through :func:`powermodel.models.sensors.read`.
 
     The chain is probed, not assumed: whatever averaging or filter the sensor applies, the fit
@@ -830,7 +831,7 @@ def _with_ramps(line: Timeline, ramp: float, shift: float) -> Timeline:
 def fit(
     data: pd.DataFrame,
     meta: dict,
-    sensor: str = "nvml",
+    sensor: str | sensors.Sensor | None = None,
     preset: str | Path | Scenario = REFERENCE,
     period: float | None = None,
     gpus_per_node: int | None = None,
@@ -842,8 +843,10 @@ def fit(
     data, meta
         The tidy trace and its description.
     sensor
-        The chain the trace was recorded through (a name of
-        :data:`powermodel.models.sensors.CHAINS`).
+        The chain the trace was recorded through (a key of
+        :data:`powermodel.models.sensors.CHAINS` or a
+        :class:`~powermodel.models.sensors.Sensor`); by default the one its power field implies
+        (:func:`chain_of`).
     preset
         The scenario the fit extends: its TDP expresses levels as fractions, and its values stay
         where the trace does not resolve them.
@@ -854,7 +857,20 @@ def fit(
     """
     scenario = preset if isinstance(preset, Scenario) else load_scenario(preset)
     times, cells, n_gpus, start = per_gpu_signal(data, meta, scenario, period, gpus_per_node)
-    return fit_cells(times, cells, n_gpus, {**meta, "start": start}, sensor, scenario)
+    chain = chain_of(meta, float(times[1] - times[0])) if sensor is None else sensor
+    return fit_cells(times, cells, n_gpus, {**meta, "start": start}, chain, scenario)
+
+
+def chain_of(meta: dict, period: float) -> sensors.Sensor:
+    """The sensor chain a trace's power field went through: NVML's 1-s average for
+    ``power.draw`` (and DCGM's power field, which reads it) [P, nvidia_nvml]; an instantaneous
+    sample at each poll for nvidia-smi's ``power.draw.instant``; a 1-s average for a meter,
+    whose averaging its file does not say (give ``sensor`` if you know it)."""
+    if "instant" in str(meta.get("power_field", "")):
+        return sensors.Sensor(
+            "instant", "instantaneous sample", "gpu_power", window=0.0, period=period
+        )
+    return sensors.CHAINS["nvml"]
 
 
 def fit_cells(
@@ -862,12 +878,13 @@ def fit_cells(
     cells: np.ndarray,
     n_gpus: int,
     meta: dict,
-    sensor: str,
+    sensor: str | sensors.Sensor,
     scenario: Scenario,
 ) -> Fit:
     """Fit a trace already on a uniform grid: ``cells`` (channel × time) of per-GPU power [W]
     at ``times`` [s from the first sample] (NaN where a channel reported nothing)."""
     step = float(times[1] - times[0])
+    sensor = sensors.lookup(sensor)
     response = step_response(sensor, step)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a time no channel reported
@@ -1223,7 +1240,7 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
     head = [
         f"# Fitted by `powermodel fit` to {trace_name} ({result.kind} trace, {result.n_gpus} "
         f"GPUs, sampled every {format_duration(round(result.period, 6))}, seen through the "
-        f"{result.sensor!r} sensor chain).",
+        f"{result.sensor.key!r} sensor chain).",
         "# [C]: a value calibrated on that trace; what the trace does not resolve keeps the "
         f"preset's value ({preset}), with why.",
         *kept,

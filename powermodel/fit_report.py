@@ -56,7 +56,7 @@ def fit_trace(
     period: float | None = None,
     gpus_per_node: int | None = None,
     preset: str = REFERENCE,
-    sensor: str = "nvml",
+    sensor: str | None = None,
     report: str | Path | None = None,
 ) -> FitRun:
     """Read a trace, fit it, write the scenario to ``output`` (a ``.toml``), load it back with
@@ -73,7 +73,8 @@ def fit_trace(
             f"--preset {preset!r}: the fitted scenario extends a preset, one of "
             f"{', '.join(presets())}"
         )
-    sensors.lookup(sensor)
+    if sensor is not None:
+        sensors.lookup(sensor)
     with warnings.catch_warnings():  # the repairs are in meta["warnings"]: the caller says them
         warnings.simplefilter("ignore", TelemetryWarning)
         data, meta = read_telemetry(trace, format, period, gpus_per_node)
@@ -113,7 +114,7 @@ def replay(result: Fit, scenario: Scenario) -> np.ndarray:
         if fine > sensors.step_needed(result.sensor):
             raise PowerModelError(
                 f"a trace of {format_duration(line.duration)} is too long to replay through the "
-                f"{result.sensor} sensor: fit a shorter span"
+                f"{result.sensor.label} sensor: fit a shorter span"
             )
         n = MAX_REPLAY_STEPS
     edges = np.arange(n + 1) * fine
@@ -213,6 +214,7 @@ def write_report(
     ]
     body = "\n".join(f.to_html(full_html=False, include_plotlyjs=False) for f in figures)
     title = f"powermodel fit of {result.source or 'a trace'}"
+    chain = result.sensor.label
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <script type="text/javascript">{get_plotlyjs()}</script>
@@ -220,9 +222,9 @@ def write_report(
 td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left}}</style></head>
 <body><h1>{html.escape(title)}</h1>
 <p>{result.kind} trace, {result.n_gpus} GPUs, sampled every {format_duration(result.period)},
-{format_duration(result.timeline.duration)} long, seen through the {html.escape(result.sensor)}
-sensor (averaging window {format_duration(result.response.window)}). The re-simulation replays the
-states and times found in the trace through the model with the fitted values and reads it through
+{format_duration(result.timeline.duration)} long, seen through the {html.escape(chain)} sensor
+(averaging window {format_duration(result.response.window)}). The re-simulation replays the states
+and times found in the trace through the model with the fitted values and reads it through
 the same sensor at the trace's sample instants.</p>
 <h2>Fitted</h2>{summary(result).to_html(index=False, escape=True)}
 <h2>Measured and re-simulated</h2>{comparison_table(numbers).to_html(index=False)}
@@ -243,7 +245,7 @@ def _series(result: Fit, replayed: np.ndarray) -> go.Figure:
     fig.add_scatter(x=t, y=result.power[::stride], name="measured", mode="lines")
     fig.add_scatter(x=t, y=replayed[::stride], name="re-simulated", mode="lines")
     fig.update_layout(
-        title=f"Power per GPU through the {result.sensor} sensor", yaxis_title="W", height=380
+        title=f"Power per GPU through the {result.sensor.label} sensor", yaxis_title="W", height=380
     )
     return fig
 

@@ -15,7 +15,16 @@ import pytest
 from synthetic_telemetry import write
 
 from powermodel import cli
-from powermodel.fit import REFERENCE, Timeline, fit, fit_cells, fitted_toml, step_response, summary
+from powermodel.fit import (
+    REFERENCE,
+    Timeline,
+    chain_of,
+    fit,
+    fit_cells,
+    fitted_toml,
+    step_response,
+    summary,
+)
 from powermodel.fit_report import fit_trace
 from powermodel.iotools.telemetry import TelemetryWarning, read_telemetry
 from powermodel.models import render, sensors
@@ -353,3 +362,12 @@ def test_a_file_name_cannot_write_keys_into_the_scenario():
     result = fit_cells(t, np.full((1, t.size), 300.0), 1, {}, "nvml", scenario)
     text = fitted_toml(result, REFERENCE, 'x.csv\n[gpu]\nidle = 1.0\n"')
     assert tomllib.loads(text).get("gpu", {}).get("idle") is None
+
+
+def test_the_power_field_names_the_chain():
+    # nvidia-smi's power.draw is NVML's 1-s average; power.draw.instant a sample at each poll
+    # [P, nvidia_nvml]: the fit inverts the one the trace went through
+    assert chain_of({"power_field": "power.draw"}, 0.1).key == "nvml"
+    instant = chain_of({"power_field": "power.draw.instant"}, 0.1)
+    assert instant.window == 0.0 and instant.period == 0.1
+    assert step_response(instant, 0.1).window <= 0.2  # a sample held for one poll at most
