@@ -1254,17 +1254,16 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
     ]
     body = []
     for table, entries in tables.items():
-        if table == "workload.phases":
-            continue
         body.append(f"\n[{table}]")
-        for name, value, note in entries:
+        # plain keys before any array of tables: a key after one would belong to its last table
+        for name, value, note in sorted(entries, key=lambda e: isinstance(e[1], list)):
+            if isinstance(value, list):  # the phases: an array of tables, one per phase
+                body += [
+                    f"\n[[{table}.{name}]]  # {note}\n{tomli_w.dumps(p).strip()}" for p in value
+                ]
+                continue
             line = tomli_w.dumps({name: value}).strip()
             body.append(f"{line:<34} # {note}")
-    for name, value, note in tables.get("workload.phases", []):
-        del name
-        for phase in value:
-            body.append(f"\n[[workload.phases]]  # {note}")
-            body.append(tomli_w.dumps(phase).strip())
     return "\n".join(head + body) + "\n"
 
 
@@ -1283,7 +1282,7 @@ def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
             "1 - communication / compute level",
         )
         put(
-            "workload.phases.phases",
+            "workload.phases",
             [
                 {"name": "compute", "kind": "compute", "share": round(share, 4)},
                 {"name": "communication", "kind": "communication", "share": round(1 - share, 4)},
