@@ -376,3 +376,25 @@ def test_the_power_field_names_the_chain():
     instant = chain_of({"power_field": "power.draw.instant"}, 0.1)
     assert instant.window == 0.0 and instant.period == 0.1
     assert step_response(instant, 0.1).window <= 0.2  # a sample held for one poll at most
+
+
+def test_a_fast_sensor_resolves_the_edges():
+    # through a 0.1-s average polled every 20 ms, the iteration's 0.3-s edges (210 W at
+    # 1 TDP/s: 210 / 700 s) show: the fit finds their rate; NVML's 1-s average hides them
+    scenario = load_scenario(
+        REFERENCE, {**TRUTH, "workload.step_time": "6s", "workload.edge_rate": 1.0}
+    )
+    cells, rate = shape_tables(scenario, derive(scenario))
+    edges = np.arange(int(120.0 / FINE) + 1) * FINE
+    table = render.cumulative_tables(cells[:1] * 1e6 / scenario.cluster.n_gpus)
+    board = render.interval_means(np.zeros(1), np.zeros(1, np.int64), rate, table, edges)[0]
+    fast = sensors.Sensor("fast", "0.1-s average", "gpu_power", window=0.1, period=0.0)
+    at = np.arange(0.02, 119.98, 0.02)
+    noisy = sensors.read(board, FINE, fast, at=at) + np.random.default_rng(4).normal(
+        0, 2.0, at.size
+    )
+    result = fit_cells(at - at[0], noisy[None, :], 1, {"source": "fast"}, fast, scenario)
+    edge = result.quantities["edge duration"]
+    assert edge.resolved and edge.value == pytest.approx(0.3, abs=0.05)
+    raw = tomllib.loads(fitted_toml(result, REFERENCE, "fast.csv"))
+    assert raw["workload"]["edge_rate"] == pytest.approx(1.0, rel=0.2)
