@@ -263,8 +263,9 @@ def _otsu(x: np.ndarray, bins: int = 256) -> float:
 
 
 def _low_levels(low: np.ndarray, sigma: float, span: float) -> np.ndarray:
-    """Plateau levels among the samples below the running band: the peaks of their histogram
-    (a level held for a while is a peak; a transition through the band is not)."""
+    """Plateau levels among the samples below the running band, lowest first: the (at most
+    three) most prominent peaks of their histogram (a level held for a while is a peak; a
+    transition through the band is not)."""
     width = max(2.0 * sigma, span / 400.0, 1e-6)
     edges = np.arange(low.min() - width, low.max() + 2.0 * width, width)
     counts, edges = np.histogram(low, bins=edges)
@@ -273,7 +274,7 @@ def _low_levels(low: np.ndarray, sigma: float, span: float) -> np.ndarray:
         np.concatenate(([0.0], smooth, [0.0])), prominence=max(3.0, 0.05 * smooth.max())
     )
     peaks -= 1
-    top = peaks[np.argsort(props["prominences"])[::-1][:2]]
+    top = peaks[np.argsort(props["prominences"])[::-1][:3]]  # idle, start-up, stalled at most
     return np.sort(0.5 * (edges[top] + edges[top + 1]))
 
 
@@ -348,10 +349,18 @@ def detect(
     low_vals = x[x < t_run]
     high_level = float(np.median(x[x >= t_run]))
     levels = _low_levels(low_vals, sigma, high_level - low_vals.min()) if low_vals.size else []
-    two = len(levels) == 2 and levels[1] - levels[0] > max(6.0 * sigma, 0.02 * high_level)
-    t_idle = 0.5 * (levels[0] + levels[1]) if two else -np.inf
+    # idle is the lowest held level; any distinct one above it (start-up, stalled) is the low
+    # band, whose runs read as states by what surrounds them
+    apart = np.flatnonzero(
+        np.asarray(levels) - (levels[0] if len(levels) else 0.0)
+        > max(6.0 * sigma, 0.02 * high_level)
+    )
+    two = apart.size > 0
+    t_idle = 0.5 * (levels[0] + levels[apart[0]]) if two else -np.inf
     labels = np.where(x >= t_run, HIGH, np.where(x >= t_idle, LOW, IDLE)).astype(np.int8)
     flat = max(6.0 * sigma, 0.1 * (t_run - x.min()))
+    labels = _despeckle(labels, max(1, round(0.2 * response.window / period)))
+    labels = _split_rises(labels, x, flat, int(3.0 * response.window / period))
     runs = _roles(labels, x, two, period, response.window, flat)
     ck = runs.role == State.CHECKPOINT
     if ck.sum() >= 3 and np.median(np.diff(runs.start[ck])) < 5 * np.median(runs.length[ck]):
@@ -361,7 +370,7 @@ def detect(
     if not two and levels is not None and len(levels):
         idle_level = low_level = float(levels[0])
     elif two:
-        idle_level, low_level = float(levels[0]), float(levels[1])
+        idle_level, low_level = float(levels[0]), float(levels[-1])
     else:
         idle_level = low_level = np.nan
     bounds = _boundaries(times, x, runs, response, high_level, idle_level, low_level, sigma)
@@ -378,6 +387,40 @@ def detect(
         "period": period,
     }
     return timeline, found
+
+
+def _despeckle(labels: np.ndarray, longest: int) -> np.ndarray:
+    """Labels with runs of at most ``longest`` samples between two runs of one label given that
+    label: noise flickering across a band's edge, not a state."""
+    start, length, label = _runs(labels)
+    same = np.zeros(label.size, bool)
+    same[1:-1] = label[:-2] == label[2:]
+    speck = same & (length <= longest)
+    fixed = np.where(speck, np.roll(label, 1), label)
+    return np.repeat(fixed, length).astype(labels.dtype)
+
+
+def _split_rises(labels: np.ndarray, x: np.ndarray, flat: float, shortest: int) -> np.ndarray:
+    """Labels with the rise out of a held low level into running given to the running band: a
+    start-up level and the ramp's lower part fall in the same band, so the run ends where the
+    signal last lies within ``flat`` of the level its first third holds, if it held that level
+    for ``shortest`` samples (a ramp that crosses the band alone is left to the rise)."""
+    start, length, label = _runs(labels)
+    prev = np.concatenate(([-1], label[:-1]))
+    nxt = np.concatenate((label[1:], [-1]))
+    rising = (label == LOW) & (prev != HIGH) & (nxt == HIGH)
+    run = np.repeat(np.arange(start.size), length)
+    c = np.concatenate(([0.0], np.cumsum(x)))
+    third = np.maximum(length // 3, 1)
+    level = (c[start + third] - c[start]) / third
+    index = np.arange(x.size)
+    held = rising[run] & (np.abs(x - level[run]) <= flat)
+    last = np.full(start.size, -1)
+    np.maximum.at(last, run[held], index[held])
+    out = labels.copy()
+    plateau = (last - start >= shortest)[run]
+    out[rising[run] & plateau & (index > last[run])] = HIGH
+    return out
 
 
 def _roles(
@@ -397,6 +440,8 @@ def _roles(
     role = np.full(label.size, State.RUNNING, dtype=np.int8)
     role[label == IDLE] = State.FAILED_IDLE
     low = label == LOW
+    # a held low level left back to idle: a start-up that did not go on (a brief one, a flicker)
+    role[low] = np.where(short[low], State.FAILED_IDLE, State.LOADING)
     role[low & (prev == HIGH) & (nxt == HIGH)] = State.CHECKPOINT
     role[low & (prev == HIGH) & (nxt != HIGH)] = State.STALLED
     rising = low & (prev != HIGH) & (nxt == HIGH)
@@ -444,14 +489,23 @@ def _boundaries(
     run_end = times[np.minimum(runs.start + runs.length, times.size - 1)]
     run_begin = times[runs.start]
     into_ramp = runs.role[1:] == State.RAMP
+    c = np.concatenate(([0.0], np.cumsum(x)))
+    quarter = runs.length // 4
+    middle = (c[runs.start + runs.length - quarter] - c[runs.start + quarter]) / np.maximum(
+        runs.length - 2 * quarter, 1
+    )
+    held_before = np.where(np.isin(runs.role[:-1], HELD), middle[:-1], before)
     for _ in range(2):
         a = _window_median(times, x, edge - 0.5 * w, edge - period, run_begin[:-1], before)
         b = _window_median(
             times, x, edge + w + period, edge + 1.5 * w + period, None, after, run_end[1:]
         )
-        # a ramp has no level near its middle: it rises from the held level to the running one
-        a, b = np.where(into_ramp, before, a), np.where(into_ramp, after, b)
+        # a ramp has no level near its middle: it rises from the level held before it (the
+        # middle half of that run) to the running one
+        a, b = np.where(into_ramp, held_before, a), np.where(into_ramp, after, b)
         crossing = _crossing(times, x, j, 0.5 * (a + b), np.sign(b - a), w)
+        ramps = np.flatnonzero(into_ramp)
+        crossing[ramps] = _rise_crossing(times, x, runs, ramps, 0.5 * (a + b)[ramps])
         edge = crossing - response.delay
     held = np.isin(runs.role, HELD)
     return _kinks(times, x, crossing, a, b, held[:-1] & ~into_ramp, held[1:], sigma, response, edge)
@@ -475,8 +529,8 @@ def _kinks(
     reaches the next held level when the window has filled (``response.full`` later): both
     instants are sharp whatever the signal on the other side does, where the midpoint crossing
     shifts with it. Each is the intercept with the held level of a line through the transition's
-    samples within a third of the level change from it (at least two, above the noise); the
-    midpoint crossing less the delay where there are not two.
+    samples within a third of the level change from it (at least three, above the noise, on a
+    change of twenty times the noise); the midpoint crossing less the delay where not.
     """
     period = times[1] - times[0]
     n = int(np.ceil(response.full / period)) + 2
@@ -488,8 +542,18 @@ def _kinks(
     u = (y - a[:, None]) / change  # 0 at the level before, 1 at the level after
     floor = np.clip(3.0 * sigma / np.abs(change), 0.02, 0.2)  # off the level, above its noise
     c = crossing[:, None]
-    leave = from_held[:, None] & (t < c) & (t >= c - response.full) & (u > floor) & (u < 1 / 3)
-    reach = to_held[:, None] & (t > c) & (t <= c + response.full) & (u < 1 - floor) & (u > 2 / 3)
+    sharp = (np.abs(b - a) > 20.0 * sigma)[:, None]  # else the noise bends the line
+    leave = (
+        sharp & from_held[:, None] & (t < c) & (t >= c - response.full) & (u > floor) & (u < 1 / 3)
+    )
+    reach = (
+        sharp
+        & to_held[:, None]
+        & (t > c)
+        & (t <= c + response.full)
+        & (u < 1 - floor)
+        & (u > 2 / 3)
+    )
     t_leave = _intercept(t, u, leave, 0.0)
     t_reach = _intercept(t, u, reach, 1.0) - response.full
     with warnings.catch_warnings():
@@ -500,16 +564,32 @@ def _kinks(
 
 def _intercept(t: np.ndarray, u: np.ndarray, use: np.ndarray, at: float) -> np.ndarray:
     """Time where the line fitted (least squares) through the ``use`` samples of each row
-    reaches ``u = at``; NaN for a row with fewer than two."""
+    reaches ``u = at``; NaN for a row with fewer than three."""
     n = use.sum(axis=1)
     su, st = np.where(use, u, 0).sum(axis=1), np.where(use, t, 0).sum(axis=1)
     suu = np.where(use, u * u, 0).sum(axis=1)
     stu = np.where(use, t * u, 0).sum(axis=1)
     den = n * suu - su * su
-    ok = (n >= 2) & (np.abs(den) > 1e-12)
+    ok = (n >= 3) & (np.abs(den) > 1e-12)
     slope = np.where(ok, (n * stu - su * st) / np.where(ok, den, 1.0), np.nan)
     with np.errstate(all="ignore"):
         return np.where(ok, st / n + slope * (at - su / n), np.nan)
+
+
+def _rise_crossing(
+    times: np.ndarray, x: np.ndarray, runs: _Runs, ramps: np.ndarray, mid: np.ndarray
+) -> np.ndarray:
+    """Time [s] each rise first reaches ``mid``, searched from the start of the held run before
+    it to the end of its own (a ramp may be long, its middle far from where the band changes);
+    linearly between samples."""
+    out = np.empty(ramps.size)
+    for k, r in enumerate(ramps):  # one per restart
+        lo, hi = runs.start[r], runs.start[r + 1] + runs.length[r + 1]
+        i = lo + int(np.argmax(x[lo:hi] >= mid[k]))
+        i = max(i, 1)
+        frac = (mid[k] - x[i - 1]) / (x[i] - x[i - 1]) if x[i] != x[i - 1] else 1.0
+        out[k] = times[i - 1] + float(np.clip(frac, 0.0, 1.0)) * (times[i] - times[i - 1])
+    return out
 
 
 def _window_median(

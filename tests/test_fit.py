@@ -398,3 +398,52 @@ def test_a_fast_sensor_resolves_the_edges():
     assert edge.resolved and edge.value == pytest.approx(0.3, abs=0.05)
     raw = tomllib.loads(fitted_toml(result, REFERENCE, "fast.csv"))
     assert raw["workload"]["edge_rate"] == pytest.approx(1.0, rel=0.2)
+
+
+def test_a_start_up_level_above_idle_is_found():
+    # processes up but not training hold memory above idle (105 W on the H100, as the start-up
+    # defaults of issue 12 take it) for 20 s before the ramp: a state of its own
+    scenario, _, _, _, board, _ = _truth(6.0)
+    board = board.copy()
+    t = np.arange(board.size) * FINE
+    hold = (t >= 10.0) & (t < IDLE_BEFORE + 10.0)  # the ramp then rises from it
+    board[hold] = np.maximum(board[hold], 105.0)
+    at = np.arange(0.1, SPAN - 0.1, 0.1)
+    noisy = sensors.read(board, FINE, "nvml", at=at) + np.random.default_rng(6).normal(
+        0, 2, at.size
+    )
+    result = fit_cells(at - at[0], noisy[None, :], 1, {"source": "up"}, "nvml", scenario)
+    q = result.quantities
+    assert q["start-up level"].value == pytest.approx(105.0, rel=0.05)
+    # held from 10 s until the model's ramp (80 W to the 632-W mean over 10 s from 30 s) passes
+    # 105 W, 0.45 s into it; within three samples (a 25-W edge in 2 W of noise is soft)
+    shares, watts = scenario.phase_powers()
+    leaves = IDLE_BEFORE + 10.0 * (105.0 - scenario.gpu.idle) / (float(shares @ watts) - 80.0)
+    assert q["start-up time"].value == pytest.approx(leaves - 10.0, abs=0.3)
+    assert q["idle level"].value == pytest.approx(scenario.gpu.idle, rel=0.05)
+    assert list(result.timeline.state[:3]) == [State.FAILED_IDLE, State.LOADING, State.RAMP]
+
+
+def test_a_gpu_that_drops_out_leaves_the_others_to_fit(tmp_path):
+    # gpu3 stops reporting half-way (a GPU dropping out): the others carry the fit
+    _, derived, *_ = _truth(6.0)
+    frame = _trace(6.0, 0.1)
+    gone = (frame["channel"] == "gpu3") & (frame["time"] > START + np.timedelta64(450, "s"))
+    path = write(frame[~gone], tmp_path / "smi.csv", "nvidia-smi")
+    result = fit(*_read(path), None, REFERENCE)
+    q = result.quantities
+    assert q["checkpoint count"].value == 5
+    assert q["checkpoint stall"].value == pytest.approx(derived.checkpoint_stall, abs=0.1)
+    assert q["compute level"].value == pytest.approx(700.0, rel=0.05)
+
+
+def test_the_cli_prints_the_fit_and_writes_a_scenario_that_validates(tmp_path, capsys):
+    path = write(_trace(6.0, 0.1), tmp_path / "smi.csv", "nvidia-smi")
+    out = tmp_path / "fitted.toml"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TelemetryWarning)
+        assert cli.main(["fit", str(path), "-o", str(out), "--period", "100ms"]) == 0
+    printed = capsys.readouterr()
+    assert "quantity" in printed.out and "energy per GPU" in printed.out
+    assert f"wrote {out}" in printed.out
+    assert cli.main(["validate", str(out)]) == 0
