@@ -345,29 +345,23 @@ def detect(
         found = {"run_threshold": -np.inf, "idle_level": np.nan, "low_level": np.nan}
         return one, {**found, "noise": _noise(x), "period": period}
     t_run = _otsu(x)
-    sigma = _noise(x, x < t_run)
-    low_vals = x[x < t_run]
-    high_level = float(np.median(x[x >= t_run]))
-    levels = _low_levels(low_vals, sigma, high_level - low_vals.min()) if low_vals.size else []
-    # idle is the lowest held level; any distinct one above it (start-up, stalled) is the low
-    # band, whose runs read as states by what surrounds them
-    apart = np.flatnonzero(
-        np.asarray(levels) - (levels[0] if len(levels) else 0.0)
-        > max(6.0 * sigma, 0.02 * high_level)
-    )
-    two = apart.size > 0
-    t_idle = 0.5 * (levels[0] + levels[apart[0]]) if two else -np.inf
-    labels = np.where(x >= t_run, HIGH, np.where(x >= t_idle, LOW, IDLE)).astype(np.int8)
-    flat = max(6.0 * sigma, 0.1 * (t_run - x.min()))
-    labels = _despeckle(labels, max(1, round(0.2 * response.window / period)))
-    labels = _split_rises(labels, x, flat, int(3.0 * response.window / period))
-    runs = _roles(labels, x, two, period, response.window, flat)
-    ck = runs.role == State.CHECKPOINT
-    if ck.sum() >= 3 and np.median(np.diff(runs.start[ck])) < 5 * np.median(runs.length[ck]):
-        # dips a few of their lengths apart are the iteration's troughs, not checkpoint stalls
-        runs = _roles(np.where(labels == LOW, HIGH, labels), x, two, period, response.window, flat)
-
-    if not two and levels is not None and len(levels):
+    running = _Runs(np.zeros(1, np.int64), np.full(1, x.size), np.full(1, State.RUNNING, np.int8))
+    for _ in range(3):  # at most twice, a band of the iteration's troughs is split off
+        labels, runs, levels, two, sigma, high_level = _bands(x, t_run, period, response)
+        trough = _trough_level(x, labels)
+        if not np.isfinite(trough):
+            break
+        # dips a few of their lengths apart are the iteration's troughs, not checkpoint stalls:
+        # the running band reaches down to them, and any held level lies well below them
+        below = x[x < t_run]
+        t_next = _otsu(below) if below.size >= MIN_SAMPLES else np.inf
+        if not t_next < trough - max(10.0 * sigma, 0.05 * abs(trough)):
+            runs = running  # troughs all the way down: no state but running
+            break
+        t_run = t_next
+    else:
+        runs = running
+    if not two and levels.size:
         idle_level = low_level = float(levels[0])
     elif two:
         idle_level, low_level = float(levels[0]), float(levels[-1])
@@ -387,6 +381,45 @@ def detect(
         "period": period,
     }
     return timeline, found
+
+
+def _trough_level(x: np.ndarray, labels: np.ndarray) -> float:
+    """The level of the dips below the running band (runs between two running runs) if they
+    recur a few of their own lengths apart, as the iteration's troughs do (stalls come minutes
+    apart); NaN if they do not. [W]"""
+    start, length, high = _runs((labels == HIGH).astype(np.int8))  # any level below: a dip
+    dip = np.zeros(high.size, bool)
+    dip[1:-1] = high[1:-1] == 0
+    if dip.sum() < 3 or not np.median(np.diff(start[dip])) < 5 * np.median(length[dip]):
+        return np.nan
+    return float(np.median(x[np.repeat(dip, length)]))
+
+
+def _bands(
+    x: np.ndarray, t_run: float, period: float, response: StepResponse
+) -> tuple[np.ndarray, _Runs, np.ndarray, bool, float, float]:
+    """Samples labelled by band at the running threshold ``t_run`` [W] and read as states:
+    labels, runs, the held levels below the running band, whether idle has another held level
+    above it, the noise and the running band's median."""
+    sigma = _noise(x, x < t_run)
+    low_vals = x[x < t_run]
+    high_level = float(np.median(x[x >= t_run]))
+    levels = (
+        _low_levels(low_vals, sigma, high_level - low_vals.min()) if low_vals.size else np.empty(0)
+    )
+    # idle is the lowest held level; any distinct one above it (start-up, stalled) is the low
+    # band, whose runs read as states by what surrounds them
+    apart = np.flatnonzero(
+        levels - (levels[0] if levels.size else 0.0) > max(6.0 * sigma, 0.02 * high_level)
+    )
+    two = apart.size > 0
+    t_idle = 0.5 * (levels[0] + levels[apart[0]]) if two else -np.inf
+    labels = np.where(x >= t_run, HIGH, np.where(x >= t_idle, LOW, IDLE)).astype(np.int8)
+    flat = max(6.0 * sigma, 0.1 * (t_run - x.min()))
+    labels = _despeckle(labels, max(1, round(0.2 * response.window / period)))
+    labels = _split_rises(labels, x, flat, int(3.0 * response.window / period))
+    runs = _roles(labels, x, two, period, response.window, flat)
+    return labels, runs, levels, two, sigma, high_level
 
 
 def _despeckle(labels: np.ndarray, longest: int) -> np.ndarray:

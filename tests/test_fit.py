@@ -447,3 +447,38 @@ def test_the_cli_prints_the_fit_and_writes_a_scenario_that_validates(tmp_path, c
     assert "quantity" in printed.out and "energy per GPU" in printed.out
     assert f"wrote {out}" in printed.out
     assert cli.main(["validate", str(out)]) == 0
+
+
+def test_an_hour_of_mostly_training_still_tells_troughs_from_stalls():
+    # over an hour the running state dominates: the first split of the levels falls between
+    # compute and communication; the troughs recur every step, so the split moves below them
+    scenario, derived, *_ = _truth(6.0)
+    cells, rate = shape_tables(scenario, derived)
+    span = 3600.0
+    cycle = derived.checkpoint_interval + derived.checkpoint_stall
+    begin = IDLE_BEFORE + 10.0 + np.arange(np.ceil((span - IDLE_BEFORE - 10.0) / cycle)) * cycle
+    start = np.concatenate(
+        (
+            [0.0, IDLE_BEFORE],
+            np.ravel(np.column_stack((begin, begin + derived.checkpoint_interval))),
+        )
+    )
+    state = np.concatenate(
+        ([State.FAILED_IDLE, State.RAMP], np.tile([State.RUNNING, State.CHECKPOINT], begin.size))
+    ).astype(np.int64)
+    state, start = state[start < span], start[start < span]
+    edges = np.arange(int(span / 0.02) + 1) * 0.02
+    table = render.cumulative_tables(cells[:1] * 1e6 / scenario.cluster.n_gpus)
+    board = render.interval_means(start, state, rate, table, edges)[0]
+    at = np.arange(0.1, span - 0.1, 0.1)
+    rng = np.random.default_rng(8)
+    noisy = sensors.read(board, 0.02, "nvml", at=at) + rng.normal(0, NOISE, (2, at.size))
+    result = fit_cells(at - at[0], noisy, 2, {"source": "hour"}, "nvml", scenario)
+    q = result.quantities
+    # every whole stall between two running stretches (the last may be cut by the end)
+    whole = np.count_nonzero(
+        (state == State.CHECKPOINT) & (start + derived.checkpoint_stall < at[-1])
+    )
+    assert q["checkpoint count"].value == whole
+    assert q["step time"].value == pytest.approx(6.0, rel=0.05)
+    assert q["checkpoint stall"].value == pytest.approx(derived.checkpoint_stall, abs=0.1)
