@@ -23,10 +23,13 @@ from powermodel._version import __version__
 from powermodel.analysis import max_swing, metrics, resample_factor, swing_resolved
 from powermodel.errors import PowerModelError
 from powermodel.facility import design_conditions, design_day
+from powermodel.fit import REFERENCE, summary
+from powermodel.fit_report import comparison_table, fit_trace
+from powermodel.iotools.telemetry import FORMATS
 from powermodel.reference import keys as scenario_keys
 from powermodel.reference import text as keys_text
 from powermodel.rules import describe, load_rules, rule_names
-from powermodel.scenario import format_duration, load_scenario, presets
+from powermodel.scenario import format_duration, load_scenario, parse_duration, presets
 from powermodel.sensitivity import check_seeds, check_sensitivity, seed_count, sensitivity
 from powermodel.simulate import SENSORS, preflight, simulate
 
@@ -152,6 +155,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     exporting.set_defaults(func=_export)
 
+    fitting = sub.add_parser(
+        "fit",
+        parents=[common],
+        help="calibrate a scenario on a measured GPU or meter trace (docs: guides/fit)",
+    )
+    fitting.add_argument("trace", help="nvidia-smi log, dcgmi dmon, dcgm-exporter or meter CSV")
+    fitting.add_argument("--format", choices=FORMATS, help="the trace's format (default: detected)")
+    fitting.add_argument("--period", help="sampling period, e.g. 100ms (needed by dcgmi dmon)")
+    fitting.add_argument(
+        "--gpus-per-node", type=int, help="GPUs behind each channel of a meter trace"
+    )
+    fitting.add_argument("--preset", default=REFERENCE, help=f"preset to extend ({REFERENCE})")
+    fitting.add_argument(
+        "--sensor",
+        help="the chain the trace was read through (default: NVML's 1-s average, or an "
+        "instantaneous sample for power.draw.instant)",
+    )
+    fitting.add_argument("-o", "--output", required=True, help="the fitted scenario (.toml)")
+    fitting.add_argument("--report", help="write an HTML report of measured vs re-simulated")
+    fitting.set_defaults(func=_fit)
     again = sub.add_parser(
         "reproduce",
         parents=[common],
@@ -296,6 +319,28 @@ def _export(args: argparse.Namespace) -> int:
     files = export.export_tool(simulate(scenario), args.to, args.output, args.resample)
     for path in files:
         print(f"wrote {path}")
+    return 0
+
+
+def _fit(args: argparse.Namespace) -> int:
+    run = fit_trace(
+        args.trace,
+        args.output,
+        format=args.format,
+        period=parse_duration(args.period) if args.period else None,
+        gpus_per_node=args.gpus_per_node,
+        preset=args.preset,
+        sensor=args.sensor,
+        report=args.report,
+    )
+    for warning in run.result.warnings:
+        print(f"powermodel: warning: {warning}", file=sys.stderr)
+    print(_table(summary(run.result)))
+    print()
+    print(_table(comparison_table(run.numbers)))
+    print(f"wrote {args.output}")
+    if args.report:
+        print(f"wrote {args.report}")
     return 0
 
 

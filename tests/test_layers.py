@@ -22,6 +22,8 @@ LAYERS = (
         "powermodel.sensitivity",
         "powermodel.sizing",
         "powermodel.calibration",
+        "powermodel.fit",
+        "powermodel.fit_report",
         "powermodel.reproduce",
     ),
     ("powermodel.cli", "powermodel.webapp"),

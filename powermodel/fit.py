@@ -1,0 +1,1441 @@
+"""Calibration from a user's own telemetry: detect a training job's states in a measured trace,
+estimate each state's level and the job's timing through the sensor chain that recorded it, and
+write a scenario that extends a preset with the fitted values.
+
+A GPU trace (NVML, DCGM) gives each GPU's board power; a node, rack or PDU meter gives the AC
+power of the nodes behind it, from which a per-GPU level follows only through the preset's PSU
+curve and rest-of-node power (``--gpus-per-node``). Everything is estimated on the *sensor's*
+view: a quantity that the chain's averaging hides (a step shorter than about four averaging
+windows, an edge faster than a quarter window) is reported as unresolved and left at the preset's
+value, while what the averaging keeps exactly (the mean running level) is still fitted.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import tomli_w
+from scipy.ndimage import median_filter
+from scipy.signal import fftconvolve, find_peaks
+
+from powermodel.durations import format_duration
+from powermodel.errors import DataFileError, PowerModelError
+from powermodel.iotools.telemetry import to_grid
+from powermodel.models import sensors, workload
+from powermodel.models.events import State
+from powermodel.scenario import Scenario, load_scenario
+from powermodel.simulate import derive
+
+__all__ = [
+    "MAX_CELLS",
+    "MAX_CHANNELS",
+    "REFERENCE",
+    "Fit",
+    "chain_of",
+    "Quantity",
+    "Timeline",
+    "detect",
+    "fit",
+    "fit_cells",
+    "fitted_toml",
+    "per_gpu_signal",
+    "step_response",
+    "summary",
+]
+
+REFERENCE = "llama3-405b-16k-h100"  # the preset a fit extends by default
+MAX_CHANNELS = 4096  # GPUs or meters in one trace
+MAX_METER_GPUS = 100_000  # GPUs behind one meter channel (a whole hall's feeder)
+MAX_CELLS = 50_000_000  # channel × sample cells of the gridded trace (400 MB of float64)
+PROBE_STEPS = 20_000  # grid steps of the probe of a sensor's step response, at most
+MIN_SAMPLES = 20  # a trace shorter than this holds no state to fit
+MIN_SPREAD = 0.002  # a step-to-step spread below this is written as none (variation off)
+RESOLVE_WINDOWS = 4.0  # a step resolves when it spans this many averaging windows
+FOLD_BINS = 64  # phase bins of a folded running profile
+FOLD_SAMPLES = 50_000  # samples folded at most (the longest running segments first)
+FOLD_CHUNK = 16  # candidate periods folded at once
+RAMP_SAMPLES = 20_000  # samples of the rises a start-up ramp is fitted to, at most
+DUTY = np.linspace(0.03, 0.97, 95)  # compute shares tried
+EDGES = np.array([0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0])  # edge durations tried [s]
+RAMPS = np.concatenate(([0.0], np.geomspace(0.1, 3600.0, 120)))  # start-up ramps tried [s]
+IDLE, LOW, HIGH = 0, 1, 2  # sample labels: idle band, stalled band, running band
+HELD = (State.FAILED_IDLE, State.CHECKPOINT, State.STALLED, State.LOADING)  # flat levels
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """One fitted quantity: its value (None when unresolved), how it was found or why not, and
+    the scenario key it is written to (None: reported only)."""
+
+    name: str
+    value: float | None
+    unit: str
+    resolved: bool
+    how: str
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The job states found in a trace: segment ``i`` spans ``[start[i], start[i+1])`` [s from
+    the trace's first sample], with :class:`~powermodel.models.events.State` codes; idle before
+    and between runs is ``FAILED_IDLE``, a start-up level above idle ``LOADING``."""
+
+    start: np.ndarray
+    state: np.ndarray
+    duration: float
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(np.append(self.start, self.duration))
+
+    def count(self, state: State) -> int:
+        return int(np.count_nonzero(self.state == state))
+
+
+@dataclass(frozen=True)
+class StepResponse:
+    """A sensor chain's response to a unit step at time 0, sampled every ``dt`` [s]."""
+
+    dt: float
+    values: np.ndarray
+    delay: float  # time to half the step [s]
+    settle: float  # time to 99 % of the step [s]
+    full: float  # time to 99.9 % of the step: a moving average's window [s]
+
+    @property
+    def window(self) -> float:
+        """The chain's averaging window: twice its half-step delay (a moving average's
+        length). [s]"""
+        return 2.0 * self.delay
+
+    def kernel(self, dt: float, n: int | None = None) -> np.ndarray:
+        """Impulse response as weights on a grid of step ``dt`` [s] (sums to 1); ``n`` cells
+        (default: until it settles)."""
+        n = int(np.ceil(self.settle / dt)) + 1 if n is None else n
+        t = np.arange(n + 1) * dt
+        cum = np.interp(t, np.arange(self.values.size) * self.dt, self.values, right=1.0)
+        return np.diff(cum)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """What a trace shows of a job, through its sensor."""
+
+    source: str
+    sensor: sensors.Sensor
+    kind: str
+    start: np.datetime64
+    period: float  # sampling [s]
+    n_gpus: int
+    times: np.ndarray  # s from start
+    power: np.ndarray  # W per GPU, the channels' mean (NaN where none reported)
+    timeline: Timeline
+    quantities: dict[str, Quantity]
+    response: StepResponse
+    warnings: tuple[str, ...]
+
+    def value(self, name: str, default: float | None = None) -> float | None:
+        q = self.quantities.get(name)
+        return q.value if q is not None and q.resolved else default
+
+
+def step_response(sensor: str | sensors.Sensor, period: float) -> StepResponse:
+    """The chain's response to a unit step, through :func:`powermodel.models.sensors.read`.
+
+    The chain is probed, not assumed: whatever averaging or filter the sensor applies, the fit
+    sees it as this response (linear and time-invariant chains; a block-average meter's is its
+    mean over the block's phase).
+    """
+    horizon = max(30.0, 40.0 * period)
+    for _ in range(8):  # widen until the chain settles: a handful of tries, not a loop on data
+        dt = max(min(period, 0.05) / 5.0, horizon / PROBE_STEPS)  # at most PROBE_STEPS
+        n = int(np.ceil(horizon / dt))
+        values = np.concatenate((np.zeros(n), np.ones(n)))
+        y = np.asarray(sensors.read(values, dt, sensor, at=(n + np.arange(n)) * dt), dtype=float)
+        if abs(y[-1] - 1.0) < 1e-3:
+            break
+        horizon *= 4.0
+    else:
+        raise PowerModelError(f"the sensor chain {sensor!r} does not settle to a step")
+    t = np.arange(y.size) * dt
+    return StepResponse(
+        dt=dt,
+        values=y,
+        delay=float(np.interp(0.5, np.maximum.accumulate(y), t)),
+        settle=float(t[np.argmax(y >= 0.99)]),
+        full=float(t[np.argmax(y >= 0.999)]),
+    )
+
+
+def per_gpu_signal(
+    data: pd.DataFrame,
+    meta: dict,
+    scenario: Scenario,
+    period: float | None = None,
+    gpus_per_node: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, int, np.datetime64]:
+    """The trace on a uniform grid as per-GPU power [W].
+
+    Returns ``(times [s from the first sample], cells (channel × time) [W per GPU], GPU count,
+    the first sample's time)``. A GPU trace is read as it is. A meter channel holds the AC
+    power of ``gpus_per_node`` GPUs (``N / cluster.gpus_per_node`` nodes of the preset): its DC
+    power through the inverse of the preset's PSU curve, less the preset's rest-of-node power,
+    shared by its GPUs.
+    """
+    n_rows, channels = len(data), list(meta.get("channels", []))
+    if not 0 < len(channels) <= MAX_CHANNELS:
+        raise DataFileError(
+            f"{meta.get('source', 'the trace')}: {len(channels)} channels; the fit takes 1 to "
+            f"{MAX_CHANNELS:,} GPUs or meters (fit a subset)"
+        )
+    step = float(period or meta.get("step") or 0.0)
+    if not step > 0.0:
+        raise DataFileError("the trace has no sampling period: give --period")
+    span = n_rows and (data["time"].max() - data["time"].min()) / np.timedelta64(1, "s")
+    cells = len(channels) * (span / step + 1.0)
+    if cells > MAX_CELLS:
+        raise DataFileError(
+            f"{meta.get('source', 'the trace')}: {len(channels)} channels over "
+            f"{format_duration(span)} at {format_duration(step)} make {cells:,.0f} cells, more "
+            f"than {MAX_CELLS:,}: fit a shorter span or fewer channels, or a coarser --period"
+        )
+    grid = to_grid(data, step=step)
+    values = np.asarray(grid.values, dtype=float)
+    if values.shape[-1] < MIN_SAMPLES:
+        raise DataFileError(
+            f"{meta.get('source', 'the trace')}: {values.shape[-1]} samples; the fit needs at "
+            f"least {MIN_SAMPLES}"
+        )
+    time = grid["time"].values
+    times = (time - time[0]) / np.timedelta64(1, "s")
+    n_gpus = len(channels)
+    if meta.get("kind") == "meter":
+        if gpus_per_node is not None and not 1 <= gpus_per_node <= MAX_METER_GPUS:
+            raise PowerModelError(
+                f"--gpus-per-node {gpus_per_node}: a meter channel feeds 1 to "
+                f"{MAX_METER_GPUS:,} GPUs"
+            )
+        if gpus_per_node is None:
+            raise PowerModelError(
+                "a meter trace reads nodes, not GPUs: give --gpus-per-node N, the GPUs behind "
+                "each meter channel"
+            )
+        values = _meter_to_gpu(values, scenario, gpus_per_node)
+        n_gpus = len(channels) * gpus_per_node
+    return times, values, n_gpus, time[0]
+
+
+def _meter_to_gpu(values: np.ndarray, scenario: Scenario, gpus: int) -> np.ndarray:
+    """AC power of meter channels [W] as the power of each GPU behind them [W]."""
+    cl = scenario.cluster
+    if gpus % cl.gpus_per_node:
+        raise PowerModelError(
+            f"--gpus-per-node {gpus}: a meter feeds whole nodes of the preset's "
+            f"{cl.gpus_per_node} GPUs (cluster.gpus_per_node); give a multiple of it"
+        )
+    nodes = gpus // cl.gpus_per_node
+    dc = np.linspace(0.0, 2.0 * cl.psu.capacity, 4001)
+    ac = cl.psu.input_power(dc)
+    node_dc = np.interp(values / nodes, ac, dc)
+    return (node_dc - cl.rest_power_active) / cl.gpus_per_node
+
+
+# --- detection ----------------------------------------------------------------------------
+
+
+def _otsu(x: np.ndarray, bins: int = 256) -> float:
+    """Threshold that best splits ``x`` into two classes (Otsu): the largest between-class
+    variance over a histogram."""
+    counts, edges = np.histogram(x, bins=bins)
+    centre = 0.5 * (edges[1:] + edges[:-1])
+    w0 = np.cumsum(counts)
+    w1 = w0[-1] - w0
+    s0 = np.cumsum(counts * centre)
+    with np.errstate(all="ignore"):
+        m0, m1 = s0 / w0, (s0[-1] - s0) / w1
+        between = w0 * w1 * (m0 - m1) ** 2
+    return float(edges[1:][np.nanargmax(np.where(w1 > 0, between, -1.0))])
+
+
+def _low_levels(low: np.ndarray, sigma: float, span: float) -> np.ndarray:
+    """Plateau levels among the samples below the running band, lowest first: the (at most
+    three) most prominent peaks of their histogram (a level held for a while is a peak; a
+    transition through the band is not)."""
+    width = max(2.0 * sigma, span / 400.0, 1e-6)
+    edges = np.arange(low.min() - width, low.max() + 2.0 * width, width)
+    counts, edges = np.histogram(low, bins=edges)
+    smooth = np.convolve(counts, np.ones(3) / 3.0, mode="same")
+    peaks, props = find_peaks(
+        np.concatenate(([0.0], smooth, [0.0])), prominence=max(3.0, 0.05 * smooth.max())
+    )
+    peaks -= 1
+    top = peaks[np.argsort(props["prominences"])[::-1][:3]]  # idle, start-up, stalled at most
+    return np.sort(0.5 * (edges[top] + edges[top + 1]))
+
+
+def _flat(x: np.ndarray, start: np.ndarray, length: np.ndarray, tolerance: float) -> np.ndarray:
+    """Whether each run holds a level: the means of its first and last thirds agree within
+    ``tolerance`` (a ramp crossing a band does not)."""
+    c = np.concatenate(([0.0], np.cumsum(x)))
+    third = np.maximum(length // 3, 1)
+    first = (c[start + third] - c[start]) / third
+    last = (c[start + length] - c[start + length - third]) / third
+    return np.abs(last - first) <= tolerance
+
+
+def _runs(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run-length code: start index, length and label of each run."""
+    start = np.flatnonzero(np.diff(labels, prepend=labels[0] - 1))
+    length = np.diff(np.append(start, labels.size))
+    return start, length, labels[start]
+
+
+def _noise(x: np.ndarray, where: np.ndarray | None = None) -> float:
+    """Sample noise of a signal: the median absolute first difference (robust to its steps),
+    over the pairs of samples both in ``where`` (held states: no swing to mistake for noise)."""
+    d = np.diff(x)
+    if where is not None and np.count_nonzero(where[1:] & where[:-1]) > 10:
+        d = d[where[1:] & where[:-1]]
+    return float(1.4826 * np.median(np.abs(d - np.median(d))) / np.sqrt(2.0))
+
+
+@dataclass(frozen=True)
+class _Runs:
+    """Labelled runs of a trace after the grammar: start index, length, role."""
+
+    start: np.ndarray
+    length: np.ndarray
+    role: np.ndarray  # State codes; RAMP marks a rise from idle (or start-up) into running
+
+
+def detect(
+    times: np.ndarray, x: np.ndarray, response: StepResponse
+) -> tuple[Timeline, dict[str, float]]:
+    """The job's states over a per-GPU power signal sampled at ``times`` [s] through a chain of
+    step response ``response``.
+
+    Returns the timeline (raw state boundaries: the chain's delay taken off each crossing) and
+    the band thresholds and levels found (``run_threshold``, ``idle_level``, ``low_level``,
+    ``noise``) [W].
+
+    Notes
+    -----
+    Samples split into a running band and a low band at Otsu's threshold; the low band's
+    histogram peaks are the held levels (idle, stalled). Runs of labels then read as states by
+    what surrounds them: low between two running runs is a checkpoint stall; low from running
+    into idle is a failure's teardown (survivors spinning); idle is idle; a held level between
+    idle and running, longer than three windows, is a start-up; running after idle or start-up
+    begins with the start-up ramp. Each boundary is the crossing of the midpoint of the levels
+    either side, less the chain's half-step delay (exact for a symmetric averaging window).
+    """
+    period = float(np.median(np.diff(times)))
+    duration = float(times[-1] - times[0] + period)
+    held = median_filter(x, 5, mode="nearest")  # a lone outlier is no state
+    spread = float(held.max() - held.min())
+    if not spread > max(10.0 * _noise(x), 0.05 * abs(float(np.median(x)))):
+        # one level throughout: no change of state tells idle from running; read as running
+        one = Timeline(
+            start=np.zeros(1), state=np.full(1, State.RUNNING, np.int8), duration=duration
+        )
+        found = {"run_threshold": -np.inf, "idle_level": np.nan, "low_level": np.nan}
+        return one, {**found, "noise": _noise(x), "period": period}
+    t_run = _otsu(x)
+    running = _Runs(np.zeros(1, np.int64), np.full(1, x.size), np.full(1, State.RUNNING, np.int8))
+    for _ in range(3):  # at most twice, a band of the iteration's troughs is split off
+        labels, runs, levels, two, sigma, high_level = _bands(x, t_run, period, response)
+        trough = _trough_level(x, labels)
+        if not np.isfinite(trough):
+            break
+        # dips a few of their lengths apart are the iteration's troughs, not checkpoint stalls:
+        # the running band reaches down to them, and any held level lies well below them
+        below = x[x < t_run]
+        t_next = _otsu(below) if below.size >= MIN_SAMPLES else np.inf
+        if not t_next < trough - max(10.0 * sigma, 0.05 * abs(trough)):
+            runs = running  # troughs all the way down: no state but running
+            break
+        t_run = t_next
+    else:
+        runs = running
+    if not two and levels.size:
+        idle_level = low_level = float(levels[0])
+    elif two:
+        idle_level, low_level = float(levels[0]), float(levels[-1])
+    else:
+        idle_level = low_level = np.nan
+    bounds = _boundaries(times, x, runs, response, high_level, idle_level, low_level, sigma)
+    timeline = Timeline(
+        start=np.concatenate(([times[0]], bounds)) - times[0],
+        state=runs.role.copy(),
+        duration=duration,
+    )
+    found = {
+        "run_threshold": t_run,
+        "idle_level": idle_level,
+        "low_level": low_level,
+        "noise": sigma,
+        "period": period,
+    }
+    return timeline, found
+
+
+def _trough_level(x: np.ndarray, labels: np.ndarray) -> float:
+    """The level of the dips below the running band (runs between two running runs) if they
+    recur a few of their own lengths apart, as the iteration's troughs do (stalls come minutes
+    apart); NaN if they do not. [W]"""
+    start, length, high = _runs((labels == HIGH).astype(np.int8))  # any level below: a dip
+    dip = np.zeros(high.size, bool)
+    dip[1:-1] = high[1:-1] == 0
+    if dip.sum() < 3 or not np.median(np.diff(start[dip])) < 5 * np.median(length[dip]):
+        return np.nan
+    return float(np.median(x[np.repeat(dip, length)]))
+
+
+def _bands(
+    x: np.ndarray, t_run: float, period: float, response: StepResponse
+) -> tuple[np.ndarray, _Runs, np.ndarray, bool, float, float]:
+    """Samples labelled by band at the running threshold ``t_run`` [W] and read as states:
+    labels, runs, the held levels below the running band, whether idle has another held level
+    above it, the noise and the running band's median."""
+    sigma = _noise(x, x < t_run)
+    low_vals = x[x < t_run]
+    high_level = float(np.median(x[x >= t_run]))
+    levels = (
+        _low_levels(low_vals, sigma, high_level - low_vals.min()) if low_vals.size else np.empty(0)
+    )
+    # idle is the lowest held level; any distinct one above it (start-up, stalled) is the low
+    # band, whose runs read as states by what surrounds them
+    apart = np.flatnonzero(
+        levels - (levels[0] if levels.size else 0.0) > max(6.0 * sigma, 0.02 * high_level)
+    )
+    two = apart.size > 0
+    t_idle = 0.5 * (levels[0] + levels[apart[0]]) if two else -np.inf
+    labels = np.where(x >= t_run, HIGH, np.where(x >= t_idle, LOW, IDLE)).astype(np.int8)
+    flat = max(6.0 * sigma, 0.1 * (t_run - x.min()))
+    labels = _despeckle(labels, max(1, round(0.2 * response.window / period)))
+    labels = _split_rises(labels, x, flat, int(3.0 * response.window / period))
+    runs = _roles(labels, x, two, period, response.window, flat)
+    return labels, runs, levels, two, sigma, high_level
+
+
+def _despeckle(labels: np.ndarray, longest: int) -> np.ndarray:
+    """Labels with runs of at most ``longest`` samples between two runs of one label given that
+    label: noise flickering across a band's edge, not a state."""
+    start, length, label = _runs(labels)
+    same = np.zeros(label.size, bool)
+    same[1:-1] = label[:-2] == label[2:]
+    speck = same & (length <= longest)
+    fixed = np.where(speck, np.roll(label, 1), label)
+    return np.repeat(fixed, length).astype(labels.dtype)
+
+
+def _split_rises(labels: np.ndarray, x: np.ndarray, flat: float, shortest: int) -> np.ndarray:
+    """Labels with the rise out of a held low level into running given to the running band: a
+    start-up level and the ramp's lower part fall in the same band, so the run ends where the
+    signal last lies within ``flat`` of the level its first third holds, if it held that level
+    for ``shortest`` samples (a ramp that crosses the band alone is left to the rise)."""
+    start, length, label = _runs(labels)
+    prev = np.concatenate(([-1], label[:-1]))
+    nxt = np.concatenate((label[1:], [-1]))
+    rising = (label == LOW) & (prev != HIGH) & (nxt == HIGH)
+    run = np.repeat(np.arange(start.size), length)
+    c = np.concatenate(([0.0], np.cumsum(x)))
+    third = np.maximum(length // 3, 1)
+    level = (c[start + third] - c[start]) / third
+    index = np.arange(x.size)
+    held = rising[run] & (np.abs(x - level[run]) <= flat)
+    last = np.full(start.size, -1)
+    np.maximum.at(last, run[held], index[held])
+    out = labels.copy()
+    plateau = (last - start >= shortest)[run]
+    out[rising[run] & plateau & (index > last[run])] = HIGH
+    return out
+
+
+def _roles(
+    labels: np.ndarray, x: np.ndarray, two: bool, period: float, window: float, flat: float
+) -> _Runs:
+    """Runs of sample labels read as states by what surrounds them (see :func:`detect`)."""
+    start, length, label = _runs(labels)
+    prev = np.concatenate(([-1], label[:-1]))
+    nxt = np.concatenate((label[1:], [-1]))
+    short = length * period < window + 2.0 * period
+    if not two:  # one held level: stalls if always between running runs, else idle
+        inner = (label == LOW) & (prev >= 0) & (nxt >= 0)
+        if np.any(inner & ((prev != HIGH) | (nxt != HIGH))):
+            label = np.where(label == LOW, IDLE, label)
+        else:  # held from the trace's start or to its end: idle before or after the job
+            label = np.where((label == LOW) & ((prev < 0) | (nxt < 0)) & ~short, IDLE, label)
+    role = np.full(label.size, State.RUNNING, dtype=np.int8)
+    role[label == IDLE] = State.FAILED_IDLE
+    low = label == LOW
+    # a held low level left back to idle: a start-up that did not go on (a brief one, a flicker)
+    role[low] = np.where(short[low], State.FAILED_IDLE, State.LOADING)
+    role[low & (prev == HIGH) & (nxt == HIGH)] = State.CHECKPOINT
+    role[low & (prev == HIGH) & (nxt != HIGH)] = State.STALLED
+    rising = low & (prev != HIGH) & (nxt == HIGH)
+    short |= rising & ~_flat(x, start, length, flat)
+    role[rising & ~short] = State.LOADING
+    role[low & (prev == -1) & (nxt != HIGH)] = State.FAILED_IDLE  # trace starts in a held level
+    role[low & (prev == -1) & (nxt == HIGH) & short] = State.CHECKPOINT  # cut by the start
+    # a short level crossed on the way up is the ramp's, not a state: merge it into the rise
+    keep = ~(rising & short)
+    ramp_after = np.zeros(label.size, bool)
+    ramp_after[1:] = (label[1:] == HIGH) & np.isin(role[:-1], (State.FAILED_IDLE, State.LOADING))
+    ramp_after[1:] |= (label[1:] == HIGH) & rising[:-1] & short[:-1]
+    role[ramp_after] = State.RAMP
+    return _Runs(start[keep], length[keep], role[keep])
+
+
+def _level_of(role: np.ndarray, high: float, idle: float, low: float) -> np.ndarray:
+    out = np.full(role.size, high)
+    out[role == State.FAILED_IDLE] = idle
+    out[np.isin(role, (State.CHECKPOINT, State.STALLED, State.LOADING))] = low
+    return out
+
+
+def _boundaries(
+    times: np.ndarray,
+    x: np.ndarray,
+    runs: _Runs,
+    response: StepResponse,
+    high: float,
+    idle: float,
+    low: float,
+    sigma: float,
+) -> np.ndarray:
+    """Raw time of each boundary between runs: where the sensor's view crosses the midpoint of
+    the levels held either side (measured just outside the transition), less the chain's delay.
+    Two passes: the first places the windows the second measures the local levels in."""
+    j = runs.start[1:]
+    if j.size == 0:
+        return np.empty(0)
+    period = times[1] - times[0]
+    level = _level_of(runs.role, high, idle, low)
+    before, after = level[:-1], level[1:]
+    w = response.window
+    edge = times[j] - response.delay
+    run_end = times[np.minimum(runs.start + runs.length, times.size - 1)]
+    run_begin = times[runs.start]
+    into_ramp = runs.role[1:] == State.RAMP
+    c = np.concatenate(([0.0], np.cumsum(x)))
+    quarter = runs.length // 4
+    middle = (c[runs.start + runs.length - quarter] - c[runs.start + quarter]) / np.maximum(
+        runs.length - 2 * quarter, 1
+    )
+    held_before = np.where(np.isin(runs.role[:-1], HELD), middle[:-1], before)
+    for _ in range(2):
+        a = _window_median(times, x, edge - 0.5 * w, edge - period, run_begin[:-1], before)
+        b = _window_median(
+            times, x, edge + w + period, edge + 1.5 * w + period, None, after, run_end[1:]
+        )
+        # a ramp has no level near its middle: it rises from the level held before it (the
+        # middle half of that run) to the running one
+        a, b = np.where(into_ramp, held_before, a), np.where(into_ramp, after, b)
+        crossing = _crossing(times, x, j, 0.5 * (a + b), np.sign(b - a), w)
+        ramps = np.flatnonzero(into_ramp)
+        crossing[ramps] = _rise_crossing(times, x, runs, ramps, 0.5 * (a + b)[ramps])
+        edge = crossing - response.delay
+    held = np.isin(runs.role, HELD)
+    return _kinks(times, x, crossing, a, b, held[:-1] & ~into_ramp, held[1:], sigma, response, edge)
+
+
+def _kinks(
+    times: np.ndarray,
+    x: np.ndarray,
+    crossing: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    from_held: np.ndarray,
+    to_held: np.ndarray,
+    sigma: float,
+    response: StepResponse,
+    fallback: np.ndarray,
+) -> np.ndarray:
+    """Boundaries [s] found where the sensor's view leaves or reaches a held level.
+
+    Through an averaging window the view leaves a held level at the raw boundary itself and
+    reaches the next held level when the window has filled (``response.full`` later): both
+    instants are sharp whatever the signal on the other side does, where the midpoint crossing
+    shifts with it. Each is the intercept with the held level of a line through the transition's
+    samples within a third of the level change from it (at least three, above the noise, on a
+    change of twenty times the noise); the midpoint crossing less the delay where not.
+    """
+    period = times[1] - times[0]
+    n = int(np.ceil(response.full / period)) + 2
+    offsets = np.arange(-n, n + 1)
+    i0 = np.searchsorted(times, crossing)
+    idx = np.clip(i0[:, None] + offsets[None, :], 0, x.size - 1)
+    t, y = times[idx], x[idx]
+    change = np.where(b - a == 0, 1.0, b - a)[:, None]
+    u = (y - a[:, None]) / change  # 0 at the level before, 1 at the level after
+    floor = np.clip(3.0 * sigma / np.abs(change), 0.02, 0.2)  # off the level, above its noise
+    c = crossing[:, None]
+    sharp = (np.abs(b - a) > 20.0 * sigma)[:, None]  # else the noise bends the line
+    leave = (
+        sharp & from_held[:, None] & (t < c) & (t >= c - response.full) & (u > floor) & (u < 1 / 3)
+    )
+    reach = (
+        sharp
+        & to_held[:, None]
+        & (t > c)
+        & (t <= c + response.full)
+        & (u < 1 - floor)
+        & (u > 2 / 3)
+    )
+    t_leave = _intercept(t, u, leave, 0.0)
+    t_reach = _intercept(t, u, reach, 1.0) - response.full
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # neither side held: the fallback
+        both = np.nanmean(np.stack((t_leave, t_reach)), axis=0)
+    return np.where(np.isfinite(both), both, fallback)
+
+
+def _intercept(t: np.ndarray, u: np.ndarray, use: np.ndarray, at: float) -> np.ndarray:
+    """Time where the line fitted (least squares) through the ``use`` samples of each row
+    reaches ``u = at``; NaN for a row with fewer than three."""
+    n = use.sum(axis=1)
+    su, st = np.where(use, u, 0).sum(axis=1), np.where(use, t, 0).sum(axis=1)
+    suu = np.where(use, u * u, 0).sum(axis=1)
+    stu = np.where(use, t * u, 0).sum(axis=1)
+    den = n * suu - su * su
+    ok = (n >= 3) & (np.abs(den) > 1e-12)
+    slope = np.where(ok, (n * stu - su * st) / np.where(ok, den, 1.0), np.nan)
+    with np.errstate(all="ignore"):
+        return np.where(ok, st / n + slope * (at - su / n), np.nan)
+
+
+def _rise_crossing(
+    times: np.ndarray, x: np.ndarray, runs: _Runs, ramps: np.ndarray, mid: np.ndarray
+) -> np.ndarray:
+    """Time [s] each rise first reaches ``mid``, searched from the start of the held run before
+    it to the end of its own (a ramp may be long, its middle far from where the band changes);
+    linearly between samples."""
+    out = np.empty(ramps.size)
+    for k, r in enumerate(ramps):  # one per restart
+        lo, hi = runs.start[r], runs.start[r + 1] + runs.length[r + 1]
+        i = lo + int(np.argmax(x[lo:hi] >= mid[k]))
+        i = max(i, 1)
+        frac = (mid[k] - x[i - 1]) / (x[i] - x[i - 1]) if x[i] != x[i - 1] else 1.0
+        out[k] = times[i - 1] + float(np.clip(frac, 0.0, 1.0)) * (times[i] - times[i - 1])
+    return out
+
+
+def _window_median(
+    times: np.ndarray,
+    x: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    floor: np.ndarray | None,
+    fallback: np.ndarray,
+    ceiling: np.ndarray | None = None,
+) -> np.ndarray:
+    """Median of ``x`` over ``[lo, hi]`` of each boundary, kept inside its run; the run's level
+    where the window holds no sample."""
+    lo = lo if floor is None else np.maximum(lo, floor)
+    hi = hi if ceiling is None else np.minimum(hi, ceiling)
+    i0 = np.searchsorted(times, lo)
+    i1 = np.searchsorted(times, hi, side="right")
+    width = int(np.max(i1 - i0, initial=0))
+    if width <= 0:
+        return fallback.astype(float)
+    idx = i0[:, None] + np.arange(width)[None, :]
+    take = x[np.minimum(idx, x.size - 1)]
+    take = np.where(idx < i1[:, None], take, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a window with no sample
+        med = np.nanmedian(take, axis=1)
+    return np.where(np.isfinite(med), med, fallback)
+
+
+def _crossing(
+    times: np.ndarray, x: np.ndarray, j: np.ndarray, mid: np.ndarray, sign: np.ndarray, w: float
+) -> np.ndarray:
+    """Time [s] where ``x`` crosses ``mid`` in direction ``sign`` nearest sample ``j`` (within
+    a window either side), linearly between samples."""
+    period = times[1] - times[0]
+    n = int(np.ceil(w / period)) + 3
+    offsets = np.arange(-n, n)
+    idx = np.clip(j[:, None] + offsets[None, :], 0, x.size - 2)
+    d = (x[idx] - mid[:, None]) * np.where(sign == 0, 1.0, sign)[:, None]
+    d1 = (x[idx + 1] - mid[:, None]) * np.where(sign == 0, 1.0, sign)[:, None]
+    cross = (d < 0) & (d1 >= 0)
+    dist = np.where(cross, np.abs(offsets)[None, :], 10 * n)
+    k = np.argmin(dist, axis=1)
+    found = cross[np.arange(j.size), k]
+    i = idx[np.arange(j.size), k]
+    a, b = d[np.arange(j.size), k], d1[np.arange(j.size), k]
+    frac = np.where(found, -a / np.where(b - a == 0, 1.0, b - a), 0.0)
+    return np.where(found, times[i] + frac * period, times[j] - 0.5 * period)
+
+
+# --- the running state's shape ----------------------------------------------------------------
+
+
+def _running_samples(
+    times: np.ndarray, x: np.ndarray, line: Timeline, response: StepResponse
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Samples to fold, away from the chain's memory of the state before: those of the running
+    segments that begin at a step boundary (after a checkpoint), whose phases line up; or, with
+    none, of the longest running segment alone. Times [s], values and each one's segment start
+    [s] (the phase origin), the longest segments first up to :data:`FOLD_SAMPLES`."""
+    ends = np.append(line.start[1:], line.duration)
+    prev = np.concatenate(([-1], line.state[:-1]))
+    running = line.state == State.RUNNING
+    use = running & (prev == State.CHECKPOINT)
+    seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
+    settled = (times >= line.start[seg] + response.settle) & (times < ends[seg]) & np.isfinite(x)
+    if not np.any(use[seg] & settled) and running.any():
+        use = np.arange(line.state.size) == np.argmax(np.where(running, ends - line.start, -1))
+    ok = use[seg] & settled
+    order = np.argsort(-(ends - line.start)[seg[ok]], kind="stable")[:FOLD_SAMPLES]
+    chosen = np.sort(np.flatnonzero(ok)[order])
+    return times[chosen], x[chosen], line.start[seg[chosen]]
+
+
+def _coarse_period(t: np.ndarray, x: np.ndarray, origin: np.ndarray, period: float) -> float:
+    """The strongest period of the running swing: the peak of the glued segments' spectrum."""
+    y = x - x.mean()
+    n = int(2 ** np.ceil(np.log2(max(4 * y.size, 256))))
+    power = np.abs(np.fft.rfft(y, n)) ** 2
+    f = np.fft.rfftfreq(n, period)
+    longest = float(np.max(np.bincount(np.unique(origin, return_inverse=True)[1]))) * period
+    power[f < 3.0 / max(longest, period)] = 0.0
+    return float(1.0 / f[np.argmax(power)]) if power.max() > 0 else np.nan
+
+
+def _fold(
+    t: np.ndarray, x: np.ndarray, origin: np.ndarray, periods: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Folded profiles at each candidate period: bin means ``(n_periods, FOLD_BINS)``, counts,
+    and the between-bin variance (epoch folding's statistic); a few periods at a time, so
+    that the temporaries stay within ``FOLD_CHUNK × FOLD_SAMPLES``."""
+    means, counts = [], []
+    for lo in range(0, periods.size, FOLD_CHUNK):  # chunks of candidates, not samples
+        chunk = periods[lo : lo + FOLD_CHUNK]
+        phase = ((t - origin)[None, :] / chunk[:, None]) % 1.0
+        bins = np.minimum((phase * FOLD_BINS).astype(np.int64), FOLD_BINS - 1)
+        flat = (bins + FOLD_BINS * np.arange(chunk.size)[:, None]).ravel()
+        size = chunk.size * FOLD_BINS
+        n = np.bincount(flat, minlength=size).reshape(chunk.size, FOLD_BINS)
+        total = np.bincount(flat, np.tile(x, chunk.size), minlength=size)
+        with np.errstate(all="ignore"):
+            means.append(total.reshape(chunk.size, FOLD_BINS) / n)
+        counts.append(n)
+    means, counts = np.concatenate(means), np.concatenate(counts)
+    between = np.nansum(counts * (means - x.mean()) ** 2, axis=1)
+    return means, counts, between
+
+
+def _best_period(t: np.ndarray, x: np.ndarray, origin: np.ndarray, coarse: float) -> float:
+    """The step time: the coarse period (or a multiple, if its harmonic was the strongest)
+    refined by epoch folding over ±8 % in 0.05 % steps."""
+    multiples = coarse * np.arange(1, 4)
+    _, _, between = _fold(t, x, origin, multiples)
+    base = (
+        multiples[np.argmax(between > 1.25 * between[0])]
+        if between.max() > 1.25 * between[0]
+        else coarse
+    )
+    candidates = base * np.linspace(0.92, 1.08, 321)
+    _, _, between = _fold(t, x, origin, candidates)
+    k = int(np.argmax(between))
+    if 0 < k < candidates.size - 1:  # parabola through the peak
+        y0, y1, y2 = between[k - 1 : k + 2]
+        shift = 0.5 * (y0 - y2) / (y0 - 2 * y1 + y2) if (y0 - 2 * y1 + y2) != 0 else 0.0
+        return float(candidates[k] + shift * (candidates[1] - candidates[0]))
+    return float(candidates[k])
+
+
+def _square_fit(
+    profile: np.ndarray, counts: np.ndarray, step: float, response: StepResponse
+) -> dict[str, float]:
+    """The two-level iteration (compute share, edge duration, compute and communication levels)
+    whose view through the chain best matches a folded profile, by least squares.
+
+    For each share and edge duration on a grid, the model's own waveform
+    (:func:`~powermodel.models.workload.iteration_waveform`, levels 1 and 0) is convolved
+    (circularly) with the chain's impulse response; the levels then enter linearly.
+    """
+    n = FOLD_BINS * 16
+    cell = step / n
+    kernel = response.kernel(cell, max(n, int(np.ceil(response.settle / cell)) + 1))
+    wrapped = np.bincount(np.arange(kernel.size) % n, kernel, minlength=n)
+    spectrum = np.fft.rfft(wrapped)
+    shapes, grid = [], []
+    for c in DUTY:  # a few hundred candidate shapes, each a vectorised waveform
+        for e in EDGES[EDGES < 0.9 * min(c, 1.0 - c) * step]:
+            rate = 1.0 / e if e > 0 else 1e9
+            shapes.append(
+                workload.iteration_waveform(
+                    np.array([c, 1 - c]), np.array([1.0, 0.0]), step, rate, n
+                )
+            )
+            grid.append((c, e))
+    best = _least_squares(np.array(shapes), spectrum, profile, counts)
+    c, e = grid[best["k"]]
+    finer = c + np.linspace(-0.01, 0.01, 21)  # the grid's neighbours, a tenth as far apart
+    finer = finer[(finer > 0) & (finer < 1) & (e < 0.9 * np.minimum(finer, 1 - finer) * step)]
+    rate = 1.0 / e if e > 0 else 1e9
+    shapes = [
+        workload.iteration_waveform(np.array([f, 1 - f]), np.array([1.0, 0.0]), step, rate, n)
+        for f in finer
+    ]
+    fine = _least_squares(np.array(shapes), spectrum, profile, counts)
+    return {**fine, "share": float(finer[fine["k"]]), "edge": float(e)}
+
+
+def _least_squares(
+    shapes: np.ndarray, spectrum: np.ndarray, profile: np.ndarray, counts: np.ndarray
+) -> dict[str, float]:
+    """The candidate shape (levels 1 and 0, one per row) whose view through the chain (its
+    ``spectrum``) best fits the folded profile, with the two levels by weighted least squares."""
+    n = shapes.shape[1]
+    seen = np.fft.irfft(np.fft.rfft(shapes, axis=1) * spectrum, n=n, axis=1)
+    u = seen.reshape(shapes.shape[0], FOLD_BINS, -1).mean(axis=2)
+    # every circular shift of each shape: a segment's phase origin may be off (or unknown)
+    roll = (np.arange(FOLD_BINS)[None, :] - np.arange(FOLD_BINS)[:, None]) % FOLD_BINS
+    u = u[:, roll]  # (candidate, shift, bin)
+    w = counts.astype(float)
+    y = np.where(counts > 0, profile, 0.0)
+    sw = w.sum()
+    ubar = (u * w).sum(axis=2) / sw
+    ybar = (y * w).sum() / sw
+    cov = ((u - ubar[..., None]) * (y - ybar) * w).sum(axis=2)
+    var = ((u - ubar[..., None]) ** 2 * w).sum(axis=2)
+    slope = np.where(var > 0, cov / np.where(var > 0, var, 1.0), 0.0)
+    sst = float(((y - ybar) ** 2 * w).sum())
+    sse = np.where(slope > 0, sst - slope * cov, np.inf)  # compute above communication
+    k, r = np.unravel_index(int(np.argmin(sse)), sse.shape)
+    low = ybar - slope[k, r] * ubar[k, r]
+    return {
+        "k": int(k),
+        "high": float(low + slope[k, r]),
+        "low": float(low),
+        "r2": 1.0 - float(sse[k, r]) / sst if sst > 0 else 0.0,
+        "seen_swing": float(slope[k, r] * (u[k, r].max() - u[k, r].min())),
+    }
+
+
+def _step_spread(
+    t: np.ndarray,
+    x: np.ndarray,
+    origin: np.ndarray,
+    step: float,
+    mid: float,
+    sigma: float,
+    slope: float,
+) -> tuple[float, float]:
+    """Step-to-step coefficients of variation of the step's length and of its mean level.
+
+    Each step runs from one rising crossing of the swing's midpoint to the next within a running
+    segment (a crossing within half a step of the one before is the noise's, and dropped). The
+    spreads are those of the steps' lengths and mean levels less what the noise alone gives: a
+    timing jitter ``σ / slope`` at each crossing, ``σ² / n`` on a mean of ``n`` samples.
+    """
+    y = x - mid
+    up = np.flatnonzero((y[:-1] < 0) & (y[1:] >= 0) & (origin[:-1] == origin[1:]))
+    when = t[up] + -y[up] / (y[up + 1] - y[up]) * (t[up + 1] - t[up])
+    first = np.append(True, (np.diff(when) > 0.5 * step) | (origin[up][1:] != origin[up][:-1]))
+    up, when = up[first], when[first]
+    same = origin[up][1:] == origin[up][:-1]
+    gap = np.diff(when)
+    one = same & (gap < 1.5 * step)  # a whole step, none missed between
+    if np.count_nonzero(one) < 5:
+        return np.nan, np.nan
+    gap = gap[one]
+    jitter = 2.0 * (sigma / slope) ** 2 if slope > 0 else 0.0
+    length_cv = np.sqrt(max(np.var(gap) - jitter, 0.0)) / np.mean(gap)
+    c = np.concatenate(([0.0], np.cumsum(x)))
+    n = np.diff(up)[one]
+    level = (c[up[1:] + 1] - c[up[:-1] + 1])[one] / n
+    level_cv = np.sqrt(max(np.var(level) - np.mean(sigma**2 / n), 0.0)) / np.mean(level)
+    return float(length_cv), float(level_cv)
+
+
+# --- start-up ramps -----------------------------------------------------------------------
+
+
+def _ramp_length(
+    times: np.ndarray,
+    x: np.ndarray,
+    line: Timeline,
+    response: StepResponse,
+    running: float,
+    levels: np.ndarray,
+) -> tuple[float, float]:
+    """Length [s] of the start-up ramp and the shift [s] of its middle from the midpoint
+    crossings (the RAMP segments' starts): the linear ramp, from the level before it to the
+    running mean, whose view through the chain best fits every rise by least squares. The
+    length over a grid refined by a parabola, then the shift, then the length again."""
+    ramp = np.flatnonzero(line.state == State.RAMP)
+    if ramp.size == 0 or not np.isfinite(running):
+        return np.nan, 0.0
+    ends = np.append(line.start[1:], line.duration)
+    middle = line.start[ramp]
+    before = levels[np.maximum(ramp - 1, 0)]
+    span = min(float(np.max(ends[ramp] - middle)), 0.5 * RAMPS.max()) + response.full
+    fine = max(min(response.dt * 10.0, 0.05), span / 20_000.0)  # a bounded fine grid
+    tau = np.arange(-span - 2.0 * response.full, span + response.full, fine)  # from the middle
+    kernel = response.kernel(fine)
+    lo = np.searchsorted(times, middle - span)
+    hi = np.searchsorted(times, middle + np.minimum(ends[ramp] - middle, span))
+    k = np.repeat(np.arange(ramp.size), hi - lo)
+    i = np.arange(k.size) - np.repeat(np.cumsum(hi - lo) - (hi - lo), hi - lo) + lo[k]
+    every = max(1, k.size // RAMP_SAMPLES)  # samples compared, at most about RAMP_SAMPLES
+    k, i = k[::every], i[::every]
+    keep = np.isfinite(x[i])
+    k, i = k[keep], i[keep]
+    rel = times[i] - middle[k]
+
+    def misfit(lengths: np.ndarray, shifts: np.ndarray) -> np.ndarray:
+        shape = np.clip(
+            (tau[None, :] - shifts[:, None]) / np.maximum(lengths, 1e-9)[:, None] + 0.5, 0.0, 1.0
+        )
+        padded = np.concatenate((np.zeros((lengths.size, kernel.size)), shape), axis=1)
+        seen = fftconvolve(padded, kernel[None, :], axes=1)[:, kernel.size : kernel.size + tau.size]
+        pos = (rel - tau[0]) / fine
+        cell = np.clip(pos.astype(np.int64), 0, tau.size - 2)
+        frac = pos - cell
+        unit = seen[:, cell] * (1.0 - frac) + seen[:, cell + 1] * frac
+        return (((before[k] + (running - before[k]) * unit) - x[i]) ** 2).sum(axis=1)
+
+    def best_length(shift: float) -> float:
+        errors = misfit(RAMPS, np.full(RAMPS.size, shift))
+        j = int(np.argmin(errors))
+        if 0 < j < RAMPS.size - 1 and RAMPS[j - 1] > 0:  # parabola in log length
+            y0, y1, y2 = errors[j - 1 : j + 2]
+            curve = y0 - 2.0 * y1 + y2
+            step = 0.5 * (y0 - y2) / curve if curve > 0 else 0.0
+            return float(np.exp(np.log(RAMPS[j]) + step * np.log(RAMPS[j + 1] / RAMPS[j])))
+        return float(RAMPS[j])
+
+    length = best_length(0.0)
+    shifts = np.linspace(-1.0, 1.0, 81) * max(response.window, 0.1 * length)
+    shift = float(shifts[np.argmin(misfit(np.full(shifts.size, length), shifts))])
+    return best_length(shift), shift
+
+
+def _with_ramps(line: Timeline, ramp: float, shift: float) -> Timeline:
+    """The timeline with each rise as a ramp of length ``ramp`` [s] about its middle (the RAMP
+    segment's start moved by ``shift`` [s]), then running: the idle before it ends where the
+    ramp starts."""
+    at = np.flatnonzero(line.state == State.RAMP)
+    if at.size == 0 or not np.isfinite(ramp):
+        return line
+    start = line.start.copy()
+    start[at] += shift
+    ends = np.append(start[1:], line.duration)
+    lo = np.where(at > 0, start[np.maximum(at - 1, 0)], 0.0)  # the segment before the rise
+    start[at] = np.maximum(start[at] - 0.5 * ramp, lo)
+    run = np.minimum(line.start[at] + shift + 0.5 * ramp, ends[at])
+    starts = np.insert(start, at + 1, run)
+    states = np.insert(line.state, at + 1, State.RUNNING)
+    return Timeline(start=starts, state=states, duration=line.duration)
+
+
+# --- the whole fit ------------------------------------------------------------------------
+
+
+def fit(
+    data: pd.DataFrame,
+    meta: dict,
+    sensor: str | sensors.Sensor | None = None,
+    preset: str | Path | Scenario = REFERENCE,
+    period: float | None = None,
+    gpus_per_node: int | None = None,
+) -> Fit:
+    """Fit a trace read by :func:`powermodel.iotools.telemetry.read_telemetry`.
+
+    Parameters
+    ----------
+    data, meta
+        The tidy trace and its description.
+    sensor
+        The chain the trace was recorded through (a key of
+        :data:`powermodel.models.sensors.CHAINS` or a
+        :class:`~powermodel.models.sensors.Sensor`); by default the one its power field implies
+        (:func:`chain_of`).
+    preset
+        The scenario the fit extends: its TDP expresses levels as fractions, and its values stay
+        where the trace does not resolve them.
+    period
+        Sampling period [s]; the trace's median by default.
+    gpus_per_node
+        GPUs behind each channel of a meter trace.
+    """
+    scenario = preset if isinstance(preset, Scenario) else load_scenario(preset)
+    times, cells, n_gpus, start = per_gpu_signal(data, meta, scenario, period, gpus_per_node)
+    chain = chain_of(meta, float(times[1] - times[0])) if sensor is None else sensor
+    return fit_cells(times, cells, n_gpus, {**meta, "start": start}, chain, scenario)
+
+
+def chain_of(meta: dict, period: float) -> sensors.Sensor:
+    """The sensor chain a trace's power field went through: NVML's 1-s average for
+    ``power.draw`` (and DCGM's power field, which reads it) [P, nvidia_nvml]; an instantaneous
+    sample at each poll for nvidia-smi's ``power.draw.instant``; a 1-s average for a meter,
+    whose averaging its file does not say (give ``sensor`` if you know it)."""
+    if "instant" in str(meta.get("power_field", "")):
+        return sensors.Sensor(
+            "instant", "instantaneous sample", "gpu_power", window=0.0, period=period
+        )
+    return sensors.CHAINS["nvml"]
+
+
+def fit_cells(
+    times: np.ndarray,
+    cells: np.ndarray,
+    n_gpus: int,
+    meta: dict,
+    sensor: str | sensors.Sensor,
+    scenario: Scenario,
+) -> Fit:
+    """Fit a trace already on a uniform grid: ``cells`` (channel × time) of per-GPU power [W]
+    at ``times`` [s from the first sample] (NaN where a channel reported nothing)."""
+    step = float(times[1] - times[0])
+    sensor = sensors.lookup(sensor)
+    response = step_response(sensor, step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a time no channel reported
+        power = np.nanmean(cells, axis=0)
+        median = np.nanmedian(cells, axis=0)
+    good = np.isfinite(power)
+    if good.sum() < MIN_SAMPLES:
+        raise DataFileError(f"{meta.get('source', 'the trace')}: too few samples with power")
+    median = np.interp(times, times[good], median[good])
+    filled = np.interp(times, times[good], power[good])
+    line, found = detect(times, median, response)
+    quantities, line = _quantities(times, filled, line, found, response, scenario, meta)
+    return Fit(
+        source=str(meta.get("source", "")),
+        sensor=sensor,
+        kind=str(meta.get("kind", "gpu")),
+        start=np.datetime64(pd.Timestamp(meta.get("start", 0)), "ns"),
+        period=step,
+        n_gpus=n_gpus,
+        times=times,
+        power=power,
+        timeline=line,
+        quantities=quantities,
+        response=response,
+        warnings=tuple(meta.get("warnings", ())),
+    )
+
+
+def _interior_median(
+    times: np.ndarray, x: np.ndarray, line: Timeline, state: State, settle: float
+) -> tuple[float, int]:
+    """Median of the samples of ``state`` segments once the chain has settled in them."""
+    ends = np.append(line.start[1:], line.duration)
+    seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
+    inside = (line.state[seg] == state) & (times >= line.start[seg] + settle) & (times < ends[seg])
+    return (float(np.median(x[inside])) if inside.any() else np.nan), int(inside.sum())
+
+
+def _quantities(
+    times: np.ndarray,
+    x: np.ndarray,
+    line: Timeline,
+    found: dict[str, float],
+    response: StepResponse,
+    scenario: Scenario,
+    meta: dict,
+) -> tuple[dict[str, Quantity], Timeline]:
+    """Every quantity the trace resolves, and the timeline with the fitted ramps."""
+    q: dict[str, Quantity] = {}
+    settle = response.settle
+    meter = meta.get("kind") == "meter"
+
+    def add(name, value, unit, how, key=None, resolved=None):
+        ok = value is not None and np.isfinite(value) if resolved is None else resolved
+        q[name] = Quantity(name, float(value) if ok else None, unit, bool(ok), how, key)
+
+    def held(state: State, what: str, key: str | None):
+        level, n = _interior_median(times, x, line, state, settle)
+        if meter and state == State.FAILED_IDLE:  # idle nodes rest at their idle power
+            cl = scenario.cluster
+            level += (cl.rest_power_active - cl.rest_power_idle) / cl.gpus_per_node
+        how = f"median of {n:,} {what} samples once the sensor settled ({format_duration(settle)})"
+        add(f"{what} level", level if n else None, "W", how if n else f"no {what} state seen", key)
+
+    held(State.FAILED_IDLE, "idle", "gpu.idle")
+    held(State.CHECKPOINT, "checkpoint stall", "gpu.stalled")
+    held(State.STALLED, "teardown", None)
+    held(State.LOADING, "start-up", None)
+    # the rises are fitted to the mean of what they rise to: the running segments', or (a trace
+    # that only rises into running) the later half of each rise's run
+    mean, _ = _running_mean(times, x, line, settle, State.RUNNING)
+    if not np.isfinite(mean):
+        mean, _ = _running_mean(times, x, line, settle, State.RAMP, later_half=True)
+    ramp, shift = _ramp_length(times, x, line, response, mean, _levels_per_segment(q, line, mean))
+    add(
+        "start-up ramp",
+        ramp,
+        "s",
+        "linear ramp to the running mean whose view through the sensor best fits each rise"
+        if np.isfinite(ramp)
+        else "no rise from idle into running seen",
+        "workload.startup_ramp",
+    )
+    line = _with_ramps(line, ramp, shift)
+    mean, n = _running_mean(times, x, line, settle, State.RUNNING)
+    add(
+        "running mean",
+        mean,
+        "W",
+        f"mean of {n:,} running samples (an average keeps the mean exactly)",
+    )
+    _running_shape(q, add, times, x, line, found, response, scenario, mean)
+    _timing(q, add, line, line.lengths(), scenario)
+    return q, line
+
+
+def _running_mean(
+    times: np.ndarray,
+    x: np.ndarray,
+    line: Timeline,
+    settle: float,
+    state: State,
+    later_half: bool = False,
+) -> tuple[float, int]:
+    """Mean of the samples of ``state`` segments once the sensor settled in them (or only in
+    their later half) and their count."""
+    seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
+    ends = np.append(line.start[1:], line.duration)
+    begin = line.start + settle
+    if later_half:
+        begin = np.maximum(begin, 0.5 * (line.start + ends))
+    inside = (line.state[seg] == state) & (times >= begin[seg]) & (times < ends[seg])
+    return (float(np.mean(x[inside])) if inside.any() else np.nan), int(inside.sum())
+
+
+def _levels_per_segment(q: dict[str, Quantity], line: Timeline, running: float) -> np.ndarray:
+    def v(name: str) -> float:
+        return q[name].value if q[name].resolved else np.nan
+
+    idle, stall, start = v("idle level"), v("checkpoint stall level"), v("start-up level")
+    out = np.full(line.state.size, running)
+    out[line.state == State.FAILED_IDLE] = idle
+    out[line.state == State.LOADING] = start
+    out[np.isin(line.state, (State.CHECKPOINT, State.STALLED))] = stall
+    return out
+
+
+def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> None:
+    """Step time, compute share, levels, edges and step spread of the running state."""
+    w = response.window
+    t, y, origin = _running_samples(times, x, line, response)
+    floor = RESOLVE_WINDOWS * max(w, found["period"])
+    if t.size < 4 * FOLD_BINS:
+        why = "too few running samples after a checkpoint to fold"
+        for name in ("step time", "compute share", "compute level", "communication level"):
+            add(name, None, "s" if name == "step time" else "W", why, resolved=False)
+        add("edge duration", None, "s", why, resolved=False)
+        add("step-time spread", None, "1", why, resolved=False)
+        add("step-level spread", None, "1", why, resolved=False)
+        return
+    coarse = _coarse_period(t, y, origin, found["period"])
+    step = _best_period(t, y, origin, coarse) if np.isfinite(coarse) else np.nan
+    if not np.isfinite(step) or step < floor:
+        seen = f"a swing of about {step:.2f} s" if np.isfinite(step) else "no periodic swing"
+        why = (
+            f"unresolved: {seen} is shorter than {RESOLVE_WINDOWS:g} averaging windows of the "
+            f"sensor ({format_duration(w)}) or sampling periods; the running mean is fitted"
+        )
+        add("step time", None, "s", why, "workload.step_time", resolved=False)
+        for name in ("compute share", "compute level", "communication level", "edge duration"):
+            add(name, None, "W", why, resolved=False)
+        add("step-time spread", None, "1", why, resolved=False)
+        add("step-level spread", None, "1", why, resolved=False)
+        return
+    profile, counts, _ = _fold(t, y, origin, np.array([step]))
+    shape = _square_fit(profile[0], counts[0], step, response)
+    strong = shape["r2"] > 0.5 and shape["seen_swing"] > 6.0 * found["noise"] / np.sqrt(
+        max(counts[0].min(), 1)
+    )
+    how = (
+        f"epoch folding of {t.size:,} running samples; a two-level step through the sensor's "
+        f"response fits the folded profile (R² {shape['r2']:.3f})"
+    )
+    if not strong:
+        how = f"unresolved: the folded swing does not stand out of the noise (R² {shape['r2']:.2f})"
+    add("step time", step, "s", how, "workload.step_time", resolved=strong)
+    add("compute share", shape["share"], "1", how, "workload.phases", resolved=strong)
+    add("compute level", shape["high"], "W", how, "workload.compute_power", resolved=strong)
+    add("communication level", shape["low"], "W", how, "workload.trough_depth", resolved=strong)
+    edge_ok = strong and shape["edge"] >= max(0.25 * w, 2.0 * found["period"])
+    add(
+        "edge duration",
+        shape["edge"],
+        "s",
+        "the fitted edge of the folded step"
+        if edge_ok
+        else f"unresolved: edges faster than a quarter of the sensor's {format_duration(w)} "
+        "window (or two samples) are smoothed away",
+        "workload.edge_rate",
+        resolved=edge_ok,
+    )
+    mid = 0.5 * (shape["high"] + shape["low"])
+    slope = shape["seen_swing"] / max(w, found["period"])
+    lengths, levels = (
+        _step_spread(t, y, origin, step, mid, found["noise"], slope) if strong else (np.nan,) * 2
+    )
+    how = "between successive rising crossings of the swing's midpoint, less what noise gives"
+    add(
+        "step-time spread",
+        lengths,
+        "1",
+        f"coefficient of variation of the step lengths {how}",
+        "workload.variation.step_cv",
+    )
+    add(
+        "step-level spread",
+        levels,
+        "1",
+        f"coefficient of variation of the steps' mean levels {how}",
+        "workload.variation.level_cv",
+    )
+
+
+def _timing(q, add, line: Timeline, lengths: np.ndarray, scenario: Scenario) -> None:
+    """Checkpoint period and stall, teardown, restart and start-up times."""
+    ck = line.state == State.CHECKPOINT
+    inner = ck.copy()
+    inner[0] = inner[-1] = False  # a stall cut by the trace's ends has no length
+    n_ck = int(inner.sum())
+    stall = float(np.median(lengths[inner])) if n_ck else np.nan
+    add(
+        "checkpoint count",
+        n_ck,
+        "1",
+        "stalls between two running runs",
+        resolved=True,
+    )
+    add(
+        "checkpoint stall",
+        stall,
+        "s",
+        f"median of {n_ck} stalls, each from where the sensor's view reaches the stalled level "
+        "(less its window) to where it leaves it",
+        "checkpoint.blocking_time",
+    )
+    at = np.flatnonzero(ck)
+    gaps = np.diff(line.start[at])
+    # successive checkpoints with one running segment between them: one up period
+    between = (np.diff(at) == 2) & (
+        line.state[np.minimum(at[:-1] + 1, ck.size - 1)] == State.RUNNING
+    )
+    cycle = float(np.median(gaps[between])) if between.any() else np.nan
+    add(
+        "checkpoint interval",
+        cycle - stall if np.isfinite(cycle) and np.isfinite(stall) else None,
+        "s",
+        f"median of {int(between.sum())} periods between stalls, less the stall"
+        if between.any()
+        else "fewer than two checkpoints in one up period",
+        "checkpoint.interval",
+    )
+    teardown = lengths[line.state == State.STALLED]
+    add(
+        "teardown",
+        float(np.median(teardown)) if teardown.size else None,
+        "s",
+        f"median of {teardown.size} spells of survivors spinning after a fault"
+        if teardown.size
+        else "no failure seen",
+        "reliability.stall_time",
+    )
+    prev = np.concatenate(([-1], line.state[:-1]))
+    waits = lengths[(line.state == State.FAILED_IDLE) & (prev == State.STALLED)]
+    add(
+        "restart wait",
+        float(np.median(waits)) if waits.size else None,
+        "s",
+        f"median of {waits.size} idle spells after a teardown"
+        if waits.size
+        else "no restart after a failure seen",
+        "reliability.restart_time",
+    )
+    up = lengths[line.state == State.LOADING]
+    add(
+        "start-up time",
+        float(np.median(up)) if up.size else None,
+        "s",
+        f"median of {up.size} spells held above idle before training"
+        if up.size
+        else "no start-up level above idle seen (processes loading at idle)",
+    )
+
+
+def summary(result: Fit) -> pd.DataFrame:
+    """The fit as a table: quantity | fitted | resolved? | how."""
+    rows = []
+    for qty in result.quantities.values():
+        shown = "" if qty.value is None else f"{qty.value:.4g} {qty.unit}".strip()
+        rows.append(
+            {
+                "quantity": qty.name,
+                "fitted": shown,
+                "resolved": "yes" if qty.resolved else "no",
+                "key": qty.key or "",
+                "how": qty.how,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# --- the scenario ---------------------------------------------------------------------------
+
+
+def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
+    """A scenario that ``extends`` ``preset`` with the fitted values, each tagged ``[C]`` with
+    the trace it was fitted to; unresolved values stay at the preset's, with why."""
+    base = load_scenario(preset)
+    trace_name = re.sub(r"[\x00-\x1f\x7f]", "?", trace_name)[:100]  # a name is one comment line
+    tag = f"[C] fit of {trace_name}"
+    tables: dict[str, list[tuple[str, object, str]]] = {}
+    kept: list[str] = []
+
+    def put(key: str, value: object, note: str) -> None:
+        table, name = key.rsplit(".", 1)
+        tables.setdefault(table, []).append((name, value, f"{tag}: {note}"))
+
+    def keep(key: str, why: str) -> None:
+        kept.append(f"# {key}: the preset's value is kept; {why}")
+
+    def v(name: str) -> float | None:
+        return result.value(name)
+
+    gpu = base.gpu
+    idle, stalled = v("idle level"), v("checkpoint stall level") or v("teardown level")
+    if idle is not None:
+        put("gpu.idle", round(min(max(idle, 1.0), gpu.tdp), 1), "median idle level")
+    else:
+        keep("gpu.idle", result.quantities["idle level"].how)
+    if stalled is not None:
+        low = idle if idle is not None else gpu.idle
+        put("gpu.stalled", round(min(max(stalled, low), gpu.tdp), 1), "median stalled level")
+    else:
+        keep("gpu.stalled", result.quantities["checkpoint stall level"].how)
+    _workload_keys(result, base, put, keep)
+    stall = v("checkpoint stall")
+    if stall is not None:
+        key = "checkpoint.blocking_time"
+        if base.checkpoint.mode == "async":
+            key = "checkpoint.async_blocking_time"
+        put(key, format_duration(round(stall, 3)), "median stall, edge to edge")
+    else:
+        keep("checkpoint.blocking_time", result.quantities["checkpoint stall"].how)
+    interval = v("checkpoint interval")
+    if interval is not None:
+        put("checkpoint.interval", format_duration(round(interval, 2)), "median period less stall")
+    else:
+        keep("checkpoint.interval", result.quantities["checkpoint interval"].how)
+    teardown, wait = v("teardown"), v("restart wait")
+    if teardown is not None:
+        put("reliability.stall_time", format_duration(round(teardown, 2)), "median teardown")
+    else:
+        keep("reliability.stall_time", result.quantities["teardown"].how)
+    if wait is not None:
+        # the model reloads the checkpoint (at idle) after the restart: the wait holds both
+        reload = derive(base).reload_time
+        put(
+            "reliability.restart_time",
+            format_duration(round(max(wait - reload, 0.0), 2)),
+            f"median idle wait after a teardown less the preset's {reload:.3g}-s reload",
+        )
+    else:
+        keep("reliability.restart_time", result.quantities["restart wait"].how)
+    head = [
+        f"# Fitted by `powermodel fit` to {trace_name} ({result.kind} trace, {result.n_gpus} "
+        f"GPUs, sampled every {format_duration(round(result.period, 6))}, seen through the "
+        f"{result.sensor.key!r} sensor chain).",
+        "# [C]: a value calibrated on that trace; what the trace does not resolve keeps the "
+        f"preset's value ({preset}), with why.",
+        *kept,
+        tomli_w.dumps(
+            {
+                "extends": preset,
+                "name": f"fit of {trace_name}"[:200],
+                "description": f"{preset} calibrated on the trace {trace_name}"[:200],
+            }
+        ).rstrip(),
+    ]
+    body = []
+    for table, entries in tables.items():
+        body.append(f"\n[{table}]")
+        # plain keys before any array of tables: a key after one would belong to its last table
+        for name, value, note in sorted(entries, key=lambda e: isinstance(e[1], list)):
+            if isinstance(value, list):  # the phases: an array of tables, one per phase
+                body += [
+                    f"\n[[{table}.{name}]]  # {note}\n{tomli_w.dumps(p).strip()}" for p in value
+                ]
+                continue
+            line = tomli_w.dumps({name: value}).strip()
+            body.append(f"{line:<34} # {note}")
+    return "\n".join(head + body) + "\n"
+
+
+def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
+    """Step time, phase shares and levels, edge rate and start-up ramp."""
+    wl, tdp = base.workload, base.gpu.tdp
+    step, share = result.value("step time"), result.value("compute share")
+    high, low = result.value("compute level"), result.value("communication level")
+    mean = result.value("running mean")
+    if step is not None and share is not None and high is not None and low is not None:
+        put("workload.step_time", format_duration(round(step, 4)), "folded step time")
+        put("workload.compute_power", round(min(high / tdp, 1.2), 4), "compute level / TDP")
+        put(
+            "workload.trough_depth",
+            round(min(max(1.0 - low / high, 0.0), 0.99), 4),
+            "1 - communication / compute level",
+        )
+        put(
+            "workload.phases",
+            [
+                {"name": "compute", "kind": "compute", "share": round(share, 4)},
+                {"name": "communication", "kind": "communication", "share": round(1 - share, 4)},
+            ],
+            "compute share of the folded step",
+        )
+    else:
+        why = result.quantities["step time"].how
+        preset_step = derive(base).step_time
+        put(
+            "workload.step_time",
+            format_duration(round(preset_step, 4)),
+            f"the preset's step at its own size, kept: {why}",
+        )
+        if mean is not None:
+            shares, watts = base.phase_powers(capped=False, locked=False)
+            scale = mean / float(shares @ watts)
+            put(
+                "workload.compute_power",
+                round(min(wl.compute_power * scale, 1.2), 4),
+                "scaled so that the preset's phases average the measured running mean",
+            )
+    edge = result.value("edge duration")
+    if edge is not None and high is not None and low is not None and edge > 0:
+        put("workload.edge_rate", round((high - low) / (edge * tdp), 4), "folded edge")
+    else:
+        keep("workload.edge_rate", result.quantities["edge duration"].how)
+    cv, level_cv = result.value("step-time spread"), result.value("step-level spread")
+    if cv is not None and level_cv is not None and max(cv, level_cv) >= MIN_SPREAD:
+        put("workload.variation.step_cv", round(cv, 4), "spread of the step lengths")
+        put("workload.variation.level_cv", round(level_cv, 4), "spread of the steps' levels")
+    else:
+        why = (
+            f"no step-to-step spread above {MIN_SPREAD:g} measured"
+            if cv is not None
+            else result.quantities["step-time spread"].how
+        )
+        keep("workload.variation", why)
+    ramp = result.value("start-up ramp")
+    if ramp is not None:
+        put("workload.startup_ramp", format_duration(round(ramp, 2)), "fitted rise into running")
+    else:
+        keep("workload.startup_ramp", result.quantities["start-up ramp"].how)
