@@ -1341,15 +1341,26 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
     else:
         keep("reliability.stall_time", result.quantities["teardown"].how)
     if wait is not None:
-        # the model reloads the checkpoint (at idle) after the restart: the wait holds both
-        reload = derive(base).reload_time
-        put(
-            "reliability.restart_time",
-            format_duration(round(max(wait - reload, 0.0), 2)),
-            f"median idle wait after a teardown less the preset's {reload:.3g}-s reload",
-        )
+        put("reliability.restart_time", format_duration(round(wait, 2)), "median idle wait")
     else:
         keep("reliability.restart_time", result.quantities["restart wait"].how)
+    # the start-up spell holds the model's start-up and its checkpoint read, both at its level
+    up, level = v("start-up time"), v("start-up level")
+    if up is not None and level is not None:
+        reload = derive(base).reload_time
+        put(
+            "workload.startup_time",
+            format_duration(round(max(up - reload, 0.0), 2)),
+            f"median start-up spell less the preset's {reload:.3g}-s checkpoint read",
+        )
+        low = idle if idle is not None else gpu.idle
+        put(
+            "workload.startup_power",
+            round(min(max(level, low), gpu.tdp) / gpu.tdp, 4),
+            "median start-up level / TDP",
+        )
+    else:
+        keep("workload.startup_time", result.quantities["start-up time"].how)
     head = [
         f"# Fitted by `powermodel fit` to {trace_name} ({result.kind} trace, {result.n_gpus} "
         f"GPUs, sampled every {format_duration(round(result.period, 6))}, seen through the "
@@ -1415,7 +1426,7 @@ def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
             scale = mean / float(shares @ watts)
             put(
                 "workload.compute_power",
-                round(min(wl.compute_power * scale, 1.2), 4),
+                round(min(base.compute_power * scale, 1.2), 4),
                 "scaled so that the preset's phases average the measured running mean",
             )
     edge = result.value("edge duration")

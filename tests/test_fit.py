@@ -47,6 +47,9 @@ TRUTH = {
     "reliability.stall_time": "30s",
     "reliability.restart_time": "60s",
     "workload.startup_ramp": "10s",
+    # the checkpoint reload at idle (80 W of the H100's 700), as the known timeline below has
+    # no start-up spell; the test of the start-up level holds one of its own
+    "workload.startup_power": 80.0 / 700.0 + 1e-12,
     "cluster.n_gpus": 8,
 }
 FAILURE = 400.0  # s
@@ -422,6 +425,12 @@ def test_a_start_up_level_above_idle_is_found():
     assert q["start-up time"].value == pytest.approx(leaves - 10.0, abs=0.3)
     assert q["idle level"].value == pytest.approx(scenario.gpu.idle, rel=0.05)
     assert list(result.timeline.state[:3]) == [State.FAILED_IDLE, State.LOADING, State.RAMP]
+    # written as the model's start-up: its level over TDP, its length less the checkpoint read
+    # (5.67 TB at 2 TB/s, 2.835 s, the model's reload, held at the start-up level too)
+    raw = tomllib.loads(fitted_toml(result, REFERENCE, "up.csv"))["workload"]
+    assert raw["startup_power"] == pytest.approx(105.0 / 700.0, rel=0.05)
+    written = load_scenario(REFERENCE, {"workload.startup_time": raw["startup_time"]})
+    assert written.workload.startup_time == pytest.approx(leaves - 10.0 - 2.835, abs=0.3)
 
 
 def test_a_gpu_that_drops_out_leaves_the_others_to_fit(tmp_path):
