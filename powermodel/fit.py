@@ -1393,7 +1393,7 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
 
 def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
     """Step time, phase shares and levels, edge rate and start-up ramp."""
-    wl, tdp = base.workload, base.gpu.tdp
+    tdp = base.gpu.tdp
     step, share = result.value("step time"), result.value("compute share")
     high, low = result.value("compute level"), result.value("communication level")
     mean = result.value("running mean")
