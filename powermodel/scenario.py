@@ -816,6 +816,15 @@ class OutsideAirPlant(Plant):
     humidity_min: float = Field(
         ge=0, le=90, description="Lowest supply relative humidity, held by misting; 0: none. [%]"
     )
+    treatment_yield: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description=(
+            "Share of the water drawn that its treatment delivers to the sprays; the reject is "
+            "drained: 1, untreated [A]; about 0.65 for reverse osmosis [S, gofog_ro]. [1]"
+        ),
+    )
 
 
 class WaterSidePlant(Plant):

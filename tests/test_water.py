@@ -9,7 +9,8 @@ from conftest import QUIET, REFERENCE
 
 from powermodel import load_scenario, metrics, simulate
 from powermodel.calibration import CALIBRATION_YEAR
-from powermodel.models import plants
+from powermodel.errors import ScenarioError
+from powermodel.models import cooling, plants
 
 HEAT = 1e6  # W
 SEA_LEVEL = 101325.0  # Pa
@@ -33,6 +34,7 @@ def _design(**changes: float) -> plants.OutsideAirDesign:
         "air_delta_t": c.air_delta_t,
         "dew_point_min": c.dew_point_min,
         "humidity_min": c.humidity_min,
+        "treatment_yield": c.treatment_yield,
     }
     return plants.OutsideAirDesign(**(fields | changes))
 
@@ -168,3 +170,55 @@ def test_water_per_it_energy_does_not_depend_on_cluster_size(n_gpus):
     reference = metrics(simulate(load_scenario(REFERENCE, {**week, "cluster.n_gpus": 16384})))
     assert wue["wue_l_per_kwh"] == pytest.approx(reference["wue_l_per_kwh"], rel=0.03)
     assert wue["wue_l_per_kwh"] > 0.01  # misting is on in that week
+
+
+def test_treatment_reject_is_drawn_on_top_of_blowdown():
+    # Make-up = E·C/((C − 1)·y): a reverse-osmosis unit passing 65 % of its feed as permeate
+    # [S, gofog_ro] draws 1/0.65 times what the sprays take (4 cycles: 4/3 of E).
+    evaporated = np.array([0.0, 0.01, 0.02])
+    drawn = cooling.make_up_water(evaporated, 4.0, 0.65)
+    np.testing.assert_allclose(drawn, evaporated * (4.0 / 3.0) / 0.65, rtol=1e-12)
+    np.testing.assert_array_equal(cooling.make_up_water(evaporated, 4.0), evaporated * 4.0 / 3.0)
+    with pytest.raises(ValueError, match="treatment_yield must be in"):
+        cooling.make_up_water(evaporated, 4.0, 0.0)
+    with pytest.raises(ScenarioError, match="treatment_yield"):
+        load_scenario(REFERENCE, {"cooling.treatment_yield": 1.5})
+
+
+@pytest.fixture(scope="module")
+def prineville_years():
+    return {site: _year(site, "meta-prineville-1") for site in ("sterling", "golden")}
+
+
+def test_prineville_1_settings_against_its_published_wue(prineville_years, meta_years):
+    # Prineville 1's first phase: inlet to 80 °F and a 25 °F rise [S, facebook_inlet_2011], the
+    # 20 % RH floor of before 2020 [P, meta_water], misting on reverse-osmosis water (65 %
+    # permeate [S, gofog_ro]). This model's values (a year at 1 min): 0.091 L/kWh at Golden,
+    # 0.082 at Sterling, against the published 0.22 [S, ocp_prineville_wue]: below the
+    # reproduce anchor's factor-1.5 band (0.147), which therefore fails.
+    assert prineville_years["golden"] == pytest.approx(0.091, abs=0.002)
+    assert prineville_years["sterling"] == pytest.approx(0.082, abs=0.002)
+    assert prineville_years["golden"] < 0.22 / 1.5
+    # three times the reference hall's water at Golden: the older floor, cooler inlet, the reject
+    assert 2.5 < prineville_years["golden"] / meta_years["golden"] < 3.5
+    # the reject alone: the same plant with untreated water draws 65 % as much
+    untreated = _year("golden", "meta-prineville-1", treatment_yield=1.0)
+    assert untreated / prineville_years["golden"] == pytest.approx(0.65, rel=1e-9)
+
+
+def test_no_single_water_coefficient_fits_prineville_and_the_checks(prineville_years, meta_years):
+    # Why nothing is calibrated to 0.22: the missing water as a factor on all of it, or as a
+    # fixed volume per IT kWh, each fitted to Prineville 1 at Golden, fails a figure it was
+    # not fitted to. A factor leaves the reference hall far below Meta's 0.26 for its 2021
+    # buildings [P, meta_water] (factor-1.5 band from 0.173) at Sterling and Golden; a fixed
+    # volume drowns the humidification that Meta's Los Lunas pilot cut by "more than 40 %"
+    # [P, meta_water] (20 to 13 % RH at Golden, the dry, high proxy).
+    factor = 0.22 / prineville_years["golden"]
+    extra = 0.22 - prineville_years["golden"]
+    assert factor * meta_years["sterling"] < 0.26 / 1.5
+    assert factor * meta_years["golden"] < 0.26 / 1.5
+    before = _year("golden", humidity_min=20.0)
+    saving = (before - meta_years["golden"]) / (before + extra)
+    assert saving < 0.40
+    # while the model as it is passes the pilot's check (test above): 58 %
+    assert 1.0 - meta_years["golden"] / before > 0.40

@@ -318,8 +318,11 @@ def evaporation_water(
     return make_up_water(evaporation, cycles_of_concentration)
 
 
-def make_up_water(evaporated: np.ndarray, cycles_of_concentration: float) -> np.ndarray:
-    """Water drawn to replace what evaporates from a recirculating sump and what is bled off.
+def make_up_water(
+    evaporated: np.ndarray, cycles_of_concentration: float, treatment_yield: float = 1.0
+) -> np.ndarray:
+    """Water drawn to replace what evaporates from a recirculating sump, what is bled off, and
+    what the water's treatment drains.
 
     Parameters
     ----------
@@ -327,17 +330,23 @@ def make_up_water(evaporated: np.ndarray, cycles_of_concentration: float) -> np.
         Water evaporated (cooling tower, evaporative media, misting). [L/s]
     cycles_of_concentration
         Ratio of dissolved solids in the circulating water to those in the make-up water. [1]
+    treatment_yield
+        Share of the water drawn that the treatment delivers (a reverse-osmosis unit's
+        permeate over its feed); 1 for untreated water. [1]
 
     Returns
     -------
     numpy.ndarray
-        ``E·C/(C − 1)``: evaporation plus the blowdown (bleed-off) ``E/(C − 1)`` that holds the
-        sump at ``C`` cycles (a salt balance; drift neglected). [L/s]
+        ``E·C/((C − 1)·y)``: evaporation plus the blowdown (bleed-off) ``E/(C − 1)`` that holds the
+        sump at ``C`` cycles (a salt balance; drift neglected), over the treatment's yield ``y``
+        (its reject, the concentrate of reverse osmosis, goes to the drain). [L/s]
     """
     if not cycles_of_concentration > 1.0:
         raise ValueError(f"cycles_of_concentration must exceed 1, got {cycles_of_concentration:g}")
+    if not 0.0 < treatment_yield <= 1.0:
+        raise ValueError(f"treatment_yield must be in (0, 1], got {treatment_yield:g}")
     c = cycles_of_concentration
-    return np.asarray(evaporated, dtype=float) * c / (c - 1.0)
+    return np.asarray(evaporated, dtype=float) * c / ((c - 1.0) * treatment_yield)
 
 
 def moist_air_enthalpy(temp_air: np.ndarray, humidity_ratio: np.ndarray) -> np.ndarray:

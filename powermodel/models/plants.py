@@ -105,6 +105,9 @@ class OutsideAirDesign(PlantDesign):
     """Lowest supply dew point: misting humidifies drier air up to it. [°C]"""
     humidity_min: float
     """Lowest supply relative humidity, at the supply temperature; 0 for none. [%]"""
+    treatment_yield: float
+    """Share of the water drawn that its treatment (reverse osmosis for misting nozzles,
+    softening for media) delivers to the sprays or the sump; the reject is drained. [1]"""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -180,12 +183,21 @@ def outside_air_evaporative(
       the water evaporated is ``ṁ·f·(W_sup − W_out)`` with ``f`` the outside-air share of the mix
       (:func:`~powermodel.models.cooling.outside_air_fraction`, 1 when the outside air is no
       colder than the setpoint);
-    - bleed-off keeps the media's sump at ``C`` cycles of concentration: the site draws
-      ``C/(C − 1)`` times what it evaporates.
+    - bleed-off keeps the media's sump at ``C`` cycles of concentration: the sprays and the
+      sump take ``C/(C − 1)`` times what evaporates;
+    - the water's treatment delivers a share ``y`` (``treatment_yield``) of what it draws and
+      drains the rest: a misting system's reverse osmosis passes about 65 % of its feed as
+      permeate and drains 35 % as concentrate [gofog_ro]_ (Prineville 1's misting water is
+      treated by reverse osmosis [central_oregonian_ro]_). The site draws
+      ``E·C/((C − 1)·y)`` (:func:`~powermodel.models.cooling.make_up_water`).
 
     That is the water the Green Grid's WUE counts (cooling and humidification, on site)
-    [green_grid_wue]_ and Meta's two uses of water [meta_water]_. Dehumidification (no
-    chillers) and the power of the misting pumps are not modelled.
+    [green_grid_wue]_ and Meta's two uses of water [meta_water]_, drawn rather than consumed:
+    Meta counts its water treatment (filter backwash, softening) among the uses it cuts
+    [register_meta_water]_. Spray that the mist eliminators catch is returned to the sprays
+    (about 18 % of the water at Prineville [enr_prineville]_), so it is not drawn again.
+    Dehumidification (no chillers), an upper humidity limit and the power of the misting pumps
+    are not modelled.
 
     References
     ----------
@@ -195,6 +207,16 @@ def outside_air_evaporative(
     .. [meta_water] Meta, "Water; Data centers", Meta Sustainability web pages (2023): water for
        evaporative cooling and humidification; the humidity floor, 20 % RH lowered to 13 %.
        https://sustainability.fb.com/report-page/water/
+    .. [gofog_ro] GoFog, "Fog System Design Blunders, Part 1: Undersized Water Treatment
+       System", GoFog Inc. (2017). https://www.gofoginc.com/fog-system-design-blunders-part-1
+    .. [central_oregonian_ro] McCallister, R., "Facebook data center expands", Central Oregonian,
+       via the Portland Tribune (2012).
+       https://portlandtribune.com/component/content/article?id=180197
+    .. [register_meta_water] The Register, "Meta thirsts for desert conditions in datacenter
+       water quest", The Register (2022).
+    .. [enr_prineville] ENR, "Editors' Choice, Green Project: Facebook Data Center", Engineering
+       News-Record (2011).
+       https://www.enr.com/articles/7287-editors-choice-green-project-facebook-data-center
     """
     d = design
     seen = causal_lag(heat, d.dt, d.tau)
@@ -224,7 +246,7 @@ def outside_air_evaporative(
         supply_temp=causal_lag(supply, d.dt, d.tau),
         fan_power=fan_power(seen / d.design_heat, d.fan_fraction * d.design_heat, d.fan_min_speed),
         cooling_power=np.where(wet, d.pump_fraction * d.design_heat, 0.0),
-        water_use=make_up_water(evaporated, d.cycles_of_concentration),
+        water_use=make_up_water(evaporated, d.cycles_of_concentration, d.treatment_yield),
         chiller_load=np.zeros_like(seen),
     )
 
