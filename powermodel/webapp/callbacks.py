@@ -934,15 +934,15 @@ def _bound_trace(frame: pd.DataFrame, meta: dict, period: float | None) -> None:
     fix = "upload a shorter span or fewer channels, or fit it with `powermodel fit`"
     if cells > FIT_CELLS:
         raise UploadError(
-            f"{label}: {channels} channels over {format_duration(span)} at "
+            f"{label}: {channels} channels over {span / 3600:.1f} h at "
             f"{format_duration(step)} make {cells:,.0f} samples, more than the dashboard fits "
             f"({FIT_CELLS:,}): {fix}"
         )
     fine = min(step / 2.0, 0.05)
     if span / fine > FIT_REPLAY_STEPS:
         raise UploadError(
-            f"{label} spans {format_duration(span)}: the dashboard replays a fit over at most "
-            f"{format_duration(FIT_REPLAY_STEPS * fine)} of a trace sampled every "
+            f"{label} spans {span / 3600:.1f} h: the dashboard replays a fit over at most "
+            f"{FIT_REPLAY_STEPS * fine / 3600:.1f} h of a trace sampled every "
             f"{format_duration(step)}: {fix}"
         )
 
