@@ -15,9 +15,13 @@ from numpy.testing import assert_allclose
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.wait import WebDriverWait
+from synthetic_telemetry import write
+from test_fit import _trace
 
 from powermodel import load_scenario, metrics, simulate
 from powermodel.analysis import resample
+from powermodel.fit import summary as fit_summary
+from powermodel.fit_report import fit_trace
 from powermodel.simulate import sensor_view
 from powermodel.webapp import create_app, ids
 from powermodel.webapp.layout import summary
@@ -236,4 +240,26 @@ def test_as_measured_by_overlays_the_chosen_sensor(dash_duo):
     shown = _wait(dash_duo, lambda: next((t for t in _traces(dash_duo) if t["name"] == name), None))
     # the meter's 15-min block demands, each held for its block: the page's are the library's
     assert_allclose(sorted(set(shown["y"])), sorted(set(view.values)), rtol=1e-12)
+    assert dash_duo.get_logs() == []
+
+
+def test_an_uploaded_trace_is_fitted_and_overlaid_in_the_compare_view(dash_duo, tmp_path):
+    trace = write(_trace(6.0, 0.1), tmp_path / "smi.csv", "nvidia-smi")
+    run = fit_trace(trace, tmp_path / "fitted.toml")
+    dash_duo.start_server(create_app(overrides=ONE_DAY))
+    dash_duo.wait_for_text_to_equal(f"#{ids.SCENARIO_NAME}", REFERENCE)
+    dash_duo.find_element(f"#{ids.TABS} .tab:nth-child({ids.VIEWS.index('compare') + 1})").click()
+    dash_duo.find_element(f"#{ids.UPLOAD_TRACE} input[type=file]").send_keys(str(trace))
+    # the fit's table: its step time as the command line's fit of the same file finds it
+    step = fit_summary(run.result).set_index("quantity").loc["step time", "fitted"]
+    dash_duo.wait_for_contains_text(f"#{ids.FIT_TABLE}", step, timeout=60)
+    dash_duo.wait_for_contains_text(f"#{ids.FIT_MESSAGE}", "fitted smi.csv: gpu trace, 4 GPUs")
+    shown = _wait(dash_duo, lambda: _traces(dash_duo, f"#{ids.FIT_GRAPH}"))
+    assert [t["name"] for t in shown] == [
+        "measured (as the NVML sensor reported it)",
+        "fit, through the same NVML sensor",
+    ]
+    # loaded into the sidebar: the header names the fitted scenario
+    dash_duo.find_element(f"#{ids.FIT_LOAD}").click()
+    dash_duo.wait_for_text_to_equal(f"#{ids.SCENARIO_NAME}", "fit of smi.csv")
     assert dash_duo.get_logs() == []

@@ -700,3 +700,83 @@ def _empty(spec: dict) -> object:
     if '"ALL"' in json.dumps(spec["id"], default=str) or "ALL" in str(spec["id"]):
         return []
     return {"id": _concrete(spec["id"]), "property": spec["property"], "value": None}
+
+
+# --- issue 12: the compare view's trace upload and the fitted scenario's store ----------------
+
+FIT_UPLOAD = (
+    "..fit.data...fit-message.children...fit-graph.figure...fit-table.rowData"
+    "...fit-numbers.rowData.."
+)
+
+
+def _trace_upload(board, contents: str, filename: object, period=None, gpus=None) -> dict:
+    status, body = call(
+        board,
+        FIT_UPLOAD,
+        [
+            ("upload-trace", "contents", contents),
+            ("trace-period", "value", period),
+            ("trace-gpus", "value", gpus),
+        ],
+        [("upload-trace", "filename", filename)],
+    )
+    assert status == 200, status
+    return body["response"]
+
+
+def test_a_trace_upload_is_bounded_and_read_from_the_servers_own_file(board, opened, tmp_path):
+    # the upload limit holds for a trace as for a scenario, over HTTP, before anything is read
+    big = "data:;base64," + base64.b64encode(b"0" * (board.upload_limit + 3)).decode()
+    said = _trace_upload(board, big, "big.csv")["fit-message"]["children"]
+    assert said.startswith("big.csv is 5.0 MB; the dashboard takes files up to 5 MB")
+    # a name is never a path: the trace is read from a file of the server's naming inside its
+    # working folder, and the file named is neither read nor written
+    secret = _secret(tmp_path)
+    opened.clear()
+    text = "timestamp, index, power.draw [W]\nnot, a, trace\n"
+    said = _trace_upload(board, _data_url(text), str(secret))["fit-message"]["children"]
+    assert said.startswith(f"{uploads_module.safe_name(str(secret))}: line 2")
+    assert str(secret) not in said
+    assert str(Path(board.workdir.name)) not in said
+    assert all(str(board.traces) in p for p in opened if "powermodel-dashboard-" in p)
+    assert str(secret) not in opened and list(board.traces.iterdir()) == []
+    # boxes forged to what no number box sends are refused in words
+    for period, gpus in (("1; rm -rf /", None), ([1], None), (None, {"a": 1}), (None, 1e400)):
+        said = _trace_upload(board, _data_url(text), "t.csv", period, gpus)
+        assert "is not a number" in said["fit-message"]["children"]
+
+
+def test_a_forged_fit_store_is_checked_as_an_uploaded_scenario(board, tmp_path, opened):
+    # the store of the fit holds the fitted scenario's text: loading or downloading it is an
+    # upload, with every check and limit of one
+    secret = _secret(tmp_path)
+    opened.clear()
+    load = next(k for k in board.app.callback_map if k.startswith("..base.data@"))
+    for store, said in (
+        ({"upload": "x.toml", "toml": f'extends = "{secret}"'}, "the scenario shown is unchanged"),
+        ({"upload": "x.toml", "toml": "#" * (board.upload_limit + 1)}, "is over 5 MB"),
+        (
+            {
+                "upload": "../x.toml",
+                "toml": f'extends = "{REFERENCE}"\n[simulation]\ndt = "10ms"\n',
+            },
+            "steps is more than the dashboard draws",
+        ),
+        ({"upload": ["x"], "toml": 5}, "no fitted scenario: upload a trace first"),
+    ):
+        status, body = call(board, load, [("fit-load", "n_clicks", 1)], [("fit", "data", store)])
+        assert status == 200 and said in body["response"]["message"]["children"]
+        download = "fit-toml-download.data"
+        status, _ = call(
+            board, download, [("fit-toml-button", "n_clicks", 1)], [("fit", "data", store)]
+        )
+        assert status == 204  # nothing sent
+    assert str(secret) not in opened
+    zoom = next(k for k in board.app.callback_map if k.startswith("fit-graph.figure@"))
+    window = {"xaxis.range[0]": "2026-01-01", "xaxis.range[1]": "2026-01-02"}
+    for store in ({"key": "0" * 32}, {"key": ["x"]}, "x", None):
+        status, _ = call(
+            board, zoom, [("fit-graph", "relayoutData", window)], [("fit", "data", store)]
+        )
+        assert status == 204

@@ -45,6 +45,9 @@ SLOT_WAIT = 30.0  # s a view build waits for a slot before the request is told t
 # Peak memory of building a view, per step of its run [B]: measured with tracemalloc on 7 days
 # at 1 s, the thermal view 95 B and the grid view with five rules 93 B (the largest), rounded up
 VIEW_BYTES_PER_STEP = 128
+# Fitted traces kept (their figure and arrays, outside the bound above): a trace the upload
+# limit admits has at most ~150,000 samples, a few MB of arrays with its figure
+FITS_KEPT = 8
 M_MMAP_THRESHOLD = -3  # mallopt parameter (malloc.h)
 MMAP_THRESHOLD = 1 << 20  # B: a run's per-step arrays are larger, small objects smaller
 _LIBC = ctypes.CDLL("libc.so.6") if platform.libc_ver()[0] == "glibc" else None
@@ -308,6 +311,33 @@ class SimulationCache:
             total = self._total()
             dropped = True
         return dropped
+
+
+class Kept:
+    """The latest ``size`` values put, by key (the fitted traces); thread-safe."""
+
+    def __init__(self, size: int = FITS_KEPT) -> None:
+        self.size = size
+        self._values: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        """The value kept under ``key``, or None (never put, or evicted since)."""
+        with self._lock:
+            if not isinstance(key, str) or key not in self._values:
+                return None
+            self._values.move_to_end(key)
+            return self._values[key]
+
+    def put(self, key: str, value: Any) -> None:
+        with self._lock:
+            self._values[key] = value
+            self._values.move_to_end(key)
+            while len(self._values) > self.size:
+                self._values.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._values)
 
 
 def release_memory(dropped: bool = True) -> None:

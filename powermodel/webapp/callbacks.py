@@ -26,26 +26,30 @@ from pathlib import Path
 from typing import Any
 
 import dash
+import numpy as np
 import pandas as pd
 from dash import ALL, MATCH, Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from powermodel import rules, sizing
+from powermodel import fit as fitting
+from powermodel import fit_report, rules, sizing
 from powermodel.analysis import diurnal_swing, metrics
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.export import TOOLS
 from powermodel.iotools import SHIPPED
 from powermodel.scenario import (
     Scenario,
+    format_duration,
     load_scenario,
+    loads_scenario,
     names_a_file,
     parse_duration,
     presets,
     shorten,
 )
 from powermodel.simulate import SENSORS
-from powermodel.webapp import downloads, figures, ids
-from powermodel.webapp.cache import Entry, SimulationCache, scenario_key
+from powermodel.webapp import downloads, figures, ids, layout
+from powermodel.webapp.cache import SLOT_WAIT, Entry, Kept, SimulationCache, scenario_key
 from powermodel.webapp.controls import (
     BY_KEY,
     BY_PROP,
@@ -62,7 +66,13 @@ from powermodel.webapp.controls import (
     value_at,
 )
 from powermodel.webapp.layout import compare_options, summary
-from powermodel.webapp.uploads import WeatherUploads, decode_upload, safe_name
+from powermodel.webapp.uploads import (
+    UploadError,
+    WeatherUploads,
+    decode_upload,
+    read_trace,
+    safe_name,
+)
 
 MAX_STEPS = 5_000_000  # steps the dashboard simulates: 57 days 21 h at 1 s, about 1.6 GB at peak
 PREFETCHED = ("power", "thermal", "grid")  # views built ahead of a tab change (the mitigation
@@ -72,6 +82,19 @@ RESAMPLED = ("power", "thermal", "grid", "mitigation", "compare")  # views with 
 MITIGATION_KEYS = ("checkpoint.mode", "workload.startup_ramp")  # levers outside [mitigation]
 BUILT_KEPT = 256  # scenarios rebuilt from page states, kept by state
 VIOLATION_ROWS = 20_000  # violations sent to the table: the largest, the rest in the CSV
+# An uploaded trace, bounded before its fit: the channel × sample cells of its grid (32 MB of
+# float64; the command line's fit takes 50 M), and the fine steps its replay renders at
+# min(sampling / 2, 50 ms), the step the fit's replay takes for NVML's and instantaneous chains
+FIT_CELLS = 4_000_000
+FIT_REPLAY_STEPS = 2_000_000  # a day at 50 ms, 16 MB a series
+FIT_SHOWN_WARNINGS = 3  # repairs of a trace named in its message (the rest counted)
+# The readers' and the fit's advice names the command line's options; the page has boxes
+PAGE_OPTIONS = (
+    ("--gpus-per-node N", "'GPUs per meter channel'"),
+    ("--gpus-per-node", "'GPUs per meter channel'"),
+    ("period= in seconds", "'period [s]'"),
+    ("--period", "'period [s]'"),
+)
 
 
 class Dashboard:
@@ -109,6 +132,9 @@ class Dashboard:
         # one daemon thread: the server's exit (or a test's) need not wait for a prefetch
         self._prefetches: deque[tuple[dict, tuple[str, ...], Future]] = deque()
         self._prefetch_due = threading.Condition()
+        self.fits = Kept()  # fitted traces by key: their figure, tables and scenario text
+        self.traces = folder / "traces"  # an uploaded trace, while it is read
+        self._fitting = threading.BoundedSemaphore(1)  # one fit at a time: seconds of a core
         threading.Thread(target=self._prefetch_loop, name="prefetch", daemon=True).start()
 
     @property
@@ -367,6 +393,77 @@ class Dashboard:
             token,
             f"weather {label}: {place}, UTC{meta['utc_offset']:+g} h{design}",
         )
+
+    # --- a measured trace and its fit (compare view) ------------------------------------------
+
+    def fit_trace(self, contents: Any, period: Any, gpus: Any, filename: Any) -> tuple:
+        """Read an uploaded trace, fit it and replay the fit through the trace's sensor: the
+        fit's store (the fitted scenario's text and the fit's key), message, figure, table and
+        comparison. A trace refused says why, and what was shown stays."""
+        if not contents:
+            raise PreventUpdate
+        try:
+            period = _number(period, "period [s]")
+            gpus = _number(gpus, "GPUs per meter channel", whole=True)
+            if not self._fitting.acquire(timeout=SLOT_WAIT):
+                raise UploadError("busy: another trace is being fitted; upload it again shortly")
+            try:
+                shown = self._fitted(contents, filename, period, gpus)
+            finally:
+                self._fitting.release()
+        except PowerModelError as exc:
+            why = _page_words(self.said(exc))
+            return no_update, f"{why} — the fit shown is unchanged", *(no_update,) * 3
+        store = {"key": shown["key"], "upload": shown["name"], "toml": shown["toml"]}
+        return store, shown["message"], shown["figure"], shown["table"], shown["numbers"]
+
+    def _fitted(self, contents: Any, filename: Any, period: Any, gpus: Any) -> dict[str, Any]:
+        """The fit of an upload, kept by the hash of its bytes and the boxes' values."""
+        frame, meta, data = read_trace(
+            contents, filename, self.upload_limit, self.traces, period, gpus
+        )
+        key = hashlib.sha256(data + json.dumps([period, gpus]).encode()).hexdigest()[:32]
+        kept = self.fits.get(key)
+        if kept is None:
+            kept = {"key": key, **fitted(frame, meta, period, gpus)}
+            self.fits.put(key, kept)
+        return kept
+
+    def fit_zoom(self, relayout: Any, state: Any) -> Any:
+        """New points for the fit's graph after a pan or zoom."""
+        kept = self.fits.get(state.get("key")) if isinstance(state, dict) else None
+        if not relayout or kept is None or not _plain(relayout):
+            raise PreventUpdate
+        return self._patch(kept["figure"], relayout)
+
+    def fit_toml(self, n_clicks: int | None, state: Any) -> dict:
+        """The fitted scenario as it was written (with its ``[C]`` tags), once it loads as an
+        uploaded scenario does."""
+        if not n_clicks:
+            raise PreventUpdate
+        try:
+            base = _fit_base(state)
+            self.base(base)
+        except PowerModelError:
+            raise PreventUpdate from None
+        return dcc.send_string(base["toml"], base["upload"])
+
+    def load_fit(self, n_clicks: int | None, state: Any) -> tuple:
+        """Make the fitted scenario the sidebar's (as an uploaded scenario, over the period
+        every preset opens with); returns what :meth:`set_base` returns."""
+        if not n_clicks:
+            raise PreventUpdate
+        try:
+            base = _fit_base(state)
+            opened = load_scenario(self.base(base), self.defaults)
+        except PowerModelError as exc:
+            return _unchanged(f"{self.said(exc)} — the scenario shown is unchanged")
+        values = shown_values(opened, self.weather)
+        message = (
+            f"loaded {base['upload']}, the scenario fitted to the trace, over "
+            f"{format_duration(opened.simulation.duration)}"
+        )
+        return (base, *page_values(values), no_update, no_update, message)
 
     def violations(self, scenario: Scenario, names: tuple[str, ...]) -> pd.DataFrame:
         """Every violation of the rules on a run, as the CLI's ``check --violations`` writes."""
@@ -715,6 +812,41 @@ class Dashboard:
             prevent_initial_call=True,
         )(self.pin)
         app.callback(
+            Output(ids.FIT, "data"),
+            Output(ids.FIT_MESSAGE, "children"),
+            Output(ids.FIT_GRAPH, "figure"),
+            Output(ids.FIT_TABLE, "rowData"),
+            Output(ids.FIT_NUMBERS, "rowData"),
+            Input(ids.UPLOAD_TRACE, "contents"),
+            Input(ids.TRACE_PERIOD, "value"),
+            Input(ids.TRACE_GPUS, "value"),
+            State(ids.UPLOAD_TRACE, "filename"),
+            prevent_initial_call=True,
+        )(self.fit_trace)
+        app.callback(
+            Output(ids.FIT_GRAPH, "figure", allow_duplicate=True),
+            Input(ids.FIT_GRAPH, "relayoutData"),
+            State(ids.FIT, "data"),
+            prevent_initial_call=True,
+        )(self.fit_zoom)
+        app.callback(
+            Output(ids.FIT_TOML_DOWNLOAD, "data"),
+            Input(ids.FIT_TOML_BUTTON, "n_clicks"),
+            State(ids.FIT, "data"),
+            prevent_initial_call=True,
+        )(self.fit_toml)
+        app.callback(
+            Output(ids.BASE, "data", allow_duplicate=True),
+            Output(values, "value", allow_duplicate=True),
+            Output(dates, "date", allow_duplicate=True),
+            Output(ids.PRESET, "value", allow_duplicate=True),
+            Output(ids.TABS, "value", allow_duplicate=True),
+            Output(ids.MESSAGE, "children", allow_duplicate=True),
+            Input(ids.FIT_LOAD, "n_clicks"),
+            State(ids.FIT, "data"),
+            prevent_initial_call=True,
+        )(self.load_fit)
+        app.callback(
             Output(ids.EXPORT_INTERVAL, "options"),
             Output(ids.EXPORT_INTERVAL, "value"),
             Output(ids.EXPORT_LINK, "href"),
@@ -746,6 +878,105 @@ def _unchanged(message: str) -> tuple:
     """set_base's answer that changes nothing but the message (one no_update per control)."""
     nothing = dict.fromkeys(BY_KEY, no_update)
     return (no_update, *page_values(nothing), no_update, no_update, message)
+
+
+def fitted(
+    frame: pd.DataFrame, meta: dict, period: float | None, gpus: int | None
+) -> dict[str, Any]:
+    """A trace read by :func:`~powermodel.iotools.read_telemetry`, bounded, fitted
+    (:func:`powermodel.fit.fit`, on the fit's reference preset), its scenario written, and the
+    fit replayed through the trace's sensor and compared (:mod:`powermodel.fit_report`):
+    the figure, the fit's table and the comparison as rows, the scenario's text and the name to
+    save it as, and the message."""
+    label = meta["source"]
+    _bound_trace(frame, meta, period)
+    result = fitting.fit(frame, meta, None, fitting.REFERENCE, period, gpus)
+    text = fitting.fitted_toml(result, fitting.REFERENCE, label)
+    scenario = loads_scenario(text, label=label)
+    replayed = fit_report.replay(result, scenario)
+    numbers = fit_report.compare(result, replayed)
+    sensor = f"{result.sensor.label} sensor"
+    repaired = list(meta.get("warnings", ()))
+    said = "; ".join(repaired[:FIT_SHOWN_WARNINGS]) + (
+        f" and {len(repaired) - FIT_SHOWN_WARNINGS} more"
+        if len(repaired) > FIT_SHOWN_WARNINGS
+        else ""
+    )
+    message = (
+        f"fitted {label}: {result.kind} trace, {result.n_gpus} GPUs, sampled every "
+        f"{format_duration(result.period)} for "
+        f"{format_duration(round(result.timeline.duration, 1))}, "
+        f"through the {sensor}; the fit replayed gives energy "
+        f"{100 * numbers['energy_error']:+.2f} %, RMSE of 1-s means "
+        f"{numbers['rmse_1s_w']:.1f} W, {numbers['dips_replayed'].size} checkpoint dips "
+        f"({numbers['dips_measured'].size} measured)" + (f". Repaired: {said}" if said else "")
+    )
+    return {
+        "figure": figures.fit_figure(result.start, result.times, result.power, replayed, sensor),
+        "table": figures.records(fitting.summary(result), layout.TABLES[ids.FIT_TABLE]),
+        "numbers": figures.records(
+            fit_report.comparison_table(numbers), layout.TABLES[ids.FIT_NUMBERS]
+        ),
+        "toml": text,
+        "name": f"{safe_name(f'fit-of-{Path(label).stem}')}.toml",
+        "message": message,
+    }
+
+
+def _bound_trace(frame: pd.DataFrame, meta: dict, period: float | None) -> None:
+    """Refuse a trace whose fit or replay would take more than the dashboard gives one."""
+    label, step = meta["source"], float(period or meta.get("step") or 0.0)
+    if not step > 0.0:
+        raise UploadError(f"{label}: no sampling period found: give 'period [s]'")
+    span = float((frame["time"].max() - frame["time"].min()) / np.timedelta64(1, "s"))
+    channels = len(meta.get("channels", ()))
+    cells = channels * (span / step + 1.0)
+    fix = "upload a shorter span or fewer channels, or fit it with `powermodel fit`"
+    if cells > FIT_CELLS:
+        raise UploadError(
+            f"{label}: {channels} channels over {span / 3600:.1f} h at "
+            f"{format_duration(step)} make {cells:,.0f} samples, more than the dashboard fits "
+            f"({FIT_CELLS:,}): {fix}"
+        )
+    fine = min(step / 2.0, 0.05)
+    if span / fine > FIT_REPLAY_STEPS:
+        raise UploadError(
+            f"{label} spans {span / 3600:.1f} h: the dashboard replays a fit over at most "
+            f"{FIT_REPLAY_STEPS * fine / 3600:.1f} h of a trace sampled every "
+            f"{format_duration(step)}: {fix}"
+        )
+
+
+def _number(value: Any, name: str, whole: bool = False) -> float | int | None:
+    """A number box's value from the browser: None when empty, else a finite number (whole
+    where ``whole``); the reader and the fit check its range."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
+        raise UploadError(f"{name}: {shorten(value)} is not a number")
+    if whole:
+        if value != int(value):
+            raise UploadError(f"{name}: {value:g} is not a whole number")
+        return int(value)
+    return float(value)
+
+
+def _page_words(message: str) -> str:
+    """A reader's or the fit's message with the page's boxes where it names the command
+    line's options."""
+    for option, box in PAGE_OPTIONS:
+        message = message.replace(option, box)
+    return message
+
+
+def _fit_base(state: Any) -> dict[str, str]:
+    """The fitted scenario of the fit's store as a base (an uploaded scenario): its name made
+    safe here, its text checked as any upload's by :meth:`Dashboard.base`."""
+    text = state.get("toml") if isinstance(state, dict) else None
+    name = state.get("upload") if isinstance(state, dict) else None
+    if not isinstance(text, str) or not isinstance(name, str):
+        raise ScenarioError("no fitted scenario: upload a trace first")
+    return {"upload": f"{safe_name(name.removesuffix('.toml'), 'fit')}.toml", "toml": text}
 
 
 def _by_key(controls: tuple, values: Any) -> dict[str, Any]:

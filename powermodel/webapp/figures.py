@@ -721,3 +721,31 @@ def cost_rows(costs: dict[str, float]) -> list[dict[str, str]]:
         for k, v in costs.items()
         if k in sizing.COSTS
     ]
+
+
+MEASURED_COLOR = "#7f8c8d"
+FITTED_COLOR = SENSOR_COLOR
+
+
+def fit_figure(
+    start: np.datetime64,
+    times: np.ndarray,
+    measured: np.ndarray,
+    fitted: np.ndarray,
+    sensor: str,
+) -> FigureResampler:
+    """A measured trace's per-GPU power [W] as its sensor reported it (the mean over its GPUs
+    at each sample) and the fitted model replayed over the trace's timeline through the same
+    sensor, at ``times`` [s after ``start``], overlaid."""
+    fig = _resampler(1)
+    x = start + (times * 1e9).astype("timedelta64[ns]")
+    _line(fig, x, measured, f"measured (as the {sensor} reported it)", 1, MEASURED_COLOR, 1.5)
+    _line(fig, x, fitted, f"fit, through the same {sensor}", 1, FITTED_COLOR, 1.5)
+    fig.update_yaxes(title_text="P per GPU [W]")
+    _time_axis(fig, 1)
+    return _style(fig)
+
+
+def records(table: pd.DataFrame, columns: Sequence[str]) -> list[dict[str, Any]]:
+    """A table's ``columns`` as the rows a grid takes, every cell text."""
+    return table[list(columns)].astype(str).to_dict("records")

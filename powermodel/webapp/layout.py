@@ -143,6 +143,8 @@ TABLES = {
     ids.MITIGATION_COSTS: ("cost", "value"),
     ids.MITIGATION_RULES: ("rule", "limit", "worst without", "worst with", "verdict with"),
     ids.COMPARE_TABLE: ("metric", "this", "other", "change"),
+    ids.FIT_TABLE: ("quantity", "fitted", "resolved", "how"),
+    ids.FIT_NUMBERS: ("what", "measured", "re-simulated"),
 }
 
 
@@ -265,6 +267,7 @@ def views() -> dcc.Tabs:
             ),
             _graph(ids.resampled("compare"), height="440px"),
             _table(ids.COMPARE_TABLE, page_size=20),
+            *fit_section(),
         ),
         "export": html.Div(
             [
@@ -300,6 +303,52 @@ def views() -> dcc.Tabs:
     )
 
 
+def fit_section() -> list[Any]:
+    """The compare view's measured trace: its upload (with what a file may not say: the
+    sampling period, the GPUs behind a meter), the fit's message, the trace and the fit replayed
+    through the same sensor, the fit's table, the comparison, and the fitted scenario's ways out."""
+    period = "period [s] (dcgmi dmon, scrapes without times)"
+    return [
+        html.H3("a measured trace and its fit"),
+        html.Div(
+            [
+                dcc.Upload(
+                    html.Div(
+                        "upload telemetry (nvidia-smi CSV, dcgmi dmon, dcgm-exporter, meter CSV)"
+                    ),
+                    id=ids.UPLOAD_TRACE,
+                    className="upload",
+                ),
+                html.Label(period),
+                dcc.Input(id=ids.TRACE_PERIOD, type="number", step="any", debounce=True),
+                html.Label("GPUs per meter channel (meter CSV)"),
+                dcc.Input(id=ids.TRACE_GPUS, type="number", step=1, debounce=True),
+            ],
+            className="control wide inline",
+        ),
+        html.Div("", id=ids.FIT_MESSAGE, className="message", role="alert"),
+        _graph(ids.FIT_GRAPH, height="400px"),
+        html.Div(
+            [_table(ids.FIT_TABLE, page_size=20), _table(ids.FIT_NUMBERS)],
+            className="two-columns even",
+        ),
+        html.Div(
+            [
+                html.Button(
+                    "download the fitted scenario (TOML)",
+                    id=ids.FIT_TOML_BUTTON,
+                    className="button",
+                ),
+                dcc.Download(id=ids.FIT_TOML_DOWNLOAD),
+                html.Button(
+                    "load the fitted scenario into the sidebar", id=ids.FIT_LOAD, className="button"
+                ),
+            ],
+            className="actions",
+        ),
+    ]
+
+
 def compare_options(pinned: str | None) -> list[dict[str, str]]:
     pinned_option = [{"label": f"pinned: {pinned}", "value": "pinned"}] if pinned else []
     return pinned_option + [{"label": f"preset: {p}", "value": p} for p in presets()]
@@ -316,6 +365,7 @@ def page(preset: str, upload_limit: int) -> html.Div:
             dcc.Store(id=ids.READY),
             dcc.Store(id=ids.COMPARE),
             dcc.Store(id=ids.UPLOADED_WEATHER, data={}),
+            dcc.Store(id=ids.FIT),
             header(),
             html.Div([sidebar(preset, upload_limit), html.Main(views())], className="body"),
         ],

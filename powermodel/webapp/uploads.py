@@ -2,7 +2,8 @@
 
 A browser never names a file on the server: an uploaded weather file is stored under a token
 made from its content and a safe version of its name, and the page holds only the token; the
-server keeps the latest :data:`KEPT` and deletes the older ones.
+server keeps the latest :data:`KEPT` and deletes the older ones. An uploaded telemetry trace is
+read from a file of the server's naming and deleted once read (:func:`read_trace`).
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ import os
 import re
 import tempfile
 import threading
+import warnings
 from collections import OrderedDict
 from pathlib import Path
 
+import pandas as pd
+
 from powermodel.errors import PowerModelError
-from powermodel.iotools import read_weather
+from powermodel.iotools import TelemetryWarning, read_telemetry, read_weather
 from powermodel.scenario import Scenario
 
 KEPT = 32  # uploaded weather files kept on disk (1.6 MB each)
@@ -50,6 +54,45 @@ def decode_upload(contents: object, filename: str, limit: int) -> bytes:
         return base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         raise UploadError(f"{filename} did not arrive whole: upload it again") from None
+
+
+def read_trace(
+    contents: object,
+    filename: object,
+    limit: int,
+    folder: Path,
+    period: float | None = None,
+    gpus_per_node: int | None = None,
+) -> tuple[pd.DataFrame, dict, bytes]:
+    """An uploaded telemetry trace, read by :func:`powermodel.iotools.read_telemetry` (format
+    detected) from a file of the server's naming in ``folder``, deleted once read. Returns the
+    tidy frame, its ``meta`` (``source`` the name it came with, the repairs in ``warnings``) and
+    the bytes (their hash keys the fit).
+
+    Raises
+    ------
+    UploadError, PowerModelError
+        Over ``limit`` bytes, or not a trace the reader takes (its reason, naming the file as
+        it came).
+    """
+    label = safe_name(filename if isinstance(filename, str) else "", "trace.csv")
+    data = decode_upload(contents, label, limit)
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=folder, suffix=".trace", delete=False) as f:
+        f.write(data)
+    staged = Path(f.name)
+    try:
+        with warnings.catch_warnings():  # the repairs are in meta["warnings"]: the page says them
+            warnings.simplefilter("ignore", TelemetryWarning)
+            frame, meta = read_telemetry(staged, None, period, gpus_per_node)
+    except PowerModelError as exc:
+        text = str(exc).replace(str(staged), label).replace(staged.name, label)
+        raise type(exc)(text) from None
+    finally:
+        staged.unlink(missing_ok=True)
+    meta["source"] = label
+    meta["warnings"] = [str(w).replace(staged.name, label) for w in meta.get("warnings", ())]
+    return frame, meta, data
 
 
 class WeatherUploads:
