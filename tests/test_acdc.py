@@ -90,3 +90,19 @@ def test_node_peak_still_is_the_measured_peak():
     # node peak [P, latif]: 8.23 kW DC less 8 × 700 W, rounded to 2.6 kW
     cl = load_scenario(REFERENCE).cluster
     assert cl.psu.input_power(8 * 700.0 + cl.rest_power_active) == pytest.approx(8400, rel=0.005)
+
+
+def test_the_running_levels_range_covers_the_measured_runs(mlperf):
+    # The same runs' GPUs [D, mlperf_training_v4_smc]: node DC less a fanless node's rest (the
+    # reference's 2.6 kW less its 0.6 kW of fans), over 8 GPUs and 700 W, average 0.40-0.87 of
+    # TDP; at the reference iteration (compute 67.5 %, a trough 30 % lower: 0.9025 of the
+    # compute level) their compute levels span 0.45-0.96, inside the sensitivity range of
+    # workload.compute_power, whose low end is the lowest of them
+    sc = load_scenario(REFERENCE)
+    fans = sc.cluster.fans.power
+    average = (mlperf["node_dc"] - (sc.cluster.rest_power_active - fans)) / 8 / sc.gpu.tdp
+    assert average.min() == pytest.approx(0.40, abs=0.005)
+    assert average.max() == pytest.approx(0.87, abs=0.005)
+    compute = average / (0.675 + 0.325 * 0.7)
+    (span,) = [s for s in sc.sensitivity if s.key == "workload.compute_power"]
+    assert span.low == pytest.approx(compute.min(), abs=0.005) and compute.max() <= span.high

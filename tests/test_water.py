@@ -156,8 +156,7 @@ def test_water_per_it_energy_does_not_depend_on_cluster_size(n_gpus):
     # Every term of the water is the airflow the heat needs times a humidity difference: WUE is
     # the same at one node, a rack, 512 GPUs and 16K (a January week at Golden, with misting),
     # to within the plant's view of the heat: it sees IT power before the GPUs' cooler dies
-    # leak less (1-2 % of IT where GPUs dominate it, none of the 0.25 MW of storage that
-    # dominates at 8 GPUs).
+    # leak less (1-2 % of IT where GPUs dominate it; storage scales with the GPUs).
     week = {
         **QUIET,
         "simulation.start": "2024-01-08T07:00:00",

@@ -55,13 +55,15 @@ def derived_step_time(
     return 6.0 * model_params * tokens_per_step / (n_gpus * peak_flops * mfu)
 
 
-# Compute-phase power of a training job, fraction of TDP, at two model sizes [1]: a 405e9-parameter
-# model at high MFU holds its GPUs at the power cap [P, choukse]; the low end of the H100 results of
-# MLPerf Training v4.0, 0.7 kW a GPU of AC with the rest of the server and the network [D,
-# mlperf_training_v4], is 686 W DC through the supplies' measured 1.02 [D, mlperf_training_v4_smc];
-# less the rest of an immersion-cooled node without fans ((2.6 - 0.6 kW) / 8) and 30 W of network
-# it leaves 406 W a GPU on average, 0.58 of TDP, which the reference's iteration (compute 67.5 %
-# of the step, communication 30 % lower: 0.9025 of the compute level) reaches with compute at 0.64.
+# Compute-phase power of a training job, fraction of TDP, at two model sizes [1], a default [A]:
+# measured runs do not order by model size (docs/model/workload.md). A 405e9-parameter model at
+# high MFU holds its GPUs at the power cap [P, choukse]; the low end of the H100 results of MLPerf
+# Training v4.0, 0.7 kW a GPU of AC with the rest of the server and the network [D,
+# mlperf_training_v4], placed at 1e9 parameters [A], is 686 W DC through the supplies' measured
+# 1.02 [D, mlperf_training_v4_smc]; less the rest of an immersion-cooled node without fans
+# ((2.6 - 0.6 kW) / 8) and 30 W of network it leaves 406 W a GPU on average, 0.58 of TDP, which
+# the reference's iteration (compute 67.5 % of the step, communication 30 % lower: 0.9025 of the
+# compute level) reaches with compute at 0.64.
 LARGE_MODEL = (405e9, 1.0)
 SMALL_MODEL = (1e9, 0.64)
 
