@@ -77,7 +77,8 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a scenario key, e.g. --set cluster.n_gpus=100000 (repeatable)",
+        help="override a scenario key, e.g. --set cluster.n_gpus=131072 (repeatable; the Llama 3 "
+        "presets' layout takes whole replicas of 128 GPUs)",
     )
     with_scenario = [common, scenario_keys]
     rule_args = argparse.ArgumentParser(add_help=False)

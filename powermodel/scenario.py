@@ -4,7 +4,7 @@ A scenario is built in layers, each overriding the one before:
 
 1. the preset named by ``extends`` (recursively), if any;
 2. the file (or the named preset) itself;
-3. dotted overrides (``cluster.n_gpus=100000``) from the API or ``--set`` on the CLI;
+3. dotted overrides (``cluster.n_gpus=131072``) from the API or ``--set`` on the CLI;
 4. the ``[gpu]`` table is filled from the GPU catalogue entry named by ``cluster.gpu``; keys given
    explicitly under ``[gpu]`` win over the catalogue.
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import math
 import re
 import tomllib
 import zoneinfo
@@ -634,18 +635,30 @@ class Layout(NamedTuple):
 
 
 def _replicas(par: Parallelism, gpus: int, key: str) -> int:
-    """Data-parallel replicas of ``gpus`` GPUs, refused unless whole."""
+    """Data-parallel replicas of ``gpus`` GPUs, refused unless whole: the job runs on whole
+    replicas, and GPUs left over are not in it (docs/model/workload.md, "parallel layout")."""
     size = par.tp * par.pp * par.cp
-    if gpus % size:
-        near = (
-            f"{size:,}"
-            if gpus < size
-            else f"{gpus // size * size:,} or {(gpus // size + 1) * size:,}"
+    if gpus < size:
+        # the largest layout within the given degrees that fits: tensor parallelism first
+        # (inside a node), then pipeline stages, then context parallelism
+        tp = math.gcd(par.tp, gpus)
+        pp = math.gcd(par.pp, gpus // tp)
+        cp = math.gcd(par.cp, gpus // tp // pp)
+        fits = gpus // (tp * pp * cp)
+        raise ScenarioError(
+            f"{key} = {gpus:,} GPUs is less than one data-parallel replica of tp·pp·cp = "
+            f"{par.tp}·{par.pp}·{par.cp} = {size:,} GPUs: take at least {size:,} GPUs, or give "
+            f"a layout that fits, e.g. workload.parallelism.tp = {tp}, pp = {pp}"
+            + (f", cp = {cp}" if par.cp > 1 else "")
+            + f" ({fits:,} replica{'s' if fits > 1 else ''} of {tp * pp * cp:,} GPUs), with a "
+            "batch in proportion (workload.tokens_per_step)"
         )
+    if gpus % size:
         raise ScenarioError(
             f"{key} = {gpus:,} GPUs is not a whole number of data-parallel replicas of "
-            f"tp·pp·cp = {par.tp}·{par.pp}·{par.cp} = {size:,} GPUs: take {near} GPUs, or "
-            "change workload.parallelism's tp, pp or cp"
+            f"tp·pp·cp = {par.tp}·{par.pp}·{par.cp} = {size:,} GPUs: take "
+            f"{gpus // size * size:,} or {(gpus // size + 1) * size:,} GPUs (a cluster's spare "
+            "GPUs are not in the job), or change workload.parallelism's tp, pp or cp"
         )
     return gpus // size
 

@@ -76,7 +76,10 @@ def test_running_node_ratio_at_four_cluster_sizes(mlperf, n_gpus):
     # supply curve) at one node, a rack, 512 GPUs and 16K: within MLPerf's measured 1.016-1.034
     # [D, mlperf_training_v4_smc]; 1.0215 with the reference's 8.2 kW DC compute phase and
     # 6.5 kW communication phase. (The Titanium floor gave 1.046.)
-    sc = load_scenario(REFERENCE, {"cluster.n_gpus": n_gpus, "workload.step_time": "6s"})
+    # the reference's phases at every size: no layout, which moves the shares with the size
+    # and refuses one node or one rack (less than one of its 128-GPU replicas)
+    fixed = {"cluster.n_gpus": n_gpus, "workload.step_time": "6s", "workload.parallelism": None}
+    sc = load_scenario(REFERENCE, fixed)
     cl = sc.cluster
     shares, watts = sc.phase_powers()
     dc = cl.gpus_per_node * np.asarray(watts) + cl.rest_power_active

@@ -51,6 +51,9 @@ TRUTH = {
     # no start-up spell; the test of the start-up level holds one of its own
     "workload.startup_power": 80.0 / 700.0 + 1e-12,
     "cluster.n_gpus": 8,
+    # the job's step and shares as given at its own size: no parallel layout (one node is less
+    # than one of the reference layout's 128-GPU replicas)
+    "workload.parallelism": None,
 }
 FAILURE = 400.0  # s
 IDLE_BEFORE = 30.0  # s

@@ -278,18 +278,35 @@ def test_a_derived_step_time_keeps_the_bounds_a_given_one_has():
     # model: the derived check had its own copy of the schema's numbers
     with pytest.raises(ScenarioError, match="workload.step_time: must be at most 1h"):
         load_scenario(REFERENCE, {"workload.step_time": "2h"})
-    huge = {"workload.model_params": 1e16, "cluster.n_gpus": 8, "simulation.duration": "1h"}
+    huge = {
+        "workload.model_params": 1e16,
+        "cluster.n_gpus": 8,
+        "simulation.duration": "1h",
+        "workload.parallelism": None,  # the 6·N·D step: one node holds no replica of the layout
+    }
     with pytest.raises(ScenarioError, match=r"gives a step of 3\.1e\+08 s, outside 1ms to 1h"):
         derive(load_scenario(REFERENCE, huge))
 
 
 def test_a_million_gpus_ask_for_a_bigger_batch():
-    # issue 10: refused with "raise workload.edge_rate"; the batch is what must grow
-    sc = load_scenario(REFERENCE, {"cluster.n_gpus": 1_000_000, "simulation.duration": "1h"})
+    # issue 10: refused with "raise workload.edge_rate"; the batch is what must grow. Without
+    # the parallel layout the 6·N·D step at a million GPUs is too short:
+    plain = {"cluster.n_gpus": 1_000_000, "simulation.duration": "1h", "workload.parallelism": None}
+    sc = load_scenario(REFERENCE, plain)
     with pytest.raises(ScenarioError, match="grow the global batch workload.tokens_per_step"):
         simulate(sc)
     bigger = load_scenario(sc, {"workload.tokens_per_step": 64 * 2**20})
     assert simulate(bigger).attrs["step_time"] > 0.3  # a 64M-token batch: 0.4 s a step
+    # with the reference's layout a million GPUs is no whole number of 128-GPU replicas; at
+    # 999,936 (7,812 replicas) 16M tokens are 0.26 sequences of 8,192 a replica
+    with pytest.raises(ScenarioError, match=r"take 999,936 or 1,000,064 GPUs"):
+        derive(load_scenario(REFERENCE, {"cluster.n_gpus": 1_000_000}))
+    layout = {"cluster.n_gpus": 999_936, "simulation.duration": "1h"}
+    with pytest.raises(ScenarioError, match="grow the global batch to at least 6.4e\\+07 tokens"):
+        simulate(load_scenario(REFERENCE, layout))
+    bigger = load_scenario(REFERENCE, {**layout, "workload.tokens_per_step": 64 * 2**20})
+    # 1.05 micro-batches a replica: the bubble, 15/(8 · 1.05) of the work, outlasts it (1.04 s)
+    assert simulate(bigger).attrs["step_time"] > 0.3
 
 
 def test_rule_files_are_read_or_refused_in_one_line(tmp_path):
@@ -408,7 +425,7 @@ def test_validate_runs_every_check_the_run_makes(capsys):
         "validate",
         REFERENCE,
         "--set",
-        "cluster.n_gpus=1000000",
+        "cluster.n_gpus=999936",  # 7,812 of the layout's 128-GPU replicas
         match="grow the global batch",
     )
 

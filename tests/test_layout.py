@@ -15,7 +15,7 @@ from powermodel import load_scenario
 from powermodel.errors import ScenarioError
 from powermodel.models import workload
 from powermodel.models.events import State
-from powermodel.simulate import derive, shape_tables
+from powermodel.simulate import derive, shape_tables, simulate
 
 N = 405e9  # parameters [P, llama3]
 BATCH = 16_777_216  # tokens a step, 2,048 sequences of 8,192 [P, llama3 Table 4]
@@ -157,6 +157,9 @@ def test_the_batch_grown_with_the_cluster_keeps_the_step():
     assert_allclose(sc.compute_share, 0.675, rtol=1e-4)
 
 
+FIXED = {"workload.parallelism": None}  # the preset without its layout: the shares as given
+
+
 def _swing(sc) -> tuple[float, float, float, float]:
     """Step [s], compute share, cluster GPU power mean and fundamental amplitude [MW]."""
     derived = derive(sc)
@@ -177,7 +180,10 @@ def test_the_swing_a_user_sees_when_scaling_the_cluster():
         131072: (1.3595, 0.3807),
     }
     for n, (step, share) in expected.items():
-        got_step, got_share, mean, first = _swing(layout(n))
+        # the reference preset carries Llama 3's layout: scaling cluster.n_gpus alone is enough
+        preset = load_scenario(REFERENCE, {"cluster.n_gpus": n})
+        assert derive(preset).step_time == derive(layout(n)).step_time
+        got_step, got_share, mean, first = _swing(preset)
         assert_allclose((got_step, got_share), (step, share), rtol=2e-4)
         # energy exact: the mean is the phases' levels weighted by their shares
         assert_allclose(mean, n * (490.0 + 210.0 * got_share) * 1e-6, rtol=1e-9)
@@ -188,13 +194,13 @@ def test_the_swing_a_user_sees_when_scaling_the_cluster():
     # at 131,072 GPUs the swing at the step frequency is 15 % larger than the fixed share gave
     big, fixed = (
         _swing(layout(131072))[3],
-        _swing(load_scenario(REFERENCE, {"cluster.n_gpus": 131072}))[3],
+        _swing(load_scenario(REFERENCE, {"cluster.n_gpus": 131072, **FIXED}))[3],
     )
     assert 1.1 < big / fixed < 1.2
 
 
 def test_without_a_layout_the_shares_are_as_given():
-    sc = load_scenario(REFERENCE, {"cluster.n_gpus": 131072})
+    sc = load_scenario(REFERENCE, {"cluster.n_gpus": 131072, **FIXED})
     assert sc.layout() is None and sc.compute_share == 0.675
     assert_allclose(derive(sc).step_time, 6 * N * BATCH / (131072 * PEAK * 0.41), rtol=1e-15)
 
@@ -209,7 +215,12 @@ def test_without_a_layout_the_shares_are_as_given():
             r"tp·pp·cp = 8·16·1 = 128 GPUs: take 99,968 or 100,096 GPUs",
         ),
         # a layout bigger than the cluster
-        ({"cluster.n_gpus": 64}, r"64 GPUs is not a whole number .* take 128 GPUs"),
+        (
+            {"cluster.n_gpus": 64},
+            r"64 GPUs is less than one data-parallel replica of tp·pp·cp = 8·16·1 = 128 GPUs: take "
+            r"at least 128 GPUs, or give a layout that fits, e.g. workload.parallelism.tp = 8, "
+            r"pp = 8 \(1 replica of 64 GPUs\)",
+        ),
         ({"workload.parallelism.reference_gpus": 1000}, r"reference_gpus = 1,000 GPUs is not a"),
         ({"workload.parallelism.bandwidth": 0}, r"bandwidth: Input should be greater than 0"),
         (
@@ -266,3 +277,77 @@ def test_a_given_step_holds_at_the_reference_and_other_phases_scale_as_work():
     assert_allclose(shares[0] / shares[1], 6.0, rtol=1e-12)
     assert_allclose(shares[0], 0.6 * 6.0 / 2 / step, rtol=1e-12)
     assert_allclose(shares.sum(), 1.0, rtol=1e-12)
+
+
+def _simulated_line(n_gpus: int) -> tuple[float, float, float, float]:
+    """The reference preset alone at ``n_gpus``: (step [s], compute share, frequency [Hz] and
+    amplitude [MW] of the strongest line of the running GPU power)."""
+    quiet = {
+        "cluster.n_gpus": n_gpus,
+        "simulation.duration": "20min",
+        "simulation.dt": "0.1s",
+        "reliability.rate_scale": 0.0,  # no failures, so no checkpoints either
+    }
+    sc = load_scenario(REFERENCE, quiet)
+    ds = simulate(sc)
+    running = np.flatnonzero(ds["job_state"].values == State.RUNNING)[300:]  # past the ramp
+    step = ds.attrs["step_time"]
+    steps = int(running.size * 0.1 // step)  # whole steps, so the line falls on a bin
+    power = ds["gpu_power"].values[running[: int(round(steps * step / 0.1))]]
+    spectrum = np.abs(np.fft.rfft(power - power.mean())) * 2 / power.size
+    line = int(np.argmax(spectrum))
+    return step, sc.compute_share, line / (power.size * 0.1), spectrum[line]
+
+
+def test_the_simulated_gpu_power_shows_the_layout_s_period_and_depth():
+    # issue 12, end to end: the reference preset alone, cluster.n_gpus scaled at its fixed
+    # 16M-token batch, simulated: the strongest line of the GPU power sits at the layout's step
+    # frequency (44.3 s, 6.13 s, 1.36 s a step, test_the_swing_a_user_sees_when_scaling_the_
+    # cluster), so the swing's period shrinks less than n. The
+    # fundamental of a square wave of depth ΔP and duty s is (2/π)·ΔP·sin(π·s) (Fourier series):
+    # ΔP = n · 210 W (700 W compute, 30 % lower trough [P, ko_zhu]); within 5 % (the 0.16-s
+    # edges at 1.9 TDP/s [S, nerc_lltf] and the leakage's temperature round the square)
+    got = {n: _simulated_line(n) for n in (2048, 16384, 131072)}
+    for n, (step, share, frequency, amplitude) in got.items():
+        assert frequency == pytest.approx(1 / step, rel=0.01)
+        assert amplitude == pytest.approx(2 / np.pi * n * 210e-6 * np.sin(np.pi * share), rel=0.05)
+    # 8 times the GPUs: the step 4.5 times shorter, not 8 (fixed shares gave exactly 8)
+    assert got[16384][0] / got[131072][0] == pytest.approx(4.51, rel=0.01)
+    assert got[2048][0] / got[16384][0] == pytest.approx(7.22, rel=0.01)
+
+
+def test_the_8k_preset_is_its_own_row_and_the_16k_prediction():
+    # the 8K preset carries the 16K layout with reference_gpus = 8,192: at its own size its
+    # published 43 % MFU as given [P, llama3 Table 4]; the reference preset scaled to 8,192
+    # GPUs predicts it (43.4 %, test_the_8k_row_is_predicted), the same as Llama 3's layout
+    # given by hand
+    eight = load_scenario("llama3-405b-8k-h100")
+    assert eight.workload.parallelism.reference_gpus == 8192
+    assert_allclose(mfu(eight), 0.43, rtol=1e-12)
+    assert eight.compute_share == 0.675
+    scaled = load_scenario(REFERENCE, {"cluster.n_gpus": 8192})
+    assert derive(scaled).step_time == derive(layout(8192)).step_time
+    assert_allclose(mfu(scaled), 0.434, atol=5e-4)
+
+
+@pytest.mark.parametrize(
+    ("n_gpus", "pp", "step", "share"),
+    # one node: TP 8 alone, no bubble, no data-parallel traffic: the reference's work a GPU,
+    # 5.527 s (the 16K calibration's W0 with PP 1); one rack of four nodes: TP 8, PP 4, the
+    # bubble 3/(8 · 4) of the work (docs/model/workload.md)
+    [(8, 1, 5.5269, 0.7492), (32, 4, 5.9825, 0.6921)],
+)
+def test_a_node_or_a_rack_is_refused_with_a_layout_that_fits(n_gpus, pp, step, share):
+    # less than one of the reference's 128-GPU replicas: refused, naming the layout that fits
+    with pytest.raises(ScenarioError, match=rf"tp = 8, pp = {pp} \(1 replica of {n_gpus} GPUs\)"):
+        load_scenario(REFERENCE, {"cluster.n_gpus": n_gpus})
+    # the fix the message names, at the reference's batch per GPU (one 8,192-token sequence a
+    # node), runs: the layout carries the 16K calibration there
+    fixed = {
+        "cluster.n_gpus": n_gpus,
+        "workload.parallelism.pp": pp,
+        "workload.tokens_per_step": BATCH * n_gpus / 16384,
+    }
+    sc = load_scenario(REFERENCE, fixed)
+    assert sc.layout().dp == 1
+    assert_allclose((derive(sc).step_time, sc.compute_share), (step, share), rtol=1e-4)

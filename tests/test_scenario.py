@@ -66,10 +66,11 @@ def test_changing_the_gpu_refills_the_gpu_table():
 
 
 def test_overrides_as_mapping_and_as_strings_agree():
-    a = load_scenario(REFERENCE, {"cluster.n_gpus": 100000, "simulation.duration": "7d"})
-    b = load_scenario(REFERENCE, ["cluster.n_gpus=100000", "simulation.duration=7d"])
+    # 131,072 GPUs: whole replicas of the preset's 128-GPU layout (100,000 is refused)
+    a = load_scenario(REFERENCE, {"cluster.n_gpus": 131072, "simulation.duration": "7d"})
+    b = load_scenario(REFERENCE, ["cluster.n_gpus=131072", "simulation.duration=7d"])
     assert a == b
-    assert a.cluster.n_gpus == 100000 and a.simulation.duration == 7 * 86400
+    assert a.cluster.n_gpus == 131072 and a.simulation.duration == 7 * 86400
 
 
 def test_override_into_an_array_of_tables():

@@ -266,9 +266,16 @@ SIZES = (8, 32, 512, 16_384)  # one node, one rack of four nodes, a 512-GPU clus
 def at_size(n_gpus: int, **over) -> object:
     """The reference at ``n_gpus`` for a quiet 10 minutes; below 16,384 GPUs the 6·N·D step of a
     405e9 model at Llama 3's 16M-token batch leaves the model's bounds, so the reference's own
-    step (6.13 s [D, llama3]) is given."""
+    step (6.13 s [D, llama3]) is given. These tests hold the step and the phases' shares at the
+    reference's to test per-GPU levels: without the parallel layout, which would move the shares
+    with the size (tests/test_layout.py) and refuses one node or one rack (less than one of its
+    128-GPU replicas)."""
     step = {} if n_gpus == 16_384 else {"workload.step_time": "6.13s"}
-    base = {"simulation.duration": "10min", "reliability.rate_scale": 0.0}
+    base = {
+        "simulation.duration": "10min",
+        "reliability.rate_scale": 0.0,
+        "workload.parallelism": None,
+    }
     return load_scenario(REFERENCE, {"cluster.n_gpus": n_gpus, **base, **step, **over})
 
 

@@ -105,12 +105,17 @@ def test_controls_changes_become_the_scenario_the_api_builds():
     changed = controls.changes(values, base)
     assert "simulation.duration" in changed and "workload.mfu" not in changed
     got = load_scenario(base, controls.overrides(changed, base))
+    # the compute share shown is the one at 32,768 GPUs: the preset's parallel layout carries
+    # its given shares (at 16,384) there, the compute share scaled by a factor of the size
+    # alone (docs/model/workload.md), so the given share is 0.6 over that factor
+    factor = load_scenario(REFERENCE, {"cluster.n_gpus": 32768}).compute_share / 0.675
+    assert got.compute_share == pytest.approx(0.6, rel=1e-9)
     want = load_scenario(
         REFERENCE,
         {
             "cluster.n_gpus": 32768,
-            "workload.phases.0.share": 0.6,
-            "workload.phases.1.share": 0.4,
+            "workload.phases.0.share": round(0.6 / factor, 12),
+            "workload.phases.1.share": round(1 - 0.6 / factor, 12),
             "checkpoint.interval": "5min",
             "mitigation.power_cap": 600.0,
             "mitigation.storage": [{"location": "site", "power": 2.0, "energy": 0.5}],
@@ -224,6 +229,21 @@ def test_url_query_round_trip():
         controls.from_query("?preset=x&cluster.n_gpu=5")
     with pytest.raises(ScenarioError, match="not a number"):
         controls.from_query("?cluster.n_gpus=many")
+
+
+@pytest.mark.parametrize("n_gpus", [2048, 16384, 131072])
+def test_compute_share_control_sets_the_share_at_the_size_with_a_layout(n_gpus):
+    # with the preset's layout the given shares hold at 16,384 GPUs and the share shown is the
+    # layout's at the scenario's size: the control sets that one, the phases summing to 1
+    base = load_scenario(REFERENCE, {"cluster.n_gpus": n_gpus})
+    out = controls.overrides({"workload.compute_share": 0.45}, base)
+    assert sum(out.values()) == pytest.approx(1.0, abs=1e-12)
+    assert load_scenario(base, out).compute_share == pytest.approx(0.45, rel=1e-9)
+    # beyond what the pipeline bubble and exposed communication leave, a clear refusal: at
+    # 131,072 GPUs they take 0.498 of the 1.36-s step (0.678 s, tests/test_layout.py)
+    if n_gpus == 131072:
+        with pytest.raises(ScenarioError, match=r"compute share: 0.6 leaves less .* at most 0.502"):
+            controls.overrides({"workload.compute_share": 0.6}, base)
 
 
 def test_compute_share_needs_a_communication_phase():

@@ -396,6 +396,7 @@ def overrides(
     (:func:`typed`). ``weather`` maps uploaded weather tokens to their paths: the weather
     control takes a shipped name, ``synthetic`` or one of those, never a path."""
     out: dict[str, Any] = {}
+    share = None
     for key, raw in changed.items():
         control = BY_KEY.get(key)
         if control is None:
@@ -419,6 +420,9 @@ def overrides(
             ).isoformat()
         elif key == "site.weather":
             value = _weather_source(value, weather or {})
+        if key == COMPUTE_SHARE:
+            share = value  # set below, at the size the other changes give
+            continue
         out.update(_settings(control, value, base))
     for table in OPTIONAL_TABLES:
         fields = [c for c in CONTROLS if c.key.startswith(f"{table}.")]
@@ -427,6 +431,10 @@ def overrides(
             for c in fields:
                 out.pop(c.key, None)
             out[table] = None
+    if share is not None:
+        # the share shown is the one at the scenario's size, which a parallel layout moves
+        sized = load_scenario(base, out) if out and base.workload.parallelism else base
+        out.update(_phase_shares(sized, share))
     return out
 
 
@@ -445,8 +453,6 @@ def _weather_source(value: str, weather: Mapping[str, str]) -> str:
 
 
 def _settings(control: Control, value: Any, base: Scenario) -> dict[str, Any]:
-    if control.key == COMPUTE_SHARE:
-        return _phase_shares(base, value)
     if control.key == SITE_BATTERY:
         others = [
             s.model_dump(mode="json") for s in base.mitigation.storage if s.location != "site"
@@ -461,19 +467,34 @@ def _settings(control: Control, value: Any, base: Scenario) -> dict[str, Any]:
 
 
 def _phase_shares(base: Scenario, compute: float) -> dict[str, float]:
-    """Shares of every phase with the compute phases together at ``compute``; each group keeps
-    its phases' proportions."""
+    """Shares of every phase with the compute phases together at ``compute`` at the scenario's
+    size; each group keeps its phases' proportions. With a parallel layout the given shares hold
+    at its reference size, and the compute share at any size is theirs times a factor the
+    shares do not change (the layout's step is the same whatever they are): so the given
+    compute shares scale by ``compute`` over the share shown."""
     now = base.compute_share
     if now >= 1.0:
         raise ScenarioError("the workload has no communication phase: add one to split the step")
     if not 0.0 < compute < 1.0:
         raise ScenarioError(f"compute share: {compute:g} must lie between 0 and 1")
+    layout = base.layout()
+    if layout is not None:
+        most = 1.0 - (layout.times.bubble + layout.times.exposed) / layout.step_time
+        if compute > most:
+            raise ScenarioError(
+                f"compute share: {compute:g} leaves less of the step than the parallel layout's "
+                f"pipeline bubble and exposed communication at {base.cluster.n_gpus:,} GPUs: "
+                f"at most {most:.3g}"
+            )
+    phases = base.workload.phases
+    given = sum(p.share for p in phases if p.kind == "compute")
+    target = compute * given / now  # the given compute share that shows ``compute``
     # rounded: the shares' sum is checked against 1, and 0.4000000000000001 reads badly
     return {
         f"workload.phases.{i}.share": round(
-            p.share * (compute / now if p.kind == "compute" else (1 - compute) / (1 - now)), 12
+            p.share * (target / given if p.kind == "compute" else (1 - target) / (1 - given)), 12
         )
-        for i, p in enumerate(base.workload.phases)
+        for i, p in enumerate(phases)
     }
 
 
