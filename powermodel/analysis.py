@@ -10,7 +10,7 @@ import xarray as xr
 
 from powermodel import variables
 from powermodel.errors import PowerModelError
-from powermodel.models import signal
+from powermodel.models import sensors, signal
 from powermodel.models.events import State
 from powermodel.models.signal import (
     average_slope,
@@ -44,6 +44,7 @@ __all__ = [
     "resolved",
     "rolling_range",
     "samples",
+    "sensor_swings",
     "spectrum",
     "State",
     "step_seconds",
@@ -89,6 +90,36 @@ def max_swing(
         # a window's share of samples inside is exactly 1 only when all are
         swing = swing[signal.rolling_mean(where, size) == 1.0]
     return float(np.max(swing)) if swing.size else float("nan")
+
+
+def sensor_swings(
+    ds: xr.Dataset, chains: list[str | sensors.Sensor], window: float = SWING_WINDOW
+) -> pd.DataFrame:
+    """The largest swing in ``window`` [s] of each sensor's variable, exact and as the sensor
+    reports it, from a profile holding the sensors' views (``simulate(..., sensors=...)``).
+
+    Returns one row a chain (the same chain once): ``sensor``, ``variable``, ``exact`` and
+    ``seen`` [the variable's ``units``], ``units`` and ``not_measured`` (why a swing is NaN,
+    else ""). A view's readings before its first report and over missing data are NaN (no
+    report): only windows wholly of readings count (:func:`max_swing` with ``where``).
+    """
+    dt = step_seconds(ds)
+    rows = []
+    for chain in {c.key: c for c in map(sensors.lookup, chains)}.values():
+        name = chain.variable
+        view = ds[f"{name}_{chain.key}"].values
+        exact = max_swing(ds[name].values, dt, window)
+        seen = max_swing(view, dt, window, where=np.isfinite(view))
+        if not swing_resolved(dt, window):
+            why = f"not resolved at a {format_duration(dt)} step"
+        elif not np.isfinite(seen):
+            why = f"no whole {format_duration(window)} of {chain.label} readings"
+        else:
+            why = ""
+        rows.append((chain.key, name, exact, seen, ds[name].attrs.get("units", ""), why))
+    return pd.DataFrame(
+        rows, columns=["sensor", "variable", "exact", "seen", "units", "not_measured"]
+    )
 
 
 RAMPS = {

@@ -20,7 +20,7 @@ import numpy as np
 
 from powermodel import export, reproduce, rules, sizing
 from powermodel._version import __version__
-from powermodel.analysis import max_swing, metrics, resample_factor, swing_resolved
+from powermodel.analysis import metrics, resample_factor, sensor_swings
 from powermodel.errors import PowerModelError
 from powermodel.facility import design_conditions, design_day
 from powermodel.fit import REFERENCE, summary
@@ -369,17 +369,17 @@ def _presets(args: argparse.Namespace) -> int:
 
 
 def _sensor_rows(ds: Any, keys: Sequence[str]) -> list[tuple[str, str]]:
-    """For each sensor, the largest 5-s swing of the exact signal beside the sensor's view."""
-    dt = float(ds.attrs["dt"])
+    """For each sensor, the largest 5-s swing of the exact signal beside the sensor's view
+    (:func:`powermodel.analysis.sensor_swings`), as the summary prints it."""
     rows = []
-    for key in dict.fromkeys(keys):
-        name = SENSORS[key].variable
-        label = f"{name} largest 5-s swing, exact / {key}"
-        if not swing_resolved(dt):
-            rows.append((label, f"not resolved at a {format_duration(dt)} step"))
-            continue
-        exact, seen = (max_swing(ds[v].values, dt) for v in (name, f"{name}_{key}"))
-        rows.append((label, f"{exact:.2f} / {seen:.2f} MW"))
+    for row in sensor_swings(ds, list(keys)).itertuples():
+        label = f"{row.variable} largest 5-s swing, exact / {row.sensor}"
+        if not np.isfinite(row.exact):
+            rows.append((label, row.not_measured))
+        elif not np.isfinite(row.seen):
+            rows.append((label, f"{row.exact:.2f} {row.units} / {row.not_measured}"))
+        else:
+            rows.append((label, f"{row.exact:.2f} / {row.seen:.2f} {row.units}"))
     return rows
 
 

@@ -123,7 +123,9 @@ def replay(result: Fit, scenario: Scenario) -> np.ndarray:
         line.start, line.state.astype(np.int64), rate, render.cumulative_tables(cells), edges, steps
     )
     per_gpu = means[0] * 1e6 / scenario.cluster.n_gpus  # W
-    return sensors.read(per_gpu, fine, result.sensor, at=np.clip(result.times, 0.0, edges[-1]))
+    # the trace's instrument was reading before the log began: its first state held before 0
+    at = np.clip(result.times, 0.0, edges[-1])
+    return sensors.read(per_gpu, fine, result.sensor, at=at, held_before=True)
 
 
 def compare(result: Fit, replayed: np.ndarray) -> dict:

@@ -48,8 +48,10 @@ BYTES_PER_STEP = 320
 BYTES_PER_ITERATION = 80
 BYTES_PER_BATTERY_STEP = 16
 BYTES_PER_SEGMENT = 256
-# Each sensor view: its variable (8 B/step) and the temporaries of reading it, the most a PMU's
-# two moving averages take (about 160 B/step, measured over an hour at 5 ms).
+# Each sensor view: its variable (8 B/step) and the temporaries of reading it. tracemalloc's peak
+# over sensor_view on 1e6- and 4e6-step profiles, every chain: 40 (SCADA) to 137 B/step (a PMU's
+# two moving averages), 145 with missing values; a deadband adds a bounded chunk (4 MB), not
+# per step (tests/test_sensors.py measures the worst chains against this).
 BYTES_PER_SENSOR_STEP = 160
 # The plant path's state in the Dataset, held over each plant step (float32: 7 digits suffice)
 HELD = ("water_use", "temp_air", "temp_wetbulb", "supply_temp", "gpu_temp", "clock_factor")
@@ -538,7 +540,7 @@ def sensor_view(
     ----------
     ds
         A profile from :func:`simulate` or read back from a file powermodel wrote (it needs
-        ``attrs["dt"]``, its step [s]).
+        ``attrs["dt"]``, its step [s], and a uniform ``time`` of that step).
     sensor
         A key of :data:`SENSORS` (``"nvml"``, ``"revenue"``, ...) or a
         :class:`~powermodel.models.sensors.Sensor`.
@@ -562,15 +564,50 @@ def sensor_view(
             f"the profile has no time series {name!r} to read through the {chain.label} "
             f"sensor: choose one of {', '.join(map(str, series))}"
         )
+    values = sensors.read(ds[name].values.astype(np.float64), _profile_step(ds), chain)
+    view = xr.DataArray(values, coords={"time": ds["time"]}, dims="time")
+    view.attrs.update(sensor_attrs(name, chain, ds[name].attrs.get("units")))
+    return view.rename(f"{name}_{chain.key}")
+
+
+def _profile_step(ds: xr.Dataset) -> float:
+    """The step [s] of a profile whose ``attrs["dt"]`` its ``time`` bears out: a uniform grid of
+    that step (to a nanosecond a step, as times are stored), else a clear error. A step that
+    disagrees with the times would read every window at the wrong length, silently."""
     if "dt" not in ds.attrs:
         raise PowerModelError(
             "the profile has no attrs['dt'] (its step): read it through the sensor from "
             "simulate() or a file powermodel wrote"
         )
-    values = sensors.read(ds[name].values.astype(np.float64), float(ds.attrs["dt"]), chain)
-    view = xr.DataArray(values, coords={"time": ds["time"]}, dims="time")
-    view.attrs.update(sensor_attrs(name, chain, ds[name].attrs.get("units")))
-    return view.rename(f"{name}_{chain.key}")
+    try:
+        dt = float(ds.attrs["dt"])
+    except (TypeError, ValueError):
+        dt = float("nan")
+    if not (np.isfinite(dt) and dt > 0.0):
+        raise PowerModelError(
+            f"the profile's attrs['dt'] must be a step > 0 s, got {ds.attrs['dt']!r}"
+        )
+    time = ds["time"].values
+    if time.dtype.kind not in "mM":
+        raise PowerModelError(
+            f"the profile's time must be datetimes to check its step against attrs['dt'], got "
+            f"{time.dtype}"
+        )
+    steps = np.diff(time) / np.timedelta64(1, "s")
+    if steps.size == 0:
+        return dt
+    if not np.all(np.abs(steps - dt) <= 2e-9 + 1e-9 * dt):
+        low, high = float(steps.min()), float(steps.max())
+        seen = (
+            f"its time steps by {format_duration(low)}"
+            if high - low <= 2e-9 + 1e-9 * dt
+            else f"its time is not a uniform grid (steps from {low:g} to {high:g} s)"
+        )
+        raise PowerModelError(
+            f"the profile's attrs['dt'] is {format_duration(dt)} but {seen}: a sensor needs the "
+            "step the samples are on; set attrs['dt'] to it, or resample to a uniform grid first"
+        )
+    return dt
 
 
 def _with_facility(

@@ -119,19 +119,20 @@ def _trace(
 ) -> pd.DataFrame:
     """The tidy frame a tool would log: each GPU (or, for a meter, each node's AC power) read
     through NVML's 1-s average at every poll, plus noise, with ``drop`` of the samples lost;
-    GPU ``i`` is read ``i · stagger`` [s] into each poll."""
+    GPU ``i`` is read ``i · stagger`` [s] into each poll. The log begins on a running
+    instrument: the first state held before 0 (``held_before``), so the first polls read."""
     scenario, _, _, _, board, rest = _truth(step, cv)
     rng = np.random.default_rng(7)
     at = np.arange(period, SPAN - period, period)
     if meter:  # two 8-GPU nodes, each metered on its AC side through a 1-s average
         cl = scenario.cluster
         node = cl.psu.input_power(cl.gpus_per_node * board + rest)
-        seen = sensors.read(node, FINE, "nvml", at=at)
+        seen = sensors.read(node, FINE, "nvml", at=at, held_before=True)
         values = seen[None, :] + rng.normal(0.0, NOISE * cl.gpus_per_node, (2, at.size))
         channels = ["node1", "node2"]
     else:
         polled = at[None, :] + stagger * np.arange(N_GPUS)[:, None]
-        seen = sensors.read(board, FINE, "nvml", at=polled)
+        seen = sensors.read(board, FINE, "nvml", at=polled, held_before=True)
         values = seen + rng.normal(0.0, NOISE, (N_GPUS, at.size))
         channels = [f"gpu{i}" for i in range(N_GPUS)]
         at = polled.ravel()
@@ -319,9 +320,9 @@ def test_training_alone_has_no_stalls_and_its_step_is_found():
     table = render.cumulative_tables(cells[:1] * 1e6 / scenario.cluster.n_gpus)
     board = render.interval_means(np.zeros(1), np.zeros(1, np.int64), rate, table, edges)[0]
     at = np.arange(0.1, 299.9, 0.1)
-    noisy = sensors.read(board, FINE, "nvml", at=at) + np.random.default_rng(3).normal(
-        0, NOISE, (2, at.size)
-    )
+    noisy = sensors.read(board, FINE, "nvml", at=at, held_before=True) + np.random.default_rng(
+        3
+    ).normal(0, NOISE, (2, at.size))
     result = fit_cells(at - at[0], noisy, 2, {"source": "run"}, "nvml", scenario)
     assert result.quantities["checkpoint count"].value == 0
     assert result.quantities["step time"].value == pytest.approx(6.0, rel=0.05)
@@ -396,9 +397,9 @@ def test_a_fast_sensor_resolves_the_edges():
     board = render.interval_means(np.zeros(1), np.zeros(1, np.int64), rate, table, edges)[0]
     fast = sensors.Sensor("fast", "0.1-s average", "gpu_power", window=0.1, period=0.0)
     at = np.arange(0.02, 119.98, 0.02)
-    noisy = sensors.read(board, FINE, fast, at=at) + np.random.default_rng(4).normal(
-        0, 2.0, at.size
-    )
+    noisy = sensors.read(board, FINE, fast, at=at, held_before=True) + np.random.default_rng(
+        4
+    ).normal(0, 2.0, at.size)
     result = fit_cells(at - at[0], noisy[None, :], 1, {"source": "fast"}, fast, scenario)
     edge = result.quantities["edge duration"]
     assert edge.resolved and edge.value == pytest.approx(0.3, abs=0.05)
@@ -415,9 +416,9 @@ def test_a_start_up_level_above_idle_is_found():
     hold = (t >= 10.0) & (t < IDLE_BEFORE + 10.0)  # the ramp then rises from it
     board[hold] = np.maximum(board[hold], 105.0)
     at = np.arange(0.1, SPAN - 0.1, 0.1)
-    noisy = sensors.read(board, FINE, "nvml", at=at) + np.random.default_rng(6).normal(
-        0, 2, at.size
-    )
+    noisy = sensors.read(board, FINE, "nvml", at=at, held_before=True) + np.random.default_rng(
+        6
+    ).normal(0, 2, at.size)
     result = fit_cells(at - at[0], noisy[None, :], 1, {"source": "up"}, "nvml", scenario)
     q = result.quantities
     assert q["start-up level"].value == pytest.approx(105.0, rel=0.05)
@@ -484,7 +485,9 @@ def test_an_hour_of_mostly_training_still_tells_troughs_from_stalls():
     board = render.interval_means(start, state, rate, table, edges)[0]
     at = np.arange(0.1, span - 0.1, 0.1)
     rng = np.random.default_rng(8)
-    noisy = sensors.read(board, 0.02, "nvml", at=at) + rng.normal(0, NOISE, (2, at.size))
+    noisy = sensors.read(board, 0.02, "nvml", at=at, held_before=True) + rng.normal(
+        0, NOISE, (2, at.size)
+    )
     result = fit_cells(at - at[0], noisy, 2, {"source": "hour"}, "nvml", scenario)
     q = result.quantities
     # every whole stall between two running stretches (the last may be cut by the end)

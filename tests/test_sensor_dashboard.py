@@ -94,3 +94,17 @@ def test_the_callback_shows_the_chosen_sensor_and_ignores_what_it_does_not_offer
     touched = {op["location"][1] for op in patch["operations"] if op["location"][0] == "data"}
     scada = next(i for i, t in enumerate(fig.data) if t.name.endswith("SCADA reading"))
     assert scada in touched
+
+
+def test_a_meter_with_no_report_yet_is_a_gap_not_a_made_up_block(hour):
+    # the revenue meter reports its first block demand at 15 min: the rows before are NaN, drawn
+    # as a gap (null in the page), and the line after holds the library's block demands
+    fig = figures.power_figure(hour, "revenue")
+    name = "Active power at the point of interconnection, revenue meter reading"
+    reading = behind(fig, name)
+    assert np.isnan(reading[:899]).all() and np.isfinite(reading[899:]).all()
+    (shown,) = [t for t in fig.data if t.name == name]
+    y = np.asarray(shown.y, dtype=float)
+    assert np.isnan(y).any()
+    blocks = hour["grid_power"].values.reshape(4, 900).mean(axis=1)
+    assert_allclose(np.nanmax(y), blocks.max(), rtol=1e-12)

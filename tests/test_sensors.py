@@ -34,7 +34,11 @@ def test_nvml_of_a_pulse_as_long_as_its_window_is_a_triangle():
     y = read(x, 0.1, "nvml")
     t = 0.1 * np.arange(1, x.size + 1)
     triangle = np.clip(1.0 - np.abs((t - 3.0 + 2.0) % 4.0 - 2.0), 0.0, None)
+    # before the first whole second the window starts before the signal: no report yet (NaN;
+    # this closed form held the first value before 0 until the fix of the leading readings)
+    triangle[t < 1.0 - 1e-9] = np.nan
     assert_allclose(y, triangle, atol=1e-12)
+    assert np.isnan(y[:9]).all() and np.isfinite(y[9:]).all()
 
 
 def test_a_moving_average_keeps_the_mean_of_a_periodic_signal():
@@ -65,8 +69,9 @@ def test_revenue_meter_reports_block_means_of_a_ramp_and_a_step():
     # reported at the block's end and held: nothing of the step shows until 45 min
     y = read(x, dt, "revenue")
     assert np.all(y[2249:2699] == y[1800])
-    # before the first block ends, the block before the start reads the first value held
-    assert_allclose(read(x, dt, "revenue", np.array([0.0, 450.0])), x[0], rtol=1e-12)
+    # before the first block ends there is no block demand yet: NaN, not a block before the
+    # start made of the first value (which this test expected before the fix: x[0])
+    assert np.isnan(read(x, dt, "revenue", np.array([0.0, 450.0, 899.0]))).all()
     # the block demands hold the energy: 4 blocks × 15 min
     blocks = read(x, dt, "revenue", 900.0 * np.arange(1, 5))
     assert_allclose(blocks.sum() * 900.0, x.sum() * dt, rtol=1e-12)
@@ -91,7 +96,11 @@ def test_pmu_step_response_is_the_p_class_triangle_integral(key, expected):
     # the same filter reporting every other step (a PMU needs dt ≤ half its report period)
     fine = Sensor("fine", "P-class", "grid_power", 2 * h, 2 * dt, filter=P_CLASS)
     t = 2 * dt * np.arange(1, 601)
-    assert_allclose(read(x, dt, fine, t), pclass_step((t - t0) / h), atol=1e-12)
+    expected = pclass_step((t - t0) / h)
+    # a triangle that starts before the signal (r < h) has no report yet: NaN (this closed
+    # form held the first value before 0 until the fix of the leading readings)
+    expected[t < h - 1e-12] = np.nan
+    assert_allclose(read(x, dt, fine, t), expected, atol=1e-12)
 
 
 def test_pmu_step_meets_the_p_class_step_limits():
@@ -106,7 +115,9 @@ def test_pmu_step_meets_the_p_class_step_limits():
     response = t[np.argmax(y > 0.9)] - t[np.argmax(y > 0.1)]
     assert_allclose(response, 2 * (1 - np.sqrt(0.2)) / 60, atol=4 * dt)
     assert response < 2 / 60
-    assert y.max() <= 1.0 + 1e-10  # rounding of 1.1 − 1 over 0.1
+    # no report while the triangle starts before the signal (t < 1/60 s), every one after
+    assert np.isnan(y[t < 1 / 60 - 1e-12]).all() and np.isfinite(y[t >= 1 / 60 - 1e-12]).all()
+    assert np.nanmax(y) <= 1.0 + 1e-10  # rounding of 1.1 − 1 over 0.1
     assert_allclose(t[np.argmax(y >= 0.5)], t0, atol=2 * dt)
 
 
@@ -158,6 +169,92 @@ def test_scada_deadband_reports_by_exception():
     scans = np.concatenate((walk[:, :1], walk[:, 1:-1:2]), axis=1)  # scan m reads x[2m − 1]
     expected = np.stack([reference_deadband(row, 2.5) for row in scans])
     assert_allclose(got, expected, rtol=0, atol=0)
+
+
+def test_no_report_before_the_first_window_is_whole():
+    # 5 MW for 15 min then 1 MW: the first block demand is 5.0 at 15 min, and nothing before it
+    # (before the fix the meter read 5.0 from 0 s, a block held from before the run); the
+    # maximum demand over the hour is the first whole block's, 5.0, at 15 min, not at 0
+    x = np.where(np.arange(3600) < 900, 5.0, 1.0)
+    y = read(x, 1.0, "revenue")
+    assert np.isnan(y[:899]).all()
+    assert_allclose(y[899::900], [5.0, 1.0, 1.0, 1.0], rtol=1e-12)
+    assert np.nanargmax(y) == 899
+    # a PMU's triangle starts h before its time stamp; SCADA's scan at 0 reads the first value
+    assert np.isnan(read(np.ones(240), 1 / 240, "pmu60", np.array([0.0, 1 / 120]))[0])
+    assert_allclose(read(np.ones(240), 1 / 240, "pmu60", np.array([1 / 60, 1.0])), 1.0)
+    assert read(np.arange(8.0), 1.0, "scada", np.array([0.0]))[0] == 0.0
+    # a log that began on a steady state holds its first value before 0, as before the fix
+    assert_allclose(read(x, 1.0, "revenue", np.array([450.0]), held_before=True), 5.0)
+
+
+def test_a_missing_value_blanks_only_the_readings_whose_window_holds_it():
+    # one NaN at [50, 51) s of 100 s at 1 s: NVML's 1-s window holds it only at the poll at 51 s,
+    # a 10-s average only at polls 51 to 60 s (before the fix the running integral carried it
+    # to every later reading: 96 of 100 readings were NaN)
+    x = 1.0 + np.arange(100.0) % 3
+    x[50] = np.nan
+    nvml = read(x, 1.0, "nvml")
+    assert np.flatnonzero(np.isnan(nvml)).tolist() == [50]
+    clean = x.copy()
+    clean[50] = 0.0
+    ok = np.ones(100, dtype=bool)
+    ok[50] = False
+    assert_allclose(nvml[ok], read(clean, 1.0, "nvml")[ok], rtol=1e-14)
+    ten = Sensor("ten", "10-s average", "grid_power", 10.0, 0.0)
+    y = read(x, 1.0, ten)
+    # no report for the first 9 polls (the window starts before 0), none for 51 to 60 s
+    assert np.flatnonzero(np.isnan(y)).tolist() == [*range(9), *range(50, 60)]
+    assert_allclose(y[60:], read(clean, 1.0, ten)[60:], rtol=1e-14)
+    # a PMU reads NaN only where its two-cycle triangle overlaps the missing interval
+    dt = 1 / 1200
+    z = np.ones(1200)
+    z[600] = np.nan  # [0.5, 0.5 + dt)
+    r = 2 * dt * np.arange(1, 600)  # report instants
+    p = read(z, dt, Sensor("fine", "P-class", "grid_power", 2 / 60, 2 * dt, filter=P_CLASS), r)
+    reach = (r + 1 / 60 > 0.5 + 1e-9) & (r - 1 / 60 < 0.5 + dt - 1e-9)
+    assert_allclose(p[~reach & (r > 1 / 60)], 1.0, rtol=1e-12)
+    assert np.isnan(p[reach]).all()
+    # SCADA: the scan at 52 s reads the missing interval [51, 52) s, held until the next scan
+    w = clean.copy()
+    w[51] = np.nan
+    polls = np.array([48.0, 51.0, 52.0, 55.9, 56.0])
+    assert_allclose(read(w, 1.0, "scada", polls), [w[47], w[47], np.nan, np.nan, w[55]])
+
+
+def test_a_deadband_sends_a_missing_scan_and_the_first_after_it():
+    # scans 10, NaN, 10.2, 10.3, 12 with a 1.0 deadband: the NaN is sent (the receiver holds
+    # no value), and 10.2 is sent after it though within 1.0 of the 10 sent before
+    scans = np.array([10.0, np.nan, 10.2, 10.3, 12.0])
+    point = Sensor("point", "SCADA, 1-s scan", "grid_power", 0.0, 1.0, deadband=1.0)
+    y = read(np.repeat(scans, 2), 0.5, point, np.arange(1.0, 6.0))
+    assert_allclose(y, [10.0, np.nan, 10.2, 10.2, 12.0])
+
+
+def test_the_deadband_runs_in_bounded_memory_across_its_chunks():
+    import tracemalloc
+
+    # a walk over 10 chunks: each chunk starts from the value last sent in the one before
+    rng = np.random.default_rng(2)
+    n = 10 * sensors.DEADBAND_CHUNK + 17
+    walk = np.cumsum(rng.normal(size=n))
+    walk[[5, sensors.DEADBAND_CHUNK, 3 * sensors.DEADBAND_CHUNK + 1]] = np.nan
+    band = 2.5
+    got = sensors._deadband(walk, band)
+    expected, last = np.empty(n), np.nan
+    for i, v in enumerate(walk):  # the rule as a loop (the reference), NaN always differing
+        if not abs(v - last) <= band:
+            last = v
+        expected[i] = last
+    assert_allclose(got, expected, rtol=0, atol=0)
+    # 1e6 reports: before the fix the sparse tables took 331 MB (41× the input); now the
+    # output (8 MB) and one chunk's tables (4 MB measured with DEADBAND_CHUNK = 2**14)
+    big = np.cumsum(rng.normal(size=1_000_000))
+    tracemalloc.start()
+    sensors._deadband(big, band)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < big.nbytes + 8e6, peak  # 12.0 MB measured
 
 
 def test_two_dimensional_signals_read_channel_by_channel():
@@ -273,3 +370,62 @@ def test_sensor_views_count_in_the_memory_a_run_is_checked_against(hour, monkeyp
     monkeypatch.setattr(engine, "available_memory", lambda: plain + steps * 100)
     with pytest.raises(PowerModelError, match="ask for fewer sensor views"):
         engine.simulate(hour, sensors=["nvml", "dcgm", "revenue", "scada"])
+
+
+def _profile(values: np.ndarray, dt: float):
+    import pandas as pd
+    import xarray as xr
+
+    time = np.datetime64("2024-07-01T00:00:00", "ns") + (
+        np.round(np.arange(values.size) * dt * 1e9).astype(np.int64).astype("timedelta64[ns]")
+    )
+    ds = xr.Dataset({"grid_power": ("time", values)}, coords={"time": pd.DatetimeIndex(time)})
+    ds["grid_power"].attrs["units"] = "MW"
+    return ds.assign_attrs(dt=dt)
+
+
+def test_sensor_view_checks_the_step_against_the_times():
+    from powermodel.simulate import sensor_view
+
+    ds = _profile(np.arange(100.0), 1.0)
+    # a dt of 0.1 s on 1-s data would read a 10-s average as NVML's 1 s: refused, not read
+    with pytest.raises(PowerModelError, match="attrs\\['dt'\\] is 100ms but its time steps by 1s"):
+        sensor_view(ds.assign_attrs(dt=0.1), "nvml", "grid_power")
+    gappy = ds.isel(time=np.r_[0:10, 11:100])
+    with pytest.raises(PowerModelError, match="not a uniform grid \\(steps from 1 to 2 s\\)"):
+        sensor_view(gappy, "scada")
+    with pytest.raises(PowerModelError, match="must be a step > 0 s, got 'x'"):
+        sensor_view(ds.assign_attrs(dt="x"), "scada")
+    # a PMU's 1/120 s on nanosecond times (steps of 8333333 and 8333334 ns) is uniform
+    fine = _profile(np.ones(600), 1 / 120)
+    assert_allclose(sensor_view(fine, "pmu30").values[-10:], 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("chain", "dt", "gap"),
+    [
+        (Sensor("pc", "P-class", "grid_power", 2 / 60, 2 / 240, filter=P_CLASS), 1 / 240, True),
+        (Sensor("db", "DCGM, deadband", "grid_power", 1.0, 0.1, deadband=0.5), 0.1, True),
+        (Sensor("sb", "SCADA, deadband", "grid_power", 0.0, 2.0, deadband=0.5), 1.0, False),
+    ],
+)
+def test_the_memory_of_a_sensor_view_is_what_the_estimate_counts(chain, dt, gap):
+    # tracemalloc's peak over sensor_view: the worst chains (a P-class filter at every other
+    # step with missing values, 145 B/step measured; a deadband on every step, whose chunks
+    # are bounded: before the fix its sparse tables took 355 B/step, over the 160 counted)
+    import importlib
+    import tracemalloc
+
+    from powermodel.simulate import sensor_view
+
+    engine = importlib.import_module("powermodel.simulate")
+    n = 400_000
+    x = 100.0 + np.cumsum(np.random.default_rng(5).normal(size=n))
+    if gap:
+        x[::5000] = np.nan
+    ds = _profile(x, dt)
+    tracemalloc.start()
+    sensor_view(ds, chain)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < n * engine.BYTES_PER_SENSOR_STEP, peak / n

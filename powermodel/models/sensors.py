@@ -8,9 +8,19 @@ for seconds. A :class:`Sensor` describes such a chain and :func:`read` gives the
 reports at any instants, exactly for a held signal (an integral of a step function is piecewise
 linear, so window means are differences of interpolated integrals).
 
-Before the grid start the signal is taken as its first value and after the end as its last
-(a steady state, as :func:`powermodel.models.signal.first_order_lag` assumes), so a window that
-reaches past either end reads the held value there.
+A reading whose window starts before the signal does is NaN: no report yet (a revenue meter
+has no block demand before its first block ends; a value made up for the time before the run
+would be a block that never was). A window that holds a missing value (NaN) reads NaN too: a
+meter reports no demand for an interval with missing data, which meter data management flags for
+a separate, labelled estimation [S, itron_iee_interval]; a mean of the part that is there would be
+a different quantity with nothing to tell it apart. After the end the signal is taken as its last
+value (a steady state), which only a PMU's last reports reach.
+
+References
+----------
+.. [itron_iee_interval] Itron, "Interval validation rules; Configuring linear interpolation
+   estimation routine (Itron Enterprise Edition Meter Data Management)", Itron documentation
+   (2024)
 """
 
 from __future__ import annotations
@@ -27,6 +37,9 @@ P_CLASS = "P-class"  # IEEE C37.118.1 P-class reference filter (a two-cycle tria
 FILTERS = (None, P_CLASS)
 NOMINAL_FREQUENCY = 60.0  # Hz: the North American grid, whose PMUs report at 30 or 60 per second
 _EPS = 1e-9  # relative slack when an instant falls on a report or grid edge
+# Reports the deadband holds in one chunk (all channels together): its sparse tables take
+# about log2(chunk) × 24 B a report, so memory stays bounded whatever the length (6 MB here)
+DEADBAND_CHUNK = 1 << 14
 
 
 @dataclass(frozen=True)
@@ -252,7 +265,11 @@ def _at_most(seconds: float) -> str:
 
 
 def read(
-    values: np.ndarray, dt: float, sensor: Sensor | str, at: np.ndarray | None = None
+    values: np.ndarray,
+    dt: float,
+    sensor: Sensor | str,
+    at: np.ndarray | None = None,
+    held_before: bool = False,
 ) -> np.ndarray:
     """The value a sensor chain reports at given instants.
 
@@ -260,7 +277,7 @@ def read(
     ----------
     values
         Interval means on a uniform grid starting at 0, held over each interval; time on the
-        last axis (channels × time works). [any unit]
+        last axis (channels × time works); NaN marks a missing value. [any unit]
     dt
         Step of the grid. [s]
     sensor
@@ -268,11 +285,17 @@ def read(
     at
         Instants to read, within ``[0, n·dt]``. [s from the grid start] By default the end of
         each interval, ``dt · (1, …, n)``.
+    held_before
+        Whether the signal held its first value before the grid start (a log that began on a
+        steady state, whose instrument had been reading before it). By default it did not exist
+        there, and a report whose window starts before 0 is NaN.
 
     Returns
     -------
     numpy.ndarray
-        The reading at each instant, shape ``values.shape[:-1] + at.shape``. [unit of values]
+        The reading at each instant, shape ``values.shape[:-1] + at.shape``; NaN where the
+        last report's window starts before the signal (no report yet) or holds a missing
+        value. [unit of values]
 
     Notes
     -----
@@ -290,8 +313,16 @@ def read(
       convolved with itself); ``M`` is piecewise linear between known breakpoints, so its
       integral is exact too.
 
+    A report whose window ``[r − w, r]`` (a moving average), ``[r − h, r + h]`` (the triangle)
+    starts before 0 is NaN (no report yet), and so is one whose window overlaps a missing
+    interval by more than a rounding slack (meter data management carries such an interval as
+    missing and estimates it as a separate, labelled step [S, itron_iee_interval]); a sample
+    reads the interval itself (NaN if missing; the scan at 0 reads the first value, which
+    starts there).
+
     With a deadband ``d`` the reports are thinned: report ``m`` is sent when
-    ``|y_m − y_sent| > d``, and a poll reads the last one sent.
+    ``|y_m − y_sent| > d``, and a poll reads the last one sent; a missing report (NaN) is
+    always sent, and so is the first one after it.
 
     A moving average keeps the mean of a periodic signal: it moves energy in time, not in
     total.
@@ -313,6 +344,9 @@ def read(
     .. [ieee_c37_118_1] IEEE, "IEEE Standard for Synchrophasor Measurements for Power Systems
        (C37.118.1-2011) and Amendment 1: Modification of Selected Performance Requirements
        (C37.118.1a-2014)", IEEE Standards Association (2014)
+    .. [itron_iee_interval] Itron, "Interval validation rules; Configuring linear interpolation
+       estimation routine (Itron Enterprise Edition Meter Data Management)", Itron documentation
+       (2024)
     """
     s = lookup(sensor)
     x = np.asarray(values, dtype=float)
@@ -337,11 +371,11 @@ def read(
                 f"step, {_short(dt)}; got {_short(s.period)}"
             )
         last = int(np.floor(t.max() / s.period + _EPS)) if t.size else 0
-        reports = _report(x, dt, s, s.period * np.arange(last + 1))
+        reports = _report(x, dt, s, s.period * np.arange(last + 1), held_before)
         sent = _deadband(reports, s.deadband)
         return sent[..., _report_index(t, s.period)]
     r = s.period * _report_index(t, s.period) if s.period > 0.0 else t
-    return _report(x, dt, s, r)
+    return _report(x, dt, s, r, held_before)
 
 
 def _report_index(t: np.ndarray, period: float) -> np.ndarray:
@@ -349,18 +383,32 @@ def _report_index(t: np.ndarray, period: float) -> np.ndarray:
     return np.floor(t / period + _EPS).astype(np.int64)
 
 
-def _report(x: np.ndarray, dt: float, s: Sensor, r: np.ndarray) -> np.ndarray:
-    """The report of chain ``s`` made at instants ``r`` (no deadband)."""
+def _report(x: np.ndarray, dt: float, s: Sensor, r: np.ndarray, held_before: bool) -> np.ndarray:
+    """The report of chain ``s`` made at instants ``r`` (no deadband): NaN where its window
+    starts before the signal (unless ``held_before``) or overlaps a missing interval."""
+    if s.window == 0.0:
+        k = np.clip(np.ceil(r / dt - _EPS).astype(np.int64) - 1, 0, x.shape[-1] - 1)
+        return x[..., k]
+    missing = np.isnan(x)
+    filled = np.where(missing, 0.0, x) if missing.any() else x
     if s.filter == P_CLASS:
-        return _triangle(x, dt, r, 0.5 * s.window)
-    if s.window > 0.0:
-        return (_integral(x, dt, r) - _integral(x, dt, r - s.window)) / s.window
-    k = np.clip(np.ceil(r / dt - _EPS).astype(np.int64) - 1, 0, x.shape[-1] - 1)
-    return x[..., k]
+        lo, hi = r - 0.5 * s.window, r + 0.5 * s.window
+        y = _triangle(filled, dt, r, 0.5 * s.window)
+    else:
+        lo, hi = r - s.window, r
+        y = (_integral(filled, dt, hi) - _integral(filled, dt, lo)) / s.window
+    blank = np.zeros(y.shape, dtype=bool)
+    if not held_before:
+        blank |= lo < -_EPS * dt
+    if missing.any():  # the share of the window that is missing, in seconds
+        gap = missing.astype(float)
+        blank |= _integral(gap, dt, hi) - _integral(gap, dt, lo) > _EPS * dt
+    return np.where(blank, np.nan, y) if blank.any() else y
 
 
 def _integral(x: np.ndarray, dt: float, t: np.ndarray) -> np.ndarray:
-    """``∫₀ᵗ x`` of the held signal, its first value held before 0 and its last after the end.
+    """``∫₀ᵗ x`` of the held signal, its first value held before 0 and its last after the end
+    (:func:`_report` blanks what it reads before 0 unless the signal held there).
 
     The interval holding ``t`` (clipped to the first or last) gives the slope, so the same
     line extends past either end; the integral is continuous, so an instant that rounds into
@@ -403,35 +451,62 @@ def _triangle(x: np.ndarray, dt: float, r: np.ndarray, h: float) -> np.ndarray:
 
 def _deadband(y: np.ndarray, band: float) -> np.ndarray:
     """Report by exception along the last axis: report ``m`` is sent when it differs from the
-    last one sent by more than ``band``; each position reads the last one sent.
+    last one sent by more than ``band`` (a missing one always differs); each position reads the
+    last one sent.
 
-    Vectorised in O(n log n): for every report the first later one outside its band
-    (:func:`_next_outside`), then the chain of sent reports as the orbit of report 0 under
-    that successor, by doubling.
+    In chunks of :data:`DEADBAND_CHUNK` reports, in order (a loop over chunks of bounded memory,
+    not over reports): each chunk starts from the value last sent before it, and within it the
+    first later report outside each report's band (:func:`_next_outside`) gives the chain of
+    sent reports as the orbit of the chunk's first sent one, by doubling (:func:`_orbit`).
+    Memory is O(n) for the readings and O(c log c) for a chunk of ``c``.
     """
     n = y.shape[-1]
     rows = y.reshape(-1, n)
-    successor = _next_outside(rows, band)  # (rows, n), n where none
-    # flat indices with one sentinel per row, its own successor
-    width = n + 1
-    offset = width * np.arange(rows.shape[0])[:, None]
-    step = np.concatenate((successor, np.full((rows.shape[0], 1), n)), axis=1) + offset
-    step = step.ravel()
-    jumps = [step]
-    while not np.all(jumps[-1][offset[:, 0]] == offset[:, 0] + n):
+    out = np.empty_like(rows)
+    width = max(1, DEADBAND_CHUNK // rows.shape[0])
+    held = np.full(rows.shape[0], np.nan)  # nothing sent yet: the first report differs
+    for a in range(0, n, width):
+        out[:, a : a + width], held = _deadband_chunk(rows[:, a : a + width], band, held)
+    return out.reshape(y.shape)
+
+
+def _deadband_chunk(
+    rows: np.ndarray, band: float, held: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The readings of a chunk of reports (rows × c) given the value each row last sent before
+    it (``held``), and the value each has last sent at the chunk's end."""
+    c = rows.shape[1]
+    differs = ~(np.abs(rows - held[:, None]) <= band)  # a NaN on either side differs
+    first = np.where(differs.any(axis=1), np.argmax(differs, axis=1), c)
+    sent = _orbit(_next_outside(rows, band), first)
+    last = np.maximum.accumulate(np.where(sent, np.arange(c), -1), axis=1)
+    reading = np.take_along_axis(rows, np.maximum(last, 0), axis=1)
+    reading = np.where(last >= 0, reading, held[:, None])
+    return reading, reading[:, -1]
+
+
+def _orbit(successor: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Which positions of each row the chain ``first → successor[first] → …`` visits (rows × c;
+    ``c`` is past the end), by doubling: log2(c) levels of jumps, not a loop over positions."""
+    rows, c = successor.shape
+    width = c + 1  # one sentinel a row, its own successor
+    offset = width * np.arange(rows)
+    step = np.concatenate((successor, np.full((rows, 1), c)), axis=1) + offset[:, None]
+    jumps = [step.ravel()]
+    start, end = offset + first, offset + c
+    while not np.all(jumps[-1][start] == end):
         jumps.append(jumps[-1][jumps[-1]])
-    sent = np.zeros(step.size, dtype=bool)
-    sent[offset[:, 0]] = True
-    for jump in reversed(jumps):  # over log2(n) levels, not over samples
+    sent = np.zeros(rows * width, dtype=bool)
+    sent[start] = True
+    for jump in reversed(jumps):
         sent[jump[sent]] = True
-    sent = sent.reshape(rows.shape[0], width)[:, :n]
-    last = np.maximum.accumulate(np.where(sent, np.arange(n), 0), axis=1)
-    return np.take_along_axis(rows, last, axis=1).reshape(y.shape)
+    return sent.reshape(rows, width)[:, :c]
 
 
 def _next_outside(rows: np.ndarray, band: float) -> np.ndarray:
     """For each position ``i`` of each row, the first ``j > i`` with ``|y_j − y_i| > band``
-    (the row length where none): binary lifting over sparse tables of running max and min."""
+    (the row length where none; a NaN on either side is outside): binary lifting over sparse
+    tables of running max and min, which carry a NaN on."""
     n = rows.shape[1]
     highs, lows = [rows], [rows]  # level k: max / min of y[s : s + 2^k]
     span = 1
