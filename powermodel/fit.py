@@ -29,7 +29,7 @@ from powermodel.iotools.telemetry import to_grid
 from powermodel.models import sensors, workload
 from powermodel.models.events import State
 from powermodel.scenario import Scenario, load_scenario
-from powermodel.simulate import derive
+from powermodel.simulate import derive, rest_power
 
 __all__ = [
     "MAX_CELLS",
@@ -53,6 +53,7 @@ MAX_CHANNELS = 4096  # GPUs or meters in one trace
 MAX_METER_GPUS = 100_000  # GPUs behind one meter channel (a whole hall's feeder)
 MAX_CELLS = 50_000_000  # channel × sample cells of the gridded trace (400 MB of float64)
 PROBE_STEPS = 20_000  # grid steps of the probe of a sensor's step response, at most
+PERIOD_TOLERANCE = 0.1  # a --period this far from a timed trace's measured step is refused
 MIN_SAMPLES = 20  # a trace shorter than this holds no state to fit
 MIN_SPREAD = 0.002  # a step-to-step spread below this is written as none (variation off)
 RESOLVE_WINDOWS = 4.0  # a step resolves when it spans this many averaging windows
@@ -193,9 +194,7 @@ def per_gpu_signal(
             f"{meta.get('source', 'the trace')}: {len(channels)} channels; the fit takes 1 to "
             f"{MAX_CHANNELS:,} GPUs or meters (fit a subset)"
         )
-    step = float(period or meta.get("step") or 0.0)
-    if not step > 0.0:
-        raise DataFileError("the trace has no sampling period: give --period")
+    step = _sampling_step(meta, period)
     span = n_rows and (data["time"].max() - data["time"].min()) / np.timedelta64(1, "s")
     cells = len(channels) * (span / step + 1.0)
     if cells > MAX_CELLS:
@@ -214,6 +213,11 @@ def per_gpu_signal(
     time = grid["time"].values
     times = (time - time[0]) / np.timedelta64(1, "s")
     n_gpus = len(channels)
+    if not np.nanmax(values) > 0.0:
+        raise DataFileError(
+            f"{meta.get('source', 'the trace')}: every sample reads 0 W: no power was recorded; "
+            "check that the file's power column is the one read"
+        )
     if meta.get("kind") == "meter":
         if gpus_per_node is not None and not 1 <= gpus_per_node <= MAX_METER_GPUS:
             raise PowerModelError(
@@ -225,13 +229,35 @@ def per_gpu_signal(
                 "a meter trace reads nodes, not GPUs: give --gpus-per-node N, the GPUs behind "
                 "each meter channel"
             )
-        values = _meter_to_gpu(values, scenario, gpus_per_node)
+        values = _meter_to_gpu(
+            values, scenario, gpus_per_node, str(meta.get("source", "the trace"))
+        )
         n_gpus = len(channels) * gpus_per_node
     return times, values, n_gpus, time[0]
 
 
-def _meter_to_gpu(values: np.ndarray, scenario: Scenario, gpus: int) -> np.ndarray:
-    """AC power of meter channels [W] as the power of each GPU behind them [W]."""
+def _sampling_step(meta: dict, period: float | None) -> float:
+    """The grid step [s]: the trace's own measured step where its samples carry times (a
+    ``period`` given for it must agree within :data:`PERIOD_TOLERANCE`), else ``period``."""
+    source, measured = meta.get("source", "the trace"), meta.get("step")
+    if not meta.get("timed", True) or measured is None:
+        step = float(period or measured or 0.0)
+        if not step > 0.0:
+            raise DataFileError(f"{source}: the trace has no sampling period: give --period")
+        return step
+    measured = float(measured)
+    if period is not None and abs(period / measured - 1.0) > PERIOD_TOLERANCE:
+        raise DataFileError(
+            f"{source}: --period {format_duration(period)} contradicts the "
+            f"{format_duration(round(measured, 9))} step its times measure (more than "
+            f"{PERIOD_TOLERANCE:.0%} apart): drop --period, which only times files without times"
+        )
+    return measured
+
+
+def _meter_to_gpu(values: np.ndarray, scenario: Scenario, gpus: int, source: str) -> np.ndarray:
+    """AC power of meter channels [W] as the power of each GPU behind them [W], with the rest
+    of each node at its running power (:func:`rest_share` moves it to each state's)."""
     cl = scenario.cluster
     if gpus % cl.gpus_per_node:
         raise PowerModelError(
@@ -239,10 +265,31 @@ def _meter_to_gpu(values: np.ndarray, scenario: Scenario, gpus: int) -> np.ndarr
             f"{cl.gpus_per_node} GPUs (cluster.gpus_per_node); give a multiple of it"
         )
     nodes = gpus // cl.gpus_per_node
-    dc = np.linspace(0.0, 2.0 * cl.psu.capacity, 4001)
+    dc = np.linspace(0.0, cl.psu.capacity, 4001)
     ac = cl.psu.input_power(dc)
-    node_dc = np.interp(values / nodes, ac, dc)
-    return (node_dc - cl.rest_power_active) / cl.gpus_per_node
+    node_ac = values / nodes
+    for bad, worst, what in (
+        (node_ac < ac[0], np.min, f"below the {ac[0]:,.0f} W its supplies draw with no load"),
+        (node_ac > ac[-1], np.max, f"above the {ac[-1]:,.0f} W they draw at full capacity"),
+    ):
+        if np.any(bad):
+            raise DataFileError(
+                f"{source}: {int(bad.sum()):,} sample(s) give a node {worst(node_ac[bad]):,.0f} W "
+                f"AC, {what} "
+                f"(cluster.psu of the preset, {cl.psu.capacity:,.0f} W per node): check "
+                f"--gpus-per-node ({gpus} GPUs, {nodes} node(s) per channel), the meter's unit, "
+                "or fit with a preset of these nodes (--preset); drop spells the nodes were off"
+            )
+    node_dc = np.interp(node_ac, ac, dc)
+    return (node_dc - rest_power(cl)[State.RUNNING]) / cl.gpus_per_node
+
+
+def rest_share(scenario: Scenario, states: np.ndarray) -> np.ndarray:
+    """Per-GPU power [W] to add to a meter's inversion at the running rest-of-node power so
+    that each sample carries its own state's rest (:func:`powermodel.simulate.rest_power`, the
+    model's): ``(rest[RUNNING] - rest[state]) / gpus_per_node``, positive while idle."""
+    rest = rest_power(scenario.cluster)
+    return (rest[State.RUNNING] - rest[states]) / scenario.cluster.gpus_per_node
 
 
 # --- detection ----------------------------------------------------------------------------
@@ -995,7 +1042,9 @@ def fit_cells(
     scenario: Scenario,
 ) -> Fit:
     """Fit a trace already on a uniform grid: ``cells`` (channel × time) of per-GPU power [W]
-    at ``times`` [s from the first sample] (NaN where a channel reported nothing)."""
+    at ``times`` [s from the first sample] (NaN where a channel reported nothing); a meter's
+    (``meta["kind"] == "meter"``) inverted with the running rest of node, which each sample
+    trades for its detected state's (:func:`rest_share`)."""
     step = float(times[1] - times[0])
     sensor = sensors.lookup(sensor)
     response = step_response(sensor, step)
@@ -1009,7 +1058,11 @@ def fit_cells(
     median = np.interp(times, times[good], median[good])
     filled = np.interp(times, times[good], power[good])
     line, found = detect(times, median, response)
-    quantities, line = _quantities(times, filled, line, found, response, scenario, meta)
+    if meta.get("kind") == "meter":  # each state's rest of node, now that the states are known
+        seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
+        shift = rest_share(scenario, line.state[seg])
+        power, filled = power + shift, filled + shift
+    quantities, line = _quantities(times, filled, line, found, response, scenario)
     return Fit(
         source=str(meta.get("source", "")),
         sensor=sensor,
@@ -1043,12 +1096,10 @@ def _quantities(
     found: dict[str, float],
     response: StepResponse,
     scenario: Scenario,
-    meta: dict,
 ) -> tuple[dict[str, Quantity], Timeline]:
     """Every quantity the trace resolves, and the timeline with the fitted ramps."""
     q: dict[str, Quantity] = {}
     settle = response.settle
-    meter = meta.get("kind") == "meter"
 
     def add(name, value, unit, how, key=None, resolved=None):
         ok = value is not None and np.isfinite(value) if resolved is None else resolved
@@ -1056,9 +1107,6 @@ def _quantities(
 
     def held(state: State, what: str, key: str | None):
         level, n = _interior_median(times, x, line, state, settle)
-        if meter and state == State.FAILED_IDLE:  # idle nodes rest at their idle power
-            cl = scenario.cluster
-            level += (cl.rest_power_active - cl.rest_power_idle) / cl.gpus_per_node
         how = f"median of {n:,} {what} samples once the sensor settled ({format_duration(settle)})"
         add(f"{what} level", level if n else None, "W", how if n else f"no {what} state seen", key)
 

@@ -491,3 +491,41 @@ def test_an_hour_of_mostly_training_still_tells_troughs_from_stalls():
     assert q["checkpoint count"].value == whole
     assert q["step time"].value == pytest.approx(6.0, rel=0.05)
     assert q["checkpoint stall"].value == pytest.approx(derived.checkpoint_stall, abs=0.1)
+
+
+def _meter_file(path, kw: np.ndarray, step: float = 1.0) -> None:
+    """One meter channel of a node, ``kw`` [kW] every ``step`` [s] from START."""
+    at = START + (np.arange(kw.size) * step * 1e9).astype("timedelta64[ns]")
+    stamps = np.datetime_as_string(at, unit="ms")
+    path.write_text("time,node [kW]\n" + "".join(f"{s}Z,{v!r}\n" for s, v in zip(stamps, kw.tolist())))
+
+
+def _square_meter(tmp_path):
+    """5 min at 2 kW idle, 20 min of a 7.8/6.2 kW square wave of 10 s, 5 min idle: a node."""
+    t = np.arange(0.0, 1800.0, 1.0)
+    kw = np.where((t >= 300) & (t < 1500), np.where((t // 5) % 2 == 0, 7.8, 6.2), 2.0)
+    _meter_file(tmp_path / "node.csv", kw)
+    return tmp_path / "node.csv", t, kw
+
+
+def test_a_meter_trace_with_idle_spells_reproduces_its_energy_and_idle_level(tmp_path):
+    path, t, kw = _square_meter(tmp_path)
+    run = fit_trace(path, tmp_path / "fit.toml", gpus_per_node=8)
+    cl = load_scenario(REFERENCE).cluster
+    dc = np.linspace(0.0, cl.psu.capacity, 400_001)
+    node_dc = np.interp(kw * 1e3, cl.psu.input_power(dc), dc)
+    # closed form: the node's DC (inverse of the preset's PSU curve) less the model's own rest of
+    # node in each state (1.3 kW idle, 2.6 kW running; simulate.rest_power), over 8 GPUs
+    running = (t >= 300) & (t < 1500)
+    rest = np.where(running, cl.rest_power_active, cl.rest_power_idle)
+    per_gpu = (node_dc - rest) / 8
+    assert run.result.value("idle level") == pytest.approx(per_gpu[0], rel=1e-3)
+    assert per_gpu[0] > 0  # the measured signal stays positive at idle
+    # the measured signal is the closed form sample by sample, away from the two rises (the
+    # detector places each edge within a sample)
+    away = np.abs(t[:, None] - np.array([300.0, 1500.0])[None, :]).min(axis=1) > 2.0
+    np.testing.assert_allclose(run.result.power[away], per_gpu[away], rtol=1e-6)
+    assert run.numbers["energy_measured_wh"] == pytest.approx(per_gpu.sum() / 3600.0, rel=0.005)
+    # issue 12, acceptance 1: the re-simulated energy within 2 % (was +17 % with the running
+    # rest subtracted at idle)
+    assert abs(run.numbers["energy_error"]) < 0.02
