@@ -15,6 +15,7 @@ import pytest
 from synthetic_telemetry import write
 
 from powermodel import cli
+from powermodel.errors import DataFileError
 from powermodel.fit import (
     REFERENCE,
     Timeline,
@@ -497,7 +498,8 @@ def _meter_file(path, kw: np.ndarray, step: float = 1.0) -> None:
     """One meter channel of a node, ``kw`` [kW] every ``step`` [s] from START."""
     at = START + (np.arange(kw.size) * step * 1e9).astype("timedelta64[ns]")
     stamps = np.datetime_as_string(at, unit="ms")
-    path.write_text("time,node [kW]\n" + "".join(f"{s}Z,{v!r}\n" for s, v in zip(stamps, kw.tolist())))
+    rows = "".join(f"{s}Z,{v!r}\n" for s, v in zip(stamps, kw.tolist(), strict=True))
+    path.write_text("time,node [kW]\n" + rows)
 
 
 def _square_meter(tmp_path):
@@ -529,3 +531,30 @@ def test_a_meter_trace_with_idle_spells_reproduces_its_energy_and_idle_level(tmp
     # issue 12, acceptance 1: the re-simulated energy within 2 % (was +17 % with the running
     # rest subtracted at idle)
     assert abs(run.numbers["energy_error"]) < 0.02
+
+
+def test_a_period_is_taken_only_where_the_file_has_no_times(tmp_path):
+    path, t, _ = _square_meter(tmp_path)
+    # the file's times measure 1 s: a 1-ms --period would re-bin into 1000x the cells, most
+    # empty, and integrate them at 1 ms (energy off by 1000x): refused, naming both
+    with pytest.raises(DataFileError, match=r"--period 1ms contradicts the 1s step"):
+        fit_trace(path, tmp_path / "fit.toml", period=1e-3, gpus_per_node=8)
+    assert not (tmp_path / "fit.toml").exists()
+    # within the 10 % tolerance the file's own step is used: the same samples and energy
+    plain = fit_trace(path, tmp_path / "a.toml", gpus_per_node=8)
+    near = fit_trace(path, tmp_path / "b.toml", period=1.05, gpus_per_node=8)
+    assert near.result.period == plain.result.period == 1.0
+    assert near.numbers["energy_measured_wh"] == plain.numbers["energy_measured_wh"]
+    assert near.result.times.size == t.size
+
+
+@pytest.mark.parametrize("bad", ["0", "=-1s", "nan", "1e9", "abc", "0s", "2d"])
+def test_a_malformed_period_is_a_one_line_input_error(tmp_path, capsys, bad):
+    path, *_ = _square_meter(tmp_path)
+    out = tmp_path / "fit.toml"
+    period = ["--period" + bad] if bad.startswith("=") else ["--period", bad]
+    code = cli.main(["fit", str(path), "-o", str(out), "--gpus-per-node", "8", *period])
+    err = capsys.readouterr().err.strip()
+    assert code == 1  # an input error, not 70 (internal)
+    assert len(err.splitlines()) == 1 and "--period" in err and "e.g." in err
+    assert not out.exists()

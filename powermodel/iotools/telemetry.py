@@ -158,7 +158,7 @@ def read_telemetry(
           reads them.
     period
         The sampling period of a file without times: ``dcgmi dmon``'s ``-d`` over 1000, or
-        the scrape interval. [s]
+        the scrape interval; a file with times is timed by them, not by this. [s]
     gpus_per_node
         GPUs per node, passed to ``meta`` for the fitter; a GPU file with more channels than
         a whole number of nodes is reported.
@@ -175,7 +175,8 @@ def read_telemetry(
     meta : dict
         ``format``, ``kind`` (``"gpu"`` or ``"meter"``), ``channels``, ``step`` (the median
         over channels of each channel's median sampling period [s]), ``source`` (the file
-        name), ``start`` (the first time), ``timezone`` (how times became UTC), ``warnings``
+        name), ``start`` (the first time), ``timezone`` (how times became UTC), ``timed``
+        (False where the file has no times and ``period`` timed it), ``warnings``
         (each also issued as a :class:`TelemetryWarning`), ``power_field`` (the field read as
         power), ``gpus_per_node`` when given.
 
@@ -216,12 +217,13 @@ def read_telemetry(
     if period is not None and not (np.isfinite(period) and 1e-3 <= period <= 86400):
         raise DataFileError(f"{path}: period {period!r} s is not within 1 ms to 1 day")
     log: list[str] = []
-    meta = {"format": format, "source": path.name, "timezone": "UTC (as written)"}
+    meta = {"format": format, "source": path.name, "timezone": "UTC (as written)", "timed": True}
     if format == "nvidia-smi":
         raw = _nvidia_smi(text, path, columns, log, meta)
     elif format == "dcgmi-dmon":
         raw = _dcgmi_dmon(text, path, period, log)
         meta["timezone"] = f"none in the file: {period} s steps from 1970-01-01T00:00"
+        meta["timed"] = False
         meta["power_field"] = "POWER (155)"
     elif format == "dcgm-exporter":
         raw = _exporter(text, path, period, log, meta)
@@ -745,6 +747,7 @@ def _exporter(text: str, path: Path, period: float | None, log: list, meta: dict
         )
         frame["key"] = frame.groupby(["metric", "channel"]).cumcount()
         meta["timezone"] = f"none in the file: {period} s scrapes from 1970-01-01T00:00"
+        meta["timed"] = False
     dup = frame.duplicated(["metric", "channel", "key"]).to_numpy()
     if dup.any():
         log.append(
