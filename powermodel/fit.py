@@ -28,7 +28,7 @@ from powermodel.errors import DataFileError, PowerModelError
 from powermodel.iotools.telemetry import to_grid
 from powermodel.models import sensors, workload
 from powermodel.models.events import State
-from powermodel.scenario import Scenario, load_scenario
+from powermodel.scenario import Scenario, Workload, load_scenario
 from powermodel.simulate import derive, rest_power
 
 __all__ = [
@@ -1360,6 +1360,9 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
 
     gpu = base.gpu
     idle, stalled = v("idle level"), v("checkpoint stall level") or v("teardown level")
+    for name, level in (("idle level", idle), ("stalled level", stalled)):
+        if level is not None:
+            _drawable(level, name, base)
     if idle is not None:
         put("gpu.idle", round(min(max(idle, 1.0), gpu.tdp), 1), "median idle level")
     else:
@@ -1439,6 +1442,25 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
     return "\n".join(head + body) + "\n"
 
 
+def _drawable(watts: float, what: str, base: Scenario) -> float:
+    """``watts`` as a fraction of the preset GPU's TDP, refused outside what a board draws
+    (``workload.compute_power``'s bounds): a level no GPU of the preset reaches says the trace
+    was read with the wrong GPUs per channel, unit or preset, which clipping would hide."""
+    bounds = Workload.model_fields["compute_power"].metadata
+    low = next(m.ge for m in bounds if hasattr(m, "ge"))
+    top = next(m.le for m in bounds if hasattr(m, "le"))
+    gpu = base.gpu
+    if not low * gpu.tdp <= watts <= top * gpu.tdp:
+        rest = " (a meter's node draws less than the preset's rest of node)" if watts < 0 else ""
+        raise PowerModelError(
+            f"the fitted {what} is {watts:,.1f} W per GPU{rest}, {watts / gpu.tdp:.3g} x the "
+            f"{gpu.name}'s {gpu.tdp:,.0f} W TDP, outside the {low:g} to {top:g} x a board "
+            "draws: check --gpus-per-node and the trace's unit, or fit with a preset of this "
+            "GPU and node (--preset)"
+        )
+    return watts / gpu.tdp
+
+
 def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
     """Step time, phase shares and levels, edge rate and start-up ramp."""
     tdp = base.gpu.tdp
@@ -1447,7 +1469,8 @@ def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
     mean = result.value("running mean")
     if step is not None and share is not None and high is not None and low is not None:
         put("workload.step_time", format_duration(round(step, 4)), "folded step time")
-        put("workload.compute_power", round(min(high / tdp, 1.2), 4), "compute level / TDP")
+        level = _drawable(high, "compute level", base)
+        put("workload.compute_power", round(level, 4), "compute level / TDP")
         put(
             "workload.trough_depth",
             round(min(max(1.0 - low / high, 0.0), 0.99), 4),
@@ -1472,9 +1495,10 @@ def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
         if mean is not None:
             shares, watts = base.phase_powers(capped=False, locked=False)
             scale = mean / float(shares @ watts)
+            level = _drawable(base.compute_power * scale * tdp, "compute level", base)
             put(
                 "workload.compute_power",
-                round(min(base.compute_power * scale, 1.2), 4),
+                round(level, 4),
                 "scaled so that the preset's phases average the measured running mean",
             )
     edge = result.value("edge duration")

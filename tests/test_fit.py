@@ -15,7 +15,7 @@ import pytest
 from synthetic_telemetry import write
 
 from powermodel import cli
-from powermodel.errors import DataFileError
+from powermodel.errors import DataFileError, PowerModelError
 from powermodel.fit import (
     REFERENCE,
     Timeline,
@@ -558,3 +558,33 @@ def test_a_malformed_period_is_a_one_line_input_error(tmp_path, capsys, bad):
     assert code == 1  # an input error, not 70 (internal)
     assert len(err.splitlines()) == 1 and "--period" in err and "e.g." in err
     assert not out.exists()
+
+
+def test_a_meter_reading_outside_the_supply_curve_is_refused(tmp_path):
+    t = np.arange(0.0, 120.0, 1.0)
+    out = tmp_path / "fit.toml"
+    # the preset's node: 10.2 kW of supplies that draw 87.5 W AC at no load and 20.7 kW at full
+    # load (cluster.psu); 30 kW on one 8-GPU node is no reading of it, nor is 50 W
+    for kw, match in ((30.0, "above the 20,716 W"), (0.05, "below the 88 W")):
+        _meter_file(tmp_path / "node.csv", np.full(t.size, kw))
+        with pytest.raises(DataFileError, match=f"{t.size} sample.s. give a node .*{match}"):
+            fit_trace(tmp_path / "node.csv", out, gpus_per_node=8)
+        assert not out.exists()
+
+
+def test_a_trace_of_zeros_is_a_trace_error(tmp_path):
+    t = np.arange(0.0, 120.0, 1.0)
+    _meter_file(tmp_path / "node.csv", np.zeros(t.size))
+    with pytest.raises(DataFileError, match="every sample reads 0 W: no power was recorded"):
+        fit_trace(tmp_path / "node.csv", tmp_path / "fit.toml", gpus_per_node=8)
+    assert not (tmp_path / "fit.toml").exists()
+
+
+def test_a_level_above_what_the_gpu_draws_is_refused_not_clipped(tmp_path):
+    # an 18/16 kW node read as 8 GPUs: (PSU inverse - 2.6 kW rest) / 8, about 1.8 kW per GPU,
+    # 2.6 x the H100's 700 W TDP: beyond the 1.2 x a board draws (workload.compute_power)
+    t = np.arange(0.0, 600.0, 1.0)
+    _meter_file(tmp_path / "node.csv", np.where((t // 5) % 2 == 0, 18.0, 16.0))
+    with pytest.raises(PowerModelError, match=r"compute level is 1,[0-9,.]+ W per GPU, 2\.\d+ x "):
+        fit_trace(tmp_path / "node.csv", tmp_path / "fit.toml", gpus_per_node=8)
+    assert not (tmp_path / "fit.toml").exists()

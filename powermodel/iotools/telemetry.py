@@ -72,6 +72,9 @@ _MAX_NODE_GPUS = 64
 # [W] per GPU: seven times the largest board power, 1,400 W of a B300
 # [S, nvidia_blackwell]; above it a reading is a unit mix-up (kW read as W) [A].
 MAX_GPU_POWER = 10e3
+# [W] per meter channel: a whole hall's feeder, 100,000 GPUs (the most the fit puts behind one
+# channel) at MAX_GPU_POWER each; above it a reading is a unit mix-up (MW read as kW) [A].
+MAX_METER_POWER = 1e9
 # A time moving forward by more than this within a channel is not lost samples but a clock
 # set wrong or files of different runs joined [A]: refused, naming the line.
 _MAX_GAP = np.timedelta64(1, "D")
@@ -895,20 +898,27 @@ def _finish(
         raw = raw[~missing]
     power = raw["power"].to_numpy()
     _refuse(
+        ~np.isfinite(power),
+        raw,
+        path,
+        "not a finite number",
+        "a reading is a number of watts; mend the line or leave it empty for a missing reading",
+    )
+    _refuse(
         power < 0,
         raw,
         path,
         "negative power",
         "a meter of load reads zero or more; negate an export meter's column or drop it",
     )
-    if kind == "gpu":
-        _refuse(
-            power > MAX_GPU_POWER,
-            raw,
-            path,
-            f"over {MAX_GPU_POWER / 1e3:g} kW for one GPU",
-            "a kW value written as W? convert it",
-        )
+    top, what = (MAX_GPU_POWER, "one GPU") if kind == "gpu" else (MAX_METER_POWER, "one meter")
+    _refuse(
+        power > top,
+        raw,
+        path,
+        f"over {top / 1e3:,.0f} kW for {what}",
+        "a value in a larger unit than its column's? convert it or head the column with its unit",
+    )
     raw = raw.sort_values(["channel", "line"], kind="stable").reset_index(drop=True)
     raw = _jumps(raw, path, log)
     if raw.empty or len(raw) < 2:
