@@ -53,6 +53,10 @@ MAX_CHANNELS = 4096  # GPUs or meters in one trace
 MAX_METER_GPUS = 100_000  # GPUs behind one meter channel (a whole hall's feeder)
 MAX_CELLS = 50_000_000  # channel × sample cells of the gridded trace (400 MB of float64)
 PROBE_STEPS = 20_000  # grid steps of the probe of a sensor's step response, at most
+# No channel reporting for longer than this, and for more than GAP_STEPS samples, is a hole the
+# fit would fill with a straight line and read as a state of the job [A]: refused, named.
+MAX_GAP = 60.0  # s
+GAP_STEPS = 10
 PERIOD_TOLERANCE = 0.1  # a --period this far from a timed trace's measured step is refused
 MIN_SAMPLES = 20  # a trace shorter than this holds no state to fit
 MIN_SPREAD = 0.002  # a step-to-step spread below this is written as none (variation off)
@@ -1055,6 +1059,7 @@ def fit_cells(
     good = np.isfinite(power)
     if good.sum() < MIN_SAMPLES:
         raise DataFileError(f"{meta.get('source', 'the trace')}: too few samples with power")
+    _refuse_gaps(times[good], step, meta)
     median = np.interp(times, times[good], median[good])
     filled = np.interp(times, times[good], power[good])
     line, found = detect(times, median, response)
@@ -1077,6 +1082,22 @@ def fit_cells(
         response=response,
         warnings=tuple(meta.get("warnings", ())),
     )
+
+
+def _refuse_gaps(reported: np.ndarray, step: float, meta: dict) -> None:
+    """Refuse a span with no sample longer than :data:`MAX_GAP` and :data:`GAP_STEPS` steps
+    between the times ``reported`` [s] where some channel reported."""
+    gaps = np.diff(reported)
+    i = int(np.argmax(gaps))
+    if gaps[i] > max(MAX_GAP, GAP_STEPS * step):
+        at = pd.Timestamp(np.datetime64(pd.Timestamp(meta.get("start", 0)), "ns"))
+        begin = at + pd.Timedelta(seconds=float(reported[i]))
+        raise DataFileError(
+            f"{meta.get('source', 'the trace')}: no sample for {format_duration(round(gaps[i]))} "
+            f"after {begin.isoformat()} ({int((gaps > max(MAX_GAP, GAP_STEPS * step)).sum())} "
+            f"gap(s) over {format_duration(MAX_GAP)}): the fit would read a hole as a state; "
+            "split the file at the gap and fit each part"
+        )
 
 
 def _interior_median(
@@ -1173,13 +1194,27 @@ def _levels_per_segment(q: dict[str, Quantity], line: Timeline, running: float) 
     return out
 
 
+def _too_few_to_fold(line: Timeline, n: int) -> str:
+    """Why ``n`` running samples were too few to fold, naming the samples that were sought."""
+    running = line.state == State.RUNNING
+    if not running.any():
+        return "no running state seen to fold"
+    after = running & np.concatenate(([False], line.state[:-1] == State.CHECKPOINT))
+    where = (
+        "running after a checkpoint"
+        if after.any()
+        else "running in the longest running spell (no checkpoint seen)"
+    )
+    return f"{n:,} settled samples {where}; folding needs {4 * FOLD_BINS:,}"
+
+
 def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> None:
     """Step time, compute share, levels, edges and step spread of the running state."""
     w = response.window
     t, y, origin = _running_samples(times, x, line, response)
     floor = RESOLVE_WINDOWS * max(w, found["period"])
     if t.size < 4 * FOLD_BINS:
-        why = "too few running samples after a checkpoint to fold"
+        why = _too_few_to_fold(line, t.size)
         for name in ("step time", "compute share", "compute level", "communication level"):
             add(name, None, "s" if name == "step time" else "W", why, resolved=False)
         add("edge duration", None, "s", why, resolved=False)
@@ -1323,7 +1358,8 @@ def summary(result: Fit) -> pd.DataFrame:
     """The fit as a table: quantity | fitted | resolved? | how."""
     rows = []
     for qty in result.quantities.values():
-        shown = "" if qty.value is None else f"{qty.value:.4g} {qty.unit}".strip()
+        unit = "" if qty.unit == "1" else qty.unit  # a count or a ratio: the number alone
+        shown = "" if qty.value is None else f"{qty.value:.4g} {unit}".strip()
         rows.append(
             {
                 "quantity": qty.name,

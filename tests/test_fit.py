@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from synthetic_telemetry import write
 
-from powermodel import cli
+from powermodel import cli, fit_report
 from powermodel.errors import DataFileError, PowerModelError
 from powermodel.fit import (
     REFERENCE,
@@ -588,3 +588,52 @@ def test_a_level_above_what_the_gpu_draws_is_refused_not_clipped(tmp_path):
     with pytest.raises(PowerModelError, match=r"compute level is 1,[0-9,.]+ W per GPU, 2\.\d+ x "):
         fit_trace(tmp_path / "node.csv", tmp_path / "fit.toml", gpus_per_node=8)
     assert not (tmp_path / "fit.toml").exists()
+
+
+def test_a_fitted_scenario_that_fails_its_checks_leaves_no_file(tmp_path, monkeypatch):
+    path, *_ = _square_meter(tmp_path)
+    out = tmp_path / "fit.toml"
+    out.write_text("# an earlier fit\n")
+    # a fit whose scenario the checks refuse (a step beyond the schema's 1 h): the error is
+    # the scenario's, and neither a broken -o nor a temporary file is left beside it
+    monkeypatch.setattr(
+        fit_report,
+        "fitted_toml",
+        lambda *a: fitted_toml(*a).replace('step_time = "', 'step_time = "9h" # was "'),
+    )
+    with pytest.raises(PowerModelError, match="workload.step_time"):
+        fit_trace(path, out, gpus_per_node=8)
+    assert out.read_text() == "# an earlier fit\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fit.toml", "node.csv"]
+
+
+def test_a_gap_in_the_trace_is_named_not_folded(tmp_path):
+    # 20 min of a 10-s square wave, nothing for 23.9 h, 20 min more: the straight line across
+    # the hole was folded into a 50,191-s "step"; the gap is named instead
+    t = np.r_[np.arange(0.0, 1200.0), 87200.0 + np.arange(0.0, 1200.0)]
+    at = START + (t * 1e9).astype("timedelta64[ns]")
+    rows = "".join(
+        f"{s}Z,{7.8 if (u // 5) % 2 == 0 else 6.2}\n"
+        for s, u in zip(np.datetime_as_string(at, unit="ms"), t.tolist(), strict=True)
+    )
+    (tmp_path / "node.csv").write_text("time,node [kW]\n" + rows)
+    with pytest.raises(DataFileError, match=r"no sample for 86001s after 2026-03-01T00:19:59"):
+        fit_trace(tmp_path / "node.csv", tmp_path / "fit.toml", gpus_per_node=8)
+
+
+def test_a_run_too_short_to_fold_says_what_it_lacks_and_counts_have_no_unit(tmp_path):
+    # 1 min idle, 150 s of a square wave, 1 min idle, at 1 s: no checkpoint, and the running
+    # spell holds fewer settled samples than the fold's 4 x 64 bins
+    t = np.arange(0.0, 270.0, 1.0)
+    _meter_file(
+        tmp_path / "node.csv",
+        np.where((t >= 60) & (t < 210), np.where((t // 5) % 2 == 0, 7.8, 6.2), 2.0),
+    )
+    run = fit_trace(tmp_path / "node.csv", tmp_path / "fit.toml", gpus_per_node=8)
+    how = run.result.quantities["step time"].how
+    assert how.endswith(
+        "running in the longest running spell (no checkpoint seen); folding needs 256"
+    )
+    assert "after a checkpoint" not in how
+    table = summary(run.result).set_index("quantity")
+    assert table.loc["checkpoint count", "fitted"] == "0"  # was "0 1"
