@@ -494,3 +494,17 @@ def test_meter_values_that_are_no_power_are_refused(tmp_path, value, match) -> N
         "2026-03-01T00:00:02Z,1e6\n"
     )
     assert read_telemetry(path)[0]["power"].max() == telemetry.MAX_METER_POWER
+
+
+@pytest.mark.parametrize("step", [1e-10, 4e-10, 0.0, -1.0, float("nan"), float("inf")])
+def test_to_grid_refuses_a_bin_narrower_than_a_nanosecond(tmp_path, step) -> None:
+    # times are nanoseconds: 0.1 ns rounded to a 0-ns bin put every sample in one bin
+    data, _, _ = _read(write(_frame(polls=10), tmp_path / "log.csv", "nvidia-smi"))
+    with pytest.raises(DataFileError, match="at least 1 ns"):
+        to_grid(data, step=step)
+
+
+def test_to_grid_of_an_empty_frame_says_so(tmp_path) -> None:
+    data, _, _ = _read(write(_frame(polls=10), tmp_path / "log.csv", "nvidia-smi"))
+    with pytest.raises(DataFileError, match="the frame has no samples"):
+        to_grid(data.iloc[:0], step=1.0)

@@ -257,8 +257,13 @@ def to_grid(data: pd.DataFrame, step: float | None = None) -> xr.DataArray:
     """
     if step is None:
         step = data.attrs.get("step")
-    if step is None or not (np.isfinite(step) and step > 0):
-        raise DataFileError(f"to_grid: step {step!r} is not a positive number of seconds")
+    if step is None or not (np.isfinite(step) and step >= 1e-9):
+        raise DataFileError(
+            f"to_grid: step {step!r} is not a number of seconds of at least 1 ns (the times' "
+            "resolution); give a wider step"
+        )
+    if data.empty:
+        raise DataFileError("to_grid: the frame has no samples; read a trace with samples")
     time = data["time"].to_numpy(dtype="datetime64[ns]")
     start = time.min()
     width = np.int64(round(step * 1e9))
