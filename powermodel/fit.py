@@ -57,6 +57,9 @@ PROBE_STEPS = 20_000  # grid steps of the probe of a sensor's step response, at 
 # fit would fill with a straight line and read as a state of the job [A]: refused, named.
 MAX_GAP = 60.0  # s
 GAP_STEPS = 10
+# The GPUs built on GA100, whose NVML power is instantaneous, not the 1-s average of the rest
+# of Ampere and newer [P, nvidia_nvml]: catalogue names that begin so
+GA100 = ("A100", "A30")
 PERIOD_TOLERANCE = 0.1  # a --period this far from a timed trace's measured step is refused
 MIN_SAMPLES = 20  # a trace shorter than this holds no state to fit
 MIN_SPREAD = 0.002  # a step-to-step spread below this is written as none (variation off)
@@ -1021,16 +1024,20 @@ def fit(
     """
     scenario = preset if isinstance(preset, Scenario) else load_scenario(preset)
     times, cells, n_gpus, start = per_gpu_signal(data, meta, scenario, period, gpus_per_node)
-    chain = chain_of(meta, float(times[1] - times[0])) if sensor is None else sensor
+    step = float(times[1] - times[0])
+    chain = chain_of(meta, step, scenario.gpu.name) if sensor is None else sensor
     return fit_cells(times, cells, n_gpus, {**meta, "start": start}, chain, scenario)
 
 
-def chain_of(meta: dict, period: float) -> sensors.Sensor:
+def chain_of(meta: dict, period: float, gpu: str | None = None) -> sensors.Sensor:
     """The sensor chain a trace's power field went through: NVML's 1-s average for
     ``power.draw`` (and DCGM's power field, which reads it) [P, nvidia_nvml]; an instantaneous
-    sample at each poll for nvidia-smi's ``power.draw.instant``; a 1-s average for a meter,
-    whose averaging its file does not say (give ``sensor`` if you know it)."""
-    if "instant" in str(meta.get("power_field", "")):
+    sample at each poll for nvidia-smi's ``power.draw.instant``, and for ``power.draw`` of a
+    ``gpu`` (catalogue name) on GA100, which NVML reports instantaneously [P, nvidia_nvml]; a
+    1-s average for a meter, whose averaging its file does not say (give ``sensor`` if you
+    know it)."""
+    ga100 = meta.get("kind") != "meter" and str(gpu or "").upper().startswith(GA100)
+    if ga100 or "instant" in str(meta.get("power_field", "")):
         return sensors.Sensor(
             "instant", "instantaneous sample", "gpu_power", window=0.0, period=period
         )

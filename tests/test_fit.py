@@ -380,6 +380,14 @@ def test_the_power_field_names_the_chain():
     instant = chain_of({"power_field": "power.draw.instant"}, 0.1)
     assert instant.window == 0.0 and instant.period == 0.1
     assert step_response(instant, 0.1).window <= 0.2  # a sample held for one poll at most
+    # nvmlDeviceGetPowerUsage: "On Ampere (except GA100) or newer GPUs, the API returns power
+    # averaged over 1 sec interval. On GA100 and older architectures, instantaneous power is
+    # returned" [P, nvidia_nvml]: an A100's power.draw is a sample at each poll, an H100's not
+    a100 = chain_of({"power_field": "power.draw", "kind": "gpu"}, 0.1, "A100-SXM4-80GB")
+    assert a100.window == 0.0 and a100.period == 0.1
+    assert chain_of({"power_field": "power.draw"}, 0.1, "H100-SXM").key == "nvml"
+    # a meter's averaging is the meter's, whatever GPUs it feeds
+    assert chain_of({"power_field": "x", "kind": "meter"}, 1.0, "A100-SXM4-80GB").key == "nvml"
 
 
 def test_a_fast_sensor_resolves_the_edges():
