@@ -1403,9 +1403,9 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
 
     gpu = base.gpu
     idle, stalled = v("idle level"), v("checkpoint stall level") or v("teardown level")
-    for name, level in (("idle level", idle), ("stalled level", stalled)):
+    for name, level in (("idle", idle), ("stalled", stalled), ("start-up", v("start-up level"))):
         if level is not None:
-            _drawable(level, name, base)
+            _drawable(level, f"{name} level", base)
     if idle is not None:
         put("gpu.idle", round(min(max(idle, 1.0), gpu.tdp), 1), "median idle level")
     else:
