@@ -323,12 +323,30 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _period(text: str | None) -> float | None:
+    """``--period`` in seconds: a duration with its unit, 1 ms to 1 day."""
+    if text is None:
+        return None
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise PowerModelError(
+            f"--period {text!r}: {exc}; the sampling period, e.g. --period 100ms"
+        ) from None
+    if not 1e-3 <= seconds <= 86400.0:
+        raise PowerModelError(
+            f"--period {text!r} is not within 1 ms to 1 day: give the sampling period with its "
+            "unit, e.g. --period 100ms"
+        )
+    return seconds
+
+
 def _fit(args: argparse.Namespace) -> int:
     run = fit_trace(
         args.trace,
         args.output,
         format=args.format,
-        period=parse_duration(args.period) if args.period else None,
+        period=_period(args.period),
         gpus_per_node=args.gpus_per_node,
         preset=args.preset,
         sensor=args.sensor,

@@ -28,8 +28,8 @@ from powermodel.errors import DataFileError, PowerModelError
 from powermodel.iotools.telemetry import to_grid
 from powermodel.models import sensors, workload
 from powermodel.models.events import State
-from powermodel.scenario import Scenario, load_scenario
-from powermodel.simulate import derive
+from powermodel.scenario import Scenario, Workload, load_scenario
+from powermodel.simulate import derive, rest_power
 
 __all__ = [
     "MAX_CELLS",
@@ -53,6 +53,14 @@ MAX_CHANNELS = 4096  # GPUs or meters in one trace
 MAX_METER_GPUS = 100_000  # GPUs behind one meter channel (a whole hall's feeder)
 MAX_CELLS = 50_000_000  # channel × sample cells of the gridded trace (400 MB of float64)
 PROBE_STEPS = 20_000  # grid steps of the probe of a sensor's step response, at most
+# No channel reporting for longer than this, and for more than GAP_STEPS samples, is a hole the
+# fit would fill with a straight line and read as a state of the job [A]: refused, named.
+MAX_GAP = 60.0  # s
+GAP_STEPS = 10
+# The GPUs built on GA100, whose NVML power is instantaneous, not the 1-s average of the rest
+# of Ampere and newer [P, nvidia_nvml]: catalogue names that begin so
+GA100 = ("A100", "A30")
+PERIOD_TOLERANCE = 0.1  # a --period this far from a timed trace's measured step is refused
 MIN_SAMPLES = 20  # a trace shorter than this holds no state to fit
 MIN_SPREAD = 0.002  # a step-to-step spread below this is written as none (variation off)
 RESOLVE_WINDOWS = 4.0  # a step resolves when it spans this many averaging windows
@@ -193,9 +201,7 @@ def per_gpu_signal(
             f"{meta.get('source', 'the trace')}: {len(channels)} channels; the fit takes 1 to "
             f"{MAX_CHANNELS:,} GPUs or meters (fit a subset)"
         )
-    step = float(period or meta.get("step") or 0.0)
-    if not step > 0.0:
-        raise DataFileError("the trace has no sampling period: give --period")
+    step = _sampling_step(meta, period)
     span = n_rows and (data["time"].max() - data["time"].min()) / np.timedelta64(1, "s")
     cells = len(channels) * (span / step + 1.0)
     if cells > MAX_CELLS:
@@ -214,6 +220,11 @@ def per_gpu_signal(
     time = grid["time"].values
     times = (time - time[0]) / np.timedelta64(1, "s")
     n_gpus = len(channels)
+    if not np.nanmax(values) > 0.0:
+        raise DataFileError(
+            f"{meta.get('source', 'the trace')}: every sample reads 0 W: no power was recorded; "
+            "check that the file's power column is the one read"
+        )
     if meta.get("kind") == "meter":
         if gpus_per_node is not None and not 1 <= gpus_per_node <= MAX_METER_GPUS:
             raise PowerModelError(
@@ -225,13 +236,35 @@ def per_gpu_signal(
                 "a meter trace reads nodes, not GPUs: give --gpus-per-node N, the GPUs behind "
                 "each meter channel"
             )
-        values = _meter_to_gpu(values, scenario, gpus_per_node)
+        values = _meter_to_gpu(
+            values, scenario, gpus_per_node, str(meta.get("source", "the trace"))
+        )
         n_gpus = len(channels) * gpus_per_node
     return times, values, n_gpus, time[0]
 
 
-def _meter_to_gpu(values: np.ndarray, scenario: Scenario, gpus: int) -> np.ndarray:
-    """AC power of meter channels [W] as the power of each GPU behind them [W]."""
+def _sampling_step(meta: dict, period: float | None) -> float:
+    """The grid step [s]: the trace's own measured step where its samples carry times (a
+    ``period`` given for it must agree within :data:`PERIOD_TOLERANCE`), else ``period``."""
+    source, measured = meta.get("source", "the trace"), meta.get("step")
+    if not meta.get("timed", True) or measured is None:
+        step = float(period or measured or 0.0)
+        if not step > 0.0:
+            raise DataFileError(f"{source}: the trace has no sampling period: give --period")
+        return step
+    measured = float(measured)
+    if period is not None and abs(period / measured - 1.0) > PERIOD_TOLERANCE:
+        raise DataFileError(
+            f"{source}: --period {format_duration(period)} contradicts the "
+            f"{format_duration(round(measured, 9))} step its times measure (more than "
+            f"{PERIOD_TOLERANCE:.0%} apart): drop --period, which only times files without times"
+        )
+    return measured
+
+
+def _meter_to_gpu(values: np.ndarray, scenario: Scenario, gpus: int, source: str) -> np.ndarray:
+    """AC power of meter channels [W] as the power of each GPU behind them [W], with the rest
+    of each node at its running power (:func:`rest_share` moves it to each state's)."""
     cl = scenario.cluster
     if gpus % cl.gpus_per_node:
         raise PowerModelError(
@@ -239,10 +272,31 @@ def _meter_to_gpu(values: np.ndarray, scenario: Scenario, gpus: int) -> np.ndarr
             f"{cl.gpus_per_node} GPUs (cluster.gpus_per_node); give a multiple of it"
         )
     nodes = gpus // cl.gpus_per_node
-    dc = np.linspace(0.0, 2.0 * cl.psu.capacity, 4001)
+    dc = np.linspace(0.0, cl.psu.capacity, 4001)
     ac = cl.psu.input_power(dc)
-    node_dc = np.interp(values / nodes, ac, dc)
-    return (node_dc - cl.rest_power_active) / cl.gpus_per_node
+    node_ac = values / nodes
+    for bad, worst, what in (
+        (node_ac < ac[0], np.min, f"below the {ac[0]:,.0f} W its supplies draw with no load"),
+        (node_ac > ac[-1], np.max, f"above the {ac[-1]:,.0f} W they draw at full capacity"),
+    ):
+        if np.any(bad):
+            raise DataFileError(
+                f"{source}: {int(bad.sum()):,} sample(s) give a node {worst(node_ac[bad]):,.0f} W "
+                f"AC, {what} "
+                f"(cluster.psu of the preset, {cl.psu.capacity:,.0f} W per node): check "
+                f"--gpus-per-node ({gpus} GPUs, {nodes} node(s) per channel), the meter's unit, "
+                "or fit with a preset of these nodes (--preset); drop spells the nodes were off"
+            )
+    node_dc = np.interp(node_ac, ac, dc)
+    return (node_dc - rest_power(cl)[State.RUNNING]) / cl.gpus_per_node
+
+
+def rest_share(scenario: Scenario, states: np.ndarray) -> np.ndarray:
+    """Per-GPU power [W] to add to a meter's inversion at the running rest-of-node power so
+    that each sample carries its own state's rest (:func:`powermodel.simulate.rest_power`, the
+    model's): ``(rest[RUNNING] - rest[state]) / gpus_per_node``, positive while idle."""
+    rest = rest_power(scenario.cluster)
+    return (rest[State.RUNNING] - rest[states]) / scenario.cluster.gpus_per_node
 
 
 # --- detection ----------------------------------------------------------------------------
@@ -970,16 +1024,20 @@ def fit(
     """
     scenario = preset if isinstance(preset, Scenario) else load_scenario(preset)
     times, cells, n_gpus, start = per_gpu_signal(data, meta, scenario, period, gpus_per_node)
-    chain = chain_of(meta, float(times[1] - times[0])) if sensor is None else sensor
+    step = float(times[1] - times[0])
+    chain = chain_of(meta, step, scenario.gpu.name) if sensor is None else sensor
     return fit_cells(times, cells, n_gpus, {**meta, "start": start}, chain, scenario)
 
 
-def chain_of(meta: dict, period: float) -> sensors.Sensor:
+def chain_of(meta: dict, period: float, gpu: str | None = None) -> sensors.Sensor:
     """The sensor chain a trace's power field went through: NVML's 1-s average for
     ``power.draw`` (and DCGM's power field, which reads it) [P, nvidia_nvml]; an instantaneous
-    sample at each poll for nvidia-smi's ``power.draw.instant``; a 1-s average for a meter,
-    whose averaging its file does not say (give ``sensor`` if you know it)."""
-    if "instant" in str(meta.get("power_field", "")):
+    sample at each poll for nvidia-smi's ``power.draw.instant``, and for ``power.draw`` of a
+    ``gpu`` (catalogue name) on GA100, which NVML reports instantaneously [P, nvidia_nvml]; a
+    1-s average for a meter, whose averaging its file does not say (give ``sensor`` if you
+    know it)."""
+    ga100 = meta.get("kind") != "meter" and str(gpu or "").upper().startswith(GA100)
+    if ga100 or "instant" in str(meta.get("power_field", "")):
         return sensors.Sensor(
             "instant", "instantaneous sample", "gpu_power", window=0.0, period=period
         )
@@ -995,7 +1053,9 @@ def fit_cells(
     scenario: Scenario,
 ) -> Fit:
     """Fit a trace already on a uniform grid: ``cells`` (channel × time) of per-GPU power [W]
-    at ``times`` [s from the first sample] (NaN where a channel reported nothing)."""
+    at ``times`` [s from the first sample] (NaN where a channel reported nothing); a meter's
+    (``meta["kind"] == "meter"``) inverted with the running rest of node, which each sample
+    trades for its detected state's (:func:`rest_share`)."""
     step = float(times[1] - times[0])
     sensor = sensors.lookup(sensor)
     response = step_response(sensor, step)
@@ -1006,10 +1066,15 @@ def fit_cells(
     good = np.isfinite(power)
     if good.sum() < MIN_SAMPLES:
         raise DataFileError(f"{meta.get('source', 'the trace')}: too few samples with power")
+    _refuse_gaps(times[good], step, meta)
     median = np.interp(times, times[good], median[good])
     filled = np.interp(times, times[good], power[good])
     line, found = detect(times, median, response)
-    quantities, line = _quantities(times, filled, line, found, response, scenario, meta)
+    if meta.get("kind") == "meter":  # each state's rest of node, now that the states are known
+        seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
+        shift = rest_share(scenario, line.state[seg])
+        power, filled = power + shift, filled + shift
+    quantities, line = _quantities(times, filled, line, found, response, scenario)
     return Fit(
         source=str(meta.get("source", "")),
         sensor=sensor,
@@ -1024,6 +1089,22 @@ def fit_cells(
         response=response,
         warnings=tuple(meta.get("warnings", ())),
     )
+
+
+def _refuse_gaps(reported: np.ndarray, step: float, meta: dict) -> None:
+    """Refuse a span with no sample longer than :data:`MAX_GAP` and :data:`GAP_STEPS` steps
+    between the times ``reported`` [s] where some channel reported."""
+    gaps = np.diff(reported)
+    i = int(np.argmax(gaps))
+    if gaps[i] > max(MAX_GAP, GAP_STEPS * step):
+        at = pd.Timestamp(np.datetime64(pd.Timestamp(meta.get("start", 0)), "ns"))
+        begin = at + pd.Timedelta(seconds=float(reported[i]))
+        raise DataFileError(
+            f"{meta.get('source', 'the trace')}: no sample for {format_duration(round(gaps[i]))} "
+            f"after {begin.isoformat()} ({int((gaps > max(MAX_GAP, GAP_STEPS * step)).sum())} "
+            f"gap(s) over {format_duration(MAX_GAP)}): the fit would read a hole as a state; "
+            "split the file at the gap and fit each part"
+        )
 
 
 def _interior_median(
@@ -1043,12 +1124,10 @@ def _quantities(
     found: dict[str, float],
     response: StepResponse,
     scenario: Scenario,
-    meta: dict,
 ) -> tuple[dict[str, Quantity], Timeline]:
     """Every quantity the trace resolves, and the timeline with the fitted ramps."""
     q: dict[str, Quantity] = {}
     settle = response.settle
-    meter = meta.get("kind") == "meter"
 
     def add(name, value, unit, how, key=None, resolved=None):
         ok = value is not None and np.isfinite(value) if resolved is None else resolved
@@ -1056,9 +1135,6 @@ def _quantities(
 
     def held(state: State, what: str, key: str | None):
         level, n = _interior_median(times, x, line, state, settle)
-        if meter and state == State.FAILED_IDLE:  # idle nodes rest at their idle power
-            cl = scenario.cluster
-            level += (cl.rest_power_active - cl.rest_power_idle) / cl.gpus_per_node
         how = f"median of {n:,} {what} samples once the sensor settled ({format_duration(settle)})"
         add(f"{what} level", level if n else None, "W", how if n else f"no {what} state seen", key)
 
@@ -1125,13 +1201,27 @@ def _levels_per_segment(q: dict[str, Quantity], line: Timeline, running: float) 
     return out
 
 
+def _too_few_to_fold(line: Timeline, n: int) -> str:
+    """Why ``n`` running samples were too few to fold, naming the samples that were sought."""
+    running = line.state == State.RUNNING
+    if not running.any():
+        return "no running state seen to fold"
+    after = running & np.concatenate(([False], line.state[:-1] == State.CHECKPOINT))
+    where = (
+        "running after a checkpoint"
+        if after.any()
+        else "running in the longest running spell (no checkpoint seen)"
+    )
+    return f"{n:,} settled samples {where}; folding needs {4 * FOLD_BINS:,}"
+
+
 def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> None:
     """Step time, compute share, levels, edges and step spread of the running state."""
     w = response.window
     t, y, origin = _running_samples(times, x, line, response)
     floor = RESOLVE_WINDOWS * max(w, found["period"])
     if t.size < 4 * FOLD_BINS:
-        why = "too few running samples after a checkpoint to fold"
+        why = _too_few_to_fold(line, t.size)
         for name in ("step time", "compute share", "compute level", "communication level"):
             add(name, None, "s" if name == "step time" else "W", why, resolved=False)
         add("edge duration", None, "s", why, resolved=False)
@@ -1275,7 +1365,8 @@ def summary(result: Fit) -> pd.DataFrame:
     """The fit as a table: quantity | fitted | resolved? | how."""
     rows = []
     for qty in result.quantities.values():
-        shown = "" if qty.value is None else f"{qty.value:.4g} {qty.unit}".strip()
+        unit = "" if qty.unit == "1" else qty.unit  # a count or a ratio: the number alone
+        shown = "" if qty.value is None else f"{qty.value:.4g} {unit}".strip()
         rows.append(
             {
                 "quantity": qty.name,
@@ -1312,6 +1403,9 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
 
     gpu = base.gpu
     idle, stalled = v("idle level"), v("checkpoint stall level") or v("teardown level")
+    for name, level in (("idle", idle), ("stalled", stalled), ("start-up", v("start-up level"))):
+        if level is not None:
+            _drawable(level, f"{name} level", base)
     if idle is not None:
         put("gpu.idle", round(min(max(idle, 1.0), gpu.tdp), 1), "median idle level")
     else:
@@ -1391,6 +1485,25 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
     return "\n".join(head + body) + "\n"
 
 
+def _drawable(watts: float, what: str, base: Scenario) -> float:
+    """``watts`` as a fraction of the preset GPU's TDP, refused outside what a board draws
+    (``workload.compute_power``'s bounds): a level no GPU of the preset reaches says the trace
+    was read with the wrong GPUs per channel, unit or preset, which clipping would hide."""
+    bounds = Workload.model_fields["compute_power"].metadata
+    low = next(m.ge for m in bounds if hasattr(m, "ge"))
+    top = next(m.le for m in bounds if hasattr(m, "le"))
+    gpu = base.gpu
+    if not low * gpu.tdp <= watts <= top * gpu.tdp:
+        rest = " (a meter's node draws less than the preset's rest of node)" if watts < 0 else ""
+        raise PowerModelError(
+            f"the fitted {what} is {watts:,.1f} W per GPU{rest}, {watts / gpu.tdp:.3g} x the "
+            f"{gpu.name}'s {gpu.tdp:,.0f} W TDP, outside the {low:g} to {top:g} x a board "
+            "draws: check --gpus-per-node and the trace's unit, or fit with a preset of this "
+            "GPU and node (--preset)"
+        )
+    return watts / gpu.tdp
+
+
 def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
     """Step time, phase shares and levels, edge rate and start-up ramp."""
     tdp = base.gpu.tdp
@@ -1399,7 +1512,8 @@ def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
     mean = result.value("running mean")
     if step is not None and share is not None and high is not None and low is not None:
         put("workload.step_time", format_duration(round(step, 4)), "folded step time")
-        put("workload.compute_power", round(min(high / tdp, 1.2), 4), "compute level / TDP")
+        level = _drawable(high, "compute level", base)
+        put("workload.compute_power", round(level, 4), "compute level / TDP")
         put(
             "workload.trough_depth",
             round(min(max(1.0 - low / high, 0.0), 0.99), 4),
@@ -1424,9 +1538,10 @@ def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
         if mean is not None:
             shares, watts = base.phase_powers(capped=False, locked=False)
             scale = mean / float(shares @ watts)
+            level = _drawable(base.compute_power * scale * tdp, "compute level", base)
             put(
                 "workload.compute_power",
-                round(min(base.compute_power * scale, 1.2), 4),
+                round(level, 4),
                 "scaled so that the preset's phases average the measured running mean",
             )
     edge = result.value("edge duration")

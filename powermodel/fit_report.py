@@ -5,6 +5,8 @@ energy, checkpoint dips, ramps) in numbers and in an HTML report."""
 from __future__ import annotations
 
 import html
+import os
+import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +22,7 @@ from powermodel.fit import REFERENCE, Fit, detect, fit, fitted_toml, summary
 from powermodel.iotools.telemetry import TelemetryWarning, read_telemetry
 from powermodel.models import render, sensors
 from powermodel.models.events import State
-from powermodel.scenario import Scenario, load_scenario, presets
+from powermodel.scenario import Scenario, loads_scenario, presets
 from powermodel.simulate import derive, drawn_steps, preflight, shape_tables
 
 __all__ = [
@@ -59,10 +61,10 @@ def fit_trace(
     sensor: str | None = None,
     report: str | Path | None = None,
 ) -> FitRun:
-    """Read a trace, fit it, write the scenario to ``output`` (a ``.toml``), load it back with
-    every check ``validate`` makes, replay it through the sensor and compare; write the HTML
-    ``report`` if asked. Paths and names are checked before any work; what the reader repaired
-    is in ``result.warnings``."""
+    """Read a trace, fit it, check the scenario with every check ``validate`` makes and only
+    then write it to ``output`` (a ``.toml``), replay it through the sensor and compare; write
+    the HTML ``report`` if asked. Paths and names are checked before any work; what the reader
+    repaired is in ``result.warnings``."""
     output = Path(output)
     if output.suffix.lower() != ".toml":
         raise PowerModelError(f"-o {output}: the fitted scenario is TOML: give a .toml name")
@@ -80,17 +82,34 @@ def fit_trace(
         data, meta = read_telemetry(trace, format, period, gpus_per_node)
     result = fit(data, meta, sensor, preset, period, gpus_per_node)
     text = fitted_toml(result, preset, Path(trace).name)
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise PowerModelError(f"cannot write {output}: {exc.strerror}") from None
-    scenario = load_scenario(output)
-    preflight(scenario)
+    scenario = _write_validated(text, output)
     replayed = replay(result, scenario)
     numbers = compare(result, replayed)
     if report is not None:
         write_report(result, replayed, numbers, report, text)
     return FitRun(result, scenario, text, replayed, numbers)
+
+
+def _write_validated(text: str, output: Path) -> Scenario:
+    """Load the scenario ``text`` with every check ``validate`` makes, then write it to a
+    temporary file beside ``output`` and rename that to ``output``: a scenario that fails its
+    checks, or a write cut short, leaves no file behind."""
+    scenario = loads_scenario(text, label=str(output))
+    preflight(scenario)
+    temporary = None
+    try:
+        with tempfile.NamedTemporaryFile(
+            "w", encoding="utf-8", suffix=".toml", dir=output.parent, delete=False
+        ) as handle:
+            temporary = Path(handle.name)
+            handle.write(text)
+        os.replace(temporary, output)
+    except OSError as exc:
+        raise PowerModelError(f"cannot write {output}: {exc.strerror}") from None
+    finally:
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
+    return scenario
 
 
 def replay(result: Fit, scenario: Scenario) -> np.ndarray:

@@ -17,13 +17,20 @@ from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.models import events, grid, mitigation, render, sensors, variation, workload
 from powermodel.models.events import Recovery, State
 from powermodel.models.thermal import step_time_factor
-from powermodel.scenario import STEP_TIME_BOUNDS, Scenario, format_duration, load_scenario
+from powermodel.scenario import (
+    STEP_TIME_BOUNDS,
+    Cluster,
+    Scenario,
+    format_duration,
+    load_scenario,
+)
 from powermodel.variables import annotate, sensor_attrs
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
 __all__ = [
     "memory_estimate",
     "memory_fix",
+    "rest_power",
     "SENSORS",
     "sensor_view",
     "simulate",
@@ -161,6 +168,16 @@ def startup(scenario: Scenario, derived: Derived) -> tuple[tuple[State, float], 
     )
 
 
+def rest_power(cluster: Cluster) -> np.ndarray:
+    """Each node's rest-of-node power (CPUs, memory, NICs, fans) in each job state [W], indexed
+    by :class:`~powermodel.models.events.State`: ``cluster.rest_power_idle`` while the job
+    waits idle or in maintenance, ``cluster.rest_power_active`` in every other state. The model
+    adds it to the GPUs' power before the PSU curve; a meter's inversion takes it back out."""
+    rest = np.full(len(State), cluster.rest_power_active)
+    rest[[State.FAILED_IDLE, State.MAINTENANCE]] = cluster.rest_power_idle
+    return rest
+
+
 def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.ndarray]:
     """Cell tables of each state's shape for ``gpu_power`` [MW], ``it_power`` [MW], ``throughput``.
 
@@ -206,8 +223,7 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
         State.LOADING: const(starting),
         State.RAMP: starting + u * (per_gpu.mean() - starting),
     }
-    rest = {s: cl.rest_power_active for s in State}
-    rest[State.FAILED_IDLE] = rest[State.MAINTENANCE] = cl.rest_power_idle
+    rest = rest_power(cl)
     fixed = (cl.network_load + cl.storage_load) / 1e6  # MW
     gpu_cells, it_cells, tok_cells = [], [], []
     for state in State:

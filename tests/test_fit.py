@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 from synthetic_telemetry import write
 
-from powermodel import cli
+from powermodel import cli, fit_report
+from powermodel.errors import DataFileError, PowerModelError
 from powermodel.fit import (
     REFERENCE,
     Timeline,
@@ -383,6 +384,14 @@ def test_the_power_field_names_the_chain():
     instant = chain_of({"power_field": "power.draw.instant"}, 0.1)
     assert instant.window == 0.0 and instant.period == 0.1
     assert step_response(instant, 0.1).window <= 0.2  # a sample held for one poll at most
+    # nvmlDeviceGetPowerUsage: "On Ampere (except GA100) or newer GPUs, the API returns power
+    # averaged over 1 sec interval. On GA100 and older architectures, instantaneous power is
+    # returned" [P, nvidia_nvml]: an A100's power.draw is a sample at each poll, an H100's not
+    a100 = chain_of({"power_field": "power.draw", "kind": "gpu"}, 0.1, "A100-SXM4-80GB")
+    assert a100.window == 0.0 and a100.period == 0.1
+    assert chain_of({"power_field": "power.draw"}, 0.1, "H100-SXM").key == "nvml"
+    # a meter's averaging is the meter's, whatever GPUs it feeds
+    assert chain_of({"power_field": "x", "kind": "meter"}, 1.0, "A100-SXM4-80GB").key == "nvml"
 
 
 def test_a_fast_sensor_resolves_the_edges():
@@ -497,3 +506,148 @@ def test_an_hour_of_mostly_training_still_tells_troughs_from_stalls():
     assert q["checkpoint count"].value == whole
     assert q["step time"].value == pytest.approx(6.0, rel=0.05)
     assert q["checkpoint stall"].value == pytest.approx(derived.checkpoint_stall, abs=0.1)
+
+
+def _meter_file(path, kw: np.ndarray, step: float = 1.0) -> None:
+    """One meter channel of a node, ``kw`` [kW] every ``step`` [s] from START."""
+    at = START + (np.arange(kw.size) * step * 1e9).astype("timedelta64[ns]")
+    stamps = np.datetime_as_string(at, unit="ms")
+    rows = "".join(f"{s}Z,{v!r}\n" for s, v in zip(stamps, kw.tolist(), strict=True))
+    path.write_text("time,node [kW]\n" + rows)
+
+
+def _square_meter(tmp_path):
+    """5 min at 2 kW idle, 20 min of a 7.8/6.2 kW square wave of 10 s, 5 min idle: a node."""
+    t = np.arange(0.0, 1800.0, 1.0)
+    kw = np.where((t >= 300) & (t < 1500), np.where((t // 5) % 2 == 0, 7.8, 6.2), 2.0)
+    _meter_file(tmp_path / "node.csv", kw)
+    return tmp_path / "node.csv", t, kw
+
+
+def test_a_meter_trace_with_idle_spells_reproduces_its_energy_and_idle_level(tmp_path):
+    path, t, kw = _square_meter(tmp_path)
+    run = fit_trace(path, tmp_path / "fit.toml", gpus_per_node=8)
+    cl = load_scenario(REFERENCE).cluster
+    dc = np.linspace(0.0, cl.psu.capacity, 400_001)
+    node_dc = np.interp(kw * 1e3, cl.psu.input_power(dc), dc)
+    # closed form: the node's DC (inverse of the preset's PSU curve) less the model's own rest of
+    # node in each state (1.3 kW idle, 2.6 kW running; simulate.rest_power), over 8 GPUs
+    running = (t >= 300) & (t < 1500)
+    rest = np.where(running, cl.rest_power_active, cl.rest_power_idle)
+    per_gpu = (node_dc - rest) / 8
+    assert run.result.value("idle level") == pytest.approx(per_gpu[0], rel=1e-3)
+    assert per_gpu[0] > 0  # the measured signal stays positive at idle
+    # the measured signal is the closed form sample by sample, away from the two rises (the
+    # detector places each edge within a sample)
+    away = np.abs(t[:, None] - np.array([300.0, 1500.0])[None, :]).min(axis=1) > 2.0
+    np.testing.assert_allclose(run.result.power[away], per_gpu[away], rtol=1e-6)
+    assert run.numbers["energy_measured_wh"] == pytest.approx(per_gpu.sum() / 3600.0, rel=0.005)
+    # issue 12, acceptance 1: the re-simulated energy within 2 % (was +17 % with the running
+    # rest subtracted at idle)
+    assert abs(run.numbers["energy_error"]) < 0.02
+
+
+def test_a_period_is_taken_only_where_the_file_has_no_times(tmp_path):
+    path, t, _ = _square_meter(tmp_path)
+    # the file's times measure 1 s: a 1-ms --period would re-bin into 1000x the cells, most
+    # empty, and integrate them at 1 ms (energy off by 1000x): refused, naming both
+    with pytest.raises(DataFileError, match=r"--period 1ms contradicts the 1s step"):
+        fit_trace(path, tmp_path / "fit.toml", period=1e-3, gpus_per_node=8)
+    assert not (tmp_path / "fit.toml").exists()
+    # within the 10 % tolerance the file's own step is used: the same samples and energy
+    plain = fit_trace(path, tmp_path / "a.toml", gpus_per_node=8)
+    near = fit_trace(path, tmp_path / "b.toml", period=1.05, gpus_per_node=8)
+    assert near.result.period == plain.result.period == 1.0
+    assert near.numbers["energy_measured_wh"] == plain.numbers["energy_measured_wh"]
+    assert near.result.times.size == t.size
+
+
+@pytest.mark.parametrize("bad", ["0", "=-1s", "nan", "1e9", "abc", "0s", "2d"])
+def test_a_malformed_period_is_a_one_line_input_error(tmp_path, capsys, bad):
+    path, *_ = _square_meter(tmp_path)
+    out = tmp_path / "fit.toml"
+    period = ["--period" + bad] if bad.startswith("=") else ["--period", bad]
+    code = cli.main(["fit", str(path), "-o", str(out), "--gpus-per-node", "8", *period])
+    err = capsys.readouterr().err.strip()
+    assert code == 1  # an input error, not 70 (internal)
+    assert len(err.splitlines()) == 1 and "--period" in err and "e.g." in err
+    assert not out.exists()
+
+
+def test_a_meter_reading_outside_the_supply_curve_is_refused(tmp_path):
+    t = np.arange(0.0, 120.0, 1.0)
+    out = tmp_path / "fit.toml"
+    # the preset's node: 10.2 kW of supplies that draw 87.5 W AC at no load and 20.7 kW at full
+    # load (cluster.psu); 30 kW on one 8-GPU node is no reading of it, nor is 50 W
+    for kw, match in ((30.0, "above the 20,716 W"), (0.05, "below the 88 W")):
+        _meter_file(tmp_path / "node.csv", np.full(t.size, kw))
+        with pytest.raises(DataFileError, match=f"{t.size} sample.s. give a node .*{match}"):
+            fit_trace(tmp_path / "node.csv", out, gpus_per_node=8)
+        assert not out.exists()
+
+
+def test_a_trace_of_zeros_is_a_trace_error(tmp_path):
+    t = np.arange(0.0, 120.0, 1.0)
+    _meter_file(tmp_path / "node.csv", np.zeros(t.size))
+    with pytest.raises(DataFileError, match="every sample reads 0 W: no power was recorded"):
+        fit_trace(tmp_path / "node.csv", tmp_path / "fit.toml", gpus_per_node=8)
+    assert not (tmp_path / "fit.toml").exists()
+
+
+def test_a_level_above_what_the_gpu_draws_is_refused_not_clipped(tmp_path):
+    # an 18/16 kW node read as 8 GPUs: (PSU inverse - 2.6 kW rest) / 8, about 1.8 kW per GPU,
+    # 2.6 x the H100's 700 W TDP: beyond the 1.2 x a board draws (workload.compute_power)
+    t = np.arange(0.0, 600.0, 1.0)
+    _meter_file(tmp_path / "node.csv", np.where((t // 5) % 2 == 0, 18.0, 16.0))
+    with pytest.raises(PowerModelError, match=r"compute level is 1,[0-9,.]+ W per GPU, 2\.\d+ x "):
+        fit_trace(tmp_path / "node.csv", tmp_path / "fit.toml", gpus_per_node=8)
+    assert not (tmp_path / "fit.toml").exists()
+
+
+def test_a_fitted_scenario_that_fails_its_checks_leaves_no_file(tmp_path, monkeypatch):
+    path, *_ = _square_meter(tmp_path)
+    out = tmp_path / "fit.toml"
+    out.write_text("# an earlier fit\n")
+    # a fit whose scenario the checks refuse (a step beyond the schema's 1 h): the error is
+    # the scenario's, and neither a broken -o nor a temporary file is left beside it
+    monkeypatch.setattr(
+        fit_report,
+        "fitted_toml",
+        lambda *a: fitted_toml(*a).replace('step_time = "', 'step_time = "9h" # was "'),
+    )
+    with pytest.raises(PowerModelError, match="workload.step_time"):
+        fit_trace(path, out, gpus_per_node=8)
+    assert out.read_text() == "# an earlier fit\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fit.toml", "node.csv"]
+
+
+def test_a_gap_in_the_trace_is_named_not_folded(tmp_path):
+    # 20 min of a 10-s square wave, nothing for 23.9 h, 20 min more: the straight line across
+    # the hole was folded into a 50,191-s "step"; the gap is named instead
+    t = np.r_[np.arange(0.0, 1200.0), 87200.0 + np.arange(0.0, 1200.0)]
+    at = START + (t * 1e9).astype("timedelta64[ns]")
+    rows = "".join(
+        f"{s}Z,{7.8 if (u // 5) % 2 == 0 else 6.2}\n"
+        for s, u in zip(np.datetime_as_string(at, unit="ms"), t.tolist(), strict=True)
+    )
+    (tmp_path / "node.csv").write_text("time,node [kW]\n" + rows)
+    with pytest.raises(DataFileError, match=r"no sample for 86001s after 2026-03-01T00:19:59"):
+        fit_trace(tmp_path / "node.csv", tmp_path / "fit.toml", gpus_per_node=8)
+
+
+def test_a_run_too_short_to_fold_says_what_it_lacks_and_counts_have_no_unit(tmp_path):
+    # 1 min idle, 150 s of a square wave, 1 min idle, at 1 s: no checkpoint, and the running
+    # spell holds fewer settled samples than the fold's 4 x 64 bins
+    t = np.arange(0.0, 270.0, 1.0)
+    _meter_file(
+        tmp_path / "node.csv",
+        np.where((t >= 60) & (t < 210), np.where((t // 5) % 2 == 0, 7.8, 6.2), 2.0),
+    )
+    run = fit_trace(tmp_path / "node.csv", tmp_path / "fit.toml", gpus_per_node=8)
+    how = run.result.quantities["step time"].how
+    assert how.endswith(
+        "running in the longest running spell (no checkpoint seen); folding needs 256"
+    )
+    assert "after a checkpoint" not in how
+    table = summary(run.result).set_index("quantity")
+    assert table.loc["checkpoint count", "fitted"] == "0"  # was "0 1"

@@ -467,3 +467,44 @@ def test_meter_cut_last_line_is_dropped_and_a_missing_reading_skipped(tmp_path) 
     assert len(data) == 2 * 5 - 1
     assert any("line 7 is cut short" in m for m in messages)
     assert any("1 sample(s) without a power reading (first at line 3)" in m for m in messages)
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        # a reading that is no number of watts, named by its line (row 3 of the file)
+        ("inf", r"line 3: rack1 reads inf W, not a finite number"),
+        ("-inf", r"line 3: rack1 reads -inf W, not a finite number"),
+        ("1e300", r"line 3: rack1 reads 1e\+303 W, over 1,000,000 kW for one meter"),
+        # 10 GW on one rack: ten times the 1-GW bound of a whole hall's feeder
+        ("1e7", r"line 3: rack1 reads 1e\+10 W, over 1,000,000 kW for one meter"),
+    ],
+)
+def test_meter_values_that_are_no_power_are_refused(tmp_path, value, match) -> None:
+    path = tmp_path / "meters.csv"
+    path.write_text(
+        "time,rack1 [kW]\n2026-03-01T00:00:00Z,40\n2026-03-01T00:00:01Z,"
+        f"{value}\n2026-03-01T00:00:02Z,41\n"
+    )
+    with pytest.raises(DataFileError, match=match):
+        read_telemetry(path)
+    # the bound itself is read: a feeder of 1 GW
+    path.write_text(
+        "time,feeder [kW]\n2026-03-01T00:00:00Z,1e6\n2026-03-01T00:00:01Z,1e6\n"
+        "2026-03-01T00:00:02Z,1e6\n"
+    )
+    assert read_telemetry(path)[0]["power"].max() == telemetry.MAX_METER_POWER
+
+
+@pytest.mark.parametrize("step", [1e-10, 4e-10, 0.0, -1.0, float("nan"), float("inf")])
+def test_to_grid_refuses_a_bin_narrower_than_a_nanosecond(tmp_path, step) -> None:
+    # times are nanoseconds: 0.1 ns rounded to a 0-ns bin put every sample in one bin
+    data, _, _ = _read(write(_frame(polls=10), tmp_path / "log.csv", "nvidia-smi"))
+    with pytest.raises(DataFileError, match="at least 1 ns"):
+        to_grid(data, step=step)
+
+
+def test_to_grid_of_an_empty_frame_says_so(tmp_path) -> None:
+    data, _, _ = _read(write(_frame(polls=10), tmp_path / "log.csv", "nvidia-smi"))
+    with pytest.raises(DataFileError, match="the frame has no samples"):
+        to_grid(data.iloc[:0], step=1.0)

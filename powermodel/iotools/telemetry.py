@@ -72,6 +72,9 @@ _MAX_NODE_GPUS = 64
 # [W] per GPU: seven times the largest board power, 1,400 W of a B300
 # [S, nvidia_blackwell]; above it a reading is a unit mix-up (kW read as W) [A].
 MAX_GPU_POWER = 10e3
+# [W] per meter channel: a whole hall's feeder, 100,000 GPUs (the most the fit puts behind one
+# channel) at MAX_GPU_POWER each; above it a reading is a unit mix-up (MW read as kW) [A].
+MAX_METER_POWER = 1e9
 # A time moving forward by more than this within a channel is not lost samples but a clock
 # set wrong or files of different runs joined [A]: refused, naming the line.
 _MAX_GAP = np.timedelta64(1, "D")
@@ -158,7 +161,7 @@ def read_telemetry(
           reads them.
     period
         The sampling period of a file without times: ``dcgmi dmon``'s ``-d`` over 1000, or
-        the scrape interval. [s]
+        the scrape interval; a file with times is timed by them, not by this. [s]
     gpus_per_node
         GPUs per node, passed to ``meta`` for the fitter; a GPU file with more channels than
         a whole number of nodes is reported.
@@ -175,7 +178,8 @@ def read_telemetry(
     meta : dict
         ``format``, ``kind`` (``"gpu"`` or ``"meter"``), ``channels``, ``step`` (the median
         over channels of each channel's median sampling period [s]), ``source`` (the file
-        name), ``start`` (the first time), ``timezone`` (how times became UTC), ``warnings``
+        name), ``start`` (the first time), ``timezone`` (how times became UTC), ``timed``
+        (False where the file has no times and ``period`` timed it), ``warnings``
         (each also issued as a :class:`TelemetryWarning`), ``power_field`` (the field read as
         power), ``gpus_per_node`` when given.
 
@@ -216,12 +220,13 @@ def read_telemetry(
     if period is not None and not (np.isfinite(period) and 1e-3 <= period <= 86400):
         raise DataFileError(f"{path}: period {period!r} s is not within 1 ms to 1 day")
     log: list[str] = []
-    meta = {"format": format, "source": path.name, "timezone": "UTC (as written)"}
+    meta = {"format": format, "source": path.name, "timezone": "UTC (as written)", "timed": True}
     if format == "nvidia-smi":
         raw = _nvidia_smi(text, path, columns, log, meta)
     elif format == "dcgmi-dmon":
         raw = _dcgmi_dmon(text, path, period, log)
         meta["timezone"] = f"none in the file: {period} s steps from 1970-01-01T00:00"
+        meta["timed"] = False
         meta["power_field"] = "POWER (155)"
     elif format == "dcgm-exporter":
         raw = _exporter(text, path, period, log, meta)
@@ -252,8 +257,13 @@ def to_grid(data: pd.DataFrame, step: float | None = None) -> xr.DataArray:
     """
     if step is None:
         step = data.attrs.get("step")
-    if step is None or not (np.isfinite(step) and step > 0):
-        raise DataFileError(f"to_grid: step {step!r} is not a positive number of seconds")
+    if step is None or not (np.isfinite(step) and step >= 1e-9):
+        raise DataFileError(
+            f"to_grid: step {step!r} is not a number of seconds of at least 1 ns (the times' "
+            "resolution); give a wider step"
+        )
+    if data.empty:
+        raise DataFileError("to_grid: the frame has no samples; read a trace with samples")
     time = data["time"].to_numpy(dtype="datetime64[ns]")
     start = time.min()
     width = np.int64(round(step * 1e9))
@@ -745,6 +755,7 @@ def _exporter(text: str, path: Path, period: float | None, log: list, meta: dict
         )
         frame["key"] = frame.groupby(["metric", "channel"]).cumcount()
         meta["timezone"] = f"none in the file: {period} s scrapes from 1970-01-01T00:00"
+        meta["timed"] = False
     dup = frame.duplicated(["metric", "channel", "key"]).to_numpy()
     if dup.any():
         log.append(
@@ -892,20 +903,27 @@ def _finish(
         raw = raw[~missing]
     power = raw["power"].to_numpy()
     _refuse(
+        ~np.isfinite(power),
+        raw,
+        path,
+        "not a finite number",
+        "a reading is a number of watts; mend the line or leave it empty for a missing reading",
+    )
+    _refuse(
         power < 0,
         raw,
         path,
         "negative power",
         "a meter of load reads zero or more; negate an export meter's column or drop it",
     )
-    if kind == "gpu":
-        _refuse(
-            power > MAX_GPU_POWER,
-            raw,
-            path,
-            f"over {MAX_GPU_POWER / 1e3:g} kW for one GPU",
-            "a kW value written as W? convert it",
-        )
+    top, what = (MAX_GPU_POWER, "one GPU") if kind == "gpu" else (MAX_METER_POWER, "one meter")
+    _refuse(
+        power > top,
+        raw,
+        path,
+        f"over {top / 1e3:,.0f} kW for {what}",
+        "a value in a larger unit than its column's? convert it or head the column with its unit",
+    )
     raw = raw.sort_values(["channel", "line"], kind="stable").reset_index(drop=True)
     raw = _jumps(raw, path, log)
     if raw.empty or len(raw) < 2:

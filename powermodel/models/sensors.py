@@ -112,8 +112,10 @@ CHAINS: dict[str, Sensor] = {
             period=0.0,
             source=(
                 "NVML's board power (nvmlDeviceGetPowerUsage, nvidia-smi power.draw) is the mean "
-                "over the last 1 s on Ampere and newer [P, nvidia_nvml]; a poll at t reads the "
-                "mean over [t − 1 s, t]. The cluster variable is the sum of the GPUs' readings."
+                "over the last 1 s on Ampere and newer, except GA100 (A100, A30), which like "
+                "older GPUs reports the instantaneous value [P, nvidia_nvml]; a poll at t reads "
+                "the mean over [t − 1 s, t]. The cluster variable is the sum of the GPUs' "
+                "readings."
             ),
         ),
         Sensor(
