@@ -1329,35 +1329,31 @@ def _timing(q, add, line: Timeline, lengths: np.ndarray, scenario: Scenario) -> 
         else "fewer than two checkpoints in one up period",
         "checkpoint.interval",
     )
-    teardown = lengths[line.state == State.STALLED]
-    add(
+    def median_spell(name: str, spells: np.ndarray, what: str, none: str, key=None) -> None:
+        found = spells.size > 0
+        how = f"median of {spells.size} {what}" if found else none
+        add(name, float(np.median(spells)) if found else None, "s", how, key)
+
+    prev = np.concatenate(([-1], line.state[:-1]))
+    median_spell(
         "teardown",
-        float(np.median(teardown)) if teardown.size else None,
-        "s",
-        f"median of {teardown.size} spells of survivors spinning after a fault"
-        if teardown.size
-        else "no failure seen",
+        lengths[line.state == State.STALLED],
+        "spells of survivors spinning after a fault",
+        "no failure seen",
         "reliability.stall_time",
     )
-    prev = np.concatenate(([-1], line.state[:-1]))
-    waits = lengths[(line.state == State.FAILED_IDLE) & (prev == State.STALLED)]
-    add(
+    median_spell(
         "restart wait",
-        float(np.median(waits)) if waits.size else None,
-        "s",
-        f"median of {waits.size} idle spells after a teardown"
-        if waits.size
-        else "no restart after a failure seen",
+        lengths[(line.state == State.FAILED_IDLE) & (prev == State.STALLED)],
+        "idle spells after a teardown",
+        "no restart after a failure seen",
         "reliability.restart_time",
     )
-    up = lengths[line.state == State.LOADING]
-    add(
+    median_spell(
         "start-up time",
-        float(np.median(up)) if up.size else None,
-        "s",
-        f"median of {up.size} spells held above idle before training"
-        if up.size
-        else "no start-up level above idle seen (processes loading at idle)",
+        lengths[line.state == State.LOADING],
+        "spells held above idle before training",
+        "no start-up level above idle seen (processes loading at idle)",
     )
 
 
