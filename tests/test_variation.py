@@ -404,3 +404,45 @@ def test_events_that_leave_no_training_are_refused(events, says):
     assert variation.MOST_EVENT_SHARE == 0.5
     fine = {"evaluation_every": 50, "evaluation_length": 10.0, "straggler_probability": 0.05}
     load_scenario(REFERENCE, {"workload.variation": fine})  # 0.2 + 0.025: accepted
+
+
+def test_a_stretch_that_outlasts_its_draws_runs_on_at_the_mean_step():
+    # Should a stretch outlast its drawn steps (a chance below 1e-23 with the draws' margin),
+    # its rest runs at the mean step, exactly: flat steps then render as no steps at all (to
+    # rounding), and drawn ones agree at 0.1 s and 1 s (the integral is exact at any edge).
+    rng = np.random.default_rng(8)
+    cells = rng.uniform(1.0, 2.0, (2, 1, 16))
+    cumulative = render.cumulative_tables(cells)
+    rate, start, shape = np.array([0.5]), np.zeros(1), np.zeros(1, np.int64)  # 2-s steps
+
+    def steps(length, scale):
+        bound = np.concatenate(([0.0], np.cumsum(length)))
+        level = np.concatenate(([0.0], np.cumsum(length * (scale - 1.0))))[None]
+        return render.Steps(
+            shape=0,
+            first=np.array([0]),
+            count=np.array([length.size]),
+            bound=bound,
+            level=level,
+            variable=cumulative[:, 0],
+            uses=np.array([0, 0]),
+        )
+
+    fine, coarse = np.arange(201) * 0.1, np.arange(21) * 1.0  # 20 s: 10 mean steps
+    flat = render.interval_means(
+        start, shape, rate, cumulative, fine, steps(np.ones(3), np.ones(3))
+    )
+    plain = render.interval_means(start, shape, rate, cumulative, fine)
+    assert_allclose(flat, plain, rtol=1e-12)
+    drawn = steps(np.array([0.7, 1.6, 0.4]), np.array([1.2, 0.8, 1.1]))  # 2.7 of 10 steps
+    a = render.interval_means(start, shape, rate, cumulative, fine, drawn)
+    b = render.interval_means(start, shape, rate, cumulative, coarse, drawn)
+    assert_allclose(a.reshape(2, 20, 10).mean(axis=2), b, rtol=1e-12)
+    # closed form: the draws last 2.7 mean steps (5.4 s) of energy Σ s_j·a_j·P̄·2 s; after
+    # them the mean step from its phase 0, as the plain render from the start
+    split = render.interval_means(start, shape, rate, cumulative, np.array([0.0, 5.4, 20.0]), drawn)
+    mean = cells[:, 0].mean(axis=1)
+    assert_allclose(split[:, 0] * 5.4, (0.7 * 1.2 + 1.6 * 0.8 + 0.4 * 1.1) * mean * 2, rtol=1e-12)
+    rest = render.interval_means(start, shape, rate, cumulative, np.array([0.0, 14.6]))
+    assert_allclose(split[:, 1], rest[:, 0], rtol=1e-12)
+    assert np.max(np.abs(a - plain)) > 0.01  # the drawn steps are there

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-# A stretch of whole steps within this share of a step of a whole number is that whole number:
-# the checkpoint interval is a whole number of steps up to rounding.
-WHOLE = 1e-6
 # A draw shorter than this is this long [mean steps]: the job's step coordinate reaches 1e7,
 # where consecutive boundaries must still differ (float64 spacing there is 2e-9).
 SHORTEST = 1e-6
@@ -25,12 +22,6 @@ MOST_EVENT_SHARE = 0.5
 # stretch outlasts its draws with a chance below 1e-23 (Gaussian tail; the rest would run at
 # the mean step, exactly rendered).
 MARGIN_SIGMAS = 10.0
-
-
-def whole_steps(length: np.ndarray, step_time: float) -> np.ndarray:
-    """Whole steps in each running stretch of ``length`` [s] at a mean step of ``step_time``
-    [s]; what is left over is a partial step at the end, drawn at its mean."""
-    return np.floor(np.asarray(length) / step_time + WHOLE).astype(np.int64)
 
 
 def event_share(
