@@ -46,7 +46,7 @@ from powermodel.durations import format_duration, parse_duration
 from powermodel.errors import DataFileError, ScenarioError
 from powermodel.iotools import exists, is_file
 from powermodel.iotools.weather import SHIPPED, site_of
-from powermodel.models import electrical
+from powermodel.models import electrical, variation
 from powermodel.models import weather as wx
 from powermodel.models.events import teardown_time
 from powermodel.models.signal import FINEST_STEP
@@ -479,7 +479,8 @@ class Variation(Section):
     """Step-to-step variation of a training job: each step's length and running level drawn
     around the mean (stragglers, data loading, collectives' timing [S, lin_stragglers]), with an
     optional periodic evaluation. ``workload.step_time`` and the running levels stay the means
-    over each running stretch: see docs/model/workload.md."""
+    of a training step; evaluations and stragglers add their time, and train no tokens while
+    they last: see docs/model/workload.md."""
 
     distribution: Literal["lognormal", "gamma"] = Field(
         "lognormal",
@@ -529,6 +530,24 @@ class Variation(Section):
         description="Running level during an evaluation, a scale on the GPU power (forward "
         "passes only) [A] (0.5-1). [1]",
     )
+
+    @model_validator(mode="after")
+    def _training_remains(self) -> Variation:
+        share = variation.event_share(
+            self.straggler_probability,
+            self.straggler_delay,
+            self.evaluation_every,
+            self.evaluation_length,
+        )
+        if share > variation.MOST_EVENT_SHARE:
+            raise ValueError(
+                "evaluations and stragglers would add "
+                f"{share:.3g} mean steps to each training step (evaluation_length / "
+                "evaluation_every + straggler_probability * straggler_delay), more than "
+                f"{variation.MOST_EVENT_SHARE:g}: lengthen evaluation_every or shorten "
+                "evaluation_length, straggler_probability or straggler_delay"
+            )
+        return self
 
 
 class Workload(Section):

@@ -50,8 +50,9 @@ MAX_INTERRUPTIONS = 1_000_000  # a failure every 5 min for ten years: beyond, no
 # 16 batteries); and per timeline segment (start, state, the sort: 181 B measured with a
 # checkpoint every 10 ms).
 BYTES_PER_STEP = 320
-# Per training step drawn with step-to-step variation: its boundary and level sum (float64, 16 B
-# held) and the draws' temporaries (56 B peak measured at 1 M steps), with a margin
+# Per step drawn with step-to-step variation (the draws cover each running stretch with a
+# margin): the steps run hold their boundary and two level sums (float64, 24 B), the draws'
+# temporaries peak at 51-58 B per step drawn (measured at 1 M steps), with a margin
 BYTES_PER_ITERATION = 80
 BYTES_PER_BATTERY_STEP = 16
 BYTES_PER_SEGMENT = 256
@@ -309,22 +310,30 @@ def drawn_steps(
 
     One draw for the job (its steps start together on every GPU), so the cost follows the
     number of steps, not of GPUs. A step's level scales the running GPU power (``cells``, from
-    :func:`shape_tables`), which reaches the IT power through the server supplies' slope.
+    :func:`shape_tables`), which reaches the IT power through the server supplies' slope. The
+    steps render four quantities: :func:`shape_tables`' three, the third (the running share
+    at the nominal token rate) unscaled, and the tokens trained, which a training step yields
+    evenly over its length and an evaluation not at all (see :func:`with_trained`).
     """
     v = scenario.workload.variation
     if v is None:
         return None
     end = np.append(line.start[1:], line.duration)
     running = line.state == State.RUNNING
-    count = np.where(running, variation.whole_steps(end - line.start, derived.step_time), 0)
+    extent = np.where(running, (end - line.start) / derived.step_time, 0.0)
+    events_keys = v.model_dump(exclude={"distribution", "step_cv", "level_cv", "evaluation_level"})
+    # the step counter at each stretch's start: the steps expected to have run before it
+    counter = np.floor((np.cumsum(extent) - extent) / variation.mean_length(**events_keys))
     gpu = cells[0, State.RUNNING]
-    bound, level = variation.draw_steps(
-        count,
+    count, bound, level = variation.draw_steps(
+        extent,
+        counter.astype(np.int64),
         steps_rng(scenario.simulation.seed),
         **v.model_dump(),
         scale_range=_scale_range(scenario, gpu * 1e6 / scenario.cluster.n_gpus),
     )
-    scaled = np.array([gpu, gpu * _psu_slope(scenario), np.zeros_like(gpu)])  # tokens unscaled
+    tokens = cells[2, State.RUNNING]
+    scaled = np.array([gpu, gpu * _psu_slope(scenario), np.zeros_like(gpu), tokens])
     return render.Steps(
         shape=int(State.RUNNING),
         first=np.cumsum(count) - count,
@@ -332,7 +341,15 @@ def drawn_steps(
         bound=bound,
         level=level,
         variable=render.cumulative_tables(scaled),
+        uses=np.array([0, 0, 0, 1]),
     )
+
+
+def with_trained(cells: np.ndarray, steps: render.Steps | None) -> np.ndarray:
+    """The cell tables to render with ``steps``: :func:`shape_tables`' with, under variation,
+    a fourth row for the tokens trained (the third then stays the running share at the
+    nominal token rate, which the leakage follows)."""
+    return cells if steps is None else np.concatenate((cells, cells[2:]))
 
 
 def _scale_range(scenario: Scenario, per_gpu: np.ndarray) -> tuple[float, float]:
@@ -403,16 +420,22 @@ def _memory_parts(scenario: Scenario, sensors: int = 0) -> dict[str, float]:
         "steps": sim.n_steps * BYTES_PER_STEP,
         "batteries": sim.n_steps * BYTES_PER_BATTERY_STEP * batteries,
         "timeline": (2.0 * checkpoints + len(State) * interruptions) * BYTES_PER_SEGMENT,
-        "variation": _drawn_step_count(scenario, derived) * BYTES_PER_ITERATION,
+        "variation": _drawn_step_count(scenario, derived, 1.0 + checkpoints + interruptions)
+        * BYTES_PER_ITERATION,
         "sensors": sim.n_steps * BYTES_PER_SENSOR_STEP * sensors,
     }
 
 
-def _drawn_step_count(scenario: Scenario, derived: Derived) -> float:
-    """Training steps a run with ``workload.variation`` draws: at most its length in steps."""
-    if scenario.workload.variation is None:
+def _drawn_step_count(scenario: Scenario, derived: Derived, stretches: float) -> float:
+    """Steps a run with ``workload.variation`` draws: its length in mean steps over
+    ``stretches`` running stretches, with the margin of :func:`variation.pool_sizes`."""
+    v = scenario.workload.variation
+    if v is None:
         return 0.0
-    return scenario.simulation.duration / derived.step_time
+    stretches = max(stretches, 1.0)
+    extent = scenario.simulation.duration / derived.step_time / stretches
+    keys = v.model_dump(exclude={"distribution", "level_cv", "evaluation_level"})
+    return float(variation.pool_sizes(np.array([extent]), **keys)[0]) * stretches
 
 
 def available_memory() -> int:
@@ -488,13 +511,14 @@ def simulate(
     sim = scenario.simulation
     line = timeline(scenario, derived)
     edges = np.arange(sim.n_steps + 1) * sim.dt
+    steps = drawn_steps(scenario, derived, line, cells)
     means = render.interval_means(
         line.start,
         line.state.astype(np.int64),
         rate,
-        render.cumulative_tables(cells),
+        render.cumulative_tables(with_trained(cells, steps)),
         edges,
-        drawn_steps(scenario, derived, line, cells),
+        steps,
     )
     state = render.state_at(line.start, line.state, edges[:-1] + 0.5 * sim.dt)
     time = _times(sim.start, edges[:-1])
@@ -643,7 +667,8 @@ def _with_facility(
     [tokens/s], whose full rate is ``nominal_rate``. Returns the Dataset's variables and the
     plant path.
     """
-    gpu_power, it_power, nominal_throughput = means
+    gpu_power, it_power, nominal_throughput = means[:3]
+    trained = means[3] if means.shape[0] > 3 else nominal_throughput  # variation: see drawn_steps
     design = facility.design_it_power(scenario)
     per_gpu = gpu_power * 1e6 / scenario.cluster.n_gpus  # W: what each GPU draws, rendered
     path = _plant(scenario, time, per_gpu, it_power, k, dt, design)
@@ -652,7 +677,10 @@ def _with_facility(
     it_power, rack = facility.storage(scenario, "rack", it_power, dt)
     site = _facility(scenario, it_power, path, k, design)
     connection, bess = _connection(scenario, it_power, site, dt)
-    throughput, goodput = _training(line, nominal_throughput, nominal_rate, path, k, dt)
+    # the work a failure loses is priced at the job's realised yield (evaluations and
+    # stragglers train no tokens): one without variation
+    realised = 1.0 if trained is nominal_throughput else _share(trained, nominal_throughput)
+    throughput, goodput = _training(line, trained, nominal_rate * realised, path, k, dt)
     return {
         "gpu_power": ("time", gpu_power),
         "it_power": ("time", it_power),
@@ -765,6 +793,12 @@ def _training(
     at = np.minimum((line.event_time // (k * dt)).astype(np.int64), path.step_factor.size - 1)
     lost_tokens = line.event_lost_work * nominal_rate / path.step_factor[at]
     return throughput, float(throughput.sum() * dt - lost_tokens.sum())
+
+
+def _share(part: np.ndarray, whole: np.ndarray) -> float:
+    """``part``'s sum over ``whole``'s, 1 where ``whole`` sums to nothing."""
+    total = float(whole.sum())
+    return float(part.sum()) / total if total > 0 else 1.0
 
 
 def _held(path: facility.PlantPath, k: int) -> dict[str, tuple]:

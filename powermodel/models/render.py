@@ -8,8 +8,9 @@ the whole timeline is known exactly at every grid edge, and the interval mean is
 integrals divided by the step: energy is exact at any resolution and nothing aliases.
 
 With step-to-step variation (:class:`Steps`), a periodic shape's segments are cut into drawn
-steps instead: each step runs the shape's unit once at its own length and level, and the integral
-stays exact (a running sum over the steps before, the table within the step).
+steps instead: each step runs the shape's unit once at its own length and levels, the last cut by
+the segment's end, and the integral stays exact (a running sum over the steps before, the table
+within the step).
 """
 
 from __future__ import annotations
@@ -36,18 +37,21 @@ class Steps:
     """Drawn steps of the segments of one periodic shape (from
     :func:`powermodel.models.variation.draw_steps`).
 
-    A segment of that shape holds ``count`` whole steps from index ``first`` in ``bound``, then
-    runs the shape at its mean for what is left. Step ``j`` lasts ``bound[j+1] − bound[j]`` units
-    of the shape's coordinate and draws ``base + (scale_j − 1)·variable``, where
-    ``level[j+1] − level[j]`` is its length times ``scale_j − 1``.
+    A segment of that shape starts ``count`` steps from index ``first`` in ``bound``, the last
+    cut by its end (or, should its steps end before it, runs the shape at its mean for what is
+    left). Step ``j`` lasts ``bound[j+1] − bound[j]`` units of the shape's coordinate and draws
+    ``base_q + (scale_jq − 1)·variable_q`` of quantity ``q``, where ``level[uses[q], j+1] −
+    level[uses[q], j]`` is its length times ``scale_jq − 1``. A render of fewer quantities
+    (the first of them) leaves the others out.
     """
 
     shape: int
     first: np.ndarray  # per segment: index of its first step (int64)
-    count: np.ndarray  # per segment: its whole steps, 0 in segments of other shapes (int64)
+    count: np.ndarray  # per segment: the steps it starts, 0 in segments of other shapes (int64)
     bound: np.ndarray  # step boundaries in the job's step coordinate, then the last end
-    level: np.ndarray  # running sum of length · (scale − 1), at each boundary
+    level: np.ndarray  # (n_levels, n + 1): running sums of length · (scale − 1), at boundaries
     variable: np.ndarray  # (n_quantities, n_cells + 1): cumulative table of the scaled part
+    uses: np.ndarray  # (n_quantities,): the row of ``level`` that scales each quantity (int64)
 
 
 def interval_means(
@@ -117,16 +121,23 @@ def _integral(
     x = rate * elapsed
     if steps is None:
         return _periodic(cumulative, shape, x) / rate
-    drawn = (shape == steps.shape) & (x < steps.count[seg])
+    mine = shape == steps.shape
+    first = steps.first[seg[mine]]
+    last = first + steps.count[seg[mine]]
+    covered = np.zeros(x.size)
+    covered[mine] = steps.bound[last] - steps.bound[first]
+    drawn = mine & (x < covered)
     rest = ~drawn
     out = np.empty((cumulative.shape[0], x.size))
-    out[:, rest] = _periodic(cumulative, shape[rest], x[rest]) / rate[rest]
-    # past a segment's whole steps: what their levels added (nothing unless a power limit or
-    # floor clipped them), then the mean step
-    after = rest & (shape == steps.shape)
-    first = steps.first[seg[after]]
-    added = steps.level[first + steps.count[seg[after]]] - steps.level[first]
-    out[:, after] += steps.variable[:, -1:] * added / rate[after]
+    out[:, rest] = _periodic(cumulative, shape[rest], x[rest] - covered[rest]) / rate[rest]
+    # past a segment's drawn steps (never, unless they ran out): all of them, then mean steps
+    after = rest[mine]
+    if np.any(after):
+        n_q = cumulative.shape[0]
+        done = steps.level[:, last[after]] - steps.level[:, first[after]]
+        whole = cumulative[:, steps.shape, -1:] * covered[mine][after]
+        whole += steps.variable[:n_q, -1:] * done[steps.uses[:n_q]]
+        out[:, np.flatnonzero(mine)[after]] += whole / rate[mine][after]
     out[:, drawn] = _stepped(cumulative[:, steps.shape], steps, seg[drawn], x[drawn]) / rate[drawn]
     return out
 
@@ -146,26 +157,28 @@ def _periodic(cumulative: np.ndarray, shape: np.ndarray, x: np.ndarray) -> np.nd
 
 def _stepped(base: np.ndarray, steps: Steps, seg: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Integral in units of the shape's coordinate from the start of segment ``seg`` to ``x``
-    (less than its whole steps) through its drawn steps; ``base`` is the shape's cumulative
+    (within its drawn steps) through its drawn steps; ``base`` is the shape's cumulative
     table ``(n_quantities, n_cells + 1)``."""
     n_q, n_cells = base.shape[0], base.shape[-1] - 1
+    variable, uses = steps.variable[:n_q], steps.uses[:n_q]  # the quantities rendered
     first = steps.first[seg]
-    key = first + x
+    origin = steps.bound[first]
+    key = origin + x
     j = np.searchsorted(steps.bound, key, side="right") - 1
     j = np.clip(j, first, first + steps.count[seg] - 1)  # rounding at a segment's ends
     start, length = steps.bound[j], steps.bound[j + 1] - steps.bound[j]
-    level = steps.level[j]
-    scaled = (steps.level[j + 1] - level) / length  # scale − 1
+    level = steps.level[:, j][uses]
+    scaled = (steps.level[:, j + 1][uses] - level) / length  # scale − 1
     pos = np.clip((key - start) / length, 0.0, 1.0) * n_cells
     cell = np.minimum(pos.astype(np.int64), n_cells - 1)
     frac = pos - cell
-    tables = np.concatenate((base, steps.variable))  # one gather for both
+    tables = np.concatenate((base, variable))  # one gather for both
     lower = tables[:, cell]
     within = lower + frac * (tables[:, cell + 1] - lower)
     within = within[:n_q] + scaled * within[n_q:]
     return (
-        base[:, -1:] * (start - first)
-        + steps.variable[:, -1:] * (level - steps.level[first])
+        base[:, -1:] * (start - origin)
+        + variable[:, -1:] * (level - steps.level[:, first][uses])
         + length * within
     )
 

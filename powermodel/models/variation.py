@@ -1,28 +1,65 @@
-"""Step-to-step variation: the length and running level of every training step of a job.
+"""Step-to-step variation: the length and running level of every step of a job.
 
 A synchronous job's steps start together on every GPU, so their variation is drawn once for the
-job, whatever its size. Each running stretch keeps its length and energy: the drawn steps are
-renormalised to fill it, and their levels to average one over it (weighted by time), so the
-timeline (checkpoints, failures, tokens) and the energy are those of the run without variation;
-only how time and power are spread within each running stretch changes.
+job, whatever its size. A training step keeps its own length distribution (mean one step);
+stragglers and evaluations add their time. Each running stretch of the timeline (its length is
+fixed in seconds by checkpoints and interruptions) holds as many drawn steps as fit in it, the
+last one cut by the stretch's end, so a stretch with evaluations or stragglers holds fewer
+training steps and yields fewer tokens than the run without variation.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-# A stretch of whole steps within this share of a step of a whole number is that whole number:
-# the checkpoint interval is a whole number of steps up to rounding.
-WHOLE = 1e-6
 # A draw shorter than this is this long [mean steps]: the job's step coordinate reaches 1e7,
 # where consecutive boundaries must still differ (float64 spacing there is 2e-9).
 SHORTEST = 1e-6
+# Highest share of running time evaluations and stragglers may take in expectation [1]: beyond,
+# training vanishes from the run (the scenario refuses it).
+MOST_EVENT_SHARE = 0.5
+# Draws taken per stretch beyond its expected steps, in standard deviations of their count: a
+# stretch outlasts its draws with a chance below 1e-23 (Gaussian tail; the rest would run at
+# the mean step, exactly rendered).
+MARGIN_SIGMAS = 10.0
 
 
-def whole_steps(length: np.ndarray, step_time: float) -> np.ndarray:
-    """Whole steps in each running stretch of ``length`` [s] at a mean step of ``step_time``
-    [s]; what is left over is a partial step at the end, drawn at its mean."""
-    return np.floor(np.asarray(length) / step_time + WHOLE).astype(np.int64)
+def event_share(
+    straggler_probability: float = 0.0,
+    straggler_delay: float = 0.0,
+    evaluation_every: int | None = None,
+    evaluation_length: float = 1.0,
+) -> float:
+    """Expected extra time of stragglers and evaluations per training step [mean steps].
+
+    Notes
+    -----
+    ``p·δ + E/N`` for a straggler probability ``p`` of delay ``δ`` and an evaluation of ``E``
+    mean steps every ``N`` steps (``N − 1`` training steps and one evaluation).
+    """
+    evaluations = 0.0 if evaluation_every is None else evaluation_length / evaluation_every
+    return straggler_probability * straggler_delay + evaluations
+
+
+def mean_length(
+    straggler_probability: float = 0.0,
+    straggler_delay: float = 0.0,
+    evaluation_every: int | None = None,
+    evaluation_length: float = 1.0,
+) -> float:
+    """Expected length of a drawn step, training or evaluation [mean steps].
+
+    Notes
+    -----
+    ``(1 + p·δ)·(N − 1 + E)/N``: ``N − 1`` training steps and an evaluation ``E`` times as long
+    in every ``N``, each lengthened by a straggler's ``δ`` with probability ``p`` (``N = ∞``
+    without evaluations). A stretch's share of training time is then ``(N − 1)/(N − 1 + E)``
+    and its training steps ``(N − 1)/N`` of ``x/μ`` for ``x`` mean steps of running time.
+    """
+    every = evaluation_every or np.inf
+    return (1.0 + straggler_probability * straggler_delay) * (
+        1.0 + (evaluation_length - 1.0) / every
+    )
 
 
 def mean_one(n: int, cv: float, distribution: str, rng: np.random.Generator) -> np.ndarray:
@@ -44,8 +81,36 @@ def mean_one(n: int, cv: float, distribution: str, rng: np.random.Generator) -> 
     return np.exp(draws, out=draws)
 
 
+def pool_sizes(
+    extent: np.ndarray,
+    step_cv: float = 0.0,
+    straggler_probability: float = 0.0,
+    straggler_delay: float = 0.0,
+    evaluation_every: int | None = None,
+    evaluation_length: float = 1.0,
+) -> np.ndarray:
+    """Steps to draw for running stretches of ``extent`` mean steps: the most they can hold,
+    up to ``MARGIN_SIGMAS`` standard deviations of their count, and one for the cut step.
+
+    Notes
+    -----
+    A step lasts at least ``μ = 1 − (1 − E)/N`` mean steps on average (``E < 1``) and at least 1
+    otherwise; its standard deviation is at most ``σ = max(E, 1)·(c + δ·√p) + |E − 1|/√N``.
+    Renewal theory gives a count of mean ``x/μ`` and standard deviation ``σ·√(x/μ³)``.
+    """
+    every = evaluation_every or np.inf
+    mu = 1.0 - max(1.0 - evaluation_length, 0.0) / every
+    sigma = max(evaluation_length, 1.0) * (
+        step_cv + straggler_delay * np.sqrt(straggler_probability)
+    ) + abs(evaluation_length - 1.0) / np.sqrt(every)
+    x = np.asarray(extent, dtype=np.float64)
+    size = x / mu + MARGIN_SIGMAS * (sigma * np.sqrt(x / mu**3) + sigma**2 / mu**2) + 2.0
+    return np.where(x > 0, np.ceil(size), 0).astype(np.int64)
+
+
 def draw_steps(
-    counts: np.ndarray,
+    extent: np.ndarray,
+    counter: np.ndarray,
     rng: np.random.Generator,
     distribution: str = "lognormal",
     step_cv: float = 0.0,
@@ -56,13 +121,15 @@ def draw_steps(
     evaluation_length: float = 1.0,
     evaluation_level: float = 1.0,
     scale_range: tuple[float, float] = (0.0, np.inf),
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Draw the steps of a job's running stretches.
 
     Parameters
     ----------
-    counts
-        Whole steps of each running stretch, in time order. [1]
+    extent
+        Length of each running stretch, in time order. [mean steps]
+    counter
+        The job's step counter at each stretch's start, which places its evaluations. [1]
     rng
         Random generator of this job's steps.
     distribution
@@ -76,7 +143,7 @@ def draw_steps(
     level_cv
         Coefficient of variation of a step's level scale (lognormal). [1]
     evaluation_every
-        Steps from one evaluation to the next (counted over the whole job), or None.
+        Steps from one evaluation to the next (the step counter's multiples), or None.
     evaluation_length
         Length of an evaluation step. [mean steps]
     evaluation_level
@@ -87,64 +154,71 @@ def draw_steps(
 
     Returns
     -------
+    count : numpy.ndarray
+        Steps each stretch starts (int64), the last one cut by the stretch's end. [1]
     bound : numpy.ndarray
-        ``counts.sum() + 1`` step boundaries in the job's step coordinate: stretch ``r`` fills
-        ``[first_r, first_r + counts_r)``, ``first_r`` the steps of the stretches before it
-        (exact integers). [mean steps]
+        ``count.sum() + 1`` step boundaries in the job's step coordinate: stretch ``r`` starts
+        at ``bound[first_r]``, ``first_r`` the steps of the stretches before it; its last step
+        ends past its extent, by what the cut took off. [mean steps]
     level : numpy.ndarray
-        ``counts.sum() + 1`` running sums of ``length_j · (scale_j − 1)`` over the job's steps,
-        zero over each stretch. [mean steps]
+        ``(2, count.sum() + 1)``: running sums over the job's steps of ``length_j·(scale_j − 1)``
+        (the power's scale, row 0) and of ``length_j·(yield_j − 1)`` (the tokens', row 1: ``1 /
+        length_j`` for a training step, 0 for an evaluation). [mean steps]
 
     Notes
     -----
-    A step ``j`` of stretch ``r`` with drawn length ``s_j`` (mean one, plus the straggler's
-    delay with its probability, times the evaluation's length every ``evaluation_every``-th
-    step) and drawn scale ``a_j`` (likewise) is renormalised to
+    A training step ``j`` lasts ``s_j = X_j + δ·B_j`` mean steps (``X_j`` of mean 1 and
+    coefficient of variation ``step_cv``, ``B_j`` a straggler's Bernoulli draw) and runs at the
+    level scale ``a_j = Y_j`` (mean 1, ``level_cv``); the step counter's every
+    ``evaluation_every``-th step is an evaluation, ``s_j`` times ``evaluation_length``, ``a_j``
+    times ``evaluation_level``. A stretch of ``x_r`` mean steps holds the steps it starts:
 
-    ``s_j ← s_j · n_r / Σ_r s``,  ``a_j ← a_j · n_r / Σ_r s·a``,
+    ``K_r = min{k : Σ_{j<k} s_j ≥ x_r}``,
 
-    so the stretch lasts its ``n_r`` mean steps and ``Σ_r s·(a − 1) = 0``: its energy and time
-    are those of ``n_r`` mean steps whatever the draws. Then each scale is clipped to
-    ``scale_range``: no step draws above the GPUs' power limit (a job at its cap or TDP varies
-    only downwards) or below a power floor, and a stretch's energy is lower (higher) by what the
-    limit (floor) took off (added).
+    the last cut by its end, so its expected training steps are ``x_r / (1 + p·δ + E/N)``
+    (renewal theory, ``N`` the evaluation's period and ``E`` its length). A training step's
+    tokens accrue evenly over its length (yield ``1/s_j`` of the mean rate), an evaluation's are
+    none. Each scale is clipped to ``scale_range``: no step draws above the GPUs' power limit (a
+    job at its cap or TDP varies only downwards) or below a power floor.
     """
-    counts = np.asarray(counts, dtype=np.int64)
-    n = int(counts.sum())
+    extent = np.asarray(extent, dtype=np.float64)
+    keys = dict(
+        step_cv=step_cv,
+        straggler_probability=straggler_probability,
+        straggler_delay=straggler_delay,
+        evaluation_every=evaluation_every,
+        evaluation_length=evaluation_length,
+    )
+    pool = pool_sizes(extent, **keys)
+    n = int(pool.sum())
     if n == 0:
-        return np.zeros(1), np.zeros(1)
-    stretch = np.repeat(np.arange(counts.size), counts)
+        return np.zeros(extent.size, dtype=np.int64), np.zeros(1), np.zeros((2, 1))
+    stretch = np.repeat(np.arange(extent.size), pool)
+    start = np.cumsum(pool) - pool
     length = mean_one(n, step_cv, distribution, rng)
     scale = mean_one(n, level_cv, "lognormal", rng)
     np.maximum(length, SHORTEST, out=length)
     if straggler_probability > 0.0:
         length += straggler_delay * (rng.random(n) < straggler_probability)
+    training = np.ones(n, dtype=bool)
     if evaluation_every is not None:
-        evaluating = slice(evaluation_every - 1, None, evaluation_every)
-        length[evaluating] *= evaluation_length
-        scale[evaluating] *= evaluation_level
-    first = np.cumsum(counts) - counts
-    end = _renormalised_ends(length, stretch, counts, first)
-    bound = np.concatenate(([0.0], end))
-    length = np.diff(bound)  # as the renderer will read it back
-    scale *= (counts / np.maximum(np.bincount(stretch, length * scale, counts.size), 1e-300))[
-        stretch
-    ]
-    np.clip(scale, *scale_range, out=scale)
-    level = np.concatenate(([0.0], np.cumsum(length * (scale - 1.0))))
-    return bound, level
-
-
-def _renormalised_ends(
-    length: np.ndarray, stretch: np.ndarray, counts: np.ndarray, first: np.ndarray
-) -> np.ndarray:
-    """End of each step in the job's step coordinate, each stretch's lengths scaled to fill
-    ``counts`` mean steps, its end exactly ``first + counts``."""
+        step = np.arange(n) - start[stretch] + np.asarray(counter, dtype=np.int64)[stretch]
+        training = step % evaluation_every != evaluation_every - 1
+        length[~training] *= evaluation_length
+        scale[~training] *= evaluation_level
+    # a step runs if its stretch has not ended when it starts
     within = np.cumsum(length)
-    before = np.concatenate(([0.0], within))[first]  # the sum over the stretches before
-    within -= before[stretch]
-    total = np.bincount(stretch, length, counts.size)
-    end = first[stretch] + within * (counts / np.maximum(total, 1e-300))[stretch]
-    last = (first + counts - 1)[counts > 0]
-    end[last] = (first + counts)[counts > 0]
-    return end
+    within -= np.concatenate(([0.0], within))[start][stretch]  # each step's end in its stretch
+    runs = within - length < extent[stretch]
+    count = np.bincount(stretch, runs, extent.size).astype(np.int64)
+    length, scale, training = length[runs], scale[runs], training[runs]
+    del stretch, within, runs
+    np.clip(scale, *scale_range, out=scale)
+    bound = np.concatenate(([0.0], np.cumsum(length)))
+    length = np.diff(bound)  # as the renderer will read it back
+    scale -= 1.0
+    scale *= length
+    level = np.zeros((2, bound.size))
+    np.cumsum(scale, out=level[0, 1:])
+    np.cumsum(np.where(training, 1.0, 0.0) - length, out=level[1, 1:])
+    return count, bound, level
