@@ -1329,6 +1329,7 @@ def _timing(q, add, line: Timeline, lengths: np.ndarray, scenario: Scenario) -> 
         else "fewer than two checkpoints in one up period",
         "checkpoint.interval",
     )
+
     def median_spell(name: str, spells: np.ndarray, what: str, none: str, key=None) -> None:
         found = spells.size > 0
         how = f"median of {spells.size} {what}" if found else none

@@ -12,15 +12,9 @@ A reading whose window starts before the signal does is NaN: no report yet (a re
 has no block demand before its first block ends; a value made up for the time before the run
 would be a block that never was). A window that holds a missing value (NaN) reads NaN too: a
 meter reports no demand for an interval with missing data, which meter data management flags for
-a separate, labelled estimation [S, itron_iee_interval]; a mean of the part that is there would be
-a different quantity with nothing to tell it apart. After the end the signal is taken as its last
-value (a steady state), which only a PMU's last reports reach.
-
-References
-----------
-.. [itron_iee_interval] Itron, "Interval validation rules; Configuring linear interpolation
-   estimation routine (Itron Enterprise Edition Meter Data Management)", Itron documentation
-   (2024)
+a separate, labelled estimation (the source is in :func:`read`); a mean of the part that is there
+would be a different quantity with nothing to tell it apart. After the end the signal is taken as
+its last value (a steady state), which only a PMU's last reports reach.
 """
 
 from __future__ import annotations
