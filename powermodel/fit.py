@@ -12,6 +12,7 @@ value, while what the averaging keeps exactly (the mean running level) is still 
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from dataclasses import dataclass
@@ -1447,11 +1448,19 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
         low = idle if idle is not None else gpu.idle
         put(
             "workload.startup_power",
-            round(min(max(level, low), gpu.tdp) / gpu.tdp, 4),
+            _share_at_least(min(max(level, low), gpu.tdp), gpu.tdp),
             "median start-up level / TDP",
         )
     else:
         keep("workload.startup_time", result.quantities["start-up time"].how)
+        if idle is not None and base.workload.startup_power * gpu.tdp < idle:
+            # the model's start-up holds at least idle: the preset's level under the fitted
+            # idle would not load (a trace that begins at launch has no idle before its start-up)
+            put(
+                "workload.startup_power",
+                _share_at_least(idle, gpu.tdp),
+                "the preset's start-up level raised to the fitted idle",
+            )
     head = [
         f"# Fitted by `powermodel fit` to {trace_name} ({result.kind} trace, {result.n_gpus} "
         f"GPUs, sampled every {format_duration(round(result.period, 6))}, seen through the "
@@ -1499,6 +1508,11 @@ def _drawable(watts: float, what: str, base: Scenario) -> float:
             "GPU and node (--preset)"
         )
     return watts / gpu.tdp
+
+
+def _share_at_least(watts: float, tdp: float) -> float:
+    """``watts`` as a share of ``tdp`` to four places, rounded up: never below ``watts``."""
+    return math.ceil(watts / tdp * 1e4) / 1e4
 
 
 def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:

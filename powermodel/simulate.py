@@ -325,15 +325,19 @@ def drawn_steps(
     # the step counter at each stretch's start: the steps expected to have run before it
     counter = np.floor((np.cumsum(extent) - extent) / variation.mean_length(**events_keys))
     gpu = cells[0, State.RUNNING]
+    # a step's activity scales the dynamic power; the leakage follows the die's temperature
+    # (the plant path's leak_extra), not the step: it stays out of the scaled part
+    leak = scenario.gpu.leakage(scenario.nominal_die())  # W per GPU
+    dynamic = np.maximum(gpu - _cluster_mw(leak, scenario.cluster.n_gpus), 0.0)  # MW
     count, bound, level = variation.draw_steps(
         extent,
         counter.astype(np.int64),
         steps_rng(scenario.simulation.seed),
         **v.model_dump(),
-        scale_range=_scale_range(scenario, gpu * 1e6 / scenario.cluster.n_gpus),
+        scale_range=_scale_range(scenario, dynamic * 1e6 / scenario.cluster.n_gpus, leak),
     )
     tokens = cells[2, State.RUNNING]
-    scaled = np.array([gpu, gpu * _psu_slope(scenario), np.zeros_like(gpu), tokens])
+    scaled = np.array([dynamic, dynamic * _psu_slope(scenario), np.zeros_like(gpu), tokens])
     return render.Steps(
         shape=int(State.RUNNING),
         first=np.cumsum(count) - count,
@@ -352,15 +356,23 @@ def with_trained(cells: np.ndarray, steps: render.Steps | None) -> np.ndarray:
     return cells if steps is None else np.concatenate((cells, cells[2:]))
 
 
-def _scale_range(scenario: Scenario, per_gpu: np.ndarray) -> tuple[float, float]:
-    """The level scales a drawn step may take on the running waveform ``per_gpu`` [W]: up to
-    the board's limit (the power cap, else TDP) at its peak, down to a power floor (software
-    burn, power smoothing) at its trough. A waveform already at its limit cannot rise."""
+def _scale_range(scenario: Scenario, dynamic: np.ndarray, leak: float) -> tuple[float, float]:
+    """The scales a drawn step may put on the dynamic part ``dynamic`` [W] of the running
+    waveform, over the leakage ``leak`` [W] a GPU draws anyway: up to the board's limit (the
+    power cap, else TDP) at its peak, down to a power floor (software burn, power smoothing) at
+    its trough. A waveform already at its limit cannot rise."""
     m, tdp = scenario.mitigation, scenario.gpu.tdp
-    limit = min(m.power_cap or tdp, tdp)
-    floor = max(_smoothing_floor(scenario), (m.software_burn or 0.0) * tdp)
-    peak, trough = float(per_gpu.max()), float(per_gpu.min())
-    return (min(floor / trough, 1.0) if trough > 0 else 0.0), max(limit / peak, 1.0)
+    room = _board_limit(scenario) - leak
+    floor = max(_smoothing_floor(scenario), (m.software_burn or 0.0) * tdp) - leak
+    peak, trough = float(dynamic.max()), float(dynamic.min())
+    lowest = min(max(floor, 0.0) / trough, 1.0) if trough > 0 else 0.0
+    return lowest, (max(room / peak, 1.0) if peak > 0 else 1.0)
+
+
+def _board_limit(scenario: Scenario) -> float:
+    """The most a GPU's board draws: its power cap, else its TDP. [W]"""
+    tdp = scenario.gpu.tdp
+    return min(scenario.mitigation.power_cap or tdp, tdp)
 
 
 def timeline(scenario: Scenario, derived: Derived | None = None) -> events.Timeline:
@@ -734,7 +746,9 @@ def _it_path(
     """
     cl = scenario.cluster
     leak = running * np.repeat(path.leak_extra, k)  # W per GPU, DC
-    drawn = stop_ramps(scenario, line, per_gpu + leak, dt)  # W per GPU, DC
+    # the board's power limit holds what it draws, leakage included: a hot die slows instead
+    limit = np.maximum(per_gpu, _board_limit(scenario))
+    drawn = stop_ramps(scenario, line, np.minimum(per_gpu + leak, limit), dt)  # W per GPU, DC
     fans = np.repeat(path.fan_extra, k)  # W per node, DC
     node = (cl.gpus_per_node * (drawn - per_gpu) + fans) * _psu_slope(scenario)  # W per node, AC
     return _cluster_mw(drawn, cl.n_gpus), it_power + _cluster_mw(node, cl.n_nodes)

@@ -661,3 +661,25 @@ def test_a_run_too_short_to_fold_says_what_it_lacks_and_counts_have_no_unit(tmp_
     assert "after a checkpoint" not in how
     table = summary(run.result).set_index("quantity")
     assert table.loc["checkpoint count", "fitted"] == "0"  # was "0 1"
+
+
+def test_a_kept_start_up_level_is_raised_to_the_fitted_idle(tmp_path):
+    # A second review: a trace that begins at launch has no idle before its start-up, and a
+    # preset whose start-up level lies under the fitted idle wrote a scenario the model refuses
+    # (its start-up holds at least idle). The kept level is raised to the fitted idle, rounded
+    # up, so the scenario loads.
+    preset = tmp_path / "low.toml"
+    preset.write_text(
+        f'extends = "{REFERENCE}"\nname = "low"\n'
+        f"[workload]\nstartup_power = {80.0 / 700.0 + 1e-9}\n"
+    )
+    path = write(_trace(6.0, 0.1), tmp_path / "smi.csv", "nvidia-smi")
+    result = fit(*_read(path), "nvml", str(preset))
+    idle = result.quantities["idle level"].value
+    assert idle > 80.0  # the truth's 80 W with the trace's noise
+    text = fitted_toml(result, str(preset), "smi.csv")
+    raw = tomllib.loads(text)["workload"]
+    assert raw["startup_power"] * 700.0 >= idle
+    assert raw["startup_power"] * 700.0 < idle + 0.07  # four places, rounded up
+    (tmp_path / "fitted.toml").write_text(text)
+    assert load_scenario(tmp_path / "fitted.toml").workload.startup_power == raw["startup_power"]
