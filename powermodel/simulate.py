@@ -746,9 +746,7 @@ def _it_path(
     """
     cl = scenario.cluster
     leak = running * np.repeat(path.leak_extra, k)  # W per GPU, DC
-    # the board's power limit holds what it draws, leakage included: a hot die slows instead
-    limit = np.maximum(per_gpu, _board_limit(scenario))
-    drawn = stop_ramps(scenario, line, np.minimum(per_gpu + leak, limit), dt)  # W per GPU, DC
+    drawn = stop_ramps(scenario, line, per_gpu + leak, dt)  # W per GPU, DC
     fans = np.repeat(path.fan_extra, k)  # W per node, DC
     node = (cl.gpus_per_node * (drawn - per_gpu) + fans) * _psu_slope(scenario)  # W per node, AC
     return _cluster_mw(drawn, cl.n_gpus), it_power + _cluster_mw(node, cl.n_nodes)
