@@ -268,6 +268,8 @@ def _check(args: argparse.Namespace) -> int:
         )
     # read what is to be checked before saying anything: a bad input is one line
     measured = rules.read_trace(args.target, args.power) if trace else None
+    if measured is not None and measured.attrs.get("skipped"):
+        print(f"powermodel: warning: {measured.attrs['skipped']}", file=sys.stderr)
     scenario = None if trace else load_scenario(args.target, args.overrides)
     for rule in rule_list:
         print(f"{rule.name} [{rule.status}]: {describe(rule)}")

@@ -240,3 +240,25 @@ def test_broken_files_are_refused_with_the_problem_and_the_fix(tmp_path, content
 def test_a_missing_file_is_named(tmp_path):
     with pytest.raises(DataFileError, match=r"nowhere\.csv: no such file"):
         read_trace(tmp_path / "nowhere.csv")
+
+
+def test_a_sensor_views_leading_no_report_rows_are_left_out_with_a_warning(tmp_path, capsys):
+    # powermodel's own CSV of a sensor view (grid_power_revenue) has no reading before the
+    # meter's first 15-min block ends (powermodel.models.sensors.read): those rows are left out
+    # and said; a missing reading after the first stays an error (named by line)
+    rows = ["time [s],P [MW]", "0,nan", "1,", "2,NaN", *(f"{t},{t}" for t in range(3, 9))]
+    trace = read_trace(_write(tmp_path, "\n".join(rows) + "\n"))
+    assert trace["grid_power"].size == 6 and trace["grid_power"].values[0] == 3.0
+    assert "the first 3 rows hold no reading" in trace.attrs["skipped"]
+    plain = read_trace(_write(tmp_path, "time [s],P [MW]\n0,1\n1,2\n", "plain.csv"))
+    assert "skipped" not in plain.attrs
+    with pytest.raises(DataFileError, match="line 5"):
+        read_trace(_write(tmp_path, "time [s],P [MW]\n0,nan\n1,1\n2,2\n3,nan\n", "gap.csv"))
+    with pytest.raises(DataFileError, match="0 data rows with a power reading"):
+        read_trace(_write(tmp_path, "time [s],P [MW]\n0,nan\n1,nan\n", "none.csv"))
+    from powermodel.cli import main
+
+    long = ["time [s],P [MW]", "0,nan", "1,", "2,NaN", *(f"{t},{t % 7}" for t in range(3, 200))]
+    path = _write(tmp_path, "\n".join(long) + "\n", "cli.csv")
+    assert main(["check", str(path), "--rules", "ercot-5s"]) in (0, 3)
+    assert "warning: 'P [MW]': the first 3 rows hold no reading" in capsys.readouterr().err

@@ -113,22 +113,36 @@ def read_trace(
             f"{header[t_col]!r}, which is the power; put the times first, headed e.g. 'time'"
         )
     frame = read_columns(path, len(header), [c for c in (t_col, p_col, q_col) if c is not None])
-    if len(frame) < 2:
+    first = _first_reading(frame[p_col])
+    if len(frame) - first < 2:
+        rows = len(frame) - first
         raise DataFileError(
-            f"{path}: {len(frame)} data row{'s' if len(frame) != 1 else ''}: a trace needs at "
-            "least two times to have a step"
+            f"{path}: {rows} data row{'s' if rows != 1 else ''}"
+            f"{' with a power reading' if first else ''}: a trace needs at least two times to "
+            "have a step"
         )
-    time = parse_times(frame[t_col], header[t_col], path)
+    time = parse_times(frame[t_col], header[t_col], path)[first:]
     dt = _step(time, path)
-    out = xr.Dataset(
-        {"grid_power": ("time", _values(frame[p_col], header[p_col], ACTIVE_UNITS, "MW", path))},
-        coords={"time": time},
-    )
+    power = _values(frame[p_col], header[p_col], ACTIVE_UNITS, "MW", path, first)
+    out = xr.Dataset({"grid_power": ("time", power[first:])}, coords={"time": time})
     if q_col is not None:
-        q = _values(frame[q_col], header[q_col], REACTIVE_UNITS, "Mvar", path)
-        out["grid_reactive_power"] = ("time", q)
+        q = _values(frame[q_col], header[q_col], REACTIVE_UNITS, "Mvar", path, first)
+        out["grid_reactive_power"] = ("time", q[first:])
     out.attrs.update(dt=dt, source=str(path))
+    if first:
+        out.attrs["skipped"] = (
+            f"{header[p_col]!r}: the first {first:,} rows hold no reading (a sensor's view "
+            "before its first report): the trace starts at the first reading"
+        )
     return annotate(out)
+
+
+def _first_reading(column: pd.Series) -> int:
+    """Rows before the first power reading: a sensor's view as powermodel writes it
+    (``grid_power_revenue``) has none before its first window ends, an empty or ``nan`` cell.
+    A missing reading after the first stays an error."""
+    reading = ~column.str.strip().str.lower().isin(("", "nan")).to_numpy()
+    return int(np.argmax(reading)) if reading.any() else len(column)
 
 
 def read_header(path: Path) -> list[str]:
@@ -309,9 +323,15 @@ def _step(time: np.ndarray, path: Path) -> float:
 
 
 def _values(
-    column: pd.Series, header: str, units: dict[str, float], example: str, path: Path
+    column: pd.Series,
+    header: str,
+    units: dict[str, float],
+    example: str,
+    path: Path,
+    first: int = 0,
 ) -> np.ndarray:
-    """The column's numbers converted by its header's unit; an error names the first bad line."""
+    """The column's numbers converted by its header's unit; an error names the first bad line
+    from row ``first`` on (the rows before it hold no reading yet)."""
     name, unit = split_unit(header)
     if unit not in units:
         found = f"its unit {unit!r} is not one of {', '.join(units)}" if unit else "it has no unit"
@@ -325,7 +345,9 @@ def _values(
         )
     text = column.str.strip()
     values = to_floats(text)
-    first_bad(~np.isfinite(values), text, header, path, "a finite number")
+    bad = ~np.isfinite(values)
+    bad[:first] = False
+    first_bad(bad, text, header, path, "a finite number")
     return values * units[unit]
 
 
