@@ -653,10 +653,18 @@ class Layout(NamedTuple):
     inner: float  # low-power time inside the work [s]
 
 
-def _replicas(par: Parallelism, gpus: int, key: str) -> int:
+def _replicas(par: Parallelism, gpus: int, key: str, tokens: float, per_gpu: float) -> int:
     """Data-parallel replicas of ``gpus`` GPUs, refused unless whole: the job runs on whole
-    replicas, and GPUs left over are not in it (docs/model/workload.md, "parallel layout")."""
+    replicas, and GPUs left over are not in it (docs/model/workload.md, "parallel layout").
+    A refusal names a fix that runs: where the global batch ``tokens`` would give a replica less
+    than one micro-batch, with a batch of ``per_gpu`` tokens a GPU (the reference's), at least
+    one micro-batch a replica."""
     size = par.tp * par.pp * par.cp
+
+    def batch(n: int, replicas: int) -> str:
+        tokens = max(per_gpu * n, replicas * par.microbatch_tokens)
+        return f"workload.tokens_per_step = {tokens:,.0f}"
+
     if gpus < size:
         # the largest layout within the given degrees that fits: tensor parallelism first
         # (inside a node), then pipeline stages, then context parallelism
@@ -669,15 +677,19 @@ def _replicas(par: Parallelism, gpus: int, key: str) -> int:
             f"{par.tp}·{par.pp}·{par.cp} = {size:,} GPUs: take at least {size:,} GPUs, or give "
             f"a layout that fits, e.g. workload.parallelism.tp = {tp}, pp = {pp}"
             + (f", cp = {cp}" if par.cp > 1 else "")
-            + f" ({fits:,} replica{'s' if fits > 1 else ''} of {tp * pp * cp:,} GPUs), with a "
-            "batch in proportion (workload.tokens_per_step)"
+            + f" ({fits:,} replica{'s' if fits > 1 else ''} of {tp * pp * cp:,} GPUs), with "
+            f"{batch(gpus, fits)} (the batch in proportion)"
         )
     if gpus % size:
+        below, above = gpus // size, gpus // size + 1
+        short = below * par.microbatch_tokens > tokens  # a replica under a micro-batch
         raise ScenarioError(
             f"{key} = {gpus:,} GPUs is not a whole number of data-parallel replicas of "
             f"tp·pp·cp = {par.tp}·{par.pp}·{par.cp} = {size:,} GPUs: take "
-            f"{gpus // size * size:,} or {(gpus // size + 1) * size:,} GPUs (a cluster's spare "
-            "GPUs are not in the job), or change workload.parallelism's tp, pp or cp"
+            f"{below * size:,} or {above * size:,} GPUs (a cluster's spare GPUs are not in the "
+            "job)"
+            + (f", with {batch(below * size, below)}" if short else "")
+            + ", or change workload.parallelism's tp, pp or cp"
         )
     return gpus // size
 
@@ -1300,7 +1312,8 @@ class Scenario(Section):
         """Data-parallel replicas, the micro-batches each runs and the time of their collectives
         [s], at ``gpus`` GPUs and a global batch of ``tokens``."""
         wl, par = self.workload, self.workload.parallelism
-        dp = _replicas(par, gpus, key)
+        reference = (par.reference_tokens or wl.tokens_per_step) / par.reference_gpus
+        dp = _replicas(par, gpus, key, tokens, reference)
         microbatches = tokens / (dp * par.microbatch_tokens)
         if microbatches < 1:
             raise ScenarioError(

@@ -339,7 +339,13 @@ def test_the_8k_preset_is_its_own_row_and_the_16k_prediction():
 )
 def test_a_node_or_a_rack_is_refused_with_a_layout_that_fits(n_gpus, pp, step, share):
     # less than one of the reference's 128-GPU replicas: refused, naming the layout that fits
-    with pytest.raises(ScenarioError, match=rf"tp = 8, pp = {pp} \(1 replica of {n_gpus} GPUs\)"):
+    # and the batch that keeps the reference's 1,024 tokens a GPU (16,777,216 / 16,384)
+    batch = f"{1024 * n_gpus:,}"
+    with pytest.raises(
+        ScenarioError,
+        match=rf"tp = 8, pp = {pp} \(1 replica of {n_gpus} GPUs\), with "
+        rf"workload.tokens_per_step = {batch} \(the batch in proportion\)",
+    ):
         load_scenario(REFERENCE, {"cluster.n_gpus": n_gpus})
     # the fix the message names, at the reference's batch per GPU (one 8,192-token sequence a
     # node), runs: the layout carries the 16K calibration there
