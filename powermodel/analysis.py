@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import numpy as np
@@ -386,3 +387,16 @@ def diurnal_swing(ds: xr.Dataset) -> tuple[float, int]:
     profile = diurnal_throughput(ds)
     swing = (np.nanmax(profile) - np.nanmin(profile)) / np.nanmean(profile)
     return float(swing), int(np.nanargmin(profile))
+
+
+def offline_page(title: str, style: str, body: str) -> str:
+    """A whole HTML report page that opens offline: plotly.js embedded once in its head (each
+    figure of ``body`` written with ``include_plotlyjs=False``), ``style`` its CSS."""
+    from plotly.offline import get_plotlyjs  # only where a report is written: plotly is slow
+
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{style}</style>"
+        f'<script type="text/javascript">{get_plotlyjs()}</script></head>'
+        f"<body>{body}</body></html>"
+    )

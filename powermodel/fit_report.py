@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.offline import get_plotlyjs
 
+from powermodel.analysis import offline_page
 from powermodel.durations import format_duration
 from powermodel.errors import PowerModelError
 from powermodel.fit import REFERENCE, Fit, detect, fit, fitted_toml, summary
@@ -220,6 +220,12 @@ def comparison_table(numbers: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["what", "measured", "re-simulated"])
 
 
+STYLE = (
+    "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+    "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
+)
+
+
 def write_report(
     result: Fit, replayed: np.ndarray, numbers: dict, path: str | Path, scenario_text: str
 ) -> Path:
@@ -236,12 +242,10 @@ def write_report(
     body = "\n".join(f.to_html(full_html=False, include_plotlyjs=False) for f in figures)
     title = f"powermodel fit of {result.source or 'a trace'}"
     chain = result.sensor.label
-    page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<script type="text/javascript">{get_plotlyjs()}</script>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left}}</style></head>
-<body><h1>{html.escape(title)}</h1>
+    page = offline_page(
+        title,
+        STYLE,
+        f"""<h1>{html.escape(title)}</h1>
 <p>{result.kind} trace, {result.n_gpus} GPUs, sampled every {format_duration(result.period)},
 {format_duration(result.timeline.duration)} long, seen through the {html.escape(chain)} sensor
 (averaging window {format_duration(result.response.window)}). The re-simulation replays the states
@@ -250,8 +254,8 @@ the same sensor at the trace's sample instants.</p>
 <h2>Fitted</h2>{summary(result).to_html(index=False, escape=True)}
 <h2>Measured and re-simulated</h2>{comparison_table(numbers).to_html(index=False)}
 {body}
-<h2>Scenario written</h2><pre>{html.escape(scenario_text)}</pre>
-</body></html>"""
+<h2>Scenario written</h2><pre>{html.escape(scenario_text)}</pre>""",
+    )
     try:
         path.write_text(page, encoding="utf-8")
     except OSError as exc:

@@ -20,10 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.offline import get_plotlyjs
 
 from powermodel._version import __version__
-from powermodel.analysis import diurnal_swing, diurnal_throughput, metrics
+from powermodel.analysis import diurnal_swing, diurnal_throughput, metrics, offline_page
 from powermodel.calibration import CALIBRATION_WEEK, CALIBRATION_YEAR, DIURNAL_SWING_TARGET
 from powermodel.errors import PowerModelError
 from powermodel.iotools import data_dir
@@ -1017,15 +1016,14 @@ def report_html(anchors: Sequence[Anchor]) -> str:
             )
         sections.append("".join(parts))
     unused = "".join(f"<li>{esc(what)}: {esc(why)}</li>" for what, why in NOT_USED)
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>powermodel reproduce</title><style>{STYLE}</style>"
-        f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>'
+    return offline_page(
+        "powermodel reproduce",
+        STYLE,
         f"<h1>powermodel {esc(__version__)} against published figures</h1>"
         f"<p>{passed} of {len(anchors)} anchors pass in "
         f"{sum(a.seconds for a in anchors):.1f} s. Sources are keys of docs/references.toml; "
         "P: primary text read, S: quoted by a secondary source, D: derived from the source's "
         f"numbers.</p><table><tr>{head}</tr>{rows}</table>{''.join(sections)}"
         "<footer><h2>Published measurements not used</h2>"
-        f"<ul>{unused}</ul></footer></body></html>"
+        f"<ul>{unused}</ul></footer>",
     )
