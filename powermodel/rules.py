@@ -333,6 +333,9 @@ class _Shared:
     def measure(self, variant: str, rule: Rule, make: Callable[[], np.ndarray]) -> np.ndarray:
         return _signed(self.statistic(variant, rule, make), rule)
 
+    def held(self, name: str) -> np.ndarray:
+        return self._once(("held", name), lambda: _checkpoints_held(self.ds, self.signal(name)))
+
     def codes(self) -> np.ndarray:
         return self._once(("codes",), lambda: _codes(self.ds, self.dt))
 
@@ -444,9 +447,7 @@ def _causes(
     cause = shared.strongest(lookback + 1)
     checkpoint = over & (cause == CAUSES.index("checkpoint"))
     if checkpoint.any():
-        held = shared.measure(
-            "checkpoints held", rule, lambda: _checkpoints_held(ds, shared.signal(rule.signal))
-        )
+        held = shared.measure("checkpoints held", rule, lambda: shared.held(rule.signal))
         anyway = checkpoint & (held > limit)
         cause = np.where(anyway, CAUSES.index("iteration swing"), cause)
     running = over & (cause == CAUSES.index("iteration swing"))

@@ -196,8 +196,9 @@ def _trailing(x: np.ndarray, n: int, best_of: np.ufunc, scipy_filter) -> np.ndar
 
 def net_change(x: np.ndarray, n: int) -> np.ndarray:
     """``x[i] − x[i − n]``; zero for the first ``n`` samples."""
-    out = np.zeros_like(x)
-    out[n:] = x[n:] - x[:-n]
+    out = np.empty_like(x)
+    out[:n] = 0
+    np.subtract(x[n:], x[:-n], out=out[n:])
     return out
 
 
