@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -19,7 +20,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 from pydantic import Field, ValidationError, field_validator, model_validator
-from scipy.ndimage import maximum_filter1d
 
 from powermodel import variables
 from powermodel.analysis import RAMPS, step_seconds
@@ -276,9 +276,9 @@ def check(
         For a verdict the data cannot support: a window or averaging shorter than five steps, a
         band whose low edge lies above half the Nyquist frequency, a missing signal.
     """
-    dt = step_seconds(ds)
+    shared = _Shared(ds, step_seconds(ds))
     reference = registered_demand or ds.attrs.get("registered_demand")
-    return [_check_one(ds, rule, dt, reference) for rule in rules]
+    return [_check_one(shared, rule, reference) for rule in rules]
 
 
 @dataclass(frozen=True)
@@ -294,16 +294,58 @@ def check_each(
 ) -> tuple[list[RuleResult], list[Refusal]]:
     """:func:`check` rule by rule: the verdicts the profile supports, and the rules it cannot
     judge with the reason, so that one refused rule does not hide the others' results."""
+    try:
+        shared = _Shared(ds, step_seconds(ds))
+    except PowerModelError as exc:  # no step: no rule can be judged
+        return [], [Refusal(rule, str(exc)) for rule in rules]
+    reference = registered_demand or ds.attrs.get("registered_demand")
     results, refused = [], []
     for rule in rules:
         try:
-            results += check(ds, [rule], registered_demand)
+            results.append(_check_one(shared, rule, reference))
         except PowerModelError as exc:
             refused.append(Refusal(rule, str(exc)))
     return results, refused
 
 
-def _check_one(ds: xr.Dataset, rule: Rule, dt: float, reference: float | None) -> RuleResult:
+class _Shared:
+    """What the rules of one :func:`check` call measure alike, measured once: a chain's
+    statistic of a signal (rules that differ only in direction or limit), the job's cause
+    codes and their strongest within a reach."""
+
+    def __init__(self, ds: xr.Dataset, dt: float) -> None:
+        self.ds, self.dt = ds, dt
+        self._memo: dict[tuple, np.ndarray] = {}
+
+    def _once(self, key: tuple, make: Callable[[], np.ndarray]) -> np.ndarray:
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
+
+    def signal(self, name: str) -> np.ndarray:
+        return self._once(("signal", name), lambda: self.ds[name].values.astype(np.float64))
+
+    def statistic(self, variant: str, rule: Rule, make: Callable[[], np.ndarray]) -> np.ndarray:
+        """The unsigned statistic of ``rule``'s chain on a variant of its signal (read-only)."""
+        chain = (rule.signal, rule.averaging, rule.band, rule.statistic, rule.window)
+        return self._once((variant, *chain), lambda: _statistic(make(), rule, self.dt))
+
+    def measure(self, variant: str, rule: Rule, make: Callable[[], np.ndarray]) -> np.ndarray:
+        return _signed(self.statistic(variant, rule, make), rule)
+
+    def held(self, name: str) -> np.ndarray:
+        return self._once(("held", name), lambda: _checkpoints_held(self.ds, self.signal(name)))
+
+    def codes(self) -> np.ndarray:
+        return self._once(("codes",), lambda: _codes(self.ds, self.dt))
+
+    def strongest(self, reach: int) -> np.ndarray:
+        """The strongest cause within the ``reach`` samples before each sample and itself."""
+        return self._once(("strongest", reach), lambda: signal.rolling_min(self.codes(), reach))
+
+
+def _check_one(shared: _Shared, rule: Rule, reference: float | None) -> RuleResult:
+    ds, dt = shared.ds, shared.dt
     if rule.signal not in ds:
         raise RuleError(f"rule {rule.name} measures {rule.signal}, which the profile lacks")
     limit = rule.threshold(reference)
@@ -319,11 +361,13 @@ def _check_one(ds: xr.Dataset, rule: Rule, dt: float, reference: float | None) -
             f"rule {rule.name} looks at {format_duration(lookback * dt)} at a time, longer "
             f"than the profile ({format_duration(size * dt)}): check a longer run or trace"
         )
-    value = measure(ds[rule.signal].values.astype(np.float64), rule, dt)
+    value = shared.measure("as is", rule, lambda: shared.signal(rule.signal))
     if rule.averaging:  # the first readings average fewer samples: no meter reads those
         value[: lookback - 1] = -np.inf
     over = value > limit
-    cause = np.where(over, _causes(ds, rule, dt, limit, lookback, over), -1)
+    cause = np.full(over.size, -1, np.int8)
+    if over.any():  # a rule passed needs no causes
+        cause = np.where(over, _causes(shared, rule, limit, lookback, over), cause)
     # a violation is a run of samples over the limit with one cause
     change = np.flatnonzero(np.diff(np.concatenate(([-1], cause, [-1]))) != 0)
     bounds = np.column_stack((change[:-1], change[1:]))
@@ -360,6 +404,18 @@ def _check_one(ds: xr.Dataset, rule: Rule, dt: float, reference: float | None) -
 
 def measure(x: np.ndarray, rule: Rule, dt: float) -> np.ndarray:
     """The rule's statistic at every sample, signed so that larger is worse. [rule.unit]"""
+    return _signed(_statistic(x, rule, dt), rule)
+
+
+def _signed(stat: np.ndarray, rule: Rule) -> np.ndarray:
+    """A new array of the statistic, signed so that larger is worse."""
+    if rule.statistic == "range" or rule.direction == "both":
+        return np.abs(stat)
+    return stat.copy() if rule.direction == "up" else -stat
+
+
+def _statistic(x: np.ndarray, rule: Rule, dt: float) -> np.ndarray:
+    """The rule's statistic at every sample, before its direction. [rule.unit]"""
     if rule.averaging:
         x = signal.rolling_mean(x, signal.samples(rule.averaging, dt, "averaging"))
     if rule.band:
@@ -371,13 +427,11 @@ def measure(x: np.ndarray, rule: Rule, dt: float) -> np.ndarray:
     )
     if rule.per_minute:
         stat = stat * 60.0 / rule.window
-    if rule.statistic == "range" or rule.direction == "both":
-        return np.abs(stat)
-    return stat if rule.direction == "up" else -stat
+    return stat
 
 
 def _causes(
-    ds: xr.Dataset, rule: Rule, dt: float, limit: float, lookback: int, over: np.ndarray
+    shared: _Shared, rule: Rule, limit: float, lookback: int, over: np.ndarray
 ) -> np.ndarray:
     """Cause code (index into ``CAUSES``, or of ``UNKNOWN``) of each sample.
 
@@ -387,37 +441,57 @@ def _causes(
     held at the running median. Running throughout, the iteration swing is blamed if the signal
     less the cooling plant violates too, the weather (the plant's response) if not.
     """
+    ds = shared.ds
     if "job_state" not in ds:
-        return np.full(over.size, len(CAUSES))
-    state = ds["job_state"].values
-    code = np.array([_STATE_CAUSE[State(v)] for v in range(len(State))])[state]
-    # job_state is the state at each interval's middle: an interval also holds part of the
-    # next one's state when that state starts within it
-    code[:-1] = np.minimum(code[:-1], code[1:])
-    # after a (re)start the GPUs warm from the start-up level and their leakage climbs with
-    # them: the restart's doing for three time constants of the die
-    warm = _warm_up(ds, dt)
-    if warm:
-        restart = code == _STATE_CAUSE[State.RAMP]
-        code[maximum_filter1d(restart, warm + 1, origin=warm // 2)] = _STATE_CAUSE[State.RAMP]
-    # strongest cause within the trailing window: the least code, via a max filter of -code
-    cause = -maximum_filter1d(-code, lookback + 1, origin=lookback // 2)
-    x = ds[rule.signal].values.astype(np.float64)
+        return np.full(over.size, len(CAUSES), np.int8)
+    cause = shared.strongest(lookback + 1)
     checkpoint = over & (cause == CAUSES.index("checkpoint"))
     if checkpoint.any():
-        # the intervals either side of a stall hold part of it too
-        stalled = maximum_filter1d((state == State.CHECKPOINT).astype(np.int8), 3) > 0
-        held = np.where(stalled, np.median(x[state == State.RUNNING]), x)
-        anyway = checkpoint & (measure(held, rule, dt) > limit)
+        held = shared.measure("checkpoints held", rule, lambda: shared.held(rule.signal))
+        anyway = checkpoint & (held > limit)
         cause = np.where(anyway, CAUSES.index("iteration swing"), cause)
     running = over & (cause == CAUSES.index("iteration swing"))
     if running.any():
         # the cooling plant is in what the grid and the facility draw, not in IT power
         plant = "cooling_power" in ds and rule.signal in ("grid_power", "facility_power")
-        rest = x - ds["cooling_power"].values if plant else x
-        weather = running & (measure(rest, rule, dt) <= limit)
+        if plant:
+            rest = shared.measure(
+                "plant removed",
+                rule,
+                lambda: shared.signal(rule.signal) - ds["cooling_power"].values,
+            )
+        else:
+            rest = shared.measure("as is", rule, lambda: shared.signal(rule.signal))
+        weather = running & (rest <= limit)
         cause = np.where(weather, CAUSES.index("weather"), cause)
     return cause
+
+
+def _codes(ds: xr.Dataset, dt: float) -> np.ndarray:
+    """Cause code of the job's state at each sample (restarts through the dies' warm-up)."""
+    state = ds["job_state"].values
+    code = np.array([_STATE_CAUSE[State(v)] for v in range(len(State))], np.int8)[state]
+    # job_state is the state at each interval's middle: an interval also holds part of the
+    # next one's state when that state starts within it
+    np.minimum(code[:-1], code[1:], out=code[:-1])
+    # after a (re)start the GPUs warm from the start-up level and their leakage climbs with
+    # them: the restart's doing for three time constants of the die
+    warm = _warm_up(ds, dt)
+    if warm:
+        restart = code == _STATE_CAUSE[State.RAMP]
+        code[signal.rolling_max(restart, warm + 1)] = _STATE_CAUSE[State.RAMP]
+    return code
+
+
+def _checkpoints_held(ds: xr.Dataset, x: np.ndarray) -> np.ndarray:
+    """The signal with the checkpoint stalls, and the intervals either side that hold part of
+    one, at the running median."""
+    state = ds["job_state"].values
+    checkpoint = state == State.CHECKPOINT
+    stalled = checkpoint.copy()
+    stalled[1:] |= checkpoint[:-1]
+    stalled[:-1] |= checkpoint[1:]
+    return np.where(stalled, np.median(x[state == State.RUNNING]), x)
 
 
 def _warm_up(ds: xr.Dataset, dt: float) -> int:

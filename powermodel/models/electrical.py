@@ -40,8 +40,11 @@ def input_power(
     load = np.asarray(load, dtype=float)
     loss = load * (1.0 / np.asarray(efficiency, dtype=float) - 1.0)
     x = np.asarray(output, dtype=float) / capacity
-    inner = np.interp(x, load, loss)
-    low = loss[0] + (x - load[0]) * (loss[1] - loss[0]) / (load[1] - load[0])
-    high = loss[-1] + (x - load[-1]) * (loss[-1] - loss[-2]) / (load[-1] - load[-2])
-    frac = np.where(x < load[0], low, np.where(x > load[-1], high, inner))
-    return output + capacity * np.maximum(frac, 0.0)
+    frac = np.asarray(np.interp(x, load, loss))
+    # the end segments only where the load lies beyond the published points
+    low, high = x < load[0], x > load[-1]
+    frac[low] = loss[0] + (x[low] - load[0]) * (loss[1] - loss[0]) / (load[1] - load[0])
+    frac[high] = loss[-1] + (x[high] - load[-1]) * (loss[-1] - loss[-2]) / (load[-1] - load[-2])
+    np.maximum(frac, 0.0, out=frac)
+    frac *= capacity
+    return output + frac

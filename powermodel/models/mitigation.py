@@ -8,10 +8,11 @@ compiled with numba: a Python loop over samples is too slow at a year of seconds
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
-from numba import njit
 
 from powermodel.models.signal import first_order_lag
 
@@ -84,14 +85,18 @@ def smooth_periodic(
     the waveform at all.
     """
     dt = period / cells.size
-    out = _slew(np.tile(cells, 3), dt, ramp_up, ramp_down, hysteresis, float(cells.mean()))
+    out = _compiled(_slew)(
+        np.tile(cells, 3), dt, ramp_up, ramp_down, hysteresis, float(cells.mean())
+    )
     return out[-cells.size :]
 
 
 def slew(power: np.ndarray, dt: float, ramp_up: float, ramp_down: float) -> np.ndarray:
     """Rate-limited power series: no rise faster than ``ramp_up``, no fall faster than
     ``ramp_down`` [W/s] between consecutive interval means of step ``dt`` [s]."""
-    return _slew(np.asarray(power, dtype=float), dt, ramp_up, ramp_down, 0.0, float(power[0]))
+    return _compiled(_slew)(
+        np.asarray(power, dtype=float), dt, ramp_up, ramp_down, 0.0, float(power[0])
+    )
 
 
 def throttled_share(limited: np.ndarray, demand: np.ndarray) -> float:
@@ -107,7 +112,15 @@ def throttled_share(limited: np.ndarray, demand: np.ndarray) -> float:
     return float(np.clip(demand - limited, 0.0, None).mean() / span)
 
 
-@njit(cache=True)
+@cache
+def _compiled(kernel: Callable) -> Callable:
+    """``kernel`` compiled by numba at its first use, so that runs without a sequential
+    mitigation do not import numba (a quarter of a second)."""
+    from numba import njit
+
+    return njit(cache=True)(kernel)
+
+
 def _slew(x, dt, up, down, hold, start):  # pragma: no cover - compiled
     y = np.empty_like(x)
     prev = start
@@ -248,13 +261,13 @@ def storage_dispatch(
     target = first_order_lag(load, dt, tau)
     if ramp is not None:
         rate = ramp / 60.0  # MW/s
-        target = _slew(target, dt, rate, rate, 0.0, float(target[0]))
+        target = _compiled(_slew)(target, dt, rate, rate, 0.0, float(target[0]))
     request = load - target
     shift = min(int(round(delay / dt)), request.size)  # a delay past the run: no request
     if shift:
         request = np.concatenate((np.zeros(shift), request[: request.size - shift]))
     eta = np.sqrt(efficiency)
-    p, soc = _battery(
+    p, soc = _compiled(_battery)(
         request,
         dt / 3600.0,
         power,
@@ -269,7 +282,6 @@ def storage_dispatch(
     return StorageResult(power=p, soc=soc, energy=energy)
 
 
-@njit(cache=True)
 def _battery(
     request, hours, rating, energy, eta, soc_min, soc_max, soc, soc_mid, pull
 ):  # pragma: no cover - compiled

@@ -152,23 +152,68 @@ def samples(window: float, dt: float, what: str = "window") -> int:
 
 def rolling_range(x: np.ndarray, n: int) -> np.ndarray:
     """Max − min of the ``n`` samples ending at each sample (the first ``n − 1`` are partial)."""
-    origin = (n - 1) // 2  # trailing window: the filter's window ends at the sample
-    return maximum_filter1d(x, n, origin=origin) - minimum_filter1d(x, n, origin=origin)
+    out = rolling_max(x, n)
+    out -= rolling_min(x, n)
+    return out
+
+
+def rolling_max(x: np.ndarray, n: int) -> np.ndarray:
+    """Largest of the ``n`` samples ending at each sample; the first ``n − 1`` read the start
+    mirrored (scipy.ndimage's ``reflect``), as :func:`scipy.ndimage.maximum_filter1d` does."""
+    return _trailing(x, n, np.maximum, maximum_filter1d)
+
+
+def rolling_min(x: np.ndarray, n: int) -> np.ndarray:
+    """Least of the ``n`` samples ending at each sample, as :func:`rolling_max`."""
+    return _trailing(x, n, np.minimum, minimum_filter1d)
+
+
+def _trailing(x: np.ndarray, n: int, best_of: np.ufunc, scipy_filter) -> np.ndarray:
+    """A trailing max or min filter, equal to scipy's to the bit at under half its cost.
+
+    Notes
+    -----
+    A sparse table: the best of the last ``k`` samples for ``k = 1, 2, 4, …`` (each from two
+    of the last), then the best of two overlapping ``k``-windows covers ``n``; max and min are
+    exact whatever the order, so the values are scipy's. The first ``n − 1`` samples, and
+    signals with NaN (whose order scipy's comparisons depend on), are left to scipy.
+    """
+    x = np.asarray(x)
+    origin = (n - 1) // 2  # scipy's window then ends at the sample
+    if n < 2 or x.size < 2 * n or (x.dtype.kind in "fc" and np.isnan(x).any()):
+        return scipy_filter(x, n, origin=origin)
+    best, k = x, 1
+    while 2 * k <= n:
+        wider = np.empty_like(x)
+        wider[: 2 * k - 1] = best[: 2 * k - 1]  # never read below: only defined
+        best_of(best[k:], best[:-k], out=wider[k:])
+        best, k = wider, 2 * k
+    out = np.empty_like(x)
+    out[: n - 1] = scipy_filter(x[: 2 * n], n, origin=origin)[: n - 1]
+    best_of(best[n - 1 :], best[k - 1 : x.size - (n - k)], out=out[n - 1 :])
+    return out
 
 
 def net_change(x: np.ndarray, n: int) -> np.ndarray:
     """``x[i] − x[i − n]``; zero for the first ``n`` samples."""
-    out = np.zeros_like(x)
-    out[n:] = x[n:] - x[:-n]
+    out = np.empty_like(x)
+    out[:n] = 0
+    np.subtract(x[n:], x[:-n], out=out[n:])
     return out
 
 
 def rolling_mean(x: np.ndarray, n: int) -> np.ndarray:
     """Mean of the ``n`` samples ending at each sample (over fewer at the start)."""
-    c = np.concatenate(([0.0], np.cumsum(x, dtype=np.float64)))
-    i = np.arange(1, x.size + 1)
-    lo = np.maximum(i - n, 0)
-    return (c[i] - c[lo]) / (i - lo)
+    # slices of one cumulative sum: the same sums and quotients as (c[i] - c[i - n]) / n
+    c = np.empty(x.size + 1)
+    c[0] = 0.0
+    np.cumsum(x, dtype=np.float64, out=c[1:])
+    head = min(n, x.size)
+    out = np.empty(x.size)
+    np.divide(c[1 : head + 1], np.arange(1, head + 1), out=out[:head])
+    np.subtract(c[head + 1 :], c[1 : x.size - head + 1], out=out[head:])
+    out[head:] /= n
+    return out
 
 
 def average_slope(x: np.ndarray, n: int) -> np.ndarray:
