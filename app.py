@@ -13,8 +13,9 @@ import argparse
 
 import waitress
 
+from powermodel.allocator import return_freed_memory
 from powermodel.webapp import REFERENCE_SCENARIO, UPLOAD_LIMIT, create_app
-from powermodel.webapp.cache import DEFAULT_BYTES, QUEUE, SIMULATIONS, tune_allocator
+from powermodel.webapp.cache import DEFAULT_BYTES, QUEUE, SIMULATIONS
 
 # requests served at once: a summary waiting for its run's turn holds one, so there are enough
 # for a full queue and, beside it, the quick callbacks (pans, tab changes, the queue's position)
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
         app.run(host=args.host, port=args.port, debug=True)
         return
     print(f"powermodel dashboard on http://{args.host}:{args.port}/")
-    tune_allocator()  # freed runs go back to the system: memory follows the cache's bound
+    return_freed_memory()  # freed runs go back to the system: memory follows the cache's bound
     waitress.serve(
         app.server,
         host=args.host,

@@ -35,7 +35,9 @@ import json, resource, sys, time
 start = time.perf_counter()
 from powermodel import load_scenario, metrics, simulate
 from powermodel.rules import check, load_rules
+from powermodel.allocator import keep_freed_memory
 elapsed = {"imports": time.perf_counter() - start}
+keep_freed_memory()  # as the command line sets it (powermodel.allocator)
 scenario = load_scenario(sys.argv[1], json.loads(sys.argv[2]))
 rules = load_rules(sys.argv[3])
 start = time.perf_counter()

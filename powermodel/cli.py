@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from powermodel import export, reproduce, rules, sizing
+from powermodel import allocator, export, reproduce, rules, sizing
 from powermodel._version import __version__
 from powermodel.analysis import metrics, resample_factor, sensor_swings
 from powermodel.errors import PowerModelError
@@ -37,6 +37,7 @@ from powermodel.simulate import SENSORS, preflight, simulate
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    allocator.keep_freed_memory()  # a batch process: its temporaries' pages serve the next ones
     try:
         return args.func(args)
     except BrokenPipeError:  # the reader stopped early (`| head`): not an error of the input

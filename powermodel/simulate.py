@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +37,6 @@ __all__ = [
 ]
 
 SENSORS = sensors.CHAINS  # the sensor chains by key: what sensor_view and simulate(sensors=) take
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt parameters of glibc's malloc.h
 
 # Independent random streams per purpose (principle 6 of docs/model/index.md): SeedSequence keys.
 JOB = 0
@@ -492,27 +489,6 @@ def preflight(scenario: Scenario, sensors: int = 0) -> tuple[Derived, np.ndarray
     return (derived, *shape_tables(scenario, derived))
 
 
-def _reuse_freed_memory() -> None:
-    """Let glibc's malloc keep freed arrays of up to 1 GiB for reuse (once a process).
-
-    By default glibc maps every allocation over 32 MB afresh and unmaps it when freed, so each
-    temporary array of a long run (37 MB for 54 days at 1 s) page-faults all its memory in
-    again: half the time of simulate, metrics and check went to the kernel. Kept, a freed array's
-    pages serve the next one; the process's peak memory stays the same (the most held at once).
-    A no-op on other C libraries.
-    """
-    if not sys.platform.startswith("linux") or _reuse_freed_memory.done:
-        return
-    _reuse_freed_memory.done = True
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # musl and others: no mallopt
-        return
-    mallopt(_M_MMAP_THRESHOLD, 1 << 30)
-    mallopt(_M_TRIM_THRESHOLD, 1 << 30)
-
-
-_reuse_freed_memory.done = False
 
 
 def simulate(
@@ -544,7 +520,6 @@ def simulate(
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
-    _reuse_freed_memory()
     chains = _sensor_chains(sensors, scenario.simulation.dt)
     derived, cells, rate = preflight(scenario, len(chains))
     sim = scenario.simulation

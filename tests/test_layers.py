@@ -10,7 +10,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).parents[1] / "powermodel"
 # lowest first; a module may import its own layer and those below
 LAYERS = (
-    ("powermodel.errors", "powermodel.durations", "powermodel._version"),
+    ("powermodel.errors", "powermodel.durations", "powermodel._version", "powermodel.allocator"),
     ("powermodel.models",),
     ("powermodel.iotools", "powermodel.variables"),
     ("powermodel.scenario", "powermodel.reference"),
@@ -91,6 +91,7 @@ def test_the_layer_check_sees_an_upward_import():
 # modules are the analysis layer's: its compare view fits an uploaded trace through them).
 PUBLIC = (
     "powermodel",
+    "powermodel.allocator",
     "powermodel.analysis",
     "powermodel.errors",
     "powermodel.export",

@@ -15,10 +15,8 @@ the bound and the idle server's.
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import hashlib
-import platform
 import threading
 import weakref
 from collections import OrderedDict
@@ -32,6 +30,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from powermodel import allocator
 from powermodel.errors import PowerModelError
 from powermodel.scenario import Scenario
 from powermodel.simulate import memory_estimate, memory_fix, simulate
@@ -48,9 +47,6 @@ VIEW_BYTES_PER_STEP = 128
 # Fitted traces kept (their figure and arrays, outside the bound above): a trace the upload
 # limit admits has at most ~150,000 samples, a few MB of arrays with its figure
 FITS_KEPT = 8
-M_MMAP_THRESHOLD = -3  # mallopt parameter (malloc.h)
-MMAP_THRESHOLD = 1 << 20  # B: a run's per-step arrays are larger, small objects smaller
-_LIBC = ctypes.CDLL("libc.so.6") if platform.libc_ver()[0] == "glibc" else None
 
 
 class Busy(PowerModelError):
@@ -343,21 +339,11 @@ class Kept:
 def release_memory(dropped: bool = True) -> None:
     """Free dropped runs and hand their memory back to the system, outside the cache's lock:
     a run's figures hold reference cycles, which only the cyclic collector frees, and the
-    allocator keeps freed heap pages unless trimmed (glibc's ``malloc_trim``)."""
+    allocator keeps freed heap pages unless trimmed."""
     if not dropped:
         return
     gc.collect()
-    if _LIBC is not None:
-        _LIBC.malloc_trim(0)
-
-
-def tune_allocator(threshold: int = MMAP_THRESHOLD) -> None:
-    """Serve every allocation of ``threshold`` bytes or more (a run's arrays) from its own
-    memory map, returned to the system when freed: glibc otherwise raises the threshold as
-    large blocks are freed (up to 32 MiB) and keeps their memory in its heap, where freed
-    arrays fragment it. Process-wide; a server calls it once at start."""
-    if _LIBC is not None:
-        _LIBC.mallopt(M_MMAP_THRESHOLD, threshold)
+    allocator.trim()
 
 
 def _size(nbytes: float) -> str:
