@@ -355,7 +355,7 @@ def _checked(
 @contextmanager
 def _runs(args: argparse.Namespace, scenario: Any) -> Iterator[Runner | None]:
     """What maps a scenario's runs: dask as ``--workers``/``--scheduler`` ask (one cluster for
-    the whole command), else None (in turn, dask not imported)."""
+    the whole command), else None (in turn, dask.distributed not imported)."""
     with sweep.cluster(
         args.workers or 0, args.scheduler, memory=memory_estimate(scenario)
     ) as client:

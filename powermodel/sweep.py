@@ -13,8 +13,8 @@ sweep gives the same Dataset serially and on any cluster.
 
 :func:`run_all` is the one place runs are mapped, in turn or on dask.distributed (a
 ``LocalCluster`` it starts and closes, a scheduler's address, or a client); ``powermodel check
---seeds/--sensitivity --workers N`` map through it too. dask is imported only there, so a
-serial call never loads it.
+--seeds/--sensitivity --workers N`` map through it too. dask.distributed is imported only
+there, so a call in turn never loads it.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import difflib
 import itertools
 import json
 import math
+import numbers
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -146,7 +147,7 @@ def sweep(
     base
         The scenario, a preset name or a TOML path.
     grid
-        ``{"cluster.n_gpus": [8192, 16384], "site.weather": ["sterling", "phoenix"]}``: every
+        ``{"cluster.n_gpus": [8192, 16384], "site.weather": ["sterling", "tampa"]}``: every
         combination (a dimension per key, in order), or ``[{"cluster.n_gpus": 8192}, ...]``: these
         points (a ``point`` dimension, each key a coordinate on it, ``""`` or NaN where a point
         leaves it as the base has it). Keys are dotted scenario keys, as ``--set`` takes them;
@@ -163,8 +164,8 @@ def sweep(
         Also keep each run's ``grid_power`` as interval means at this step (``"1min"``).
     workers
         Processes of a ``LocalCluster`` started for the sweep; 0 runs in turn in this process
-        (dask is not imported). Default: the cores, as many as the memory holds, at most one a
-        run (in turn when that is one).
+        (dask.distributed is not imported). Default: the cores, as many as the memory holds, at
+        most one a run (in turn when that is one).
     scheduler
         Address of a running dask scheduler (``tcp://host:8786``) to run on instead.
     client
@@ -192,7 +193,7 @@ def sweep(
     """
     seeds = _seed_count(seeds)
     keys, points, coords = _points(grid)
-    for key in {*keys, *(overrides or {})}:
+    for key in dict.fromkeys([*keys, *(overrides or {})]):
         _check_key(key)
     fixed = dict(overrides or {})
     if len(points) * seeds > MAX_RUNS:
@@ -201,7 +202,7 @@ def sweep(
             f"{MAX_RUNS:,}: sweep fewer values or seeds, or split the sweep into files"
         )
     base_scenario = base if isinstance(base, Scenario) else load_scenario(base)
-    rule_list = tuple(rules_of(rules))
+    rule_list = tuple(_rules_of(rules))
     if series is not None:
         _interval(series)
     scenarios, errors = _load_points(base, fixed, points, series)
@@ -250,7 +251,7 @@ def sweep(
     return ds
 
 
-def rules_of(names: str | Sequence[str] | None) -> list[rules.Rule]:
+def _rules_of(names: str | Sequence[str] | None) -> list[rules.Rule]:
     """The rules a sweep checks: none without names."""
     if names is None or (not isinstance(names, str) and not names):
         return []
@@ -442,7 +443,7 @@ def _execute(run: _Run) -> dict[str, Any]:
             "metrics": {
                 k: float(v)
                 for k, v in metrics(ds).items()
-                if isinstance(v, int | float) and not isinstance(v, bool)
+                if isinstance(v, numbers.Real) and not isinstance(v, bool)
             }
         }
         if run.rule_list:
@@ -494,8 +495,8 @@ def run_all(
     function, items
         A function importable by name (a worker imports it) and what to call it on.
     workers
-        0: in turn in this process (dask is not imported); else a ``LocalCluster`` of this many
-        single-threaded processes, started and closed here.
+        0: in turn in this process (dask.distributed is not imported); else a
+        ``LocalCluster`` of this many single-threaded processes, started and closed here.
     scheduler
         Address of a running dask scheduler to run on instead.
     client
