@@ -13,12 +13,14 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from powermodel import allocator, export, reproduce, rules, sizing
+from powermodel import allocator, export, reproduce, rules, sizing, sweep
 from powermodel._version import __version__
 from powermodel.analysis import metrics, resample_factor, sensor_swings
 from powermodel.errors import PowerModelError
@@ -30,8 +32,14 @@ from powermodel.reference import keys as scenario_keys
 from powermodel.reference import text as keys_text
 from powermodel.rules import describe, load_rules, rule_names
 from powermodel.scenario import format_duration, load_scenario, parse_duration, presets
-from powermodel.sensitivity import check_seeds, check_sensitivity, seed_count, sensitivity
-from powermodel.simulate import SENSORS, preflight, simulate
+from powermodel.sensitivity import (
+    Runner,
+    check_seeds,
+    check_sensitivity,
+    seed_count,
+    sensitivity,
+)
+from powermodel.simulate import SENSORS, memory_estimate, preflight, simulate
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -89,6 +97,17 @@ def _parser() -> argparse.ArgumentParser:
         help="comma-separated rule or group names, or .toml rule files: " + ", ".join(rule_names()),
     )
     rule_args.add_argument("--registered-demand", type=float, help="MW, overrides the scenario's")
+    parallel = argparse.ArgumentParser(add_help=False)
+    parallel.add_argument(
+        "--workers",
+        type=int,
+        help="run on a local dask cluster of this many processes (0: one run after another)",
+    )
+    parallel.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run on the dask cluster of this scheduler, e.g. tcp://10.0.0.5:8786",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
 
     run = sub.add_parser("run", parents=with_scenario, help="simulate a scenario")
@@ -117,7 +136,7 @@ def _parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser(
         "check",
-        parents=[*with_scenario, rule_args],
+        parents=[*with_scenario, rule_args, parallel],
         help="measure a scenario or a CSV trace by utility rules (exit 0 pass, 3 violated)",
     )
     check.add_argument("target", help="preset name, .toml scenario, or .csv trace (time, P [MW])")
@@ -132,6 +151,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--violations", help="write every violation to this CSV file")
     check.set_defaults(func=_check)
+
+    sweeping = sub.add_parser(
+        "sweep",
+        parents=[*with_scenario, parallel],
+        help="run a scenario over swept keys and seeds, on dask (docs: guides/sweeps)",
+    )
+    sweeping.add_argument("file", help="the sweep: a .toml file with base, [grid] or [[points]]")
+    sweeping.add_argument(
+        "-o", "--output", required=True, help="results: .nc (NetCDF) or .csv (one row per run)"
+    )
+    sweeping.add_argument("--seeds", type=int, help="runs per point (overrides the file's)")
+    sweeping.add_argument("--rules", help="rules to check, comma-separated (overrides the file's)")
+    sweeping.set_defaults(func=_sweep)
 
     size = sub.add_parser(
         "size",
@@ -254,6 +286,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 VIOLATED = 3
+MAX_SUMMARY_ROWS = 50  # points the sweep's summary prints; the results file holds them all
 INTERNAL = 70  # EX_SOFTWARE of sysexits.h
 BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a command whose reader went away
 
@@ -261,17 +294,35 @@ BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a command whose reader we
 def _check(args: argparse.Namespace) -> int:
     rule_list = load_rules(args.rules)
     seed_count(args.seeds)
-    demand = args.registered_demand
     trace = args.target.lower().endswith(".csv")
-    if trace and (args.sensitivity or args.seeds > 1 or args.overrides):
+    if trace and (
+        args.sensitivity or args.seeds > 1 or args.overrides or args.workers or args.scheduler
+    ):
         raise PowerModelError(
-            "--sensitivity, --seeds and --set vary a scenario; a measured trace has none"
+            "--sensitivity, --seeds, --set, --workers and --scheduler vary or run a scenario; "
+            "a measured trace has none"
         )
+    if args.workers is not None:
+        sweep.check_workers(args.workers)
     # read what is to be checked before saying anything: a bad input is one line
     measured = rules.read_trace(args.target, args.power) if trace else None
     if measured is not None and measured.attrs.get("skipped"):
         print(f"powermodel: warning: {measured.attrs['skipped']}", file=sys.stderr)
     scenario = None if trace else load_scenario(args.target, args.overrides)
+    with ExitStack() as stack:  # a cluster asked for is up before anything is said
+        runner = None if trace else stack.enter_context(_runs(args, scenario))
+        return _checked(args, rule_list, measured, scenario, runner)
+
+
+def _checked(
+    args: argparse.Namespace,
+    rule_list: list[rules.Rule],
+    measured: Any,
+    scenario: Any,
+    runner: Runner | None,
+) -> int:
+    demand = args.registered_demand
+    trace = scenario is None
     for rule in rule_list:
         print(f"{rule.name} [{rule.status}]: {describe(rule)}")
         if rule.choices:
@@ -281,7 +332,7 @@ def _check(args: argparse.Namespace) -> int:
         results, refused = rules.check_each(measured, rule_list, demand)
         per_seed = [results]
     else:
-        per_seed, refused = check_seeds(scenario, rule_list, args.seeds, demand)
+        per_seed, refused = check_seeds(scenario, rule_list, args.seeds, demand, runner)
     print(_table(rules.summary(per_seed, refused)))
     causes = rules.by_cause(per_seed)
     if not causes.empty:
@@ -293,13 +344,76 @@ def _check(args: argparse.Namespace) -> int:
     judged = [r.rule for r in per_seed[0]]
     if args.sensitivity and not trace and judged:
         print()
-        table = check_sensitivity(scenario, judged, demand)
+        table = check_sensitivity(scenario, judged, demand, runner)
         print(_table(table))
     if any(not r.passed for rs in per_seed for r in rs):
         return VIOLATED
     if refused:
         raise PowerModelError("no verdict: " + "; ".join(no.reason for no in refused))
     return 0
+
+
+@contextmanager
+def _runs(args: argparse.Namespace, scenario: Any) -> Iterator[Runner | None]:
+    """What maps a scenario's runs: dask as ``--workers``/``--scheduler`` ask (one cluster for
+    the whole command), else None (in turn, dask.distributed not imported)."""
+    with sweep.cluster(
+        args.workers or 0, args.scheduler, memory=memory_estimate(scenario)
+    ) as client:
+        yield (
+            None
+            if client is None
+            else partial(sweep.run_all, client=client, progress=sys.stderr.isatty())
+        )
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    spec = sweep.read_sweep(args.file)
+    sweep.check_output(args.output, spec.series)
+    if args.workers is not None:
+        sweep.check_workers(args.workers)
+    started = time.perf_counter()
+    ds = sweep.sweep(
+        spec.base,
+        spec.grid,
+        spec.seeds if args.seeds is None else args.seeds,
+        overrides={**spec.overrides, **_pairs(args.overrides)},
+        rules=spec.rules if args.rules is None else args.rules,
+        registered_demand=spec.registered_demand,
+        series=spec.series,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        progress=sys.stderr.isatty(),
+    )
+    elapsed = time.perf_counter() - started
+    table = sweep.summary(ds)
+    shown = table.head(MAX_SUMMARY_ROWS)
+    print(_table(shown))
+    if len(table) > len(shown):
+        print(f"... {len(table) - len(shown):,} more points in {args.output}")
+    failed = int((ds["error"] != "").sum())
+    runs = ds["error"].size
+    print(f"\n{runs - failed:,} of {runs:,} runs ran in {elapsed:.1f} s")
+    path = sweep.write(ds, args.output)
+    print(f"wrote {path}")
+    if failed:
+        print(
+            f"powermodel: warning: {failed:,} of {runs:,} runs failed: their reasons are in the "
+            "error variable",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _pairs(overrides: list[str]) -> dict[str, str]:
+    """``--set`` options as a table (each value read as TOML where it parses as such)."""
+    out = {}
+    for text in overrides:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise PowerModelError(f"--set {text!r} is not of the form key.path=value")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def _size(args: argparse.Namespace) -> int:

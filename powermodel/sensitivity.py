@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
+from typing import Any
 
 import pandas as pd
 
@@ -23,6 +25,14 @@ HEADLINE = [
     "effective_training_time",
 ]
 MAX_SEEDS = 1000  # runs of one check: each is a whole simulation, its results all kept
+
+# Maps a function over runs, in their order: powermodel.sweep.run_all, bound to its workers, runs
+# them on dask; without one they run in turn here
+Runner = Callable[[Callable[[Any], Any], Sequence[Any]], list[Any]]
+
+
+def _in_turn(function: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    return [function(item) for item in items]
 
 
 def sensitivity(scenario: Scenario, progress: Callable[[str], None] | None = None) -> pd.DataFrame:
@@ -72,29 +82,58 @@ def check_seeds(
     rule_list: list[rules.Rule],
     seeds: int,
     registered_demand: float | None = None,
+    runner: Runner | None = None,
 ) -> tuple[list[list[rules.RuleResult]], list[rules.Refusal]]:
     """:func:`powermodel.rules.check_each` on ``seeds`` runs from the scenario's seed on: each
     run's results, and the rules refused (for the step, length or registered demand, which the
-    seed does not change: found on the first run, not asked again)."""
+    seed does not change: those of the first run). ``runner`` maps the runs (in turn without)."""
     seed_count(seeds)
     first = scenario.simulation.seed
-    runs = (
-        simulate(load_scenario(scenario, {"simulation.seed": seed}))
-        for seed in range(first, first + seeds)
-    )
-    results, refused = rules.check_each(next(runs), rule_list, registered_demand)
-    judged = [r.rule for r in results]
-    return [results, *(rules.check(ds, judged, registered_demand) for ds in runs)], refused
+    runs = [
+        load_scenario(scenario, {"simulation.seed": seed}) for seed in range(first, first + seeds)
+    ]
+    checked = _checked_all(runs, rule_list, registered_demand, runner)
+    results, refused = checked[0]
+    judged = {r.rule.name for r in results}
+    for _, no in checked[1:]:
+        lost = [n.reason for n in no if n.rule.name in judged]
+        if lost:  # the first run judged what this one cannot: no P50 over the runs
+            raise rules.RuleError(lost[0])
+    later = ([r for r in each if r.rule.name in judged] for each, _ in checked[1:])
+    return [results, *later], refused
+
+
+def _checked_all(
+    runs: list[Scenario],
+    rule_list: list[rules.Rule],
+    registered_demand: float | None,
+    runner: Runner | None,
+) -> list[tuple[list[rules.RuleResult], list[rules.Refusal]]]:
+    check = partial(_checked, rule_list=rule_list, registered_demand=registered_demand)
+    return (runner or _in_turn)(check, runs)
+
+
+def _checked(
+    scenario: Scenario, rule_list: list[rules.Rule], registered_demand: float | None
+) -> tuple[list[rules.RuleResult], list[rules.Refusal]]:
+    """One run checked: what a worker does."""
+    return rules.check_each(simulate(scenario), rule_list, registered_demand)
 
 
 def check_sensitivity(
-    scenario: Scenario, rule_list: list[rules.Rule], registered_demand: float | None = None
+    scenario: Scenario,
+    rule_list: list[rules.Rule],
+    registered_demand: float | None = None,
+    runner: Runner | None = None,
 ) -> pd.DataFrame:
     """Violations per day by cause at the low and high end of each range in
-    ``scenario.sensitivity``: which events violate a rule depends on these defaults."""
+    ``scenario.sensitivity``: which events violate a rule depends on these defaults.
+    ``runner`` maps the runs (in turn without)."""
+    cases = list(_cases(scenario))
+    checked = _checked_all([varied for _, varied in cases], rule_list, registered_demand, runner)
     rows = []
-    for case, varied in _cases(scenario):
-        for result in rules.check_each(simulate(varied), rule_list, registered_demand)[0]:
+    for (case, _), (results, _) in zip(cases, checked, strict=True):
+        for result in results:
             rows.append(
                 {
                     **{k: case[k] for k in ("key", "case", "value")},

@@ -26,6 +26,7 @@ LAYERS = (
         "powermodel.fit_report",
         "powermodel.reproduce",
     ),
+    ("powermodel.sweep",),  # maps runs of the layer below over dask
     ("powermodel.cli", "powermodel.webapp"),
 )
 FACE = len(LAYERS)  # the package face: above every module

@@ -1,0 +1,1022 @@
+"""Sweeps and Monte Carlo: a base scenario over swept keys and seeds, serially or on dask.
+
+A sweep is a base scenario, fixed overrides, swept keys (a cartesian grid or an explicit list of
+points) and a number of seeds. Each point runs once per seed, each run is simulated, measured
+(:func:`powermodel.analysis.metrics`) and, with rules, checked
+(:func:`powermodel.rules.check_each`); the results are gathered into one Dataset with a dimension
+per swept key (or ``point``) and one for the seed. A run that fails is recorded in ``error`` and
+the sweep goes on.
+
+Seed ``i`` of a point is the point's ``simulation.seed`` plus ``i``: every point sees the same
+failure draws (common random numbers), and a run's result does not depend on where it ran, so a
+sweep gives the same Dataset serially and on any cluster.
+
+:func:`run_all` is the one place runs are mapped, in turn or on dask.distributed (a
+``LocalCluster`` it starts and closes, a scheduler's address, or a client); ``powermodel check
+--seeds/--sensitivity --workers N`` map through it too. dask.distributed is imported only
+there, so a call in turn never loads it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import json
+import math
+import numbers
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from powermodel import rules
+from powermodel._version import __version__
+from powermodel.analysis import metrics, resample, resample_factor
+from powermodel.errors import PowerModelError, ScenarioError
+from powermodel.reference import keys as scenario_keys
+from powermodel.scenario import (
+    Scenario,
+    load_scenario,
+    names_a_file,
+    parse_duration,
+    parse_toml,
+    presets,
+    shorten,
+)
+from powermodel.sensitivity import MAX_SEEDS
+from powermodel.simulate import available_memory, check_memory, memory_estimate, simulate
+from powermodel.variables import attrs as variable_attrs
+
+__all__ = [
+    "Failure",
+    "MAX_RUNS",
+    "read_sweep",
+    "run_all",
+    "summary",
+    "sweep",
+    "SweepFile",
+    "table",
+    "check_output",
+    "check_workers",
+    "cluster",
+    "write",
+]
+
+MAX_RUNS = 10_000  # runs of one sweep (points times seeds): each is a whole simulation
+MAX_KEYS = 16  # swept keys of a grid, each a dimension of the result
+MAX_OVERRIDES = 500  # keys of one table of overrides ([set] or a point; a scenario has ~170)
+MAX_FILE_BYTES = 1 << 20  # a sweep file: a few hundred lines make the largest useful sweep
+EXTENDS = "extends"  # a swept key that replaces the base: a preset name or a scenario file
+FILE_KEYS = ("base", "seeds", "rules", "registered_demand", "series", "set", "grid", "points")
+CONNECT_TIMEOUT = 10.0  # s: a scheduler that does not answer within it is not there
+CHUNKS_PER_THREAD = 8  # tasks per worker thread: few enough to cost little, enough to balance
+WORKER_WAIT = 30.0  # s: a scheduler with no worker after it would leave the runs waiting forever
+# Headline metrics the summary table shows (median over seeds): where the grid sees the site,
+# its largest 5-s swing, and what the job trained
+SUMMARY = ("grid_mean_mw", "grid_peak_mw", "grid_swing_5s_mw", "effective_training_time")
+IN_RULE_UNIT = {"description": "in each rule's unit: the rule_unit coordinate"}
+# Units of a metric by the end of its name (analysis.metrics names them so); the rest are 1
+_UNITS = (
+    ("_mwh", "MWh"),
+    ("_mw", "MW"),
+    ("_mvar", "Mvar"),
+    ("_pct", "%"),
+    ("_j", "J"),
+    ("_l_per_kwh", "L/kWh"),
+    ("_hours", "h"),
+)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A run that raised where it ran (a worker that died, an exception out of the function)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class SweepFile:
+    """A sweep file as read by :func:`read_sweep`: what :func:`sweep` takes."""
+
+    base: str
+    grid: dict[str, list[Any]] | list[dict[str, Any]]
+    seeds: int = 1
+    overrides: dict[str, Any] = field(default_factory=dict)
+    rules: list[str] = field(default_factory=list)
+    registered_demand: float | None = None
+    series: str | None = None
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One run: a point's scenario at one seed, what to measure (shipped to a worker)."""
+
+    scenario: Scenario
+    seed: int
+    rule_list: tuple[rules.Rule, ...]
+    registered_demand: float | None
+    series: str | None
+
+
+def sweep(
+    base: Scenario | str | Path,
+    grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]],
+    seeds: int = 1,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    rules: str | Sequence[str] | None = None,
+    registered_demand: float | None = None,
+    series: str | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    client: Any = None,
+    progress: bool = True,
+) -> xr.Dataset:
+    """Run a scenario over swept keys and seeds; one Dataset of every run's results.
+
+    Parameters
+    ----------
+    base
+        The scenario, a preset name or a TOML path.
+    grid
+        ``{"cluster.n_gpus": [8192, 16384], "site.weather": ["sterling", "tampa"]}``: every
+        combination (a dimension per key, in order), or ``[{"cluster.n_gpus": 8192}, ...]``: these
+        points (a ``point`` dimension, each key a coordinate on it, ``""`` or NaN where a point
+        leaves it as the base has it). Keys are dotted scenario keys, as ``--set`` takes them;
+        ``extends`` names a preset or scenario file that replaces ``base`` for the point.
+    seeds
+        Runs per point: seed ``i`` is the point's ``simulation.seed`` plus ``i``. [1]
+    overrides
+        Dotted overrides every point has (a point's own win).
+    rules
+        Rule or group names or rule files (:func:`powermodel.rules.load_rules`) to check.
+    registered_demand
+        Overrides each scenario's for the rules that refer to it. [MW]
+    series
+        Also keep each run's ``grid_power`` as interval means at this step (``"1min"``).
+    workers
+        Processes of a ``LocalCluster`` started for the sweep; 0 runs in turn in this process
+        (dask.distributed is not imported). Default: the cores, as many as the memory holds, at
+        most one a run (in turn when that is one).
+    scheduler
+        Address of a running dask scheduler (``tcp://host:8786``) to run on instead.
+    client
+        A ``dask.distributed.Client`` to run on instead.
+    progress
+        A progress bar on stderr.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dimensions: each swept key (or ``point``), ``seed`` (from 0), with rules ``rule``, with
+        ``series`` ``elapsed`` (from the run's start). Variables: each scalar metric (NaN where
+        the run failed), ``simulation_seed`` (-1 where the point did not load), ``error`` (``""``
+        where the run ran); with rules ``rule_passed`` (1 pass, 0 fail, NaN no verdict),
+        ``rule_worst``, ``rule_limit``, ``rule_violations_per_day`` and ``rule_refused`` (why no
+        verdict); with ``series`` ``grid_power``. Attributes: ``scenario`` (the base as JSON),
+        ``grid``, ``overrides``, ``seeds``, ``rules``, ``series``, ``powermodel_version``.
+
+    Raises
+    ------
+    PowerModelError
+        Before any run: an unknown key, an empty grid, more than :data:`MAX_RUNS` runs, a base
+        that does not load, unknown rules, more workers than the memory holds. A point whose
+        values do not validate is recorded, not raised.
+    """
+    seeds = _seed_count(seeds)
+    keys, points, coords = _points(grid)
+    for key in dict.fromkeys([*keys, *(overrides or {})]):
+        _check_key(key)
+    fixed = dict(overrides or {})
+    if len(points) * seeds > MAX_RUNS:
+        raise PowerModelError(
+            f"{len(points):,} points x {seeds:,} seeds is {len(points) * seeds:,} runs, more than "
+            f"{MAX_RUNS:,}: sweep fewer values or seeds, or split the sweep into files"
+        )
+    base_scenario = base if isinstance(base, Scenario) else load_scenario(base)
+    rule_list = tuple(_rules_of(rules))
+    if series is not None:
+        _interval(series)
+    scenarios, errors = _load_points(base, fixed, points, series)
+    loaded = [s for s in scenarios if s is not None]
+    per_run = max((_estimate(s) for s in loaded), default=0)
+    if series is not None:
+        _check_series_memory(loaded, series, seeds)
+    jobs = [
+        (p, i, _Run(s, s.simulation.seed + i, rule_list, registered_demand, series))
+        for p, s in enumerate(scenarios)
+        if s is not None
+        for i in range(seeds)
+    ]
+    if workers is None and scheduler is None and client is None:
+        workers = _default_workers(len(jobs), per_run)
+    outcomes = run_all(
+        _execute,
+        [job for _, _, job in jobs],
+        workers=workers or 0,
+        scheduler=scheduler,
+        client=client,
+        progress=progress,
+        keep_going=True,
+        memory=per_run,
+        label="sweep",
+    )
+    results: list[list[dict[str, Any]]] = [
+        [{"error": errors[p]} for _ in range(seeds)] for p in range(len(points))
+    ]
+    for (p, i, job), outcome in zip(jobs, outcomes, strict=True):
+        if isinstance(outcome, Failure):
+            outcome = {"error": outcome.text}
+        results[p][i] = {"seed": job.seed, **outcome}
+    ds = _gather(results, keys, coords, rule_list, series, isinstance(grid, Mapping))
+    ds.attrs.update(
+        title="powermodel sweep",
+        scenario=base_scenario.to_json(),
+        grid=_json(grid if isinstance(grid, Mapping) else list(grid)),
+        overrides=_json(fixed),
+        seeds=seeds,
+        seed_rule="seed i of a point runs at the point's simulation.seed + i",
+        rules=",".join(r.name for r in rule_list),
+        series=series or "",
+        powermodel_version=__version__,
+    )
+    return ds
+
+
+def _rules_of(names: str | Sequence[str] | None) -> list[rules.Rule]:
+    """The rules a sweep checks: none without names."""
+    if names is None or (not isinstance(names, str) and not names):
+        return []
+    return rules.load_rules(names if isinstance(names, str) else list(names))
+
+
+def _seed_count(seeds: Any) -> int:
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
+        raise PowerModelError(
+            f"seeds must be a whole number from 1 to {MAX_SEEDS:,}, got {shorten(seeds)}: a P95 "
+            "is steady after a few tens of seeds"
+        )
+    return seeds
+
+
+def _points(
+    grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]],
+) -> tuple[list[str], list[dict[str, Any]], dict[str, list[Any]]]:
+    """Keys, each point's overrides and each key's values: per dimension for a grid, per point
+    (None where a point leaves the key out) for explicit points."""
+    if isinstance(grid, Mapping):
+        keys = [str(k) for k in grid]
+        if not keys:
+            raise PowerModelError(
+                "the grid is empty: give each swept key a list of values, e.g. "
+                '"cluster.n_gpus" = [8192, 16384]'
+            )
+        if len(keys) > MAX_KEYS:
+            raise PowerModelError(
+                f"the grid sweeps {len(keys)} keys, more than {MAX_KEYS} (each is a dimension): "
+                "sweep fewer, or list the points you want under [[points]]"
+            )
+        values = [_values(k, grid[k]) for k in keys]
+        count = math.prod(len(v) for v in values)
+        if count > MAX_RUNS:
+            raise PowerModelError(
+                f"the grid has {count:,} points, more than {MAX_RUNS:,} runs: sweep fewer values"
+            )
+        points = [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
+        return keys, points, dict(zip(keys, values, strict=True))
+    if isinstance(grid, str | bytes) or not isinstance(grid, Sequence):
+        raise PowerModelError(
+            f"a sweep's grid is a table of key = [values] or a list of points, got {shorten(grid)}"
+        )
+    if not grid:
+        raise PowerModelError("no points: give at least one table under [[points]]")
+    if len(grid) > MAX_RUNS:
+        raise PowerModelError(f"{len(grid):,} points, more than {MAX_RUNS:,} runs: list fewer")
+    points = []
+    for n, point in enumerate(grid, start=1):
+        if not isinstance(point, Mapping):
+            raise PowerModelError(f"point {n} is not a table of key = value: {shorten(point)}")
+        points.append(_overrides(point, f"point {n}"))
+    keys = list(dict.fromkeys(k for p in points for k in p))
+    if len(keys) > MAX_OVERRIDES:
+        raise PowerModelError(f"the points set {len(keys)} keys, more than {MAX_OVERRIDES}")
+    return keys, points, {k: [p.get(k) for p in points] for k in keys}
+
+
+def _values(key: str, values: Any) -> list[Any]:
+    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Sequence):
+        raise PowerModelError(
+            f"grid key {key!r}: give a list of values, e.g. {key} = [{shorten(values)}]"
+        )
+    if not values:
+        raise PowerModelError(f"grid key {key!r} has no values: give at least one")
+    if len(values) > MAX_RUNS:
+        raise PowerModelError(
+            f"grid key {key!r} has {len(values):,} values, more than {MAX_RUNS:,} runs"
+        )
+    return list(values)
+
+
+def _overrides(table: Mapping[str, Any], label: str) -> dict[str, Any]:
+    if len(table) > MAX_OVERRIDES:
+        raise PowerModelError(f"{label} sets {len(table):,} keys, more than {MAX_OVERRIDES}")
+    return {str(k): v for k, v in table.items()}
+
+
+def _check_key(key: str) -> None:
+    """Refuse a key that is no scenario key (nor a table of them, nor ``extends``)."""
+    if key == EXTENDS:
+        return
+    known = _known_keys()
+    generic = ".".join("N" if part.isdigit() else part for part in key.split("."))
+    if generic in known or any(k.startswith(generic + ".") for k in known):
+        return
+    near = difflib.get_close_matches(generic, known, n=1)
+    hint = f"; did you mean {near[0].replace('.N.', '.0.')!r}?" if near else ""
+    raise ScenarioError(
+        f"unknown scenario key {shorten(key)}{hint} (`powermodel keys` lists them; "
+        f"{EXTENDS!r} swaps the base)"
+    )
+
+
+@lru_cache(maxsize=1)
+def _known_keys() -> list[str]:
+    return [k.key for k in scenario_keys()]
+
+
+def _interval(series: str) -> float:
+    try:
+        seconds = parse_duration(series)
+    except (TypeError, ValueError) as exc:
+        raise PowerModelError(f'series {shorten(series)}: {exc}; e.g. series = "1min"') from None
+    if seconds <= 0:
+        raise PowerModelError(f'series {shorten(series)}: give a positive step, e.g. "1min"')
+    return seconds
+
+
+def _load_points(
+    base: Scenario | str | Path,
+    fixed: dict[str, Any],
+    points: list[dict[str, Any]],
+    series: str | None,
+) -> tuple[list[Scenario | None], list[str]]:
+    """Each point's scenario, or None and why it does not load or would not fit in memory
+    alone (the point's recorded error)."""
+    scenarios: list[Scenario | None] = []
+    errors = []
+    for point in points:
+        merged = {**fixed, **point}
+        origin = merged.pop(EXTENDS, base)
+        try:
+            scenario = load_scenario(origin, merged)
+            check_memory(scenario)  # a run too large for the machine alone is its point's error
+            if series is not None:
+                resample_factor(scenario.simulation.n_steps, scenario.simulation.dt, series)
+        except PowerModelError as exc:
+            scenarios.append(None)
+            errors.append(str(exc))
+        else:
+            scenarios.append(scenario)
+            errors.append("")
+    return scenarios, errors
+
+
+def _estimate(scenario: Scenario) -> int:
+    try:
+        return memory_estimate(scenario)
+    except PowerModelError:
+        return 0  # the run itself then fails with the reason, recorded
+
+
+def _check_series_memory(loaded: list[Scenario], series: str, seeds: int) -> None:
+    interval = _interval(series)
+    samples = max(s.simulation.duration for s in loaded) / interval if loaded else 0.0
+    need = 8.0 * samples * len(loaded) * seeds
+    free = available_memory()
+    if need > free / 2:
+        raise PowerModelError(
+            f"series of {samples:,.0f} samples for {len(loaded) * seeds:,} runs need about "
+            f"{need / 1e9:.1f} GB, more than half the {free / 1e9:.1f} GB available: give a "
+            "coarser series step"
+        )
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _default_workers(runs: int, per_run: int) -> int:
+    """As many workers as there are cores, as the memory holds and as there are runs; none
+    (in turn) when that is one."""
+    fit = available_memory() // per_run if per_run else runs
+    count = min(_cores(), runs, max(int(fit), 1))
+    return count if count > 1 else 0
+
+
+def check_workers(workers: int) -> int:
+    """``workers`` for a ``LocalCluster`` on this machine: 0 (in turn) to its cores."""
+    cores = _cores()
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 0 <= workers <= cores:
+        raise PowerModelError(
+            f"--workers must be 0 (in turn) to {cores} (this machine's cores), got "
+            f"{shorten(workers)}: for more, start a dask cluster and give --scheduler"
+        )
+    return workers
+
+
+def _execute(run: _Run) -> dict[str, Any]:
+    """One run on a worker: its metrics, rule verdicts and series, or the error it met."""
+    try:
+        ds = simulate(load_scenario(run.scenario, {"simulation.seed": run.seed}))
+        out: dict[str, Any] = {
+            "metrics": {
+                k: float(v)
+                for k, v in metrics(ds).items()
+                if isinstance(v, numbers.Real) and not isinstance(v, bool)
+            }
+        }
+        if run.rule_list:
+            out["rules"] = _verdicts(ds, run.rule_list, run.registered_demand)
+        if run.series is not None:
+            out["series"] = resample(ds[["grid_power"]], run.series)["grid_power"].values
+    except PowerModelError as exc:
+        return {"error": str(exc)}
+    except Exception as exc:  # a defect, or the machine (memory): recorded, the sweep goes on
+        return {"error": f"internal error: {type(exc).__name__}: {exc}"}
+    return out
+
+
+def _verdicts(
+    ds: xr.Dataset, rule_list: Sequence[rules.Rule], registered_demand: float | None
+) -> dict[str, dict[str, Any]]:
+    results, refused = rules.check_each(ds, list(rule_list), registered_demand)
+    out: dict[str, dict[str, Any]] = {
+        r.rule.name: {
+            "passed": float(r.passed),
+            "worst": float(r.worst),
+            "limit": float(r.limit),
+            "violations_per_day": float(sum(r.per_day().values())),
+            "refused": "",
+        }
+        for r in results
+    }
+    for no in refused:
+        out[no.rule.name] = {"refused": no.reason}
+    return out
+
+
+def run_all(
+    function: Callable[[Any], Any],
+    items: Sequence[Any],
+    *,
+    workers: int = 0,
+    scheduler: str | None = None,
+    client: Any = None,
+    progress: bool = False,
+    keep_going: bool = False,
+    memory: int = 0,
+    label: str = "runs",
+) -> list[Any]:
+    """``[function(item) for item in items]``, in turn or on dask.distributed, in items' order.
+
+    Parameters
+    ----------
+    function, items
+        A function importable by name (a worker imports it) and what to call it on.
+    workers
+        0: in turn in this process (dask.distributed is not imported); else a
+        ``LocalCluster`` of this many single-threaded processes, started and closed here.
+    scheduler
+        Address of a running dask scheduler to run on instead.
+    client
+        A ``dask.distributed.Client`` to run on instead.
+    progress
+        A progress bar on stderr.
+    keep_going
+        A call that raises gives a :class:`Failure` in its place; else the first raises here
+        (the others are cancelled).
+    memory
+        Peak memory of one call [B]: refused before any call when the workers' calls at once
+        would not fit (this machine's memory, or each remote worker's limit).
+    label
+        The progress bar's label.
+    """
+    with cluster(workers, scheduler, client, memory) as connected:
+        if connected is None:
+            return _in_turn(function, items, progress, keep_going, label)
+        return _on_dask(connected, function, items, progress, keep_going, label)
+
+
+def _bar(total: int, progress: bool, label: str) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, disable=not progress, file=sys.stderr, desc=label, unit="run")
+
+
+def _in_turn(
+    function: Callable[[Any], Any],
+    items: Sequence[Any],
+    progress: bool,
+    keep_going: bool,
+    label: str,
+) -> list[Any]:
+    out = []
+    with _bar(len(items), progress, label) as bar:
+        for item in items:
+            try:
+                out.append(function(item))
+            except Exception as exc:
+                if not keep_going:
+                    raise
+                out.append(_failure(exc))
+            bar.update()
+    return out
+
+
+def _failure(exc: BaseException) -> Failure:
+    return Failure(f"worker failed: {type(exc).__name__}: {exc}")
+
+
+@contextmanager
+def cluster(
+    workers: int = 0, scheduler: str | None = None, client: Any = None, memory: int = 0
+) -> Iterator[Any]:
+    """The dask client that :func:`run_all` maps on, as its arguments say (None: in turn);
+    a ``LocalCluster`` started here is closed on leaving. Checked before any run: workers
+    there, powermodel's version on them, memory for ``memory`` bytes a run on each."""
+    if client is not None:
+        _check_cluster(client, memory)
+        yield client
+        return
+    if scheduler is None:
+        check_workers(workers)
+        free = available_memory()
+        if workers * memory > free:
+            raise PowerModelError(
+                f"{workers} workers x {memory / 1e9:.2f} GB a run need more than the "
+                f"{free / 1e9:.1f} GB available: use at most {max(free // max(memory, 1), 1)} "
+                "workers, or make the runs smaller (lengthen simulation.dt or shorten "
+                "simulation.duration)"
+            )
+        if workers == 0:
+            yield None
+            return
+    import dask
+    from dask.distributed import Client, LocalCluster
+
+    if scheduler is None:
+        # Workers start without dask's MALLOC_TRIM_THRESHOLD_: setting it fixes glibc's mmap
+        # threshold, so every large temporary of a run is fresh pages and the runs take 1.6
+        # times as long as in this process (measured here on 7 days at 1 min)
+        environ = dask.config.get("distributed.nanny.pre-spawn-environ", {})
+        environ = {k: v for k, v in environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}
+        with (
+            dask.config.set({"distributed.nanny.pre-spawn-environ": environ}),
+            LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+            ) as local_cluster,
+            Client(local_cluster) as local,
+        ):
+            yield local
+        return
+    try:
+        remote = Client(_address(scheduler), timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError) as exc:
+        raise PowerModelError(
+            f"cannot reach the dask scheduler at {shorten(scheduler)} ({exc}): start one "
+            "(`dask scheduler`) or check the address"
+        ) from None
+    with remote:
+        _check_cluster(remote, memory)
+        yield remote
+
+
+def _address(scheduler: str) -> str:
+    if not isinstance(scheduler, str) or not 0 < len(scheduler) <= 1000 or "\n" in scheduler:
+        raise PowerModelError(
+            f"scheduler {shorten(scheduler)}: give the scheduler's address, e.g. "
+            "tcp://10.0.0.5:8786"
+        )
+    return scheduler
+
+
+def _check_cluster(client: Any, memory: int) -> None:
+    try:
+        client.wait_for_workers(1, timeout=WORKER_WAIT)
+    except TimeoutError:
+        raise PowerModelError(
+            f"the dask scheduler has had no worker for {WORKER_WAIT:.0f} s: start workers "
+            "(`dask worker ADDRESS`) before the sweep"
+        ) from None
+    try:
+        versions = client.run(_worker_version)
+    except Exception as exc:
+        raise PowerModelError(
+            f"the dask workers cannot run powermodel ({type(exc).__name__}: {exc}): install "
+            f"powermodel {__version__} on them"
+        ) from None
+    other = {v for v in versions.values() if v != __version__}
+    if other:
+        raise PowerModelError(
+            f"the dask workers run powermodel {', '.join(sorted(other))}, this is {__version__}: "
+            "install the same version on them, so that runs give the same results"
+        )
+    limits = [
+        (w.get("memory_limit") or 0) / max(w.get("nthreads") or 1, 1)
+        for w in client.scheduler_info()["workers"].values()
+    ]
+    if memory and all(0 < limit < memory for limit in limits):
+        raise PowerModelError(
+            f"a run needs about {memory / 1e9:.2f} GB, more than any dask worker's memory limit "
+            f"({max(limits) / 1e9:.2f} GB a thread): give the workers more memory, or make the "
+            "runs smaller (lengthen simulation.dt or shorten simulation.duration)"
+        )
+
+
+def _worker_version() -> str:
+    return __version__
+
+
+def _on_dask(
+    client: Any,
+    function: Callable[[Any], Any],
+    items: Sequence[Any],
+    progress: bool,
+    keep_going: bool,
+    label: str,
+) -> list[Any]:
+    """The items mapped on the cluster in chunks, a few for each worker thread: a task costs
+    the scheduler and this process milliseconds, as much as a short run."""
+    from dask.distributed import as_completed
+
+    threads = max(sum(client.nthreads().values()), 1)
+    size = max(1, math.ceil(len(items) / (threads * CHUNKS_PER_THREAD)))
+    starts = range(0, len(items), size)
+    chunks = [list(items[i : i + size]) for i in starts]
+    futures = client.map(_chunk, chunks, function=function, keep_going=keep_going, pure=False)
+    where = {f.key: i for i, f in zip(starts, futures, strict=True)}
+    out: list[Any] = [None] * len(items)
+    try:
+        with _bar(len(items), progress, label) as bar:
+            for future in as_completed(futures):
+                first = where[future.key]
+                count = min(size, len(items) - first)
+                try:
+                    out[first : first + count] = future.result()
+                except Exception as exc:
+                    if not keep_going:
+                        raise
+                    out[first : first + count] = [_failure(exc)] * count
+                bar.update(count)
+    finally:
+        client.cancel(futures)
+    return out
+
+
+def _chunk(items: list[Any], function: Callable[[Any], Any], keep_going: bool) -> list[Any]:
+    """A chunk's items in turn, on a worker."""
+    return _in_turn(function, items, False, keep_going, "")
+
+
+def _gather(
+    results: list[list[dict[str, Any]]],
+    keys: list[str],
+    coords: dict[str, list[Any]],
+    rule_list: Sequence[rules.Rule],
+    series: str | None,
+    is_grid: bool,
+) -> xr.Dataset:
+    """Every run's outcome (in point, seed order) as one Dataset."""
+    n_points, seeds = len(results), len(results[0]) if results else 0
+    flat = [r for point in results for r in point]
+    dims = [*(keys if is_grid else ["point"]), "seed"]
+    shape = (*(len(coords[k]) for k in keys), seeds) if is_grid else (n_points, seeds)
+    names = list(dict.fromkeys(k for r in flat for k in r.get("metrics", {})))
+    data: dict[str, Any] = {}
+    for name in names:
+        values = np.array([r.get("metrics", {}).get(name, np.nan) for r in flat])
+        data[name] = (dims, values.reshape(shape), {"units": _unit(name)})
+    seeds_run = np.array([r.get("seed", -1) for r in flat], dtype=np.int64)
+    data["simulation_seed"] = (dims, seeds_run.reshape(shape), {"units": "1"})
+    data["error"] = (
+        dims,
+        np.array([r["error"] if "error" in r else "" for r in flat], dtype=str).reshape(shape),
+    )
+    if rule_list:
+        data.update(_rule_variables(flat, rule_list, dims, shape))
+    coords_out: dict[str, Any] = {"seed": np.arange(seeds)}
+    if series is not None:
+        data["grid_power"] = _series_variable(flat, dims, shape, series)
+        step = np.timedelta64(round(_interval(series) * 1e9), "ns")
+        coords_out["elapsed"] = np.arange(data["grid_power"][1].shape[-1]) * step
+    ds = xr.Dataset(data, coords=coords_out)
+    if is_grid:
+        ds = ds.assign_coords({k: _coordinate(coords[k]) for k in keys})
+    else:
+        ds = ds.assign_coords(
+            point=np.arange(n_points), **{k: ("point", _coordinate(coords[k])) for k in keys}
+        )
+    if rule_list:
+        ds = ds.assign_coords(
+            rule=[r.name for r in rule_list], rule_unit=("rule", [r.unit for r in rule_list])
+        )
+    return ds
+
+
+def _rule_variables(
+    flat: list[dict[str, Any]], rule_list: Sequence[rules.Rule], dims: list[str], shape: tuple
+) -> dict[str, tuple]:
+    def field_of(name: str, missing: Any) -> np.ndarray:
+        return np.array(
+            [
+                [r.get("rules", {}).get(rule.name, {}).get(name, missing) for rule in rule_list]
+                for r in flat
+            ]
+        ).reshape(*shape, len(rule_list))
+
+    ruled = [*dims, "rule"]
+    return {
+        "rule_passed": (ruled, field_of("passed", np.nan), {"units": "1"}),
+        "rule_worst": (ruled, field_of("worst", np.nan), IN_RULE_UNIT),
+        "rule_limit": (ruled, field_of("limit", np.nan), IN_RULE_UNIT),
+        "rule_violations_per_day": (
+            ruled,
+            field_of("violations_per_day", np.nan),
+            {"units": "1/d"},
+        ),
+        "rule_refused": (ruled, field_of("refused", "").astype(str), {}),
+    }
+
+
+def _series_variable(
+    flat: list[dict[str, Any]], dims: list[str], shape: tuple, series: str
+) -> tuple:
+    """Each run's ``grid_power`` series on ``elapsed``, NaN past a shorter run's end."""
+    length = max((len(r["series"]) for r in flat if "series" in r), default=0)
+    values = np.full((len(flat), length), np.nan)
+    for row, r in zip(values, flat, strict=True):
+        if "series" in r:
+            row[: len(r["series"])] = r["series"]
+    attrs = {**variable_attrs("grid_power"), "cell_methods": f"elapsed: mean (interval: {series})"}
+    return [*dims, "elapsed"], values.reshape(*shape, length), attrs
+
+
+def _unit(name: str) -> str:
+    return next((unit for end, unit in _UNITS if name.endswith(end)), "1")
+
+
+def _coordinate(values: list[Any]) -> np.ndarray:
+    """A key's values as a coordinate: numbers or booleans as such, the rest as text (``""``
+    where a point leaves the key out)."""
+    present = [v for v in values if v is not None]
+    missing = len(present) < len(values)
+    if present and all(isinstance(v, bool) for v in present) and not missing:
+        return np.array(values, dtype=bool)
+    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        if not missing:
+            return np.array(values, dtype=np.int64)
+    if present and all(isinstance(v, int | float) and not isinstance(v, bool) for v in present):
+        return np.array([np.nan if v is None else float(v) for v in values])
+    return np.array(
+        ["" if v is None else v if isinstance(v, str) else _json(v) for v in values], dtype=str
+    )
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, default=str)
+
+
+def read_sweep(path: str | Path) -> SweepFile:
+    """A sweep file: ``base``, ``seeds``, ``rules``, ``registered_demand``, ``series``, a
+    ``[set]`` table of fixed overrides and either a ``[grid]`` table (key = [values]) or
+    ``[[points]]`` tables. Paths in it (``base``, ``extends``, ``site.weather``) are relative to
+    the file's folder.
+
+    Raises
+    ------
+    PowerModelError
+        With one line: a file that is missing, too large, not TOML; an unknown key or one of
+        the wrong type; no grid or points, or both.
+    """
+    path = Path(path)
+    raw = parse_toml(_read_text(path), str(path))
+    unknown = [str(k) for k in raw if k not in FILE_KEYS]
+    if unknown:
+        near = difflib.get_close_matches(unknown[0], FILE_KEYS, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise PowerModelError(
+            f"{path}: unknown key {shorten(unknown[0])}{hint}; a sweep file has "
+            f"{', '.join(FILE_KEYS)} (a scenario key goes under [set], [grid] or [[points]])"
+        )
+    if ("grid" in raw) == ("points" in raw):
+        raise PowerModelError(
+            f"{path}: give the swept keys as a [grid] table (every combination) or as "
+            "[[points]] tables (these points), one of the two"
+        )
+    folder = path.resolve().parent
+    base = _typed(raw, "base", str, path)
+    if base is None or not base.strip():
+        raise PowerModelError(f'{path}: no base: name the scenario to sweep, base = "PRESET"')
+    overrides = _located(_flat(_typed(raw, "set", dict, path) or {}, "[set]", path), folder)
+    if "grid" in raw:
+        table = _flat(_typed(raw, "grid", dict, path), "[grid]", path)
+        grid: Any = {k: _located_values(k, v, folder) for k, v in table.items()}
+    else:
+        listed = _typed(raw, "points", list, path)
+        if len(listed) > MAX_RUNS:
+            raise PowerModelError(f"{path}: {len(listed):,} points, more than {MAX_RUNS:,}")
+        if not all(isinstance(p, dict) for p in listed):
+            raise PowerModelError(f"{path}: each of [[points]] is a table of key = value")
+        grid = [_located(_flat(p, f"point {n}", path), folder) for n, p in enumerate(listed, 1)]
+    rule_names = raw.get("rules")
+    if rule_names is not None and not (
+        isinstance(rule_names, str)
+        or (isinstance(rule_names, list) and all(isinstance(n, str) for n in rule_names))
+    ):
+        raise PowerModelError(f'{path}: rules is a list of rule names, e.g. ["ercot-5s"]')
+    demand = _typed(raw, "registered_demand", int | float, path)
+    if demand is not None and (isinstance(demand, bool) or not 0 < demand < math.inf):
+        raise PowerModelError(f"{path}: registered_demand is a positive number of MW")
+    return SweepFile(
+        base=_located_base(base, folder),
+        grid=grid,
+        seeds=_seed_count(raw.get("seeds", 1)),
+        overrides=overrides,
+        rules=[rule_names] if isinstance(rule_names, str) else list(rule_names or []),
+        registered_demand=None if demand is None else float(demand),
+        series=_typed(raw, "series", str, path),
+    )
+
+
+def _read_text(path: Path) -> str:
+    try:
+        size = path.stat().st_size
+        if not path.is_file():
+            raise PowerModelError(f"{path}: not a file: give a sweep file (.toml)")
+        if size > MAX_FILE_BYTES:
+            raise PowerModelError(
+                f"{path}: {size:,} bytes, more than the {MAX_FILE_BYTES:,} a sweep file needs"
+            )
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PowerModelError(f"{path}: no such sweep file") from None
+    except UnicodeDecodeError:
+        raise PowerModelError(f"{path}: not a text file in UTF-8: save it as UTF-8") from None
+    except OSError as exc:
+        raise PowerModelError(f"{path}: cannot read the sweep file ({exc.strerror})") from None
+
+
+def _typed(raw: dict[str, Any], key: str, kind: Any, path: Path) -> Any:
+    value = raw.get(key)
+    if value is not None and not isinstance(value, kind):
+        names = {str: "text", dict: "a table", list: "a list of tables"}
+        raise PowerModelError(
+            f"{path}: {key} must be {names.get(kind, 'a number')}, got {shorten(value)}"
+        )
+    return value
+
+
+def _flat(table: dict[str, Any], label: str, path: Path) -> dict[str, Any]:
+    """A table's nested tables as dotted keys, in the file's order (``cluster.n_gpus = …``
+    nests in TOML). The nesting is bounded by :func:`parse_toml`."""
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, node: dict[str, Any]) -> None:
+        for key, value in node.items():
+            if isinstance(value, dict) and value:
+                walk(f"{prefix}{key}.", value)
+            else:
+                out[f"{prefix}{key}"] = value
+            if len(out) > MAX_OVERRIDES:
+                raise PowerModelError(f"{path}: {label} sets more than {MAX_OVERRIDES} keys")
+
+    walk("", table)
+    return out
+
+
+def _located_base(name: str, folder: Path) -> str:
+    """A preset name as it is; a scenario file relative to ``folder``."""
+    if name in presets() or not (name.endswith(".toml") or len(Path(name).parts) > 1):
+        return name
+    return str(folder / Path(name).expanduser())
+
+
+def _located_value(key: str, value: Any, folder: Path) -> Any:
+    if isinstance(value, str) and key == EXTENDS:
+        return _located_base(value, folder)
+    if isinstance(value, str) and key == "site.weather" and names_a_file(value):
+        return str(folder / Path(value).expanduser())
+    return value
+
+
+def _located(table: dict[str, Any], folder: Path) -> dict[str, Any]:
+    return {k: _located_value(k, v, folder) for k, v in table.items()}
+
+
+def _located_values(key: str, values: Any, folder: Path) -> Any:
+    if not isinstance(values, list):
+        return values  # refused by sweep with the key's name
+    return [_located_value(key, v, folder) for v in values]
+
+
+def check_output(path: str | Path, series: str | None = None) -> Path:
+    """The results file, if its extension names a format :func:`write` writes."""
+    path = Path(path)
+    if path.suffix not in (".nc", ".csv"):
+        raise PowerModelError(
+            f"cannot write {str(path)!r}: unknown extension {path.suffix!r}; use .nc (NetCDF) "
+            "or .csv (one row per run)"
+        )
+    if path.suffix == ".csv" and series is not None:
+        raise PowerModelError(
+            f"{path}: a CSV holds one row per run, not series: write .nc, or leave out series"
+        )
+    return path
+
+
+def write(ds: xr.Dataset, path: str | Path) -> Path:
+    """A sweep's results to ``path``: ``.nc`` the Dataset, ``.csv`` :func:`table`."""
+    path = check_output(path, ds.attrs.get("series") or None)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".nc":
+        ds.to_netcdf(path)
+    else:
+        table(ds).to_csv(path, index=False)
+    return path
+
+
+def _key_columns(ds: xr.Dataset) -> list[str]:
+    """The swept keys: the dimensions before ``seed``, or the coordinates on ``point``."""
+    dims = [d for d in ds["error"].dims if d != "seed"]
+    if dims == ["point"]:
+        return ["point", *(c for c in ds.coords if ds[c].dims == ("point",) and c != "point")]
+    return dims
+
+
+def table(ds: xr.Dataset) -> pd.DataFrame:
+    """One row per run: the swept keys, ``seed``, ``simulation_seed``, ``error``, the metrics,
+    and for each rule ``<rule> passed``, ``worst [unit]``, ``limit [unit]``, ``violations/day``
+    and ``refused``."""
+    per_run = [
+        n for n, v in ds.data_vars.items() if "rule" not in v.dims and "elapsed" not in v.dims
+    ]
+    wide = ds[per_run]
+    if "rule" in ds.dims:
+        for name, unit in zip(ds["rule"].values, ds["rule_unit"].values, strict=True):
+            columns = {
+                "passed": "passed",
+                "worst": f"worst [{unit}]",
+                "limit": f"limit [{unit}]",
+                "violations_per_day": "violations/day",
+                "refused": "refused",
+            }
+            for field_name, column in columns.items():
+                picked = ds[f"rule_{field_name}"].sel(rule=name).reset_coords(drop=True)
+                wide[f"{name} {column}"] = picked
+    frame = wide.to_dataframe().reset_index()
+    first = [*_key_columns(ds), "seed"]
+    return frame[[*first, *(c for c in frame.columns if c not in first)]]
+
+
+def _failing(passed: pd.Series) -> str:
+    """Runs failing a rule of those it judged: ``1/4``, or ``no verdict``."""
+    judged = int(passed.notna().sum())
+    return f"{int((passed == 0).sum())}/{judged}" if judged else "no verdict"
+
+
+def summary(ds: xr.Dataset, width: int = 60) -> pd.DataFrame:
+    """One row per point: its keys, the runs that ran (of the seeds), the median over seeds of
+    the headline metrics, the runs failing each rule (of those it judged), and the first error
+    (cut to ``width`` characters)."""
+    keys = _key_columns(ds)
+    frame = table(ds)
+    groups = frame.groupby(keys, sort=False, dropna=False)
+    out = groups.size().reset_index()[keys]
+    runs = groups["error"].agg(lambda e: f"{int((e == '').sum())}/{len(e)}")
+    out["ran"] = runs.values
+    for name in SUMMARY:
+        if name in frame:
+            out[f"{name} p50"] = groups[name].median().values
+    for name in ds["rule"].values if "rule" in ds.dims else ():
+        verdicts = groups[f"{name} passed"]
+        out[f"{name} failing"] = verdicts.agg(_failing).values
+    out["error"] = (
+        groups["error"]
+        .agg(lambda e: next((t if len(t) <= width else t[: width - 1] + "…" for t in e if t), ""))
+        .values
+    )
+    return out

@@ -1,0 +1,461 @@
+"""Sweeps and Monte Carlo (powermodel.sweep, ``powermodel sweep``): the same Dataset serially,
+on a LocalCluster and on a real scheduler process; failing points recorded; bad input refused
+before any run."""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+from numpy.testing import assert_allclose
+
+import powermodel.sweep as sweep_module
+from powermodel import load_scenario, metrics, simulate
+from powermodel.cli import main
+from powermodel.errors import PowerModelError, ScenarioError
+from powermodel.sweep import Failure, read_sweep, run_all, summary, sweep, table
+
+REFERENCE = "llama3-405b-16k-h100"
+ROOT = Path(__file__).parents[1]
+# A day at 10 s: ieso-1min (a 1-min rolling mean, five steps at least) is judged, runs are cheap
+DAY = {"simulation.duration": "1d", "simulation.dt": "10s"}
+GRID = {"cluster.n_gpus": [8192, 16384], "checkpoint.interval": ["30min", "2h"]}
+
+
+def _sweep(**options):
+    return sweep(
+        REFERENCE,
+        GRID,
+        2,
+        overrides=DAY,
+        rules="ieso-1min",
+        series="1h",
+        progress=False,
+        **options,
+    )
+
+
+@pytest.fixture(scope="module")
+def serial():
+    return _sweep(workers=0)
+
+
+def test_serial_and_a_two_worker_local_cluster_give_the_same_dataset(serial):
+    xr.testing.assert_identical(serial, _sweep(workers=2))
+
+
+def test_the_dataset_has_a_dimension_per_key_and_one_for_the_seed(serial):
+    assert dict(serial["it_mean_mw"].sizes) == {
+        "cluster.n_gpus": 2,
+        "checkpoint.interval": 2,
+        "seed": 2,
+    }
+    assert serial["cluster.n_gpus"].values.tolist() == [8192, 16384]
+    assert serial["checkpoint.interval"].values.tolist() == ["30min", "2h"]
+    # seed i of a point is the preset's seed (0) plus i
+    assert (serial["simulation_seed"].values == np.array([0, 1])).all()
+    assert (serial["error"] == "").all()
+    assert serial["rule_passed"].notnull().all()  # a 1-min mean on 10-s steps is judged
+    assert serial.attrs["seeds"] == 2 and serial.attrs["rules"] == "ieso-1min"
+    assert load_scenario(REFERENCE).to_json() == serial.attrs["scenario"]
+    # the series are interval means, so their mean is the run's mean exactly (energy-exact
+    # resampling: 24 hours of 360 steps each)
+    assert serial.sizes["elapsed"] == 24
+    assert_allclose(serial["grid_power"].mean("elapsed"), serial["grid_mean_mw"], rtol=1e-12)
+
+
+def test_a_run_equals_the_same_scenario_simulated_alone(serial):
+    # the point (16384 GPUs, 2h) at seed 1, simulated directly with the same overrides
+    alone = metrics(
+        simulate(
+            load_scenario(
+                REFERENCE,
+                {**DAY, "cluster.n_gpus": 16384, "checkpoint.interval": "2h", "simulation.seed": 1},
+            )
+        )
+    )
+    run = serial.sel({"cluster.n_gpus": 16384, "checkpoint.interval": "2h", "seed": 1})
+    for name in ("it_energy_mwh", "grid_peak_mw", "effective_training_time"):
+        assert float(run[name]) == alone[name]
+    assert float(run["unexpected_interruptions"]) == alone["unexpected_interruptions"]
+
+
+def test_an_invalid_point_is_recorded_and_the_others_run():
+    ds = sweep(
+        REFERENCE,
+        {"cluster.n_gpus": [8192, -5]},
+        2,
+        overrides=DAY,
+        workers=0,
+        progress=False,
+    )
+    bad, good = ds.sel({"cluster.n_gpus": -5}), ds.sel({"cluster.n_gpus": 8192})
+    assert all("cluster.n_gpus" in e and "greater than 0" in e for e in bad["error"].values)
+    assert bad["it_mean_mw"].isnull().all() and (bad["simulation_seed"] == -1).all()
+    assert (good["error"] == "").all() and good["it_mean_mw"].notnull().all()
+    assert summary(ds)["ran"].tolist() == ["2/2", "0/2"]
+
+
+def test_a_run_that_fails_where_it_runs_is_recorded(monkeypatch):
+    real = sweep_module.simulate
+
+    def failing(scenario):
+        if scenario.simulation.seed == 1:
+            raise ScenarioError("no run at seed 1")
+        if scenario.cluster.n_gpus == 16384:
+            raise RuntimeError("a defect")
+        return real(scenario)
+
+    monkeypatch.setattr(sweep_module, "simulate", failing)
+    ds = sweep(
+        REFERENCE, {"cluster.n_gpus": [8192, 16384]}, 2, overrides=DAY, workers=0, progress=False
+    )
+    assert ds["error"].values.tolist() == [
+        ["", "no run at seed 1"],
+        ["internal error: RuntimeError: a defect", "no run at seed 1"],
+    ]
+    assert np.isfinite(ds["it_mean_mw"].values[0, 0]) and ds["it_mean_mw"].isnull().sum() == 3
+
+
+@pytest.mark.parametrize(
+    "grid, overrides, match",
+    [
+        (
+            {"cluster.n_gpu": [1]},
+            None,
+            "unknown scenario key 'cluster.n_gpu'; did you mean 'cluster.n_gpus'",
+        ),
+        ([{"cluster.n_gpus": 8192}, {"workload.phase.0.power": 1}], None, "workload.phase.0"),
+        ({"cluster.n_gpus": [8192]}, {"simulation.sed": 3}, "did you mean 'simulation.seed'"),
+    ],
+)
+def test_an_unknown_key_is_refused_before_any_run(monkeypatch, grid, overrides, match):
+    ran = []
+    monkeypatch.setattr(sweep_module, "simulate", ran.append)
+    monkeypatch.setattr(sweep_module, "load_scenario", ran.append)
+    with pytest.raises(ScenarioError, match=match):
+        sweep(REFERENCE, grid, 2, overrides=overrides, workers=0, progress=False)
+    assert ran == []
+
+
+def test_known_keys_pass_the_check():
+    for key in ("cluster.n_gpus", "workload.phases.1.power", "mitigation.smoothing", "extends"):
+        sweep_module._check_key(key)
+
+
+def test_seeds_are_shared_across_points():
+    # two points that differ only in their name draw the same failures at each seed (common
+    # random numbers); the seeds themselves draw differently
+    ds = sweep(
+        REFERENCE,
+        [{"name": "a"}, {"name": "b"}],
+        3,
+        overrides={"simulation.duration": "2d", "simulation.dt": "1min"},
+        workers=0,
+        progress=False,
+    )
+    counts = ds["unexpected_interruptions"].values
+    assert (counts[0] == counts[1]).all()
+    assert len(set(counts[0])) > 1
+    assert ds["name"].values.tolist() == ["a", "b"] and ds.sizes["point"] == 2
+
+
+def test_explicit_points_fill_what_a_point_leaves_out():
+    ds = sweep(
+        REFERENCE,
+        [{"cluster.n_gpus": 8192}, {"checkpoint.interval": "1h"}],
+        overrides=DAY,
+        workers=0,
+        progress=False,
+    )
+    # a number left out is NaN, a text left out is "" (the base's value)
+    assert np.isnan(ds["cluster.n_gpus"].values[1]) and ds["cluster.n_gpus"].values[0] == 8192
+    assert ds["checkpoint.interval"].values.tolist() == ["", "1h"]
+
+
+def test_a_preset_and_a_weather_file_are_keys():
+    ds = sweep(
+        REFERENCE,
+        {"extends": ["llama3-405b-16k-h100", "llama3-405b-8k-h100"], "site.weather": ["tampa"]},
+        overrides=DAY,
+        workers=0,
+        progress=False,
+    )
+    assert (ds["error"] == "").all()
+    # the 8K preset runs half the GPUs of the 16K one: its IT power is about half (the
+    # failures and the rest of each node scale with it)
+    half = ds["it_mean_mw"].values[1] / ds["it_mean_mw"].values[0]
+    assert_allclose(half, 0.5, rtol=0.05)
+
+
+def test_the_run_count_is_bounded_before_any_run():
+    with pytest.raises(PowerModelError, match="10,100 runs, more than 10,000"):
+        sweep(REFERENCE, {"simulation.seed": list(range(101))}, 100, workers=0, progress=False)
+
+
+def test_run_all_keeps_going_or_raises_in_turn():
+    assert run_all(math.sqrt, [4.0, -1.0], keep_going=True) == [
+        2.0,
+        Failure("worker failed: ValueError: math domain error"),
+    ]
+    with pytest.raises(ValueError, match="math domain error"):
+        run_all(math.sqrt, [4.0, -1.0])
+
+
+def test_more_workers_than_cores_are_refused():
+    with pytest.raises(PowerModelError, match="--workers must be 0"):
+        run_all(math.sqrt, [4.0], workers=10_000)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_port(port: int, process: subprocess.Popen, within: float = 60.0) -> None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the dask scheduler exited"
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"no dask scheduler on port {port} after {within} s")
+
+
+@pytest.fixture
+def scheduler():
+    """A real dask scheduler process and one worker process on 127.0.0.1, stopped after."""
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}
+    common = {"cwd": ROOT, "env": env, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    processes = []
+    try:
+        processes.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "distributed.cli.dask_scheduler",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--dashboard-address",
+                    ":0",
+                ],
+                **common,
+            )
+        )
+        _wait_for_port(port, processes[0])
+        processes.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "distributed.cli.dask_worker",
+                    address,
+                    "--nworkers",
+                    "1",
+                    "--nthreads",
+                    "1",
+                    "--host",
+                    "127.0.0.1",
+                    "--no-dashboard",
+                ],
+                **common,
+            )
+        )
+        yield address
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def test_a_sweep_on_a_running_scheduler_equals_the_serial_one(serial, scheduler):
+    xr.testing.assert_identical(serial, _sweep(scheduler=scheduler))
+    # a call that raises on a worker comes back as its failure, or raises here
+    assert run_all(math.sqrt, [4.0, -1.0], scheduler=scheduler, keep_going=True) == [
+        2.0,
+        Failure("worker failed: ValueError: math domain error"),
+    ]
+    with pytest.raises(ValueError, match="math domain error"):
+        run_all(math.sqrt, [4.0, -1.0], scheduler=scheduler)
+
+
+def test_a_scheduler_that_is_not_there_is_one_error(monkeypatch):
+    monkeypatch.setattr(sweep_module, "CONNECT_TIMEOUT", 1.0)
+    started = time.perf_counter()
+    with pytest.raises(PowerModelError, match="cannot reach the dask scheduler"):
+        run_all(math.sqrt, [4.0], scheduler=f"tcp://127.0.0.1:{_free_port()}")
+    assert time.perf_counter() - started < 15.0
+
+
+SWEEP_FILE = """
+base = "mine.toml"
+seeds = 2
+rules = ["ieso-1min"]
+
+[set]
+simulation.duration = "1d"
+simulation.dt = "10s"
+
+[grid]
+cluster.n_gpus = [8192, 16384]
+"checkpoint.interval" = ["30min", "2h"]
+"""
+
+
+def _files(folder: Path, text: str = SWEEP_FILE) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "mine.toml").write_text(f'extends = "{REFERENCE}"\nname = "mine"\n')
+    path = folder / "sweep.toml"
+    path.write_text(text)
+    return path
+
+
+def test_the_command_writes_netcdf_and_prints_a_summary(tmp_path, capsys, monkeypatch):
+    path = _files(tmp_path / "in")
+    monkeypatch.chdir(tmp_path)  # the base is found beside the sweep file, not here
+    assert main(["sweep", str(path), "-o", "out/results.nc", "--workers", "0"]) == 0
+    out = capsys.readouterr().out
+    ds = xr.open_dataset(tmp_path / "out" / "results.nc")
+    assert dict(ds["it_mean_mw"].sizes) == {
+        "cluster.n_gpus": 2,
+        "checkpoint.interval": 2,
+        "seed": 2,
+    }
+    assert dict(ds["rule_passed"].sizes) == {**ds["it_mean_mw"].sizes, "rule": 1}
+    assert "ieso-1min failing" in out and "8 of 8 runs ran" in out and "wrote out/results.nc" in out
+    # the summary's median of each point is that of its seeds in the file
+    expected = ds["grid_peak_mw"].median("seed").values.ravel()
+    lines = [line.split() for line in out.splitlines()[1:5]]
+    assert_allclose([float(line[4]) for line in lines], expected, rtol=1e-3)
+
+
+def test_the_command_writes_a_row_per_run_to_csv(tmp_path, capsys):
+    path = _files(tmp_path)
+    out = tmp_path / "results.csv"
+    assert main(["sweep", str(path), "-o", str(out), "--workers", "0", "--seeds", "3"]) == 0
+    import pandas as pd
+
+    frame = pd.read_csv(out)
+    assert len(frame) == 2 * 2 * 3  # points times seeds
+    assert frame.columns[:3].tolist() == ["cluster.n_gpus", "checkpoint.interval", "seed"]
+    assert "ieso-1min worst [MW/min]" in frame and frame["error"].isna().all()
+
+
+def test_check_over_seeds_and_ranges_prints_the_same_on_workers(capsys):
+    argv = [
+        "check",
+        REFERENCE,
+        "--set",
+        "simulation.duration=6h",
+        "--set",
+        "simulation.dt=10s",
+        "--rules",
+        "ieso-1min",
+        "--seeds",
+        "2",
+        "--sensitivity",
+    ]
+    code = main(argv)
+    alone = capsys.readouterr().out
+    assert main([*argv, "--workers", "2"]) == code
+    assert capsys.readouterr().out == alone
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        (None, "no such sweep file"),
+        ("base = ", "TOML syntax error"),
+        ('base = "x"\nbogus = 1\n[grid]\n"a" = [1]', "unknown key 'bogus'"),
+        (f'base = "{REFERENCE}"\n[grid]\ncluster.n_gpu = [1]', "unknown scenario key"),
+        (f'base = "{REFERENCE}"\n[grid]\n', "the grid is empty"),
+        (f'base = "{REFERENCE}"\n[grid]\n"cluster.n_gpus" = []', "has no values"),
+        (f'base = "{REFERENCE}"\n[grid]\n"cluster.n_gpus" = 8', "give a list of values"),
+        (f'base = "{REFERENCE}"', "give the swept keys as a \\[grid\\] table"),
+        (f'base = "{REFERENCE}"\nseeds = 0\n[grid]\n"simulation.seed" = [1]', "seeds must be"),
+        (
+            f'base = "{REFERENCE}"\nseeds = 100\n[grid]\n"simulation.seed" = '
+            f"[{', '.join(map(str, range(101)))}]",
+            "10,100 runs, more than 10,000",
+        ),
+        (f'base = "{REFERENCE}"\n[[points]]\n[grid]\n"a" = [1]', "one of the two"),
+        ('seeds = 2\n[grid]\n"cluster.n_gpus" = [8]', "no base"),
+        (f'base = "{REFERENCE}"\nseries = "1min"\n[grid]\n"cluster.n_gpus" = [8]', "a CSV holds"),
+    ],
+)
+def test_a_bad_sweep_file_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch, text, match):
+    ran = []
+    monkeypatch.setattr(sweep_module, "simulate", ran.append)
+    path = tmp_path / "sweep.toml"
+    if text is not None:
+        path.write_text(text)
+    assert main(["sweep", str(path), "-o", str(tmp_path / "r.csv"), "--workers", "0"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and ran == []
+    (line,) = captured.err.splitlines()
+    assert line.startswith("powermodel: error:")
+    assert __import__("re").search(match, line), line
+
+
+def test_an_unknown_output_extension_or_worker_count_is_refused(tmp_path, capsys):
+    path = _files(tmp_path)
+    assert main(["sweep", str(path), "-o", str(tmp_path / "r.xlsx")]) == 1
+    assert "unknown extension '.xlsx'" in capsys.readouterr().err
+    assert main(["sweep", str(path), "-o", str(tmp_path / "r.nc"), "--workers", "-1"]) == 1
+    assert "--workers must be 0" in capsys.readouterr().err
+
+
+def test_a_sweep_file_reads_nested_and_quoted_keys_in_order(tmp_path):
+    spec = read_sweep(_files(tmp_path))
+    assert list(spec.grid) == ["cluster.n_gpus", "checkpoint.interval"]
+    assert spec.base == str(tmp_path.resolve() / "mine.toml")
+    assert spec.overrides == DAY and spec.seeds == 2 and spec.rules == ["ieso-1min"]
+
+
+def test_the_table_has_a_row_per_run(serial):
+    frame = table(serial)
+    assert len(frame) == serial["error"].size
+    assert frame.columns[:3].tolist() == ["cluster.n_gpus", "checkpoint.interval", "seed"]
+    # the row of (16384, 2h, seed 1) holds that run's numbers
+    row = frame.query("`cluster.n_gpus` == 16384 and `checkpoint.interval` == '2h' and seed == 1")
+    run = serial.sel({"cluster.n_gpus": 16384, "checkpoint.interval": "2h", "seed": 1})
+    assert row["grid_peak_mw"].item() == float(run["grid_peak_mw"])
+    assert row["ieso-1min worst [MW/min]"].item() == float(run["rule_worst"].item())
+
+
+def test_a_sweep_in_turn_does_not_load_dask_distributed():
+    # (xarray itself imports dask.array, where dask is installed, on building a Dataset)
+    code = (
+        "import sys\n"
+        "from powermodel.cli import main\n"
+        "from powermodel.sweep import sweep\n"
+        "sweep('llama3-405b-16k-h100', {'cluster.n_gpus': [8192]}, "
+        "overrides={'simulation.duration': '1h', 'simulation.dt': '1min'}, workers=0, "
+        "progress=False)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'distributed'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
