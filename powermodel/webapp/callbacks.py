@@ -28,6 +28,7 @@ from typing import Any
 import dash
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 from dash import ALL, MATCH, Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
@@ -48,6 +49,7 @@ from powermodel.scenario import (
     shorten,
 )
 from powermodel.simulate import SENSORS
+from powermodel.sweep import bands, measured, swept_dims, swept_keys
 from powermodel.webapp import downloads, figures, ids, layout
 from powermodel.webapp.cache import SLOT_WAIT, Entry, Kept, SimulationCache, scenario_key
 from powermodel.webapp.controls import (
@@ -70,10 +72,14 @@ from powermodel.webapp.uploads import (
     UploadError,
     WeatherUploads,
     decode_upload,
+    read_sweep_results,
     read_trace,
     safe_name,
 )
 
+# the sweep view opens on the first of these its results hold: the swing the grid sees first
+SWEEP_METRICS = ("grid_swing_5s_mw", "grid_peak_mw", "effective_training_time")
+MAX_FAILED_ROWS = 1000  # failed runs listed (a sweep holds up to 10,000 runs)
 MAX_STEPS = 5_000_000  # steps the dashboard simulates: 57 days 21 h at 1 s, about 1.6 GB at peak
 PREFETCHED = ("power", "thermal", "grid")  # views built ahead of a tab change (the mitigation
 # view is not: it would simulate the run without its mitigations for every scenario seen)
@@ -135,6 +141,7 @@ class Dashboard:
         self.fits = Kept()  # fitted traces by key: their figure, tables and scenario text
         self.traces = folder / "traces"  # an uploaded trace, while it is read
         self._fitting = threading.BoundedSemaphore(1)  # one fit at a time: seconds of a core
+        self.sweeps = Kept()  # uploaded sweep results by the hash of their bytes
         threading.Thread(target=self._prefetch_loop, name="prefetch", daemon=True).start()
 
     @property
@@ -464,6 +471,52 @@ class Dashboard:
             f"{format_duration(opened.simulation.duration)}"
         )
         return (base, *page_values(values), no_update, no_update, message)
+
+    # --- a sweep's results (sweep view) ---------------------------------------------------------
+
+    def open_sweep(self, contents: Any, filename: Any) -> tuple:
+        """Read an uploaded sweep's results: the view's store, metric and key choices, message
+        and the runs that failed. Results refused say why, and what was shown stays."""
+        if not contents:
+            raise PreventUpdate
+        try:
+            results, label, data = read_sweep_results(contents, filename, self.upload_limit, self.traces)
+            metrics_drawn, keys = measured(results), swept_keys(results)
+            if not metrics_drawn or not keys:
+                raise UploadError(f"{label} has no metric over a swept key to draw")
+        except PowerModelError as exc:
+            why = _page_words(self.said(exc))
+            return no_update, *(no_update,) * 4, f"{why} — the sweep shown is unchanged", no_update
+        key = hashlib.sha256(data).hexdigest()[:32]
+        self.sweeps.put(key, results)
+        metric = next((m for m in SWEEP_METRICS if m in metrics_drawn), metrics_drawn[0])
+        runs = int(results["error"].size)
+        failed, n_failed = _failed_runs(results)
+        message = (
+            f"{label}: {runs:,} runs ({results.sizes['seed']} seeds a point) over "
+            f"{', '.join(keys)}; {n_failed:,} failed"
+        )
+        return (
+            {"key": key, "name": label},
+            [{"label": m, "value": m} for m in metrics_drawn],
+            metric,
+            [{"label": k, "value": k} for k in keys],
+            keys[0],
+            message,
+            failed,
+        )
+
+    def sweep_view(self, state: Any, metric: Any, key: Any) -> go.Figure:
+        """The chosen metric against the chosen key, from results kept here."""
+        results = self.sweeps.get(state.get("key")) if isinstance(state, dict) else None
+        if results is None or not isinstance(metric, str) or not isinstance(key, str):
+            raise PreventUpdate
+        try:
+            table = bands(results, metric, key)
+        except PowerModelError:
+            raise PreventUpdate from None
+        unit = str(results[metric].attrs.get("units", "1"))
+        return figures.sweep_figure(table, metric, key, unit)
 
     def violations(self, scenario: Scenario, names: tuple[str, ...]) -> pd.DataFrame:
         """Every violation of the rules on a run, as the CLI's ``check --violations`` writes."""
@@ -824,6 +877,25 @@ class Dashboard:
             prevent_initial_call=True,
         )(self.fit_trace)
         app.callback(
+            Output(ids.SWEEP, "data"),
+            Output(ids.SWEEP_METRIC, "options"),
+            Output(ids.SWEEP_METRIC, "value"),
+            Output(ids.SWEEP_KEY, "options"),
+            Output(ids.SWEEP_KEY, "value"),
+            Output(ids.SWEEP_MESSAGE, "children"),
+            Output(ids.SWEEP_FAILED, "rowData"),
+            Input(ids.UPLOAD_SWEEP, "contents"),
+            State(ids.UPLOAD_SWEEP, "filename"),
+            prevent_initial_call=True,
+        )(self.open_sweep)
+        app.callback(
+            Output(ids.SWEEP_GRAPH, "figure"),
+            Input(ids.SWEEP, "data"),
+            Input(ids.SWEEP_METRIC, "value"),
+            Input(ids.SWEEP_KEY, "value"),
+            prevent_initial_call=True,
+        )(self.sweep_view)
+        app.callback(
             Output(ids.FIT_GRAPH, "figure", allow_duplicate=True),
             Input(ids.FIT_GRAPH, "relayoutData"),
             State(ids.FIT, "data"),
@@ -872,6 +944,23 @@ class Dashboard:
             State(ids.RULES, "value"),
             prevent_initial_call=True,
         )(self.show_violation)
+
+
+def _failed_runs(results: Any, limit: int = MAX_FAILED_ROWS) -> tuple[list[dict[str, str]], int]:
+    """The runs of a sweep that failed, the first ``limit`` of them: the point (its swept keys'
+    values), seed and error; and how many failed."""
+    error = results["error"].astype(str)
+    where = np.argwhere(error.values != "")
+    dims = [*swept_dims(results), "seed"]
+    keys = swept_keys(results)
+    rows = []
+    for index in where[:limit]:
+        at = dict(zip(dims, index, strict=True))
+        place = results.isel({d: int(i) for d, i in at.items() if d != "seed"})
+        point = ", ".join(f"{k} = {place[k].item()}" for k in keys)
+        why = str(error.values[tuple(index)])
+        rows.append({"point": point, "seed": str(at["seed"]), "error": why})
+    return rows, len(where)
 
 
 def _unchanged(message: str) -> tuple:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import xarray as xr
+from plotly.colors import hex_to_rgb, qualitative
 from plotly.subplots import make_subplots
 from plotly_resampler import FigureResampler
 
@@ -63,6 +64,7 @@ SWING_COLOR = "#6c3483"
 SENSOR_COLOR = "#d35400"  # a sensor's reading, over the exact lines
 EXACT = "exact"  # the sensor choice that overlays nothing: the interval means themselves
 HOVER_TIME = "%Y-%m-%d %H:%M:%S UTC"
+LINE_COLORS = qualitative.Plotly  # the sweep view's lines, one per combination of other keys
 BANDS = ("#f5b041", "#5dade2", "#af7ac5", "#58d68d", "#ec7063")  # rules' bands on the spectrum
 
 
@@ -744,6 +746,53 @@ def fit_figure(
     fig.update_yaxes(title_text="P per GPU [W]")
     _time_axis(fig, 1)
     return _style(fig)
+
+
+def sweep_figure(table: pd.DataFrame, metric: str, key: str, unit: str) -> go.Figure:
+    """A metric against a swept key (:func:`powermodel.sweep.bands`'s table): per line (the
+    other keys' values) its P50 over the seeds, with markers, over its P5-P95 band."""
+    fig = go.Figure()
+    for i, (line, rows) in enumerate(table.groupby("line", sort=False)):
+        color = LINE_COLORS[i % len(LINE_COLORS)]
+        x = rows["x"].to_numpy()
+        band = f"rgba({', '.join(map(str, hex_to_rgb(color)))}, 0.18)"
+        fig.add_trace(
+            go.Scatter(
+                x=np.concatenate([x, x[::-1]]),
+                y=np.concatenate([rows["p95"].to_numpy(), rows["p5"].to_numpy()[::-1]]),
+                fill="toself",
+                fillcolor=band,
+                line={"width": 0},
+                hoverinfo="skip",
+                showlegend=False,
+                legendgroup=line,
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=rows["p50"],
+                mode="lines+markers",
+                name=line,
+                line={"color": color},
+                legendgroup=line,
+                customdata=rows[["p5", "p95", "runs", "failed"]].to_numpy(),
+                hovertemplate=(
+                    "P50 %{y:.4g} (P5 %{customdata[0]:.4g}, P95 %{customdata[1]:.4g}); "
+                    "%{customdata[2]} seeds ran, %{customdata[3]} failed"
+                    "<extra>%{fullData.name}</extra>"
+                ),
+            )
+        )
+    fig.update_layout(
+        title=f"{metric} against {key}: P50 over the seeds, band P5-P95",
+        xaxis_title=key,
+        yaxis_title=f"{metric} [{unit}]",
+        template=TEMPLATE,
+        margin={"l": 64, "r": 16, "t": 72, "b": 48},
+        legend={"orientation": "h", "x": 0, "y": -0.15, "yanchor": "top"},
+    )
+    return fig
 
 
 def records(table: pd.DataFrame, columns: Sequence[str]) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ READY = "ready"  # store: the scenario state last simulated, which the views sho
 COMPARE = "compare"  # store: the scenario pinned for comparison
 UPLOADED_WEATHER = "uploaded-weather"  # store: label -> path of uploaded weather files
 FIT = "fit"  # store: the scenario fitted to an uploaded trace (its TOML text), and the fit's key
+SWEEP = "sweep-results"  # store: the key of the sweep results uploaded, and the name they came with
 
 SCENARIO_NAME = "scenario-name"
 SUMMARY = "summary"
@@ -39,7 +40,7 @@ def resampled(view: str) -> dict[str, str]:
 
 
 TABS = "tabs"
-VIEWS = ("power", "thermal", "grid", "mitigation", "compare", "export")
+VIEWS = ("power", "thermal", "grid", "mitigation", "compare", "sweep", "export")
 
 SENSOR = "sensor"  # dropdown: the instrument whose reading the power view overlays
 THERMAL_DIURNAL = "thermal-diurnal"
@@ -66,6 +67,12 @@ FIT_NUMBERS = "fit-numbers"  # measured against the fit replayed: energy, RMSE, 
 FIT_TOML_BUTTON = "fit-toml-button"
 FIT_TOML_DOWNLOAD = "fit-toml-download"
 FIT_LOAD = "fit-load"  # load the fitted scenario into the sidebar
+UPLOAD_SWEEP = "upload-sweep"  # a sweep's results file (NetCDF), read on the server
+SWEEP_METRIC = "sweep-metric"  # the metric drawn
+SWEEP_KEY = "sweep-key"  # the swept key on the x axis
+SWEEP_MESSAGE = "sweep-message"  # what became of the upload
+SWEEP_GRAPH = "sweep-graph"  # the metric against the key: P50 over seeds, P5-P95 band
+SWEEP_FAILED = "sweep-failed"  # the runs that failed, with their errors
 EXPORT_FORMAT = "export-format"
 EXPORT_INTERVAL = "export-interval"
 EXPORT_LINK = "export-link"

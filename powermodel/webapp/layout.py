@@ -145,6 +145,7 @@ TABLES = {
     ids.COMPARE_TABLE: ("metric", "this", "other", "change"),
     ids.FIT_TABLE: ("quantity", "fitted", "resolved", "how"),
     ids.FIT_NUMBERS: ("what", "measured", "re-simulated"),
+    ids.SWEEP_FAILED: ("point", "seed", "error"),
 }
 
 
@@ -269,6 +270,7 @@ def views() -> dcc.Tabs:
             _table(ids.COMPARE_TABLE, page_size=20),
             *fit_section(),
         ),
+        "sweep": _loading(*sweep_section()),
         "export": html.Div(
             [
                 html.Div(
@@ -349,6 +351,32 @@ def fit_section() -> list[Any]:
     ]
 
 
+def sweep_section() -> list[Any]:
+    """The sweep view: a sweep's results uploaded (``powermodel sweep -o results.nc``), one
+    metric against one swept key (P50 over the seeds, the P5-P95 band), and the runs that
+    failed."""
+    return [
+        html.Div(
+            [
+                dcc.Upload(
+                    html.Div("upload a sweep's results (NetCDF: powermodel sweep -o results.nc)"),
+                    id=ids.UPLOAD_SWEEP,
+                    className="upload",
+                ),
+                html.Label("metric"),
+                dcc.Dropdown(id=ids.SWEEP_METRIC, clearable=False),
+                html.Label("against"),
+                dcc.Dropdown(id=ids.SWEEP_KEY, clearable=False),
+            ],
+            className="control wide inline",
+        ),
+        html.Div("", id=ids.SWEEP_MESSAGE, className="message", role="alert"),
+        _graph(ids.SWEEP_GRAPH, height="480px"),
+        html.H3("runs that failed"),
+        _table(ids.SWEEP_FAILED, page_size=10),
+    ]
+
+
 def compare_options(pinned: str | None) -> list[dict[str, str]]:
     pinned_option = [{"label": f"pinned: {pinned}", "value": "pinned"}] if pinned else []
     return pinned_option + [{"label": f"preset: {p}", "value": p} for p in presets()]
@@ -366,6 +394,7 @@ def page(preset: str, upload_limit: int) -> html.Div:
             dcc.Store(id=ids.COMPARE),
             dcc.Store(id=ids.UPLOADED_WEATHER, data={}),
             dcc.Store(id=ids.FIT),
+            dcc.Store(id=ids.SWEEP),
             header(),
             html.Div([sidebar(preset, upload_limit), html.Main(views())], className="body"),
         ],

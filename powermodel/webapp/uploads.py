@@ -24,6 +24,7 @@ import pandas as pd
 from powermodel.errors import PowerModelError
 from powermodel.iotools import TelemetryWarning, read_telemetry, read_weather
 from powermodel.scenario import Scenario
+from powermodel.sweep import open_results
 
 KEPT = 32  # uploaded weather files kept on disk (1.6 MB each)
 TOKEN = "uploaded:"  # the weather control's value for an uploaded file starts so
@@ -93,6 +94,31 @@ def read_trace(
     meta["source"] = label
     meta["warnings"] = [str(w).replace(staged.name, label) for w in meta.get("warnings", ())]
     return frame, meta, data
+
+
+def read_sweep_results(contents: object, filename: object, limit: int, folder: Path) -> tuple:
+    """An uploaded sweep's results, read by :func:`powermodel.sweep.open_results` from a file
+    of the server's naming in ``folder``, deleted once read. Returns the Dataset, the name it
+    came with and its bytes (their hash keys it).
+
+    Raises
+    ------
+    UploadError, PowerModelError
+        Over ``limit`` bytes, or not a sweep's results (the reason, naming the file as it came).
+    """
+    label = safe_name(filename if isinstance(filename, str) else "", "results.nc")
+    data = decode_upload(contents, label, limit)
+    if not label.lower().endswith(".nc"):
+        raise UploadError(f"{label} is not a NetCDF file (.nc): give powermodel sweep's results")
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=folder, suffix=".nc", delete=False) as f:
+        f.write(data)
+    staged = Path(f.name)
+    try:
+        results = open_results(staged, label)
+    finally:
+        staged.unlink(missing_ok=True)
+    return results, label, data
 
 
 class WeatherUploads:
