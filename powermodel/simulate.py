@@ -489,8 +489,6 @@ def preflight(scenario: Scenario, sensors: int = 0) -> tuple[Derived, np.ndarray
     return (derived, *shape_tables(scenario, derived))
 
 
-
-
 def simulate(
     scenario: Scenario | str | Path, sensors: Sequence[str | sensors.Sensor] = ()
 ) -> xr.Dataset:

@@ -40,7 +40,7 @@ import xarray as xr
 from powermodel import rules
 from powermodel._version import __version__
 from powermodel.analysis import metrics, resample, resample_factor
-from powermodel.errors import PowerModelError, ScenarioError
+from powermodel.errors import DataFileError, PowerModelError, ScenarioError
 from powermodel.reference import keys as scenario_keys
 from powermodel.scenario import (
     Scenario,
@@ -58,6 +58,11 @@ from powermodel.variables import attrs as variable_attrs
 __all__ = [
     "Failure",
     "MAX_RUNS",
+    "bands",
+    "measured",
+    "open_results",
+    "swept_dims",
+    "swept_keys",
     "read_sweep",
     "run_all",
     "summary",
@@ -1020,3 +1025,99 @@ def summary(ds: xr.Dataset, width: int = 60) -> pd.DataFrame:
         .values
     )
     return out
+
+
+# --- reading a results file back (the dashboard's sweep view) ---------------------------------
+
+MAX_RESULT_CELLS = 4_000_000  # values of one results file read back (32 MB as float64)
+MAX_LINES = 12  # lines of one band figure: the other keys' combinations
+QUANTILES = (0.05, 0.5, 0.95)  # P5, P50 and P95 over seeds
+
+
+def open_results(path: str | Path, label: str | None = None) -> xr.Dataset:
+    """A sweep's results, as :func:`write` saved them to NetCDF, checked and read whole.
+
+    Parameters
+    ----------
+    path
+        The NetCDF file.
+    label
+        The name to give the file in messages (an upload's own name); its path by default.
+
+    Raises
+    ------
+    DataFileError
+        Not a NetCDF file, not a sweep's results (no ``seed`` dimension or ``error``), or more
+        than :data:`MAX_RESULT_CELLS` values: checked from its header, before any is read.
+    """
+    name = label or str(path)
+    try:
+        ds = xr.open_dataset(path, engine="netcdf4", cache=False)
+    except Exception:  # noqa: BLE001  the C library's errors are many: the file is not one
+        raise DataFileError(
+            f"{name} is not a NetCDF file: give the results of `powermodel sweep -o results.nc`"
+        ) from None
+    with ds:
+        if "seed" not in ds.dims or "error" not in ds.data_vars:
+            raise DataFileError(
+                f"{name} is not a sweep's results (it has no seed dimension or error variable): "
+                "give the results of `powermodel sweep -o results.nc`"
+            )
+        cells = sum(int(v.size) for v in ds.variables.values())
+        if cells > MAX_RESULT_CELLS:
+            raise DataFileError(
+                f"{name} holds {cells:,} values; at most {MAX_RESULT_CELLS:,} are read back: "
+                "sweep fewer points or seeds, or without --series"
+            )
+        return ds.load()
+
+
+def swept_keys(results: xr.Dataset) -> list[str]:
+    """The keys a sweep's results vary: its grid's dimensions, or a list of points' keys."""
+    return [k for k in _key_columns(results) if k != "point" or "point" not in results.dims]
+
+
+def swept_dims(results: xr.Dataset) -> list[str]:
+    """The dimensions of one run's place in the sweep, ``seed`` aside."""
+    return [d for d in results["error"].dims if d != "seed"]
+
+
+def measured(results: xr.Dataset) -> list[str]:
+    """The numeric results measured once a run (the metrics), which :func:`bands` draws."""
+    runs = set(results["error"].dims)
+    return [
+        str(name)
+        for name, v in results.data_vars.items()
+        if set(v.dims) == runs and v.dtype.kind in "fiub" and name != "simulation_seed"
+    ]
+
+
+def bands(results: xr.Dataset, metric: str, key: str) -> pd.DataFrame:
+    """``metric`` against the swept ``key``: its P5, P50 and P95 over the seeds that ran, per
+    value of ``key`` and combination of the other swept keys (``line``, their values; at most
+    :data:`MAX_LINES`, the rest left out).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``line``, ``key``'s value (as ``x``), ``p5``, ``p50``, ``p95``, ``runs`` (seeds that
+        ran) and ``failed`` (seeds whose run failed), sorted by line then ``x``.
+    """
+    if metric not in measured(results):
+        raise PowerModelError(f"{metric!r} is not a metric of these results")
+    keys = swept_keys(results)
+    if key not in keys:
+        raise PowerModelError(f"{key!r} is not a key of this sweep; it sweeps {', '.join(keys)}")
+    frame = results[[metric, "error"]].to_dataframe().reset_index()
+    frame.loc[frame["error"].astype(str) != "", metric] = np.nan
+    others = [k for k in keys if k != key]
+    labels = [frame[k].astype(str).radd(f"{k} = ") for k in others]
+    frame["line"] = labels[0].str.cat(labels[1:], sep=", ") if labels else "all points"
+    grouped = frame.groupby(["line", key], sort=True)[metric]
+    out = grouped.quantile(list(QUANTILES)).unstack()
+    out.columns = ["p5", "p50", "p95"]
+    out["runs"] = grouped.count()
+    out["failed"] = grouped.size() - out["runs"]
+    out = out.reset_index().rename(columns={key: "x"})
+    lines = list(dict.fromkeys(out["line"]))[:MAX_LINES]
+    return out[out["line"].isin(lines)].reset_index(drop=True)

@@ -103,6 +103,7 @@ PUBLIC = (
     "powermodel.scenario",
     "powermodel.simulate",
     "powermodel.sizing",
+    "powermodel.sweep",
 )
 
 

@@ -480,7 +480,9 @@ class Dashboard:
         if not contents:
             raise PreventUpdate
         try:
-            results, label, data = read_sweep_results(contents, filename, self.upload_limit, self.traces)
+            results, label, data = read_sweep_results(
+                contents, filename, self.upload_limit, self.traces
+            )
             metrics_drawn, keys = measured(results), swept_keys(results)
             if not metrics_drawn or not keys:
                 raise UploadError(f"{label} has no metric over a swept key to draw")
