@@ -23,6 +23,8 @@ from powermodel.analysis import resample
 from powermodel.fit import summary as fit_summary
 from powermodel.fit_report import fit_trace
 from powermodel.simulate import sensor_view
+from powermodel.sweep import sweep
+from powermodel.sweep import write as write_sweep
 from powermodel.webapp import create_app, ids
 from powermodel.webapp.layout import summary
 
@@ -267,4 +269,26 @@ def test_an_uploaded_trace_is_fitted_and_overlaid_in_the_compare_view(dash_duo, 
     # loaded into the sidebar: the header names the fitted scenario
     dash_duo.find_element(f"#{ids.FIT_LOAD}").click()
     dash_duo.wait_for_text_to_equal(f"#{ids.SCENARIO_NAME}", "fit of smi.csv")
+    assert dash_duo.get_logs() == []
+
+
+def test_an_uploaded_sweep_is_drawn_in_the_sweep_view(dash_duo, tmp_path):
+    # issue 13: a sweep's results file opened in the dashboard; the P50 line's values are the
+    # median over the seeds of the file's own numbers (numpy's, the rule pandas uses too)
+    grid = {"workload.trough_depth": [0.3, 0.5]}
+    fixed = {"simulation.duration": "2h", "reliability.rate_scale": 50.0}
+    ds = sweep(REFERENCE, grid, 3, overrides=fixed, workers=0, progress=False)
+    results = write_sweep(ds, tmp_path / "results.nc")
+    dash_duo.start_server(create_app(overrides=ONE_DAY))
+    dash_duo.wait_for_text_to_equal(f"#{ids.SCENARIO_NAME}", REFERENCE)
+    dash_duo.find_element(f"#{ids.TABS} .tab:nth-child({ids.VIEWS.index('sweep') + 1})").click()
+    dash_duo.find_element(f"#{ids.UPLOAD_SWEEP} input[type=file]").send_keys(str(results))
+    dash_duo.wait_for_contains_text(
+        f"#{ids.SWEEP_MESSAGE}", "results.nc: 6 runs (3 seeds a point) over workload.trough_depth"
+    )
+    shown = _wait(dash_duo, lambda: _traces(dash_duo, f"#{ids.SWEEP_GRAPH}"))
+    line = next(t for t in shown if t["name"] == "all points")
+    assert line["x"] == [0.3, 0.5]
+    expected = np.median(ds["grid_swing_5s_mw"].values, axis=-1)
+    assert_allclose(line["y"], expected, rtol=1e-9)
     assert dash_duo.get_logs() == []
