@@ -39,6 +39,7 @@ READY = {
     "grid": f"#{ids.COMPLIANCE} .ag-cell",
     "mitigation": f"#{ids.MITIGATION_COSTS} .ag-cell",
     "compare": f"#{ids.COMPARE_TABLE} .ag-cell",
+    "sweep": f"#{ids.SWEEP_GRAPH} .scatterlayer .trace",
     "export": f"#{ids.EXPORT_LINK}[href*='download']",
 }
 MITIGATION_CAP = 550  # W on 700 W H100s: what the mitigation view shows
@@ -89,6 +90,17 @@ def browser(width: int, height: int, chromium: str) -> webdriver.Chrome:
     return driver
 
 
+def sweep_results(out: Path) -> Path:
+    """Results of a small sweep for the sweep view: trough depth and checkpoint interval, three
+    seeds, two hours each at 50 times the failure rate (seeds that differ)."""
+    from powermodel.sweep import sweep, write
+
+    grid = {"workload.trough_depth": [0.2, 0.3, 0.4, 0.5], "checkpoint.interval": ["20min", "1h"]}
+    fixed = {"simulation.duration": "2h", "reliability.rate_scale": 50.0}
+    ds = sweep("llama3-405b-16k-h100", grid, 3, overrides=fixed, workers=0, progress=False)
+    return write(ds, out.resolve() / "sweep-results.nc")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Screenshots of every dashboard view.")
     parser.add_argument("out", help="folder for the PNG files")
@@ -122,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
                 driver.find_element(By.CSS_SELECTOR, f".tab:nth-child({tab})").click()
             if view == "compare":
                 driver.find_element(By.ID, ids.PIN).click()
+            if view == "sweep":  # a small sweep's results, uploaded as a user would
+                upload = f"#{ids.UPLOAD_SWEEP} input[type=file]"
+                driver.find_element(By.CSS_SELECTOR, upload).send_keys(str(sweep_results(out)))
             ready = READY[view]
             WebDriverWait(driver, 90).until(
                 EC.presence_of_element_located((By.CSS_SELECTOR, ready))

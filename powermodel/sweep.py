@@ -1031,7 +1031,7 @@ def summary(ds: xr.Dataset, width: int = 60) -> pd.DataFrame:
 
 MAX_RESULT_CELLS = 4_000_000  # values of one results file read back (32 MB as float64)
 MAX_LINES = 12  # lines of one band figure: the other keys' combinations
-QUANTILES = (0.05, 0.5, 0.95)  # P5, P50 and P95 over seeds
+QUANTILES = {"p5": 0.05, "p50": 0.5, "p95": 0.95}  # over the seeds that ran
 
 
 def open_results(path: str | Path, label: str | None = None) -> xr.Dataset:
@@ -1101,7 +1101,7 @@ def bands(results: xr.Dataset, metric: str, key: str) -> pd.DataFrame:
     -------
     pandas.DataFrame
         ``line``, ``key``'s value (as ``x``), ``p5``, ``p50``, ``p95``, ``runs`` (seeds that
-        ran) and ``failed`` (seeds whose run failed), sorted by line then ``x``.
+        ran) and ``failed`` (seeds whose run failed), in the order the sweep lists them.
     """
     if metric not in measured(results):
         raise PowerModelError(f"{metric!r} is not a metric of these results")
@@ -1113,9 +1113,9 @@ def bands(results: xr.Dataset, metric: str, key: str) -> pd.DataFrame:
     others = [k for k in keys if k != key]
     labels = [frame[k].astype(str).radd(f"{k} = ") for k in others]
     frame["line"] = labels[0].str.cat(labels[1:], sep=", ") if labels else "all points"
-    grouped = frame.groupby(["line", key], sort=True)[metric]
-    out = grouped.quantile(list(QUANTILES)).unstack()
-    out.columns = ["p5", "p50", "p95"]
+    # in the order the sweep lists its values, not sorted (text values sort as text)
+    grouped = frame.groupby(["line", key], sort=False, dropna=False)[metric]
+    out = pd.DataFrame({name: grouped.quantile(q) for name, q in QUANTILES.items()})
     out["runs"] = grouped.count()
     out["failed"] = grouped.size() - out["runs"]
     out = out.reset_index().rename(columns={key: "x"})

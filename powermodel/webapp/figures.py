@@ -760,6 +760,7 @@ def sweep_figure(table: pd.DataFrame, metric: str, key: str, unit: str) -> go.Fi
             go.Scatter(
                 x=np.concatenate([x, x[::-1]]),
                 y=np.concatenate([rows["p95"].to_numpy(), rows["p5"].to_numpy()[::-1]]),
+                mode="lines",
                 fill="toself",
                 fillcolor=band,
                 line={"width": 0},
