@@ -47,6 +47,7 @@ VIEW_BYTES_PER_STEP = 128
 # Fitted traces kept (their figure and arrays, outside the bound above): a trace the upload
 # limit admits has at most ~150,000 samples, a few MB of arrays with its figure
 FITS_KEPT = 8
+OBJECT_BYTES = 90  # B: a hover text of about 40 characters (CPython's str: 49 B + its length)
 
 
 class Busy(PowerModelError):
@@ -372,7 +373,8 @@ def _arrays_bytes(value: Any, counted: set[int], seen: set[int] | None = None) -
         if id(owner) in counted:
             return 0
         counted.add(id(owner))
-        return owner.nbytes
+        # an object array (hover texts) holds pointers: count the objects too, as short strings
+        return owner.nbytes + (owner.size * OBJECT_BYTES if owner.dtype.kind == "O" else 0)
     if isinstance(value, dict):
         return sum(_arrays_bytes(v, counted, seen) for v in value.values())
     if isinstance(value, list | tuple):

@@ -1142,9 +1142,10 @@ def _grid(
         ]
     else:
         note = [f"{len(table):,} violations; ", html.A("as CSV", href=link)] if len(table) else []
+    swing = figures.five_second_swing(entry.ds)  # drawn in both figures, computed once
     return {
-        "figure": figures.grid_figure(entry.ds, results),
-        "ramps": figures.ramp_figure(entry.ds),
+        "figure": figures.grid_figure(entry.ds, results, swing),
+        "ramps": figures.ramp_figure(entry.ds, swing=swing),
         "spectrum": figures.spectrum_figure(entry.ds, [r.rule for r in results]),
         "compliance": figures.compliance_rows(results)
         + [{"rule": no.rule.name, "verdict": "cannot say", "note": no.reason} for no in refused],

@@ -226,7 +226,9 @@ def _mark_row(
                 "line": line,
                 **({"color": color} if color else {}),
             },
-            text=list(labels),
+            # an array, not a list: plotly validates and encodes a list item by item (57,000
+            # violations on the 54-day reference took seconds)
+            text=np.asarray(labels, dtype=object),
             name=f"{name} ({len(times)})",
             hovertemplate="%{x|" + HOVER_TIME + "}<br>%{text}<extra></extra>",
         ),
@@ -395,9 +397,23 @@ def diurnal_figure(ds: xr.Dataset) -> go.Figure:
     return _style(fig)
 
 
-def grid_figure(ds: xr.Dataset, results: Sequence[rules_mod.RuleResult] = ()) -> FigureResampler:
-    """P and Q at the connection and the rolling 5-s peak-to-peak of P; on the P row, the job's
-    events and each rule's violations, marked at their start."""
+def five_second_swing(ds: xr.Dataset) -> np.ndarray | None:
+    """Max − min of P at the connection within 5 s [MW], or None where the step cannot resolve
+    it: what the grid view's figure and its ramp distributions both draw."""
+    dt = step_seconds(ds)
+    if not swing_resolved(dt):
+        return None
+    return analysis.rolling_range(ds["grid_power"].values, round(SWING_WINDOW / dt))
+
+
+def grid_figure(
+    ds: xr.Dataset,
+    results: Sequence[rules_mod.RuleResult] = (),
+    swing: np.ndarray | None = None,
+) -> FigureResampler:
+    """P and Q at the connection and the rolling 5-s peak-to-peak of P (``swing``, computed
+    here when not given); on the P row, the job's events and each rule's violations, marked at
+    their start."""
     fig = _resampler(3, row_heights=[0.5, 0.25, 0.25])
     times, dt = ds["time"].values, step_seconds(ds)
     p, q = ds["grid_power"].values, ds["grid_reactive_power"].values
@@ -410,11 +426,9 @@ def grid_figure(ds: xr.Dataset, results: Sequence[rules_mod.RuleResult] = ()) ->
             (q, "Q at the connection (+ absorbed)", COLORS["grid_reactive_power"], 2),
         ],
     )
-    if swing_resolved(dt):
-        swing, name = (
-            analysis.rolling_range(p, round(SWING_WINDOW / dt)),
-            f"max − min in {SWING_WINDOW:g} s, unfiltered",
-        )
+    swing = five_second_swing(ds) if swing is None else swing
+    if swing is not None:
+        name = f"max − min in {SWING_WINDOW:g} s, unfiltered"
         minute = round(MEAN_WINDOW / dt)
         _line(fig, times, swing, f"{name} [MW]", 3, SWING_COLOR, opacity=LIGHT, legendgroup=name)
         # what matters of the swing is its top: the largest in each minute, bold
@@ -441,19 +455,20 @@ def grid_figure(ds: xr.Dataset, results: Sequence[rules_mod.RuleResult] = ()) ->
 RAMP_COLORS = ("#8e9bfa", "#f1948a", "#48c9b0")
 
 
-def ramp_figure(ds: xr.Dataset, bins: int = 60) -> go.Figure:
+def ramp_figure(ds: xr.Dataset, bins: int = 60, swing: np.ndarray | None = None) -> go.Figure:
     """Distributions of the ramp at the connection, each reading on its own axis in its own
     unit: the 1-min net change [MW], the 1-min average slope [MW/min] and max − min within 5 s
-    [MW]: on a swing of a few seconds the net change is near zero, the slope moderate and
-    max − min the whole swing."""
+    [MW] (``swing``, computed here when not given): on a swing of a few seconds the net change
+    is near zero, the slope moderate and max − min the whole swing."""
     p, dt = ds["grid_power"].values, step_seconds(ds)
     readings = {}
     if 120.0 <= p.size * dt and dt <= 12.0:
         n = analysis.samples(60.0, dt)
         readings["1-min net change"] = ("MW", analysis.net_change(p, n)[n:])
         readings["1-min average slope"] = ("MW/min", analysis.average_slope(p, n)[2 * n :])
-    if swing_resolved(dt):
-        readings["5-s max − min"] = ("MW", analysis.rolling_range(p, round(SWING_WINDOW / dt)))
+    swing = five_second_swing(ds) if swing is None else swing
+    if swing is not None:
+        readings["5-s max − min"] = ("MW", swing)
     fig = make_subplots(
         rows=1,
         cols=max(len(readings), 1),
@@ -556,25 +571,17 @@ def violation_rows(table: pd.DataFrame, limit: int) -> list[dict[str, Any]]:
     beside it), so that the table sorts it as one."""
     if len(table) > limit:
         table = table.nlargest(limit, "worst").sort_values("start", kind="stable")
-    return [
+    when = "%Y-%m-%d %H:%M:%S"
+    return pd.DataFrame(
         {
-            "rule": rule,
-            "start": pd.Timestamp(s).strftime("%Y-%m-%d %H:%M:%S"),
-            "end": pd.Timestamp(e).strftime("%Y-%m-%d %H:%M:%S"),
-            "worst": float(f"{w:.4g}"),
-            "unit": u,
-            "cause": c,
+            "rule": table["rule"].to_numpy(),
+            "start": pd.to_datetime(table["start"]).dt.strftime(when).to_numpy(),
+            "end": pd.to_datetime(table["end"]).dt.strftime(when).to_numpy(),
+            "worst": [float(f"{w:.4g}") for w in table["worst"]],
+            "unit": table["unit"].to_numpy(),
+            "cause": table["cause"].to_numpy(),
         }
-        for rule, s, e, w, u, c in zip(
-            table["rule"],
-            table["start"],
-            table["end"],
-            table["worst"],
-            table["unit"],
-            table["cause"],
-            strict=True,
-        )
-    ]
+    ).to_dict("records")
 
 
 def before_after_figure(before: xr.Dataset, after: xr.Dataset) -> FigureResampler:
