@@ -382,9 +382,12 @@ def diurnal_throughput(ds: xr.Dataset) -> np.ndarray:
         return np.bincount(hours, tokens, 24) / np.bincount(hours, running, 24)
 
 
-def diurnal_swing(ds: xr.Dataset) -> tuple[float, int]:
-    """Peak-to-trough of :func:`diurnal_throughput` over its mean, and the hour of the trough."""
+def diurnal_swing(ds: xr.Dataset) -> tuple[float, int | None]:
+    """Peak-to-trough of :func:`diurnal_throughput` over its mean, and the hour of the trough;
+    NaN and None for a run with no training time (all start-up, or failed throughout)."""
     profile = diurnal_throughput(ds)
+    if not np.isfinite(profile).any():
+        return float("nan"), None
     swing = (np.nanmax(profile) - np.nanmin(profile)) / np.nanmean(profile)
     return float(swing), int(np.nanargmin(profile))
 

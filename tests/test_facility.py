@@ -49,6 +49,15 @@ def test_plant_that_holds_its_supply_shows_no_diurnal_swing():
     assert diurnal_swing(ds)[0] < 0.001
 
 
+def test_a_run_that_never_trains_has_no_diurnal_swing():
+    # a 1-min run is all start-up (2 min, workload.startup_time): no hour has running time, so
+    # there is no profile to take a swing of (it raised numpy's "All-NaN slice" before)
+    ds = simulate(load_scenario(REFERENCE, {"simulation.duration": "1min"}))
+    assert not (ds["job_state"].values == State.RUNNING).any()
+    swing, trough = diurnal_swing(ds)
+    assert np.isnan(swing) and trough is None
+
+
 @pytest.fixture(scope="module")
 def gb200():
     """GB200s (liquid-cooled, a warm-water plant) at their 1,200 W TDP and capped at 1,000 W."""

@@ -524,6 +524,14 @@ def test_thermal_callback_numbers(board):
     assert "against the plant holding its setpoint" in cells[lost + 2]
 
 
+def test_thermal_view_of_a_run_that_never_trains(board):
+    # a 1-min run is all start-up: the view says so instead of failing on an empty profile
+    state = _state(board, {"simulation.duration": "1min"})
+    _, _, numbers = board.thermal(state, "thermal")
+    cells = [td.children for tr in numbers.children for td in tr.children]
+    assert cells[cells.index("daily throughput swing") + 1] == "none: the run never trains"
+
+
 # --- grid view ------------------------------------------------------------------------------
 
 

@@ -654,7 +654,7 @@ METRICS = (
 
 
 def thermal_numbers(
-    metrics: dict[str, Any], swing: float, trough_hour: int, timezone: str
+    metrics: dict[str, Any], swing: float, trough_hour: int | None, timezone: str
 ) -> list[tuple[str, str, str]]:
     """The thermal view's numbers: what, its value, and what it measures.
 
@@ -664,7 +664,7 @@ def thermal_numbers(
         :func:`powermodel.metrics` of the run.
     swing, trough_hour
         :func:`powermodel.analysis.diurnal_swing`: peak-to-trough over the mean [1], and the
-        local hour of the trough.
+        local hour of the trough (None: the run never trains).
     timezone
         The site's time zone (``site_timezone``), the clock of ``trough_hour``.
     """
@@ -694,7 +694,9 @@ def thermal_numbers(
         ),
         (
             "daily throughput swing",
-            f"{swing:.2%}, lowest at {trough_hour}:00 ({timezone})",
+            f"{swing:.2%}, lowest at {trough_hour}:00 ({timezone})"
+            if trough_hour is not None
+            else "none: the run never trains",
             "tokens per second of running time by local hour of day (the bars): the best hour "
             "less the worst, over the daily mean; one hour against another, not a loss over "
             "the run",
