@@ -368,25 +368,29 @@ def _check_one(shared: _Shared, rule: Rule, reference: float | None) -> RuleResu
     cause = np.full(over.size, -1, np.int8)
     if over.any():  # a rule passed needs no causes
         cause = np.where(over, _causes(shared, rule, limit, lookback, over), cause)
-    # a violation is a run of samples over the limit with one cause
-    change = np.flatnonzero(np.diff(np.concatenate(([-1], cause, [-1]))) != 0)
+    # a violation is a run of samples over the limit with one cause (runs under it: -1)
+    change = np.flatnonzero(cause[1:] != cause[:-1]) + 1
+    change = np.concatenate(([0], change, [size]))
     bounds = np.column_stack((change[:-1], change[1:]))
     bounds = bounds[cause[bounds[:, 0]] >= 0]
     times = ds["time"].values
     labels = np.array([*CAUSES, UNKNOWN], dtype=object)
+    # the worst of each run: reduceat over its start and end, the last run to the end of the
+    # profile when it ends there (reduceat takes no index past the end)
+    cuts = bounds.ravel()[: -1 if len(bounds) and bounds[-1, 1] == size else None]
     table = pd.DataFrame(
         {
             "start": times[bounds[:, 0]],
             "end": times[bounds[:, 1] - 1],
-            "worst": np.maximum.reduceat(np.append(value, 0.0), bounds.ravel())[::2]
-            if len(bounds)
-            else [],
+            "worst": np.maximum.reduceat(value, cuts)[::2] if len(bounds) else [],
             "cause": labels[cause[bounds[:, 0]]] if len(bounds) else [],
         }
     )
     at = int(np.argmax(value))
     resolved = signal.resolved(dt)
-    codes, seconds = np.unique(cause[over], return_counts=True)
+    counts = np.bincount(cause[over], minlength=labels.size)  # samples over, by cause
+    codes = np.flatnonzero(counts)
+    seconds = counts[codes]
     return RuleResult(
         rule=rule,
         limit=limit,
