@@ -449,7 +449,11 @@ def _triangle(x: np.ndarray, dt: float, r: np.ndarray, h: float) -> np.ndarray:
         slope = (m[..., j + 1] - m[..., j]) / width[j]
         return q[..., j] + m[..., j] * v + 0.5 * slope * v * v
 
-    return (integral_of_m(r + 0.5 * h) - integral_of_m(r - 0.5 * h)) / h
+    out = np.empty(m.shape[:-1] + r.shape)
+    for a in range(0, r.size, _BLOCK):  # in blocks, as _integral
+        at = r[a : a + _BLOCK]
+        out[..., a : a + at.size] = (integral_of_m(at + 0.5 * h) - integral_of_m(at - 0.5 * h)) / h
+    return out
 
 
 def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
