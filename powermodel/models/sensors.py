@@ -444,7 +444,7 @@ def _triangle(x: np.ndarray, dt: float, r: np.ndarray, h: float) -> np.ndarray:
 
     def integral_of_m(u: np.ndarray) -> np.ndarray:
         u = np.clip(u, knots[0], knots[-1])
-        j = np.clip(np.searchsorted(knots, u, side="right") - 1, 0, knots.size - 2)
+        j = np.clip(_searchsorted(knots, u, "right") - 1, 0, knots.size - 2)
         v = u - knots[j]
         slope = (m[..., j + 1] - m[..., j]) / width[j]
         return q[..., j] + m[..., j] * v + 0.5 * slope * v * v
@@ -459,7 +459,7 @@ def _triangle(x: np.ndarray, dt: float, r: np.ndarray, h: float) -> np.ndarray:
 def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The sorted values of two non-decreasing arrays, each once: ``np.unique`` of both, by a
     merge (each of ``b``'s places from a binary search) rather than a sort of both."""
-    at = np.searchsorted(a, b) + np.arange(b.size)
+    at = _searchsorted(a, b) + np.arange(b.size)
     out = np.empty(a.size + b.size, np.result_type(a, b))
     of_a = np.ones(out.size, dtype=bool)
     of_a[at] = False
@@ -468,6 +468,18 @@ def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     first = np.ones(out.size, dtype=bool)  # the first of equal values
     np.not_equal(out[1:], out[:-1], out=first[1:])
     return out[first]
+
+
+def _searchsorted(a: np.ndarray, keys: np.ndarray, side: str = "left") -> np.ndarray:
+    """``np.searchsorted(a, keys, side)`` in blocks of keys, each searched only in the stretch
+    of ``a`` between its least and greatest key: the same indices, found in the CPU cache when
+    the keys come in order."""
+    out = np.empty(keys.shape, np.int64)
+    for at in range(0, keys.size, _BLOCK):
+        block = keys[at : at + _BLOCK]
+        lo, hi = np.searchsorted(a, [block.min(), block.max()], side)
+        out[at : at + block.size] = lo + np.searchsorted(a[lo:hi], block, side)
+    return out
 
 
 def _deadband(y: np.ndarray, band: float) -> np.ndarray:
