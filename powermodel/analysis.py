@@ -54,6 +54,7 @@ __all__ = [
 ]
 
 SWING_WINDOW = 5.0  # s: the rolling window of ERCOT's 5-s peak-to-peak proposal [S, ercot_lli]
+SWING_BLOCK = 1 << 18  # samples a block of the swing search (2 MB of float64)
 
 
 def step_seconds(ds: xr.Dataset) -> float:
@@ -86,11 +87,20 @@ def max_swing(
     if not swing_resolved(dt, window):
         return float("nan")
     size = round(window / dt)
-    swing = signal.rolling_range(power, size)
-    if where is not None:
-        # a window's share of samples inside is exactly 1 only when all are
-        swing = swing[signal.rolling_mean(where, size) == 1.0]
-    return float(np.max(swing)) if swing.size else float("nan")
+    # a window's share of samples inside is exactly 1 only when all are
+    inside = None if where is None else signal.rolling_mean(where, size) == 1.0
+    # in blocks, each with the window before it (no swing array of the signal's size); a
+    # signal with NaN whole, as scipy's filter orders its NaN over the whole
+    block = len(power) if np.isnan(power).any() else max(SWING_BLOCK, 4 * size)
+    best = []
+    for start in range(0, len(power), block):
+        lead = min(start, size - 1)
+        swing = signal.rolling_range(power[start - lead : start + block], size)[lead:]
+        if inside is not None:
+            swing = swing[inside[start : start + block]]
+        if swing.size:
+            best.append(np.max(swing))
+    return float(max(best)) if best else float("nan")
 
 
 def sensor_swings(

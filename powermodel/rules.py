@@ -278,7 +278,11 @@ def check(
     """
     shared = _Shared(ds, step_seconds(ds))
     reference = registered_demand or ds.attrs.get("registered_demand")
-    return [_check_one(shared, rule, reference) for rule in rules]
+    verdicts = _by_chain(shared, rules, reference)
+    for verdict in verdicts:  # the first rule refused, in the order given
+        if isinstance(verdict, PowerModelError):
+            raise verdict
+    return verdicts
 
 
 @dataclass(frozen=True)
@@ -299,13 +303,41 @@ def check_each(
     except PowerModelError as exc:  # no step: no rule can be judged
         return [], [Refusal(rule, str(exc)) for rule in rules]
     reference = registered_demand or ds.attrs.get("registered_demand")
-    results, refused = [], []
-    for rule in rules:
-        try:
-            results.append(_check_one(shared, rule, reference))
-        except PowerModelError as exc:
-            refused.append(Refusal(rule, str(exc)))
+    verdicts = _by_chain(shared, rules, reference)
+    results = [v for v in verdicts if isinstance(v, RuleResult)]
+    refused = [
+        Refusal(rule, str(v))
+        for rule, v in zip(rules, verdicts, strict=True)
+        if isinstance(v, PowerModelError)
+    ]
     return results, refused
+
+
+def _by_chain(
+    shared: _Shared, rules: list[Rule], reference: float | None
+) -> list[RuleResult | PowerModelError]:
+    """Each rule's verdict or why it is refused, in the order given, the rules of one chain
+    judged together: their statistics are shared, then dropped before the next chain's, so that
+    a check holds one chain's arrays at a time (fresh memory is slow to fault in)."""
+    verdicts: list[RuleResult | PowerModelError | None] = [None] * len(rules)
+    first: dict[tuple, int] = {}
+    for i, rule in enumerate(rules):
+        first.setdefault(_chain(rule), i)
+    last = None
+    for i in sorted(range(len(rules)), key=lambda i: first[_chain(rules[i])]):
+        if _chain(rules[i]) != last:
+            shared.drop_statistics()
+            last = _chain(rules[i])
+        try:
+            verdicts[i] = _check_one(shared, rules[i], reference)
+        except PowerModelError as exc:
+            verdicts[i] = exc
+    return verdicts
+
+
+def _chain(rule: Rule) -> tuple:
+    """What a rule's statistic depends on: rules alike here differ only in direction or limit."""
+    return (rule.signal, rule.averaging, rule.band, rule.statistic, rule.window)
 
 
 class _Shared:
@@ -323,12 +355,18 @@ class _Shared:
         return self._memo[key]
 
     def signal(self, name: str) -> np.ndarray:
-        return self._once(("signal", name), lambda: self.ds[name].values.astype(np.float64))
+        """The Dataset's variable in float64, read-only (no copy when it is float64 already)."""
+        return self._once(("signal", name), lambda: _read_only(self.ds[name].values))
 
     def statistic(self, variant: str, rule: Rule, make: Callable[[], np.ndarray]) -> np.ndarray:
         """The unsigned statistic of ``rule``'s chain on a variant of its signal (read-only)."""
-        chain = (rule.signal, rule.averaging, rule.band, rule.statistic, rule.window)
-        return self._once((variant, *chain), lambda: _statistic(make(), rule, self.dt))
+        key = ("statistic", variant, *_chain(rule))
+        return self._once(key, lambda: _statistic(make(), rule, self.dt))
+
+    def drop_statistics(self) -> None:
+        """Forget the chains' statistics (another chain's rules come next)."""
+        for key in [k for k in self._memo if k[0] == "statistic"]:
+            del self._memo[key]
 
     def measure(self, variant: str, rule: Rule, make: Callable[[], np.ndarray]) -> np.ndarray:
         return _signed(self.statistic(variant, rule, make), rule)
@@ -342,6 +380,12 @@ class _Shared:
     def strongest(self, reach: int) -> np.ndarray:
         """The strongest cause within the ``reach`` samples before each sample and itself."""
         return self._once(("strongest", reach), lambda: signal.rolling_min(self.codes(), reach))
+
+
+def _read_only(values: np.ndarray) -> np.ndarray:
+    out = np.asarray(values, dtype=np.float64).view()
+    out.flags.writeable = False
+    return out
 
 
 def _check_one(shared: _Shared, rule: Rule, reference: float | None) -> RuleResult:
@@ -368,25 +412,29 @@ def _check_one(shared: _Shared, rule: Rule, reference: float | None) -> RuleResu
     cause = np.full(over.size, -1, np.int8)
     if over.any():  # a rule passed needs no causes
         cause = np.where(over, _causes(shared, rule, limit, lookback, over), cause)
-    # a violation is a run of samples over the limit with one cause
-    change = np.flatnonzero(np.diff(np.concatenate(([-1], cause, [-1]))) != 0)
+    # a violation is a run of samples over the limit with one cause (runs under it: -1)
+    change = np.flatnonzero(cause[1:] != cause[:-1]) + 1
+    change = np.concatenate(([0], change, [size]))
     bounds = np.column_stack((change[:-1], change[1:]))
     bounds = bounds[cause[bounds[:, 0]] >= 0]
     times = ds["time"].values
     labels = np.array([*CAUSES, UNKNOWN], dtype=object)
+    # the worst of each run: reduceat over its start and end, the last run to the end of the
+    # profile when it ends there (reduceat takes no index past the end)
+    cuts = bounds.ravel()[: -1 if len(bounds) and bounds[-1, 1] == size else None]
     table = pd.DataFrame(
         {
             "start": times[bounds[:, 0]],
             "end": times[bounds[:, 1] - 1],
-            "worst": np.maximum.reduceat(np.append(value, 0.0), bounds.ravel())[::2]
-            if len(bounds)
-            else [],
+            "worst": np.maximum.reduceat(value, cuts)[::2] if len(bounds) else [],
             "cause": labels[cause[bounds[:, 0]]] if len(bounds) else [],
         }
     )
     at = int(np.argmax(value))
     resolved = signal.resolved(dt)
-    codes, seconds = np.unique(cause[over], return_counts=True)
+    counts = np.bincount(cause[over], minlength=labels.size)  # samples over, by cause
+    codes = np.flatnonzero(counts)
+    seconds = counts[codes]
     return RuleResult(
         rule=rule,
         limit=limit,

@@ -84,3 +84,23 @@ def test_load_duration_curve_and_band_variances():
     bands = band_variances(4.0 * np.sin(2 * np.pi * 0.02 * t), dt, ((0.01, 0.04), (0.05, 0.25)))
     assert bands["0.01-0.04 Hz"] == pytest.approx(8.0, rel=0.01)
     assert bands["0.05-0.25 Hz"] < 0.01
+
+
+def test_max_swing_in_blocks_is_the_largest_rolling_range():
+    # The definition is the reference: the largest max - min of any whole window of samples
+    # (all inside ``where`` when given), here over several blocks of the search, with a mask,
+    # and with the NaN of a sensor view's first readings (searched whole)
+    from powermodel.analysis import SWING_BLOCK
+    from powermodel.models import signal
+
+    rng = np.random.default_rng(13)
+    power = np.cumsum(rng.normal(size=3 * SWING_BLOCK + 1234))
+    inside = rng.random(power.size) > 1e-4
+    swing = signal.rolling_range(power, 50)
+    whole = signal.rolling_mean(inside, 50) == 1.0
+    assert max_swing(power, 0.1) == swing.max()
+    assert max_swing(power, 0.1, where=inside) == swing[whole].max()
+    power[:30] = np.nan
+    seen = np.isfinite(power)
+    whole = signal.rolling_mean(seen, 50) == 1.0
+    assert max_swing(power, 0.1, where=seen) == signal.rolling_range(power, 50)[whole].max()

@@ -137,3 +137,28 @@ def test_user_rules_from_toml_and_their_errors(tmp_path):
         load_rules(str(nolimit))
     with pytest.raises(RuleError, match="unknown rule 'ercot'"):
         load_rules("ercot")
+
+
+def test_rules_judged_chain_by_chain_keep_their_order_and_their_verdicts(fine_day):
+    # The rules of one chain are judged together and their statistics then dropped: the
+    # verdicts must be each rule's alone (the reference: checking it by itself), in the order
+    # given, and a refusal the first in that order. At 100 ms ieso-sso and lipa-high (5-55 Hz)
+    # cannot be judged (a 100-ms profile resolves up to 2.5 Hz).
+    from powermodel.rules import check_each
+
+    _, ds = fine_day
+    names = ["ieso-15s", "ercot-5s", "ieso-sso", "nprr1191-up", "lipa-low", "atc-5s"]
+    names += ["nprr1191-down", "lipa-high", "ieso-1min"]
+    rules = load_rules(names)
+    results, refused = check_each(ds, rules)
+    assert [r.rule.name for r in results] == [
+        n for n in names if n not in ("ieso-sso", "lipa-high")
+    ]
+    assert [r.rule.name for r in refused] == ["ieso-sso", "lipa-high"]
+    for result in results:
+        alone = check(ds, [result.rule])[0]
+        assert (alone.worst, alone.worst_time) == (result.worst, result.worst_time)
+        assert alone.violations.equals(result.violations)
+        assert alone.seconds_by_cause == result.seconds_by_cause
+    with pytest.raises(RuleError, match="ieso-sso"):
+        check(ds, rules)

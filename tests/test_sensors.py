@@ -429,3 +429,21 @@ def test_the_memory_of_a_sensor_view_is_what_the_estimate_counts(chain, dt, gap)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < n * engine.BYTES_PER_SENSOR_STEP, peak / n
+
+
+def test_the_pmu_knots_merge_is_numpys_unique():
+    # np.unique of the concatenation (the sort the merge replaces) is the reference: the knots
+    # of a 30-sample PMU's triangle on a 10-ms grid (two shifted grids, near but not equal), and
+    # small non-decreasing arrays with repeats, shared values and an empty one
+    from powermodel.models.sensors import _union
+
+    edges = 0.01 * np.arange(100_001)
+    np.testing.assert_array_equal(
+        _union(edges - 1 / 60, edges + 1 / 60),
+        np.unique(np.concatenate((edges - 1 / 60, edges + 1 / 60))),
+    )
+    rng = np.random.default_rng(13)
+    for size_a, size_b in [(0, 5), (5, 0), (0, 0), (30, 17), (17, 30)]:
+        a = np.sort(rng.integers(0, 20, size_a)).astype(float)
+        b = np.sort(rng.integers(0, 20, size_b)).astype(float)
+        np.testing.assert_array_equal(_union(a, b), np.unique(np.concatenate((a, b))))

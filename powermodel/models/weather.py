@@ -9,13 +9,16 @@ read from a weather file holds the reading at the end of each hour: ``values[i]`
 simulated UTC instants onto this year by month, day and hour, so any simulated year reuses the
 typical one and 29 February repeats 28 February.
 
-Psychrometrics is scalar (psychrolib): compute wet-bulb on the hourly series, 8,760 values a year,
-and interpolate the result with :func:`to_grid`; never call :func:`wet_bulb` on the electrical grid.
+Psychrometrics iterates (psychrolib's equations): compute wet-bulb on the hourly series, 8,760
+values a year, and interpolate the result with :func:`to_grid`; never call :func:`wet_bulb` on
+the electrical grid.
 """
 
 from __future__ import annotations
 
+import math
 import sys
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -92,9 +95,9 @@ def wet_bulb(temp_air: ArrayLike, relative_humidity: ArrayLike, pressure: ArrayL
     Notes
     -----
     Solves the psychrometric equation of ASHRAE Handbook—Fundamentals, Chapter 1, by bisection
-    (psychrolib, SI). psychrolib is scalar, so this loops in Python: about 0.1 ms a value. Call it
-    on hourly weather (8,760 values a year) and interpolate with :func:`to_grid`; more than twenty
-    years of hours is refused.
+    (psychrolib, SI): psychrolib's equations and iterations over arrays, its values to the bit
+    (its own functions are scalar, 0.1 ms a value). Call it on hourly weather (8,760 values a
+    year) and interpolate with :func:`to_grid`; more than twenty years of hours is refused.
 
     References
     ----------
@@ -112,10 +115,88 @@ def wet_bulb(temp_air: ArrayLike, relative_humidity: ArrayLike, pressure: ArrayL
             f"wet_bulb got {temp.size} values: compute it on hourly weather and interpolate "
             "with to_grid, not on the simulation grid"
         )
-    psychrolib.SetUnitSystem(psychrolib.SI)
-    points = zip(temp.ravel().tolist(), rh.ravel().tolist(), p.ravel().tolist(), strict=True)
-    values = [psychrolib.GetTWetBulbFromRelHum(*point) for point in points]
-    return np.array(values, dtype=float).reshape(temp.shape)
+    return _wet_bulb_si(temp.ravel(), rh.ravel(), p.ravel()).reshape(temp.shape)
+
+
+def _libm(func: Callable[..., float], *args: np.ndarray) -> np.ndarray:
+    """``func`` of the C library (``math.exp``, ``log``, ``pow``) on each value, as psychrolib
+    computes it: numpy's own SIMD exp and log may differ in the last bit, and the iterations
+    below would follow them."""
+    return np.fromiter(map(func, *(a.tolist() for a in args)), float, count=args[0].size)
+
+
+def _sat_vap_pres(temp: np.ndarray) -> np.ndarray:
+    """psychrolib's ``GetSatVapPres`` (SI) over an array, its operations in its order. [Pa]"""
+    t = temp + psychrolib.ZERO_CELSIUS_AS_KELVIN
+    t2, t3, t4 = (_libm(math.pow, t, np.full_like(t, k)) for k in (2.0, 3.0, 4.0))
+    log_t = _libm(math.log, t)
+    ice = -5.6745359e03 / t + 6.3925247 - 9.677843e-03 * t + 6.2215701e-07 * t2
+    ice = ice + 2.0747825e-09 * t3 - 9.484024e-13 * t4 + 4.1635019 * log_t
+    water = -5.8002206e03 / t + 1.3914993 - 4.8640239e-02 * t + 4.1764768e-05 * t2
+    water = water - 1.4452093e-08 * t3 + 6.5459673 * log_t
+    return _libm(math.exp, np.where(temp <= psychrolib.TRIPLE_POINT_WATER_SI, ice, water))
+
+
+def _dln_pws(temp: np.ndarray) -> np.ndarray:
+    """psychrolib's ``dLnPws_`` (SI) over an array: d ln(p_ws) / dT. [1/K]"""
+    t = temp + psychrolib.ZERO_CELSIUS_AS_KELVIN
+    t2, t3 = (_libm(math.pow, t, np.full_like(t, k)) for k in (2.0, 3.0))
+    ice = 5.6745359e03 / t2 - 9.677843e-03 + 2 * 6.2215701e-07 * t + 3 * 2.0747825e-09 * t2
+    ice = ice - 4 * 9.484024e-13 * t3 + 4.1635019 / t
+    water = 5.8002206e03 / t2 - 4.8640239e-02 + 2 * 4.1764768e-05 * t - 3 * 1.4452093e-08 * t2
+    water = water + 6.5459673 / t
+    return np.where(temp <= psychrolib.TRIPLE_POINT_WATER_SI, ice, water)
+
+
+def _iterate(active: np.ndarray, what: str) -> Iterator[np.ndarray]:
+    """Indices still iterating, at most psychrolib's iteration count (then its error)."""
+    for _ in range(psychrolib.MAX_ITER_COUNT + 1):
+        index = np.flatnonzero(active)
+        if index.size == 0:
+            return
+        yield index
+    raise ValueError(f"{what}: convergence not reached in {psychrolib.MAX_ITER_COUNT} iterations")
+
+
+def _wet_bulb_si(temp: np.ndarray, rh: np.ndarray, pressure: np.ndarray) -> np.ndarray:
+    """psychrolib's ``GetTWetBulbFromRelHum`` (SI) over 1-D arrays, to the bit: the same
+    operations in the same order, each point iterating as long as it would alone. [°C]"""
+    tol, floor = 0.001, psychrolib.MIN_HUM_RATIO  # psychrolib's SI tolerance [K], least ratio
+    if np.any((temp < -100.0) | (temp > 200.0)):  # NaN passes and stays NaN, as in psychrolib
+        raise ValueError("Dry bulb temperature must be in range [-100, 200]°C")
+    vap = rh * _sat_vap_pres(temp)
+    ratio = np.maximum(0.621945 * vap / (pressure - vap), floor)
+    # dew point (GetTDewPointFromVapPres): Newton-Raphson from the dry bulb within -100-200 °C
+    vap = pressure * ratio / (0.621945 + ratio)
+    low, high = _sat_vap_pres(np.array([-100.0, 200.0]))
+    if np.any((vap < low) | (vap > high)):
+        raise ValueError(
+            "Partial pressure of water vapor is outside range of validity of equations"
+        )
+    dew, ln_vap = temp.copy(), _libm(math.log, vap)
+    moving = np.ones(temp.size, bool)
+    for i in _iterate(moving, "dew point"):
+        last = dew[i]
+        step = (_libm(math.log, _sat_vap_pres(last)) - ln_vap[i]) / _dln_pws(last)
+        dew[i] = np.minimum(np.maximum(last - step, -100.0), 200.0)
+        moving[i] = ~(np.abs(dew[i] - last) <= tol)  # NaN never converges: psychrolib raises
+    # wet bulb (GetTWetBulbFromHumRatio): bisection between the dew point and the dry bulb
+    sup, inf = temp.copy(), np.minimum(dew, temp)
+    wet = (inf + sup) / 2
+    bracketing = sup - inf > tol
+    for i in _iterate(bracketing, "wet bulb"):
+        t, w = temp[i], wet[i]
+        sat = _sat_vap_pres(w)
+        sat = np.maximum(0.621945 * sat / (pressure[i] - sat), floor)
+        above = ((2501.0 - 2.326 * w) * sat - 1.006 * (t - w)) / (2501.0 + 1.86 * t - 4.186 * w)
+        below = ((2830.0 - 0.24 * w) * sat - 1.006 * (t - w)) / (2830.0 + 1.86 * t - 2.1 * w)
+        star = np.maximum(np.where(w >= psychrolib.FREEZING_POINT_WATER_SI, above, below), floor)
+        wetter = star > ratio[i]
+        sup[i] = np.where(wetter, w, sup[i])
+        inf[i] = np.where(wetter, inf[i], w)
+        wet[i] = (sup[i] + inf[i]) / 2
+        bracketing[i] = sup[i] - inf[i] > tol
+    return wet
 
 
 def humidity_ratio(temp_dew: ArrayLike, pressure: ArrayLike) -> np.ndarray:
