@@ -1031,7 +1031,10 @@ def summary(ds: xr.Dataset, width: int = 60) -> pd.DataFrame:
 
 MAX_RESULT_CELLS = 4_000_000  # values of one results file read back (32 MB as float64)
 MAX_LINES = 12  # lines of one band figure: the other keys' combinations
-QUANTILES = {"p5": 0.05, "p50": 0.5, "p95": 0.95}  # over the seeds that ran
+QUANTILES = {"p5": 0.05, "p50": 0.5, "p95": 0.95}  # over the seeds whose run gave a value
+# dimensions a sweep's results may have besides the swept keys (dotted scenario keys, extends)
+RESULT_DIMS = {"seed", "point", "rule", "elapsed", EXTENDS}
+NOT_RESULTS = "give the results of `powermodel sweep -o results.nc`"
 
 
 def open_results(path: str | Path, label: str | None = None) -> xr.Dataset:
@@ -1047,29 +1050,55 @@ def open_results(path: str | Path, label: str | None = None) -> xr.Dataset:
     Raises
     ------
     DataFileError
-        Not a NetCDF file, not a sweep's results (no ``seed`` dimension or ``error``), or more
-        than :data:`MAX_RESULT_CELLS` values: checked from its header, before any is read.
+        Not a NetCDF file; more than :data:`MAX_RESULT_CELLS` values, counted from the header
+        (every variable's shape, a text array's characters included) before anything is read;
+        or not a sweep's results: ``error`` is text over ``seed`` and the swept keys (dotted
+        scenario keys, ``extends`` or ``point``), each metric a number over the same.
     """
     name = label or str(path)
+    _check_header(path, name)
     try:
         ds = xr.open_dataset(path, engine="netcdf4", cache=False)
     except Exception:  # noqa: BLE001  the C library's errors are many: the file is not one
-        raise DataFileError(
-            f"{name} is not a NetCDF file: give the results of `powermodel sweep -o results.nc`"
-        ) from None
+        raise DataFileError(f"{name} is not a NetCDF file: {NOT_RESULTS}") from None
     with ds:
-        if "seed" not in ds.dims or "error" not in ds.data_vars:
-            raise DataFileError(
-                f"{name} is not a sweep's results (it has no seed dimension or error variable): "
-                "give the results of `powermodel sweep -o results.nc`"
+        error = ds.variables.get("error")
+        runs = error.dims if error is not None else ()
+        odd = [d for d in ds.dims if d not in RESULT_DIMS and "." not in str(d)]
+        if error is None or "seed" not in runs or error.dtype.kind not in "OSU" or odd:
+            why = (
+                f"its dimension {odd[0]!r} is no scenario key"
+                if odd and error is not None and "seed" in runs
+                else "its error variable is not text over a seed dimension"
             )
-        cells = sum(int(v.size) for v in ds.variables.values())
-        if cells > MAX_RESULT_CELLS:
-            raise DataFileError(
-                f"{name} holds {cells:,} values; at most {MAX_RESULT_CELLS:,} are read back: "
-                "sweep fewer points or seeds, or without --series"
-            )
+            raise DataFileError(f"{name} is not a sweep's results ({why}): {NOT_RESULTS}")
         return ds.load()
+
+
+def _check_header(path: str | Path, name: str) -> None:
+    """Refuse a file whose variables hold more than :data:`MAX_RESULT_CELLS` values, from its
+    header alone (netCDF4 reads no data to give a shape; xarray would read every dimension's
+    coordinate to index it)."""
+    import netCDF4
+
+    try:
+        with netCDF4.Dataset(path) as nc:
+            shapes = [v.shape for group in _groups(nc) for v in group.variables.values()]
+    except Exception:  # noqa: BLE001  as in open_results
+        raise DataFileError(f"{name} is not a NetCDF file: {NOT_RESULTS}") from None
+    cells = sum(math.prod(shape) for shape in shapes)
+    if cells > MAX_RESULT_CELLS:
+        raise DataFileError(
+            f"{name} holds {cells:,} values; at most {MAX_RESULT_CELLS:,} are read back: "
+            "sweep fewer points or seeds, or without --series"
+        )
+
+
+def _groups(nc: Any) -> Iterator[Any]:
+    """A NetCDF file's root group and every group inside it."""
+    yield nc
+    for group in nc.groups.values():
+        yield from _groups(group)
 
 
 def swept_keys(results: xr.Dataset) -> list[str]:
@@ -1088,20 +1117,22 @@ def measured(results: xr.Dataset) -> list[str]:
     return [
         str(name)
         for name, v in results.data_vars.items()
-        if set(v.dims) == runs and v.dtype.kind in "fiub" and name != "simulation_seed"
+        if set(v.dims) == runs and v.dtype.kind in "fiu" and name != "simulation_seed"
     ]
 
 
 def bands(results: xr.Dataset, metric: str, key: str) -> pd.DataFrame:
-    """``metric`` against the swept ``key``: its P5, P50 and P95 over the seeds that ran, per
-    value of ``key`` and combination of the other swept keys (``line``, their values; at most
-    :data:`MAX_LINES`, the rest left out).
+    """``metric`` against the swept ``key``: its P5, P50 and P95 over the seeds whose run gave
+    it a value, per value of ``key`` and combination of the other swept keys (``line``, their
+    values; at most :data:`MAX_LINES`, the rest left out).
 
     Returns
     -------
     pandas.DataFrame
-        ``line``, ``key``'s value (as ``x``), ``p5``, ``p50``, ``p95``, ``runs`` (seeds that
-        ran) and ``failed`` (seeds whose run failed), in the order the sweep lists them.
+        ``line``, ``key``'s value (as ``x``), ``p5``, ``p50``, ``p95``, ``runs`` (seeds whose
+        run gave a value), ``undefined`` (seeds that ran but whose run has no such value: a
+        1-min ramp of a shorter run, a 5-s swing at a 10-s step) and ``failed`` (seeds whose
+        run failed, with its ``error``), in the order the sweep lists them.
     """
     if metric not in measured(results):
         raise PowerModelError(f"{metric!r} is not a metric of these results")
@@ -1109,15 +1140,18 @@ def bands(results: xr.Dataset, metric: str, key: str) -> pd.DataFrame:
     if key not in keys:
         raise PowerModelError(f"{key!r} is not a key of this sweep; it sweeps {', '.join(keys)}")
     frame = results[[metric, "error"]].to_dataframe().reset_index()
-    frame.loc[frame["error"].astype(str) != "", metric] = np.nan
+    frame["failed"] = frame["error"].astype(str) != ""
+    frame.loc[frame["failed"], metric] = np.nan
     others = [k for k in keys if k != key]
     labels = [frame[k].astype(str).radd(f"{k} = ") for k in others]
     frame["line"] = labels[0].str.cat(labels[1:], sep=", ") if labels else "all points"
     # in the order the sweep lists its values, not sorted (text values sort as text)
-    grouped = frame.groupby(["line", key], sort=False, dropna=False)[metric]
+    groups = frame.groupby(["line", key], sort=False, dropna=False)
+    grouped = groups[metric]
     out = pd.DataFrame({name: grouped.quantile(q) for name, q in QUANTILES.items()})
     out["runs"] = grouped.count()
-    out["failed"] = grouped.size() - out["runs"]
+    out["failed"] = groups["failed"].sum()
+    out["undefined"] = grouped.size() - out["runs"] - out["failed"]
     out = out.reset_index().rename(columns={key: "x"})
     lines = list(dict.fromkeys(out["line"]))[:MAX_LINES]
     return out[out["line"].isin(lines)].reset_index(drop=True)

@@ -134,3 +134,54 @@ def test_uploads_that_are_not_a_sweep_are_refused(board, results, tmp_path, monk
     assert "the dashboard takes files up to" in _refused(board.open_sweep(_url(data), "results.nc"))
     # nothing the server named is left behind
     assert not list(board.traces.glob("*.nc"))
+
+
+def _netcdf(path, ds: xr.Dataset) -> bytes:
+    ds.to_netcdf(path)
+    return path.read_bytes()
+
+
+def test_hostile_results_files_are_refused_before_they_are_read(board, tmp_path):
+    # a few-kB file whose header declares 60 million seeds (a coordinate never written,
+    # compressed): xarray would read it to index it; the header's count refuses it first
+    import netCDF4
+
+    path = tmp_path / "huge.nc"
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("seed", 60_000_000)
+        nc.createVariable("seed", "i8", ("seed",), zlib=True)
+    assert path.stat().st_size < 20_000
+    message = _refused(board.open_sweep(_url(path.read_bytes()), "huge.nc"))
+    assert "holds 60,000,000 values; at most 4,000,000 are read back" in message
+    # text stored as characters counts every character
+    path = tmp_path / "chars.nc"
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("seed", 4)
+        nc.createDimension("strlen", 10_000_000)
+        nc.createVariable("error", "S1", ("seed", "strlen"), zlib=True)
+    message = _refused(board.open_sweep(_url(path.read_bytes()), "chars.nc"))
+    assert "holds 40,000,000 values" in message
+    # an error variable that is not text, a dimension that is no scenario key
+    seeds = {"seed": [0, 1]}
+    odd = xr.Dataset({"error": ("seed", [0.0, 1.0]), "m": ("seed", [1.0, 2.0])}, seeds)
+    message = _refused(board.open_sweep(_url(_netcdf(tmp_path / "odd.nc", odd)), "odd.nc"))
+    assert "its error variable is not text over a seed dimension" in message
+    line = xr.Dataset(
+        {"error": (("line", "seed"), [["", ""]]), "m": (("line", "seed"), [[1.0, 2.0]])},
+        {"line": [1], "seed": [0, 1]},
+    )
+    message = _refused(board.open_sweep(_url(_netcdf(tmp_path / "line.nc", line)), "line.nc"))
+    assert "its dimension 'line' is no scenario key" in message
+
+
+def test_runs_without_a_value_are_not_counted_as_failed(results):
+    # a 5-s swing has no value at a 10-s step: those runs ran, they did not fail
+    _, ds = results
+    blank = ds.copy(deep=True)
+    blank["grid_swing_5s_mw"][0, 0, :2] = np.nan
+    table = sweeping.bands(blank, "grid_swing_5s_mw", "workload.trough_depth")
+    first = table.iloc[0]
+    assert (first["runs"], first["undefined"], first["failed"]) == (1, 2, 0)
+    assert first["p50"] == ds["grid_swing_5s_mw"].values[0, 0, 2]  # the one value there
+    failed = table[table["x"] == 1.5].iloc[0]
+    assert (failed["runs"], failed["undefined"], failed["failed"]) == (0, 0, 3)

@@ -80,6 +80,8 @@ from powermodel.webapp.uploads import (
 # the sweep view opens on the first of these its results hold: the swing the grid sees first
 SWEEP_METRICS = ("grid_swing_5s_mw", "grid_peak_mw", "effective_training_time")
 MAX_FAILED_ROWS = 1000  # failed runs listed (a sweep holds up to 10,000 runs)
+ERROR_CHARACTERS = 300  # of each failed run's error, as the table shows it
+SWEEPS_KEPT = 4  # uploaded results kept: each at most 4,000,000 values (32 MB)
 MAX_STEPS = 5_000_000  # steps the dashboard simulates: 57 days 21 h at 1 s, about 1.6 GB at peak
 PREFETCHED = ("power", "thermal", "grid")  # views built ahead of a tab change (the mitigation
 # view is not: it would simulate the run without its mitigations for every scenario seen)
@@ -141,7 +143,7 @@ class Dashboard:
         self.fits = Kept()  # fitted traces by key: their figure, tables and scenario text
         self.traces = folder / "traces"  # an uploaded trace, while it is read
         self._fitting = threading.BoundedSemaphore(1)  # one fit at a time: seconds of a core
-        self.sweeps = Kept()  # uploaded sweep results by the hash of their bytes
+        self.sweeps = Kept(SWEEPS_KEPT)  # uploaded sweep results by the hash of their bytes
         threading.Thread(target=self._prefetch_loop, name="prefetch", daemon=True).start()
 
     @property
@@ -961,6 +963,7 @@ def _failed_runs(results: Any, limit: int = MAX_FAILED_ROWS) -> tuple[list[dict[
         place = results.isel({d: int(i) for d, i in at.items() if d != "seed"})
         point = ", ".join(f"{k} = {place[k].item()}" for k in keys)
         why = str(error.values[tuple(index)])
+        why = why if len(why) <= ERROR_CHARACTERS else why[: ERROR_CHARACTERS - 1] + "…"
         rows.append({"point": point, "seed": str(at["seed"]), "error": why})
     return rows, len(where)
 

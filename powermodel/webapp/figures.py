@@ -786,11 +786,11 @@ def sweep_figure(table: pd.DataFrame, metric: str, key: str, unit: str) -> go.Fi
                 name=line,
                 line={"color": color},
                 legendgroup=line,
-                customdata=rows[["p5", "p95", "runs", "failed"]].to_numpy(),
+                customdata=rows[["p5", "p95", "runs", "undefined", "failed"]].to_numpy(),
                 hovertemplate=(
-                    "P50 %{y:.4g} (P5 %{customdata[0]:.4g}, P95 %{customdata[1]:.4g}); "
-                    "%{customdata[2]} seeds ran, %{customdata[3]} failed"
-                    "<extra>%{fullData.name}</extra>"
+                    "P50 %{y:.4g} (P5 %{customdata[0]:.4g}, P95 %{customdata[1]:.4g}) over "
+                    "%{customdata[2]} seeds; %{customdata[3]} ran without a value, "
+                    "%{customdata[4]} failed<extra>%{fullData.name}</extra>"
                 ),
             )
         )
