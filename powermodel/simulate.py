@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import psutil
 import xarray as xr
+from xarray.backends import BackendArray
+from xarray.core import indexing
 
 from powermodel import facility
 from powermodel._version import __version__
@@ -520,53 +522,21 @@ def simulate(
         scenario = load_scenario(scenario)
     chains = _sensor_chains(sensors, scenario.simulation.dt)
     derived, cells, rate = preflight(scenario, len(chains))
-    sim = scenario.simulation
-    line = timeline(scenario, derived)
-    edges = np.arange(sim.n_steps + 1) * sim.dt
-    steps = drawn_steps(scenario, derived, line, cells)
-    means = render.interval_means(
-        line.start,
-        line.state.astype(np.int64),
-        rate,
-        render.cumulative_tables(with_trained(cells, steps)),
-        edges,
-        steps,
-    )
-    state = render.state_at(line.start, line.state, edges[:-1] + 0.5 * sim.dt)
-    time = _times(sim.start, edges[:-1])
-    k = plant_steps(scenario)
-    token_rate = cells[2, State.RUNNING, 0]
-    variables, path = _with_facility(scenario, line, time, means, k, sim.dt, token_rate)
+    run = prepare(scenario, derived, cells, rate)
+    means = run.render(0, scenario.simulation.n_steps)
+    path = run.plant(_block_mean(run.per_gpu(means), run.k), _block_mean(means[1], run.k))
+    time, variables = run.profile(path, means, 0)
     ds = xr.Dataset(
         {
             **variables,
-            "job_state": ("time", state.astype(np.int8)),
-            **_event_variables(scenario, line),
-            "effective_training_time": ((), line.effective_training_time),
+            **_totals(run, path, means, variables["throughput"][1]),
+            **_event_variables(scenario, run.line),
+            "effective_training_time": ((), run.line.effective_training_time),
         },
         coords={"time": time},
+        attrs=run.attrs(path),
     )
-    ds["job_state"].attrs.update(
-        flag_values=[s.value for s in State], flag_meanings=" ".join(s.name.lower() for s in State)
-    )
-    ds.attrs.update(
-        title=f"powermodel: {scenario.name or 'scenario'}",
-        scenario=scenario.to_json(),
-        site_timezone=scenario.site.timezone,
-        weather=facility.hourly_weather(scenario).source,
-        time_label="start of each interval; values are interval means",
-        dt=sim.dt,
-        plant_dt=k * sim.dt,
-        step_time=derived.step_time,
-        compute_share=scenario.compute_share,
-        clock_setpoint=path.clock_setpoint,
-        clock_lock=scenario.mitigation.clock_lock or 1.0,
-        checkpoint_interval=derived.checkpoint_interval if derived.checkpoints else np.inf,
-        checkpoint_stall=derived.checkpoint_stall,
-        token_rate=token_rate,
-        registered_demand=facility.registered_demand(scenario),
-        powermodel_version=__version__,
-    )
+    _flags(ds)
     for chain in chains:
         view = sensor_view(ds, chain)
         ds[view.name] = view
@@ -662,68 +632,141 @@ def _profile_step(ds: xr.Dataset) -> float:
     return dt
 
 
-def _with_facility(
-    scenario: Scenario,
-    line: events.Timeline,
-    time: np.ndarray,
-    means: np.ndarray,
-    k: int,
-    dt: float,
-    nominal_rate: float,
-) -> tuple[dict[str, tuple], facility.PlantPath]:
-    """The rendered means completed by the plant path, stage by stage: the plant on its own grid
-    (``k`` electrical steps of ``dt`` [s] a plant step), what the GPUs and racks finally draw,
-    the facility around them, the connection, and the training they buy.
+@dataclass(frozen=True)
+class Run:
+    """What a run renders its profile from, any range of its steps at a time: the job timeline,
+    the cell tables and drawn steps, the plant step. :func:`simulate` renders the whole run at
+    once; :mod:`powermodel.stream` renders it in chunks, with the same values."""
 
-    ``means`` holds ``gpu_power`` and ``it_power`` [MW] and the throughput at the nominal clock
-    [tokens/s], whose full rate is ``nominal_rate``. Returns the Dataset's variables and the
-    plant path.
-    """
-    gpu_power, it_power, nominal_throughput = means[:3]
-    trained = means[3] if means.shape[0] > 3 else nominal_throughput  # variation: see drawn_steps
-    design = facility.design_it_power(scenario)
-    per_gpu = gpu_power * 1e6 / scenario.cluster.n_gpus  # W: what each GPU draws, rendered
-    path = _plant(scenario, time, per_gpu, it_power, k, dt, design)
-    running = nominal_throughput / nominal_rate  # share of each interval spent training
-    gpu_power, it_power = _it_path(scenario, line, per_gpu, it_power, running, path, k, dt)
-    it_power, rack = facility.storage(scenario, "rack", it_power, dt)
-    site = _facility(scenario, it_power, path, k, design)
-    connection, bess = _connection(scenario, it_power, site, dt)
-    # the work a failure loses is priced at the job's realised yield (evaluations and
-    # stragglers train no tokens): one without variation
-    realised = 1.0 if trained is nominal_throughput else _share(trained, nominal_throughput)
-    throughput, goodput = _training(line, trained, nominal_rate * realised, path, k, dt)
+    scenario: Scenario
+    derived: Derived
+    line: events.Timeline
+    rate: np.ndarray  # each shape's rate [1/s]
+    tables: np.ndarray  # cumulative cell tables of what is rendered
+    steps: render.Steps | None
+    k: int  # electrical steps a plant step
+    token_rate: float  # tokens/s of the running job at the nominal clock
+
+    @property
+    def dt(self) -> float:
+        return self.scenario.simulation.dt
+
+    def render(self, lo: int, hi: int) -> np.ndarray:
+        """The rendered means of steps ``lo`` to ``hi``: ``gpu_power`` and ``it_power`` [MW], the
+        throughput at the nominal clock [tokens/s] (under variation, then the tokens trained)."""
+        edges = np.arange(lo, hi + 1) * self.dt
+        line = self.line
+        state = line.state.astype(np.int64)
+        return render.interval_means(line.start, state, self.rate, self.tables, edges, self.steps)
+
+    def per_gpu(self, means: np.ndarray) -> np.ndarray:
+        """What each GPU draws as rendered [W], from :meth:`render`'s means."""
+        return means[0] * 1e6 / self.scenario.cluster.n_gpus
+
+    def plant(self, per_gpu: np.ndarray, heat: np.ndarray) -> facility.PlantPath:
+        """The plant path from the plant-step means of the rendered board power per GPU [W] and
+        IT power [MW], at the middle of each plant step. Weather → plant → inlet → die
+        temperature → clocks, leakage and server fans."""
+        scenario, plant_dt = self.scenario, self.k * self.dt
+        start = _times(scenario.simulation.start, np.arange(heat.size) * self.k * self.dt)
+        middle = start + _timedelta(plant_dt / 2.0)
+        design = facility.design_it_power(scenario)
+        return facility.plant_path(scenario, middle, heat * 1e6, per_gpu, plant_dt, design)
+
+    def profile(
+        self, path: facility.PlantPath, means: np.ndarray, lo: int
+    ) -> tuple[np.ndarray, dict[str, tuple]]:
+        """The profile's ``time`` and its variables on ``time`` over the steps from ``lo`` that
+        ``means`` (:meth:`render`'s) cover, completed by the plant path stage by stage: what the
+        GPUs and racks finally draw, the facility around them, the connection, the training
+        they buy.
+
+        PUE is hourly: a range of steps from the start of an hour to the start of another (or
+        the run's end) has the whole run's values."""
+        scenario, line, k, dt = self.scenario, self.line, self.k, self.dt
+        gpu_power, it_power, nominal_throughput = means[:3]
+        trained = means[3] if means.shape[0] > 3 else nominal_throughput  # see drawn_steps
+        n = gpu_power.size
+        per_gpu = self.per_gpu(means)
+        running = nominal_throughput / self.token_rate  # share of each interval spent training
+        gpu_power, it_power = _it_path(scenario, line, per_gpu, it_power, running, path, k, lo)
+        it_power, rack = facility.storage(scenario, "rack", it_power, dt)
+        site = _facility(scenario, it_power, path, k, lo)
+        connection, bess = _connection(scenario, it_power, site, dt)
+        throughput = trained / _over(path.step_factor, k, lo, n)
+        state = render.state_at(line.start, line.state, (np.arange(lo, lo + n) + 0.5) * dt)
+        variables = {
+            "gpu_power": ("time", gpu_power),
+            "it_power": ("time", it_power),
+            **{name: ("time", values) for name, values in site.items()},
+            **{name: ("time", values) for name, values in connection.items()},
+            **_storage_variables(rack, bess),
+            "pue": ("time", _hourly_ratio(site["facility_power"], it_power, dt, lo)),
+            "throughput": ("time", throughput),
+            **{name: ("time", _held(getattr(path, name), k, lo, n, np.float32)) for name in HELD},
+            "job_state": ("time", state.astype(np.int8)),
+        }
+        # cooling and misc power were constant over plant steps, and the run: held lazily
+        variables["cooling_power"] = ("time", _held(path.cooling_power / 1e6, k, lo, n))
+        variables["misc_power"] = ("time", _held(np.array([_misc(scenario)]), lo + n, lo, n))
+        return _times(scenario.simulation.start, np.arange(lo, lo + n) * dt), variables
+
+    def attrs(self, path: facility.PlantPath) -> dict:
+        """The profile's attrs: the scenario, its step, what it implies."""
+        scenario, derived = self.scenario, self.derived
+        return dict(
+            title=f"powermodel: {scenario.name or 'scenario'}",
+            scenario=scenario.to_json(),
+            site_timezone=scenario.site.timezone,
+            weather=facility.hourly_weather(scenario).source,
+            time_label="start of each interval; values are interval means",
+            dt=self.dt,
+            plant_dt=self.k * self.dt,
+            step_time=derived.step_time,
+            compute_share=scenario.compute_share,
+            clock_setpoint=path.clock_setpoint,
+            clock_lock=scenario.mitigation.clock_lock or 1.0,
+            checkpoint_interval=derived.checkpoint_interval if derived.checkpoints else np.inf,
+            checkpoint_stall=derived.checkpoint_stall,
+            token_rate=self.token_rate,
+            registered_demand=facility.registered_demand(scenario),
+            powermodel_version=__version__,
+        )
+
+
+def prepare(scenario: Scenario, derived: Derived, cells: np.ndarray, rate: np.ndarray) -> Run:
+    """The run of a scenario, from :func:`preflight`'s ``derived``, ``cells`` and ``rate``: its
+    timeline and drawn steps, ready to render."""
+    line = timeline(scenario, derived)
+    steps = drawn_steps(scenario, derived, line, cells)
+    tables = render.cumulative_tables(with_trained(cells, steps))
+    token_rate = cells[2, State.RUNNING, 0]
+    return Run(scenario, derived, line, rate, tables, steps, plant_steps(scenario), token_rate)
+
+
+def _totals(
+    run: Run, path: facility.PlantPath, means: np.ndarray, throughput: np.ndarray
+) -> dict[str, tuple]:
+    """The whole run's ``goodput`` [tokens] (the tokens trained less the work failures lost,
+    priced at the job's realised yield and at the training rate of the plant step each failure
+    happened in) and ``chiller_hours`` [h], from the run's rendered ``means`` and
+    ``throughput`` [tokens/s]."""
+    line, k, dt = run.line, run.k, run.dt
+    # evaluations and stragglers train no tokens: a run with variation yields less per second
+    realised = 1.0 if means.shape[0] == 3 else _share(means[3], means[2])
+    at = np.minimum((line.event_time // (k * dt)).astype(np.int64), path.step_factor.size - 1)
+    lost_tokens = line.event_lost_work * (run.token_rate * realised) / path.step_factor[at]
+    plant_hours = np.count_nonzero(path.chiller_load > 0) * (k * dt) / 3600
     return {
-        "gpu_power": ("time", gpu_power),
-        "it_power": ("time", it_power),
-        **{name: ("time", values) for name, values in site.items()},
-        **{name: ("time", values) for name, values in connection.items()},
-        **_storage_variables(rack, bess),
-        "pue": ("time", hourly_ratio(site["facility_power"], it_power, dt)),
-        "throughput": ("time", throughput),
-        **_held(path, k),
-        "goodput": ((), goodput),
-        "chiller_hours": ((), float(np.count_nonzero(path.chiller_load > 0) * (k * dt) / 3600)),
-    }, path
+        "goodput": ((), float(throughput.sum() * dt - lost_tokens.sum())),
+        "chiller_hours": ((), float(plant_hours)),
+    }
 
 
-def _plant(
-    scenario: Scenario,
-    time: np.ndarray,
-    per_gpu: np.ndarray,
-    it_power: np.ndarray,
-    k: int,
-    dt: float,
-    design: float,
-) -> facility.PlantPath:
-    """The plant path on its grid, from the plant-step means of the rendered board power per GPU
-    [W] and IT power [MW] on the electrical grid (``time``, steps of ``dt`` [s], ``k`` a plant
-    step), at the middle of each plant step; ``design`` is the IT power the plant is sized for
-    [W]. Weather → plant → inlet → die temperature → clocks, leakage and server fans."""
-    plant_dt = k * dt
-    middle = time[::k] + _timedelta(plant_dt / 2.0)
-    heat = _block_mean(it_power, k) * 1e6  # W
-    return facility.plant_path(scenario, middle, heat, _block_mean(per_gpu, k), plant_dt, design)
+def _flags(ds: xr.Dataset) -> None:
+    ds["job_state"].attrs.update(
+        flag_values=[s.value for s in State], flag_meanings=" ".join(s.name.lower() for s in State)
+    )
 
 
 def _it_path(
@@ -734,35 +777,34 @@ def _it_path(
     running: np.ndarray,
     path: facility.PlantPath,
     k: int,
-    dt: float,
+    lo: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """What the GPUs and the racks finally draw: ``gpu_power`` and ``it_power`` [MW].
 
-    From the rendered board power per GPU [W] and IT power [MW] on the electrical grid (step
-    ``dt`` [s]), the share of each interval ``running`` [1] and the plant path (``k`` steps a
-    plant step): hot dies leak more while training, the ramp limits act on what each GPU finally
-    draws, leakage included, and server fans speed up whenever the nodes are on. Each node's DC
-    change is small: it passes through the server supplies at their running slope.
+    From the rendered board power per GPU [W] and IT power [MW] on the electrical grid (the
+    steps from ``lo``), the share of each interval ``running`` [1] and the plant path (``k``
+    steps a plant step): hot dies leak more while training, the ramp limits act on what each
+    GPU finally draws, leakage included, and server fans speed up whenever the nodes are on.
+    Each node's DC change is small: it passes through the server supplies at their running
+    slope.
     """
-    cl = scenario.cluster
-    leak = running * np.repeat(path.leak_extra, k)  # W per GPU, DC
+    cl, dt, n = scenario.cluster, scenario.simulation.dt, per_gpu.size
+    leak = running * _over(path.leak_extra, k, lo, n)  # W per GPU, DC
     drawn = stop_ramps(scenario, line, per_gpu + leak, dt)  # W per GPU, DC
-    fans = np.repeat(path.fan_extra, k)  # W per node, DC
+    fans = _over(path.fan_extra, k, lo, n)  # W per node, DC
     node = (cl.gpus_per_node * (drawn - per_gpu) + fans) * _psu_slope(scenario)  # W per node, AC
     return _cluster_mw(drawn, cl.n_gpus), it_power + _cluster_mw(node, cl.n_nodes)
 
 
 def _facility(
-    scenario: Scenario, it_power: np.ndarray, path: facility.PlantPath, k: int, design: float
+    scenario: Scenario, it_power: np.ndarray, path: facility.PlantPath, k: int, lo: int
 ) -> dict[str, np.ndarray]:
-    """What the site draws around the IT load [MW]: ``facility_loss``, ``cooling_power`` (the
-    plant path's, ``k`` electrical steps a plant step), ``misc_power`` and ``facility_power``,
-    all [MW]; ``design`` is the IT power the site is sized for [W]."""
-    design_mw = design / 1e6
-    cooling = np.repeat(path.cooling_power, k) / 1e6
-    # misc loads (lighting, offices, controls) do not follow the IT swing: a share of design IT
-    misc = np.full(it_power.size, scenario.cooling.misc_fraction * design_mw)
-    capacity = scenario.electrical.design_margin * design_mw
+    """What the site draws around the IT load [MW] over the steps from ``lo``:
+    ``facility_loss``, ``cooling_power`` (the plant path's, ``k`` electrical steps a plant
+    step), ``misc_power`` and ``facility_power``, all [MW]."""
+    cooling = _over(path.cooling_power, k, lo, it_power.size) / 1e6
+    misc = _misc(scenario)
+    capacity = scenario.electrical.design_margin * facility.design_it_power(scenario) / 1e6
     loss = facility.facility_loss(it_power, scenario, capacity, cooling + misc)
     return {
         "facility_loss": loss,
@@ -770,6 +812,12 @@ def _facility(
         "misc_power": misc,
         "facility_power": it_power + loss + cooling + misc,
     }
+
+
+def _misc(scenario: Scenario) -> float:
+    """Misc loads (lighting, offices, controls) [MW]: they do not follow the IT swing, a share
+    of the design IT power."""
+    return scenario.cooling.misc_fraction * (facility.design_it_power(scenario) / 1e6)
 
 
 def _connection(
@@ -790,32 +838,63 @@ def _connection(
     }, batteries
 
 
-def _training(
-    line: events.Timeline,
-    nominal_throughput: np.ndarray,
-    nominal_rate: float,
-    path: facility.PlantPath,
-    k: int,
-    dt: float,
-) -> tuple[np.ndarray, float]:
-    """Throughput [tokens/s] at the clocks of the plant path (``k`` electrical steps of ``dt``
-    [s] a plant step), and goodput [tokens]: the tokens trained less the work failures lost,
-    priced at the training rate of the plant step each failure happened in."""
-    throughput = nominal_throughput / np.repeat(path.step_factor, k)
-    at = np.minimum((line.event_time // (k * dt)).astype(np.int64), path.step_factor.size - 1)
-    lost_tokens = line.event_lost_work * nominal_rate / path.step_factor[at]
-    return throughput, float(throughput.sum() * dt - lost_tokens.sum())
-
-
 def _share(part: np.ndarray, whole: np.ndarray) -> float:
     """``part``'s sum over ``whole``'s, 1 where ``whole`` sums to nothing."""
     total = float(whole.sum())
     return float(part.sum()) / total if total > 0 else 1.0
 
 
-def _held(path: facility.PlantPath, k: int) -> dict[str, tuple]:
-    """The plant path's state, held over the ``k`` electrical steps of each plant step."""
-    return {name: ("time", np.repeat(getattr(path, name), k).astype(np.float32)) for name in HELD}
+class _Pieces(BackendArray):
+    """A piecewise-constant series, read only when read: ``values[j]`` from step ``starts[j]``
+    to the next start, ``size`` steps in all (the first start at or before step 0).
+
+    The Dataset holds the plant path's variables (constant over each plant step), PUE (over
+    each hour) and the misc load (over the run) so: reading one (``.values``) builds it, and
+    nothing else keeps it. xarray's lazy indexing of file-backed variables serves it, with no
+    dask scheduler to meet (a ``distributed.Client`` in the process would take dask's work).
+    """
+
+    def __init__(self, values: np.ndarray, starts: np.ndarray, size: int) -> None:
+        self.values, self.starts = values, starts
+        self.shape, self.dtype = (size,), values.dtype
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        return indexing.explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.BASIC, self._read
+        )
+
+    def _read(self, key: tuple) -> np.ndarray:
+        (where,) = key
+        if not isinstance(where, slice):  # one step
+            return np.asarray(self.values[np.searchsorted(self.starts, where, side="right") - 1])
+        start, stop, step = where.indices(self.shape[0])
+        picked = range(start, stop, step)
+        if not picked:
+            return self.values[:0]
+        lo, hi = min(picked[0], picked[-1]), max(picked[0], picked[-1]) + 1
+        return self.dense(lo, hi)[slice(start - lo, stop - lo if stop >= lo else None, step)]
+
+    def dense(self, lo: int, hi: int) -> np.ndarray:
+        """Steps ``lo`` to ``hi`` as an array."""
+        first = np.searchsorted(self.starts, lo, side="right") - 1
+        last = np.searchsorted(self.starts, hi, side="left")
+        bounds = np.concatenate(([lo], self.starts[first + 1 : last], [hi]))
+        return np.repeat(self.values[first:last], np.diff(bounds))
+
+
+def _held(
+    values: np.ndarray, k: int, lo: int, n: int, dtype: type = np.float64
+) -> indexing.LazilyIndexedArray:
+    """Plant-step ``values`` held over the ``k`` electrical steps of each plant step, over the
+    ``n`` steps from ``lo``, read lazily (:class:`_Pieces`)."""
+    pieces = _Pieces(values.astype(dtype), np.arange(values.size) * k - lo, n)
+    return indexing.LazilyIndexedArray(pieces)
+
+
+def _over(values: np.ndarray, k: int, lo: int, n: int) -> np.ndarray:
+    """Plant-step ``values`` held over the ``k`` electrical steps of each plant step, over the
+    ``n`` steps from ``lo``, as an array."""
+    return _Pieces(values, np.arange(values.size) * k - lo, n).dense(0, n)
 
 
 def _storage_variables(
@@ -845,10 +924,17 @@ def plant_steps(scenario: Scenario) -> int:
     return k
 
 
-def hourly_ratio(numerator: np.ndarray, denominator: np.ndarray, dt: float) -> np.ndarray:
-    """Ratio of the two signals' energies over each clock hour of the run, on every sample."""
-    hour = (np.arange(numerator.size) * dt // 3600).astype(np.int64)
-    return (np.bincount(hour, numerator) / np.bincount(hour, denominator))[hour]
+def _hourly_ratio(
+    numerator: np.ndarray, denominator: np.ndarray, dt: float, lo: int = 0
+) -> indexing.LazilyIndexedArray:
+    """Ratio of the two signals' energies over each clock hour of the run (the signals on steps
+    of ``dt`` [s] from step ``lo``), on every sample, read lazily (:class:`_Pieces`)."""
+    hour = ((lo + np.arange(numerator.size)) * dt // 3600).astype(np.int64)
+    hour -= hour[0]
+    ratio = np.bincount(hour, numerator) / np.bincount(hour, denominator)
+    starts = np.flatnonzero(np.diff(hour)) + 1
+    starts = np.concatenate(([0], starts))
+    return indexing.LazilyIndexedArray(_Pieces(ratio[hour[starts]], starts, numerator.size))
 
 
 def _psu_slope(scenario: Scenario) -> float:
