@@ -65,6 +65,27 @@ BYTES_PER_SEGMENT = 256
 BYTES_PER_SENSOR_STEP = 160
 # The plant path's state in the Dataset, held over each plant step (float32: 7 digits suffice)
 HELD = ("water_use", "temp_air", "temp_wetbulb", "supply_temp", "gpu_temp", "clock_factor")
+# The profile's variables on time, in order (a CSV's columns)
+ORDER = (
+    "gpu_power",
+    "it_power",
+    "facility_loss",
+    "cooling_power",
+    "misc_power",
+    "facility_power",
+    "grid_power",
+    "grid_reactive_power",
+    "grid_voltage",
+    "rack_storage_power",
+    "bess_power",
+    "bess_soc",
+    "pue",
+    "throughput",
+    *HELD,
+    "job_state",
+)
+# Steps the in-memory run profiles at a time (about 2 MB an array), extended to an hour's start
+CHUNK_STEPS = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -523,17 +544,22 @@ def simulate(
     chains = _sensor_chains(sensors, scenario.simulation.dt)
     derived, cells, rate = preflight(scenario, len(chains))
     run = prepare(scenario, derived, cells, rate)
-    means = run.render(0, scenario.simulation.n_steps)
+    n = scenario.simulation.n_steps
+    chunks = run.chunks(0, n, CHUNK_STEPS)
+    means = np.empty((run.tables.shape[0], n))
+    for lo, hi in chunks:  # bounded temporaries: only the profile takes memory per step
+        means[:, lo:hi] = run.render(lo, hi)
     path = run.plant(_block_mean(run.per_gpu(means), run.k), _block_mean(means[1], run.k))
-    time, variables = run.profile(path, means, 0)
+    realised = run.realised(means)
+    variables = _assembled(run, path, means, chunks)
     ds = xr.Dataset(
         {
-            **variables,
-            **_totals(run, path, means, variables["throughput"][1]),
+            **{name: ("time", _lazy(values)) for name, values in variables.items()},
+            **_totals(run, path, realised, variables["throughput"]),
             **_event_variables(scenario, run.line),
             "effective_training_time": ((), run.line.effective_training_time),
         },
-        coords={"time": time},
+        coords={"time": _times(scenario.simulation.start, np.arange(n) * scenario.simulation.dt)},
         attrs=run.attrs(path),
     )
     _flags(ds)
@@ -674,15 +700,16 @@ class Run:
         return facility.plant_path(scenario, middle, heat * 1e6, per_gpu, plant_dt, design)
 
     def profile(
-        self, path: facility.PlantPath, means: np.ndarray, lo: int
-    ) -> tuple[np.ndarray, dict[str, tuple]]:
-        """The profile's ``time`` and its variables on ``time`` over the steps from ``lo`` that
-        ``means`` (:meth:`render`'s) cover, completed by the plant path stage by stage: what the
-        GPUs and racks finally draw, the facility around them, the connection, the training
-        they buy.
+        self, path: facility.PlantPath, means: np.ndarray, lo: int, held: bool = True
+    ) -> dict[str, np.ndarray | _Pieces]:
+        """The profile's variables on ``time`` over the steps from ``lo`` that ``means``
+        (:meth:`render`'s) cover, completed by the plant path stage by stage: what the GPUs
+        and racks finally draw, the facility around them, the connection, the training they
+        buy. Piecewise-constant ones as :class:`_Pieces`; without ``held``, leaves out those
+        :meth:`held` gives.
 
         PUE is hourly: a range of steps from the start of an hour to the start of another (or
-        the run's end) has the whole run's values."""
+        the run's end) has the whole run's values (:meth:`chunks`)."""
         scenario, line, k, dt = self.scenario, self.line, self.k, self.dt
         gpu_power, it_power, nominal_throughput = means[:3]
         trained = means[3] if means.shape[0] > 3 else nominal_throughput  # see drawn_steps
@@ -693,23 +720,52 @@ class Run:
         it_power, rack = facility.storage(scenario, "rack", it_power, dt)
         site = _facility(scenario, it_power, path, k, lo)
         connection, bess = _connection(scenario, it_power, site, dt)
-        throughput = trained / _over(path.step_factor, k, lo, n)
         state = render.state_at(line.start, line.state, (np.arange(lo, lo + n) + 0.5) * dt)
-        variables = {
-            "gpu_power": ("time", gpu_power),
-            "it_power": ("time", it_power),
-            **{name: ("time", values) for name, values in site.items()},
-            **{name: ("time", values) for name, values in connection.items()},
+        return {
+            "gpu_power": gpu_power,
+            "it_power": it_power,
+            "facility_loss": site["facility_loss"],
+            "facility_power": site["facility_power"],
+            **connection,
             **_storage_variables(rack, bess),
-            "pue": ("time", _hourly_ratio(site["facility_power"], it_power, dt, lo)),
-            "throughput": ("time", throughput),
-            **{name: ("time", _held(getattr(path, name), k, lo, n, np.float32)) for name in HELD},
-            "job_state": ("time", state.astype(np.int8)),
+            "pue": _hourly_ratio(site["facility_power"], it_power, dt, lo),
+            "throughput": trained / _over(path.step_factor, k, lo, n),
+            "job_state": state.astype(np.int8),
+            **(self.held(path, lo, n) if held else {}),
         }
-        # cooling and misc power were constant over plant steps, and the run: held lazily
-        variables["cooling_power"] = ("time", _held(path.cooling_power / 1e6, k, lo, n))
-        variables["misc_power"] = ("time", _held(np.array([_misc(scenario)]), lo + n, lo, n))
-        return _times(scenario.simulation.start, np.arange(lo, lo + n) * dt), variables
+
+    def held(self, path: facility.PlantPath, lo: int, n: int) -> dict[str, _Pieces]:
+        """The variables constant over each plant step (the plant path's state, the cooling
+        power [MW]) or over the run (the misc power [MW]), over the ``n`` steps from ``lo``."""
+        k = self.k
+        return {
+            "cooling_power": _held(path.cooling_power / 1e6, k, lo, n),
+            "misc_power": _held(np.array([_misc(self.scenario)]), lo + n, lo, n),
+            **{name: _held(getattr(path, name), k, lo, n, np.float32) for name in HELD},
+        }
+
+    def chunks(self, lo: int, hi: int, size: int) -> list[tuple[int, int]]:
+        """Steps ``lo`` to ``hi`` (``lo`` the start of an hour) in ranges of about ``size``
+        steps, each from the start of a clock hour (hourly PUE stays whole); one range where a
+        filter runs over the whole run (power smoothing, burn on job stop, batteries)."""
+        if sequential(self.scenario):
+            return [(lo, hi)]
+        dt = self.dt
+        cuts = [lo]
+        while cuts[-1] + size < hi:
+            # the first step of an hour at or after the next cut (an hour spans 3600 / dt steps)
+            near = np.arange(cuts[-1] + size - 1, min(cuts[-1] + size + int(3600 / dt) + 2, hi))
+            hour = (near * dt // 3600).astype(np.int64)
+            starts = near[1:][np.diff(hour) > 0]
+            if starts.size == 0:
+                break
+            cuts.append(int(starts[0]))
+        return list(zip(cuts, [*cuts[1:], hi], strict=True))
+
+    def realised(self, means: np.ndarray) -> float:
+        """The share of the nominal token rate a run with variation trains (evaluations and
+        stragglers train none), from :meth:`render`'s means over the whole run; 1 without."""
+        return 1.0 if means.shape[0] == 3 else _share(means[3], means[2])
 
     def attrs(self, path: facility.PlantPath) -> dict:
         """The profile's attrs: the scenario, its step, what it implies."""
@@ -745,15 +801,12 @@ def prepare(scenario: Scenario, derived: Derived, cells: np.ndarray, rate: np.nd
 
 
 def _totals(
-    run: Run, path: facility.PlantPath, means: np.ndarray, throughput: np.ndarray
+    run: Run, path: facility.PlantPath, realised: float, throughput: np.ndarray
 ) -> dict[str, tuple]:
     """The whole run's ``goodput`` [tokens] (the tokens trained less the work failures lost,
-    priced at the job's realised yield and at the training rate of the plant step each failure
-    happened in) and ``chiller_hours`` [h], from the run's rendered ``means`` and
-    ``throughput`` [tokens/s]."""
+    priced at the job's ``realised`` yield and at the training rate of the plant step each
+    failure happened in) and ``chiller_hours`` [h], from its ``throughput`` [tokens/s]."""
     line, k, dt = run.line, run.k, run.dt
-    # evaluations and stragglers train no tokens: a run with variation yields less per second
-    realised = 1.0 if means.shape[0] == 3 else _share(means[3], means[2])
     at = np.minimum((line.event_time // (k * dt)).astype(np.int64), path.step_factor.size - 1)
     lost_tokens = line.event_lost_work * (run.token_rate * realised) / path.step_factor[at]
     plant_hours = np.count_nonzero(path.chiller_load > 0) * (k * dt) / 3600
@@ -761,6 +814,44 @@ def _totals(
         "goodput": ((), float(throughput.sum() * dt - lost_tokens.sum())),
         "chiller_hours": ((), float(plant_hours)),
     }
+
+
+def sequential(scenario: Scenario) -> str | None:
+    """What in the scenario filters the whole run in order, so that it renders in one piece
+    (power smoothing's ramp limits, burn on job stop, batteries); None if nothing."""
+    m = scenario.mitigation
+    for what, present in (
+        ("mitigation.smoothing", m.smoothing is not None),
+        ("mitigation.stop_burn", m.stop_burn is not None),
+        ("mitigation.storage", bool(m.storage)),
+    ):
+        if present:
+            return what
+    return None
+
+
+def _assembled(
+    run: Run, path: facility.PlantPath, means: np.ndarray, chunks: list[tuple[int, int]]
+) -> dict[str, np.ndarray | _Pieces]:
+    """The whole run's variables on ``time``, in the order of :data:`ORDER`, from its rendered
+    ``means``, profiled range by range (``chunks``). The profile takes the means' place: what
+    is rendered of ``gpu_power``, ``it_power`` and the throughput becomes that variable."""
+    n = means.shape[1]
+    out: dict[str, np.ndarray] = dict(
+        zip(("gpu_power", "it_power", "throughput"), means[:3], strict=True)
+    )
+    pue = []
+    for lo, hi in chunks:
+        part = run.profile(path, means[:, lo:hi], lo, held=False)
+        pue.append((lo, part.pop("pue")))
+        same = {id(values): name for name, values in reversed(part.items())}
+        for name, values in part.items():
+            if same[id(values)] != name:  # one variable is another (no batteries: grid is site)
+                out[name] = out[same[id(values)]]
+            else:
+                out.setdefault(name, np.empty(n, values.dtype))[lo:hi] = values
+    merged = {**out, **run.held(path, 0, n), "pue": _Pieces.joined(pue, n)}
+    return {name: merged[name] for name in ORDER if name in merged}
 
 
 def _flags(ds: xr.Dataset) -> None:
@@ -874,6 +965,13 @@ class _Pieces(BackendArray):
         lo, hi = min(picked[0], picked[-1]), max(picked[0], picked[-1]) + 1
         return self.dense(lo, hi)[slice(start - lo, stop - lo if stop >= lo else None, step)]
 
+    @staticmethod
+    def joined(parts: list[tuple[int, _Pieces]], size: int) -> _Pieces:
+        """One series of ``size`` steps from the ``parts`` of it that start at each step."""
+        values = np.concatenate([p.values for _, p in parts])
+        starts = np.concatenate([np.maximum(p.starts, 0) + lo for lo, p in parts])
+        return _Pieces(values, starts, size)
+
     def dense(self, lo: int, hi: int) -> np.ndarray:
         """Steps ``lo`` to ``hi`` as an array."""
         first = np.searchsorted(self.starts, lo, side="right") - 1
@@ -882,13 +980,15 @@ class _Pieces(BackendArray):
         return np.repeat(self.values[first:last], np.diff(bounds))
 
 
-def _held(
-    values: np.ndarray, k: int, lo: int, n: int, dtype: type = np.float64
-) -> indexing.LazilyIndexedArray:
+def _held(values: np.ndarray, k: int, lo: int, n: int, dtype: type = np.float64) -> _Pieces:
     """Plant-step ``values`` held over the ``k`` electrical steps of each plant step, over the
-    ``n`` steps from ``lo``, read lazily (:class:`_Pieces`)."""
-    pieces = _Pieces(values.astype(dtype), np.arange(values.size) * k - lo, n)
-    return indexing.LazilyIndexedArray(pieces)
+    ``n`` steps from ``lo``."""
+    return _Pieces(values.astype(dtype), np.arange(values.size) * k - lo, n)
+
+
+def _lazy(values: np.ndarray | _Pieces) -> np.ndarray | indexing.LazilyIndexedArray:
+    """A variable's data: arrays as they are, pieces read lazily."""
+    return indexing.LazilyIndexedArray(values) if isinstance(values, _Pieces) else values
 
 
 def _over(values: np.ndarray, k: int, lo: int, n: int) -> np.ndarray:
@@ -899,16 +999,13 @@ def _over(values: np.ndarray, k: int, lo: int, n: int) -> np.ndarray:
 
 def _storage_variables(
     rack: list[mitigation.StorageResult], site: list[mitigation.StorageResult]
-) -> dict[str, tuple]:
+) -> dict[str, np.ndarray]:
     out = {}
     if rack:
-        out["rack_storage_power"] = ("time", sum(r.power for r in rack))
+        out["rack_storage_power"] = sum(r.power for r in rack)
     if site:
-        out["bess_power"] = ("time", sum(r.power for r in site))
-        out["bess_soc"] = (
-            "time",
-            sum(r.soc * r.energy for r in site) / sum(r.energy for r in site),
-        )
+        out["bess_power"] = sum(r.power for r in site)
+        out["bess_soc"] = sum(r.soc * r.energy for r in site) / sum(r.energy for r in site)
     return out
 
 
@@ -926,15 +1023,15 @@ def plant_steps(scenario: Scenario) -> int:
 
 def _hourly_ratio(
     numerator: np.ndarray, denominator: np.ndarray, dt: float, lo: int = 0
-) -> indexing.LazilyIndexedArray:
+) -> _Pieces:
     """Ratio of the two signals' energies over each clock hour of the run (the signals on steps
-    of ``dt`` [s] from step ``lo``), on every sample, read lazily (:class:`_Pieces`)."""
+    of ``dt`` [s] from step ``lo``), on every sample."""
     hour = ((lo + np.arange(numerator.size)) * dt // 3600).astype(np.int64)
     hour -= hour[0]
     ratio = np.bincount(hour, numerator) / np.bincount(hour, denominator)
     starts = np.flatnonzero(np.diff(hour)) + 1
     starts = np.concatenate(([0], starts))
-    return indexing.LazilyIndexedArray(_Pieces(ratio[hour[starts]], starts, numerator.size))
+    return _Pieces(ratio[hour[starts]], starts, numerator.size)
 
 
 def _psu_slope(scenario: Scenario) -> float:
