@@ -485,27 +485,44 @@ def available_memory() -> int:
     return free if limit == "max" else min(free, int(limit) - used)
 
 
-def check_memory(scenario: Scenario, sensors: int = 0) -> None:
+def check_memory(scenario: Scenario, sensors: int = 0, budget: float | None = None) -> None:
     """Refuse, before any work, a run (with ``sensors`` sensor views) that would not fit in
-    memory."""
-    need, free = memory_estimate(scenario, sensors), available_memory()
+    memory: what is available (:func:`available_memory`), or ``budget`` [B]. Where the run
+    could be streamed to a file in parts instead (:mod:`powermodel.stream`), the refusal says
+    so first."""
+    need = memory_estimate(scenario, sensors)
+    free = available_memory() if budget is None else budget
     if need > free:
         sim = scenario.simulation
+        fix = memory_fix(scenario, sensors)
+        if streamable(scenario, sensors) is None:
+            fix = f"write it to a file in parts with -o FILE.parquet (or .csv), or {fix}"
         raise ScenarioError(
             f"{sim.n_steps:,} steps of {format_duration(sim.dt)} need about {need / 1e9:.1f} GB "
-            f"and {free / 1e9:.1f} GB is available: {memory_fix(scenario, sensors)} (or run the "
-            "period in parts)"
+            f"and {free / 1e9:.1f} GB is available: {fix}"
         )
 
 
-def preflight(scenario: Scenario, sensors: int = 0) -> tuple[Derived, np.ndarray, np.ndarray]:
-    """Every check a run makes before its work, at a fraction of its cost: memory, step and
-    checkpoint timing, the plant step, the weather file, the iteration waveform. ``validate``
-    runs it, so a scenario it passes does not fail at the start of a run.
+def streamable(scenario: Scenario, sensors: int = 0) -> str | None:
+    """Why the run cannot be streamed to a file in parts (a filter over the whole run in
+    order, or sensor views); None if it can."""
+    if sensors:
+        return "sensor views (--sensor)"
+    return sequential(scenario)
+
+
+def preflight(
+    scenario: Scenario, sensors: int = 0, memory: bool = True
+) -> tuple[Derived, np.ndarray, np.ndarray]:
+    """Every check a run makes before its work, at a fraction of its cost: memory (unless
+    ``memory`` is False: a streamed run takes less), step and checkpoint timing, the plant
+    step, the weather file, the iteration waveform. ``validate`` runs it, so a scenario it
+    passes does not fail at the start of a run.
 
     Returns what the run goes on with: :func:`derive` and :func:`shape_tables`.
     """
-    check_memory(scenario, sensors)
+    if memory:
+        check_memory(scenario, sensors)
     derived = derive(scenario)
     plant_steps(scenario)
     facility.hourly_weather(scenario)
@@ -549,20 +566,17 @@ def simulate(
     means = np.empty((run.tables.shape[0], n))
     for lo, hi in chunks:  # bounded temporaries: only the profile takes memory per step
         means[:, lo:hi] = run.render(lo, hi)
-    path = run.plant(_block_mean(run.per_gpu(means), run.k), _block_mean(means[1], run.k))
+    path = run.plant(*run.plant_means(means))
     realised = run.realised(means)
     variables = _assembled(run, path, means, chunks)
-    ds = xr.Dataset(
+    ds = run.dataset(path, variables, 0)
+    ds.update(
         {
-            **{name: ("time", _lazy(values)) for name, values in variables.items()},
             **_totals(run, path, realised, variables["throughput"]),
             **_event_variables(scenario, run.line),
             "effective_training_time": ((), run.line.effective_training_time),
-        },
-        coords={"time": _times(scenario.simulation.start, np.arange(n) * scenario.simulation.dt)},
-        attrs=run.attrs(path),
+        }
     )
-    _flags(ds)
     for chain in chains:
         view = sensor_view(ds, chain)
         ds[view.name] = view
@@ -689,6 +703,12 @@ class Run:
         """What each GPU draws as rendered [W], from :meth:`render`'s means."""
         return means[0] * 1e6 / self.scenario.cluster.n_gpus
 
+    def plant_means(self, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The plant-step means of the rendered board power per GPU [W] and IT power [MW],
+        from :meth:`render`'s means over whole plant steps."""
+        k = self.k
+        return _block_mean(self.per_gpu(means), k), _block_mean(means[1], k)
+
     def plant(self, per_gpu: np.ndarray, heat: np.ndarray) -> facility.PlantPath:
         """The plant path from the plant-step means of the rendered board power per GPU [W] and
         IT power [MW], at the middle of each plant step. Weather → plant → inlet → die
@@ -766,6 +786,25 @@ class Run:
         """The share of the nominal token rate a run with variation trains (evaluations and
         stragglers train none), from :meth:`render`'s means over the whole run; 1 without."""
         return 1.0 if means.shape[0] == 3 else _share(means[3], means[2])
+
+    def dataset(
+        self, path: facility.PlantPath, variables: dict[str, np.ndarray | _Pieces], lo: int
+    ) -> xr.Dataset:
+        """The profile over the steps from ``lo`` that ``variables`` (:meth:`profile`'s, in the
+        order of :data:`ORDER`) cover, as a Dataset with its attrs and units."""
+        n = variables["gpu_power"].size
+        ds = xr.Dataset(
+            {name: ("time", _lazy(values)) for name, values in variables.items()},
+            coords={
+                "time": _times(self.scenario.simulation.start, np.arange(lo, lo + n) * self.dt)
+            },
+            attrs=self.attrs(path),
+        )
+        ds["job_state"].attrs.update(
+            flag_values=[s.value for s in State],
+            flag_meanings=" ".join(s.name.lower() for s in State),
+        )
+        return annotate(ds)
 
     def attrs(self, path: facility.PlantPath) -> dict:
         """The profile's attrs: the scenario, its step, what it implies."""
