@@ -495,11 +495,16 @@ def check_memory(scenario: Scenario, sensors: int = 0, budget: float | None = No
     if need > free:
         sim = scenario.simulation
         fix = memory_fix(scenario, sensors)
-        if streamable(scenario, sensors) is None:
-            fix = f"write it to a file in parts with -o FILE.parquet (or .csv), or {fix}"
+        why = streamable(scenario, sensors)
+        fix = (
+            f"stream it to a file in parts (powermodel run ... -o FILE.parquet), or {fix}"
+            if why is None
+            else f"{fix} ({why} keeps it from streaming to a file in parts)"
+        )
+        have = "is available" if budget is None else "is its budget"
         raise ScenarioError(
             f"{sim.n_steps:,} steps of {format_duration(sim.dt)} need about {need / 1e9:.1f} GB "
-            f"and {free / 1e9:.1f} GB is available: {fix}"
+            f"and {free / 1e9:.1f} GB {have}: {fix}"
         )
 
 

@@ -135,5 +135,5 @@ def describe(scenario: Scenario, budget: float) -> str:
     return (
         f"{sim.n_steps:,} steps of {format_duration(sim.dt)} need about "
         f"{memory_estimate(scenario) / 1e9:.1f} GB, over the {budget / 1e9:.1f} GB budget: "
-        f"streaming in chunks of {format_duration(chunk_steps(budget) * sim.dt)}"
+        f"streaming to the file in chunks of {chunk_steps(budget) * sim.dt / 3600:.3g} h"
     )
