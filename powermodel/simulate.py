@@ -46,12 +46,15 @@ STREAM_FAILURES = 1
 STREAM_STEPS = 2
 NO_CHECKPOINTS = 1e30  # s: an interval no run reaches (the timeline's arithmetic needs a number)
 MAX_INTERRUPTIONS = 1_000_000  # a failure every 5 min for ten years: beyond, no job trains
-# Peak memory of a run per electrical step [B]: the Dataset (26 float64 and float32 variables,
-# 121 B/step) with simulate's temporaries, metrics and writing the profile to CSV, measured
-# at 0.86 M steps (286 B/step) with a margin; each battery's dispatch (16 B/step, measured with
-# 16 batteries); and per timeline segment (start, state, the sort: 181 B measured with a
-# checkpoint every 10 ms).
-BYTES_PER_STEP = 320
+# Peak memory of a run per electrical step [B]: the Dataset (its 7 float64 arrays, time and
+# job state, 65 B/step; the plant path's variables, PUE and the misc load are held lazily)
+# with simulate's temporaries (rendered and profiled an hour-aligned chunk at a time),
+# metrics and writing the profile to CSV: the process's peak RSS over its RSS after a warm-up
+# run, at 0.86 M steps (10 days at 1 s, the reference preset), 238 B/step (tracemalloc's
+# peak, blind to Arrow's own allocations, 139), with a margin; each battery's dispatch
+# (16 B/step, measured with 16 batteries); and per timeline segment (start, state, the sort:
+# 181 B measured with a checkpoint every 10 ms).
+BYTES_PER_STEP = 256
 # Per step drawn with step-to-step variation (the draws cover each running stretch with a
 # margin): the steps run hold their boundary and two level sums (float64, 24 B), the draws'
 # temporaries peak at 51-58 B per step drawn (measured at 1 M steps), with a margin
