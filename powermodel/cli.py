@@ -258,8 +258,9 @@ def _run(args: argparse.Namespace) -> int:
         sim = scenario.simulation
         resample_factor(sim.n_steps, sim.dt, args.resample)
     budget = _memory_budget(args.memory_gb)
-    if memory_estimate(scenario, len(args.sensors)) > budget and _streams(args, scenario):
-        return _stream(args, scenario, budget)
+    limit = available_memory() if budget is None else budget
+    if memory_estimate(scenario, len(args.sensors)) > limit and _streams(args, scenario):
+        return _stream(args, scenario, limit)
     check_memory(scenario, len(args.sensors), budget)
     started = time.perf_counter()
     ds = simulate(scenario, sensors=args.sensors)
@@ -279,10 +280,10 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _memory_budget(gigabytes: float | None) -> float:
-    """The memory a run may take [B]: ``--memory-gb``, else what the machine has available."""
+def _memory_budget(gigabytes: float | None) -> float | None:
+    """The memory a run may take [B] by ``--memory-gb``; None: what the machine has available."""
     if gigabytes is None:
-        return float(available_memory())
+        return None
     if not (np.isfinite(gigabytes) and gigabytes > 0):
         raise PowerModelError(f"--memory-gb must be a number of GB > 0, got {gigabytes:g}")
     return gigabytes * 1e9
