@@ -563,7 +563,10 @@ def simulate(
         electrical path ``gpu_power``, ``it_power``, ``facility_loss``, ``cooling_power``,
         ``misc_power``, ``facility_power``, ``pue`` (hourly), ``throughput``, ``job_state``; the
         plant path, held over each plant step: ``temp_air``, ``temp_wetbulb``, ``supply_temp``,
-        ``gpu_temp``, ``clock_factor``, ``water_use``; the connection: ``grid_power``,
+        ``gpu_temp``, ``clock_factor``, ``water_use`` (these, ``cooling_power``, the hourly
+        ``pue`` and the constant ``misc_power`` are held at their own resolution and expanded
+        when read, e.g. by ``.values``; ``ds.load()`` expands them all); the connection:
+        ``grid_power``,
         ``grid_reactive_power``, ``grid_voltage`` (and ``bess_power``, ``bess_soc``,
         ``rack_storage_power`` with batteries). The interruptions on ``event``; ``goodput`` and
         ``effective_training_time``; the scenario as JSON in ``attrs["scenario"]``. With
