@@ -566,11 +566,11 @@ def simulate(
         ``gpu_temp``, ``clock_factor``, ``water_use`` (these, ``cooling_power``, the hourly
         ``pue`` and the constant ``misc_power`` are held at their own resolution and expanded
         when read, e.g. by ``.values``; ``ds.load()`` expands them all); the connection:
-        ``grid_power``,
-        ``grid_reactive_power``, ``grid_voltage`` (and ``bess_power``, ``bess_soc``,
-        ``rack_storage_power`` with batteries). The interruptions on ``event``; ``goodput`` and
-        ``effective_training_time``; the scenario as JSON in ``attrs["scenario"]``. With
-        ``sensors``, each chain's view of its variable, ``<variable>_<key>``.
+        ``grid_power``, ``grid_reactive_power``, ``grid_voltage`` (and ``bess_power``,
+        ``bess_soc``, ``rack_storage_power`` with batteries). The interruptions on ``event``;
+        ``goodput`` and ``effective_training_time``; the scenario as JSON in
+        ``attrs["scenario"]``. With ``sensors``, each chain's view of its variable,
+        ``<variable>_<key>``.
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
