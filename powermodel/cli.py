@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,15 @@ from powermodel.sensitivity import (
     seed_count,
     sensitivity,
 )
-from powermodel.simulate import SENSORS, memory_estimate, preflight, simulate
+from powermodel.simulate import (
+    SENSORS,
+    available_memory,
+    check_memory,
+    memory_estimate,
+    preflight,
+    simulate,
+    streamable,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,6 +136,12 @@ def _parser() -> argparse.ArgumentParser:
         choices=list(SENSORS),
         help="also write the signal as this instrument reports it (repeatable): "
         + "; ".join(f"{k}: {c.variable}, {c.label}" for k, c in SENSORS.items()),
+    )
+    run.add_argument(
+        "--memory-gb",
+        type=float,
+        help="memory the run may take [GB] (default: what the machine has available); a larger "
+        "run is streamed to -o FILE.parquet or .csv in parts",
     )
     run.set_defaults(func=_run)
 
@@ -242,6 +257,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.resample:
         sim = scenario.simulation
         resample_factor(sim.n_steps, sim.dt, args.resample)
+    budget = _memory_budget(args.memory_gb)
+    limit = available_memory() if budget is None else budget
+    if memory_estimate(scenario, len(args.sensors)) > limit and _streams(args, scenario):
+        return _stream(args, scenario, limit)
+    check_memory(scenario, len(args.sensors), budget)
     started = time.perf_counter()
     ds = simulate(scenario, sensors=args.sensors)
     elapsed = time.perf_counter() - started
@@ -257,6 +277,48 @@ def _run(args: argparse.Namespace) -> int:
         print("\nranges:")
         for key, source in table[["key", "source"]].drop_duplicates().values[1:]:
             print(f"  {key}: {source}")
+    return 0
+
+
+def _memory_budget(gigabytes: float | None) -> float | None:
+    """The memory a run may take [B] by ``--memory-gb``; None: what the machine has available."""
+    if gigabytes is None:
+        return None
+    if not (np.isfinite(gigabytes) and gigabytes > 0):
+        raise PowerModelError(f"--memory-gb must be a number of GB > 0, got {gigabytes:g}")
+    return gigabytes * 1e9
+
+
+def _streams(args: argparse.Namespace, scenario: Any) -> bool:
+    """Whether a run over its memory budget can be streamed to its output file in parts."""
+    from powermodel.stream import STREAMED
+
+    if not args.output or Path(args.output).suffix not in STREAMED:
+        return False
+    if streamable(scenario, len(args.sensors)) is not None:
+        return False
+    if args.resample or args.sensitivity:
+        option = "--resample" if args.resample else "--sensitivity"
+        raise PowerModelError(
+            f"the run is over its memory budget and streams to {args.output} in parts, which "
+            f"{option} cannot follow: leave out {option} (resample the file afterwards), or "
+            "shorten simulation.duration"
+        )
+    return True
+
+
+def _stream(args: argparse.Namespace, scenario: Any, budget: float) -> int:
+    """Stream a run too large for memory to its output file, with a progress bar."""
+    from tqdm import tqdm
+
+    from powermodel import stream
+
+    print(f"powermodel: {stream.describe(scenario, budget)}", file=sys.stderr)
+    steps = 2 * scenario.simulation.n_steps  # two passes: the plant's means, then the profile
+    bar = tqdm(total=steps, unit="step", unit_scale=True, delay=2.0, file=sys.stderr)
+    with bar:
+        path = stream.stream(scenario, args.output, stream.chunk_steps(budget), bar.update)
+    print(f"wrote {path}")
     return 0
 
 

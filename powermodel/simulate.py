@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import psutil
 import xarray as xr
+from xarray.backends import BackendArray
+from xarray.core import indexing
 
 from powermodel import facility
 from powermodel._version import __version__
@@ -44,12 +46,19 @@ STREAM_FAILURES = 1
 STREAM_STEPS = 2
 NO_CHECKPOINTS = 1e30  # s: an interval no run reaches (the timeline's arithmetic needs a number)
 MAX_INTERRUPTIONS = 1_000_000  # a failure every 5 min for ten years: beyond, no job trains
-# Peak memory of a run per electrical step [B]: the Dataset (26 float64 and float32 variables,
-# 121 B/step) with simulate's temporaries, metrics and writing the profile to CSV, measured
-# at 0.86 M steps (286 B/step) with a margin; each battery's dispatch (16 B/step, measured with
-# 16 batteries); and per timeline segment (start, state, the sort: 181 B measured with a
-# checkpoint every 10 ms).
-BYTES_PER_STEP = 320
+# Peak memory of a run per electrical step [B]: the Dataset (its 7 float64 arrays, time and
+# job state, 65 B/step; the plant path's variables, PUE and the misc load are held lazily)
+# with simulate's temporaries (rendered and profiled an hour-aligned chunk at a time),
+# metrics and writing the profile to CSV: the process's peak RSS over its RSS after a warm-up
+# run, at 0.86 M steps (10 days at 1 s, the reference preset), 238 B/step (tracemalloc's
+# peak, blind to Arrow's own allocations, 139), with a margin; each battery's dispatch
+# (16 B/step, measured with 16 batteries); and per timeline segment (start, state, the sort:
+# 181 B measured with a checkpoint every 10 ms).
+BYTES_PER_STEP = 256
+# And per step of the chunk profiled at a time (CHUNK_STEPS, or the whole run where a filter
+# runs over it in order): its temporaries. tracemalloc's peak over simulate and metrics of one
+# day at 1 s (one chunk) is 292 B/step against 139 at 10 days: 153 more, with a margin.
+BYTES_PER_CHUNK_STEP = 160
 # Per step drawn with step-to-step variation (the draws cover each running stretch with a
 # margin): the steps run hold their boundary and two level sums (float64, 24 B), the draws'
 # temporaries peak at 51-58 B per step drawn (measured at 1 M steps), with a margin
@@ -63,6 +72,27 @@ BYTES_PER_SEGMENT = 256
 BYTES_PER_SENSOR_STEP = 160
 # The plant path's state in the Dataset, held over each plant step (float32: 7 digits suffice)
 HELD = ("water_use", "temp_air", "temp_wetbulb", "supply_temp", "gpu_temp", "clock_factor")
+# The profile's variables on time, in order (a CSV's columns)
+ORDER = (
+    "gpu_power",
+    "it_power",
+    "facility_loss",
+    "cooling_power",
+    "misc_power",
+    "facility_power",
+    "grid_power",
+    "grid_reactive_power",
+    "grid_voltage",
+    "rack_storage_power",
+    "bess_power",
+    "bess_soc",
+    "pue",
+    "throughput",
+    *HELD,
+    "job_state",
+)
+# Steps the in-memory run profiles at a time (about 2 MB an array), extended to an hour's start
+CHUNK_STEPS = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -428,8 +458,9 @@ def _memory_parts(scenario: Scenario, sensors: int = 0) -> dict[str, float]:
     interruptions = events.expected_interruptions(sim.duration, derived.rates, down)
     checkpoints = sim.duration / (derived.checkpoint_interval + derived.checkpoint_stall)
     batteries = len(scenario.mitigation.storage)
+    chunk = sim.n_steps if sequential(scenario) else min(sim.n_steps, CHUNK_STEPS)
     return {
-        "steps": sim.n_steps * BYTES_PER_STEP,
+        "steps": sim.n_steps * BYTES_PER_STEP + chunk * BYTES_PER_CHUNK_STEP,
         "batteries": sim.n_steps * BYTES_PER_BATTERY_STEP * batteries,
         "timeline": (2.0 * checkpoints + len(State) * interruptions) * BYTES_PER_SEGMENT,
         "variation": _drawn_step_count(scenario, derived, 1.0 + checkpoints + interruptions)
@@ -462,27 +493,49 @@ def available_memory() -> int:
     return free if limit == "max" else min(free, int(limit) - used)
 
 
-def check_memory(scenario: Scenario, sensors: int = 0) -> None:
+def check_memory(scenario: Scenario, sensors: int = 0, budget: float | None = None) -> None:
     """Refuse, before any work, a run (with ``sensors`` sensor views) that would not fit in
-    memory."""
-    need, free = memory_estimate(scenario, sensors), available_memory()
+    memory: what is available (:func:`available_memory`), or ``budget`` [B]. Where the run
+    could be streamed to a file in parts instead (:mod:`powermodel.stream`), the refusal says
+    so first."""
+    need = memory_estimate(scenario, sensors)
+    free = available_memory() if budget is None else budget
     if need > free:
         sim = scenario.simulation
+        fix = memory_fix(scenario, sensors)
+        why = streamable(scenario, sensors)
+        fix = (
+            f"stream it to a file in parts (powermodel run ... -o FILE.parquet), or {fix}"
+            if why is None
+            else f"{fix} ({why} keeps it from streaming to a file in parts)"
+        )
+        have = "is available" if budget is None else "is its budget"
         raise ScenarioError(
             f"{sim.n_steps:,} steps of {format_duration(sim.dt)} need about {need / 1e9:.1f} GB "
-            f"and {free / 1e9:.1f} GB is available: {memory_fix(scenario, sensors)} (or run the "
-            "period in parts)"
+            f"and {free / 1e9:.1f} GB {have}: {fix}"
         )
 
 
-def preflight(scenario: Scenario, sensors: int = 0) -> tuple[Derived, np.ndarray, np.ndarray]:
-    """Every check a run makes before its work, at a fraction of its cost: memory, step and
-    checkpoint timing, the plant step, the weather file, the iteration waveform. ``validate``
-    runs it, so a scenario it passes does not fail at the start of a run.
+def streamable(scenario: Scenario, sensors: int = 0) -> str | None:
+    """Why the run cannot be streamed to a file in parts (a filter over the whole run in
+    order, or sensor views); None if it can."""
+    if sensors:
+        return "sensor views (--sensor)"
+    return sequential(scenario)
+
+
+def preflight(
+    scenario: Scenario, sensors: int = 0, memory: bool = True
+) -> tuple[Derived, np.ndarray, np.ndarray]:
+    """Every check a run makes before its work, at a fraction of its cost: memory (unless
+    ``memory`` is False: a streamed run takes less), step and checkpoint timing, the plant
+    step, the weather file, the iteration waveform. ``validate`` runs it, so a scenario it
+    passes does not fail at the start of a run.
 
     Returns what the run goes on with: :func:`derive` and :func:`shape_tables`.
     """
-    check_memory(scenario, sensors)
+    if memory:
+        check_memory(scenario, sensors)
     derived = derive(scenario)
     plant_steps(scenario)
     facility.hourly_weather(scenario)
@@ -510,62 +563,35 @@ def simulate(
         electrical path ``gpu_power``, ``it_power``, ``facility_loss``, ``cooling_power``,
         ``misc_power``, ``facility_power``, ``pue`` (hourly), ``throughput``, ``job_state``; the
         plant path, held over each plant step: ``temp_air``, ``temp_wetbulb``, ``supply_temp``,
-        ``gpu_temp``, ``clock_factor``, ``water_use``; the connection: ``grid_power``,
-        ``grid_reactive_power``, ``grid_voltage`` (and ``bess_power``, ``bess_soc``,
-        ``rack_storage_power`` with batteries). The interruptions on ``event``; ``goodput`` and
-        ``effective_training_time``; the scenario as JSON in ``attrs["scenario"]``. With
-        ``sensors``, each chain's view of its variable, ``<variable>_<key>``.
+        ``gpu_temp``, ``clock_factor``, ``water_use`` (these, ``cooling_power``, the hourly
+        ``pue`` and the constant ``misc_power`` are held at their own resolution and expanded
+        when read, e.g. by ``.values``; ``ds.load()`` expands them all); the connection:
+        ``grid_power``, ``grid_reactive_power``, ``grid_voltage`` (and ``bess_power``,
+        ``bess_soc``, ``rack_storage_power`` with batteries). The interruptions on ``event``;
+        ``goodput`` and ``effective_training_time``; the scenario as JSON in
+        ``attrs["scenario"]``. With ``sensors``, each chain's view of its variable,
+        ``<variable>_<key>``.
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     chains = _sensor_chains(sensors, scenario.simulation.dt)
     derived, cells, rate = preflight(scenario, len(chains))
-    sim = scenario.simulation
-    line = timeline(scenario, derived)
-    edges = np.arange(sim.n_steps + 1) * sim.dt
-    steps = drawn_steps(scenario, derived, line, cells)
-    means = render.interval_means(
-        line.start,
-        line.state.astype(np.int64),
-        rate,
-        render.cumulative_tables(with_trained(cells, steps)),
-        edges,
-        steps,
-    )
-    state = render.state_at(line.start, line.state, edges[:-1] + 0.5 * sim.dt)
-    time = _times(sim.start, edges[:-1])
-    k = plant_steps(scenario)
-    token_rate = cells[2, State.RUNNING, 0]
-    variables, path = _with_facility(scenario, line, time, means, k, sim.dt, token_rate)
-    ds = xr.Dataset(
+    run = prepare(scenario, derived, cells, rate)
+    n = scenario.simulation.n_steps
+    chunks = run.chunks(0, n, CHUNK_STEPS)
+    means = np.empty((run.tables.shape[0], n))
+    for lo, hi in chunks:  # bounded temporaries: only the profile takes memory per step
+        means[:, lo:hi] = run.render(lo, hi)
+    path = run.plant(*run.plant_means(means))
+    realised = run.realised(means)
+    variables = _assembled(run, path, means, chunks)
+    ds = run.dataset(path, variables, 0)
+    ds.update(
         {
-            **variables,
-            "job_state": ("time", state.astype(np.int8)),
-            **_event_variables(scenario, line),
-            "effective_training_time": ((), line.effective_training_time),
-        },
-        coords={"time": time},
-    )
-    ds["job_state"].attrs.update(
-        flag_values=[s.value for s in State], flag_meanings=" ".join(s.name.lower() for s in State)
-    )
-    ds.attrs.update(
-        title=f"powermodel: {scenario.name or 'scenario'}",
-        scenario=scenario.to_json(),
-        site_timezone=scenario.site.timezone,
-        weather=facility.hourly_weather(scenario).source,
-        time_label="start of each interval; values are interval means",
-        dt=sim.dt,
-        plant_dt=k * sim.dt,
-        step_time=derived.step_time,
-        compute_share=scenario.compute_share,
-        clock_setpoint=path.clock_setpoint,
-        clock_lock=scenario.mitigation.clock_lock or 1.0,
-        checkpoint_interval=derived.checkpoint_interval if derived.checkpoints else np.inf,
-        checkpoint_stall=derived.checkpoint_stall,
-        token_rate=token_rate,
-        registered_demand=facility.registered_demand(scenario),
-        powermodel_version=__version__,
+            **_totals(run, path, realised, variables["throughput"]),
+            **_event_variables(scenario, run.line),
+            "effective_training_time": ((), run.line.effective_training_time),
+        }
     )
     for chain in chains:
         view = sensor_view(ds, chain)
@@ -662,68 +688,231 @@ def _profile_step(ds: xr.Dataset) -> float:
     return dt
 
 
-def _with_facility(
-    scenario: Scenario,
-    line: events.Timeline,
-    time: np.ndarray,
-    means: np.ndarray,
-    k: int,
-    dt: float,
-    nominal_rate: float,
-) -> tuple[dict[str, tuple], facility.PlantPath]:
-    """The rendered means completed by the plant path, stage by stage: the plant on its own grid
-    (``k`` electrical steps of ``dt`` [s] a plant step), what the GPUs and racks finally draw,
-    the facility around them, the connection, and the training they buy.
+@dataclass(frozen=True)
+class Run:
+    """What a run renders its profile from, any range of its steps at a time: the job timeline,
+    the cell tables and drawn steps, the plant step. :func:`simulate` renders the whole run at
+    once; :mod:`powermodel.stream` renders it in chunks, with the same values."""
 
-    ``means`` holds ``gpu_power`` and ``it_power`` [MW] and the throughput at the nominal clock
-    [tokens/s], whose full rate is ``nominal_rate``. Returns the Dataset's variables and the
-    plant path.
-    """
-    gpu_power, it_power, nominal_throughput = means[:3]
-    trained = means[3] if means.shape[0] > 3 else nominal_throughput  # variation: see drawn_steps
-    design = facility.design_it_power(scenario)
-    per_gpu = gpu_power * 1e6 / scenario.cluster.n_gpus  # W: what each GPU draws, rendered
-    path = _plant(scenario, time, per_gpu, it_power, k, dt, design)
-    running = nominal_throughput / nominal_rate  # share of each interval spent training
-    gpu_power, it_power = _it_path(scenario, line, per_gpu, it_power, running, path, k, dt)
-    it_power, rack = facility.storage(scenario, "rack", it_power, dt)
-    site = _facility(scenario, it_power, path, k, design)
-    connection, bess = _connection(scenario, it_power, site, dt)
-    # the work a failure loses is priced at the job's realised yield (evaluations and
-    # stragglers train no tokens): one without variation
-    realised = 1.0 if trained is nominal_throughput else _share(trained, nominal_throughput)
-    throughput, goodput = _training(line, trained, nominal_rate * realised, path, k, dt)
+    scenario: Scenario
+    derived: Derived
+    line: events.Timeline
+    rate: np.ndarray  # each shape's rate [1/s]
+    tables: np.ndarray  # cumulative cell tables of what is rendered
+    steps: render.Steps | None
+    k: int  # electrical steps a plant step
+    token_rate: float  # tokens/s of the running job at the nominal clock
+
+    @property
+    def dt(self) -> float:
+        return self.scenario.simulation.dt
+
+    def render(self, lo: int, hi: int) -> np.ndarray:
+        """The rendered means of steps ``lo`` to ``hi``: ``gpu_power`` and ``it_power`` [MW], the
+        throughput at the nominal clock [tokens/s] (under variation, then the tokens trained)."""
+        edges = np.arange(lo, hi + 1) * self.dt
+        line = self.line
+        state = line.state.astype(np.int64)
+        return render.interval_means(line.start, state, self.rate, self.tables, edges, self.steps)
+
+    def per_gpu(self, means: np.ndarray) -> np.ndarray:
+        """What each GPU draws as rendered [W], from :meth:`render`'s means."""
+        return means[0] * 1e6 / self.scenario.cluster.n_gpus
+
+    def plant_means(self, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The plant-step means of the rendered board power per GPU [W] and IT power [MW],
+        from :meth:`render`'s means over whole plant steps."""
+        k = self.k
+        return _block_mean(self.per_gpu(means), k), _block_mean(means[1], k)
+
+    def plant(self, per_gpu: np.ndarray, heat: np.ndarray) -> facility.PlantPath:
+        """The plant path from the plant-step means of the rendered board power per GPU [W] and
+        IT power [MW], at the middle of each plant step. Weather → plant → inlet → die
+        temperature → clocks, leakage and server fans."""
+        scenario, plant_dt = self.scenario, self.k * self.dt
+        start = _times(scenario.simulation.start, np.arange(heat.size) * self.k * self.dt)
+        middle = start + _timedelta(plant_dt / 2.0)
+        design = facility.design_it_power(scenario)
+        return facility.plant_path(scenario, middle, heat * 1e6, per_gpu, plant_dt, design)
+
+    def profile(
+        self, path: facility.PlantPath, means: np.ndarray, lo: int, held: bool = True
+    ) -> dict[str, np.ndarray | _Pieces]:
+        """The profile's variables on ``time`` over the steps from ``lo`` that ``means``
+        (:meth:`render`'s) cover, completed by the plant path stage by stage: what the GPUs
+        and racks finally draw, the facility around them, the connection, the training they
+        buy. Piecewise-constant ones as :class:`_Pieces`; without ``held``, leaves out those
+        :meth:`held` gives.
+
+        PUE is hourly: a range of steps from the start of an hour to the start of another (or
+        the run's end) has the whole run's values (:meth:`chunks`)."""
+        scenario, line, k, dt = self.scenario, self.line, self.k, self.dt
+        gpu_power, it_power, nominal_throughput = means[:3]
+        trained = means[3] if means.shape[0] > 3 else nominal_throughput  # see drawn_steps
+        n = gpu_power.size
+        per_gpu = self.per_gpu(means)
+        running = nominal_throughput / self.token_rate  # share of each interval spent training
+        gpu_power, it_power = _it_path(scenario, line, per_gpu, it_power, running, path, k, lo)
+        it_power, rack = facility.storage(scenario, "rack", it_power, dt)
+        site = _facility(scenario, it_power, path, k, lo)
+        connection, bess = _connection(scenario, it_power, site, dt)
+        state = render.state_at(line.start, line.state, (np.arange(lo, lo + n) + 0.5) * dt)
+        return {
+            "gpu_power": gpu_power,
+            "it_power": it_power,
+            "facility_loss": site["facility_loss"],
+            "facility_power": site["facility_power"],
+            **connection,
+            **_storage_variables(rack, bess),
+            "pue": _hourly_ratio(site["facility_power"], it_power, dt, lo),
+            "throughput": trained / _over(path.step_factor, k, lo, n),
+            "job_state": state.astype(np.int8),
+            **(self.held(path, lo, n) if held else {}),
+        }
+
+    def held(self, path: facility.PlantPath, lo: int, n: int) -> dict[str, _Pieces]:
+        """The variables constant over each plant step (the plant path's state, the cooling
+        power [MW]) or over the run (the misc power [MW]), over the ``n`` steps from ``lo``."""
+        k = self.k
+        return {
+            "cooling_power": _held(path.cooling_power / 1e6, k, lo, n),
+            "misc_power": _held(np.array([_misc(self.scenario)]), lo + n, lo, n),
+            **{name: _held(getattr(path, name), k, lo, n, np.float32) for name in HELD},
+        }
+
+    def chunks(self, lo: int, hi: int, size: int) -> list[tuple[int, int]]:
+        """Steps ``lo`` to ``hi`` (``lo`` the start of an hour) in ranges of about ``size``
+        steps, each from the start of a clock hour (hourly PUE stays whole); one range where a
+        filter runs over the whole run (power smoothing, burn on job stop, batteries)."""
+        if sequential(self.scenario):
+            return [(lo, hi)]
+        dt = self.dt
+        cuts = [lo]
+        while cuts[-1] + size < hi:
+            # the first step of an hour at or after the next cut (an hour spans 3600 / dt steps)
+            near = np.arange(cuts[-1] + size - 1, min(cuts[-1] + size + int(3600 / dt) + 2, hi))
+            hour = (near * dt // 3600).astype(np.int64)
+            starts = near[1:][np.diff(hour) > 0]
+            if starts.size == 0:
+                break
+            cuts.append(int(starts[0]))
+        return list(zip(cuts, [*cuts[1:], hi], strict=True))
+
+    def realised(self, means: np.ndarray) -> float:
+        """The share of the nominal token rate a run with variation trains (evaluations and
+        stragglers train none), from :meth:`render`'s means over the whole run; 1 without."""
+        return 1.0 if means.shape[0] == 3 else _share(means[3], means[2])
+
+    def dataset(
+        self, path: facility.PlantPath, variables: dict[str, np.ndarray | _Pieces], lo: int
+    ) -> xr.Dataset:
+        """The profile over the steps from ``lo`` that ``variables`` (:meth:`profile`'s, in the
+        order of :data:`ORDER`) cover, as a Dataset with its attrs and units."""
+        n = variables["gpu_power"].size
+        ds = xr.Dataset(
+            {name: ("time", _lazy(values)) for name, values in variables.items()},
+            coords={
+                "time": _times(self.scenario.simulation.start, np.arange(lo, lo + n) * self.dt)
+            },
+            attrs=self.attrs(path),
+        )
+        ds["job_state"].attrs.update(
+            flag_values=[s.value for s in State],
+            flag_meanings=" ".join(s.name.lower() for s in State),
+        )
+        return annotate(ds)
+
+    def attrs(self, path: facility.PlantPath) -> dict:
+        """The profile's attrs: the scenario, its step, what it implies."""
+        scenario, derived = self.scenario, self.derived
+        return dict(
+            title=f"powermodel: {scenario.name or 'scenario'}",
+            scenario=scenario.to_json(),
+            site_timezone=scenario.site.timezone,
+            weather=facility.hourly_weather(scenario).source,
+            time_label="start of each interval; values are interval means",
+            dt=self.dt,
+            plant_dt=self.k * self.dt,
+            step_time=derived.step_time,
+            compute_share=scenario.compute_share,
+            clock_setpoint=path.clock_setpoint,
+            clock_lock=scenario.mitigation.clock_lock or 1.0,
+            checkpoint_interval=derived.checkpoint_interval if derived.checkpoints else np.inf,
+            checkpoint_stall=derived.checkpoint_stall,
+            token_rate=self.token_rate,
+            registered_demand=facility.registered_demand(scenario),
+            powermodel_version=__version__,
+        )
+
+
+def prepare(scenario: Scenario, derived: Derived, cells: np.ndarray, rate: np.ndarray) -> Run:
+    """The run of a scenario, from :func:`preflight`'s ``derived``, ``cells`` and ``rate``: its
+    timeline and drawn steps, ready to render."""
+    line = timeline(scenario, derived)
+    steps = drawn_steps(scenario, derived, line, cells)
+    tables = render.cumulative_tables(with_trained(cells, steps))
+    token_rate = cells[2, State.RUNNING, 0]
+    return Run(scenario, derived, line, rate, tables, steps, plant_steps(scenario), token_rate)
+
+
+def _totals(
+    run: Run, path: facility.PlantPath, realised: float, throughput: np.ndarray
+) -> dict[str, tuple]:
+    """The whole run's ``goodput`` [tokens] (the tokens trained less the work failures lost,
+    priced at the job's ``realised`` yield and at the training rate of the plant step each
+    failure happened in) and ``chiller_hours`` [h], from its ``throughput`` [tokens/s]."""
+    line, k, dt = run.line, run.k, run.dt
+    at = np.minimum((line.event_time // (k * dt)).astype(np.int64), path.step_factor.size - 1)
+    lost_tokens = line.event_lost_work * (run.token_rate * realised) / path.step_factor[at]
+    plant_hours = np.count_nonzero(path.chiller_load > 0) * (k * dt) / 3600
     return {
-        "gpu_power": ("time", gpu_power),
-        "it_power": ("time", it_power),
-        **{name: ("time", values) for name, values in site.items()},
-        **{name: ("time", values) for name, values in connection.items()},
-        **_storage_variables(rack, bess),
-        "pue": ("time", hourly_ratio(site["facility_power"], it_power, dt)),
-        "throughput": ("time", throughput),
-        **_held(path, k),
-        "goodput": ((), goodput),
-        "chiller_hours": ((), float(np.count_nonzero(path.chiller_load > 0) * (k * dt) / 3600)),
-    }, path
+        "goodput": ((), float(throughput.sum() * dt - lost_tokens.sum())),
+        "chiller_hours": ((), float(plant_hours)),
+    }
 
 
-def _plant(
-    scenario: Scenario,
-    time: np.ndarray,
-    per_gpu: np.ndarray,
-    it_power: np.ndarray,
-    k: int,
-    dt: float,
-    design: float,
-) -> facility.PlantPath:
-    """The plant path on its grid, from the plant-step means of the rendered board power per GPU
-    [W] and IT power [MW] on the electrical grid (``time``, steps of ``dt`` [s], ``k`` a plant
-    step), at the middle of each plant step; ``design`` is the IT power the plant is sized for
-    [W]. Weather → plant → inlet → die temperature → clocks, leakage and server fans."""
-    plant_dt = k * dt
-    middle = time[::k] + _timedelta(plant_dt / 2.0)
-    heat = _block_mean(it_power, k) * 1e6  # W
-    return facility.plant_path(scenario, middle, heat, _block_mean(per_gpu, k), plant_dt, design)
+def sequential(scenario: Scenario) -> str | None:
+    """What in the scenario filters the whole run in order, so that it renders in one piece
+    (power smoothing's ramp limits, burn on job stop, batteries); None if nothing."""
+    m = scenario.mitigation
+    for what, present in (
+        ("mitigation.smoothing", m.smoothing is not None),
+        ("mitigation.stop_burn", m.stop_burn is not None),
+        ("mitigation.storage", bool(m.storage)),
+    ):
+        if present:
+            return what
+    return None
+
+
+def _assembled(
+    run: Run, path: facility.PlantPath, means: np.ndarray, chunks: list[tuple[int, int]]
+) -> dict[str, np.ndarray | _Pieces]:
+    """The whole run's variables on ``time``, in the order of :data:`ORDER`, from its rendered
+    ``means``, profiled range by range (``chunks``). The profile takes the means' place: what
+    is rendered of ``gpu_power``, ``it_power`` and the throughput becomes that variable."""
+    n = means.shape[1]
+    out: dict[str, np.ndarray] = dict(
+        zip(("gpu_power", "it_power", "throughput"), means[:3], strict=True)
+    )
+    pue = []
+    for lo, hi in chunks:
+        part = run.profile(path, means[:, lo:hi], lo, held=False)
+        pue.append((lo, part.pop("pue")))
+        same = {id(values): name for name, values in reversed(part.items())}
+        for name, values in part.items():
+            if same[id(values)] != name:  # one variable is another (no batteries: grid is site)
+                out[name] = out[same[id(values)]]
+            else:
+                out.setdefault(name, np.empty(n, values.dtype))[lo:hi] = values
+    merged = {**out, **run.held(path, 0, n), "pue": _Pieces.joined(pue, n)}
+    return {name: merged[name] for name in ORDER if name in merged}
+
+
+def _flags(ds: xr.Dataset) -> None:
+    ds["job_state"].attrs.update(
+        flag_values=[s.value for s in State], flag_meanings=" ".join(s.name.lower() for s in State)
+    )
 
 
 def _it_path(
@@ -734,35 +923,34 @@ def _it_path(
     running: np.ndarray,
     path: facility.PlantPath,
     k: int,
-    dt: float,
+    lo: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """What the GPUs and the racks finally draw: ``gpu_power`` and ``it_power`` [MW].
 
-    From the rendered board power per GPU [W] and IT power [MW] on the electrical grid (step
-    ``dt`` [s]), the share of each interval ``running`` [1] and the plant path (``k`` steps a
-    plant step): hot dies leak more while training, the ramp limits act on what each GPU finally
-    draws, leakage included, and server fans speed up whenever the nodes are on. Each node's DC
-    change is small: it passes through the server supplies at their running slope.
+    From the rendered board power per GPU [W] and IT power [MW] on the electrical grid (the
+    steps from ``lo``), the share of each interval ``running`` [1] and the plant path (``k``
+    steps a plant step): hot dies leak more while training, the ramp limits act on what each
+    GPU finally draws, leakage included, and server fans speed up whenever the nodes are on.
+    Each node's DC change is small: it passes through the server supplies at their running
+    slope.
     """
-    cl = scenario.cluster
-    leak = running * np.repeat(path.leak_extra, k)  # W per GPU, DC
+    cl, dt, n = scenario.cluster, scenario.simulation.dt, per_gpu.size
+    leak = running * _over(path.leak_extra, k, lo, n)  # W per GPU, DC
     drawn = stop_ramps(scenario, line, per_gpu + leak, dt)  # W per GPU, DC
-    fans = np.repeat(path.fan_extra, k)  # W per node, DC
+    fans = _over(path.fan_extra, k, lo, n)  # W per node, DC
     node = (cl.gpus_per_node * (drawn - per_gpu) + fans) * _psu_slope(scenario)  # W per node, AC
     return _cluster_mw(drawn, cl.n_gpus), it_power + _cluster_mw(node, cl.n_nodes)
 
 
 def _facility(
-    scenario: Scenario, it_power: np.ndarray, path: facility.PlantPath, k: int, design: float
+    scenario: Scenario, it_power: np.ndarray, path: facility.PlantPath, k: int, lo: int
 ) -> dict[str, np.ndarray]:
-    """What the site draws around the IT load [MW]: ``facility_loss``, ``cooling_power`` (the
-    plant path's, ``k`` electrical steps a plant step), ``misc_power`` and ``facility_power``,
-    all [MW]; ``design`` is the IT power the site is sized for [W]."""
-    design_mw = design / 1e6
-    cooling = np.repeat(path.cooling_power, k) / 1e6
-    # misc loads (lighting, offices, controls) do not follow the IT swing: a share of design IT
-    misc = np.full(it_power.size, scenario.cooling.misc_fraction * design_mw)
-    capacity = scenario.electrical.design_margin * design_mw
+    """What the site draws around the IT load [MW] over the steps from ``lo``:
+    ``facility_loss``, ``cooling_power`` (the plant path's, ``k`` electrical steps a plant
+    step), ``misc_power`` and ``facility_power``, all [MW]."""
+    cooling = _over(path.cooling_power, k, lo, it_power.size) / 1e6
+    misc = _misc(scenario)
+    capacity = scenario.electrical.design_margin * facility.design_it_power(scenario) / 1e6
     loss = facility.facility_loss(it_power, scenario, capacity, cooling + misc)
     return {
         "facility_loss": loss,
@@ -770,6 +958,12 @@ def _facility(
         "misc_power": misc,
         "facility_power": it_power + loss + cooling + misc,
     }
+
+
+def _misc(scenario: Scenario) -> float:
+    """Misc loads (lighting, offices, controls) [MW]: they do not follow the IT swing, a share
+    of the design IT power."""
+    return scenario.cooling.misc_fraction * (facility.design_it_power(scenario) / 1e6)
 
 
 def _connection(
@@ -790,46 +984,83 @@ def _connection(
     }, batteries
 
 
-def _training(
-    line: events.Timeline,
-    nominal_throughput: np.ndarray,
-    nominal_rate: float,
-    path: facility.PlantPath,
-    k: int,
-    dt: float,
-) -> tuple[np.ndarray, float]:
-    """Throughput [tokens/s] at the clocks of the plant path (``k`` electrical steps of ``dt``
-    [s] a plant step), and goodput [tokens]: the tokens trained less the work failures lost,
-    priced at the training rate of the plant step each failure happened in."""
-    throughput = nominal_throughput / np.repeat(path.step_factor, k)
-    at = np.minimum((line.event_time // (k * dt)).astype(np.int64), path.step_factor.size - 1)
-    lost_tokens = line.event_lost_work * nominal_rate / path.step_factor[at]
-    return throughput, float(throughput.sum() * dt - lost_tokens.sum())
-
-
 def _share(part: np.ndarray, whole: np.ndarray) -> float:
     """``part``'s sum over ``whole``'s, 1 where ``whole`` sums to nothing."""
     total = float(whole.sum())
     return float(part.sum()) / total if total > 0 else 1.0
 
 
-def _held(path: facility.PlantPath, k: int) -> dict[str, tuple]:
-    """The plant path's state, held over the ``k`` electrical steps of each plant step."""
-    return {name: ("time", np.repeat(getattr(path, name), k).astype(np.float32)) for name in HELD}
+class _Pieces(BackendArray):
+    """A piecewise-constant series, read only when read: ``values[j]`` from step ``starts[j]``
+    to the next start, ``size`` steps in all (the first start at or before step 0).
+
+    The Dataset holds the plant path's variables (constant over each plant step), PUE (over
+    each hour) and the misc load (over the run) so: reading one (``.values``) builds it, and
+    nothing else keeps it. xarray's lazy indexing of file-backed variables serves it, with no
+    dask scheduler to meet (a ``distributed.Client`` in the process would take dask's work).
+    """
+
+    def __init__(self, values: np.ndarray, starts: np.ndarray, size: int) -> None:
+        self.values, self.starts = values, starts
+        self.shape, self.dtype = (size,), values.dtype
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        return indexing.explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.BASIC, self._read
+        )
+
+    def _read(self, key: tuple) -> np.ndarray:
+        (where,) = key
+        if not isinstance(where, slice):  # one step
+            return np.asarray(self.values[np.searchsorted(self.starts, where, side="right") - 1])
+        start, stop, step = where.indices(self.shape[0])
+        picked = range(start, stop, step)
+        if not picked:
+            return self.values[:0]
+        lo, hi = min(picked[0], picked[-1]), max(picked[0], picked[-1]) + 1
+        return self.dense(lo, hi)[slice(start - lo, stop - lo if stop >= lo else None, step)]
+
+    @staticmethod
+    def joined(parts: list[tuple[int, _Pieces]], size: int) -> _Pieces:
+        """One series of ``size`` steps from the ``parts`` of it that start at each step."""
+        values = np.concatenate([p.values for _, p in parts])
+        starts = np.concatenate([np.maximum(p.starts, 0) + lo for lo, p in parts])
+        return _Pieces(values, starts, size)
+
+    def dense(self, lo: int, hi: int) -> np.ndarray:
+        """Steps ``lo`` to ``hi`` as an array."""
+        first = np.searchsorted(self.starts, lo, side="right") - 1
+        last = np.searchsorted(self.starts, hi, side="left")
+        bounds = np.concatenate(([lo], self.starts[first + 1 : last], [hi]))
+        return np.repeat(self.values[first:last], np.diff(bounds))
+
+
+def _held(values: np.ndarray, k: int, lo: int, n: int, dtype: type = np.float64) -> _Pieces:
+    """Plant-step ``values`` held over the ``k`` electrical steps of each plant step, over the
+    ``n`` steps from ``lo``."""
+    return _Pieces(values.astype(dtype), np.arange(values.size) * k - lo, n)
+
+
+def _lazy(values: np.ndarray | _Pieces) -> np.ndarray | indexing.LazilyIndexedArray:
+    """A variable's data: arrays as they are, pieces read lazily."""
+    return indexing.LazilyIndexedArray(values) if isinstance(values, _Pieces) else values
+
+
+def _over(values: np.ndarray, k: int, lo: int, n: int) -> np.ndarray:
+    """Plant-step ``values`` held over the ``k`` electrical steps of each plant step, over the
+    ``n`` steps from ``lo``, as an array."""
+    return _Pieces(values, np.arange(values.size) * k - lo, n).dense(0, n)
 
 
 def _storage_variables(
     rack: list[mitigation.StorageResult], site: list[mitigation.StorageResult]
-) -> dict[str, tuple]:
+) -> dict[str, np.ndarray]:
     out = {}
     if rack:
-        out["rack_storage_power"] = ("time", sum(r.power for r in rack))
+        out["rack_storage_power"] = sum(r.power for r in rack)
     if site:
-        out["bess_power"] = ("time", sum(r.power for r in site))
-        out["bess_soc"] = (
-            "time",
-            sum(r.soc * r.energy for r in site) / sum(r.energy for r in site),
-        )
+        out["bess_power"] = sum(r.power for r in site)
+        out["bess_soc"] = sum(r.soc * r.energy for r in site) / sum(r.energy for r in site)
     return out
 
 
@@ -845,10 +1076,17 @@ def plant_steps(scenario: Scenario) -> int:
     return k
 
 
-def hourly_ratio(numerator: np.ndarray, denominator: np.ndarray, dt: float) -> np.ndarray:
-    """Ratio of the two signals' energies over each clock hour of the run, on every sample."""
-    hour = (np.arange(numerator.size) * dt // 3600).astype(np.int64)
-    return (np.bincount(hour, numerator) / np.bincount(hour, denominator))[hour]
+def _hourly_ratio(
+    numerator: np.ndarray, denominator: np.ndarray, dt: float, lo: int = 0
+) -> _Pieces:
+    """Ratio of the two signals' energies over each clock hour of the run (the signals on steps
+    of ``dt`` [s] from step ``lo``), on every sample."""
+    hour = ((lo + np.arange(numerator.size)) * dt // 3600).astype(np.int64)
+    hour -= hour[0]
+    ratio = np.bincount(hour, numerator) / np.bincount(hour, denominator)
+    starts = np.flatnonzero(np.diff(hour)) + 1
+    starts = np.concatenate(([0], starts))
+    return _Pieces(ratio[hour[starts]], starts, numerator.size)
 
 
 def _psu_slope(scenario: Scenario) -> float:

@@ -168,7 +168,7 @@ def test_a_seed_count_beyond_the_bound_is_refused_before_any_run(capsys, seeds):
 
 
 def test_a_run_that_would_not_fit_in_memory_is_refused_before_it_starts(capsys, monkeypatch):
-    # issue 10: 7 days at 10 ms died at 7.3 GB; now the estimate (320 B a step, measured)
+    # issue 10: 7 days at 10 ms died at 7.3 GB; now the estimate (256 B a step, measured)
     # is checked against the memory available before any work
     engine = importlib.import_module("powermodel.simulate")  # the module, not the function
     monkeypatch.setattr(engine, "available_memory", lambda: 4 * 10**9)
@@ -180,7 +180,7 @@ def test_a_run_that_would_not_fit_in_memory_is_refused_before_it_starts(capsys, 
         "simulation.duration=7d",
         "--set",
         "simulation.dt=10ms",
-        match="60,480,000 steps of 10ms need about 19.4 GB and 4.0 GB is available",
+        match="60,480,000 steps of 10ms need about 15.5 GB and 4.0 GB is available",
         within=5.0,
     )
 

@@ -19,6 +19,7 @@ LAYERS = (
         "powermodel.analysis",
         "powermodel.rules",
         "powermodel.export",
+        "powermodel.stream",
         "powermodel.sensitivity",
         "powermodel.sizing",
         "powermodel.calibration",

@@ -1,0 +1,139 @@
+"""Long runs streamed: simulated in time chunks, each written to the output file as it is made,
+so that a run far larger than memory (a year at 100 ms) never is held whole.
+
+The job timeline and the plant path are small even over a year (the plant steps a minute), so
+they are computed once for the whole run: a first pass renders the run chunk by chunk for the
+plant-step means the plant needs, then the plant path runs, then a second pass renders each
+chunk again and completes its electrical path. The file holds the same values as one written
+from :func:`powermodel.simulate.simulate` (``tests/test_stream.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import xarray as xr
+
+from powermodel.analysis import step_seconds
+from powermodel.errors import PowerModelError, ScenarioError
+from powermodel.export import check_path, iso_times, profile_table
+from powermodel.scenario import Scenario, format_duration
+from powermodel.simulate import (
+    BYTES_PER_STEP,
+    ORDER,
+    memory_estimate,
+    preflight,
+    prepare,
+    streamable,
+)
+
+__all__ = ["chunk_steps", "describe", "STREAMED", "stream"]
+
+STREAMED = (".parquet", ".csv")  # formats written a chunk at a time
+# The most steps a chunk takes: about 0.7 GB of the run's peak per step (BYTES_PER_STEP), so
+# that a streamed run's peak stays near 1 GB whatever its length
+MAX_CHUNK_STEPS = 1 << 21
+MIN_CHUNK_STEPS = 1 << 12
+
+
+def chunk_steps(budget: float) -> int:
+    """Steps a streamed run renders at a time within a memory ``budget`` [B]: half of it, at
+    the in-memory run's peak per step, within 4,096 and 2,097,152 steps."""
+    return int(np.clip(budget / 2 / BYTES_PER_STEP, MIN_CHUNK_STEPS, MAX_CHUNK_STEPS))
+
+
+def stream(
+    scenario: Scenario,
+    path: str | Path,
+    chunk: int = MAX_CHUNK_STEPS,
+    progress: Callable[[int], None] | None = None,
+) -> Path:
+    """Simulate a scenario in chunks of about ``chunk`` steps, writing its profile to ``path``.
+
+    Parameters
+    ----------
+    scenario
+        The scenario. Filters that run over the whole run in order (power smoothing's ramp
+        limits, burn on job stop, batteries) cannot be carried across chunks: such a run is
+        refused, with the fix (a shorter run or a coarser step, to run it in memory).
+    path
+        ``.parquet`` or ``.csv`` (:data:`STREAMED`): the same columns, names and metadata
+        :func:`powermodel.export.write` gives the whole Dataset.
+    chunk
+        Steps rendered at a time [1]; each chunk starts at a clock hour (hourly PUE).
+    progress
+        Called with the number of steps each pass has just done (two passes: the run's steps
+        twice in all).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+    """
+    path = check_path(path)
+    if path.suffix not in STREAMED:
+        raise PowerModelError(
+            f"a run streamed in parts writes {' or '.join(STREAMED)}, not {path.suffix}: "
+            "write -o FILE.parquet"
+        )
+    why = streamable(scenario)
+    if why is not None:
+        need = memory_estimate(scenario) / 1e9
+        raise ScenarioError(
+            f"{why} filters the whole run in order, which a run streamed in parts cannot carry "
+            f"across them: run it in memory (about {need:.1f} GB), shortening "
+            "simulation.duration or lengthening simulation.dt to fit"
+        )
+    done = progress or (lambda steps: None)
+    run = prepare(scenario, *preflight(scenario, memory=False))
+    n, k = scenario.simulation.n_steps, run.k
+    plant_gpu, plant_heat = np.empty(n // k), np.empty(n // k)
+    per_pass = max(chunk // k, 1) * k  # whole plant steps: each chunk's block means are whole
+    for lo in range(0, n, per_pass):
+        hi = min(lo + per_pass, n)
+        means = run.render(lo, hi)
+        plant_gpu[lo // k : hi // k], plant_heat[lo // k : hi // k] = run.plant_means(means)
+        done(hi - lo)
+    plant = run.plant(plant_gpu, plant_heat)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writer = None
+    try:
+        for lo, hi in run.chunks(0, n, chunk):
+            part = run.profile(plant, run.render(lo, hi), lo)
+            ds = run.dataset(plant, {name: part[name] for name in ORDER if name in part}, lo)
+            writer = _write(writer, ds, path)
+            done(hi - lo)
+    finally:
+        if writer is not None:
+            writer.close()
+    return path
+
+
+def _write(
+    writer: pq.ParquetWriter | pacsv.CSVWriter | None, ds: xr.Dataset, path: Path
+) -> pq.ParquetWriter | pacsv.CSVWriter:
+    """Append a chunk's Dataset ``ds`` to ``path``, opening the writer at the first."""
+    if path.suffix == ".parquet":
+        table = profile_table(ds, headers=False)
+        writer = writer or pq.ParquetWriter(path, table.schema)
+    else:
+        table = profile_table(ds)
+        table = table.set_column(0, "time", iso_times(table["time"], step_seconds(ds)))
+        options = pacsv.WriteOptions(quoting_style="needed")
+        writer = writer or pacsv.CSVWriter(path, table.schema, write_options=options)
+    writer.write_table(table)
+    return writer
+
+
+def describe(scenario: Scenario, budget: float) -> str:
+    """One line on why and how a run streams: its estimate against the ``budget`` [B]."""
+    sim = scenario.simulation
+    return (
+        f"{sim.n_steps:,} steps of {format_duration(sim.dt)} need about "
+        f"{memory_estimate(scenario) / 1e9:.1f} GB, over the {budget / 1e9:.1f} GB budget: "
+        f"streaming to the file in chunks of {chunk_steps(budget) * sim.dt / 3600:.3g} h"
+    )

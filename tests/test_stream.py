@@ -1,0 +1,138 @@
+"""Bounded memory (issue 13): the lazily held variables of an in-memory run, and runs streamed to
+a file in chunks with the same values as the in-memory run."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import xarray as xr
+
+from powermodel import load_scenario, simulate
+from powermodel.cli import main
+from powermodel.errors import PowerModelError, ScenarioError
+from powermodel.export import write
+from powermodel.simulate import HELD, check_memory
+from powermodel.stream import stream
+
+REFERENCE = "llama3-405b-16k-h100"
+# 2 days at 1 s with failures; 16-min plant steps, so the hour-aligned chunks of 10,000 steps
+# (cut at 10,800 s, 21,600 s, ...) fall inside plant steps (960 s) and anywhere between failures
+TWO_DAYS = {"simulation.duration": "2d", "reliability.rate_scale": 3.0, "cooling.dt": "16min"}
+
+
+@pytest.fixture(scope="module")
+def two_days():
+    scenario = load_scenario(REFERENCE, TWO_DAYS)
+    return scenario, simulate(scenario)
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_a_streamed_file_is_the_in_memory_runs(two_days, tmp_path, suffix):
+    scenario, ds = two_days
+    whole = write(ds, tmp_path / f"whole{suffix}")
+    parts = stream(scenario, tmp_path / f"parts{suffix}", chunk=10_000)
+    if suffix == ".csv":  # the same text, byte for byte
+        assert parts.read_bytes() == whole.read_bytes()
+        return
+    assert pq.ParquetFile(parts).num_row_groups == 16  # 48 h in 3-h chunks: it did stream
+    streamed, kept = pq.read_table(parts), pq.read_table(whole)
+    assert streamed.equals(kept, check_metadata=True)
+    # every variable on time, against simulate()'s own values: identical, not close
+    columns = [n for n in ds.data_vars if ds[n].dims == ("time",) and n != "job_state"]
+    assert len(columns) == 17  # 18 with job_state, its codes written as names
+    for name in columns:
+        np.testing.assert_array_equal(streamed[name].to_numpy(), ds[name].values, err_msg=name)
+
+
+def test_streamed_variation_and_odd_hours_match(tmp_path):
+    # a step of 7 s puts hour boundaries between samples (hourly PUE must stay whole), and
+    # drawn training steps render through the same tables chunk by chunk
+    scenario = load_scenario(
+        REFERENCE,
+        {
+            "simulation.duration": "44100s",
+            "simulation.dt": "7s",
+            "cooling.dt": "63s",
+            "reliability.rate_scale": 5.0,
+            "workload.variation": {"step_cv": 0.05},
+        },
+    )
+    whole = pq.read_table(write(simulate(scenario), tmp_path / "whole.parquet"))
+    streamed = pq.read_table(stream(scenario, tmp_path / "parts.parquet", chunk=700))
+    assert streamed.equals(whole, check_metadata=True)
+
+
+def test_whole_run_filters_are_refused_with_the_fix(tmp_path):
+    sc = load_scenario(REFERENCE, {**TWO_DAYS, "mitigation.stop_burn": {"ramp_down": 300.0}})
+    with pytest.raises(ScenarioError, match="mitigation.stop_burn.*simulation.dt"):
+        stream(sc, tmp_path / "x.parquet")
+    with pytest.raises(PowerModelError, match=r"-o FILE\.parquet"):
+        stream(load_scenario(REFERENCE, TWO_DAYS), tmp_path / "x.nc")
+
+
+def test_the_memory_refusal_names_streaming_where_it_applies():
+    sc = load_scenario(REFERENCE, TWO_DAYS)
+    with pytest.raises(ScenarioError, match=r"-o FILE\.parquet"):
+        check_memory(sc, budget=1e6)
+    burn = load_scenario(REFERENCE, {**TWO_DAYS, "mitigation.stop_burn": {"ramp_down": 300.0}})
+    with pytest.raises(ScenarioError, match="stop_burn keeps it from streaming") as refused:
+        check_memory(burn, budget=1e6)
+    assert "FILE.parquet" not in str(refused.value)
+    with pytest.raises(ScenarioError, match="sensor views"):
+        check_memory(sc, sensors=1, budget=1e6)
+
+
+def test_cli_streams_a_run_over_its_budget(two_days, tmp_path, capsys):
+    _, ds = two_days
+    out = tmp_path / "run.parquet"
+    sets = [f"{k}={v}" for k, v in TWO_DAYS.items()]
+    args = ["run", REFERENCE, *sum((["--set", s] for s in sets), []), "-o", str(out)]
+    assert main([*args, "--memory-gb", "0.01"]) == 0
+    err = capsys.readouterr().err
+    assert "over the 0.0 GB budget: streaming" in err
+    streamed = pq.read_table(out)
+    np.testing.assert_array_equal(streamed["grid_power"].to_numpy(), ds["grid_power"].values)
+    assert main([*args[:-1], str(tmp_path / "run.nc"), "--memory-gb", "0.01"]) == 1
+    assert "-o FILE.parquet" in capsys.readouterr().err
+    assert main([*args, "--memory-gb", "-1"]) == 1
+    assert "--memory-gb must be" in capsys.readouterr().err
+
+
+def test_plant_clock_variables_take_no_memory_per_step(two_days):
+    # the Dataset holds 7 float64 arrays (grid_power is facility_power's without batteries),
+    # time and job_state: 65 B a step; the plant path's 6 float32 variables, cooling, misc
+    # and PUE (48 B a step more, expanded) are read only when read
+    scenario, _ = two_days
+    n = scenario.simulation.n_steps
+    tracemalloc.start()
+    ds = simulate(scenario)
+    held, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert held / n < 70
+    assert ds["temp_air"].dtype == np.float32 and ds["misc_power"].dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    "where",
+    [slice(None), slice(5, 4000, 7), slice(None, None, -3), slice(3000, 10, -11), 1234, -1],
+)
+def test_held_variables_read_as_their_expansion(two_days, where):
+    # a plant-clock variable read in any way gives np.repeat of its plant-step values
+    _, ds = two_days
+    k = round(ds.attrs["plant_dt"] / ds.attrs["dt"])
+    for name in (*HELD, "cooling_power", "misc_power", "pue"):
+        dense = ds[name].load().values if name == "pue" else None
+        lazy = ds[name].isel(time=where).values
+        if dense is None:
+            plant = ds[name].values[::k]
+            dense = np.repeat(plant, k)
+        np.testing.assert_array_equal(lazy, dense[where], err_msg=name)
+
+
+def test_lazy_profile_survives_a_netcdf_round_trip(two_days, tmp_path):
+    _, ds = two_days
+    path = write(ds, tmp_path / "run.nc")
+    xr.testing.assert_identical(xr.load_dataset(path), ds.load())
