@@ -587,7 +587,12 @@ def cluster(
         environ = dask.config.get("distributed.nanny.pre-spawn-environ", {})
         environ = {k: v for k, v in environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}
         with (
-            dask.config.set({"distributed.nanny.pre-spawn-environ": environ}),
+            dask.config.set(
+                {
+                    "distributed.nanny.pre-spawn-environ": environ,
+                    "distributed.worker.multiprocessing-method": _start_method(),
+                }
+            ),
             LocalCluster(
                 n_workers=workers,
                 threads_per_worker=1,
@@ -608,6 +613,20 @@ def cluster(
     with remote:
         _check_cluster(remote, memory)
         yield remote
+
+
+def _start_method() -> str:
+    """How a local cluster starts its workers: forked from this process on Linux, so that each
+    begins with numpy, xarray, scipy and powermodel imported and this process's caches (a worker
+    started afresh spends seconds importing them, as long as a hundred week-long runs); started
+    afresh elsewhere (macOS's system libraries are not safe to fork, Windows cannot).
+
+    The fork is safe here: the threads this process has besides the forking one are dask's
+    (its event loop and queue watchers) and the numerical libraries' pools; the child runs none
+    of their code but its own new event loop, and CPython re-creates in it the locks it takes
+    (imports, logging, multiprocessing queues), as glibc does malloc's and OpenBLAS its pool.
+    """
+    return "fork" if sys.platform == "linux" else "spawn"
 
 
 def _address(scheduler: str) -> str:
