@@ -69,6 +69,7 @@ __all__ = [
     "sweep",
     "SweepFile",
     "table",
+    "threads",
     "check_output",
     "check_workers",
     "cluster",
@@ -721,8 +722,7 @@ def _on_dask(
     and this process milliseconds, as much as a short run."""
     from dask.distributed import as_completed
 
-    threads = max(sum(client.nthreads().values()), 1)
-    spans = _spans(len(items), threads)
+    spans = _spans(len(items), threads(client))
     chunks = [list(items[start:stop]) for start, stop in spans]
     futures = client.map(_chunk, chunks, function=function, keep_going=keep_going, pure=False)
     where = {f.key: span for span, f in zip(spans, futures, strict=True)}
@@ -740,6 +740,11 @@ def _on_dask(
     finally:
         client.cancel(futures)
     return out
+
+
+def threads(client: Any) -> int:
+    """Runs a dask cluster does at once: its workers' threads."""
+    return max(sum(client.nthreads().values()), 1)
 
 
 def _spans(count: int, threads: int) -> list[tuple[int, int]]:
