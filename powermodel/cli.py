@@ -424,6 +424,7 @@ def _size(args: argparse.Namespace) -> int:
     if args.workers is not None:
         sweep.check_workers(args.workers)
     scenario = load_scenario(args.scenario, args.overrides)
+    base = simulate(scenario)  # before a local cluster's workers fork: they start warm
     with _runs(args, scenario) as (runner, width):
         table = sizing.size(
             scenario,
@@ -432,6 +433,7 @@ def _size(args: argparse.Namespace) -> int:
             progress=lambda s: print(f"  running {s}", file=sys.stderr),
             runner=runner,
             width=width,
+            base=base,
         )
     print(_table(sizing.printable(table)))
     return 0

@@ -152,6 +152,7 @@ def size(
     progress: Callable[[str], None] | None = None,
     runner: Runner | None = None,
     width: int = 1,
+    base: xr.Dataset | None = None,
 ) -> pd.DataFrame:
     """The gentlest passing setting of each lever for each rule, with its costs.
 
@@ -171,6 +172,9 @@ def size(
         the table is the one found in turn.
     width
         Runs the runner does at once (its workers' threads).
+    base
+        The scenario's run, where it is already simulated (before a local cluster's workers
+        fork, say, so that they start with its weather and imports loaded).
 
     Returns
     -------
@@ -182,12 +186,12 @@ def size(
         ``throughput_cost`` (tokens kept, fraction lost), ``storage_cycles_per_day`` and, with
         prices, ``cost_per_year`` (:data:`COSTS` labels each; :func:`printable` prints them).
     """
-    base_ds = simulate(scenario)
-    reference = registered_demand or base_ds.attrs["registered_demand"]
-    base_results = rules.check(base_ds, rule_list, reference)
-    base = _summary(base_ds)
-    del base_ds
-    measure = partial(_measured, rule_list=rule_list, reference=reference)
+    base = simulate(scenario) if base is None else base
+    reference = registered_demand or base.attrs["registered_demand"]
+    base_results = rules.check(base, rule_list, reference)
+    unmitigated = _summary(base)
+    del base
+    measure = partial(_measured, scenario=scenario, rule_list=rule_list, reference=reference)
     runs: dict[str, tuple[Scenario, _Outcome]] = {}
 
     def run_each(settings: list[dict]) -> None:
@@ -198,9 +202,8 @@ def size(
             if key not in runs and key not in new:
                 if progress:
                     progress(key)
-                new[key] = load_scenario(scenario, one)
-        outcomes = (runner or _in_turn)(measure, list(new.values()))
-        runs.update(zip(new, zip(new.values(), outcomes, strict=True), strict=True))
+                new[key] = one
+        runs.update(zip(new, (runner or _in_turn)(measure, list(new.values())), strict=True))
 
     def outcome(settings: dict) -> tuple[Scenario, _Outcome]:
         return runs[json.dumps(settings, sort_keys=True)]
@@ -237,7 +240,7 @@ def size(
                     "rule unit": rule.unit,
                     # at the strongest setting, what still breaks the rule
                     "still violated by": ", ".join(result.by_cause),
-                    **({} if setting is None else _costs(varied, base, measured)),
+                    **({} if setting is None else _costs(varied, unmitigated, measured)),
                 }
             )
     return pd.DataFrame(rows)
@@ -266,10 +269,14 @@ def _summary(ds: xr.Dataset, results: list[rules.RuleResult] | None = None) -> _
     )
 
 
-def _measured(scenario: Scenario, rule_list: list[rules.Rule], reference: float) -> _Outcome:
-    """One setting's run, checked and summed: what a worker does (its Dataset stays there)."""
-    ds = simulate(scenario)
-    return _summary(ds, rules.check(ds, rule_list, reference))
+def _measured(
+    settings: dict, scenario: Scenario, rule_list: list[rules.Rule], reference: float
+) -> tuple[Scenario, _Outcome]:
+    """The scenario with one lever's settings, run, checked and summed: what a worker does
+    (the Dataset stays there)."""
+    varied = load_scenario(scenario, settings)
+    ds = simulate(varied)
+    return varied, _summary(ds, rules.check(ds, rule_list, reference))
 
 
 def _in_turn(function: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
