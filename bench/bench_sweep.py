@@ -5,7 +5,9 @@
 are shared and noisy): in turn (``workers=0``) and on two worker processes started by the sweep
 (the cluster's start and close counted), alternately ``--repeat`` times, each pair's ratio and
 their median reported; then once on a cluster already up and warm (what a long sweep
-approaches). The results must be identical.
+approaches), and once as the first version of this bench measured, in one process: in turn, then
+on a cluster the sweep starts (whose workers then fork with the caches the first sweep warmed).
+The results must be identical.
 
 Each sweep runs in a fresh process (so that the first one pays the imports and first-call
 costs a command pays, and no sweep inherits another's caches): what ``powermodel sweep`` costs.
@@ -35,34 +37,43 @@ SEEDS = 4
 WEEK = {"simulation.duration": "7d", "simulation.dt": "1min"}
 ROOT = Path(__file__).resolve().parents[1]
 # One sweep in a fresh process: the call's time (from after the imports to after the cluster
-# closed) and the process's (from before the imports)
+# closed) and the process's (from before the imports); for "pair", the sweep on a cluster and
+# the sweep in turn before it
 CHILD = """
 import sys, time
 begin = time.perf_counter()
-from powermodel.sweep import cluster, run_all, sweep
+from powermodel.sweep import cluster, sweep
 sys.path.insert(0, {bench!r})
 from bench_sweep import BASE, GRID, SEEDS, WEEK
-start = time.perf_counter()
+
+
+def timed(**where):
+    start = time.perf_counter()
+    ds = sweep(BASE, GRID, SEEDS, overrides=WEEK, progress=False, **where)
+    return time.perf_counter() - start, ds
+
 
 if __name__ == "__main__":
     where = {where}
-    if where == "warm":
+    if where == "pair":  # the first bench's way: in turn, then a cluster started, in one process
+        other = timed(workers=0)[0]
+        seconds, ds = timed(workers=2)
+    elif where == "warm":
         with cluster(2) as client:
-            sweep(BASE, GRID, SEEDS, overrides=WEEK, progress=False, client=client)  # warm-up
-            start = time.perf_counter()
-            ds = sweep(BASE, GRID, SEEDS, overrides=WEEK, progress=False, client=client)
-            seconds = time.perf_counter() - start
+            timed(client=client)  # the workers' first runs: caches and lazy imports
+            seconds, ds = timed(client=client)
+        other = 0.0
     else:
-        ds = sweep(BASE, GRID, SEEDS, overrides=WEEK, progress=False, workers=where)
-        seconds = time.perf_counter() - start
-    print(seconds, time.perf_counter() - begin)
+        seconds, ds = timed(workers=where)
+        other = time.perf_counter() - begin
+    print(seconds, other)
     ds.to_netcdf({out!r})
 """
 
 
 def timed(where: int | str, out: Path) -> tuple[float, float]:
-    """Seconds of one sweep's call and of its process from the imports, in a fresh process, its
-    results written to ``out``."""
+    """Seconds of one sweep's call and of its process from the imports (of the sweep in turn
+    for "pair"), in a fresh process, its results written to ``out``."""
     code = CHILD.format(bench=str(Path(__file__).parent), where=repr(where), out=str(out))
     script = out.with_suffix(".py")
     script.write_text(code)
@@ -94,9 +105,14 @@ def main() -> None:
                 flush=True,
             )
         warm_s = timed("warm", tmp / "warm.nc")[0]
+        pair_cold, pair_serial = timed("pair", tmp / "pair.nc")
         with xr.open_dataset(tmp / "serial0.nc") as first:
             reference = first.load()
-        for name in [*(f"{k}{i}" for i in range(repeat) for k in ("serial", "cold")), "warm"]:
+        for name in [
+            *(f"{k}{i}" for i in range(repeat) for k in ("serial", "cold")),
+            "warm",
+            "pair",
+        ]:
             with xr.open_dataset(tmp / f"{name}.nc") as other:
                 xr.testing.assert_identical(reference, other.load())
     runs = reference["error"].size
@@ -108,6 +124,10 @@ def main() -> None:
     print(
         f"2 workers, cluster already up: {warm_s:6.2f} s, "
         f"{serial_median / warm_s:.2f}x the median in turn"
+    )
+    print(
+        f"in one process, in turn then a cluster started (the caches warm from the first): "
+        f"{pair_serial:6.2f} s, {pair_cold:6.2f} s: speed-up {pair_serial / pair_cold:.2f}x"
     )
 
 
