@@ -182,7 +182,7 @@ def _parser() -> argparse.ArgumentParser:
 
     size = sub.add_parser(
         "size",
-        parents=[*with_scenario, rule_args],
+        parents=[*with_scenario, rule_args, parallel],
         help="for each rule, the gentlest setting of each mitigation that makes it pass",
     )
     size.add_argument("scenario", help="preset name or .toml scenario")
@@ -372,7 +372,7 @@ def _check(args: argparse.Namespace) -> int:
         print(f"powermodel: warning: {measured.attrs['skipped']}", file=sys.stderr)
     scenario = None if trace else load_scenario(args.target, args.overrides)
     with ExitStack() as stack:  # a cluster asked for is up before anything is said
-        runner = None if trace else stack.enter_context(_runs(args, scenario))
+        runner = None if trace else stack.enter_context(_runs(args, scenario))[0]
         return _checked(args, rule_list, measured, scenario, runner)
 
 
@@ -416,17 +416,20 @@ def _checked(
 
 
 @contextmanager
-def _runs(args: argparse.Namespace, scenario: Any) -> Iterator[Runner | None]:
-    """What maps a scenario's runs: dask as ``--workers``/``--scheduler`` ask (one cluster for
-    the whole command), else None (in turn, dask.distributed not imported)."""
+def _runs(args: argparse.Namespace, scenario: Any) -> Iterator[tuple[Runner | None, int]]:
+    """What maps a scenario's runs and how many it runs at once: dask as ``--workers``/
+    ``--scheduler`` ask (one cluster for the whole command), else None (in turn, dask.distributed
+    not imported)."""
     with sweep.cluster(
         args.workers or 0, args.scheduler, memory=memory_estimate(scenario)
     ) as client:
-        yield (
-            None
-            if client is None
-            else partial(sweep.run_all, client=client, progress=sys.stderr.isatty())
-        )
+        if client is None:
+            yield None, 1
+        else:
+            yield (
+                partial(sweep.run_all, client=client, progress=sys.stderr.isatty()),
+                sweep.threads(client),
+            )
 
 
 def _sweep(args: argparse.Namespace) -> int:
@@ -480,13 +483,20 @@ def _pairs(overrides: list[str]) -> dict[str, str]:
 
 def _size(args: argparse.Namespace) -> int:
     rule_list = load_rules(args.rules)
+    if args.workers is not None:
+        sweep.check_workers(args.workers)
     scenario = load_scenario(args.scenario, args.overrides)
-    table = sizing.size(
-        scenario,
-        rule_list,
-        args.registered_demand,
-        progress=lambda s: print(f"  running {s}", file=sys.stderr),
-    )
+    base = simulate(scenario)  # before a local cluster's workers fork: they start warm
+    with _runs(args, scenario) as (runner, width):
+        table = sizing.size(
+            scenario,
+            rule_list,
+            args.registered_demand,
+            progress=lambda s: print(f"  running {s}", file=sys.stderr),
+            runner=runner,
+            width=width,
+            base=base,
+        )
     print(_table(sizing.printable(table)))
     return 0
 

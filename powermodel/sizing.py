@@ -9,8 +9,10 @@ against every rule. Costs are measured against the unmitigated run of the same s
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,6 +22,7 @@ from powermodel import rules
 from powermodel.analysis import step_seconds
 from powermodel.models import signal
 from powermodel.scenario import Scenario, format_duration, load_scenario
+from powermodel.sensitivity import Runner
 from powermodel.simulate import simulate
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
@@ -147,8 +150,31 @@ def size(
     rule_list: list[rules.Rule],
     registered_demand: float | None = None,
     progress: Callable[[str], None] | None = None,
+    runner: Runner | None = None,
+    width: int = 1,
+    base: xr.Dataset | None = None,
 ) -> pd.DataFrame:
     """The gentlest passing setting of each lever for each rule, with its costs.
+
+    Parameters
+    ----------
+    scenario, rule_list
+        What to mitigate, and the rules it is to pass.
+    registered_demand
+        Overrides the scenario's for the rules that refer to it. [MW]
+    progress
+        Called with each setting before it runs.
+    runner
+        Maps the runs (:func:`powermodel.sweep.run_all` bound to a cluster); in turn without.
+        With one, every lever's search takes its next step in the same call, and where there
+        are fewer searches than ``width``, each evaluates the next few steps of its bisection at
+        once (every value they could visit): the same runs' verdicts pick the same setting, so
+        the table is the one found in turn.
+    width
+        Runs the runner does at once (its workers' threads).
+    base
+        The scenario's run, where it is already simulated (before a local cluster's workers
+        fork, say, so that they start with its weather and imports loaded).
 
     Returns
     -------
@@ -160,20 +186,38 @@ def size(
         ``throughput_cost`` (tokens kept, fraction lost), ``storage_cycles_per_day`` and, with
         prices, ``cost_per_year`` (:data:`COSTS` labels each; :func:`printable` prints them).
     """
-    base = simulate(scenario)
+    base = simulate(scenario) if base is None else base
     reference = registered_demand or base.attrs["registered_demand"]
     base_results = rules.check(base, rule_list, reference)
-    runs: dict[str, tuple[Scenario, xr.Dataset, list[rules.RuleResult]]] = {}
+    unmitigated = _summary(base)
+    del base
+    measure = partial(_measured, scenario=scenario, rule_list=rule_list, reference=reference)
+    runs: dict[str, tuple[Scenario, _Outcome]] = {}
 
-    def run(settings: dict) -> tuple[Scenario, xr.Dataset, list[rules.RuleResult]]:
-        key = json.dumps(settings, sort_keys=True)
-        if key not in runs:
-            if progress:
-                progress(key)
-            varied = load_scenario(scenario, settings)
-            ds = simulate(varied)
-            runs[key] = (varied, ds, rules.check(ds, rule_list, reference))
-        return runs[key]
+    def run_each(settings: list[dict]) -> None:
+        """Each setting not yet run, run (all in one call of the runner)."""
+        new = {}
+        for one in settings:
+            key = json.dumps(one, sort_keys=True)
+            if key not in runs and key not in new:
+                if progress:
+                    progress(key)
+                new[key] = one
+        runs.update(zip(new, (runner or _in_turn)(measure, list(new.values())), strict=True))
+
+    def outcome(settings: dict) -> tuple[Scenario, _Outcome]:
+        return runs[json.dumps(settings, sort_keys=True)]
+
+    searches = {
+        (i, lever.name): (i, lever)
+        for i, rule in enumerate(rule_list)
+        if not base_results[i].passed
+        for lever in levers(scenario, rule, reference)
+    }
+    groups = [list(searches.values())] if runner else [[s] for s in searches.values()]
+    found: dict[tuple[int, str], float | None] = {}
+    for group in groups:
+        found |= _search(group, run_each, outcome, width if runner else 1)
 
     rows = []
     for i, rule in enumerate(rule_list):
@@ -182,40 +226,144 @@ def size(
             if base_results[i].passed:
                 rows.append({**row, "setting unit": lever.unit, "verdict": "passes unmitigated"})
                 continue
-            found = _bisect(lever, lambda v, lever=lever, i=i: run(lever.settings(v))[2][i].passed)
-            setting = lever.strong if found is None else found
-            varied, ds, results = run(lever.settings(setting))
+            setting = found[i, lever.name]
+            varied, measured = outcome(lever.settings(lever.strong if setting is None else setting))
+            result = measured.results[i]
             rows.append(
                 {
                     **row,
-                    "setting": np.nan if found is None else found,
+                    "setting": np.nan if setting is None else setting,
                     "setting unit": lever.unit,
-                    "verdict": "cannot" if found is None else "pass",
-                    "worst": results[i].worst,
-                    "limit": results[i].limit,
+                    "verdict": "cannot" if setting is None else "pass",
+                    "worst": result.worst,
+                    "limit": result.limit,
                     "rule unit": rule.unit,
                     # at the strongest setting, what still breaks the rule
-                    "still violated by": ", ".join(results[i].by_cause),
-                    **({} if found is None else costs(varied, base, ds)),
+                    "still violated by": ", ".join(result.by_cause),
+                    **({} if setting is None else _costs(varied, unmitigated, measured)),
                 }
             )
     return pd.DataFrame(rows)
 
 
-def _bisect(lever: Lever, passes: Callable[[float], bool]) -> float | None:
-    """The gentlest value that passes, on the passing side of the last bisection."""
-    if not passes(lever.strong):
+@dataclass(frozen=True)
+class _Outcome:
+    """What sizing keeps of a run: its verdicts and the totals its costs come from."""
+
+    results: list[rules.RuleResult]
+    grid: float  # grid energy [MWh]
+    tokens: float  # goodput
+    moved: float  # energy through the site battery, each way counted half [MWh]
+    days: float  # simulated [d]
+
+
+def _summary(ds: xr.Dataset, results: list[rules.RuleResult] | None = None) -> _Outcome:
+    dt = step_seconds(ds)
+    battery = ds.get("bess_power")
+    return _Outcome(
+        results or [],
+        signal.energy(ds["grid_power"], dt),
+        float(ds["goodput"]),
+        0.0 if battery is None else signal.energy(np.abs(battery), dt) / 2.0,
+        ds.sizes["time"] * dt / 86400.0,
+    )
+
+
+def _measured(
+    settings: dict, scenario: Scenario, rule_list: list[rules.Rule], reference: float
+) -> tuple[Scenario, _Outcome]:
+    """The scenario with one lever's settings, run, checked and summed: what a worker does
+    (the Dataset stays there)."""
+    varied = load_scenario(scenario, settings)
+    ds = simulate(varied)
+    return varied, _summary(ds, rules.check(ds, rule_list, reference))
+
+
+def _in_turn(function: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    return [function(item) for item in items]
+
+
+Search = tuple[int, Lever]  # a rule's index, a lever
+
+
+def _search(
+    searches: list[Search],
+    run_each: Callable[[list[dict]], None],
+    outcome: Callable[[dict], tuple[Scenario, _Outcome]],
+    width: int,
+) -> dict[tuple[int, str], float | None]:
+    """Each search's gentlest passing value (None: none), all searches taking their steps
+    together: each round runs what every search asks for next, in one call of ``run_each``."""
+    active = {(i, lever.name): (i, lever) for i, lever in searches}
+    depth = _depth(width, len(active))
+    steps = {k: _bisect(lever, lambda: depth) for k, (_, lever) in active.items()}
+    asked = {k: next(step) for k, step in steps.items()}
+    found: dict[tuple[int, str], float | None] = {}
+    while asked:
+        depth = _depth(width, len(asked))
+        run_each([active[k][1].settings(v) for k, values in asked.items() for v in values])
+        for k, values in list(asked.items()):
+            i, lever = active[k]
+            verdicts = {v: outcome(lever.settings(v))[1].results[i].passed for v in values}
+            try:
+                asked[k] = steps[k].send(verdicts)
+            except StopIteration as done:
+                found[k] = done.value
+                del asked[k]
+    return found
+
+
+def _depth(width: int, searches: int) -> int:
+    """Bisection steps a search takes at once: as many as ``width`` runs hold for every search
+    (a step more doubles the values a search runs), one at least."""
+    return max(1, int(np.log2(width / max(searches, 1) + 1.0)))
+
+
+def _bisect(
+    lever: Lever, depth: Callable[[], int]
+) -> Generator[list[float], dict[float, bool], float | None]:
+    """The gentlest value that passes, on the passing side of the last bisection: sends the
+    values it needs verdicts on, receives them. Taking ``depth()`` steps at once, it asks for
+    every value those steps could visit and then takes them as one at a time would."""
+    if depth() > 1:  # both ends at once
+        ends = yield [lever.strong, lever.gentle]
+    else:
+        ends = yield [lever.strong]
+        if ends[lever.strong]:
+            ends |= yield [lever.gentle]
+    if not ends[lever.strong]:
         return None
-    if passes(lever.gentle):
+    if ends[lever.gentle]:
         return lever.gentle
     gentle, strong = lever.gentle, lever.strong
-    for _ in range(BISECTIONS):
-        mid = float(np.sqrt(gentle * strong)) if lever.log else 0.5 * (gentle + strong)
-        if passes(mid):
-            strong = mid
-        else:
-            gentle = mid
+    left = BISECTIONS
+    while left:
+        steps = min(depth(), left)
+        passes = yield _midpoints(gentle, strong, steps, lever.log)
+        for _ in range(steps):
+            mid = _mid(gentle, strong, lever.log)
+            if passes[mid]:
+                strong = mid
+            else:
+                gentle = mid
+        left -= steps
     return strong
+
+
+def _mid(gentle: float, strong: float, log: bool) -> float:
+    return float(np.sqrt(gentle * strong)) if log else 0.5 * (gentle + strong)
+
+
+def _midpoints(gentle: float, strong: float, steps: int, log: bool) -> list[float]:
+    """Every value ``steps`` bisections of [gentle, strong] could visit (2**steps - 1)."""
+    if steps == 0:
+        return []
+    mid = _mid(gentle, strong, log)
+    return [
+        mid,
+        *_midpoints(gentle, mid, steps - 1, log),
+        *_midpoints(mid, strong, steps - 1, log),
+    ]
 
 
 COSTS = {  # each figure of :func:`costs`: its label, and its value as printed with its unit
@@ -240,10 +388,13 @@ def printable(table: pd.DataFrame) -> pd.DataFrame:
 def costs(scenario: Scenario, base: xr.Dataset, mitigated: xr.Dataset) -> dict[str, float]:
     """What the mitigation of ``scenario`` (the mitigated one) costs against the unmitigated
     run: extra grid energy, tokens lost, battery cycling and, with prices, money per year."""
-    dt = step_seconds(base)
-    days = base.sizes["time"] * dt / 86400.0
-    grid = [signal.energy(ds["grid_power"], dt) for ds in (base, mitigated)]
-    tokens = [float(ds["goodput"]) for ds in (base, mitigated)]
+    return _costs(scenario, _summary(base), _summary(mitigated))
+
+
+def _costs(scenario: Scenario, base: _Outcome, mitigated: _Outcome) -> dict[str, float]:
+    days = base.days
+    grid = [base.grid, mitigated.grid]
+    tokens = [base.tokens, mitigated.tokens]
     out = {
         "grid_energy_cost": grid[1] / grid[0] - 1.0,
         "grid_energy_mwh_per_day": (grid[1] - grid[0]) / days,
@@ -251,8 +402,7 @@ def costs(scenario: Scenario, base: xr.Dataset, mitigated: xr.Dataset) -> dict[s
     }
     storage = sum(s.energy for s in scenario.mitigation.storage if s.location == "site")
     if storage:
-        moved = signal.energy(np.abs(mitigated["bess_power"]), dt) / 2.0
-        out["storage_cycles_per_day"] = moved / storage / days
+        out["storage_cycles_per_day"] = mitigated.moved / storage / days
     prices = scenario.prices
     terms = [
         (prices.energy, (grid[1] - grid[0]) / days * 365.0),

@@ -69,6 +69,7 @@ __all__ = [
     "sweep",
     "SweepFile",
     "table",
+    "threads",
     "check_output",
     "check_workers",
     "cluster",
@@ -82,7 +83,8 @@ MAX_FILE_BYTES = 1 << 20  # a sweep file: a few hundred lines make the largest u
 EXTENDS = "extends"  # a swept key that replaces the base: a preset name or a scenario file
 FILE_KEYS = ("base", "seeds", "rules", "registered_demand", "series", "set", "grid", "points")
 CONNECT_TIMEOUT = 10.0  # s: a scheduler that does not answer within it is not there
-CHUNKS_PER_THREAD = 8  # tasks per worker thread: few enough to cost little, enough to balance
+CHUNKS_PER_THREAD = 4  # a chunk is at most the items left over this many times the threads
+WARM_SITES = 8  # sites whose weather a sweep loads before its workers fork (facility caches 8)
 WORKER_WAIT = 30.0  # s: a scheduler with no worker after it would leave the runs waiting forever
 # Headline metrics the summary table shows (median over seeds): where the grid sees the site,
 # its largest 5-s swing, and what the job trained
@@ -233,6 +235,7 @@ def sweep(
         keep_going=True,
         memory=per_run,
         label="sweep",
+        here=_first_per_site([job for _, _, job in jobs], workers or 0),
     )
     results: list[list[dict[str, Any]]] = [
         [{"error": errors[p]} for _ in range(seeds)] for p in range(len(points))
@@ -394,6 +397,18 @@ def _load_points(
     return scenarios, errors
 
 
+def _first_per_site(runs: list[_Run], workers: int) -> list[int]:
+    """The first run of each site (its weather) that runs before a local cluster's workers fork,
+    so that each weather file is read and turned into wet-bulb temperatures once, not once a
+    worker (a quarter of a second each): at most as many as the weather caches hold
+    (:data:`WARM_SITES`) and a small share of the runs, so that the workers have the rest."""
+    first: dict[str, int] = {}
+    for i, run in enumerate(runs):
+        first.setdefault(run.scenario.site.model_dump_json(), i)
+    share = len(runs) // (4 * max(workers, 1))
+    return list(first.values())[: min(WARM_SITES, share)]
+
+
 def _estimate(scenario: Scenario) -> int:
     try:
         return memory_estimate(scenario)
@@ -492,6 +507,7 @@ def run_all(
     keep_going: bool = False,
     memory: int = 0,
     label: str = "runs",
+    here: Sequence[int] = (),
 ) -> list[Any]:
     """``[function(item) for item in items]``, in turn or on dask.distributed, in items' order.
 
@@ -516,11 +532,32 @@ def run_all(
         would not fit (this machine's memory, or each remote worker's limit).
     label
         The progress bar's label.
+    here
+        Indices of items called in this process before the workers of a ``LocalCluster``
+        started here fork from it: they start with what these calls loaded (first-call imports,
+        the caches of a weather file the items share) instead of each loading it again. On
+        another cluster, or in turn, these items run with the others.
     """
-    with cluster(workers, scheduler, client, memory) as connected:
-        if connected is None:
-            return _in_turn(function, items, progress, keep_going, label)
-        return _on_dask(connected, function, items, progress, keep_going, label)
+    out: list[Any] = [None] * len(items)
+    done: set[int] = set()
+    with _bar(len(items), progress, label) as bar:
+
+        def warm() -> None:
+            for i in dict.fromkeys(here):
+                out[i] = _call(function, items[i], keep_going)
+                done.add(i)
+                bar.update()
+
+        with cluster(workers, scheduler, client, memory, warm if here else None) as connected:
+            rest = [i for i in range(len(items)) if i not in done]
+            left = [items[i] for i in rest]
+            if connected is None:
+                results = [_counted(_call(function, item, keep_going), bar) for item in left]
+            else:
+                results = _on_dask(connected, function, left, keep_going, bar)
+    for i, result in zip(rest, results, strict=True):
+        out[i] = result
+    return out
 
 
 def _bar(total: int, progress: bool, label: str) -> Any:
@@ -529,24 +566,19 @@ def _bar(total: int, progress: bool, label: str) -> Any:
     return tqdm(total=total, disable=not progress, file=sys.stderr, desc=label, unit="run")
 
 
-def _in_turn(
-    function: Callable[[Any], Any],
-    items: Sequence[Any],
-    progress: bool,
-    keep_going: bool,
-    label: str,
-) -> list[Any]:
-    out = []
-    with _bar(len(items), progress, label) as bar:
-        for item in items:
-            try:
-                out.append(function(item))
-            except Exception as exc:
-                if not keep_going:
-                    raise
-                out.append(_failure(exc))
-            bar.update()
-    return out
+def _call(function: Callable[[Any], Any], item: Any, keep_going: bool) -> Any:
+    """``function(item)``; with ``keep_going`` a :class:`Failure` where it raises."""
+    try:
+        return function(item)
+    except Exception as exc:
+        if not keep_going:
+            raise
+        return _failure(exc)
+
+
+def _counted(result: Any, bar: Any) -> Any:
+    bar.update()
+    return result
 
 
 def _failure(exc: BaseException) -> Failure:
@@ -555,11 +587,17 @@ def _failure(exc: BaseException) -> Failure:
 
 @contextmanager
 def cluster(
-    workers: int = 0, scheduler: str | None = None, client: Any = None, memory: int = 0
+    workers: int = 0,
+    scheduler: str | None = None,
+    client: Any = None,
+    memory: int = 0,
+    warm: Callable[[], object] | None = None,
 ) -> Iterator[Any]:
     """The dask client that :func:`run_all` maps on, as its arguments say (None: in turn);
     a ``LocalCluster`` started here is closed on leaving. Checked before any run: workers
-    there, powermodel's version on them, memory for ``memory`` bytes a run on each."""
+    there, powermodel's version on them, memory for ``memory`` bytes a run on each. ``warm``
+    is called after the checks and before a ``LocalCluster``'s workers fork from this process
+    (:func:`_start_method`), so that they start with what it loaded."""
     if client is not None:
         _check_cluster(client, memory)
         yield client
@@ -581,13 +619,20 @@ def cluster(
     from dask.distributed import Client, LocalCluster
 
     if scheduler is None:
+        if warm is not None:
+            warm()
         # Workers start without dask's MALLOC_TRIM_THRESHOLD_: setting it fixes glibc's mmap
         # threshold, so every large temporary of a run is fresh pages and the runs take 1.6
         # times as long as in this process (measured here on 7 days at 1 min)
         environ = dask.config.get("distributed.nanny.pre-spawn-environ", {})
         environ = {k: v for k, v in environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}
         with (
-            dask.config.set({"distributed.nanny.pre-spawn-environ": environ}),
+            dask.config.set(
+                {
+                    "distributed.nanny.pre-spawn-environ": environ,
+                    "distributed.worker.multiprocessing-method": _start_method(),
+                }
+            ),
             LocalCluster(
                 n_workers=workers,
                 threads_per_worker=1,
@@ -608,6 +653,20 @@ def cluster(
     with remote:
         _check_cluster(remote, memory)
         yield remote
+
+
+def _start_method() -> str:
+    """How a local cluster starts its workers: forked from this process on Linux, so that each
+    begins with numpy, xarray, scipy and powermodel imported and this process's caches (a worker
+    started afresh spends seconds importing them, as long as a hundred week-long runs); started
+    afresh elsewhere (macOS's system libraries are not safe to fork, Windows cannot).
+
+    The fork is safe here: the threads this process has besides the forking one are dask's
+    (its event loop and queue watchers) and the numerical libraries' pools; the child runs none
+    of their code but its own new event loop, and CPython re-creates in it the locks it takes
+    (imports, logging, multiprocessing queues), as glibc does malloc's and OpenBLAS its pool.
+    """
+    return "fork" if sys.platform == "linux" else "spawn"
 
 
 def _address(scheduler: str) -> str:
@@ -657,44 +716,53 @@ def _worker_version() -> str:
 
 
 def _on_dask(
-    client: Any,
-    function: Callable[[Any], Any],
-    items: Sequence[Any],
-    progress: bool,
-    keep_going: bool,
-    label: str,
+    client: Any, function: Callable[[Any], Any], items: Sequence[Any], keep_going: bool, bar: Any
 ) -> list[Any]:
-    """The items mapped on the cluster in chunks, a few for each worker thread: a task costs
-    the scheduler and this process milliseconds, as much as a short run."""
+    """The items mapped on the cluster in chunks (:func:`_spans`): a task costs the scheduler
+    and this process milliseconds, as much as a short run."""
     from dask.distributed import as_completed
 
-    threads = max(sum(client.nthreads().values()), 1)
-    size = max(1, math.ceil(len(items) / (threads * CHUNKS_PER_THREAD)))
-    starts = range(0, len(items), size)
-    chunks = [list(items[i : i + size]) for i in starts]
+    spans = _spans(len(items), threads(client))
+    chunks = [list(items[start:stop]) for start, stop in spans]
     futures = client.map(_chunk, chunks, function=function, keep_going=keep_going, pure=False)
-    where = {f.key: i for i, f in zip(starts, futures, strict=True)}
+    where = {f.key: span for span, f in zip(spans, futures, strict=True)}
     out: list[Any] = [None] * len(items)
     try:
-        with _bar(len(items), progress, label) as bar:
-            for future in as_completed(futures):
-                first = where[future.key]
-                count = min(size, len(items) - first)
-                try:
-                    out[first : first + count] = future.result()
-                except Exception as exc:
-                    if not keep_going:
-                        raise
-                    out[first : first + count] = [_failure(exc)] * count
-                bar.update(count)
+        for future in as_completed(futures):
+            start, stop = where[future.key]
+            try:
+                out[start:stop] = future.result()
+            except Exception as exc:
+                if not keep_going:
+                    raise
+                out[start:stop] = [_failure(exc)] * (stop - start)
+            bar.update(stop - start)
     finally:
         client.cancel(futures)
     return out
 
 
+def threads(client: Any) -> int:
+    """Runs a dask cluster does at once: its workers' threads."""
+    return max(sum(client.nthreads().values()), 1)
+
+
+def _spans(count: int, threads: int) -> list[tuple[int, int]]:
+    """``[start, stop)`` of each chunk of ``count`` items for ``threads`` worker threads: each
+    a share of those left (:data:`CHUNKS_PER_THREAD` a thread), so chunks shrink to one item at
+    the end and the threads finish together (equal chunks leave all but one thread idle for up
+    to a chunk's time at the end, with a few tens of runs a chunk about a second)."""
+    spans, start = [], 0
+    while start < count:
+        stop = start + max(1, math.ceil((count - start) / (threads * CHUNKS_PER_THREAD)))
+        spans.append((start, min(stop, count)))
+        start = stop
+    return spans
+
+
 def _chunk(items: list[Any], function: Callable[[Any], Any], keep_going: bool) -> list[Any]:
     """A chunk's items in turn, on a worker."""
-    return _in_turn(function, items, False, keep_going, "")
+    return [_call(function, item, keep_going) for item in items]
 
 
 def _gather(
