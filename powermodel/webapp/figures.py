@@ -362,7 +362,8 @@ def diurnal_figure(ds: xr.Dataset) -> go.Figure:
     """Training throughput by local hour of day, relative to its daily mean, with the mean
     outdoor temperature of each hour."""
     profile = diurnal_throughput(ds)
-    relative = 100.0 * (profile / np.nanmean(profile) - 1.0)
+    trained = np.isfinite(profile).any()  # a run that never trains has no bars to draw
+    relative = 100.0 * (profile / np.nanmean(profile) - 1.0) if trained else profile
     hours = local_hours(ds)
     temp = np.bincount(hours, ds["temp_air"].values.astype(np.float64), 24) / np.maximum(
         np.bincount(hours, minlength=24), 1
