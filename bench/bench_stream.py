@@ -14,7 +14,11 @@ memory in another. Targets:
   in-memory run at 100 ms gives the same figure: ``tests/test_stream.py`` checks that a
   streamed file holds the in-memory run's values.
 
-Usage: ``python bench/bench_stream.py [--duration 365d] [--memory-gb 1]``. A year writes a
+The streamed run also accumulates its metrics and the verdicts of ercot-5s, nprr1191 and ieso
+(:class:`powermodel.stream.Measures`; ``--no-check`` leaves the rules out, to time them apart).
+
+Usage: ``python bench/bench_stream.py [--duration 365d] [--memory-gb 1] [--no-check]``.
+A year writes a
 file of some 15 GB and takes minutes: ``--duration 14d`` gives the rate to extrapolate from.
 """
 
@@ -34,13 +38,16 @@ YEAR_STEPS = 365 * 86400 * 10  # a year at 100 ms
 STREAMED = r"""
 import json, resource, sys, time
 from powermodel import load_scenario
-from powermodel.stream import chunk_steps, stream
+from powermodel.rules import load_rules
+from powermodel.stream import Measures, chunk_steps, stream
 import numpy as np
 import pyarrow.parquet as pq
 scenario = load_scenario(sys.argv[1], json.loads(sys.argv[2]))
 start = time.perf_counter()
-path = stream(scenario, sys.argv[3], chunk_steps(float(sys.argv[4]) * 1e9))
+measures = Measures(load_rules("ercot-5s,nprr1191,ieso") if sys.argv[5] == "1" else [])
+path = stream(scenario, sys.argv[3], chunk_steps(float(sys.argv[4]) * 1e9), measures=measures)
 elapsed = time.perf_counter() - start
+verdicts = {r.rule.name: r.passed for r in measures.results}
 peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
 energy = dict.fromkeys(("grid_power", "it_power", "gpu_power"), 0.0)
 rows, data = 0, pq.ParquetFile(path)
@@ -51,7 +58,7 @@ for group in range(data.num_row_groups):  # a row group at a time: the file is l
         energy[name] += float(np.sum(table[name].to_numpy())) * scenario.simulation.dt / 3600
 size = {"rows": rows, "groups": data.num_row_groups, "bytes": path.stat().st_size}
 energy = {f"{k}_mwh": v for k, v in energy.items()}
-print(json.dumps({"seconds": elapsed, "peak_gb": peak_gb, **size, **energy}))
+print(json.dumps({"seconds": elapsed, "peak_gb": peak_gb, **size, **energy, "verdicts": verdicts}))
 """
 
 IN_MEMORY = r"""
@@ -76,19 +83,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", default="365d")
     parser.add_argument("--memory-gb", default="1")
+    parser.add_argument(
+        "--no-check", action="store_true", help="stream without the three rule sets' verdicts"
+    )
     args = parser.parse_args()
     fine = {"simulation.duration": args.duration, "simulation.dt": "100ms"}
     coarse = {"simulation.duration": args.duration, "simulation.dt": "1min"}
     with tempfile.TemporaryDirectory() as folder:
         out = str(Path(folder) / "run.parquet")
-        streamed = _child(STREAMED, PRESET, json.dumps(fine), out, args.memory_gb)
+        check = "0" if args.no_check else "1"
+        streamed = _child(STREAMED, PRESET, json.dumps(fine), out, args.memory_gb, check)
     reference = _child(IN_MEMORY, PRESET, json.dumps(coarse))
     rate = streamed["rows"] / streamed["seconds"]
     print(
         f"{args.duration} at 100 ms streamed to Parquet ({streamed['rows']:,} rows, "
         f"{streamed['groups']} row groups, {streamed['bytes'] / 1e9:.2f} GB on disk)"
     )
-    print(f"  time                     {streamed['seconds']:8.1f} s ({rate / 1e6:.2f} M steps/s)")
+    print(f"  verdicts                 {streamed['verdicts']}")
+    print(f"  time (metrics, checks)   {streamed['seconds']:8.1f} s ({rate / 1e6:.2f} M steps/s)")
     print(f"  a year at that rate      {YEAR_STEPS / rate / 60:8.1f} min")
     print(f"  peak memory (< 1.5 GB)   {streamed['peak_gb']:8.2f} GB")
     for name, target in (("gpu_power", 1e-6), ("it_power", 1e-6), ("grid_power", None)):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -413,3 +414,331 @@ def offline_page(title: str, style: str, body: str) -> str:
         f'<script type="text/javascript">{get_plotlyjs()}</script></head>'
         f"<body>{body}</body></html>"
     )
+
+
+# Chunk-wise statistics (a run streamed in parts, issue 13). Each stage takes a run's samples
+# piece after piece (``x`` from the run's sample ``at``) and returns what its in-memory
+# counterpart returns for those samples, carrying the state the next piece needs: exact, the
+# same operations in the same order, so bit-identical where the first piece holds at least a
+# window (the reflected readings at the run's start are then the in-memory ones).
+
+
+class RollingMean:
+    """:func:`powermodel.models.signal.rolling_mean` over ``n`` samples, piece by piece: the
+    run's cumulative sum is continued across pieces (one accumulate from its last value, as
+    ``np.cumsum`` adds over the whole run), so each quotient is the in-memory one to the bit."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.sums = n, np.zeros(1)  # the cumulative sums up to the piece, the last n + 1
+
+    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
+        n, held = self.n, self.sums.size
+        c = np.concatenate((self.sums, np.empty(x.size)))
+        np.cumsum(np.concatenate((self.sums[-1:], x)), dtype=np.float64, out=c[held - 1 :])
+        out = np.empty(x.size)
+        head = max(min(n - at, x.size), 0)  # readings over fewer samples, at the run's start
+        np.divide(c[held : held + head], np.arange(at + 1, at + head + 1), out=out[:head])
+        # c[held + i] is the sum to sample at + i; the sum n before it is n places back
+        np.subtract(c[held + head :], c[held + head - n : c.size - n], out=out[head:])
+        out[head:] /= n
+        self.sums = c[-(n + 1) :] if c.size > n + 1 else c
+        return out
+
+
+class Lagged:
+    """:func:`powermodel.models.signal.net_change` over ``n`` samples, piece by piece."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.tail = n, np.empty(0)
+
+    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
+        n, k = self.n, self.tail.size
+        joined = np.concatenate((self.tail, x))
+        out = np.zeros(x.size)
+        first = min(max(n - at, 0), x.size)  # zero for the run's first n samples
+        np.subtract(joined[k + first :], joined[k + first - n : joined.size - n], out=out[first:])
+        self.tail = joined[-n:]
+        return out
+
+
+class Windowed:
+    """A trailing filter over ``n`` samples (``rolling_range``, ``rolling_max``,
+    ``rolling_min``, or any of the ``n`` samples ending at each), piece by piece: each piece
+    with the ``n − 1`` before it, whose readings are whole windows (max and min are exact in
+    any order)."""
+
+    def __init__(self, statistic: Callable[[np.ndarray, int], np.ndarray], n: int) -> None:
+        self.statistic, self.n, self.tail = statistic, n, None
+
+    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
+        joined = x if self.tail is None else np.concatenate((self.tail, x))
+        out = self.statistic(joined, self.n)[joined.size - x.size :]
+        self.tail = joined[max(joined.size - (self.n - 1), 0) :]
+        return out
+
+
+class Filtered:
+    """:func:`powermodel.models.signal.band` piece by piece: each first-order filter's state
+    (scipy's ``lfilter`` ``zi``) carried from one piece to the next, from the steady state on
+    the run's first sample as the in-memory filters start."""
+
+    def __init__(self, dt: float, low: float | None, high: float | None) -> None:
+        self.filters = []  # (b, a, passes the high part)
+        if low is not None:
+            a = np.exp(-dt * 2.0 * np.pi * low)
+            self.filters.append(([0.0, 1.0 - a], [1.0, -a], True))
+        if high is not None and high < resolved(dt):
+            a = np.exp(-dt * 2.0 * np.pi * high)
+            self.filters.append(([1.0 - a], [1.0, -a], False))
+        self.state: list[np.ndarray | None] = [None] * len(self.filters)
+
+    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
+        from scipy.signal import lfilter, lfilter_zi
+
+        for i, (b, a, high) in enumerate(self.filters):
+            zi = lfilter_zi(b, a) * x[0] if self.state[i] is None else self.state[i]
+            low, self.state[i] = lfilter(b, a, x, zi=zi)
+            x = x - low if high else low
+        return x
+
+
+class Chained:
+    """Stages applied in turn, piece by piece."""
+
+    def __init__(self, *stages: Callable[[np.ndarray, int], np.ndarray]) -> None:
+        self.stages = stages
+
+    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
+        for stage in self.stages:
+            x = stage(x, at)
+        return x
+
+
+def ramp_stages(n: int) -> dict[str, Callable[[np.ndarray, int], np.ndarray]]:
+    """The chunk-wise stages of :data:`RAMPS` over ``n`` samples (each run longer than two
+    windows, as :func:`ramps` and the rules measure)."""
+    return {
+        "net_change": Lagged(n),
+        "average_slope": Chained(RollingMean(n), Lagged(n)),
+        "range": Windowed(signal.rolling_range, n),
+    }
+
+
+class Neighbours:
+    """A per-sample flag with its neighbours either side, piece by piece: each piece is given
+    with the sample after it (None at the run's end) and keeps its last for the next."""
+
+    def __init__(self) -> None:
+        self.before: np.ndarray = np.empty(0, bool)
+
+    def __call__(self, flag: np.ndarray, after: np.ndarray | None) -> np.ndarray:
+        """``flag`` with the samples before and after it: the piece's, one either side where
+        the run has one."""
+        out = np.concatenate((self.before, flag, () if after is None else after)).astype(bool)
+        self.before = flag[-1:]
+        return out
+
+
+PIECE_STEPS = 1 << 20  # samples a piece holds at least (unless the run is shorter)
+
+
+class Pieces:
+    """A run's chunks (consecutive Datasets on ``time``, of any lengths) as pieces of at least
+    ``least`` samples: each piece is given with the run's first sample after it, so that
+    what reads one sample ahead (the states either side of an interval) is exact."""
+
+    def __init__(self, names: tuple[str, ...], least: int) -> None:
+        self.names, self.least, self.at = names, max(least, 2), 0
+        self.held: list[dict[str, np.ndarray]] = []
+
+    def feed(self, ds: xr.Dataset) -> Iterator[tuple[dict[str, np.ndarray], int, dict | None]]:
+        """The pieces ``ds`` completes: (columns, index of its first sample, the next sample's
+        columns)."""
+        columns = {n: ds[n].values for n in self.names if n in ds}
+        columns["time"] = ds["time"].values
+        self.held.append(columns)
+        if sum(c["time"].size for c in self.held) > self.least:
+            joined = {n: np.concatenate([c[n] for c in self.held]) for n in columns}
+            self.held = [{n: v[-1:] for n, v in joined.items()}]
+            yield self._piece({n: v[:-1] for n, v in joined.items()}, self.held[0])
+
+    def finish(self) -> Iterator[tuple[dict[str, np.ndarray], int, dict | None]]:
+        """The last piece, to the run's end."""
+        if self.held:
+            names = self.held[0]
+            joined = {n: np.concatenate([c[n] for c in self.held]) for n in names}
+            self.held = []
+            yield self._piece(joined, None)
+
+    def _piece(self, columns: dict, after: dict | None) -> tuple[dict, int, dict | None]:
+        at = self.at
+        self.at += columns["time"].size
+        return columns, at, after
+
+
+class StreamedMetrics:
+    """:func:`metrics` accumulated over a run's chunks, without the run held whole.
+
+    Feed each piece (:class:`Pieces`) in order, then :meth:`result` with the run's scalars and
+    events (``goodput``, ``effective_training_time``, ``chiller_hours``, ``event_kind``,
+    ``event_category``) and its attrs. Peaks, minima, 5-s swings (wholly in training too),
+    1-min ramps and counts equal the in-memory run's to the bit; energies and means are sums
+    added piece by piece (numpy's pairwise sum splits differently), within 1e-12 relative.
+    """
+
+    NAMES = (
+        "it_power",
+        "facility_power",
+        "cooling_power",
+        "water_use",
+        "clock_factor",
+        "throughput",
+        "grid_power",
+        "grid_voltage",
+        "grid_reactive_power",
+        "job_state",
+    )
+
+    def __init__(self, dt: float, size: int, attrs: dict) -> None:
+        self.dt, self.size, self.attrs = dt, size, attrs
+        self.sums: dict[str, float] = {}
+        self.peaks: dict[str, float] = {}
+        self.least: dict[str, float] = {}
+        self.seen: set[str] = set()
+        resolved_swing = swing_resolved(dt)
+        n = round(SWING_WINDOW / dt)
+        self.swings = {
+            name: Windowed(signal.rolling_range, n) if resolved_swing else None
+            for name in ("it_power", "grid_power", "grid_voltage", "training")
+        }
+        self.inside = Windowed(signal.rolling_mean, n) if resolved_swing else None
+        self.running = Neighbours()
+        self.minute = (
+            ramp_stages(signal.samples(60.0, dt)) if size * dt >= 120.0 and dt <= 12.0 else {}
+        )
+
+    def _add(self, key: str, values: np.ndarray) -> None:
+        self.sums[key] = self.sums.get(key, 0.0) + float(np.sum(values))
+
+    def _extremes(self, key: str, values: np.ndarray) -> None:
+        self.peaks[key] = max(self.peaks.get(key, -np.inf), float(np.max(values)))
+        self.least[key] = min(self.least.get(key, np.inf), float(np.min(values)))
+
+    def feed(self, columns: dict[str, np.ndarray], at: int, after: dict | None) -> None:
+        """Take the run's samples from ``at`` (a :class:`Pieces` piece)."""
+        self.seen |= set(columns)
+        for name in ("it_power", "facility_power", "cooling_power", "grid_power"):
+            if name in columns:
+                self._add(name, columns[name])
+                self._extremes(name, columns[name])
+        if "grid_reactive_power" in columns:
+            self._add("grid_reactive_power", columns["grid_reactive_power"])
+        if "facility_power" in columns:
+            self._add("water_use", columns["water_use"].astype(np.float64))
+            clock = columns["clock_factor"].astype(np.float64)
+            stretch = step_stretch(clock, self.attrs["clock_setpoint"], self.attrs["compute_share"])
+            self._add("throughput", columns["throughput"])
+            self._add("nominal", columns["throughput"] * stretch)
+        self._swings(columns, at, after)
+        if "grid_power" in columns:
+            for name, stage in self.minute.items():
+                value = stage(np.asarray(columns["grid_power"], np.float64), at)
+                self._extremes(f"ramp_{name}", value)
+
+    def _swings(self, columns: dict[str, np.ndarray], at: int, after: dict | None) -> None:
+        for name in ("it_power", "grid_power", "grid_voltage"):
+            if name in columns and self.swings[name] is not None:
+                self._extremes(f"swing_{name}", self.swings[name](columns[name], at))
+        if "grid_power" not in columns or self.inside is None:
+            return
+        running = columns["job_state"] == State.RUNNING
+        ahead = None if after is None else after["job_state"] == State.RUNNING
+        around = self.running(running, ahead)
+        lead, m = int(at > 0), running.size
+        # running with running samples either side (grid_metrics); the run's ends as they are
+        before = around[lead - 1 : lead - 1 + m] if lead else np.r_[True, running[:-1]]
+        behind = around[lead + 1 : lead + 1 + m] if after is not None else np.r_[running[1:], True]
+        inside = running & before & behind
+        whole = self.inside(inside, at) == 1.0
+        swing = self.swings["training"](columns["grid_power"], at)[whole]
+        if swing.size:
+            self._extremes("swing_training", swing)
+
+    def result(self, totals: xr.Dataset) -> dict[str, Any]:
+        """The :func:`metrics` dict of the whole run, from its scalars and events
+        (``totals``)."""
+        dt, n = self.dt, self.size
+        nan = float("nan")
+        kinds = totals["event_kind"].values if "event_kind" in totals else np.array([])
+        unexpected = kinds == "unexpected"
+        categories, counts = np.unique(
+            totals["event_category"].values[unexpected], return_counts=True
+        )
+        it_mwh = self.sums["it_power"] * dt / 3600.0
+        out: dict[str, Any] = {
+            "it_energy_mwh": it_mwh,
+            "it_mean_mw": self.sums["it_power"] / n,
+            "it_peak_mw": self.peaks["it_power"],
+            "it_min_mw": self.least["it_power"],
+            "it_swing_5s_mw": self.peaks.get("swing_it_power", nan),
+            "unexpected_interruptions": int(unexpected.sum()),
+            "planned_interruptions": int((kinds == "planned").sum()),
+            "interruptions_by_category": dict(
+                zip(categories.tolist(), counts.tolist(), strict=True)
+            ),
+            "effective_training_time": float(totals["effective_training_time"]),
+            "tokens": float(totals["goodput"]),
+        }
+        if "facility_power" in self.sums:
+            facility_mwh = self.sums["facility_power"] * dt / 3600.0
+            nominal = self.sums["nominal"]
+            out |= {
+                "facility_energy_mwh": facility_mwh,
+                "cooling_energy_mwh": self.sums["cooling_power"] * dt / 3600.0,
+                "facility_peak_mw": self.peaks["facility_power"],
+                "pue": facility_mwh / it_mwh,
+                "wue_l_per_kwh": self.sums["water_use"] * dt / (it_mwh * 1000.0),
+                "chiller_hours": float(totals["chiller_hours"]),
+                "throughput_lost_to_heat": 1.0 - self.sums["throughput"] / nominal
+                if nominal
+                else 0.0,
+            }
+        if "grid_power" in self.sums:
+            out |= self._grid(totals)
+        out["not_measured"] = {
+            key: _why_not_measured(key, dt)
+            for key, value in out.items()
+            if isinstance(value, float) and not np.isfinite(value)
+        }
+        return out
+
+    def _grid(self, totals: xr.Dataset) -> dict[str, float]:
+        """:func:`grid_metrics` from the sums and extremes."""
+        dt, n, nan = self.dt, self.size, float("nan")
+        energy = self.sums["grid_power"] * dt / 3600.0
+        tokens = float(totals["goodput"]) if "goodput" in totals else 0.0
+        mean, peak = self.sums["grid_power"] / n, self.peaks["grid_power"]
+        minute = {}
+        if self.minute:
+            for name in RAMPS:
+                high, low = self.peaks[f"ramp_{name}"], self.least[f"ramp_{name}"]
+                if name == "range":
+                    minute[name] = high
+                else:
+                    minute[f"{name}_up"], minute[f"{name}_down"] = high, -low
+        out = {
+            "grid_energy_mwh": energy,
+            "grid_mean_mw": mean,
+            "grid_peak_mw": peak,
+            "grid_min_mw": self.least["grid_power"],
+            "grid_load_factor": mean / peak,
+            "grid_swing_5s_mw": self.peaks.get("swing_grid_power", nan),
+            "grid_swing_5s_training_mw": self.peaks.get("swing_training", nan),
+            **{f"grid_ramp_1min_{k}_mw": v for k, v in minute.items()},
+            "grid_energy_per_token_j": energy * 3.6e9 / tokens if tokens else nan,
+        }
+        if "grid_voltage" in self.seen:
+            out["grid_voltage_swing_5s_pct"] = 100.0 * self.peaks.get("swing_grid_voltage", nan)
+        if "grid_reactive_power" in self.sums:
+            out["grid_reactive_mean_mvar"] = self.sums["grid_reactive_power"] / n
+        return out

@@ -316,8 +316,14 @@ def _stream(args: argparse.Namespace, scenario: Any, budget: float) -> int:
     print(f"powermodel: {stream.describe(scenario, budget)}", file=sys.stderr)
     steps = 2 * scenario.simulation.n_steps  # two passes: the plant's means, then the profile
     bar = tqdm(total=steps, unit="step", unit_scale=True, delay=2.0, file=sys.stderr)
+    measures = stream.Measures()  # the metrics accumulated chunk by chunk, as in memory
+    started = time.perf_counter()
     with bar:
-        path = stream.stream(scenario, args.output, stream.chunk_steps(budget), bar.update)
+        path = stream.stream(
+            scenario, args.output, stream.chunk_steps(budget), bar.update, measures
+        )
+    elapsed = time.perf_counter() - started
+    _print_summary(scenario.name or args.scenario, measures.metrics, measures.attrs, elapsed)
     print(f"wrote {path}")
     return 0
 

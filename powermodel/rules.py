@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -22,7 +22,16 @@ import xarray as xr
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from powermodel import variables
-from powermodel.analysis import RAMPS, step_seconds
+from powermodel.analysis import (
+    RAMPS,
+    Chained,
+    Filtered,
+    Neighbours,
+    RollingMean,
+    Windowed,
+    ramp_stages,
+    step_seconds,
+)
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.iotools import is_file
 from powermodel.iotools.trace import read_trace  # noqa: F401  (rules.read_trace, as before)
@@ -388,9 +397,12 @@ def _read_only(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _check_one(shared: _Shared, rule: Rule, reference: float | None) -> RuleResult:
-    ds, dt = shared.ds, shared.dt
-    if rule.signal not in ds:
+def _judgeable(
+    rule: Rule, names: object, size: int, dt: float, reference: float | None
+) -> tuple[float, int]:
+    """The limit that applies and the samples a reading looks back over, or why the profile
+    (its variables ``names``, ``size`` samples of ``dt``) cannot support a verdict."""
+    if rule.signal not in names:
         raise RuleError(f"rule {rule.name} measures {rule.signal}, which the profile lacks")
     limit = rule.threshold(reference)
     _check_band(rule, dt)
@@ -399,12 +411,18 @@ def _check_one(shared: _Shared, rule: Rule, reference: float | None) -> RuleResu
     # slope of the average); a reading needs all of them, or it measures a partial window
     span = 2 * n if rule.statistic == "average_slope" else n
     lookback = span + (signal.samples(rule.averaging, dt, "averaging") if rule.averaging else 0)
-    size = ds.sizes["time"]
     if lookback >= size:  # refused before any work: the window's arrays would be the largest
         raise RuleError(
             f"rule {rule.name} looks at {format_duration(lookback * dt)} at a time, longer "
             f"than the profile ({format_duration(size * dt)}): check a longer run or trace"
         )
+    return limit, lookback
+
+
+def _check_one(shared: _Shared, rule: Rule, reference: float | None) -> RuleResult:
+    ds, dt = shared.ds, shared.dt
+    size = ds.sizes["time"]
+    limit, lookback = _judgeable(rule, ds, size, dt, reference)
     value = shared.measure("as is", rule, lambda: shared.signal(rule.signal))
     if rule.averaging:  # the first readings average fewer samples: no meter reads those
         value[: lookback - 1] = -np.inf
@@ -412,41 +430,67 @@ def _check_one(shared: _Shared, rule: Rule, reference: float | None) -> RuleResu
     cause = np.full(over.size, -1, np.int8)
     if over.any():  # a rule passed needs no causes
         cause = np.where(over, _causes(shared, rule, limit, lookback, over), cause)
-    # a violation is a run of samples over the limit with one cause (runs under it: -1)
+    bounds, worst = _runs(value, cause)
+    times = ds["time"].values
+    table = _table(times[bounds[:, 0]], times[bounds[:, 1] - 1], worst, cause[bounds[:, 0]])
+    at = int(np.argmax(value))
+    counts = np.bincount(cause[over], minlength=len(LABELS))  # samples over, by cause
+    return _result(rule, limit, (float(value[at]), times[at]), table, counts, size, dt)
+
+
+LABELS = np.array([*CAUSES, UNKNOWN], dtype=object)
+
+
+def _runs(value: np.ndarray, cause: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The violations: runs of samples over the limit with one cause (``cause`` -1 under it),
+    as (start, stop) index pairs, and the worst ``value`` of each."""
+    size = cause.size
     change = np.flatnonzero(cause[1:] != cause[:-1]) + 1
     change = np.concatenate(([0], change, [size]))
     bounds = np.column_stack((change[:-1], change[1:]))
     bounds = bounds[cause[bounds[:, 0]] >= 0]
-    times = ds["time"].values
-    labels = np.array([*CAUSES, UNKNOWN], dtype=object)
     # the worst of each run: reduceat over its start and end, the last run to the end of the
     # profile when it ends there (reduceat takes no index past the end)
     cuts = bounds.ravel()[: -1 if len(bounds) and bounds[-1, 1] == size else None]
-    table = pd.DataFrame(
+    worst = np.maximum.reduceat(value, cuts)[::2] if len(bounds) else np.empty(0)
+    return bounds, worst
+
+
+def _table(start: np.ndarray, end: np.ndarray, worst: np.ndarray, code: np.ndarray) -> pd.DataFrame:
+    """The violations table: start, end, worst, cause (from its code)."""
+    some = len(start) > 0
+    return pd.DataFrame(
         {
-            "start": times[bounds[:, 0]],
-            "end": times[bounds[:, 1] - 1],
-            "worst": np.maximum.reduceat(value, cuts)[::2] if len(bounds) else [],
-            "cause": labels[cause[bounds[:, 0]]] if len(bounds) else [],
+            "start": start,
+            "end": end,
+            "worst": worst if some else [],
+            "cause": LABELS[code] if some else [],
         }
     )
-    at = int(np.argmax(value))
+
+
+def _result(
+    rule: Rule,
+    limit: float,
+    worst: tuple[float, np.datetime64],
+    table: pd.DataFrame,
+    counts: np.ndarray,
+    size: int,
+    dt: float,
+) -> RuleResult:
+    """A rule's verdict from its violations ``table`` and samples over the limit by cause."""
     resolved = signal.resolved(dt)
-    counts = np.bincount(cause[over], minlength=labels.size)  # samples over, by cause
     codes = np.flatnonzero(counts)
-    seconds = counts[codes]
     return RuleResult(
         rule=rule,
         limit=limit,
-        worst=float(value[at]),
-        worst_time=times[at],
+        worst=worst[0],
+        worst_time=worst[1],
         violations=table,
-        days=len(times) * dt / 86400.0,
+        days=size * dt / 86400.0,
         resolved_to=resolved if rule.band and rule.band[1] > resolved else None,
         by_cause=table["cause"].value_counts().to_dict(),
-        seconds_by_cause={
-            str(labels[c]): float(k * dt) for c, k in zip(codes, seconds, strict=True)
-        },
+        seconds_by_cause={str(LABELS[c]): float(counts[c] * dt) for c in codes},
     )
 
 
@@ -492,25 +536,40 @@ def _causes(
     ds = shared.ds
     if "job_state" not in ds:
         return np.full(over.size, len(CAUSES), np.int8)
-    cause = shared.strongest(lookback + 1)
+    # the cooling plant is in what the grid and the facility draw, not in IT power
+    plant = "cooling_power" in ds and rule.signal in ("grid_power", "facility_power")
+    return _attribute(
+        shared.strongest(lookback + 1),
+        over,
+        limit,
+        lambda: shared.measure("checkpoints held", rule, lambda: shared.held(rule.signal)),
+        lambda: shared.measure(
+            "plant removed" if plant else "as is",
+            rule,
+            (lambda: shared.signal(rule.signal) - ds["cooling_power"].values)
+            if plant
+            else (lambda: shared.signal(rule.signal)),
+        ),
+    )
+
+
+def _attribute(
+    cause: np.ndarray,
+    over: np.ndarray,
+    limit: float,
+    held: Callable[[], np.ndarray],
+    rest: Callable[[], np.ndarray],
+) -> np.ndarray:
+    """:func:`_causes` from the strongest job event before each sample (``cause``), the
+    statistic with the checkpoints ``held`` at the running median and the statistic with the
+    plant removed (``rest``), each measured only when a sample needs it."""
     checkpoint = over & (cause == CAUSES.index("checkpoint"))
     if checkpoint.any():
-        held = shared.measure("checkpoints held", rule, lambda: shared.held(rule.signal))
-        anyway = checkpoint & (held > limit)
+        anyway = checkpoint & (held() > limit)
         cause = np.where(anyway, CAUSES.index("iteration swing"), cause)
     running = over & (cause == CAUSES.index("iteration swing"))
     if running.any():
-        # the cooling plant is in what the grid and the facility draw, not in IT power
-        plant = "cooling_power" in ds and rule.signal in ("grid_power", "facility_power")
-        if plant:
-            rest = shared.measure(
-                "plant removed",
-                rule,
-                lambda: shared.signal(rule.signal) - ds["cooling_power"].values,
-            )
-        else:
-            rest = shared.measure("as is", rule, lambda: shared.signal(rule.signal))
-        weather = running & (rest <= limit)
+        weather = running & (rest() <= limit)
         cause = np.where(weather, CAUSES.index("weather"), cause)
     return cause
 
@@ -542,11 +601,12 @@ def _checkpoints_held(ds: xr.Dataset, x: np.ndarray) -> np.ndarray:
     return np.where(stalled, np.median(x[state == State.RUNNING]), x)
 
 
-def _warm_up(ds: xr.Dataset, dt: float) -> int:
+def _warm_up(ds: xr.Dataset | dict, dt: float) -> int:
     """Samples after a (re)start in which the dies still warm: three of the GPU's thermal time
     constants, from the scenario in the attrs (none for a measured trace)."""
     try:
-        tau = parse_duration(json.loads(ds.attrs["scenario"])["gpu"]["thermal_tau"])
+        attrs = ds if isinstance(ds, dict) else ds.attrs
+        tau = parse_duration(json.loads(attrs["scenario"])["gpu"]["thermal_tau"])
     except (KeyError, TypeError, ValueError):
         return 0
     return math.ceil(3.0 * tau / dt)
@@ -676,3 +736,294 @@ def describe(rule: Rule) -> str:
     if rule.limit_fraction:
         limit.append(f"{rule.limit_fraction:.1%} of {rule.reference}")
     return ", ".join(parts) + " <= " + " or ".join(limit) + (" (lesser)" if len(limit) > 1 else "")
+
+
+class _HeldUnknown(Exception):
+    """A checkpoint's sample needs the running median, which the first pass does not know."""
+
+
+class StreamedCheck:
+    """:func:`check_each` accumulated over a run's chunks, without the run held whole.
+
+    Feed each piece of the run in order (:class:`powermodel.analysis.Pieces` over
+    :data:`NAMES`), then :meth:`finish` with a ``replay`` that gives the run's chunks again
+    from its start. Each rule's statistic is carried across pieces exactly (the rolling mean's
+    cumulative sum, the band filters' state, the windows' last samples, the states either side
+    of an interval), so worst values, their times, violations, causes and verdicts are the
+    in-memory :func:`check`'s to the bit. A rule whose violations a checkpoint may have caused
+    needs the running median of its signal over the whole run: a pass over the replay finds it
+    exactly (the values in its 1/256-wide bucket of a histogram taken in the first pass), and
+    a second measures those rules again with it.
+    """
+
+    NAMES = (
+        "grid_power",
+        "grid_reactive_power",
+        "facility_power",
+        "it_power",
+        "cooling_power",
+        "job_state",
+    )
+
+    def __init__(
+        self,
+        rules: list[Rule],
+        size: int,
+        attrs: dict,
+        names: object,
+        registered_demand: float | None = None,
+    ) -> None:
+        self.rules, self.size, self.attrs = rules, size, attrs
+        self.dt = float(attrs["dt"])
+        self.states = "job_state" in names
+        self.plant = "cooling_power" in names
+        reference = registered_demand or attrs.get("registered_demand")
+        self.judged: dict[int, tuple[float, int]] = {}
+        self.refused: dict[int, Refusal] = {}
+        for i, rule in enumerate(rules):
+            try:
+                self.judged[i] = _judgeable(rule, names, size, self.dt, reference)
+            except PowerModelError as exc:
+                self.refused[i] = Refusal(rule, str(exc))
+        self._start({i: None for i in self.judged})
+        self.histograms: dict[str, np.ndarray] = {}
+        self.tallying = True  # the first pass: the running samples' histograms, for medians
+
+    def least(self) -> int:
+        """The samples a piece needs at least: every rule's reach and the dies' warm-up."""
+        reach = [lookback for _, lookback in self.judged.values()]
+        return 2 * (max(reach, default=0) + _warm_up(self.attrs, self.dt) + 2)
+
+    def _start(self, medians: dict[int, float | None]) -> None:
+        self.measured = {
+            i: _Measured(self.rules[i], *self.judged[i], self.dt, median, self.plant)
+            for i, median in medians.items()
+        }
+        self.codes = _PieceCodes(_warm_up(self.attrs, self.dt)) if self.states else None
+
+    def feed(self, columns: dict[str, np.ndarray], at: int, after: dict | None) -> None:
+        """Take the run's samples from ``at`` (a piece)."""
+        codes = None if self.codes is None else self.codes(columns, after)
+        if self.states and self.tallying:
+            running = columns["job_state"] == State.RUNNING
+            for name in {self.rules[i].signal for i in self.judged}:
+                top = _keys(np.asarray(columns[name], np.float64)[running]) >> np.uint64(BUCKET)
+                counts = np.bincount(top.astype(np.int64), minlength=1 << (64 - BUCKET))
+                self.histograms[name] = self.histograms.get(name, 0) + counts
+        for measured in self.measured.values():
+            measured.feed(columns, at, after, codes)
+
+    def finish(
+        self, replay: Callable[[], Iterator[tuple[dict, int, dict | None]]]
+    ) -> tuple[list[RuleResult], list[Refusal]]:
+        """Each rule's verdict, and the rules refused with why, as :func:`check_each` gives."""
+        self.tallying = False
+        again = [i for i, m in self.measured.items() if m.needs_held]
+        results = {i: m.result(self.size) for i, m in self.measured.items() if i not in again}
+        if again:
+            signals = {self.rules[i].signal for i in again}
+            medians = _medians(replay, {n: self.histograms[n] for n in signals})
+            self._start({i: medians[self.rules[i].signal] for i in again})
+            for piece in replay():
+                self.feed(*piece)
+            results |= {i: m.result(self.size) for i, m in self.measured.items()}
+        ordered = [results[i] for i in range(len(self.rules)) if i in results]
+        return ordered, [self.refused[i] for i in sorted(self.refused)]
+
+
+BUCKET = 44  # bits of a value's sortable key below its histogram bucket (20 bits above)
+
+
+def _keys(x: np.ndarray) -> np.ndarray:
+    """Keys of float64 values that sort as the values do (IEEE 754 bits, the negatives'
+    inverted)."""
+    bits = x.view(np.uint64)
+    return np.where(bits >> np.uint64(63), ~bits, bits | np.uint64(1 << 63))
+
+
+def _medians(
+    replay: Callable[[], Iterator[tuple[dict, int, dict | None]]], histograms: dict
+) -> dict[str, float]:
+    """``np.median`` of each signal's running samples over the run, exactly: the buckets of
+    the middle ranks from the ``histograms`` of their keys, the values in them from a pass."""
+    wanted = {}
+    for name, counts in histograms.items():
+        total = int(counts.sum())
+        ranks = [] if total == 0 else sorted({(total - 1) // 2, total // 2})
+        below = np.concatenate(([0], np.cumsum(counts)))
+        buckets = [int(np.searchsorted(below, r, side="right")) - 1 for r in ranks]
+        wanted[name] = (ranks, buckets, below, [])
+    for columns, _, _ in replay():
+        running = columns["job_state"] == State.RUNNING
+        for name, (_, buckets, _, found) in wanted.items():
+            x = np.asarray(columns[name], np.float64)[running]
+            top = (_keys(x) >> np.uint64(BUCKET)).astype(np.int64)
+            found.append(x[np.isin(top, buckets)])
+    out = {}
+    for name, (ranks, buckets, below, found) in wanted.items():
+        if not ranks:
+            out[name] = float("nan")
+            continue
+        values = np.sort(np.concatenate(found))
+        first = below[min(buckets)]
+        middle = np.array([values[r - first] for r in ranks])
+        out[name] = float(np.mean(middle))
+    return out
+
+
+class _PieceCodes:
+    """:func:`_codes` piece by piece: the state after each piece from the next sample, the
+    warm-up's window carried."""
+
+    def __init__(self, warm: int) -> None:
+        self.warm = Windowed(signal.rolling_max, warm + 1) if warm else None
+
+    def __call__(self, columns: dict, after: dict | None) -> np.ndarray:
+        table = np.array([_STATE_CAUSE[State(v)] for v in range(len(State))], np.int8)
+        code = table[columns["job_state"]]
+        following = code[1:] if after is None else np.r_[code[1:], table[after["job_state"]]]
+        np.minimum(code[: following.size], following, out=code[: following.size])
+        if self.warm is not None:
+            code[self.warm(code == _STATE_CAUSE[State.RAMP], 0)] = _STATE_CAUSE[State.RAMP]
+        return code
+
+
+class _Measured:
+    """One rule measured piece by piece (:class:`StreamedCheck`)."""
+
+    def __init__(
+        self,
+        rule: Rule,
+        limit: float,
+        lookback: int,
+        dt: float,
+        median: float | None,
+        plant: bool,
+    ) -> None:
+        self.rule, self.limit, self.lookback, self.dt, self.median = (
+            rule,
+            limit,
+            lookback,
+            dt,
+            median,
+        )
+        self.value = _stages(rule, dt)
+        self.plant = plant and rule.signal in ("grid_power", "facility_power")
+        self.rest = _stages(rule, dt) if self.plant else None
+        self.held = _stages(rule, dt) if median is not None else None
+        self.stalled = Neighbours()
+        self.strongest = Windowed(signal.rolling_min, lookback + 1)
+        self.needs_held = False
+        self.best: tuple[float, np.datetime64] | None = None
+        self.counts = np.zeros(len(LABELS), np.int64)
+        self.rows: list[tuple[np.ndarray, ...]] = []
+        self.open: list | None = None  # the last run of the piece before, if it reached its end
+
+    def feed(self, columns: dict, at: int, after: dict | None, codes: np.ndarray | None) -> None:
+        rule, limit = self.rule, self.limit
+        x = np.asarray(columns[rule.signal], np.float64)
+        value = _signed(self.value(x, at), rule)
+        if rule.averaging:  # the run's first readings average fewer samples
+            value[: max(min(self.lookback - 1 - at, value.size), 0)] = -np.inf
+        rest = (
+            None
+            if self.rest is None
+            else _signed(self.rest(x - columns["cooling_power"], at), rule)
+        )
+        held = None
+        if self.held is not None:
+            checkpoint = columns["job_state"] == State.CHECKPOINT
+            ahead = None if after is None else after["job_state"] == State.CHECKPOINT
+            around = self.stalled(checkpoint, ahead)
+            lead = int(at > 0)
+            stalled = around[lead : lead + x.size].copy()
+            stalled[1:] |= around[lead : lead + x.size - 1]
+            if lead:
+                stalled[0] |= around[0]
+            stalled |= (
+                around[lead + 1 : lead + 1 + x.size]
+                if after is not None
+                else np.r_[around[lead + 1 : lead + x.size], False]
+            )
+            held = _signed(self.held(np.where(stalled, self.median, x), at), rule)
+        over = value > limit
+        cause = np.full(over.size, -1, np.int8)
+        strongest = None if codes is None else self.strongest(codes, at)
+        if over.any():
+            if codes is None:
+                cause[over] = len(CAUSES)
+            else:
+                try:
+                    cause = np.where(
+                        over,
+                        _attribute(
+                            strongest,
+                            over,
+                            limit,
+                            lambda: _known(held),
+                            lambda: value if rest is None else rest,
+                        ),
+                        cause,
+                    )
+                except _HeldUnknown:  # measured again once the median is known
+                    self.needs_held = True
+                    cause = np.where(over, strongest, cause)
+        self._tally(value, cause, over, columns["time"])
+
+    def _tally(
+        self, value: np.ndarray, cause: np.ndarray, over: np.ndarray, times: np.ndarray
+    ) -> None:
+        at = int(np.argmax(value))
+        if self.best is None or value[at] > self.best[0]:
+            self.best = (float(value[at]), times[at])
+        self.counts += np.bincount(cause[over], minlength=len(LABELS))
+        bounds, worst = _runs(value, cause)
+        rows = [
+            [times[a], times[b - 1], w, cause[a], b == cause.size]
+            for (a, b), w in zip(bounds.tolist(), worst.tolist(), strict=True)
+        ]
+        if self.open is not None:
+            if rows and bounds[0, 0] == 0 and rows[0][3] == self.open[3]:  # one across the cut
+                rows[0] = [
+                    self.open[0],
+                    rows[0][1],
+                    max(self.open[2], rows[0][2]),
+                    rows[0][3],
+                    rows[0][4],
+                ]
+            else:
+                self.rows.append(tuple(self.open[:4]))
+        self.open = rows.pop() if rows and rows[-1][4] else None
+        self.rows += [tuple(r[:4]) for r in rows]
+
+    def result(self, size: int) -> RuleResult:
+        if self.open is not None:
+            self.rows.append(tuple(self.open[:4]))
+            self.open = None
+        start, end, worst, code = (
+            (np.array(c) for c in zip(*self.rows, strict=True))
+            if self.rows
+            else (np.array([], "datetime64[ns]"),) * 2 + (np.empty(0), np.empty(0, np.int8))
+        )
+        table = _table(start, end, worst, code)
+        return _result(self.rule, self.limit, self.best, table, self.counts, size, self.dt)
+
+
+def _known(held: np.ndarray | None) -> np.ndarray:
+    if held is None:
+        raise _HeldUnknown
+    return held
+
+
+def _stages(rule: Rule, dt: float) -> Chained:
+    """:func:`_statistic` piece by piece (before its direction)."""
+    stages = []
+    if rule.averaging:
+        stages.append(RollingMean(signal.samples(rule.averaging, dt, "averaging")))
+    if rule.band:
+        stages.append(Filtered(dt, *rule.band))
+    n = signal.samples(rule.window, dt)
+    stages.append(ramp_stages(n)["net_change" if rule.statistic == "rate" else rule.statistic])
+    if rule.per_minute:
+        stages.append(lambda x, at: x * 60.0 / rule.window)  # as _statistic: the same rounding
+    return Chained(*stages)
