@@ -39,6 +39,7 @@ __all__ = [
     "metrics",
     "net_change",
     "nyquist",
+    "Pieces",
     "RAMPS",
     "ramps",
     "resample",
@@ -50,6 +51,7 @@ __all__ = [
     "spectrum",
     "State",
     "step_seconds",
+    "StreamedMetrics",
     "swing_resolved",
     "SWING_WINDOW",
 ]

@@ -65,6 +65,7 @@ __all__ = [
     "RuleError",
     "RuleResult",
     "shipped",
+    "StreamedCheck",
     "summary",
     "violations_table",
     "write_violations",
