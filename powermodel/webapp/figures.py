@@ -442,7 +442,8 @@ def grid_figure(
         v, rule = result.violations, result.rule
         labels = [
             f"{rule.name}: {w:.3g} {rule.unit} ({c})"
-            for w, c in zip(v["worst"], v["cause"], strict=True)
+            # plain arrays: iterating the table's columns element by element is ~20x slower
+            for w, c in zip(v["worst"].to_numpy(), v["cause"].to_numpy(), strict=True)
         ]
         _mark_row(fig, v["start"].values, labels, f"{rule.name} violations", _level(top, i))
     fig.update_yaxes(title_text="P [MW]", row=1, col=1)
