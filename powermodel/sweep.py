@@ -92,6 +92,10 @@ MAX_CHUNK = 16  # items of one task: a worker that dies loses at most these, eac
 # Worker deaths a task may meet before dask gives it up (its default is 3): a run that kills its
 # worker (memory, a crash) is tried twice, not four times, on the clusters a sweep starts
 ALLOWED_FAILURES = 1
+# Tasks a worker thread holds: one, the others queued at the scheduler, so that a worker that dies
+# takes only the run it was running with it (dask's 1.1 holds a second there, which is given up
+# with it)
+WORKER_SATURATION = 1.0
 # Runs in turn, not on a local cluster, when all runs together take fewer steps than this:
 # importing dask.distributed and starting and closing a cluster of forked workers costs about a
 # second, as long as 3 x 10^5 steps of runs in turn. Measured here (2 cores shared with other
@@ -750,10 +754,7 @@ def cluster(
                     "distributed.nanny.pre-spawn-environ": environ,
                     "distributed.worker.multiprocessing-method": _start_method(),
                     "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
-                    # a task a thread on each worker, the others queued at the scheduler: a
-                    # worker that dies takes only the run it was running with it (dask's 1.1
-                    # would hold a second there, which would be tried, and given up, too)
-                    "distributed.scheduler.worker-saturation": 1.0,
+                    "distributed.scheduler.worker-saturation": WORKER_SATURATION,
                 }
             ),
             LocalCluster(
