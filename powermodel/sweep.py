@@ -695,7 +695,7 @@ def _counted(result: Any, bar: Any) -> Any:
 
 
 def _failure(exc: BaseException) -> Failure:
-    if type(exc).__name__ in ("KilledWorker", "CommClosedError"):  # dask's text: half a page
+    if _worker_lost(exc):  # dask's text: half a page
         return Failure(
             "the worker died running it (its process exited or was killed, most often for "
             "memory: a nanny stops a worker over 95 % of its limit), and dask gave it up"
@@ -936,11 +936,9 @@ def _on_dask(
 
 def _worker_lost(exc: BaseException) -> bool:
     """Whether a task failed because its worker died (dask gave it up after
-    :data:`ALLOWED_FAILURES` deaths), not because its function raised."""
-    from distributed import KilledWorker
-    from distributed.comm import CommClosedError
-
-    return isinstance(exc, KilledWorker | CommClosedError)
+    :data:`ALLOWED_FAILURES` deaths), not because its function raised: by the names of
+    dask.distributed's exceptions, which a call in turn does not import."""
+    return type(exc).__name__ in ("KilledWorker", "CommClosedError")
 
 
 def threads(client: Any) -> int:
