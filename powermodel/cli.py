@@ -2,7 +2,8 @@
 
 Errors print one line and exit with code 1; ``--debug`` shows the traceback instead. ``check``
 exits 0 when every rule passes and 3 when some rule is violated (2 is argparse's usage error);
-``reproduce`` exits 0 when every published anchor passes and 3 when some fails.
+``reproduce`` exits 0 when every published anchor passes and 3 when some fails; ``sweep`` exits
+0 when some run ran and 3 when none did (their errors are in the results file).
 A defect of powermodel itself (an exception that is not about the input) is one line too, with
 exit code 70.
 """
@@ -32,7 +33,13 @@ from powermodel.iotools.telemetry import FORMATS
 from powermodel.reference import keys as scenario_keys
 from powermodel.reference import text as keys_text
 from powermodel.rules import describe, load_rules, rule_names
-from powermodel.scenario import format_duration, load_scenario, parse_duration, presets
+from powermodel.scenario import (
+    format_duration,
+    load_scenario,
+    parse_duration,
+    parse_overrides,
+    presets,
+)
 from powermodel.sensitivity import (
     Runner,
     check_seeds,
@@ -110,12 +117,15 @@ def _parser() -> argparse.ArgumentParser:
     parallel.add_argument(
         "--workers",
         type=int,
-        help="run on a local dask cluster of this many processes (0: one run after another)",
+        help="run on a local dask cluster of this many processes (0: one run after another in "
+        "this process); sweep's default: in turn when the runs together take under a million "
+        "steps, else the cores (as many as the memory holds); other commands: in turn",
     )
     parallel.add_argument(
         "--scheduler",
         metavar="ADDRESS",
-        help="run on the dask cluster of this scheduler, e.g. tcp://10.0.0.5:8786",
+        help="run on the dask cluster of this scheduler, e.g. tcp://10.0.0.5:8786 (not with "
+        "--workers)",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
 
@@ -172,7 +182,11 @@ def _parser() -> argparse.ArgumentParser:
         parents=[*with_scenario, parallel],
         help="run a scenario over swept keys and seeds, on dask (docs: guides/sweeps)",
     )
-    sweeping.add_argument("file", help="the sweep: a .toml file with base, [grid] or [[points]]")
+    sweeping.add_argument(
+        "file",
+        help="the sweep: a .toml file with base, [grid] or [[points]] (exit 0, or 3 when no run "
+        "ran)",
+    )
     sweeping.add_argument(
         "-o", "--output", required=True, help="results: .nc (NetCDF) or .csv (one row per run)"
     )
@@ -354,6 +368,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 VIOLATED = 3
+NO_RUN = 3  # a sweep none of whose runs ran
 MAX_SUMMARY_ROWS = 50  # points the sweep's summary prints; the results file holds them all
 INTERNAL = 70  # EX_SOFTWARE of sysexits.h
 BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a command whose reader went away
@@ -370,8 +385,7 @@ def _check(args: argparse.Namespace) -> int:
             "--sensitivity, --seeds, --set, --workers and --scheduler vary or run a scenario; "
             "a measured trace has none"
         )
-    if args.workers is not None:
-        sweep.check_workers(args.workers)
+    _check_parallel(args)
     # read what is to be checked before saying anything: a bad input is one line
     measured = rules.read_trace(args.target, args.power) if trace else None
     if measured is not None and measured.attrs.get("skipped"):
@@ -379,10 +393,10 @@ def _check(args: argparse.Namespace) -> int:
     scenario = None if trace else load_scenario(args.target, args.overrides)
     with ExitStack() as stack:  # a cluster asked for is up before anything is said
         runner = None if trace else stack.enter_context(_runs(args, scenario))[0]
-        return _checked(args, rule_list, measured, scenario, runner)
+        return _print_check(args, rule_list, measured, scenario, runner)
 
 
-def _checked(
+def _print_check(
     args: argparse.Namespace,
     rule_list: list[rules.Rule],
     measured: Any,
@@ -438,17 +452,30 @@ def _runs(args: argparse.Namespace, scenario: Any) -> Iterator[tuple[Runner | No
             )
 
 
-def _sweep(args: argparse.Namespace) -> int:
-    spec = sweep.read_sweep(args.file)
-    sweep.check_output(args.output, spec.series)
+def _check_parallel(args: argparse.Namespace) -> None:
+    """``--workers`` and ``--scheduler``, before anything is read or run."""
+    if args.workers is not None and args.scheduler is not None:
+        raise PowerModelError(
+            "give --workers or --scheduler, not both: the scheduler's cluster has its own workers"
+        )
     if args.workers is not None:
         sweep.check_workers(args.workers)
+    if args.scheduler is not None:
+        sweep.check_scheduler(args.scheduler)
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    _check_parallel(args)
+    if args.seeds is not None:
+        seed_count(args.seeds)
+    spec = sweep.read_sweep(args.file)
+    output = sweep.check_output(args.output, spec.series)
     started = time.perf_counter()
     ds = sweep.sweep(
         spec.base,
         spec.grid,
         spec.seeds if args.seeds is None else args.seeds,
-        overrides={**spec.overrides, **_pairs(args.overrides)},
+        overrides={**spec.overrides, **parse_overrides(args.overrides)},
         rules=spec.rules if args.rules is None else args.rules,
         registered_demand=spec.registered_demand,
         series=spec.series,
@@ -457,15 +484,17 @@ def _sweep(args: argparse.Namespace) -> int:
         progress=sys.stderr.isatty(),
     )
     elapsed = time.perf_counter() - started
+    path = sweep.write(ds, output)  # first: what ran is kept whatever printing meets
     table = sweep.summary(ds)
     shown = table.head(MAX_SUMMARY_ROWS)
     print(_table(shown))
     if len(table) > len(shown):
-        print(f"... {len(table) - len(shown):,} more points in {args.output}")
+        print(f"... {len(table) - len(shown):,} more points in {path}")
+    for note in table.attrs.get("notes", []):
+        print(note)
     failed = int((ds["error"] != "").sum())
     runs = ds["error"].size
     print(f"\n{runs - failed:,} of {runs:,} runs ran in {elapsed:.1f} s")
-    path = sweep.write(ds, args.output)
     print(f"wrote {path}")
     if failed:
         print(
@@ -473,24 +502,12 @@ def _sweep(args: argparse.Namespace) -> int:
             "error variable",
             file=sys.stderr,
         )
-    return 0
-
-
-def _pairs(overrides: list[str]) -> dict[str, str]:
-    """``--set`` options as a table (each value read as TOML where it parses as such)."""
-    out = {}
-    for text in overrides:
-        key, sep, value = text.partition("=")
-        if not sep or not key.strip():
-            raise PowerModelError(f"--set {text!r} is not of the form key.path=value")
-        out[key.strip()] = value.strip()
-    return out
+    return NO_RUN if failed == runs else 0
 
 
 def _size(args: argparse.Namespace) -> int:
     rule_list = load_rules(args.rules)
-    if args.workers is not None:
-        sweep.check_workers(args.workers)
+    _check_parallel(args)
     scenario = load_scenario(args.scenario, args.overrides)
     base = simulate(scenario)  # before a local cluster's workers fork: they start warm
     with _runs(args, scenario) as (runner, width):

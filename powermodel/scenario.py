@@ -23,6 +23,7 @@ import tomllib
 import zoneinfo
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from types import UnionType
@@ -71,6 +72,7 @@ __all__ = [
     "loads_scenario",
     "names_a_file",
     "parse_duration",
+    "parse_overrides",
     "parse_toml",
     "presets",
     "Scenario",
@@ -1374,7 +1376,15 @@ def presets() -> list[str]:
 
 
 def catalogue(section: str) -> dict[str, dict[str, Any]]:
-    """A catalogue (``"gpu"``: GPUs, ``"cooling"``: cooling plants): name -> raw table."""
+    """A catalogue (``"gpu"``: GPUs, ``"cooling"``: cooling plants): name -> raw table (a copy:
+    the caller may change it)."""
+    return copy.deepcopy(_catalogue(section))
+
+
+@lru_cache(maxsize=len(CATALOGUES))
+def _catalogue(section: str) -> dict[str, dict[str, Any]]:
+    """A catalogue parsed once (every scenario loaded fills three sections from them: parsing
+    was half of loading a scenario from another); :func:`catalogue` hands out copies."""
     entry = CATALOGUES[section]
     raw = parse_toml(packaged(f"{entry.file}.toml").read_text(), f"{entry.file}.toml")
     return {name: {entry.field: name, **table} for name, table in raw.items()}
@@ -1441,7 +1451,7 @@ def loads_scenario(
 
 
 def _build(raw: dict[str, Any], overrides: Mapping[str, Any] | Iterable[str] | None) -> Scenario:
-    parsed = _parse_overrides(overrides)
+    parsed = parse_overrides(overrides)
     if "site.weather" in parsed:
         # the site as the overrides set it: what they set is kept, the rest the file brings
         brought = {k: parsed[f"site.{k}"] for k in ("name", "timezone") if f"site.{k}" in parsed}
@@ -1609,7 +1619,15 @@ def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _parse_overrides(overrides: Mapping[str, Any] | Iterable[str] | None) -> dict[str, Any]:
+def parse_overrides(overrides: Mapping[str, Any] | Iterable[str] | None) -> dict[str, Any]:
+    """Dotted overrides as a table, each text value read as a TOML value where it parses as one:
+    ``{"cluster.n_gpus": 8192}`` as it is, ``["cluster.n_gpus=8192"]`` (``--set``) the same.
+
+    Raises
+    ------
+    ScenarioError
+        An item not of the form ``key.path=value``, or nested too deep.
+    """
     if overrides is None:
         return {}
     if isinstance(overrides, Mapping):
@@ -1709,15 +1727,16 @@ def _validate(raw: dict[str, Any]) -> Scenario:
 def _check_range(scenario: Scenario, item: SensitivityRange) -> None:
     """A sensitivity range names a field, and both its ends are values that field takes."""
     node: Any = scenario
-    info = None
+    parent: type[BaseModel] = Scenario
+    part = ""
     for part in item.key.split("."):
         fields = type(node).model_fields if isinstance(node, BaseModel) else {}
         if part not in fields:
             raise ScenarioError(
                 f"sensitivity key {item.key!r}: no field {part!r}{_did_you_mean(part, fields)}"
             )
-        node, info = getattr(node, part), fields[part]
-    check = TypeAdapter(Annotated[info.annotation, info], config=ConfigDict(allow_inf_nan=False))
+        parent, node = type(node), getattr(node, part)
+    check = _field_adapter(parent, part)
     for end in ("low", "high"):
         try:
             check.validate_python(getattr(item, end))
@@ -1726,6 +1745,14 @@ def _check_range(scenario: Scenario, item: SensitivityRange) -> None:
             raise ScenarioError(
                 f"sensitivity range of {item.key}: {end} {getattr(item, end)!r}: {message}"
             ) from None
+
+
+@lru_cache(maxsize=256)
+def _field_adapter(model: type[BaseModel], name: str) -> TypeAdapter:
+    """A validator of one field's values, built once per field (building one takes a
+    millisecond, and every scenario loaded checks its ~10 ranges' ends)."""
+    info = model.model_fields[name]
+    return TypeAdapter(Annotated[info.annotation, info], config=ConfigDict(allow_inf_nan=False))
 
 
 def explain(exc: ValidationError, root: type[BaseModel] | None = None, most: int = 5) -> str:

@@ -31,7 +31,8 @@ MAX_SEEDS = 1000  # runs of one check: each is a whole simulation, its results a
 Runner = Callable[[Callable[[Any], Any], Sequence[Any]], list[Any]]
 
 
-def _in_turn(function: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+def in_turn(function: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    """The :data:`Runner` without workers: the items in turn, in this process."""
     return [function(item) for item in items]
 
 
@@ -110,7 +111,7 @@ def _checked_all(
     runner: Runner | None,
 ) -> list[tuple[list[rules.RuleResult], list[rules.Refusal]]]:
     check = partial(_checked, rule_list=rule_list, registered_demand=registered_demand)
-    return (runner or _in_turn)(check, runs)
+    return (runner or in_turn)(check, runs)
 
 
 def _checked(

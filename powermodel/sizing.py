@@ -9,10 +9,9 @@ against every rule. Costs are measured against the unmitigated run of the same s
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,7 +21,7 @@ from powermodel import rules
 from powermodel.analysis import step_seconds
 from powermodel.models import signal
 from powermodel.scenario import Scenario, format_duration, load_scenario
-from powermodel.sensitivity import Runner
+from powermodel.sensitivity import Runner, in_turn
 from powermodel.simulate import simulate
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
@@ -203,7 +202,7 @@ def size(
                 if progress:
                     progress(key)
                 new[key] = one
-        runs.update(zip(new, (runner or _in_turn)(measure, list(new.values())), strict=True))
+        runs.update(zip(new, (runner or in_turn)(measure, list(new.values())), strict=True))
 
     def outcome(settings: dict) -> tuple[Scenario, _Outcome]:
         return runs[json.dumps(settings, sort_keys=True)]
@@ -277,10 +276,6 @@ def _measured(
     varied = load_scenario(scenario, settings)
     ds = simulate(varied)
     return varied, _summary(ds, rules.check(ds, rule_list, reference))
-
-
-def _in_turn(function: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
-    return [function(item) for item in items]
 
 
 Search = tuple[int, Lever]  # a rule's index, a lever

@@ -7,9 +7,10 @@ points) and a number of seeds. Each point runs once per seed, each run is simula
 per swept key (or ``point``) and one for the seed. A run that fails is recorded in ``error`` and
 the sweep goes on.
 
-Seed ``i`` of a point is the point's ``simulation.seed`` plus ``i``: every point sees the same
-failure draws (common random numbers), and a run's result does not depend on where it ran, so a
-sweep gives the same Dataset serially and on any cluster.
+Seed ``i`` of every point is the base's ``simulation.seed`` plus ``i`` (a point's own seed, from
+a file it ``extends``, is not used, and ``simulation.seed`` is not swept): every point sees the
+same failure draws (common random numbers), and a run's result does not depend on where it ran,
+so a sweep gives the same Dataset serially and on any cluster.
 
 :func:`run_all` is the one place runs are mapped, in turn or on dask.distributed (a
 ``LocalCluster`` it starts and closes, a scheduler's address, or a client); ``powermodel check
@@ -26,7 +27,9 @@ import math
 import numbers
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -58,21 +61,22 @@ from powermodel.variables import attrs as variable_attrs
 __all__ = [
     "Failure",
     "MAX_RUNS",
+    "SweepFile",
     "bands",
+    "check_output",
+    "check_scheduler",
+    "check_workers",
+    "cluster",
     "measured",
     "open_results",
-    "swept_dims",
-    "swept_keys",
     "read_sweep",
     "run_all",
     "summary",
     "sweep",
-    "SweepFile",
+    "swept_dims",
+    "swept_keys",
     "table",
     "threads",
-    "check_output",
-    "check_workers",
-    "cluster",
     "write",
 ]
 
@@ -84,6 +88,21 @@ EXTENDS = "extends"  # a swept key that replaces the base: a preset name or a sc
 FILE_KEYS = ("base", "seeds", "rules", "registered_demand", "series", "set", "grid", "points")
 CONNECT_TIMEOUT = 10.0  # s: a scheduler that does not answer within it is not there
 CHUNKS_PER_THREAD = 4  # a chunk is at most the items left over this many times the threads
+MAX_CHUNK = 16  # items of one task: a worker that dies loses at most these, each rerun alone
+# Worker deaths a task may meet before dask gives it up (its default is 3): a run that kills its
+# worker (memory, a crash) is tried twice, not four times, on the clusters a sweep starts
+ALLOWED_FAILURES = 1
+# Tasks a worker thread holds: one, the others queued at the scheduler, so that a worker that dies
+# takes only the run it was running with it (dask's 1.1 holds a second there, which is given up
+# with it)
+WORKER_SATURATION = 1.0
+# Runs in turn, not on a local cluster, when all runs together take fewer steps than this:
+# importing dask.distributed and starting and closing a cluster of forked workers costs about a
+# second, as long as 3 x 10^5 steps of runs in turn. Measured here (2 cores shared with other
+# work), whole commands of 8 runs: 1 h at 1 s (29,000 steps) 2.4 s in turn, 2.8 s on 2 workers;
+# 1 d at 1 s (0.7 M steps) 3.1 s and 4.0 s; 3 d at 1 s (2.1 M steps) 3.9 s and 5.1 s
+MIN_CLUSTER_STEPS = 1_000_000
+SEED = "simulation.seed"  # not swept: seed i of every point is the base's seed + i
 WARM_SITES = 8  # sites whose weather a sweep loads before its workers fork (facility caches 8)
 WORKER_WAIT = 30.0  # s: a scheduler with no worker after it would leave the runs waiting forever
 # Headline metrics the summary table shows (median over seeds): where the grid sees the site,
@@ -157,12 +176,16 @@ def sweep(
         ``{"cluster.n_gpus": [8192, 16384], "site.weather": ["sterling", "tampa"]}``: every
         combination (a dimension per key, in order), or ``[{"cluster.n_gpus": 8192}, ...]``: these
         points (a ``point`` dimension, each key a coordinate on it, ``""`` or NaN where a point
-        leaves it as the base has it). Keys are dotted scenario keys, as ``--set`` takes them;
-        ``extends`` names a preset or scenario file that replaces ``base`` for the point.
+        leaves it as the base has it). Keys are dotted scenario keys, as ``--set`` takes them,
+        each value listed once; ``extends`` names a preset or scenario file that replaces
+        ``base`` for the point. ``simulation.seed`` is not swept (``seeds`` is).
     seeds
-        Runs per point: seed ``i`` is the point's ``simulation.seed`` plus ``i``. [1]
+        Runs per point: seed ``i`` of every point is the base's ``simulation.seed`` (with the
+        overrides) plus ``i``. [1]
     overrides
-        Dotted overrides every point has (a point's own win).
+        Dotted overrides every point has, applied to the base once (a base that is invalid
+        alone may be made valid here); a point's own win. Refused on a key the grid sweeps or
+        every point sets (it would change nothing).
     rules
         Rule or group names or rule files (:func:`powermodel.rules.load_rules`) to check.
     registered_demand
@@ -171,10 +194,12 @@ def sweep(
         Also keep each run's ``grid_power`` as interval means at this step (``"1min"``).
     workers
         Processes of a ``LocalCluster`` started for the sweep; 0 runs in turn in this process
-        (dask.distributed is not imported). Default: the cores, as many as the memory holds, at
-        most one a run (in turn when that is one).
+        (dask.distributed is not imported). Default: in turn when all runs together take fewer
+        than :data:`MIN_CLUSTER_STEPS` steps (starting a cluster would take longer), else the
+        cores, as many as the memory holds, at most one a run (in turn when that is one).
     scheduler
-        Address of a running dask scheduler (``tcp://host:8786``) to run on instead.
+        Address of a running dask scheduler (``tcp://host:8786``) to run on instead (not with
+        ``workers``).
     client
         A ``dask.distributed.Client`` to run on instead.
     progress
@@ -187,44 +212,50 @@ def sweep(
         ``series`` ``elapsed`` (from the run's start). Variables: each scalar metric (NaN where
         the run failed), ``simulation_seed`` (-1 where the point did not load), ``error`` (``""``
         where the run ran); with rules ``rule_passed`` (1 pass, 0 fail, NaN no verdict),
-        ``rule_worst``, ``rule_limit``, ``rule_violations_per_day`` and ``rule_refused`` (why no
-        verdict); with ``series`` ``grid_power``. Attributes: ``scenario`` (the base as JSON),
+        ``rule_worst``, ``rule_limit``, ``rule_violations_per_day``, ``rule_resolved_to`` (where
+        the run's step cut the rule's band, so that a pass is not proven above it; NaN where it
+        resolved the band) and ``rule_refused`` (why no verdict); with ``series``
+        ``grid_power``. Attributes: ``scenario`` (the base with the overrides, as JSON),
         ``grid``, ``overrides``, ``seeds``, ``rules``, ``series``, ``powermodel_version``.
 
     Raises
     ------
     PowerModelError
         Before any run: an unknown key, an empty grid, more than :data:`MAX_RUNS` runs, a base
-        that does not load, unknown rules, more workers than the memory holds. A point whose
-        values do not validate is recorded, not raised.
+        that does not load, unknown rules, more workers than the memory holds, a scheduler's
+        address that is not ``tcp://host:port``. A point whose values do not validate is
+        recorded, not raised.
     """
     seeds = _seed_count(seeds)
+    _check_placement(workers, scheduler, client)
     keys, points, coords = _points(grid)
-    for key in dict.fromkeys([*keys, *(overrides or {})]):
-        _check_key(key)
     fixed = dict(overrides or {})
+    for key in dict.fromkeys([*keys, *fixed]):
+        _check_key(key)
+    _check_fixed(fixed, keys, points, isinstance(grid, Mapping))
     if len(points) * seeds > MAX_RUNS:
         raise PowerModelError(
             f"{len(points):,} points x {seeds:,} seeds is {len(points) * seeds:,} runs, more than "
             f"{MAX_RUNS:,}: sweep fewer values or seeds, or split the sweep into files"
         )
-    base_scenario = base if isinstance(base, Scenario) else load_scenario(base)
+    base_scenario = load_scenario(base, fixed)
     rule_list = tuple(_rules_of(rules))
     if series is not None:
         _interval(series)
-    scenarios, errors = _load_points(base, fixed, points, series)
+    scenarios, errors = _load_points(base_scenario, fixed, points, series)
     loaded = [s for s in scenarios if s is not None]
     per_run = max((_estimate(s) for s in loaded), default=0)
     if series is not None:
         _check_series_memory(loaded, series, seeds)
+    first_seed = base_scenario.simulation.seed
     jobs = [
-        (p, i, _Run(s, s.simulation.seed + i, rule_list, registered_demand, series))
+        (p, i, _Run(s, first_seed + i, rule_list, registered_demand, series))
         for p, s in enumerate(scenarios)
         if s is not None
         for i in range(seeds)
     ]
     if workers is None and scheduler is None and client is None:
-        workers = _default_workers(len(jobs), per_run)
+        workers = _default_workers([job.scenario for _, _, job in jobs], per_run)
     outcomes = run_all(
         _execute,
         [job for _, _, job in jobs],
@@ -251,12 +282,62 @@ def sweep(
         grid=_json(grid if isinstance(grid, Mapping) else list(grid)),
         overrides=_json(fixed),
         seeds=seeds,
-        seed_rule="seed i of a point runs at the point's simulation.seed + i",
+        seed_rule="seed i of every point runs at the base's simulation.seed + i",
         rules=",".join(r.name for r in rule_list),
         series=series or "",
         powermodel_version=__version__,
     )
     return ds
+
+
+def _check_placement(workers: int | None, scheduler: str | None, client: Any) -> None:
+    """Where the runs go, said once: a local cluster's workers, a scheduler's address (checked
+    here, before any point loads) or a client."""
+    given = [
+        name
+        for name, value in (("workers", workers), ("a scheduler", scheduler), ("a client", client))
+        if value is not None
+    ]
+    if len(given) > 1:
+        raise PowerModelError(
+            f"give {' or '.join(given)}, not both: workers start a cluster here, a scheduler or "
+            "a client names one that runs elsewhere with its own workers"
+        )
+    if scheduler is not None:
+        check_scheduler(scheduler)
+
+
+def _check_fixed(
+    fixed: dict[str, Any], keys: list[str], points: list[dict[str, Any]], is_grid: bool
+) -> None:
+    """Refuse fixed overrides a sweep would ignore (a key every point sets), ``extends`` among
+    them (the base is ``base``), and ``simulation.seed`` swept (the seeds are ``seeds``)."""
+    if SEED in keys:
+        raise PowerModelError(
+            f"{SEED} is swept: the seeds are the sweep's `seeds` (seed i of every point is the "
+            f"base's {SEED} + i, so that points share their failure draws): remove it from the "
+            "grid or points and give seeds = N (set the first in [set])"
+        )
+    if EXTENDS in fixed:
+        raise PowerModelError(
+            f"{EXTENDS!r} is not a fixed override: name the scenario as the sweep's base"
+        )
+    every = [k for k in keys if is_grid or all(k in p for p in points)]
+    both = [k for k in every if k in fixed]
+    if both:
+        raise PowerModelError(
+            f"{both[0]} is swept and fixed (--set or [set]) too: the swept values would win, so "
+            "the fixed one would change nothing: give it in one place"
+        )
+
+
+def _check_extends(value: Any, where: str) -> None:
+    """An ``extends`` value names a preset or a scenario file: non-empty text."""
+    if not isinstance(value, str) or not value.strip():
+        raise PowerModelError(
+            f"{where}: {EXTENDS} {shorten(value)} is not a preset name or a scenario file: "
+            f'give its name as text, e.g. {EXTENDS} = ["llama3-405b-8k-h100"]'
+        )
 
 
 def _rules_of(names: str | Sequence[str] | None) -> list[rules.Rule]:
@@ -298,6 +379,8 @@ def _points(
             raise PowerModelError(
                 f"the grid has {count:,} points, more than {MAX_RUNS:,} runs: sweep fewer values"
             )
+        for value in values[keys.index(EXTENDS)] if EXTENDS in keys else ():
+            _check_extends(value, "the grid")
         points = [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
         return keys, points, dict(zip(keys, values, strict=True))
     if isinstance(grid, str | bytes) or not isinstance(grid, Sequence):
@@ -313,6 +396,8 @@ def _points(
         if not isinstance(point, Mapping):
             raise PowerModelError(f"point {n} is not a table of key = value: {shorten(point)}")
         points.append(_overrides(point, f"point {n}"))
+        if EXTENDS in point:
+            _check_extends(point[EXTENDS], f"point {n}")
     keys = list(dict.fromkeys(k for p in points for k in p))
     if len(keys) > MAX_OVERRIDES:
         raise PowerModelError(f"the points set {len(keys)} keys, more than {MAX_OVERRIDES}")
@@ -330,6 +415,15 @@ def _values(key: str, values: Any) -> list[Any]:
         raise PowerModelError(
             f"grid key {key!r} has {len(values):,} values, more than {MAX_RUNS:,} runs"
         )
+    seen: set[str] = set()
+    for value in values:
+        text = _json(value)
+        if text in seen:
+            raise PowerModelError(
+                f"grid key {key!r} lists {shorten(value)} twice: give each value once (a "
+                "coordinate indexes one point)"
+            )
+        seen.add(text)
     return list(values)
 
 
@@ -371,19 +465,22 @@ def _interval(series: str) -> float:
 
 
 def _load_points(
-    base: Scenario | str | Path,
+    base: Scenario,
     fixed: dict[str, Any],
     points: list[dict[str, Any]],
     series: str | None,
 ) -> tuple[list[Scenario | None], list[str]]:
     """Each point's scenario, or None and why it does not load or would not fit in memory
-    alone (the point's recorded error)."""
+    alone (the point's recorded error). A point starts from the base as loaded with the fixed
+    overrides (read once), or from what it ``extends``; the fixed overrides go with its own, so
+    that a catalogue entry a point chooses keeps what they set (as one load of both would)."""
     scenarios: list[Scenario | None] = []
     errors = []
     for point in points:
         merged = {**fixed, **point}
         origin = merged.pop(EXTENDS, base)
         try:
+            _check_scenario_file(origin)
             scenario = load_scenario(origin, merged)
             check_memory(scenario)  # a run too large for the machine alone is its point's error
             if series is not None:
@@ -395,6 +492,18 @@ def _load_points(
             scenarios.append(scenario)
             errors.append("")
     return scenarios, errors
+
+
+def _check_scenario_file(origin: Scenario | str) -> None:
+    """A path that is there but no file (a folder, a device) is not a scenario file (the
+    loader would call it missing)."""
+    if isinstance(origin, str) and origin not in presets():
+        path = Path(origin).expanduser()
+        if path.exists() and not path.is_file():
+            raise ScenarioError(
+                f"{EXTENDS} {shorten(origin)} is not a scenario file (a folder or a device): "
+                "give a .toml scenario file or a preset name"
+            )
 
 
 def _first_per_site(runs: list[_Run], workers: int) -> list[int]:
@@ -436,11 +545,14 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _default_workers(runs: int, per_run: int) -> int:
-    """As many workers as there are cores, as the memory holds and as there are runs; none
-    (in turn) when that is one."""
-    fit = available_memory() // per_run if per_run else runs
-    count = min(_cores(), runs, max(int(fit), 1))
+def _default_workers(runs: list[Scenario], per_run: int) -> int:
+    """None (in turn) when the runs together take fewer than :data:`MIN_CLUSTER_STEPS` steps;
+    else as many workers as there are cores, as the memory holds and as there are runs, none
+    when that is one."""
+    if sum(s.simulation.n_steps for s in runs) < MIN_CLUSTER_STEPS:
+        return 0
+    fit = available_memory() // per_run if per_run else len(runs)
+    count = min(_cores(), len(runs), max(int(fit), 1))
     return count if count > 1 else 0
 
 
@@ -487,6 +599,7 @@ def _verdicts(
             "worst": float(r.worst),
             "limit": float(r.limit),
             "violations_per_day": float(sum(r.per_day().values())),
+            "resolved_to": np.nan if r.resolved_to is None else float(r.resolved_to),
             "refused": "",
         }
         for r in results
@@ -582,6 +695,11 @@ def _counted(result: Any, bar: Any) -> Any:
 
 
 def _failure(exc: BaseException) -> Failure:
+    if _worker_lost(exc):  # dask's text: half a page
+        return Failure(
+            "the worker died running it (its process exited or was killed, most often for "
+            "memory: a nanny stops a worker over 95 % of its limit), and dask gave it up"
+        )
     return Failure(f"worker failed: {type(exc).__name__}: {exc}")
 
 
@@ -602,6 +720,10 @@ def cluster(
         _check_cluster(client, memory)
         yield client
         return
+    if scheduler is not None and workers:
+        raise PowerModelError(
+            "give --workers or --scheduler, not both: the scheduler's cluster has its own workers"
+        )
     if scheduler is None:
         check_workers(workers)
         free = available_memory()
@@ -631,6 +753,8 @@ def cluster(
                 {
                     "distributed.nanny.pre-spawn-environ": environ,
                     "distributed.worker.multiprocessing-method": _start_method(),
+                    "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+                    "distributed.scheduler.worker-saturation": WORKER_SATURATION,
                 }
             ),
             LocalCluster(
@@ -643,13 +767,13 @@ def cluster(
         ):
             yield local
         return
+    address = check_scheduler(scheduler)
+    _probe(address)
     try:
-        remote = Client(_address(scheduler), timeout=CONNECT_TIMEOUT)
-    except (OSError, TimeoutError) as exc:
-        raise PowerModelError(
-            f"cannot reach the dask scheduler at {shorten(scheduler)} ({exc}): start one "
-            "(`dask scheduler`) or check the address"
-        ) from None
+        with dask.config.set({"distributed.comm.timeouts.connect": CONNECT_TIMEOUT}):
+            remote = Client(address, timeout=CONNECT_TIMEOUT)
+    except Exception as exc:  # noqa: BLE001  dask's many ways to fail: one line
+        raise _unreachable(address, f"{type(exc).__name__}: {exc}") from None
     with remote:
         _check_cluster(remote, memory)
         yield remote
@@ -669,13 +793,66 @@ def _start_method() -> str:
     return "fork" if sys.platform == "linux" else "spawn"
 
 
-def _address(scheduler: str) -> str:
+def check_scheduler(scheduler: str) -> str:
+    """A dask scheduler's address as ``tcp://host:port`` (a bare ``host:port`` is TCP),
+    checked without connecting: TLS, UCX and in-process addresses need a set-up a sweep does not
+    make (certificates, a UCX build, this process's own scheduler), so they are refused."""
+    example = "give the scheduler's address as tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786"
     if not isinstance(scheduler, str) or not 0 < len(scheduler) <= 1000 or "\n" in scheduler:
+        raise PowerModelError(f"scheduler {shorten(scheduler)}: {example}")
+    scheme, sep, rest = scheduler.strip().rpartition("://")
+    if sep and scheme.lower() != "tcp":
         raise PowerModelError(
-            f"scheduler {shorten(scheduler)}: give the scheduler's address, e.g. "
-            "tcp://10.0.0.5:8786"
+            f"scheduler {shorten(scheduler)}: {scheme or 'no'} protocol: a sweep connects over "
+            f"plain TCP only (tls, ucx and inproc need set-up it does not make): {example}"
         )
-    return scheduler
+    host, colon, port = rest.rpartition(":")
+    bracketed = host.startswith("[") == host.endswith("]")
+    if not colon or not host.strip("[]") or not bracketed or not port.isdigit():
+        raise PowerModelError(f"scheduler {shorten(scheduler)}: no host and port: {example}")
+    if not 0 < int(port) < 65536:
+        raise PowerModelError(
+            f"scheduler {shorten(scheduler)}: port {port} is not 1 to 65535: {example}"
+        )
+    return f"tcp://{host}:{int(port)}"
+
+
+def _probe(address: str) -> None:
+    """Ask the scheduler who it is, all within :data:`CONNECT_TIMEOUT`: a port that accepts
+    connections but does not speak dask (a web server, a silent socket) would otherwise hold
+    the client's start-up forever."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def identity() -> Any:
+        comm = await connect(address, timeout=CONNECT_TIMEOUT)
+        try:
+            await comm.write({"op": "identity"})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    def ask() -> Any:  # in a thread of its own: the caller may be in an event loop (Jupyter)
+        return asyncio.run(asyncio.wait_for(identity(), CONNECT_TIMEOUT))
+
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            reply = pool.submit(ask).result()
+    except TimeoutError:
+        raise _unreachable(address, f"no dask answer within {CONNECT_TIMEOUT:g} s") from None
+    except Exception as exc:  # noqa: BLE001  refused, reset, garbage: one line
+        raise _unreachable(address, f"{type(exc).__name__}: {exc}") from None
+    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+        raise _unreachable(address, f"it answered as {shorten(reply, 40)}, not as a scheduler")
+
+
+def _unreachable(address: str, why: str) -> PowerModelError:
+    why = " ".join(why.split())[:120]
+    return PowerModelError(
+        f"cannot reach the dask scheduler at {address} ({why}): start one (`dask scheduler`), "
+        "or give the address it prints (tcp://HOST:PORT)"
+    )
 
 
 def _check_cluster(client: Any, memory: int) -> None:
@@ -719,27 +896,49 @@ def _on_dask(
     client: Any, function: Callable[[Any], Any], items: Sequence[Any], keep_going: bool, bar: Any
 ) -> list[Any]:
     """The items mapped on the cluster in chunks (:func:`_spans`): a task costs the scheduler
-    and this process milliseconds, as much as a short run."""
+    and this process milliseconds, as much as a short run. A chunk whose worker died (a run
+    that exhausted its memory or crashed the process) is mapped again an item a task, so that
+    only the item that kills its worker is recorded as failed."""
     from dask.distributed import as_completed
 
     spans = _spans(len(items), threads(client))
     chunks = [list(items[start:stop]) for start, stop in spans]
     futures = client.map(_chunk, chunks, function=function, keep_going=keep_going, pure=False)
     where = {f.key: span for span, f in zip(spans, futures, strict=True)}
+    pending = as_completed(futures)
     out: list[Any] = [None] * len(items)
     try:
-        for future in as_completed(futures):
-            start, stop = where[future.key]
+        for future in pending:
+            start, stop = where.pop(future.key)
             try:
                 out[start:stop] = future.result()
             except Exception as exc:
                 if not keep_going:
                     raise
+                if _worker_lost(exc) and stop - start > 1:
+                    alone = client.map(
+                        _chunk,
+                        [[item] for item in items[start:stop]],
+                        function=function,
+                        keep_going=keep_going,
+                        pure=False,
+                    )
+                    for i, single in zip(range(start, stop), alone, strict=True):
+                        where[single.key] = (i, i + 1)
+                        pending.add(single)
+                    continue
                 out[start:stop] = [_failure(exc)] * (stop - start)
             bar.update(stop - start)
     finally:
-        client.cancel(futures)
+        client.cancel(list(pending.futures))
     return out
+
+
+def _worker_lost(exc: BaseException) -> bool:
+    """Whether a task failed because its worker died (dask gave it up after
+    :data:`ALLOWED_FAILURES` deaths), not because its function raised: by the names of
+    dask.distributed's exceptions, which a call in turn does not import."""
+    return type(exc).__name__ in ("KilledWorker", "CommClosedError")
 
 
 def threads(client: Any) -> int:
@@ -749,12 +948,14 @@ def threads(client: Any) -> int:
 
 def _spans(count: int, threads: int) -> list[tuple[int, int]]:
     """``[start, stop)`` of each chunk of ``count`` items for ``threads`` worker threads: each
-    a share of those left (:data:`CHUNKS_PER_THREAD` a thread), so chunks shrink to one item at
+    a share of those left (:data:`CHUNKS_PER_THREAD` a thread, at most :data:`MAX_CHUNK`
+    items, which a worker's death loses together), so chunks shrink to one item at
     the end and the threads finish together (equal chunks leave all but one thread idle for up
     to a chunk's time at the end, with a few tens of runs a chunk about a second)."""
     spans, start = [], 0
     while start < count:
-        stop = start + max(1, math.ceil((count - start) / (threads * CHUNKS_PER_THREAD)))
+        share = math.ceil((count - start) / (threads * CHUNKS_PER_THREAD))
+        stop = start + min(max(1, share), MAX_CHUNK)
         spans.append((start, min(stop, count)))
         start = stop
     return spans
@@ -831,6 +1032,15 @@ def _rule_variables(
             field_of("violations_per_day", np.nan),
             {"units": "1/d"},
         ),
+        "rule_resolved_to": (
+            ruled,
+            field_of("resolved_to", np.nan),
+            {
+                "units": "Hz",
+                "description": "the run's step cut the rule's band here: a pass is not proven "
+                "above it (NaN: the band is resolved)",
+            },
+        ),
         "rule_refused": (ruled, field_of("refused", "").astype(str), {}),
     }
 
@@ -876,8 +1086,8 @@ def _json(value: Any) -> str:
 def read_sweep(path: str | Path) -> SweepFile:
     """A sweep file: ``base``, ``seeds``, ``rules``, ``registered_demand``, ``series``, a
     ``[set]`` table of fixed overrides and either a ``[grid]`` table (key = [values]) or
-    ``[[points]]`` tables. Paths in it (``base``, ``extends``, ``site.weather``) are relative to
-    the file's folder.
+    ``[[points]]`` tables. Paths in it (``base``, ``extends``, ``site.weather``, rule files in
+    ``rules``) are relative to the file's folder.
 
     Raises
     ------
@@ -929,7 +1139,7 @@ def read_sweep(path: str | Path) -> SweepFile:
         grid=grid,
         seeds=_seed_count(raw.get("seeds", 1)),
         overrides=overrides,
-        rules=[rule_names] if isinstance(rule_names, str) else list(rule_names or []),
+        rules=[_located_rule(n, folder) for n in _listed(rule_names)],
         registered_demand=None if demand is None else float(demand),
         series=_typed(raw, "series", str, path),
     )
@@ -981,6 +1191,23 @@ def _flat(table: dict[str, Any], label: str, path: Path) -> dict[str, Any]:
     return out
 
 
+def _listed(names: str | list[str] | None) -> list[str]:
+    """Rule names as a list: ``"ieso-1min, mine.toml"`` is two, as ``--rules`` takes them."""
+    if isinstance(names, str):
+        names = names.split(",")
+    return [n.strip() for n in names or [] if n.strip()]
+
+
+def _located_rule(name: str, folder: Path) -> str:
+    """A shipped rule or group name as it is; a rule file relative to ``folder``."""
+    if name in rules.rule_names():
+        return name
+    path = folder / Path(name).expanduser()
+    if name.endswith(".toml") or len(Path(name).parts) > 1 or path.is_file():
+        return str(path)
+    return name
+
+
 def _located_base(name: str, folder: Path) -> str:
     """A preset name as it is; a scenario file relative to ``folder``."""
     if name in presets() or not (name.endswith(".toml") or len(Path(name).parts) > 1):
@@ -1007,29 +1234,64 @@ def _located_values(key: str, values: Any, folder: Path) -> Any:
 
 
 def check_output(path: str | Path, series: str | None = None) -> Path:
-    """The results file, if its extension names a format :func:`write` writes."""
+    """The results file, checked before any run: its extension (``.nc`` or ``.csv``, in any
+    case) names a format :func:`write` writes, and its folder can be made and written in (a
+    temporary file is created there and removed), so that no sweep's results are lost at the
+    end for want of a place to put them."""
     path = Path(path)
-    if path.suffix not in (".nc", ".csv"):
+    if path.suffix.lower() not in (".nc", ".csv"):
         raise PowerModelError(
             f"cannot write {str(path)!r}: unknown extension {path.suffix!r}; use .nc (NetCDF) "
             "or .csv (one row per run)"
         )
-    if path.suffix == ".csv" and series is not None:
+    if path.suffix.lower() == ".csv" and series is not None:
         raise PowerModelError(
             f"{path}: a CSV holds one row per run, not series: write .nc, or leave out series"
         )
+    if path.is_dir():
+        raise PowerModelError(f"cannot write {str(path)!r}: it is a folder: name a file in it")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except (FileExistsError, NotADirectoryError):
+        file = next(p for p in path.parents if p.exists())
+        raise PowerModelError(
+            f"cannot write {str(path)!r}: {str(file)!r} is a file, not a folder: give an "
+            "output in a folder"
+        ) from None
+    except OSError as exc:
+        raise PowerModelError(
+            f"cannot write {str(path)!r}: no file can be made in {str(path.parent)!r} "
+            f"({exc.strerror or exc}): give an output in a folder you can write"
+        ) from None
     return path
 
 
 def write(ds: xr.Dataset, path: str | Path) -> Path:
-    """A sweep's results to ``path``: ``.nc`` the Dataset, ``.csv`` :func:`table`."""
+    """A sweep's results to ``path``: ``.nc`` the Dataset, ``.csv`` :func:`table`. Written to a
+    temporary file beside it and renamed into place, so that a failed write leaves no partial
+    file and an earlier file whole."""
     path = check_output(path, ds.attrs.get("series") or None)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".nc":
-        ds.to_netcdf(path)
-    else:
-        table(ds).to_csv(path, index=False)
+    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    os.close(handle)
+    try:
+        if path.suffix.lower() == ".nc":
+            ds.to_netcdf(name, engine="netcdf4")
+        else:
+            table(ds).to_csv(name, index=False)
+        os.chmod(name, 0o666 & ~_umask())  # as a file opened for writing would have
+        os.replace(name, path)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _key_columns(ds: xr.Dataset) -> list[str]:
@@ -1042,8 +1304,9 @@ def _key_columns(ds: xr.Dataset) -> list[str]:
 
 def table(ds: xr.Dataset) -> pd.DataFrame:
     """One row per run: the swept keys, ``seed``, ``simulation_seed``, ``error``, the metrics,
-    and for each rule ``<rule> passed``, ``worst [unit]``, ``limit [unit]``, ``violations/day``
-    and ``refused``."""
+    and for each rule ``<rule> passed``, ``worst [unit]``, ``limit [unit]``, ``violations/day``,
+    ``resolved to [Hz]`` (where the run's step cut the rule's band: a pass is not proven above
+    it; empty where the band is resolved) and ``refused``."""
     per_run = [
         n for n, v in ds.data_vars.items() if "rule" not in v.dims and "elapsed" not in v.dims
     ]
@@ -1055,9 +1318,12 @@ def table(ds: xr.Dataset) -> pd.DataFrame:
                 "worst": f"worst [{unit}]",
                 "limit": f"limit [{unit}]",
                 "violations_per_day": "violations/day",
+                "resolved_to": "resolved to [Hz]",
                 "refused": "refused",
             }
             for field_name, column in columns.items():
+                if f"rule_{field_name}" not in ds:
+                    continue  # results written before the variable was
                 picked = ds[f"rule_{field_name}"].sel(rule=name).reset_coords(drop=True)
                 wide[f"{name} {column}"] = picked
     frame = wide.to_dataframe().reset_index()
@@ -1073,8 +1339,11 @@ def _failing(passed: pd.Series) -> str:
 
 def summary(ds: xr.Dataset, width: int = 60) -> pd.DataFrame:
     """One row per point: its keys, the runs that ran (of the seeds), the median over seeds of
-    the headline metrics, the runs failing each rule (of those it judged), and the first error
-    (cut to ``width`` characters)."""
+    the headline metrics, the runs failing each rule (of those it judged; ``*`` where a run
+    passed a band its step cut), and the first error (cut to ``width`` characters).
+
+    The returned frame's ``attrs["notes"]`` holds one line per starred rule: the frequency its
+    band was cut at, above which a pass is not proven."""
     keys = _key_columns(ds)
     frame = table(ds)
     groups = frame.groupby(keys, sort=False, dropna=False)
@@ -1084,14 +1353,29 @@ def summary(ds: xr.Dataset, width: int = 60) -> pd.DataFrame:
     for name in SUMMARY:
         if name in frame:
             out[f"{name} p50"] = groups[name].median().values
+    notes = []
     for name in ds["rule"].values if "rule" in ds.dims else ():
-        verdicts = groups[f"{name} passed"]
-        out[f"{name} failing"] = verdicts.agg(_failing).values
+        failing = groups[f"{name} passed"].agg(_failing).values
+        cut = f"{name} resolved to [Hz]"
+        if cut in frame:
+            # a pass where the band was cut is a lower bound: starred, the cut in a note
+            cut_pass = frame[cut].where(frame[f"{name} passed"] == 1)
+            starred = cut_pass.groupby([frame[k] for k in keys], sort=False, dropna=False).count()
+            failing = [f"{f}*" if n else f for f, n in zip(failing, starred.values, strict=True)]
+            if cut_pass.notna().any():
+                low, high = cut_pass.min(), cut_pass.max()
+                at = f"{low:g} Hz" if low == high else f"{low:g}-{high:g} Hz"
+                notes.append(
+                    f"* {name}: the runs' step cut its band at {at}: a pass is not proven "
+                    "above that"
+                )
+        out[f"{name} failing"] = failing
     out["error"] = (
         groups["error"]
         .agg(lambda e: next((t if len(t) <= width else t[: width - 1] + "…" for t in e if t), ""))
         .values
     )
+    out.attrs["notes"] = notes
     return out
 
 

@@ -276,3 +276,29 @@ def test_a_reader_that_stops_early_is_not_an_error():
     finally:
         os.close(write)
     assert (run.returncode, run.stderr) == (141, "")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["size", REFERENCE, "--rules", "ieso-15s"],
+        ["check", REFERENCE, "--rules", "ieso-15s", "--seeds", "2"],
+    ],
+)
+@pytest.mark.parametrize(
+    "parallel, match",
+    [
+        (["--workers", "2", "--scheduler", "tcp://127.0.0.1:8786"], "not both"),
+        (["--scheduler", "tls://127.0.0.1:8786"], "tls protocol"),
+        (["--scheduler", "127.0.0.1"], "no host and port"),
+    ],
+)
+def test_where_runs_go_is_checked_before_anything_runs(capsys, monkeypatch, argv, parallel, match):
+    import powermodel.cli as cli
+
+    ran = []
+    monkeypatch.setattr(cli, "simulate", ran.append)
+    monkeypatch.setattr(cli, "check_seeds", lambda *a, **k: ran.append(a))
+    assert main([*argv, *parallel]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("powermodel: error:") and match in line and ran == []

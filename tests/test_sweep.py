@@ -65,7 +65,8 @@ def test_the_dataset_has_a_dimension_per_key_and_one_for_the_seed(serial):
     assert (serial["error"] == "").all()
     assert serial["rule_passed"].notnull().all()  # a 1-min mean on 10-s steps is judged
     assert serial.attrs["seeds"] == 2 and serial.attrs["rules"] == "ieso-1min"
-    assert load_scenario(REFERENCE).to_json() == serial.attrs["scenario"]
+    # the base as the sweep ran it: with the fixed overrides
+    assert load_scenario(REFERENCE, DAY).to_json() == serial.attrs["scenario"]
     # the series are interval means, so their mean is the run's mean exactly (energy-exact
     # resampling: 24 hours of 360 steps each)
     assert serial.sizes["elapsed"] == 24
@@ -198,7 +199,7 @@ def test_a_preset_and_a_weather_file_are_keys():
 
 def test_the_run_count_is_bounded_before_any_run():
     with pytest.raises(PowerModelError, match="10,100 runs, more than 10,000"):
-        sweep(REFERENCE, {"simulation.seed": list(range(101))}, 100, workers=0, progress=False)
+        sweep(REFERENCE, {"cluster.n_gpus": list(range(101))}, 100, workers=0, progress=False)
 
 
 def test_run_all_keeps_going_or_raises_in_turn():
@@ -231,8 +232,10 @@ def test_chunks_cover_the_items_in_order_and_shrink_to_one(count, threads):
     sizes = [stop - start for start, stop in spans]
     assert sizes == sorted(sizes, reverse=True)
     assert sizes[-1] == 1
-    # the first is a share of all: CHUNKS_PER_THREAD chunks a thread at least
-    assert sizes[0] == math.ceil(count / (threads * sweep_module.CHUNKS_PER_THREAD))
+    # the first is a share of all: CHUNKS_PER_THREAD chunks a thread at least, MAX_CHUNK items
+    # at most (a worker's death loses a chunk)
+    share = math.ceil(count / (threads * sweep_module.CHUNKS_PER_THREAD))
+    assert sizes[0] == min(share, sweep_module.MAX_CHUNK)
 
 
 def test_the_first_run_of_each_weather_runs_before_the_workers_fork():
@@ -431,9 +434,9 @@ def test_check_over_seeds_and_ranges_prints_the_same_on_workers(capsys):
         (f'base = "{REFERENCE}"\n[grid]\n"cluster.n_gpus" = []', "has no values"),
         (f'base = "{REFERENCE}"\n[grid]\n"cluster.n_gpus" = 8', "give a list of values"),
         (f'base = "{REFERENCE}"', "give the swept keys as a \\[grid\\] table"),
-        (f'base = "{REFERENCE}"\nseeds = 0\n[grid]\n"simulation.seed" = [1]', "seeds must be"),
+        (f'base = "{REFERENCE}"\nseeds = 0\n[grid]\n"cluster.n_gpus" = [1]', "seeds must be"),
         (
-            f'base = "{REFERENCE}"\nseeds = 100\n[grid]\n"simulation.seed" = '
+            f'base = "{REFERENCE}"\nseeds = 100\n[grid]\n"cluster.n_gpus" = '
             f"[{', '.join(map(str, range(101)))}]",
             "10,100 runs, more than 10,000",
         ),
@@ -498,3 +501,262 @@ def test_a_sweep_in_turn_does_not_load_dask_distributed():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+# --- the review's defects (issue 13) --------------------------------------------------------
+
+
+@pytest.fixture
+def silent_port():
+    """A port that accepts connections and never says a word (nor speaks dask)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield listener.getsockname()[1]
+
+
+def test_a_port_that_accepts_but_does_not_speak_dask_is_one_error_in_time(monkeypatch, silent_port):
+    monkeypatch.setattr(sweep_module, "CONNECT_TIMEOUT", 1.0)
+    started = time.perf_counter()
+    with pytest.raises(PowerModelError, match="cannot reach the dask scheduler at tcp://"):
+        run_all(math.sqrt, [4.0], scheduler=f"127.0.0.1:{silent_port}")
+    # the deadline is CONNECT_TIMEOUT (1 s here), plus importing dask.distributed
+    assert time.perf_counter() - started < 1.0 + 8.0
+
+
+@pytest.mark.parametrize(
+    "address, match",
+    [
+        ("foo", "no host and port"),
+        ("tcp://127.0.0.1:notaport", "no host and port"),
+        ("tcp://[::1", "no host and port"),
+        ("tcp://127.0.0.1:0", "port 0 is not 1 to 65535"),
+        ("xyz://h:1", "xyz protocol"),
+        ("inproc://x", "inproc protocol"),
+        ("tls://127.0.0.1:1", "tls protocol"),
+        ("ucx://10.0.0.5:13337", "ucx protocol"),
+    ],
+)
+def test_a_malformed_scheduler_address_is_one_line_before_any_point_loads(
+    tmp_path, capsys, monkeypatch, address, match
+):
+    loaded = []
+    monkeypatch.setattr(sweep_module, "load_scenario", loaded.append)
+    path = _files(tmp_path)
+    assert main(["sweep", str(path), "-o", str(tmp_path / "r.nc"), "--scheduler", address]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert match in line and "tcp://HOST:PORT" in line and loaded == []
+
+
+def test_a_well_formed_address_is_read_as_tcp():
+    assert sweep_module.check_scheduler("10.0.0.5:8786") == "tcp://10.0.0.5:8786"
+    assert sweep_module.check_scheduler("tcp://[::1]:8786") == "tcp://[::1]:8786"
+
+
+def test_workers_and_a_scheduler_together_are_refused(tmp_path, capsys):
+    path = _files(tmp_path)
+    argv = ["sweep", str(path), "-o", str(tmp_path / "r.nc")]
+    assert main([*argv, "--workers", "2", "--scheduler", "tcp://127.0.0.1:8786"]) == 1
+    assert "not both" in capsys.readouterr().err
+    with pytest.raises(PowerModelError, match="not both"):
+        sweep(REFERENCE, GRID, workers=2, scheduler="tcp://127.0.0.1:8786", progress=False)
+
+
+@pytest.mark.parametrize("output", ["afile/r.nc", "afile/deeper/r.csv"])
+def test_an_output_that_cannot_be_written_is_refused_before_any_run(
+    tmp_path, capsys, monkeypatch, output
+):
+    ran = []
+    monkeypatch.setattr(sweep_module, "simulate", ran.append)
+    (tmp_path / "afile").write_text("")
+    path = _files(tmp_path / "in")
+    assert main(["sweep", str(path), "-o", str(tmp_path / output), "--workers", "0"]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "afile' is a file, not a folder" in line and ran == []
+
+
+def test_an_upper_case_extension_is_written_and_a_failed_write_keeps_the_old_file(
+    tmp_path, monkeypatch
+):
+    ds = sweep(REFERENCE, {"cluster.n_gpus": [8192]}, overrides=DAY, workers=0, progress=False)
+    path = sweep_module.write(ds, tmp_path / "R.NC")
+    xr.testing.assert_identical(xr.load_dataset(path), ds)
+    csv = sweep_module.write(ds, tmp_path / "r.csv")
+    before = csv.read_bytes()
+
+    def broken(_):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sweep_module, "table", broken)
+    with pytest.raises(OSError, match="No space"):
+        sweep_module.write(ds, csv)
+    # written beside it, then renamed: the earlier file is whole and no partial file is left
+    assert csv.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["R.NC", "r.csv"]
+
+
+def test_every_point_runs_the_base_seeds_even_one_that_extends_a_file_with_its_own(tmp_path):
+    own = tmp_path / "own.toml"
+    own.write_text(f'extends = "{REFERENCE}"\nname = "own"\n[simulation]\nseed = 7\n')
+    ds = sweep(
+        REFERENCE,
+        [{"name": "a"}, {"extends": str(own)}],
+        3,
+        overrides={"simulation.duration": "2d", "simulation.dt": "1min", "simulation.seed": 4},
+        workers=0,
+        progress=False,
+    )
+    # seed i of every point is the base's (4, as [set] gives it) plus i: common random numbers
+    assert ds["simulation_seed"].values.tolist() == [[4, 5, 6], [4, 5, 6]]
+    counts = ds["unexpected_interruptions"].values
+    assert (counts[0] == counts[1]).all() and len(set(counts[0])) > 1
+
+
+@pytest.mark.parametrize(
+    "grid", [{"simulation.seed": [1, 2]}, [{"simulation.seed": 1}, {"cluster.n_gpus": 8192}]]
+)
+def test_the_seed_is_not_a_swept_key(grid):
+    with pytest.raises(PowerModelError, match="the seeds are the sweep's `seeds`"):
+        sweep(REFERENCE, grid, overrides=DAY, workers=0, progress=False)
+
+
+def test_a_band_cut_by_the_step_is_stored_and_starred(capsys, tmp_path):
+    ds = sweep(
+        REFERENCE,
+        {"cluster.n_gpus": [1024]},
+        overrides={"simulation.duration": "10min", "simulation.dt": "1s"},
+        rules="ercot-5s,ieso-1min",
+        workers=0,
+        progress=False,
+    )
+    # ercot-5s's band reaches 55 Hz; a 1-s step resolves up to half its Nyquist frequency,
+    # 0.25 Hz (models.signal.resolved); ieso-1min has no band: NaN
+    cut = ds["rule_resolved_to"].sel(rule="ercot-5s").values
+    assert_allclose(cut, 0.25, rtol=0)
+    assert ds["rule_resolved_to"].sel(rule="ieso-1min").isnull().all()
+    assert ds["rule_resolved_to"].attrs["units"] == "Hz"
+    assert (ds["rule_passed"].sel(rule="ercot-5s") == 1).all()  # 1,024 GPUs swing < 10 MW
+    frame = summary(ds)
+    assert frame["ercot-5s failing"].tolist() == ["0/1*"]
+    assert frame["ieso-1min failing"].tolist() == ["0/1"]
+    assert frame.attrs["notes"] == [
+        "* ercot-5s: the runs' step cut its band at 0.25 Hz: a pass is not proven above that"
+    ]
+    assert table(ds)["ercot-5s resolved to [Hz]"].tolist() == [0.25]
+
+
+def test_a_fixed_key_that_is_also_swept_is_refused(tmp_path, capsys):
+    with pytest.raises(PowerModelError, match="cluster.n_gpus is swept and fixed"):
+        sweep(REFERENCE, GRID, overrides={**DAY, "cluster.n_gpus": 4096}, progress=False)
+    # a key only some points set is the base's for the others: allowed
+    sweep_module._check_fixed(
+        {"cluster.n_gpus": 4096}, ["cluster.n_gpus"], [{"cluster.n_gpus": 1}, {}], False
+    )
+    with pytest.raises(PowerModelError, match="swept and fixed"):
+        sweep_module._check_fixed(
+            {"cluster.n_gpus": 4096}, ["cluster.n_gpus"], [{"cluster.n_gpus": 1}], False
+        )
+    path = _files(tmp_path)
+    argv = ["sweep", str(path), "-o", str(tmp_path / "r.nc"), "--set", "cluster.n_gpus=4096"]
+    assert main(argv) == 1
+    assert "cluster.n_gpus is swept and fixed (--set or [set])" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "grid", [{"extends": [REFERENCE, 5]}, {"extends": [""]}, [{"extends": {"a": 1}}]]
+)
+def test_an_extends_that_is_not_text_is_refused(grid):
+    with pytest.raises(PowerModelError, match="is not a preset name or a scenario file"):
+        sweep(REFERENCE, grid, overrides=DAY, workers=0, progress=False)
+
+
+def test_an_extends_that_is_a_folder_is_no_scenario_file(tmp_path):
+    ds = sweep(REFERENCE, {"extends": [str(tmp_path), "/dev/zero"]}, overrides=DAY, progress=False)
+    assert all("is not a scenario file" in e for e in ds["error"].values.ravel())
+
+
+def test_rule_files_are_found_beside_the_sweep_file(tmp_path, monkeypatch):
+    folder = tmp_path / "project"
+    path = _files(folder, SWEEP_FILE.replace('["ieso-1min"]', '"ieso-1min, mine-rules.toml"'))
+    (folder / "mine-rules.toml").write_text(
+        '[my-ramp]\ntitle = "mine"\nsource = "mine"\nstatus = "quoted"\nsignal = "grid_power"\n'
+        'window = "1min"\nstatistic = "net_change"\ndirection = "both"\nlimit = 5.0\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    spec = read_sweep(path)
+    assert spec.rules == ["ieso-1min", str(folder.resolve() / "mine-rules.toml")]
+    assert [r.name for r in sweep_module._rules_of(spec.rules)] == ["ieso-1min", "my-ramp"]
+
+
+def test_the_base_is_read_once_with_the_fixed_overrides(tmp_path, monkeypatch):
+    base = tmp_path / "broken.toml"
+    base.write_text(f'extends = "{REFERENCE}"\n[cluster]\nn_gpus = -5\n')  # invalid alone
+    real = sweep_module.load_scenario
+    read = []
+
+    def counted(origin, overrides=None):
+        read.append(origin)
+        return real(origin, overrides)
+
+    monkeypatch.setattr(sweep_module, "load_scenario", counted)
+    fixed = {**DAY, "cluster.n_gpus": 8192}
+    ds = sweep(base, {"checkpoint.interval": ["30min", "2h"]}, overrides=fixed, progress=False)
+    assert (ds["error"] == "").all()
+    assert ds.attrs["scenario"] == real(base, fixed).to_json()
+    assert [o for o in read if not isinstance(o, sweep_module.Scenario)] == [base]
+
+
+def test_a_catalogue_is_parsed_once_and_handed_out_as_copies():
+    from powermodel.scenario import catalogue
+
+    first = catalogue("gpu")
+    first["H100-SXM"]["tdp"] = -1.0
+    assert catalogue("gpu")["H100-SXM"]["tdp"] == 700.0  # the H100 SXM datasheet's TDP
+    assert load_scenario(REFERENCE).gpu.tdp == 700.0
+
+
+def _exit_on_five(item):
+    if item == 5:
+        os._exit(1)  # the worker process dies, as a nanny's memory kill ends it
+    return item
+
+
+def test_a_run_that_kills_its_worker_fails_alone():
+    out = run_all(_exit_on_five, list(range(40)), workers=2, keep_going=True)
+    # 40 items for 2 threads: chunks of 5 first, so item 5 shares its chunk with others
+    assert sweep_module._spans(40, 2)[:2] == [(0, 5), (5, 10)]
+    failed = [i for i, o in enumerate(out) if isinstance(o, Failure)]
+    assert failed == [5] and "the worker died running it" in out[5].text
+    assert out[:5] + out[6:] == [i for i in range(40) if i != 5]
+
+
+def test_a_small_sweep_runs_in_turn_by_default(monkeypatch):
+    monkeypatch.setattr(sweep_module, "_cores", lambda: 4)
+    hour = load_scenario(REFERENCE, {"simulation.duration": "1h", "simulation.dt": "1s"})
+    # 8 runs of 3,600 steps: 28,800 steps, far below MIN_CLUSTER_STEPS
+    assert sweep_module._default_workers([hour] * 8, 10**6) == 0
+    week = load_scenario(REFERENCE, {"simulation.duration": "7d", "simulation.dt": "1s"})
+    assert sweep_module._default_workers([week] * 8, 10**6) == 4  # 4.8 M steps
+
+
+def test_duplicate_grid_values_are_refused():
+    with pytest.raises(PowerModelError, match="lists 8192 twice"):
+        sweep(REFERENCE, {"cluster.n_gpus": [8192, 8192]}, progress=False)
+
+
+def test_a_sweep_none_of_whose_runs_ran_exits_3(tmp_path, capsys):
+    text = SWEEP_FILE.replace("cluster.n_gpus = [8192, 16384]", "cluster.n_gpus = [-5]")
+    path = _files(tmp_path, text)
+    assert main(["sweep", str(path), "-o", str(tmp_path / "r.nc"), "--workers", "0"]) == 3
+    captured = capsys.readouterr()
+    assert "0 of 4 runs ran" in captured.out and (tmp_path / "r.nc").exists()
+
+
+def test_the_seeds_option_is_named_in_its_error(tmp_path, capsys):
+    path = _files(tmp_path)
+    assert main(["sweep", str(path), "-o", str(tmp_path / "r.nc"), "--seeds", "0"]) == 1
+    assert "--seeds must be 1 to 1,000, got 0" in capsys.readouterr().err
+
+
+def test_the_public_names_are_sorted():
+    assert sweep_module.__all__ == sorted(sweep_module.__all__)
