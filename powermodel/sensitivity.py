@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from powermodel import rules
+from powermodel import rules, stream
 from powermodel.analysis import metrics
 from powermodel.errors import PowerModelError
 from powermodel.scenario import Scenario, load_scenario
@@ -117,8 +117,9 @@ def _checked_all(
 def _checked(
     scenario: Scenario, rule_list: list[rules.Rule], registered_demand: float | None
 ) -> tuple[list[rules.RuleResult], list[rules.Refusal]]:
-    """One run checked: what a worker does."""
-    return rules.check_each(simulate(scenario), rule_list, registered_demand)
+    """One run checked: what a worker does (streamed in chunks where it does not fit the
+    worker's memory, :func:`powermodel.stream.checked`)."""
+    return stream.checked(scenario, rule_list, registered_demand)
 
 
 def check_sensitivity(

@@ -22,7 +22,7 @@ import xarray as xr
 from powermodel.analysis import Pieces, StreamedMetrics, step_seconds
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.export import check_path, iso_times, profile_table
-from powermodel.rules import Refusal, Rule, RuleResult, StreamedCheck
+from powermodel.rules import Refusal, Rule, RuleResult, StreamedCheck, check_each
 from powermodel.scenario import Scenario, format_duration
 from powermodel.simulate import (
     BYTES_PER_STEP,
@@ -30,13 +30,15 @@ from powermodel.simulate import (
     _event_variables,
     _share,
     _totals,
+    available_memory,
     memory_estimate,
     preflight,
     prepare,
+    simulate,
     streamable,
 )
 
-__all__ = ["chunk_steps", "describe", "Measures", "STREAMED", "stream"]
+__all__ = ["checked", "chunk_steps", "describe", "Measures", "STREAMED", "stream"]
 
 STREAMED = (".parquet", ".csv")  # formats written a chunk at a time
 # The most steps a chunk takes: about 0.7 GB of the run's peak per step (BYTES_PER_STEP), so
@@ -53,12 +55,13 @@ def chunk_steps(budget: float) -> int:
 
 def stream(
     scenario: Scenario,
-    path: str | Path,
+    path: str | Path | None,
     chunk: int = MAX_CHUNK_STEPS,
     progress: Callable[[int], None] | None = None,
     measures: Measures | None = None,
-) -> Path:
-    """Simulate a scenario in chunks of about ``chunk`` steps, writing its profile to ``path``.
+) -> Path | None:
+    """Simulate a scenario in chunks of about ``chunk`` steps, writing its profile to ``path``
+    (None: nothing written, the run only measured into ``measures``).
 
     Parameters
     ----------
@@ -80,11 +83,11 @@ def stream(
 
     Returns
     -------
-    pathlib.Path
+    pathlib.Path or None
         The file written.
     """
-    path = check_path(path)
-    if path.suffix not in STREAMED:
+    path = None if path is None else check_path(path)
+    if path is not None and path.suffix not in STREAMED:
         raise PowerModelError(
             f"a run streamed in parts writes {' or '.join(STREAMED)}, not {path.suffix}: "
             "write -o FILE.parquet"
@@ -117,12 +120,14 @@ def stream(
             part = run.profile(plant, run.render(lo, hi), lo)
             yield run.dataset(plant, {name: part[name] for name in ORDER if name in part}, lo)
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
     writer = None
     throughput = 0.0
     try:
         for ds in chunks():
-            writer = _write(writer, ds, path)
+            if path is not None:
+                writer = _write(writer, ds, path)
             throughput += float(ds["throughput"].values.sum())
             if measures is not None:
                 measures.feed(ds, n)
@@ -141,6 +146,24 @@ def stream(
         )
         measures.finish(totals, chunks)
     return path
+
+
+def checked(
+    scenario: Scenario,
+    rule_list: list[Rule],
+    registered_demand: float | None = None,
+    budget: float | None = None,
+) -> tuple[list[RuleResult], list[Refusal]]:
+    """:func:`powermodel.rules.check_each` on a run of the scenario: simulated in memory where
+    its estimate fits ``budget`` [B] (default: the memory available), else streamed in chunks,
+    nothing written, its rules judged across them (:class:`Measures`: the same results). A run
+    that can neither fit nor stream is refused by :func:`~powermodel.simulate.check_memory`."""
+    budget = available_memory() if budget is None else budget
+    if memory_estimate(scenario) <= budget or streamable(scenario) is not None:
+        return check_each(simulate(scenario), rule_list, registered_demand)
+    measures = Measures(rule_list, registered_demand)
+    stream(scenario, None, chunk_steps(budget), measures=measures)
+    return measures.results, measures.refused
 
 
 def _write(

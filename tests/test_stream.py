@@ -190,3 +190,29 @@ def test_a_streamed_week_measures_as_in_memory(tmp_path):
     # acceptance 4: a 7-day overlap at 1 s, in chunks of about 3 h
     scenario = load_scenario(REFERENCE, {"simulation.duration": "7d"})
     _same_measures(scenario, simulate(scenario), tmp_path, chunk=10_800)
+
+
+def test_a_check_over_its_budget_is_judged_streamed(two_days, tmp_path, monkeypatch):
+    # stream.checked, what `powermodel check` runs for each seed: within its budget the run is
+    # simulated in memory; over it (here a quarter of its estimate) streamed in chunks with
+    # nothing written, and judged to the same results as in memory
+    from powermodel.rules import check_each, load_rules
+    from powermodel.simulate import memory_estimate
+    from powermodel.stream import checked
+
+    scenario = load_scenario(REFERENCE, TWO_DAYS)
+    chosen = load_rules("ercot-5s,nprr1191,aeso-1min")
+    budget = memory_estimate(scenario) / 4  # the run does not fit: it streams
+    results, expected = check_each(simulate(scenario), chosen)
+
+    def whole(*_):
+        raise AssertionError("simulated whole")
+
+    monkeypatch.setattr("powermodel.stream.simulate", whole)
+    streamed, refused = checked(scenario, chosen, budget=budget)
+    assert refused == expected == []
+    for mine, theirs in zip(streamed, results, strict=True):
+        assert (mine.worst, mine.worst_time) == (theirs.worst, theirs.worst_time)
+        pd.testing.assert_frame_equal(mine.violations, theirs.violations)
+        assert mine.by_cause == theirs.by_cause and mine.passed == theirs.passed
+    assert not list(tmp_path.iterdir())  # nothing written
