@@ -33,7 +33,7 @@ from powermodel.analysis import (
     step_seconds,
 )
 from powermodel.errors import PowerModelError, ScenarioError
-from powermodel.iotools import is_file
+from powermodel.iotools import is_file, read_text
 from powermodel.iotools.trace import read_trace  # noqa: F401  (rules.read_trace, as before)
 from powermodel.models import signal
 from powermodel.models.events import State
@@ -226,14 +226,7 @@ def shipped(names: object) -> tuple[str, ...]:
 
 
 def _read_rule_file(path: Path) -> dict[str, dict]:
-    try:
-        text = path.read_text("utf-8")
-    except FileNotFoundError:
-        raise RuleError(f"{path}: no such rule file") from None
-    except UnicodeDecodeError:
-        raise RuleError(f"{path}: not a text file in UTF-8: save the rules as UTF-8") from None
-    except OSError as exc:
-        raise RuleError(f"{path}: cannot read the rule file ({exc.strerror})") from None
+    text = read_text(path, "rule file", RuleError)
     try:
         tables = parse_toml(text, str(path))
     except ScenarioError as exc:

@@ -45,7 +45,7 @@ from pydantic import (
 
 from powermodel.durations import format_duration, parse_duration
 from powermodel.errors import DataFileError, ScenarioError
-from powermodel.iotools import exists, is_file
+from powermodel.iotools import exists, is_file, read_text
 from powermodel.iotools.weather import SHIPPED, site_of
 from powermodel.models import electrical, variation
 from powermodel.models import weather as wx
@@ -1534,12 +1534,9 @@ def _read_source(
     """Text, label and folder (None for a preset) of a preset name or a TOML file."""
     if _is_file_name(name_or_path, folder):
         path = Path(folder or ".") / name_or_path
-        if not is_file(path):
+        if not is_file(path) and not exists(path):
             raise ScenarioError(f"scenario file {str(path)!r} does not exist")
-        try:
-            return path.read_text(encoding="utf-8"), str(path), path.resolve().parent
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ScenarioError(f"cannot read scenario file {str(path)!r}: {exc}") from None
+        return read_text(path, "scenario file", ScenarioError), str(path), path.resolve().parent
     name = str(name_or_path)
     if name not in presets():
         raise ScenarioError(

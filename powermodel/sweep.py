@@ -44,6 +44,7 @@ from powermodel import rules
 from powermodel._version import __version__
 from powermodel.analysis import metrics, resample, resample_factor
 from powermodel.errors import DataFileError, PowerModelError, ScenarioError
+from powermodel.iotools import read_text
 from powermodel.reference import keys as scenario_keys
 from powermodel.scenario import (
     Scenario,
@@ -1146,21 +1147,7 @@ def read_sweep(path: str | Path) -> SweepFile:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        size = path.stat().st_size
-        if not path.is_file():
-            raise PowerModelError(f"{path}: not a file: give a sweep file (.toml)")
-        if size > MAX_FILE_BYTES:
-            raise PowerModelError(
-                f"{path}: {size:,} bytes, more than the {MAX_FILE_BYTES:,} a sweep file needs"
-            )
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PowerModelError(f"{path}: no such sweep file") from None
-    except UnicodeDecodeError:
-        raise PowerModelError(f"{path}: not a text file in UTF-8: save it as UTF-8") from None
-    except OSError as exc:
-        raise PowerModelError(f"{path}: cannot read the sweep file ({exc.strerror})") from None
+    return read_text(path, "sweep file", PowerModelError, MAX_FILE_BYTES)
 
 
 def _typed(raw: dict[str, Any], key: str, kind: Any, path: Path) -> Any:

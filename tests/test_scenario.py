@@ -319,3 +319,29 @@ def test_old_storage_key_is_refused_naming_the_new_one(tmp_path):
     saved.write_text('extends = "llama3-405b-16k-h100"\n[cluster]\nstorage_power = 0.25\n')
     with pytest.raises(ScenarioError, match="cluster.storage_power_per_gpu"):
         load_scenario(saved)
+
+
+def test_scenario_rule_and_sweep_files_are_bounded_before_they_are_read(tmp_path):
+    # one reader for the user's text files (powermodel.iotools.read_text): a file over 1 MiB is
+    # refused from its size, a folder is not a file, bytes that are not UTF-8 say so
+    from powermodel.errors import PowerModelError
+    from powermodel.rules import RuleError, load_rules
+    from powermodel.sweep import read_sweep
+
+    big = tmp_path / "big.toml"
+    big.write_text("# padding\n" * 120_000)  # 1.2 MB of comments
+    folder = tmp_path / "folder.toml"
+    folder.mkdir()
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes('name = "Caf\xe9"\n'.encode("latin-1"))
+    for path, said in (
+        (big, "1,200,000 bytes, more than the 1,048,576 a scenario file needs"),
+        (folder, "not a file: give a scenario file"),
+        (latin, "not a text file in UTF-8: save the scenario file as UTF-8"),
+    ):
+        with pytest.raises(ScenarioError, match=said):
+            load_scenario(path)
+    with pytest.raises(RuleError, match="more than the 1,048,576 a rule file needs"):
+        load_rules(str(big))
+    with pytest.raises(PowerModelError, match="not a file: give a sweep file"):
+        read_sweep(folder)

@@ -30,6 +30,39 @@ def exists(path: str | Path) -> bool:
         return False
 
 
+MAX_TEXT_BYTES = 1 << 20  # a scenario, rule or sweep file: a few hundred lines at the most
+
+
+def read_text(
+    path: Path,
+    what: str,
+    error: type[Exception] = ValueError,
+    limit: int = MAX_TEXT_BYTES,
+) -> str:
+    """A small text file of the user's (a scenario, rule or sweep file), refused with one
+    ``error`` naming ``path`` and the fix when it is missing, not a file, over ``limit`` bytes
+    (checked before reading), not UTF-8 or unreadable; ``what`` names the kind of file."""
+    try:
+        path = Path(path)
+        if not path.is_file():
+            if not path.exists():
+                raise FileNotFoundError
+            raise error(f"{path}: not a file: give a {what}")
+        size = path.stat().st_size
+        if size > limit:
+            raise error(f"{path}: {size:,} bytes, more than the {limit:,} a {what} needs")
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(f"{path}: no such {what}") from None
+    except UnicodeDecodeError:
+        raise error(f"{path}: not a text file in UTF-8: save the {what} as UTF-8") from None
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, error):
+            raise
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise error(f"{path}: cannot read the {what} ({why})") from None
+
+
 # The readers and the shipped weather, after the helpers they use: the public surface (the
 # dashboard calls only the public API; tests/test_layers.py checks it)
 from powermodel.iotools.telemetry import (  # noqa: E402
