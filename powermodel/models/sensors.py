@@ -354,26 +354,27 @@ def read(
     check_resolves(s, dt)
     n = x.shape[-1]
     end = n * dt
-    t = dt * np.arange(1, n + 1) if at is None else np.asarray(at, dtype=float)
-    if t.size and not (
-        np.isfinite(t).all() and t.min() >= -_EPS * dt and t.max() <= end * (1 + _EPS)
+    t = None if at is None else np.asarray(at, dtype=float)  # None: dt · (1, …, n)
+    if (
+        t is not None
+        and t.size
+        and not (np.isfinite(t).all() and t.min() >= -_EPS * dt and t.max() <= end * (1 + _EPS))
     ):
         raise PowerModelError(
             f"the instants to read must lie within the signal, 0 to {format_duration(end)}"
         )
+    if s.period == 0.0:
+        return _report(x, dt, s, dt * np.arange(1, n + 1) if t is None else t, held_before)
+    m = _report_index(t, n, dt, s.period)
     if s.deadband > 0.0:
         if s.period < dt * (1.0 - _EPS):  # every report is kept: bound them by the samples
             raise PowerModelError(
                 f"sensor {s.key!r}: a deadband needs a report period of at least the grid's "
                 f"step, {_short(dt)}; got {_short(s.period)}"
             )
-        last = int(np.floor(t.max() / s.period + _EPS)) if t.size else 0
+        last = int(m.max()) if m.size else 0
         reports = _report(x, dt, s, s.period * np.arange(last + 1), held_before)
-        sent = _deadband(reports, s.deadband)
-        return sent[..., _report_index(t, s.period)]
-    if s.period == 0.0:
-        return _report(x, dt, s, t, held_before)
-    m = _report_index(t, s.period)
+        return _deadband(reports, s.deadband)[..., m]
     first = int(m.min()) if m.size else 0
     count = int(m.max()) + 1 - first if m.size else 0
     if count > m.size:  # few instants far apart: each read where it is
@@ -381,12 +382,20 @@ def read(
     # each report once (polls between two reports read the same one): at 10 ms, a PMU's
     # reports are a third of the polls, a revenue meter's one in 90,000
     reports = _report(x, dt, s, s.period * np.arange(first, first + count), held_before)
-    return reports[..., m - first]
+    m -= first
+    return reports[..., m]
 
 
-def _report_index(t: np.ndarray, period: float) -> np.ndarray:
-    """Index ``m`` of the last report at or before each instant (``m · period ≤ t``)."""
-    return np.floor(t / period + _EPS).astype(np.int64)
+def _report_index(t: np.ndarray | None, n: int, dt: float, period: float) -> np.ndarray:
+    """Index ``m`` of the last report at or before each instant ``t`` (``m · period ≤ t``), by
+    default of each ``dt · (1, …, n)``; in blocks, with no temporary of the instants' size."""
+    size = n if t is None else t.size
+    flat = None if t is None else t.ravel()
+    out = np.empty(size, np.int64)
+    for a in range(0, size, _BLOCK):
+        u = dt * np.arange(a + 1, min(a + _BLOCK, size) + 1) if t is None else flat[a : a + _BLOCK]
+        out[a : a + u.size] = np.floor(u / period + _EPS)
+    return out if t is None else out.reshape(t.shape)
 
 
 def _report(x: np.ndarray, dt: float, s: Sensor, r: np.ndarray, held_before: bool) -> np.ndarray:
@@ -417,7 +426,10 @@ def _report(x: np.ndarray, dt: float, s: Sensor, r: np.ndarray, held_before: boo
 
 def _start(x: np.ndarray, dt: float) -> np.ndarray:
     """``∫₀ x`` of the held signal at each grid edge ``dt · (0, …, n)``."""
-    return dt * np.concatenate((np.zeros(x.shape[:-1] + (1,)), np.cumsum(x, axis=-1)), axis=-1)
+    out = np.zeros(x.shape[:-1] + (x.shape[-1] + 1,))
+    np.cumsum(x, axis=-1, out=out[..., 1:])
+    out *= dt
+    return out
 
 
 def _integral(x: np.ndarray, dt: float, t: np.ndarray, start: np.ndarray) -> np.ndarray:
