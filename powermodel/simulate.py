@@ -66,8 +66,9 @@ BYTES_PER_ITERATION = 80
 BYTES_PER_BATTERY_STEP = 16
 BYTES_PER_SEGMENT = 256
 # Each sensor view: its variable (8 B/step) and the temporaries of reading it. tracemalloc's peak
-# over sensor_view on 1e6- and 4e6-step profiles, every chain: 40 (SCADA) to 137 B/step (a PMU's
-# two moving averages), 145 with missing values; a deadband adds a bounded chunk (4 MB), not
+# over sensor_view on a 1e6-step profile at 5 ms, every chain: 16 (SCADA) to 49 B/step (NVML's
+# moving average at every step), 82 with missing values (137 and 145 before a PMU's reports
+# were summed from the values under each window); a deadband adds a bounded chunk (4 MB), not
 # per step (tests/test_sensors.py measures the worst chains against this).
 BYTES_PER_SENSOR_STEP = 160
 # The plant path's state in the Dataset, held over each plant step (float32: 7 digits suffice)

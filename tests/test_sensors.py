@@ -431,19 +431,31 @@ def test_the_memory_of_a_sensor_view_is_what_the_estimate_counts(chain, dt, gap)
     assert peak < n * engine.BYTES_PER_SENSOR_STEP, peak / n
 
 
-def test_the_pmu_knots_merge_is_numpys_unique():
-    # np.unique of the concatenation (the sort the merge replaces) is the reference: the knots
-    # of a 30-sample PMU's triangle on a 10-ms grid (two shifted grids, near but not equal), and
-    # small non-decreasing arrays with repeats, shared values and an empty one
-    from powermodel.models.sensors import _union
+def test_pmu_readings_after_two_hours_at_10_ms_are_the_exact_triangle_means():
+    # The reference is the P-class sum y(r) = Σ xᵢ·(F(tᵢ₊₁ − r) − F(tᵢ − r)) in exact rational
+    # arithmetic over the same float inputs (F the triangle's cumulative weight, pclass_step),
+    # at 200 reports in the run's last seconds. The float grid edges i·dt lie within
+    # ulp(7200 s) = 9e-13 s of i·dt: a weight moves by at most 60/s × 4.5e-13 s, under 1e-12
+    # of a reading of a 100 ± 1 signal. A running integral of the whole signal (the filter's
+    # form before issue 13) kept about 3e-10 here, its rounding growing with the run.
+    from fractions import Fraction
 
-    edges = 0.01 * np.arange(100_001)
-    np.testing.assert_array_equal(
-        _union(edges - 1 / 60, edges + 1 / 60),
-        np.unique(np.concatenate((edges - 1 / 60, edges + 1 / 60))),
-    )
-    rng = np.random.default_rng(13)
-    for size_a, size_b in [(0, 5), (5, 0), (0, 0), (30, 17), (17, 30)]:
-        a = np.sort(rng.integers(0, 20, size_a)).astype(float)
-        b = np.sort(rng.integers(0, 20, size_b)).astype(float)
-        np.testing.assert_array_equal(_union(a, b), np.unique(np.concatenate((a, b))))
+    dt, n = 0.01, 720_000
+    x = 100.0 + np.random.default_rng(11).normal(size=n)
+    at = dt * np.arange(n - 600, n + 1, 3)
+    y = read(x, dt, "pmu30", at)
+    h = Fraction(1.0 / 60.0)
+    step = Fraction(dt)
+
+    def weight(z: Fraction) -> Fraction:
+        u = min(max(z / h, Fraction(-1)), Fraction(1))
+        return (1 + u) ** 2 / 2 if u < 0 else 1 - (1 - u) ** 2 / 2
+
+    for t, got in zip(at, y, strict=True):
+        r = Fraction((1.0 / 30.0) * int(np.floor(t / (1.0 / 30.0) + 1e-9)))
+        first = int((r - h) / step) - 1
+        exact = sum(
+            Fraction(x[min(i, n - 1)]) * (weight(step * (i + 1) - r) - weight(step * i - r))
+            for i in range(first, first + 8)
+        )
+        assert_allclose(got, float(exact), rtol=1e-11)

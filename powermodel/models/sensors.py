@@ -305,10 +305,11 @@ def read(
       means of a revenue meter;
     - a sample (``w = 0``): ``y(r) = x(r⁻)``, the mean of the interval that ends at or holds r;
     - the P-class triangle of half-width ``h = w/2``:
-      ``y(r) = ∫ x(s)·(h − |s − r|) ds / h²``, the mean over ``[r − h/2, r + h/2]`` of the
-      ``h``-wide moving average ``M(u) = (X(u + h/2) − X(u − h/2)) / h`` (a triangle is a box
-      convolved with itself); ``M`` is piecewise linear between known breakpoints, so its
-      integral is exact too.
+      ``y(r) = ∫ x(s)·(h − |s − r|) ds / h² = Σᵢ xᵢ·(F(tᵢ₊₁ − r) − F(tᵢ − r))`` over the
+      intervals ``[tᵢ, tᵢ₊₁)`` the window covers, ``F`` the triangle's cumulative weight
+      (``(1 + z/h)²/2`` up to its centre, ``1 − (1 − z/h)²/2`` after): exact for a held
+      signal, each report from the few values under its window (no running integral of the
+      whole signal, whose rounding grows with its length).
 
     A report whose window ``[r − w, r]`` (a moving average), ``[r − h, r + h]`` (the triangle)
     starts before 0 is NaN (no report yet), and so is one whose window overlaps a missing
@@ -407,12 +408,12 @@ def _report(x: np.ndarray, dt: float, s: Sensor, r: np.ndarray, held_before: boo
     missing = np.isnan(x)
     gaps = missing.any()
     filled = np.where(missing, 0.0, x) if gaps else x
-    start = _start(filled, dt)
     if s.filter == P_CLASS:
         lo, hi = r - 0.5 * s.window, r + 0.5 * s.window
-        y = _triangle(filled, dt, r, 0.5 * s.window, start)
+        y = _triangle(filled, dt, r, 0.5 * s.window)
     else:
         lo, hi = r - s.window, r
+        start = _start(filled, dt)
         y = (_integral(filled, dt, hi, start) - _integral(filled, dt, lo, start)) / s.window
     blank = np.zeros(y.shape, dtype=bool)
     if not held_before:
@@ -452,71 +453,40 @@ def _integral(x: np.ndarray, dt: float, t: np.ndarray, start: np.ndarray) -> np.
     return out.reshape(x.shape[:-1] + np.shape(t))
 
 
-def _triangle(x: np.ndarray, dt: float, r: np.ndarray, h: float, start: np.ndarray) -> np.ndarray:
+def _triangle(x: np.ndarray, dt: float, r: np.ndarray, h: float) -> np.ndarray:
     """Mean of the held signal under a triangle of half-width ``h`` [s] centred at each ``r``.
 
-    ``M(u)``, the ``h``-wide moving average centred at ``u``, is linear between breakpoints
-    ``u = edge ± h/2``; its integral over each piece is a trapezoid, and within a piece a
-    quadratic. Integrals of ``M`` stay of the signal's size × time, so no precision is lost to
-    a second difference of a double integral.
+    Interval ``i``, from ``tᵢ = i·dt`` to ``tᵢ₊₁``, weighs ``F(tᵢ₊₁ − r) − F(tᵢ − r)``, ``F`` the
+    triangle's cumulative weight (:func:`_triangle_cdf`): a sum over the few intervals the
+    window covers (``⌈2h/dt⌉ + 3`` of them, from the one before it starts), each term over
+    every report at once, in blocks of reports. The first value is held before the grid and
+    the last after it, as :func:`_integral` holds them.
     """
     n = x.shape[-1]
-    edges = dt * np.arange(n + 1)
-    knots = _union(edges - 0.5 * h, edges + 0.5 * h)
-    knots = knots[np.concatenate(([True], np.diff(knots) > _EPS * dt))]
-    width = np.diff(knots)
-    m = np.empty(x.shape[:-1] + knots.shape)
-    for a in range(0, knots.size, _BLOCK):  # in blocks, as _integral
-        at = knots[a : a + _BLOCK]
-        m[..., a : a + at.size] = (
-            _integral(x, dt, at + 0.5 * h, start) - _integral(x, dt, at - 0.5 * h, start)
-        ) / h
-    q = np.zeros_like(m)  # the trapezoids' running sum, in blocks: each goes on from the last
-    for a in range(0, width.size, _BLOCK):
-        b = min(a + _BLOCK, width.size)
-        area = 0.5 * (m[..., a + 1 : b + 1] + m[..., a:b]) * width[a:b]
-        if a:
-            area = np.concatenate((q[..., a : a + 1], area), axis=-1)
-        q[..., a + 1 : b + 1] = np.cumsum(area, axis=-1)[..., 1 if a else 0 :]
-
-    def integral_of_m(u: np.ndarray) -> np.ndarray:
-        u = np.clip(u, knots[0], knots[-1])
-        j = np.clip(_searchsorted(knots, u, "right") - 1, 0, knots.size - 2)
-        v = u - knots[j]
-        slope = (m[..., j + 1] - m[..., j]) / width[j]
-        return q[..., j] + m[..., j] * v + 0.5 * slope * v * v
-
-    out = np.empty(m.shape[:-1] + r.shape)
-    for a in range(0, r.size, _BLOCK):  # in blocks, as _integral
-        at = r[a : a + _BLOCK]
-        out[..., a : a + at.size] = (integral_of_m(at + 0.5 * h) - integral_of_m(at - 0.5 * h)) / h
-    return out
+    flat = np.ravel(r)
+    out = np.empty(x.shape[:-1] + flat.shape)
+    spans = int(np.ceil(2.0 * h / dt)) + 3  # one to spare for rounding: it weighs 0
+    for a in range(0, flat.size, _BLOCK):
+        at = flat[a : a + _BLOCK]
+        i = np.floor((at - h) / dt).astype(np.int64) - 1  # ends before the window starts
+        lower = _triangle_cdf(dt * i - at, h)
+        total = np.zeros(x.shape[:-1] + at.shape)
+        for _ in range(spans):
+            upper = _triangle_cdf(dt * (i + 1) - at, h)
+            total += x[..., np.clip(i, 0, n - 1)] * (upper - lower)
+            lower = upper
+            i += 1
+        out[..., a : a + at.size] = total
+    return out.reshape(x.shape[:-1] + np.shape(r))
 
 
-def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The sorted values of two non-decreasing arrays, each once: ``np.unique`` of both, by a
-    merge (each of ``b``'s places from a binary search) rather than a sort of both."""
-    at = _searchsorted(a, b) + np.arange(b.size)
-    out = np.empty(a.size + b.size, np.result_type(a, b))
-    of_a = np.ones(out.size, dtype=bool)
-    of_a[at] = False
-    out[at] = b
-    out[of_a] = a
-    first = np.ones(out.size, dtype=bool)  # the first of equal values
-    np.not_equal(out[1:], out[:-1], out=first[1:])
-    return out[first]
-
-
-def _searchsorted(a: np.ndarray, keys: np.ndarray, side: str = "left") -> np.ndarray:
-    """``np.searchsorted(a, keys, side)`` in blocks of keys, each searched only in the stretch
-    of ``a`` between its least and greatest key: the same indices, found in the CPU cache when
-    the keys come in order."""
-    out = np.empty(keys.shape, np.int64)
-    for at in range(0, keys.size, _BLOCK):
-        block = keys[at : at + _BLOCK]
-        lo, hi = np.searchsorted(a, [block.min(), block.max()], side)
-        out[at : at + block.size] = lo + np.searchsorted(a[lo:hi], block, side)
-    return out
+def _triangle_cdf(z: np.ndarray, h: float) -> np.ndarray:
+    """Share of a triangle of half-width ``h`` centred at 0 that lies before ``z``:
+    ``(1 + z/h)²/2`` up to its centre, ``1 − (1 − z/h)²/2`` after, 0 and 1 outside it."""
+    u = np.clip(z / h, -1.0, 1.0)
+    rest = 1.0 - np.abs(u)
+    rest *= 0.5 * rest
+    return np.where(u < 0.0, rest, 1.0 - rest)
 
 
 def _deadband(y: np.ndarray, band: float) -> np.ndarray:
