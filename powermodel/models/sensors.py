@@ -20,6 +20,7 @@ its last value (a steady state), which only a PMU's last reports reach.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -366,37 +367,43 @@ def read(
         )
     if s.period == 0.0:
         return _report(x, dt, s, dt * np.arange(1, n + 1) if t is None else t, held_before)
-    m = _report_index(t, n, dt, s.period)
+    instants = (n,) if t is None else t.shape
+    ranges = [(m.min(), m.max()) for _, m in _report_blocks(t, n, dt, s.period)]
+    first, last = (min(r[0] for r in ranges), max(r[1] for r in ranges)) if ranges else (0, -1)
     if s.deadband > 0.0:
         if s.period < dt * (1.0 - _EPS):  # every report is kept: bound them by the samples
             raise PowerModelError(
                 f"sensor {s.key!r}: a deadband needs a report period of at least the grid's "
                 f"step, {_short(dt)}; got {_short(s.period)}"
             )
-        last = int(m.max()) if m.size else 0
-        reports = _report(x, dt, s, s.period * np.arange(last + 1), held_before)
-        return _deadband(reports, s.deadband)[..., m]
-    first = int(m.min()) if m.size else 0
-    count = int(m.max()) + 1 - first if m.size else 0
-    if count > m.size:  # few instants far apart: each read where it is
-        return _report(x, dt, s, s.period * m, held_before)
-    # each report once (polls between two reports read the same one): at 10 ms, a PMU's
-    # reports are a third of the polls, a revenue meter's one in 90,000
-    reports = _report(x, dt, s, s.period * np.arange(first, first + count), held_before)
-    m -= first
-    return reports[..., m]
+        first, last = 0, max(last, 0)
+        reports = _deadband(
+            _report(x, dt, s, s.period * np.arange(last + 1), held_before), s.deadband
+        )
+    elif last + 1 - first > np.prod(instants):  # few instants far apart: each read where it is
+        m = np.concatenate([m for _, m in _report_blocks(t, n, dt, s.period)])
+        return _report(x, dt, s, s.period * m.reshape(instants), held_before)
+    else:
+        # each report once (polls between two reports read the same one): at 10 ms, a PMU's
+        # reports are a third of the polls, a revenue meter's one in 90,000
+        reports = _report(x, dt, s, s.period * np.arange(first, last + 1), held_before)
+    out = np.empty(x.shape[:-1] + (int(np.prod(instants)),))
+    for a, m in _report_blocks(t, n, dt, s.period):  # each poll reads its last report
+        m -= first
+        out[..., a : a + m.size] = reports[..., m]
+    return out.reshape(x.shape[:-1] + instants)
 
 
-def _report_index(t: np.ndarray | None, n: int, dt: float, period: float) -> np.ndarray:
-    """Index ``m`` of the last report at or before each instant ``t`` (``m · period ≤ t``), by
-    default of each ``dt · (1, …, n)``; in blocks, with no temporary of the instants' size."""
+def _report_blocks(
+    t: np.ndarray | None, n: int, dt: float, period: float
+) -> Iterator[tuple[int, np.ndarray]]:
+    """In blocks of instants ``t`` (by default ``dt · (1, …, n)``), each block's start and the
+    index ``m`` of the last report at or before each of its instants (``m · period ≤ t``)."""
     size = n if t is None else t.size
     flat = None if t is None else t.ravel()
-    out = np.empty(size, np.int64)
     for a in range(0, size, _BLOCK):
         u = dt * np.arange(a + 1, min(a + _BLOCK, size) + 1) if t is None else flat[a : a + _BLOCK]
-        out[a : a + u.size] = np.floor(u / period + _EPS)
-    return out if t is None else out.reshape(t.shape)
+        yield a, np.floor(u / period + _EPS).astype(np.int64)
 
 
 def _report(x: np.ndarray, dt: float, s: Sensor, r: np.ndarray, held_before: bool) -> np.ndarray:
