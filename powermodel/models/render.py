@@ -95,7 +95,7 @@ def interval_means(
     out = np.empty((cumulative.shape[0], edges.size - 1))
     for lo in range(0, edges.size - 1, CHUNK):  # bounded temporaries on long runs
         chunk = edges[lo : lo + CHUNK + 1]
-        seg = np.searchsorted(seg_start, chunk, side="right") - 1
+        seg = segment_of(seg_start, chunk)
         total = before[:, seg] + _integral(
             cumulative,
             seg_shape[seg],
@@ -144,15 +144,20 @@ def _integral(
 
 def _periodic(cumulative: np.ndarray, shape: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Integral in units of each shape's coordinate from 0 to ``x``, the shape repeating."""
-    n_cells = cumulative.shape[-1] - 1
+    n_q, n_shapes, width = cumulative.shape
     whole = np.floor(x)
-    pos = (x - whole) * n_cells
-    cell = np.minimum(pos.astype(np.int64), n_cells - 1)
+    pos = (x - whole) * (width - 1)
+    cell = np.minimum(pos.astype(np.int64), width - 2)
     frac = pos - cell
-    lower = cumulative[:, shape, cell]
-    upper = cumulative[:, shape, cell + 1]
-    within = lower + frac * (upper - lower)
-    return whole * cumulative[:, shape, -1] + within
+    # one index into the flattened tables: a gather along one axis, not a broadcast of two
+    cell += shape * width
+    tables = cumulative.reshape(n_q, -1)
+    lower = tables.take(cell, axis=1)
+    within = tables.take(cell + 1, axis=1)
+    within -= lower
+    within *= frac
+    within += lower
+    return whole * cumulative[:, :, -1].take(shape, axis=1) + within
 
 
 def _stepped(base: np.ndarray, steps: Steps, seg: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -185,4 +190,21 @@ def _stepped(base: np.ndarray, steps: Steps, seg: np.ndarray, x: np.ndarray) -> 
 
 def state_at(seg_start: np.ndarray, seg_state: np.ndarray, times: np.ndarray) -> np.ndarray:
     """State of the segment holding each time."""
-    return seg_state[np.searchsorted(seg_start, times, side="right") - 1]
+    return seg_state[segment_of(seg_start, times)]
+
+
+def segment_of(seg_start: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Index of the segment holding each time (the last start at or before it; −1 before the
+    first): ``np.searchsorted(seg_start, times, "right") − 1``. Times in order, as a grid's
+    are, find the few segment starts among them instead (the same indices, a running count of
+    the starts passed), each time's search through every segment saved."""
+    times = np.asarray(times)
+    if times.ndim != 1 or times.size < 2 or np.any(times[1:] < times[:-1]):
+        return np.searchsorted(seg_start, times, side="right") - 1
+    lo, hi = np.searchsorted(seg_start, times[[0, -1]], side="right")
+    passed = np.bincount(
+        np.searchsorted(times, seg_start[lo:hi], side="left"), minlength=times.size
+    )
+    out = np.cumsum(passed[: times.size])
+    out += lo - 1
+    return out
