@@ -794,15 +794,14 @@ class Run:
         if sequential(self.scenario):
             return [(lo, hi)]
         dt = self.dt
+        hours = _hour_starts(lo, hi, dt)
         cuts = [lo]
         while cuts[-1] + size < hi:
             # the first step of an hour at or after the next cut (an hour spans 3600 / dt steps)
-            near = np.arange(cuts[-1] + size - 1, min(cuts[-1] + size + int(3600 / dt) + 2, hi))
-            hour = (near * dt // 3600).astype(np.int64)
-            starts = near[1:][np.diff(hour) > 0]
-            if starts.size == 0:
+            at = np.searchsorted(hours, cuts[-1] + size)
+            if at == hours.size or hours[at] >= cuts[-1] + size + int(3600 / dt) + 2:
                 break
-            cuts.append(int(starts[0]))
+            cuts.append(int(hours[at]))
         return list(zip(cuts, [*cuts[1:], hi], strict=True))
 
     def realised(self, means: np.ndarray) -> float:
@@ -1086,12 +1085,33 @@ def _hourly_ratio(
 ) -> _Pieces:
     """Ratio of the two signals' energies over each clock hour of the run (the signals on steps
     of ``dt`` [s] from step ``lo``), on every sample."""
-    hour = ((lo + np.arange(numerator.size)) * dt // 3600).astype(np.int64)
-    hour -= hour[0]
+    n = numerator.size
+    starts = np.concatenate(([0], _hour_starts(lo, lo + n, dt) - lo))
+    label = _hour_of(lo + starts, dt)
+    label -= label[0]
+    hour = np.repeat(label, np.diff(starts, append=n))
     ratio = np.bincount(hour, numerator) / np.bincount(hour, denominator)
-    starts = np.flatnonzero(np.diff(hour)) + 1
-    starts = np.concatenate(([0], starts))
-    return _Pieces(ratio[hour[starts]], starts, numerator.size)
+    return _Pieces(ratio[label], starts, n)
+
+
+def _hour_of(steps: np.ndarray, dt: float) -> np.ndarray:
+    """The clock hour of the run (0 the first) in which each step (of ``dt`` [s]) starts."""
+    return (steps * dt // 3600).astype(np.int64)
+
+
+def _hour_starts(lo: int, hi: int, dt: float) -> np.ndarray:
+    """The steps after ``lo`` and before ``hi`` that start a clock hour (:func:`_hour_of` rises
+    there), found near where each hour is due rather than by the hour of every step."""
+    if hi - lo < 2:
+        return np.empty(0, np.int64)
+    first, last = _hour_of(np.array([lo, hi - 1]), dt)
+    hours = np.arange(first + 1, last + 1)
+    near = np.ceil(hours * (3600 / dt)).astype(np.int64)[:, None] + np.arange(-2, 3)
+    np.clip(near, lo, hi - 1, out=near)
+    reached = _hour_of(near, dt) >= hours[:, None]
+    if reached[:, 0].any() or not reached[:, -1].all():  # far from due: every step's hour
+        return lo + 1 + np.flatnonzero(np.diff(_hour_of(np.arange(lo, hi), dt)))
+    return np.unique(near[np.arange(hours.size), np.argmax(reached, axis=1)])
 
 
 def _psu_slope(scenario: Scenario) -> float:
