@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -596,8 +596,7 @@ def simulate(
         }
     )
     for chain in chains:  # the profile's own step: no need to read it back from its times
-        view = _view(ds, chain, chain.variable, run.dt)
-        ds[view.name] = view
+        ds[f"{chain.variable}_{chain.key}"] = _reading(ds, chain, chain.variable, run.dt)
     return annotate(ds)
 
 
@@ -649,10 +648,15 @@ def sensor_view(
 
 def _view(ds: xr.Dataset, chain: sensors.Sensor, name: str, dt: float) -> xr.DataArray:
     """:func:`sensor_view` of the variable ``name`` of a profile of step ``dt`` [s]."""
-    values = sensors.read(np.asarray(ds[name].values, dtype=np.float64), dt, chain)
-    view = xr.DataArray(values, coords={"time": ds["time"]}, dims="time")
-    view.attrs.update(sensor_attrs(name, chain, ds[name].attrs.get("units")))
+    view = xr.DataArray(_reading(ds, chain, name, dt), coords={"time": ds["time"]})
     return view.rename(f"{name}_{chain.key}")
+
+
+def _reading(ds: xr.Dataset, chain: sensors.Sensor, name: str, dt: float) -> xr.Variable:
+    """The readings of :func:`_view` on ``time``, with their attrs (no coordinate to build:
+    ``simulate`` adds them to the profile it made, whose ``time`` they share)."""
+    values = sensors.read(np.asarray(ds[name].values, dtype=np.float64), dt, chain)
+    return xr.Variable("time", values, sensor_attrs(name, chain, ds[name].attrs.get("units")))
 
 
 def _profile_step(ds: xr.Dataset) -> float:
@@ -722,15 +726,16 @@ class Run:
         state = line.state.astype(np.int64)
         return render.interval_means(line.start, state, self.rate, self.tables, edges, self.steps)
 
-    def per_gpu(self, means: np.ndarray) -> np.ndarray:
-        """What each GPU draws as rendered [W], from :meth:`render`'s means."""
-        return means[0] * 1e6 / self.scenario.cluster.n_gpus
+    def per_gpu(self, gpu_power: np.ndarray) -> np.ndarray:
+        """What each GPU draws as rendered [W], from the rendered ``gpu_power`` [MW] (the first
+        of :meth:`render`'s means)."""
+        return gpu_power * 1e6 / self.scenario.cluster.n_gpus
 
     def plant_means(self, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The plant-step means of the rendered board power per GPU [W] and IT power [MW],
         from :meth:`render`'s means over whole plant steps."""
         k = self.k
-        return _block_mean(self.per_gpu(means), k), _block_mean(means[1], k)
+        return _block_mean(means[0], k, self.per_gpu), _block_mean(means[1], k)
 
     def plant(self, per_gpu: np.ndarray, heat: np.ndarray) -> facility.PlantPath:
         """The plant path from the plant-step means of the rendered board power per GPU [W] and
@@ -757,7 +762,7 @@ class Run:
         gpu_power, it_power, nominal_throughput = means[:3]
         trained = means[3] if means.shape[0] > 3 else nominal_throughput  # see drawn_steps
         n = gpu_power.size
-        per_gpu = self.per_gpu(means)
+        per_gpu = self.per_gpu(means[0])
         running = nominal_throughput / self.token_rate  # share of each interval spent training
         gpu_power, it_power = _it_path(scenario, line, per_gpu, it_power, running, path, k, lo)
         it_power, rack = facility.storage(scenario, "rack", it_power, dt)
@@ -1147,8 +1152,18 @@ def _cluster_mw(watts: np.ndarray | float, count: int) -> np.ndarray | float:
     return watts * count / 1e6
 
 
-def _block_mean(values: np.ndarray, k: int) -> np.ndarray:
-    return values.reshape(-1, k).mean(axis=1)
+def _block_mean(
+    values: np.ndarray, k: int, of: Callable[[np.ndarray], np.ndarray] | None = None
+) -> np.ndarray:
+    """The mean of each ``k`` values (of ``of(values)``, an element-wise function), in passes
+    of whole blocks: each block's mean as the whole array's reshaped gives it."""
+    blocks = values.reshape(-1, k)
+    out = np.empty(blocks.shape[0])
+    rows = max(1, BLOCK // k)
+    for a in range(0, blocks.shape[0], rows):
+        part = blocks[a : a + rows]
+        out[a : a + part.shape[0]] = (part if of is None else of(part)).mean(axis=1)
+    return out
 
 
 def _event_variables(scenario: Scenario, line: events.Timeline) -> dict[str, tuple]:
