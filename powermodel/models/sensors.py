@@ -368,8 +368,11 @@ def read(
     if s.period == 0.0:
         return _report(x, dt, s, dt * np.arange(1, n + 1) if t is None else t, held_before)
     instants = (n,) if t is None else t.shape
-    ranges = [(m.min(), m.max()) for _, m in _report_blocks(t, n, dt, s.period)]
-    first, last = (min(r[0] for r in ranges), max(r[1] for r in ranges)) if ranges else (0, -1)
+    if t is None:  # the instants in order: their reports are those of the first and the last
+        first, last = _report_of(dt * np.array([1, n]), s.period)
+    else:
+        ranges = [(m.min(), m.max()) for _, m in _report_blocks(t, n, dt, s.period)]
+        first, last = (min(r[0] for r in ranges), max(r[1] for r in ranges)) if ranges else (0, -1)
     if s.deadband > 0.0:
         if s.period < dt * (1.0 - _EPS):  # every report is kept: bound them by the samples
             raise PowerModelError(
@@ -403,7 +406,12 @@ def _report_blocks(
     flat = None if t is None else t.ravel()
     for a in range(0, size, _BLOCK):
         u = dt * np.arange(a + 1, min(a + _BLOCK, size) + 1) if t is None else flat[a : a + _BLOCK]
-        yield a, np.floor(u / period + _EPS).astype(np.int64)
+        yield a, _report_of(u, period)
+
+
+def _report_of(t: np.ndarray, period: float) -> np.ndarray:
+    """Index ``m`` of the last report at or before each instant (``m · period ≤ t``)."""
+    return np.floor(t / period + _EPS).astype(np.int64)
 
 
 def _report(x: np.ndarray, dt: float, s: Sensor, r: np.ndarray, held_before: bool) -> np.ndarray:
@@ -429,7 +437,8 @@ def _report(x: np.ndarray, dt: float, s: Sensor, r: np.ndarray, held_before: boo
         gap = missing.astype(float)
         at = _start(gap, dt)
         blank |= _integral(gap, dt, hi, at) - _integral(gap, dt, lo, at) > _EPS * dt
-    return np.where(blank, np.nan, y) if blank.any() else y
+    y[blank] = np.nan
+    return y
 
 
 def _start(x: np.ndarray, dt: float) -> np.ndarray:
