@@ -96,15 +96,12 @@ def interval_means(
     for lo in range(0, edges.size - 1, CHUNK):  # bounded temporaries on long runs
         chunk = edges[lo : lo + CHUNK + 1]
         seg = segment_of(seg_start, chunk)
-        total = before[:, seg] + _integral(
-            cumulative,
-            seg_shape[seg],
-            shape_rate[seg_shape[seg]],
-            chunk - seg_start[seg],
-            seg,
-            steps,
-        )
-        out[:, lo : lo + chunk.size - 1] = np.diff(total, axis=1) / np.diff(chunk)
+        shape = seg_shape[seg]
+        total = _integral(cumulative, shape, shape_rate[shape], chunk - seg_start[seg], seg, steps)
+        total += before[:, seg]
+        means = out[:, lo : lo + chunk.size - 1]
+        np.subtract(total[:, 1:], total[:, :-1], out=means)
+        means /= np.diff(chunk)
     return out
 
 
@@ -120,7 +117,9 @@ def _integral(
     seconds into it (its shape ``shape`` at ``rate``)."""
     x = rate * elapsed
     if steps is None:
-        return _periodic(cumulative, shape, x) / rate
+        out = _periodic(cumulative, shape, x)
+        out /= rate
+        return out
     mine = shape == steps.shape
     first = steps.first[seg[mine]]
     last = first + steps.count[seg[mine]]
@@ -157,7 +156,8 @@ def _periodic(cumulative: np.ndarray, shape: np.ndarray, x: np.ndarray) -> np.nd
     within -= lower
     within *= frac
     within += lower
-    return whole * cumulative[:, :, -1].take(shape, axis=1) + within
+    within += whole * cumulative[:, :, -1].take(shape, axis=1)
+    return within
 
 
 def _stepped(base: np.ndarray, steps: Steps, seg: np.ndarray, x: np.ndarray) -> np.ndarray:
