@@ -913,7 +913,9 @@ def _assembled(
             if same[id(values)] != name:  # one variable is another (no batteries: grid is site)
                 out[name] = out[same[id(values)]]
             else:
-                out.setdefault(name, np.empty(n, values.dtype))[lo:hi] = values
+                if name not in out:
+                    out[name] = np.empty(n, values.dtype)
+                out[name][lo:hi] = values
     merged = {**out, **run.held(path, 0, n), "pue": _Pieces.joined(pue, n)}
     return {name: merged[name] for name in ORDER if name in merged}
 
