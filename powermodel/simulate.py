@@ -572,7 +572,8 @@ def simulate(
         ``bess_soc``, ``rack_storage_power`` with batteries). The interruptions on ``event``;
         ``goodput`` and ``effective_training_time``; the scenario as JSON in
         ``attrs["scenario"]``. With ``sensors``, each chain's view of its variable,
-        ``<variable>_<key>``.
+        ``<variable>_<key>`` (held lazily too, as its readings where they change, for a chain
+        that reports every other step or less often).
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
@@ -596,7 +597,7 @@ def simulate(
         }
     )
     for chain in chains:  # the profile's own step: no need to read it back from its times
-        ds[f"{chain.variable}_{chain.key}"] = _reading(ds, chain, chain.variable, run.dt)
+        ds[f"{chain.variable}_{chain.key}"] = _held_reading(ds, chain, chain.variable, run.dt)
     return annotate(ds)
 
 
@@ -655,8 +656,21 @@ def _view(ds: xr.Dataset, chain: sensors.Sensor, name: str, dt: float) -> xr.Dat
 def _reading(ds: xr.Dataset, chain: sensors.Sensor, name: str, dt: float) -> xr.Variable:
     """The readings of :func:`_view` on ``time``, with their attrs (no coordinate to build:
     ``simulate`` adds them to the profile it made, whose ``time`` they share)."""
-    values = sensors.read(np.asarray(ds[name].values, dtype=np.float64), dt, chain)
-    return xr.Variable("time", values, sensor_attrs(name, chain, ds[name].attrs.get("units")))
+    attrs = sensor_attrs(name, chain, ds[name].attrs.get("units"))
+    values = np.asarray(ds[name].values, dtype=np.float64)
+    return xr.Variable("time", sensors.read(values, dt, chain), attrs)
+
+
+def _held_reading(ds: xr.Dataset, chain: sensors.Sensor, name: str, dt: float) -> xr.Variable:
+    """:func:`_reading` held as its readings where they change, read when read (as the plant
+    path's variables are), where the chain reports every other step or less often: a revenue
+    meter's 96 block demands a day, not one a step."""
+    if chain.period < 2.0 * dt:
+        return _reading(ds, chain, name, dt)
+    attrs = sensor_attrs(name, chain, ds[name].attrs.get("units"))
+    values = np.asarray(ds[name].values, dtype=np.float64)
+    readings, start = sensors.read_changes(values, dt, chain)
+    return xr.Variable("time", _lazy(_Pieces(readings, start, values.size)), attrs)
 
 
 def _profile_step(ds: xr.Dataset) -> float:

@@ -326,6 +326,11 @@ def test_simulate_adds_each_chains_view_and_leaves_the_rest_as_it_was(hour):
     assert added == ["gpu_power_nvml", "grid_power_revenue", "grid_power_scada"]
     assert seen.drop_vars(added).identical(plain)  # the exact variables are the same bytes
     assert_allclose(seen["gpu_power_nvml"], read(plain["gpu_power"].values, 1.0, "nvml"))
+    # revenue and SCADA report every other step or less often: held as their readings where
+    # they change, the same bytes as read gives when read
+    for key in ("revenue", "scada"):
+        expected = read(plain["grid_power"].values, 1.0, key)
+        assert seen[f"grid_power_{key}"].values.tobytes() == expected.tobytes()
     # the revenue meter at 1 s: the row ending each 15-min block holds that block's mean
     blocks = plain["grid_power"].values.reshape(4, 900).mean(axis=1)
     assert_allclose(seen["grid_power_revenue"].values[899::900], blocks, rtol=1e-12)
@@ -459,3 +464,28 @@ def test_pmu_readings_after_two_hours_at_10_ms_are_the_exact_triangle_means():
             for i in range(first, first + 8)
         )
         assert_allclose(got, float(exact), rtol=1e-11)
+
+
+@pytest.mark.parametrize(
+    "chain",
+    [
+        *CHAINS,
+        Sensor("band", "SCADA", "grid_power", 0.0, 0.5, deadband=0.5),
+        Sensor("often", "fast", "grid_power", 0.02, 0.003),
+    ],
+)
+def test_readings_where_they_change_repeat_into_every_reading(chain):
+    # read itself is the reference: its readings at every interval's end are read_changes'
+    # readings, each held from its start to the next (to the bit), the first start at 0; a
+    # signal with missing values and a ramp, on a 5-ms grid (fine enough for every chain)
+    from powermodel.models.sensors import read_changes
+
+    dt, n = 0.005, 200_000
+    x = 100.0 + np.cumsum(np.random.default_rng(3).normal(size=n))
+    x[::7001] = np.nan
+    readings, start = read_changes(x, dt, chain)
+    assert start[0] == 0 and np.all(np.diff(start) > 0)
+    expected = read(x, dt, chain)
+    assert np.repeat(readings, np.diff(start, append=n)).tobytes() == expected.tobytes()
+    if chain in ("revenue", "scada"):  # one reading a report: 1,000 s of 900-s or 4-s reports
+        assert start.size == {"revenue": 2, "scada": 251}[chain]
