@@ -98,7 +98,7 @@ def interval_means(
         seg = segment_of(seg_start, chunk)
         shape = seg_shape[seg]
         total = _integral(cumulative, shape, shape_rate[shape], chunk - seg_start[seg], seg, steps)
-        total += before[:, seg]
+        total += before.take(seg, axis=1)
         means = out[:, lo : lo + chunk.size - 1]
         np.subtract(total[:, 1:], total[:, :-1], out=means)
         means /= np.diff(chunk)
