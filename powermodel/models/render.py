@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-CHUNK = 1 << 15  # grid edges per pass: its temporaries stay in the CPU cache (1 << 20: 35 % slower)
+# Grid edges per pass: its temporaries stay in the CPU cache (8.6 M edges: 0.23 s, at 1 << 15 0.38)
+CHUNK = 1 << 14
 
 
 def cumulative_tables(cells: np.ndarray) -> np.ndarray:
