@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,8 +66,9 @@ BYTES_PER_ITERATION = 80
 BYTES_PER_BATTERY_STEP = 16
 BYTES_PER_SEGMENT = 256
 # Each sensor view: its variable (8 B/step) and the temporaries of reading it. tracemalloc's peak
-# over sensor_view on 1e6- and 4e6-step profiles, every chain: 40 (SCADA) to 137 B/step (a PMU's
-# two moving averages), 145 with missing values; a deadband adds a bounded chunk (4 MB), not
+# over sensor_view on a 1e6-step profile at 5 ms, every chain: 16 (SCADA) to 49 B/step (NVML's
+# moving average at every step), 82 with missing values (137 and 145 before a PMU's reports
+# were summed from the values under each window); a deadband adds a bounded chunk (4 MB), not
 # per step (tests/test_sensors.py measures the worst chains against this).
 BYTES_PER_SENSOR_STEP = 160
 # The plant path's state in the Dataset, held over each plant step (float32: 7 digits suffice)
@@ -93,6 +94,7 @@ ORDER = (
 )
 # Steps the in-memory run profiles at a time (about 2 MB an array), extended to an hour's start
 CHUNK_STEPS = 1 << 18
+BLOCK = 1 << 16  # steps of an element-wise pass: its temporaries stay in the CPU cache
 
 
 @dataclass(frozen=True)
@@ -570,7 +572,8 @@ def simulate(
         ``bess_soc``, ``rack_storage_power`` with batteries). The interruptions on ``event``;
         ``goodput`` and ``effective_training_time``; the scenario as JSON in
         ``attrs["scenario"]``. With ``sensors``, each chain's view of its variable,
-        ``<variable>_<key>``.
+        ``<variable>_<key>`` (held lazily too, as its readings where they change, for a chain
+        that reports every other step or less often).
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
@@ -593,9 +596,8 @@ def simulate(
             "effective_training_time": ((), run.line.effective_training_time),
         }
     )
-    for chain in chains:
-        view = sensor_view(ds, chain)
-        ds[view.name] = view
+    for chain in chains:  # the profile's own step: no need to read it back from its times
+        ds[f"{chain.variable}_{chain.key}"] = _held_reading(ds, chain, chain.variable, run.dt)
     return annotate(ds)
 
 
@@ -642,10 +644,33 @@ def sensor_view(
             f"the profile has no time series {name!r} to read through the {chain.label} "
             f"sensor: choose one of {', '.join(map(str, series))}"
         )
-    values = sensors.read(ds[name].values.astype(np.float64), _profile_step(ds), chain)
-    view = xr.DataArray(values, coords={"time": ds["time"]}, dims="time")
-    view.attrs.update(sensor_attrs(name, chain, ds[name].attrs.get("units")))
+    return _view(ds, chain, name, _profile_step(ds))
+
+
+def _view(ds: xr.Dataset, chain: sensors.Sensor, name: str, dt: float) -> xr.DataArray:
+    """:func:`sensor_view` of the variable ``name`` of a profile of step ``dt`` [s]."""
+    view = xr.DataArray(_reading(ds, chain, name, dt), coords={"time": ds["time"]})
     return view.rename(f"{name}_{chain.key}")
+
+
+def _reading(ds: xr.Dataset, chain: sensors.Sensor, name: str, dt: float) -> xr.Variable:
+    """The readings of :func:`_view` on ``time``, with their attrs (no coordinate to build:
+    ``simulate`` adds them to the profile it made, whose ``time`` they share)."""
+    attrs = sensor_attrs(name, chain, ds[name].attrs.get("units"))
+    values = np.asarray(ds[name].values, dtype=np.float64)
+    return xr.Variable("time", sensors.read(values, dt, chain), attrs)
+
+
+def _held_reading(ds: xr.Dataset, chain: sensors.Sensor, name: str, dt: float) -> xr.Variable:
+    """:func:`_reading` held as its readings where they change, read when read (as the plant
+    path's variables are), where the chain reports every other step or less often: a revenue
+    meter's 96 block demands a day, not one a step."""
+    if chain.period < 2.0 * dt:
+        return _reading(ds, chain, name, dt)
+    attrs = sensor_attrs(name, chain, ds[name].attrs.get("units"))
+    values = np.asarray(ds[name].values, dtype=np.float64)
+    readings, start = sensors.read_changes(values, dt, chain)
+    return xr.Variable("time", _lazy(_Pieces(readings, start, values.size)), attrs)
 
 
 def _profile_step(ds: xr.Dataset) -> float:
@@ -671,11 +696,11 @@ def _profile_step(ds: xr.Dataset) -> float:
             f"the profile's time must be datetimes to check its step against attrs['dt'], got "
             f"{time.dtype}"
         )
-    steps = np.diff(time) / np.timedelta64(1, "s")
-    if steps.size == 0:
+    if time.size < 2:
         return dt
-    if not np.all(np.abs(steps - dt) <= 2e-9 + 1e-9 * dt):
-        low, high = float(steps.min()), float(steps.max())
+    steps = np.diff(time)
+    low, high = (float(v / np.timedelta64(1, "s")) for v in (steps.min(), steps.max()))
+    if not (abs(low - dt) <= 2e-9 + 1e-9 * dt and abs(high - dt) <= 2e-9 + 1e-9 * dt):
         seen = (
             f"its time steps by {format_duration(low)}"
             if high - low <= 2e-9 + 1e-9 * dt
@@ -715,15 +740,16 @@ class Run:
         state = line.state.astype(np.int64)
         return render.interval_means(line.start, state, self.rate, self.tables, edges, self.steps)
 
-    def per_gpu(self, means: np.ndarray) -> np.ndarray:
-        """What each GPU draws as rendered [W], from :meth:`render`'s means."""
-        return means[0] * 1e6 / self.scenario.cluster.n_gpus
+    def per_gpu(self, gpu_power: np.ndarray) -> np.ndarray:
+        """What each GPU draws as rendered [W], from the rendered ``gpu_power`` [MW] (the first
+        of :meth:`render`'s means)."""
+        return gpu_power * 1e6 / self.scenario.cluster.n_gpus
 
     def plant_means(self, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The plant-step means of the rendered board power per GPU [W] and IT power [MW],
         from :meth:`render`'s means over whole plant steps."""
         k = self.k
-        return _block_mean(self.per_gpu(means), k), _block_mean(means[1], k)
+        return _block_mean(means[0], k, self.per_gpu), _block_mean(means[1], k)
 
     def plant(self, per_gpu: np.ndarray, heat: np.ndarray) -> facility.PlantPath:
         """The plant path from the plant-step means of the rendered board power per GPU [W] and
@@ -750,7 +776,7 @@ class Run:
         gpu_power, it_power, nominal_throughput = means[:3]
         trained = means[3] if means.shape[0] > 3 else nominal_throughput  # see drawn_steps
         n = gpu_power.size
-        per_gpu = self.per_gpu(means)
+        per_gpu = self.per_gpu(means[0])
         running = nominal_throughput / self.token_rate  # share of each interval spent training
         gpu_power, it_power = _it_path(scenario, line, per_gpu, it_power, running, path, k, lo)
         it_power, rack = facility.storage(scenario, "rack", it_power, dt)
@@ -787,15 +813,14 @@ class Run:
         if sequential(self.scenario):
             return [(lo, hi)]
         dt = self.dt
+        hours = _hour_starts(lo, hi, dt)
         cuts = [lo]
         while cuts[-1] + size < hi:
             # the first step of an hour at or after the next cut (an hour spans 3600 / dt steps)
-            near = np.arange(cuts[-1] + size - 1, min(cuts[-1] + size + int(3600 / dt) + 2, hi))
-            hour = (near * dt // 3600).astype(np.int64)
-            starts = near[1:][np.diff(hour) > 0]
-            if starts.size == 0:
+            at = np.searchsorted(hours, cuts[-1] + size)
+            if at == hours.size or hours[at] >= cuts[-1] + size + int(3600 / dt) + 2:
                 break
-            cuts.append(int(starts[0]))
+            cuts.append(int(hours[at]))
         return list(zip(cuts, [*cuts[1:], hi], strict=True))
 
     def realised(self, means: np.ndarray) -> float:
@@ -811,9 +836,7 @@ class Run:
         n = variables["gpu_power"].size
         ds = xr.Dataset(
             {name: ("time", _lazy(values)) for name, values in variables.items()},
-            coords={
-                "time": _times(self.scenario.simulation.start, np.arange(lo, lo + n) * self.dt)
-            },
+            coords={"time": _step_times(self.scenario.simulation.start, lo, n, self.dt)},
             attrs=self.attrs(path),
         )
         ds["job_state"].attrs.update(
@@ -904,7 +927,9 @@ def _assembled(
             if same[id(values)] != name:  # one variable is another (no batteries: grid is site)
                 out[name] = out[same[id(values)]]
             else:
-                out.setdefault(name, np.empty(n, values.dtype))[lo:hi] = values
+                if name not in out:
+                    out[name] = np.empty(n, values.dtype)
+                out[name][lo:hi] = values
     merged = {**out, **run.held(path, 0, n), "pue": _Pieces.joined(pue, n)}
     return {name: merged[name] for name in ORDER if name in merged}
 
@@ -1081,12 +1106,33 @@ def _hourly_ratio(
 ) -> _Pieces:
     """Ratio of the two signals' energies over each clock hour of the run (the signals on steps
     of ``dt`` [s] from step ``lo``), on every sample."""
-    hour = ((lo + np.arange(numerator.size)) * dt // 3600).astype(np.int64)
-    hour -= hour[0]
+    n = numerator.size
+    starts = np.concatenate(([0], _hour_starts(lo, lo + n, dt) - lo))
+    label = _hour_of(lo + starts, dt)
+    label -= label[0]
+    hour = np.repeat(label, np.diff(starts, append=n))
     ratio = np.bincount(hour, numerator) / np.bincount(hour, denominator)
-    starts = np.flatnonzero(np.diff(hour)) + 1
-    starts = np.concatenate(([0], starts))
-    return _Pieces(ratio[hour[starts]], starts, numerator.size)
+    return _Pieces(ratio[label], starts, n)
+
+
+def _hour_of(steps: np.ndarray, dt: float) -> np.ndarray:
+    """The clock hour of the run (0 the first) in which each step (of ``dt`` [s]) starts."""
+    return (steps * dt // 3600).astype(np.int64)
+
+
+def _hour_starts(lo: int, hi: int, dt: float) -> np.ndarray:
+    """The steps after ``lo`` and before ``hi`` that start a clock hour (:func:`_hour_of` rises
+    there), found near where each hour is due rather than by the hour of every step."""
+    if hi - lo < 2:
+        return np.empty(0, np.int64)
+    first, last = _hour_of(np.array([lo, hi - 1]), dt)
+    hours = np.arange(first + 1, last + 1)
+    near = np.ceil(hours * (3600 / dt)).astype(np.int64)[:, None] + np.arange(-2, 3)
+    np.clip(near, lo, hi - 1, out=near)
+    reached = _hour_of(near, dt) >= hours[:, None]
+    if reached[:, 0].any() or not reached[:, -1].all():  # far from due: every step's hour
+        return lo + 1 + np.flatnonzero(np.diff(_hour_of(np.arange(lo, hi), dt)))
+    return np.unique(near[np.arange(hours.size), np.argmax(reached, axis=1)])
 
 
 def _psu_slope(scenario: Scenario) -> float:
@@ -1103,6 +1149,15 @@ def _times(start: object, seconds: np.ndarray) -> np.ndarray:
     return np.datetime64(pd.Timestamp(start).to_datetime64(), "ns") + _timedelta(seconds)
 
 
+def _step_times(start: object, lo: int, n: int, dt: float) -> np.ndarray:
+    """:func:`_times` of the ``n`` steps of ``dt`` [s] from step ``lo``, in blocks (no
+    temporary of the run's size)."""
+    out = np.empty(n, "datetime64[ns]")
+    for a in range(0, n, BLOCK):
+        out[a : a + BLOCK] = _times(start, np.arange(lo + a, lo + min(a + BLOCK, n)) * dt)
+    return out
+
+
 def _timedelta(seconds: np.ndarray | float) -> np.ndarray:
     """``seconds`` as ``timedelta64[ns]``, to the nearest nanosecond."""
     return np.round(np.asarray(seconds) * 1e9).astype(np.int64).astype("timedelta64[ns]")
@@ -1113,8 +1168,18 @@ def _cluster_mw(watts: np.ndarray | float, count: int) -> np.ndarray | float:
     return watts * count / 1e6
 
 
-def _block_mean(values: np.ndarray, k: int) -> np.ndarray:
-    return values.reshape(-1, k).mean(axis=1)
+def _block_mean(
+    values: np.ndarray, k: int, of: Callable[[np.ndarray], np.ndarray] | None = None
+) -> np.ndarray:
+    """The mean of each ``k`` values (of ``of(values)``, an element-wise function), in passes
+    of whole blocks: each block's mean as the whole array's reshaped gives it."""
+    blocks = values.reshape(-1, k)
+    out = np.empty(blocks.shape[0])
+    rows = max(1, BLOCK // k)
+    for a in range(0, blocks.shape[0], rows):
+        part = blocks[a : a + rows]
+        out[a : a + part.shape[0]] = (part if of is None else of(part)).mean(axis=1)
+    return out
 
 
 def _event_variables(scenario: Scenario, line: events.Timeline) -> dict[str, tuple]:

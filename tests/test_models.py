@@ -283,3 +283,16 @@ def test_teardown_is_the_launcher_check_on_one_node_and_longer_across_nodes():
     assert events.teardown_time(1) == 5.0
     assert events.teardown_time(2) == events.teardown_time(2048) == 60.0
     assert events.teardown_time(2) < 600.0
+
+
+def test_segment_of_is_numpys_search_for_times_in_order_and_not():
+    # The reference is np.searchsorted(starts, times, "right") − 1, which segment_of replaces
+    # for times in order (a grid's): starts with repeats, times before the first start, on a
+    # start, past the last, equal times, and unordered or empty times (which it searches).
+    rng = np.random.default_rng(17)
+    for trial in range(400):
+        starts = np.sort(rng.integers(0, 40, rng.integers(1, 10))).astype(float)
+        times = rng.integers(-5, 50, rng.integers(0, 25)).astype(float)
+        times = np.sort(times) if trial % 3 else times
+        expected = np.searchsorted(starts, times, side="right") - 1
+        np.testing.assert_array_equal(render.segment_of(starts, times), expected)

@@ -326,6 +326,11 @@ def test_simulate_adds_each_chains_view_and_leaves_the_rest_as_it_was(hour):
     assert added == ["gpu_power_nvml", "grid_power_revenue", "grid_power_scada"]
     assert seen.drop_vars(added).identical(plain)  # the exact variables are the same bytes
     assert_allclose(seen["gpu_power_nvml"], read(plain["gpu_power"].values, 1.0, "nvml"))
+    # revenue and SCADA report every other step or less often: held as their readings where
+    # they change, the same bytes as read gives when read
+    for key in ("revenue", "scada"):
+        expected = read(plain["grid_power"].values, 1.0, key)
+        assert seen[f"grid_power_{key}"].values.tobytes() == expected.tobytes()
     # the revenue meter at 1 s: the row ending each 15-min block holds that block's mean
     blocks = plain["grid_power"].values.reshape(4, 900).mean(axis=1)
     assert_allclose(seen["grid_power_revenue"].values[899::900], blocks, rtol=1e-12)
@@ -431,19 +436,56 @@ def test_the_memory_of_a_sensor_view_is_what_the_estimate_counts(chain, dt, gap)
     assert peak < n * engine.BYTES_PER_SENSOR_STEP, peak / n
 
 
-def test_the_pmu_knots_merge_is_numpys_unique():
-    # np.unique of the concatenation (the sort the merge replaces) is the reference: the knots
-    # of a 30-sample PMU's triangle on a 10-ms grid (two shifted grids, near but not equal), and
-    # small non-decreasing arrays with repeats, shared values and an empty one
-    from powermodel.models.sensors import _union
+def test_pmu_readings_after_two_hours_at_10_ms_are_the_exact_triangle_means():
+    # The reference is the P-class sum y(r) = Σ xᵢ·(F(tᵢ₊₁ − r) − F(tᵢ − r)) in exact rational
+    # arithmetic over the same float inputs (F the triangle's cumulative weight, pclass_step),
+    # at 200 reports in the run's last seconds. The float grid edges i·dt lie within
+    # ulp(7200 s) = 9e-13 s of i·dt: a weight moves by at most 60/s × 4.5e-13 s, under 1e-12
+    # of a reading of a 100 ± 1 signal. A running integral of the whole signal (the filter's
+    # form before issue 13) kept about 3e-10 here, its rounding growing with the run.
+    from fractions import Fraction
 
-    edges = 0.01 * np.arange(100_001)
-    np.testing.assert_array_equal(
-        _union(edges - 1 / 60, edges + 1 / 60),
-        np.unique(np.concatenate((edges - 1 / 60, edges + 1 / 60))),
-    )
-    rng = np.random.default_rng(13)
-    for size_a, size_b in [(0, 5), (5, 0), (0, 0), (30, 17), (17, 30)]:
-        a = np.sort(rng.integers(0, 20, size_a)).astype(float)
-        b = np.sort(rng.integers(0, 20, size_b)).astype(float)
-        np.testing.assert_array_equal(_union(a, b), np.unique(np.concatenate((a, b))))
+    dt, n = 0.01, 720_000
+    x = 100.0 + np.random.default_rng(11).normal(size=n)
+    at = dt * np.arange(n - 600, n + 1, 3)
+    y = read(x, dt, "pmu30", at)
+    h = Fraction(1.0 / 60.0)
+    step = Fraction(dt)
+
+    def weight(z: Fraction) -> Fraction:
+        u = min(max(z / h, Fraction(-1)), Fraction(1))
+        return (1 + u) ** 2 / 2 if u < 0 else 1 - (1 - u) ** 2 / 2
+
+    for t, got in zip(at, y, strict=True):
+        r = Fraction((1.0 / 30.0) * int(np.floor(t / (1.0 / 30.0) + 1e-9)))
+        first = int((r - h) / step) - 1
+        exact = sum(
+            Fraction(x[min(i, n - 1)]) * (weight(step * (i + 1) - r) - weight(step * i - r))
+            for i in range(first, first + 8)
+        )
+        assert_allclose(got, float(exact), rtol=1e-11)
+
+
+@pytest.mark.parametrize(
+    "chain",
+    [
+        *CHAINS,
+        Sensor("band", "SCADA", "grid_power", 0.0, 0.5, deadband=0.5),
+        Sensor("often", "fast", "grid_power", 0.02, 0.003),
+    ],
+)
+def test_readings_where_they_change_repeat_into_every_reading(chain):
+    # read itself is the reference: its readings at every interval's end are read_changes'
+    # readings, each held from its start to the next (to the bit), the first start at 0; a
+    # signal with missing values and a ramp, on a 5-ms grid (fine enough for every chain)
+    from powermodel.models.sensors import read_changes
+
+    dt, n = 0.005, 200_000
+    x = 100.0 + np.cumsum(np.random.default_rng(3).normal(size=n))
+    x[::7001] = np.nan
+    readings, start = read_changes(x, dt, chain)
+    assert start[0] == 0 and np.all(np.diff(start) > 0)
+    expected = read(x, dt, chain)
+    assert np.repeat(readings, np.diff(start, append=n)).tobytes() == expected.tobytes()
+    if chain in ("revenue", "scada"):  # one reading a report: 1,000 s of 900-s or 4-s reports
+        assert start.size == {"revenue": 2, "scada": 251}[chain]
