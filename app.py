@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> None:
         cache_bytes=int(args.cache_gb * 2**30),
         upload_limit=int(args.upload_mb * 1e6),
         simulations=args.simulations,
+        warm=True,  # the opening scenario simulated while the browser opens the page
     )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"powermodel: serving on {args.host}: anyone who can reach it can run simulations")

@@ -182,7 +182,7 @@ def browser(edits: int, period: dict) -> bool:
     from powermodel.webapp import create_app, ids
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    app = create_app(overrides=period)
+    app = create_app(overrides=period, warm=True)  # as app.py serves it
     server = make_server("127.0.0.1", 0, app.server, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     driver = chromium(1440, 900, "/usr/bin/chromium")

@@ -30,6 +30,7 @@ from powermodel.variables import annotate, sensor_attrs
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
 __all__ = [
+    "held_arrays",
     "memory_estimate",
     "memory_fix",
     "rest_power",
@@ -1064,6 +1065,21 @@ def _held(values: np.ndarray, k: int, lo: int, n: int, dtype: type = np.float64)
     """Plant-step ``values`` held over the ``k`` electrical steps of each plant step, over the
     ``n`` steps from ``lo``."""
     return _Pieces(values.astype(dtype), np.arange(values.size) * k - lo, n)
+
+
+def held_arrays(ds: xr.Dataset) -> list[np.ndarray]:
+    """The arrays a run's Dataset holds in memory: each variable's own, and for a variable held
+    lazily (constant over pieces: the plant path, PUE, a sensor's reports) its pieces' values
+    and starts, not the series it expands to when read. What its memory is counted from."""
+    out = []
+    for variable in ds.variables.values():
+        data = variable._data  # xarray's: a lazily held variable is read only through it
+        pieces = getattr(data, "array", None)
+        if isinstance(data, indexing.LazilyIndexedArray) and isinstance(pieces, _Pieces):
+            out += [pieces.values, pieces.starts]
+        else:
+            out.append(variable.values)
+    return out
 
 
 def _lazy(values: np.ndarray | _Pieces) -> np.ndarray | indexing.LazilyIndexedArray:

@@ -524,6 +524,19 @@ def test_thermal_callback_numbers(board):
     assert "against the plant holding its setpoint" in cells[lost + 2]
 
 
+def test_a_warm_server_has_the_opening_page_ready(board, monkeypatch):
+    # app.py warms the dashboard as it starts (create_app(warm=True)): the opening scenario is
+    # simulated and measured in the background, so the first page's summary finds it; nothing
+    # is simulated again for the page's own state
+    warmed = board.warm().result(timeout=120)
+    monkeypatch.setattr(cache_module, "simulate", lambda *_: pytest.fail("simulated again"))
+    state = _state(board)
+    assert warmed == state
+    name, numbers, ready = board.summarize(state)
+    assert name == REFERENCE and ready
+    assert "metrics" in board.cache.get(board.scenario(state)).views
+
+
 def test_thermal_view_of_a_run_that_never_trains(board):
     # a 1-min run is all start-up: the view says so instead of failing on an empty profile
     state = _state(board, {"simulation.duration": "1min"})

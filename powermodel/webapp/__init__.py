@@ -29,9 +29,15 @@ def create_app(
     cache_bytes: int = DEFAULT_BYTES,
     upload_limit: int = UPLOAD_LIMIT,
     simulations: int = SIMULATIONS,
+    warm: bool = False,
 ) -> dash.Dash:
-    """The dashboard's Dash app, opening on a preset (:func:`create_dashboard`'s ``app``)."""
-    return create_dashboard(scenario_name, overrides, cache_bytes, upload_limit, simulations).app
+    """The dashboard's Dash app, opening on a preset (:func:`create_dashboard`'s ``app``);
+    ``warm``: simulate the opening scenario and build its views at once, in the background,
+    so that the first page finds them (what ``app.py`` serves)."""
+    board = create_dashboard(scenario_name, overrides, cache_bytes, upload_limit, simulations)
+    if warm:
+        board.warm()
+    return board.app
 
 
 def create_dashboard(

@@ -33,7 +33,7 @@ import xarray as xr
 from powermodel import allocator
 from powermodel.errors import PowerModelError
 from powermodel.scenario import Scenario
-from powermodel.simulate import memory_estimate, memory_fix, simulate
+from powermodel.simulate import held_arrays, memory_estimate, memory_fix, simulate
 
 DEFAULT_BYTES = 3 * 2**30  # a 54-day 1-s run peaks at 1.5 GB simulating, its views at 0.6 GB
 SCENARIOS_KEPT = 1000
@@ -161,7 +161,7 @@ class SimulationCache:
             with self._turn(key, self.admit(scenario)) as keep:
                 ds = simulate(scenario)
                 counted: set[int] = set()
-                nbytes = _arrays_bytes([v.values for v in ds.variables.values()], counted)
+                nbytes = _arrays_bytes(held_arrays(ds), counted)  # lazy ones unexpanded
                 entry = keep(Entry(scenario, ds, nbytes=nbytes, buffers=counted))
             result.set_result(entry)
             return entry
