@@ -592,8 +592,8 @@ def simulate(
     ds = run.dataset(path, variables, 0)
     ds.update(
         {
-            **_totals(run, path, realised, variables["throughput"]),
-            **_event_variables(scenario, run.line),
+            **run_totals(run, path, realised, variables["throughput"]),
+            **event_variables(scenario, run.line),
             "effective_training_time": ((), run.line.effective_training_time),
         }
     )
@@ -827,7 +827,7 @@ class Run:
     def realised(self, means: np.ndarray) -> float:
         """The share of the nominal token rate a run with variation trains (evaluations and
         stragglers train none), from :meth:`render`'s means over the whole run; 1 without."""
-        return 1.0 if means.shape[0] == 3 else _share(means[3], means[2])
+        return 1.0 if means.shape[0] == 3 else share_of(means[3], means[2])
 
     def dataset(
         self, path: facility.PlantPath, variables: dict[str, np.ndarray | _Pieces], lo: int
@@ -879,7 +879,7 @@ def prepare(scenario: Scenario, derived: Derived, cells: np.ndarray, rate: np.nd
     return Run(scenario, derived, line, rate, tables, steps, plant_steps(scenario), token_rate)
 
 
-def _totals(
+def run_totals(
     run: Run, path: facility.PlantPath, realised: float, throughput: np.ndarray
 ) -> dict[str, tuple]:
     """The whole run's ``goodput`` [tokens] (the tokens trained less the work failures lost,
@@ -1010,7 +1010,7 @@ def _connection(
     }, batteries
 
 
-def _share(part: np.ndarray, whole: np.ndarray) -> float:
+def share_of(part: np.ndarray, whole: np.ndarray) -> float:
     """``part``'s sum over ``whole``'s, 1 where ``whole`` sums to nothing."""
     total = float(whole.sum())
     return float(part.sum()) / total if total > 0 else 1.0
@@ -1198,7 +1198,7 @@ def _block_mean(
     return out
 
 
-def _event_variables(scenario: Scenario, line: events.Timeline) -> dict[str, tuple]:
+def event_variables(scenario: Scenario, line: events.Timeline) -> dict[str, tuple]:
     causes = [c.name for c in scenario.reliability.causes] + ["Planned maintenance"]
     categories = [c.category for c in scenario.reliability.causes] + ["Planned"]
     planned = line.event_cause == len(causes) - 1

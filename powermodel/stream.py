@@ -27,13 +27,13 @@ from powermodel.scenario import Scenario, format_duration
 from powermodel.simulate import (
     BYTES_PER_STEP,
     ORDER,
-    _event_variables,
-    _share,
-    _totals,
     available_memory,
+    event_variables,
     memory_estimate,
     preflight,
     prepare,
+    run_totals,
+    share_of,
     simulate,
     streamable,
 )
@@ -136,11 +136,13 @@ def stream(
         if writer is not None:
             writer.close()
     if measures is not None:
-        realised = run.realised(np.zeros((3, 0))) if run.steps is None else _share(trained, nominal)
+        realised = (
+            run.realised(np.zeros((3, 0))) if run.steps is None else share_of(trained, nominal)
+        )
         totals = xr.Dataset(
             {
-                **_totals(run, plant, realised, np.array([throughput])),
-                **_event_variables(scenario, run.line),
+                **run_totals(run, plant, realised, np.array([throughput])),
+                **event_variables(scenario, run.line),
                 "effective_training_time": ((), run.line.effective_training_time),
             }
         )
