@@ -87,6 +87,8 @@ _STATE_CAUSE = {
     State.CHECKPOINT: 3,
     State.RUNNING: 4,
 }
+# the cause code of each job state, indexed by the state's value
+_STATE_CODE = np.array([_STATE_CAUSE[State(v)] for v in range(len(State))], np.int8)
 UNKNOWN = "unknown"  # a measured trace has no job state
 
 
@@ -571,7 +573,7 @@ def _attribute(
 def _codes(ds: xr.Dataset, dt: float) -> np.ndarray:
     """Cause code of the job's state at each sample (restarts through the dies' warm-up)."""
     state = ds["job_state"].values
-    code = np.array([_STATE_CAUSE[State(v)] for v in range(len(State))], np.int8)[state]
+    code = _STATE_CODE[state]
     # job_state is the state at each interval's middle: an interval also holds part of the
     # next one's state when that state starts within it
     np.minimum(code[:-1], code[1:], out=code[:-1])
@@ -873,9 +875,8 @@ class _PieceCodes:
         self.warm = Windowed(signal.rolling_max, warm + 1) if warm else None
 
     def __call__(self, columns: dict, after: dict | None) -> np.ndarray:
-        table = np.array([_STATE_CAUSE[State(v)] for v in range(len(State))], np.int8)
-        code = table[columns["job_state"]]
-        following = code[1:] if after is None else np.r_[code[1:], table[after["job_state"]]]
+        code = _STATE_CODE[columns["job_state"]]
+        following = code[1:] if after is None else np.r_[code[1:], _STATE_CODE[after["job_state"]]]
         np.minimum(code[: following.size], following, out=code[: following.size])
         if self.warm is not None:
             code[self.warm(code == _STATE_CAUSE[State.RAMP], 0)] = _STATE_CAUSE[State.RAMP]
