@@ -485,22 +485,13 @@ class Filtered:
     the run's first sample as the in-memory filters start."""
 
     def __init__(self, dt: float, low: float | None, high: float | None) -> None:
-        self.filters = []  # (b, a, passes the high part)
-        if low is not None:
-            a = np.exp(-dt * 2.0 * np.pi * low)
-            self.filters.append(([0.0, 1.0 - a], [1.0, -a], True))
-        if high is not None and high < resolved(dt):
-            a = np.exp(-dt * 2.0 * np.pi * high)
-            self.filters.append(([1.0 - a], [1.0, -a], False))
+        self.filters = signal.band_stages(dt, low, high)
         self.state: list[np.ndarray | None] = [None] * len(self.filters)
 
     def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
-        from scipy.signal import lfilter, lfilter_zi
-
-        for i, (b, a, high) in enumerate(self.filters):
-            zi = lfilter_zi(b, a) * x[0] if self.state[i] is None else self.state[i]
-            low, self.state[i] = lfilter(b, a, x, zi=zi)
-            x = x - low if high else low
+        for i, (b, den, passes_high) in enumerate(self.filters):
+            out, self.state[i] = signal.first_order_filter(x, b, den, self.state[i])
+            x = x - out if passes_high else out
         return x
 
 

@@ -114,28 +114,50 @@ def high_pass(x: np.ndarray, dt: float, cutoff: float) -> np.ndarray:
     instant and decays as ``e^{−t/τ}``: the closed forms (through a 0.1-Hz high-pass a step keeps
     100 %, a 2-s ramp 57 %, a 60-s ramp 3 %) hold at any ``dt`` short against ``τ``.
     """
-    a = np.exp(-dt * 2.0 * np.pi * cutoff)
-    b, den = [0.0, 1.0 - a], [1.0, -a]
-    low, _ = sps.lfilter(b, den, x, zi=sps.lfilter_zi(b, den) * x[0])
+    low, _ = first_order_filter(x, *first_order(dt, cutoff, high=True))
     return x - low
 
 
 def low_pass(x: np.ndarray, dt: float, cutoff: float) -> np.ndarray:
     """First-order low-pass at ``cutoff`` [Hz], at the end of each held interval (exact)."""
+    return first_order_filter(x, *first_order(dt, cutoff, high=False))[0]
+
+
+def first_order(dt: float, cutoff: float, high: bool) -> tuple[list[float], list[float]]:
+    """``lfilter``'s numerator and denominator of the first-order low-pass at ``cutoff`` [Hz]
+    on steps of ``dt`` [s]: at the end of each held interval (``high`` False), or at its start
+    (``high`` True: the low-pass a high-pass subtracts). ``a = e^{−2π·f_c·dt}``."""
     a = np.exp(-dt * 2.0 * np.pi * cutoff)
-    b, den = [1.0 - a], [1.0, -a]
-    out, _ = sps.lfilter(b, den, x, zi=sps.lfilter_zi(b, den) * x[0])
-    return out
+    return ([0.0, 1.0 - a] if high else [1.0 - a]), [1.0, -a]
+
+
+def first_order_filter(
+    x: np.ndarray, b: list[float], den: list[float], zi: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The filter over ``x`` and its final state, from ``zi`` (default: steady on ``x[0]``)."""
+    return sps.lfilter(b, den, x, zi=sps.lfilter_zi(b, den) * x[0] if zi is None else zi)
+
+
+def band_stages(
+    dt: float, low: float | None, high: float | None
+) -> list[tuple[list[float], list[float], bool]]:
+    """The first-order filters of :func:`band`, in order: numerator, denominator, and whether
+    the signal less the filter's output passes (a high-pass). A ``high`` at or above what the
+    grid resolves is left out: the interval means already hold nothing above it."""
+    stages = []
+    if low is not None:
+        stages.append((*first_order(dt, low, high=True), True))
+    if high is not None and high < resolved(dt):
+        stages.append((*first_order(dt, high, high=False), False))
+    return stages
 
 
 def band(x: np.ndarray, dt: float, low: float | None, high: float | None) -> np.ndarray:
     """First-order band filter: a high-pass at ``low`` then a low-pass at ``high`` (either may
-    be None). A ``high`` at or above what the grid resolves is left out: the interval means
-    already hold nothing above it."""
-    if low is not None:
-        x = high_pass(x, dt, low)
-    if high is not None and high < resolved(dt):
-        x = low_pass(x, dt, high)
+    be None; :func:`band_stages`)."""
+    for b, den, passes_high in band_stages(dt, low, high):
+        out, _ = first_order_filter(x, b, den)
+        x = x - out if passes_high else out
     return x
 
 
