@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -23,6 +24,7 @@ from powermodel.variables import Q_SIGN, header
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
 __all__ = [
+    "check_folder",
     "check_path",
     "DATASET_FILES",
     "DEFAULT_GRID",
@@ -84,13 +86,38 @@ def iso_times(time: pa.Array, dt: float) -> pa.Array:
 
 
 def check_path(path: str | Path) -> Path:
-    """The output path, if its extension names a format this module writes."""
+    """The output path, if its extension names a format this module writes and a file can be
+    made there (:func:`check_folder`)."""
     path = Path(path)
     if path.suffix not in FORMATS:
         raise PowerModelError(
             f"cannot write {str(path)!r}: unknown extension {path.suffix!r}; use one of "
             + ", ".join(FORMATS)
         )
+    return check_folder(path)
+
+
+def check_folder(path: Path) -> Path:
+    """``path``, once a file can be made there: not a folder, its folder made if need be and
+    written in (a temporary file is created there and removed). Checked before any work, so
+    that no run's (or sweep's) results are lost at the end for want of a place to put them."""
+    if path.is_dir():
+        raise PowerModelError(f"cannot write {str(path)!r}: it is a folder: name a file in it")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except (FileExistsError, NotADirectoryError):
+        file = next(p for p in path.parents if p.exists())
+        raise PowerModelError(
+            f"cannot write {str(path)!r}: {str(file)!r} is a file, not a folder: give an "
+            "output in a folder"
+        ) from None
+    except OSError as exc:
+        raise PowerModelError(
+            f"cannot write {str(path)!r}: no file can be made in {str(path.parent)!r} "
+            f"({exc.strerror or exc}): give an output in a folder you can write"
+        ) from None
     return path
 
 

@@ -44,6 +44,7 @@ from powermodel import rules
 from powermodel._version import __version__
 from powermodel.analysis import metrics, resample, resample_factor
 from powermodel.errors import DataFileError, PowerModelError, ScenarioError
+from powermodel.export import check_folder
 from powermodel.iotools import read_text
 from powermodel.reference import keys as scenario_keys
 from powermodel.scenario import (
@@ -1222,9 +1223,8 @@ def _located_values(key: str, values: Any, folder: Path) -> Any:
 
 def check_output(path: str | Path, series: str | None = None) -> Path:
     """The results file, checked before any run: its extension (``.nc`` or ``.csv``, in any
-    case) names a format :func:`write` writes, and its folder can be made and written in (a
-    temporary file is created there and removed), so that no sweep's results are lost at the
-    end for want of a place to put them."""
+    case) names a format :func:`write` writes, and a file can be made there
+    (:func:`powermodel.export.check_folder`)."""
     path = Path(path)
     if path.suffix.lower() not in (".nc", ".csv"):
         raise PowerModelError(
@@ -1235,24 +1235,7 @@ def check_output(path: str | Path, series: str | None = None) -> Path:
         raise PowerModelError(
             f"{path}: a CSV holds one row per run, not series: write .nc, or leave out series"
         )
-    if path.is_dir():
-        raise PowerModelError(f"cannot write {str(path)!r}: it is a folder: name a file in it")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path.parent):
-            pass
-    except (FileExistsError, NotADirectoryError):
-        file = next(p for p in path.parents if p.exists())
-        raise PowerModelError(
-            f"cannot write {str(path)!r}: {str(file)!r} is a file, not a folder: give an "
-            "output in a folder"
-        ) from None
-    except OSError as exc:
-        raise PowerModelError(
-            f"cannot write {str(path)!r}: no file can be made in {str(path.parent)!r} "
-            f"({exc.strerror or exc}): give an output in a folder you can write"
-        ) from None
-    return path
+    return check_folder(path)
 
 
 def write(ds: xr.Dataset, path: str | Path) -> Path:

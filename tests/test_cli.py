@@ -302,3 +302,13 @@ def test_where_runs_go_is_checked_before_anything_runs(capsys, monkeypatch, argv
     assert main([*argv, *parallel]) == 1
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("powermodel: error:") and match in line and ran == []
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_the_run(tmp_path, capsys, monkeypatch):
+    # export.check_folder, shared by run, export and sweep: a file where a folder should be is
+    # refused before anything is simulated (a long run's results were lost at the end)
+    (tmp_path / "afile").write_text("")
+    monkeypatch.setattr("powermodel.cli.simulate", lambda *_: pytest.fail("simulated"))
+    code = main(["run", "llama3-405b-16k-h100", "-o", str(tmp_path / "afile" / "out.csv")])
+    assert code == 1
+    assert "afile' is a file, not a folder: give an output in a folder" in capsys.readouterr().err
