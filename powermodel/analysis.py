@@ -30,9 +30,9 @@ from powermodel.scenario import format_duration, parse_duration
 __all__ = [
     "average_slope",
     "band_variances",
+    "blocks",
     "diurnal_swing",
     "diurnal_throughput",
-    "grid_metrics",
     "load_duration",
     "local_hours",
     "max_swing",
@@ -175,39 +175,6 @@ def band_variances(
     return {f"{lo:g}-{hi:g} Hz": signal.band_variance(power, dt, lo, hi) for lo, hi in bands}
 
 
-def grid_metrics(ds: xr.Dataset, dt: float) -> dict[str, float]:
-    """What the utility sees at the connection: every key starts ``grid_``.
-
-    ``grid_swing_5s_mw`` is the largest 5-s swing of the run, most often a failure's drop;
-    ``grid_swing_5s_training_mw`` the largest of the windows wholly in the running state
-    (``job_state``), the iterations' own swing. An interval mean can straddle a change of
-    state (a checkpoint stall that starts mid-interval), so a sample counts as running only
-    with running samples either side.
-    """
-    power = ds["grid_power"].values
-    energy = signal.energy(power, dt)
-    tokens = float(ds["goodput"]) if "goodput" in ds else 0.0
-    minute = ramps(power, dt, 60.0) if power.size * dt >= 120.0 and dt <= 12.0 else {}
-    running = ds["job_state"].values == State.RUNNING
-    running[1:-1] &= running[:-2] & running[2:]
-    out = {
-        "grid_energy_mwh": energy,
-        "grid_mean_mw": float(power.mean()),
-        "grid_peak_mw": float(power.max()),
-        "grid_min_mw": float(power.min()),
-        "grid_load_factor": float(power.mean() / power.max()),
-        "grid_swing_5s_mw": max_swing(power, dt),
-        "grid_swing_5s_training_mw": max_swing(power, dt, where=running),
-        **{f"grid_ramp_1min_{k}_mw": v for k, v in minute.items()},
-        "grid_energy_per_token_j": energy * 3.6e9 / tokens if tokens else float("nan"),
-    }
-    if "grid_voltage" in ds:
-        out["grid_voltage_swing_5s_pct"] = 100.0 * max_swing(ds["grid_voltage"].values, dt)
-    if "grid_reactive_power" in ds:
-        out["grid_reactive_mean_mvar"] = float(ds["grid_reactive_power"].mean())
-    return out
-
-
 def metrics(ds: xr.Dataset) -> dict[str, Any]:
     """Headline numbers of a simulated run.
 
@@ -220,35 +187,21 @@ def metrics(ds: xr.Dataset) -> dict[str, Any]:
     kWh, ``throughput_lost_to_heat`` the fraction of tokens the clocks lost to weather: against
     the plant holding its supply setpoint all the time. A figure the run cannot give is NaN,
     and ``not_measured`` says why, by key.
+
+    What the utility sees at the connection starts ``grid_``: ``grid_swing_5s_mw`` is the
+    largest 5-s swing of the run, most often a failure's drop; ``grid_swing_5s_training_mw``
+    the largest of the windows wholly in the running state (``job_state``), the iterations' own
+    swing. An interval mean can straddle a change of state (a checkpoint stall that starts
+    mid-interval), so a sample counts as running only with running samples either side.
+
+    The run is read in cache-sized blocks (:func:`blocks`, :class:`StreamedMetrics`), as a
+    streamed run's chunks are: the time and memory it takes grow with the run's length alone,
+    and the figures are a streamed run's.
     """
-    power = ds["it_power"].values
-    dt = step_seconds(ds)
-    kinds = ds["event_kind"].values if "event_kind" in ds else np.array([])
-    unexpected = kinds == "unexpected"
-    categories, counts = np.unique(ds["event_category"].values[unexpected], return_counts=True)
-    it_mwh = signal.energy(power, dt)
-    facility = _facility_metrics(ds, dt, it_mwh) if "facility_power" in ds else {}
-    grid = grid_metrics(ds, dt) if "grid_power" in ds else {}
-    out = {
-        "it_energy_mwh": it_mwh,
-        "it_mean_mw": float(power.mean()),
-        "it_peak_mw": float(power.max()),
-        "it_min_mw": float(power.min()),
-        "it_swing_5s_mw": max_swing(power, dt),
-        "unexpected_interruptions": int(unexpected.sum()),
-        "planned_interruptions": int((kinds == "planned").sum()),
-        "interruptions_by_category": dict(zip(categories.tolist(), counts.tolist(), strict=True)),
-        "effective_training_time": float(ds["effective_training_time"]),
-        "tokens": float(ds["goodput"]),
-        **facility,
-        **grid,
-    }
-    out["not_measured"] = {
-        key: _why_not_measured(key, dt)
-        for key, value in out.items()
-        if isinstance(value, float) and not np.isfinite(value)
-    }
-    return out
+    streamed = StreamedMetrics(step_seconds(ds), ds.sizes["time"], ds.attrs)
+    for piece in blocks(ds, StreamedMetrics.NAMES, streamed.least()):
+        streamed.feed(*piece)
+    return streamed.result(ds)
 
 
 def _why_not_measured(key: str, dt: float) -> str:
@@ -261,28 +214,6 @@ def _why_not_measured(key: str, dt: float) -> str:
     if key.endswith("_per_token_j"):
         return "none: no tokens trained"
     return "not measured"
-
-
-def _facility_metrics(ds: xr.Dataset, dt: float, it_mwh: float) -> dict[str, float]:
-    """PUE over the run, WUE, cooling energy, and the throughput the heat cost."""
-    facility_mwh = signal.energy(ds["facility_power"], dt)
-    water_l = float(ds["water_use"].astype(np.float64).sum()) * dt
-    share, best = ds.attrs["compute_share"], ds.attrs["clock_setpoint"]
-    clock = ds["clock_factor"].values.astype(np.float64)
-    throughput = ds["throughput"].values
-    # tokens had the plant held its supply setpoint: each interval's throughput times the ratio
-    # of its step stretch to the stretch at the setpoint
-    stretch = step_stretch(clock, best, share)
-    nominal = float(np.sum(throughput * stretch))
-    return {
-        "facility_energy_mwh": facility_mwh,
-        "cooling_energy_mwh": signal.energy(ds["cooling_power"], dt),
-        "facility_peak_mw": float(ds["facility_power"].max()),
-        "pue": facility_mwh / it_mwh,
-        "wue_l_per_kwh": water_l / (it_mwh * 1000.0),
-        "chiller_hours": float(ds["chiller_hours"]),
-        "throughput_lost_to_heat": 1.0 - float(throughput.sum()) / nominal if nominal else 0.0,
-    }
 
 
 def resample_factor(n_steps: int, dt: float, interval: str | float) -> int:
@@ -569,14 +500,38 @@ class Pieces:
         return columns, at, after
 
 
-class StreamedMetrics:
-    """:func:`metrics` accumulated over a run's chunks, without the run held whole.
+BLOCK_STEPS = 1 << 17  # samples a block of an in-memory run holds (1 MB of float64)
 
-    Feed each piece (:class:`Pieces`) in order, then :meth:`result` with the run's scalars and
-    events (``goodput``, ``effective_training_time``, ``chiller_hours``, ``event_kind``,
-    ``event_category``) and its attrs. Peaks, minima, 5-s swings (wholly in training too),
-    1-min ramps and counts equal the in-memory run's to the bit; energies and means are sums
-    added piece by piece (numpy's pairwise sum splits differently), within 1e-12 relative.
+
+def blocks(
+    ds: xr.Dataset, names: tuple[str, ...], least: int = 0
+) -> Iterator[tuple[dict[str, np.ndarray], int, dict | None]]:
+    """A whole run's samples as :class:`Pieces` gives a streamed run's: blocks of ``names``
+    (those the Dataset has) and ``time``, each at least ``least`` samples but the last, with
+    the index of its first sample and the run's next sample (None after the last).
+
+    Blocks are cache-sized (:data:`BLOCK_STEPS`), so that what is measured over them takes time
+    and memory in proportion to the run's length; a variable held lazily (the plant's, PUE) is
+    read one block at a time, never whole.
+    """
+    size, step = ds.sizes["time"], max(BLOCK_STEPS, least)
+    held = {n: ds.variables[n] for n in (*names, "time") if n in ds.variables}
+    for at in range(0, size, step):
+        stop = min(at + step, size)
+        read = {n: v[at : stop + 1].values for n, v in held.items()}
+        columns = {n: v[: stop - at] for n, v in read.items()}
+        yield columns, at, ({n: v[-1:] for n, v in read.items()} if stop < size else None)
+
+
+class StreamedMetrics:
+    """:func:`metrics` accumulated over a run's pieces, without the run held whole.
+
+    Feed each piece (:class:`Pieces` of a streamed run, :func:`blocks` of one in memory) in
+    order, then :meth:`result` with the run's scalars and events (``goodput``,
+    ``effective_training_time``, ``chiller_hours``, ``event_kind``, ``event_category``) and its
+    attrs. Peaks, minima, 5-s swings (wholly in training too), 1-min ramps and counts are the
+    same to the bit however the run is cut; energies and means are sums added piece by piece,
+    so two cuttings differ within 1e-12 relative (numpy's pairwise sums split differently).
     """
 
     NAMES = (
@@ -596,7 +551,7 @@ class StreamedMetrics:
         self.dt, self.size, self.attrs = dt, size, attrs
         self.sums: dict[str, float] = {}
         self.peaks: dict[str, float] = {}
-        self.least: dict[str, float] = {}
+        self.lows: dict[str, float] = {}
         self.seen: set[str] = set()
         resolved_swing = swing_resolved(dt)
         n = round(SWING_WINDOW / dt)
@@ -610,12 +565,16 @@ class StreamedMetrics:
             ramp_stages(signal.samples(60.0, dt)) if size * dt >= 120.0 and dt <= 12.0 else {}
         )
 
+    def least(self) -> int:
+        """The samples a piece needs at least: two of the 1-min ramps' windows."""
+        return 2 * round(60.0 / self.dt) + 2
+
     def _add(self, key: str, values: np.ndarray) -> None:
         self.sums[key] = self.sums.get(key, 0.0) + float(np.sum(values))
 
     def _extremes(self, key: str, values: np.ndarray) -> None:
         self.peaks[key] = max(self.peaks.get(key, -np.inf), float(np.max(values)))
-        self.least[key] = min(self.least.get(key, np.inf), float(np.min(values)))
+        self.lows[key] = min(self.lows.get(key, np.inf), float(np.min(values)))
 
     def feed(self, columns: dict[str, np.ndarray], at: int, after: dict | None) -> None:
         """Take the run's samples from ``at`` (a :class:`Pieces` piece)."""
@@ -648,7 +607,7 @@ class StreamedMetrics:
         ahead = None if after is None else after["job_state"] == State.RUNNING
         around = self.running(running, ahead)
         lead, m = int(at > 0), running.size
-        # running with running samples either side (grid_metrics); the run's ends as they are
+        # running with running samples either side (metrics); the run's ends as they are
         before = around[lead - 1 : lead - 1 + m] if lead else np.r_[True, running[:-1]]
         behind = around[lead + 1 : lead + 1 + m] if after is not None else np.r_[running[1:], True]
         inside = running & before & behind
@@ -672,7 +631,7 @@ class StreamedMetrics:
             "it_energy_mwh": it_mwh,
             "it_mean_mw": self.sums["it_power"] / n,
             "it_peak_mw": self.peaks["it_power"],
-            "it_min_mw": self.least["it_power"],
+            "it_min_mw": self.lows["it_power"],
             "it_swing_5s_mw": self.peaks.get("swing_it_power", nan),
             "unexpected_interruptions": int(unexpected.sum()),
             "planned_interruptions": int((kinds == "planned").sum()),
@@ -706,7 +665,7 @@ class StreamedMetrics:
         return out
 
     def _grid(self, totals: xr.Dataset) -> dict[str, float]:
-        """:func:`grid_metrics` from the sums and extremes."""
+        """The ``grid_`` figures of :func:`metrics`, from the sums and extremes."""
         dt, n, nan = self.dt, self.size, float("nan")
         energy = self.sums["grid_power"] * dt / 3600.0
         tokens = float(totals["goodput"]) if "goodput" in totals else 0.0
@@ -714,7 +673,7 @@ class StreamedMetrics:
         minute = {}
         if self.minute:
             for name in RAMPS:
-                high, low = self.peaks[f"ramp_{name}"], self.least[f"ramp_{name}"]
+                high, low = self.peaks[f"ramp_{name}"], self.lows[f"ramp_{name}"]
                 if name == "range":
                     minute[name] = high
                 else:
@@ -723,7 +682,7 @@ class StreamedMetrics:
             "grid_energy_mwh": energy,
             "grid_mean_mw": mean,
             "grid_peak_mw": peak,
-            "grid_min_mw": self.least["grid_power"],
+            "grid_min_mw": self.lows["grid_power"],
             "grid_load_factor": mean / peak,
             "grid_swing_5s_mw": self.peaks.get("swing_grid_power", nan),
             "grid_swing_5s_training_mw": self.peaks.get("swing_training", nan),

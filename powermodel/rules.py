@@ -29,6 +29,7 @@ from powermodel.analysis import (
     Neighbours,
     RollingMean,
     Windowed,
+    blocks,
     ramp_stages,
     step_seconds,
 )
@@ -279,15 +280,14 @@ def check(
     ------
     RuleError
         For a verdict the data cannot support: a window or averaging shorter than five steps, a
-        band whose low edge lies above half the Nyquist frequency, a missing signal.
+        band whose low edge lies above half the Nyquist frequency, a missing signal (the first
+        such rule, in the order given).
     """
-    shared = _Shared(ds, step_seconds(ds))
-    reference = registered_demand or ds.attrs.get("registered_demand")
-    verdicts = _by_chain(shared, rules, reference)
-    for verdict in verdicts:  # the first rule refused, in the order given
-        if isinstance(verdict, PowerModelError):
-            raise verdict
-    return verdicts
+    dt = step_seconds(ds)
+    measured = _streamed(ds, rules, dt, registered_demand)
+    if measured.errors:
+        raise measured.errors[min(measured.errors)]
+    return measured.finish(lambda: blocks(ds, StreamedCheck.NAMES, measured.least()))[0]
 
 
 @dataclass(frozen=True)
@@ -304,93 +304,36 @@ def check_each(
     """:func:`check` rule by rule: the verdicts the profile supports, and the rules it cannot
     judge with the reason, so that one refused rule does not hide the others' results."""
     try:
-        shared = _Shared(ds, step_seconds(ds))
+        dt = step_seconds(ds)
     except PowerModelError as exc:  # no step: no rule can be judged
         return [], [Refusal(rule, str(exc)) for rule in rules]
-    reference = registered_demand or ds.attrs.get("registered_demand")
-    verdicts = _by_chain(shared, rules, reference)
-    results = [v for v in verdicts if isinstance(v, RuleResult)]
-    refused = [
-        Refusal(rule, str(v))
-        for rule, v in zip(rules, verdicts, strict=True)
-        if isinstance(v, PowerModelError)
-    ]
-    return results, refused
+    measured = _streamed(ds, rules, dt, registered_demand)
+    return measured.finish(lambda: blocks(ds, StreamedCheck.NAMES, measured.least()))
 
 
-def _by_chain(
-    shared: _Shared, rules: list[Rule], reference: float | None
-) -> list[RuleResult | PowerModelError]:
-    """Each rule's verdict or why it is refused, in the order given, the rules of one chain
-    judged together: their statistics are shared, then dropped before the next chain's, so that
-    a check holds one chain's arrays at a time (fresh memory is slow to fault in)."""
-    verdicts: list[RuleResult | PowerModelError | None] = [None] * len(rules)
-    first: dict[tuple, int] = {}
-    for i, rule in enumerate(rules):
-        first.setdefault(_chain(rule), i)
-    last = None
-    for i in sorted(range(len(rules)), key=lambda i: first[_chain(rules[i])]):
-        if _chain(rules[i]) != last:
-            shared.drop_statistics()
-            last = _chain(rules[i])
-        try:
-            verdicts[i] = _check_one(shared, rules[i], reference)
-        except PowerModelError as exc:
-            verdicts[i] = exc
-    return verdicts
-
-
-def _chain(rule: Rule) -> tuple:
-    """What a rule's statistic depends on: rules alike here differ only in direction or limit."""
-    return (rule.signal, rule.averaging, rule.band, rule.statistic, rule.window)
-
-
-class _Shared:
-    """What the rules of one :func:`check` call measure alike, measured once: a chain's
-    statistic of a signal (rules that differ only in direction or limit), the job's cause
-    codes and their strongest within a reach."""
-
-    def __init__(self, ds: xr.Dataset, dt: float) -> None:
-        self.ds, self.dt = ds, dt
-        self._memo: dict[tuple, np.ndarray] = {}
-
-    def _once(self, key: tuple, make: Callable[[], np.ndarray]) -> np.ndarray:
-        if key not in self._memo:
-            self._memo[key] = make()
-        return self._memo[key]
-
-    def signal(self, name: str) -> np.ndarray:
-        """The Dataset's variable in float64, read-only (no copy when it is float64 already)."""
-        return self._once(("signal", name), lambda: _read_only(self.ds[name].values))
-
-    def statistic(self, variant: str, rule: Rule, make: Callable[[], np.ndarray]) -> np.ndarray:
-        """The unsigned statistic of ``rule``'s chain on a variant of its signal (read-only)."""
-        key = ("statistic", variant, *_chain(rule))
-        return self._once(key, lambda: _statistic(make(), rule, self.dt))
-
-    def drop_statistics(self) -> None:
-        """Forget the chains' statistics (another chain's rules come next)."""
-        for key in [k for k in self._memo if k[0] == "statistic"]:
-            del self._memo[key]
-
-    def measure(self, variant: str, rule: Rule, make: Callable[[], np.ndarray]) -> np.ndarray:
-        return _signed(self.statistic(variant, rule, make), rule)
-
-    def held(self, name: str) -> np.ndarray:
-        return self._once(("held", name), lambda: _checkpoints_held(self.ds, self.signal(name)))
-
-    def codes(self) -> np.ndarray:
-        return self._once(("codes",), lambda: _codes(self.ds, self.dt))
-
-    def strongest(self, reach: int) -> np.ndarray:
-        """The strongest cause within the ``reach`` samples before each sample and itself."""
-        return self._once(("strongest", reach), lambda: signal.rolling_min(self.codes(), reach))
-
-
-def _read_only(values: np.ndarray) -> np.ndarray:
-    out = np.asarray(values, dtype=np.float64).view()
-    out.flags.writeable = False
-    return out
+def _streamed(
+    ds: xr.Dataset, rules: list[Rule], dt: float, registered_demand: float | None
+) -> StreamedCheck:
+    """A whole profile measured as a streamed run's chunks are, in cache-sized blocks
+    (:func:`powermodel.analysis.blocks`): the same verdicts to the bit, in time and memory
+    that grow with the profile's length alone."""
+    attrs = {**ds.attrs, "dt": dt}
+    names, size = set(ds.data_vars), ds.sizes["time"]
+    measured = StreamedCheck(rules, size, attrs, names, registered_demand)
+    if "job_state" in ds and np.any(ds["job_state"].values == State.CHECKPOINT):
+        # the signals' running medians first (what a checkpoint is held at), so that every
+        # rule is measured in one pass: a streamed run finds them after its first
+        reach = measured.least()
+        histograms: dict[str, np.ndarray] = {}
+        for columns, _, _ in blocks(ds, ("job_state", *measured.signals()), reach):
+            _tally(histograms, columns, measured.signals())
+        pieces = lambda: blocks(ds, ("job_state", *measured.signals()), reach)  # noqa: E731
+        medians = _medians(pieces, histograms, measured.signals())
+        measured = StreamedCheck(rules, size, attrs, names, registered_demand, medians)
+    if len(measured.errors) < len(rules):
+        for piece in blocks(ds, StreamedCheck.NAMES, measured.least()):
+            measured.feed(*piece)
+    return measured
 
 
 def _judgeable(
@@ -413,25 +356,6 @@ def _judgeable(
             f"than the profile ({format_duration(size * dt)}): check a longer run or trace"
         )
     return limit, lookback
-
-
-def _check_one(shared: _Shared, rule: Rule, reference: float | None) -> RuleResult:
-    ds, dt = shared.ds, shared.dt
-    size = ds.sizes["time"]
-    limit, lookback = _judgeable(rule, ds, size, dt, reference)
-    value = shared.measure("as is", rule, lambda: shared.signal(rule.signal))
-    if rule.averaging:  # the first readings average fewer samples: no meter reads those
-        value[: lookback - 1] = -np.inf
-    over = value > limit
-    cause = np.full(over.size, -1, np.int8)
-    if over.any():  # a rule passed needs no causes
-        cause = np.where(over, _causes(shared, rule, limit, lookback, over), cause)
-    bounds, worst = _runs(value, cause)
-    times = ds["time"].values
-    table = _table(times[bounds[:, 0]], times[bounds[:, 1] - 1], worst, cause[bounds[:, 0]])
-    at = int(np.argmax(value))
-    counts = np.bincount(cause[over], minlength=len(LABELS))  # samples over, by cause
-    return _result(rule, limit, (float(value[at]), times[at]), table, counts, size, dt)
 
 
 LABELS = np.array([*CAUSES, UNKNOWN], dtype=object)
@@ -469,24 +393,26 @@ def _result(
     rule: Rule,
     limit: float,
     worst: tuple[float, np.datetime64],
-    table: pd.DataFrame,
+    violations: tuple[np.ndarray, ...],
     counts: np.ndarray,
     size: int,
     dt: float,
 ) -> RuleResult:
-    """A rule's verdict from its violations ``table`` and samples over the limit by cause."""
+    """A rule's verdict from its ``violations`` (start, end, worst value and cause code of
+    each) and its samples over the limit by cause (``counts``)."""
     resolved = signal.resolved(dt)
-    codes = np.flatnonzero(counts)
+    runs = np.bincount(violations[3], minlength=len(LABELS))
+    order = sorted(np.flatnonzero(runs), key=lambda c: (-runs[c], c))  # most frequent first
     return RuleResult(
         rule=rule,
         limit=limit,
         worst=worst[0],
         worst_time=worst[1],
-        violations=table,
+        violations=_table(*violations),
         days=size * dt / 86400.0,
         resolved_to=resolved if rule.band and rule.band[1] > resolved else None,
-        by_cause=table["cause"].value_counts().to_dict(),
-        seconds_by_cause={str(LABELS[c]): float(counts[c] * dt) for c in codes},
+        by_cause={str(LABELS[c]): int(runs[c]) for c in order},
+        seconds_by_cause={str(LABELS[c]): float(counts[c] * dt) for c in np.flatnonzero(counts)},
     )
 
 
@@ -518,37 +444,6 @@ def _statistic(x: np.ndarray, rule: Rule, dt: float) -> np.ndarray:
     return stat
 
 
-def _causes(
-    shared: _Shared, rule: Rule, limit: float, lookback: int, over: np.ndarray
-) -> np.ndarray:
-    """Cause code (index into ``CAUSES``, or of ``UNKNOWN``) of each sample.
-
-    The strongest job event within the statistic's reach before the sample. Checkpoints are
-    short and frequent, so a window often holds one beside an iteration swing that violates on
-    its own: the checkpoint is blamed only if the sample would pass with the checkpoint stalls
-    held at the running median. Running throughout, the iteration swing is blamed if the signal
-    less the cooling plant violates too, the weather (the plant's response) if not.
-    """
-    ds = shared.ds
-    if "job_state" not in ds:
-        return np.full(over.size, len(CAUSES), np.int8)
-    # the cooling plant is in what the grid and the facility draw, not in IT power
-    plant = "cooling_power" in ds and rule.signal in ("grid_power", "facility_power")
-    return _attribute(
-        shared.strongest(lookback + 1),
-        over,
-        limit,
-        lambda: shared.measure("checkpoints held", rule, lambda: shared.held(rule.signal)),
-        lambda: shared.measure(
-            "plant removed" if plant else "as is",
-            rule,
-            (lambda: shared.signal(rule.signal) - ds["cooling_power"].values)
-            if plant
-            else (lambda: shared.signal(rule.signal)),
-        ),
-    )
-
-
 def _attribute(
     cause: np.ndarray,
     over: np.ndarray,
@@ -556,9 +451,15 @@ def _attribute(
     held: Callable[[], np.ndarray],
     rest: Callable[[], np.ndarray],
 ) -> np.ndarray:
-    """:func:`_causes` from the strongest job event before each sample (``cause``), the
-    statistic with the checkpoints ``held`` at the running median and the statistic with the
-    plant removed (``rest``), each measured only when a sample needs it."""
+    """Cause code (index into ``CAUSES``, or of ``UNKNOWN``) of each sample ``over`` the limit.
+
+    ``cause`` is the strongest job event within the statistic's reach before the sample.
+    Checkpoints are short and frequent, so a window often holds one beside an iteration swing
+    that violates on its own: the checkpoint is blamed only if the sample would pass with the
+    checkpoint stalls ``held`` at the running median. Running throughout, the iteration swing
+    is blamed if the signal less the cooling plant (``rest``) violates too, the weather (the
+    plant's response) if not. ``held`` and ``rest`` are read only when a sample needs them.
+    """
     checkpoint = over & (cause == CAUSES.index("checkpoint"))
     if checkpoint.any():
         anyway = checkpoint & (held() > limit)
@@ -568,33 +469,6 @@ def _attribute(
         weather = running & (rest() <= limit)
         cause = np.where(weather, CAUSES.index("weather"), cause)
     return cause
-
-
-def _codes(ds: xr.Dataset, dt: float) -> np.ndarray:
-    """Cause code of the job's state at each sample (restarts through the dies' warm-up)."""
-    state = ds["job_state"].values
-    code = _STATE_CODE[state]
-    # job_state is the state at each interval's middle: an interval also holds part of the
-    # next one's state when that state starts within it
-    np.minimum(code[:-1], code[1:], out=code[:-1])
-    # after a (re)start the GPUs warm from the start-up level and their leakage climbs with
-    # them: the restart's doing for three time constants of the die
-    warm = _warm_up(ds, dt)
-    if warm:
-        restart = code == _STATE_CAUSE[State.RAMP]
-        code[signal.rolling_max(restart, warm + 1)] = _STATE_CAUSE[State.RAMP]
-    return code
-
-
-def _checkpoints_held(ds: xr.Dataset, x: np.ndarray) -> np.ndarray:
-    """The signal with the checkpoint stalls, and the intervals either side that hold part of
-    one, at the running median."""
-    state = ds["job_state"].values
-    checkpoint = state == State.CHECKPOINT
-    stalled = checkpoint.copy()
-    stalled[1:] |= checkpoint[:-1]
-    stalled[:-1] |= checkpoint[1:]
-    return np.where(stalled, np.median(x[state == State.RUNNING]), x)
 
 
 def _warm_up(ds: xr.Dataset | dict, dt: float) -> int:
@@ -746,10 +620,12 @@ class StreamedCheck:
     from its start. Each rule's statistic is carried across pieces exactly (the rolling mean's
     cumulative sum, the band filters' state, the windows' last samples, the states either side
     of an interval), so worst values, their times, violations, causes and verdicts are the
-    in-memory :func:`check`'s to the bit. A rule whose violations a checkpoint may have caused
-    needs the running median of its signal over the whole run: a pass over the replay finds it
-    exactly (the values in its 1/256-wide bucket of a histogram taken in the first pass), and
-    a second measures those rules again with it.
+    in-memory :func:`check`'s to the bit (which measures a whole profile so, in blocks). The
+    rules alike but for direction and limit share their statistics (:class:`_Chain`). A rule
+    whose violations a checkpoint may have caused needs the running median of its signal over
+    the whole run: given as ``medians``, or else a pass over the replay finds it exactly (the
+    values in its 1/256-wide bucket of a histogram taken in the first pass), and a second
+    measures those rules again with it.
     """
 
     NAMES = (
@@ -768,6 +644,7 @@ class StreamedCheck:
         attrs: dict,
         names: object,
         registered_demand: float | None = None,
+        medians: dict[str, float] | None = None,
     ) -> None:
         self.rules, self.size, self.attrs = rules, size, attrs
         self.dt = float(attrs["dt"])
@@ -775,15 +652,21 @@ class StreamedCheck:
         self.plant = "cooling_power" in names
         reference = registered_demand or attrs.get("registered_demand")
         self.judged: dict[int, tuple[float, int]] = {}
-        self.refused: dict[int, Refusal] = {}
+        self.errors: dict[int, PowerModelError] = {}  # why each rule refused is
         for i, rule in enumerate(rules):
             try:
                 self.judged[i] = _judgeable(rule, names, size, self.dt, reference)
             except PowerModelError as exc:
-                self.refused[i] = Refusal(rule, str(exc))
-        self._start({i: None for i in self.judged})
+                self.errors[i] = exc
+        known = medians or {}
+        self._start({i: known.get(rules[i].signal) for i in self.judged})
         self.histograms: dict[str, np.ndarray] = {}
-        self.tallying = True  # the first pass: the running samples' histograms, for medians
+        # the first pass tallies the running samples' histograms, for medians not given
+        self.tallying = medians is None
+
+    def signals(self) -> set[str]:
+        """The signals the rules judged measure."""
+        return {self.rules[i].signal for i in self.judged}
 
     def least(self) -> int:
         """The samples a piece needs at least: every rule's reach and the dies' warm-up."""
@@ -791,23 +674,22 @@ class StreamedCheck:
         return 2 * (max(reach, default=0) + _warm_up(self.attrs, self.dt) + 2)
 
     def _start(self, medians: dict[int, float | None]) -> None:
-        self.measured = {
-            i: _Measured(self.rules[i], *self.judged[i], self.dt, median, self.plant)
-            for i, median in medians.items()
-        }
+        self.measured = {i: _Measured(self.rules[i], *self.judged[i], self.dt) for i in medians}
+        self.chains: dict[tuple, _Chain] = {}
+        for i, median in medians.items():
+            rule, lookback = self.rules[i], self.judged[i][1]
+            if _chain(rule) not in self.chains:
+                self.chains[_chain(rule)] = _Chain(rule, lookback, self.dt, median, self.plant)
         self.codes = _PieceCodes(_warm_up(self.attrs, self.dt)) if self.states else None
 
     def feed(self, columns: dict[str, np.ndarray], at: int, after: dict | None) -> None:
         """Take the run's samples from ``at`` (a piece)."""
         codes = None if self.codes is None else self.codes(columns, after)
         if self.states and self.tallying:
-            running = columns["job_state"] == State.RUNNING
-            for name in {self.rules[i].signal for i in self.judged}:
-                top = _keys(np.asarray(columns[name], np.float64)[running]) >> np.uint64(BUCKET)
-                counts = np.bincount(top.astype(np.int64), minlength=1 << (64 - BUCKET))
-                self.histograms[name] = self.histograms.get(name, 0) + counts
-        for measured in self.measured.values():
-            measured.feed(columns, at, after, codes)
+            _tally(self.histograms, columns, self.signals())
+        statistics = {key: chain(columns, at, after, codes) for key, chain in self.chains.items()}
+        for i, measured in self.measured.items():
+            measured.feed(statistics[_chain(self.rules[i])], at, columns["time"])
 
     def finish(
         self, replay: Callable[[], Iterator[tuple[dict, int, dict | None]]]
@@ -817,14 +699,14 @@ class StreamedCheck:
         again = [i for i, m in self.measured.items() if m.needs_held]
         results = {i: m.result(self.size) for i, m in self.measured.items() if i not in again}
         if again:
-            signals = {self.rules[i].signal for i in again}
-            medians = _medians(replay, {n: self.histograms[n] for n in signals})
+            medians = _medians(replay, self.histograms, {self.rules[i].signal for i in again})
             self._start({i: medians[self.rules[i].signal] for i in again})
             for piece in replay():
                 self.feed(*piece)
             results |= {i: m.result(self.size) for i, m in self.measured.items()}
         ordered = [results[i] for i in range(len(self.rules)) if i in results]
-        return ordered, [self.refused[i] for i in sorted(self.refused)]
+        refused = [Refusal(self.rules[i], str(self.errors[i])) for i in sorted(self.errors)]
+        return ordered, refused
 
 
 BUCKET = 44  # bits of a value's sortable key below its histogram bucket (20 bits above)
@@ -837,13 +719,31 @@ def _keys(x: np.ndarray) -> np.ndarray:
     return np.where(bits >> np.uint64(63), ~bits, bits | np.uint64(1 << 63))
 
 
+def _tally(histograms: dict[str, np.ndarray], columns: dict, names: set[str]) -> None:
+    """Add a piece's running samples of each signal in ``names`` to its histogram of keys
+    (:data:`BUCKET`), for :func:`_medians`."""
+    running = columns["job_state"] == State.RUNNING
+    for name in names:
+        top = _keys(np.asarray(columns[name], np.float64)[running]) >> np.uint64(BUCKET)
+        top = top.astype(np.int64)
+        if top.size:  # the piece's few buckets counted, then added to the run's
+            lo = int(top.min())
+            counts = np.bincount(top - lo)
+            held = histograms.setdefault(name, np.zeros(1 << (64 - BUCKET), np.int64))
+            held[lo : lo + counts.size] += counts
+
+
 def _medians(
-    replay: Callable[[], Iterator[tuple[dict, int, dict | None]]], histograms: dict
+    replay: Callable[[], Iterator[tuple[dict, int, dict | None]]],
+    histograms: dict[str, np.ndarray],
+    names: set[str],
 ) -> dict[str, float]:
     """``np.median`` of each signal's running samples over the run, exactly: the buckets of
-    the middle ranks from the ``histograms`` of their keys, the values in them from a pass."""
+    the middle ranks from the ``histograms`` of their keys (:func:`_tally`), the values in
+    them from a pass; NaN for a signal never running."""
     wanted = {}
-    for name, counts in histograms.items():
+    for name in names:
+        counts = histograms.get(name, np.zeros(1, np.int64))
         total = int(counts.sum())
         ranks = [] if total == 0 else sorted({(total - 1) // 2, total // 2})
         below = np.concatenate(([0], np.cumsum(counts)))
@@ -883,50 +783,38 @@ class _PieceCodes:
         return code
 
 
-class _Measured:
-    """One rule measured piece by piece (:class:`StreamedCheck`)."""
+def _chain(rule: Rule) -> tuple:
+    """What a rule's statistic depends on: rules alike here differ only in direction or limit."""
+    return (rule.signal, rule.averaging, rule.band, rule.statistic, rule.window)
+
+
+class _Chain:
+    """One chain's statistics (:func:`_chain`: the rules alike but for direction and limit
+    share them), piece by piece and unsigned: of the signal as is, with the cooling plant
+    removed, with the checkpoints held at the running median (once known), and the strongest
+    job event within the statistic's reach before each sample (:func:`_attribute`)."""
 
     def __init__(
-        self,
-        rule: Rule,
-        limit: float,
-        lookback: int,
-        dt: float,
-        median: float | None,
-        plant: bool,
+        self, rule: Rule, lookback: int, dt: float, median: float | None, plant: bool
     ) -> None:
-        self.rule, self.limit, self.lookback, self.dt, self.median = (
-            rule,
-            limit,
-            lookback,
-            dt,
-            median,
-        )
+        self.name, self.median = rule.signal, median
         self.value = _stages(rule, dt)
-        self.plant = plant and rule.signal in ("grid_power", "facility_power")
-        self.rest = _stages(rule, dt) if self.plant else None
+        # the cooling plant is in what the grid and the facility draw, not in IT power
+        plant = plant and rule.signal in ("grid_power", "facility_power")
+        self.rest = _stages(rule, dt) if plant else None
         self.held = _stages(rule, dt) if median is not None else None
         self.stalled = Neighbours()
         self.strongest = Windowed(signal.rolling_min, lookback + 1)
-        self.needs_held = False
-        self.best: tuple[float, np.datetime64] | None = None
-        self.counts = np.zeros(len(LABELS), np.int64)
-        self.rows: list[tuple[np.ndarray, ...]] = []
-        self.open: list | None = None  # the last run of the piece before, if it reached its end
 
-    def feed(self, columns: dict, at: int, after: dict | None, codes: np.ndarray | None) -> None:
-        rule, limit = self.rule, self.limit
-        x = np.asarray(columns[rule.signal], np.float64)
-        value = _signed(self.value(x, at), rule)
-        if rule.averaging:  # the run's first readings average fewer samples
-            value[: max(min(self.lookback - 1 - at, value.size), 0)] = -np.inf
-        rest = (
-            None
-            if self.rest is None
-            else _signed(self.rest(x - columns["cooling_power"], at), rule)
-        )
+    def __call__(
+        self, columns: dict, at: int, after: dict | None, codes: np.ndarray | None
+    ) -> tuple[np.ndarray, ...]:
+        """The piece's statistics: as is, plant removed, checkpoints held (None where not
+        measured), and the strongest cause (None without the job's states)."""
+        x = np.asarray(columns[self.name], np.float64)
+        rest = None if self.rest is None else self.rest(x - columns["cooling_power"], at)
         held = None
-        if self.held is not None:
+        if self.held is not None:  # the stalls and the intervals either side holding part
             checkpoint = columns["job_state"] == State.CHECKPOINT
             ahead = None if after is None else after["job_state"] == State.CHECKPOINT
             around = self.stalled(checkpoint, ahead)
@@ -940,12 +828,34 @@ class _Measured:
                 if after is not None
                 else np.r_[around[lead + 1 : lead + x.size], False]
             )
-            held = _signed(self.held(np.where(stalled, self.median, x), at), rule)
+            held = self.held(np.where(stalled, self.median, x), at)
+        strongest = None if codes is None else self.strongest(codes, at)
+        return self.value(x, at), rest, held, strongest
+
+
+class _Measured:
+    """One rule measured piece by piece from its chain's statistics (:class:`StreamedCheck`)."""
+
+    def __init__(self, rule: Rule, limit: float, lookback: int, dt: float) -> None:
+        self.rule, self.limit, self.lookback, self.dt = rule, limit, lookback, dt
+        self.needs_held = False
+        self.best: tuple[float, np.datetime64] | None = None
+        self.counts = np.zeros(len(LABELS), np.int64)
+        # the violations (start, end, worst, cause code) found in each piece, as arrays
+        self.rows: list[tuple[np.ndarray, ...]] = []
+        self.open: tuple | None = None  # the last of the piece before, if it reached its end
+
+    def feed(self, statistics: tuple[np.ndarray, ...], at: int, times: np.ndarray) -> None:
+        """Take a piece from ``at``: its chain's ``statistics`` (:class:`_Chain`)."""
+        rule, limit = self.rule, self.limit
+        stat, rest, held, strongest = statistics
+        value = _signed(stat, rule)
+        if rule.averaging:  # the run's first readings average fewer samples
+            value[: max(min(self.lookback - 1 - at, value.size), 0)] = -np.inf
         over = value > limit
         cause = np.full(over.size, -1, np.int8)
-        strongest = None if codes is None else self.strongest(codes, at)
         if over.any():
-            if codes is None:
+            if strongest is None:
                 cause[over] = len(CAUSES)
             else:
                 try:
@@ -955,15 +865,15 @@ class _Measured:
                             strongest,
                             over,
                             limit,
-                            lambda: _known(held),
-                            lambda: value if rest is None else rest,
+                            lambda: _signed(_known(held), rule),
+                            lambda: value if rest is None else _signed(rest, rule),
                         ),
                         cause,
                     )
                 except _HeldUnknown:  # measured again once the median is known
                     self.needs_held = True
                     cause = np.where(over, strongest, cause)
-        self._tally(value, cause, over, columns["time"])
+        self._tally(value, cause, over, times)
 
     def _tally(
         self, value: np.ndarray, cause: np.ndarray, over: np.ndarray, times: np.ndarray
@@ -973,35 +883,26 @@ class _Measured:
             self.best = (float(value[at]), times[at])
         self.counts += np.bincount(cause[over], minlength=len(LABELS))
         bounds, worst = _runs(value, cause)
-        rows = [
-            [times[a], times[b - 1], w, cause[a], b == cause.size]
-            for (a, b), w in zip(bounds.tolist(), worst.tolist(), strict=True)
-        ]
-        if self.open is not None:
-            if rows and bounds[0, 0] == 0 and rows[0][3] == self.open[3]:  # one across the cut
-                rows[0] = [
-                    self.open[0],
-                    rows[0][1],
-                    max(self.open[2], rows[0][2]),
-                    rows[0][3],
-                    rows[0][4],
-                ]
+        start, end, code = times[bounds[:, 0]], times[bounds[:, 1] - 1], cause[bounds[:, 0]]
+        if self.open is not None:  # the piece before's last run reached its end
+            if len(bounds) and bounds[0, 0] == 0 and code[0] == self.open[3][0]:  # one run
+                start[0], worst[0] = self.open[0][0], max(self.open[2][0], worst[0])
             else:
-                self.rows.append(tuple(self.open[:4]))
-        self.open = rows.pop() if rows and rows[-1][4] else None
-        self.rows += [tuple(r[:4]) for r in rows]
+                self.rows.append(self.open)
+        self.open = None
+        if len(bounds) and bounds[-1, 1] == cause.size:  # it may go on in the next piece
+            self.open, (start, end, worst, code) = (
+                (start[-1:], end[-1:], worst[-1:], code[-1:]),
+                (start[:-1], end[:-1], worst[:-1], code[:-1]),
+            )
+        self.rows.append((start, end, worst, code))
 
     def result(self, size: int) -> RuleResult:
         if self.open is not None:
-            self.rows.append(tuple(self.open[:4]))
+            self.rows.append(self.open)
             self.open = None
-        start, end, worst, code = (
-            (np.array(c) for c in zip(*self.rows, strict=True))
-            if self.rows
-            else (np.array([], "datetime64[ns]"),) * 2 + (np.empty(0), np.empty(0, np.int8))
-        )
-        table = _table(start, end, worst, code)
-        return _result(self.rule, self.limit, self.best, table, self.counts, size, self.dt)
+        violations = tuple(np.concatenate(c) for c in zip(*self.rows, strict=True))
+        return _result(self.rule, self.limit, self.best, violations, self.counts, size, self.dt)
 
 
 def _known(held: np.ndarray | None) -> np.ndarray:

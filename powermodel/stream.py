@@ -220,7 +220,7 @@ class Measures:
         dt = step_seconds(ds)
         self._metrics = StreamedMetrics(dt, size, ds.attrs)
         self._check = StreamedCheck(self.rules, size, ds.attrs, names, self.registered_demand)
-        least = max(self._check.least(), 2 * round(60.0 / dt) + 2)
+        least = max(self._check.least(), self._metrics.least())
         self._names = tuple(dict.fromkeys(StreamedMetrics.NAMES + StreamedCheck.NAMES))
         self._pieces = Pieces(self._names, least)
         self._started = True

@@ -1,0 +1,176 @@
+"""A whole run measured in blocks (issue 13): ``metrics`` and ``check`` read an in-memory run
+in cache-sized blocks through the streamed accumulators. Checked here against whole-array
+references written out in the test (the statistics of ``powermodel.models.signal`` over the
+whole signal, the causes decided over the whole run), with blocks small enough that hundreds
+of cuts fall inside windows, filters' memories, checkpoints and violations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import REFERENCE
+
+from powermodel import analysis, load_scenario, metrics, simulate
+from powermodel.analysis import max_swing, ramps, step_seconds
+from powermodel.models import signal
+from powermodel.models.events import State
+from powermodel.rules import (
+    _STATE_CAUSE,
+    _STATE_CODE,
+    LABELS,
+    _attribute,
+    _judgeable,
+    _runs,
+    _warm_up,
+    check,
+    load_rules,
+    measure,
+)
+
+# 2 days at 1 s, failures three times as often, variation on; and a day of 99,968 GPUs, whose
+# iteration swing alone breaks ERCOT's and IESO's limits (where the plant's moves are blamed on
+# the weather): between them every cause occurs
+TWO_DAYS = {
+    "simulation.duration": "2d",
+    "reliability.rate_scale": 3.0,
+    "workload.variation": {"step_cv": 0.05},
+}
+LARGE = {"simulation.duration": "1d", "reliability.rate_scale": 3.0, "cluster.n_gpus": 99968}
+EVENTS = {"failure", "restart", "checkpoint", "maintenance"}
+BLAMED = {"two days": EVENTS, "99,968 GPUs": EVENTS | {"iteration swing", "weather"}}
+RULES = "ercot-5s,nprr1191,ieso,caiso-10min,atc-5s,aeso-1min"
+
+
+@pytest.fixture(scope="module")
+def two_days():
+    return simulate(load_scenario(REFERENCE, TWO_DAYS))
+
+
+@pytest.fixture(scope="module", params=["two days", "99,968 GPUs"])
+def runs(request, two_days):
+    if request.param == "two days":
+        return request.param, two_days
+    return request.param, simulate(load_scenario(REFERENCE, LARGE))
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of 1,009 samples (a prime: cuts fall at every phase of the iterations)."""
+    monkeypatch.setattr(analysis, "BLOCK_STEPS", 1009)
+
+
+def test_blocks_cover_the_run_once_with_the_next_sample(two_days, small_blocks):
+    size = two_days.sizes["time"]
+    pieces = list(analysis.blocks(two_days, ("grid_power", "cooling_power"), least=2000))
+    starts = [at for _, at, _ in pieces]
+    assert starts == list(range(0, size, 2000))  # least wins over a smaller block
+    joined = np.concatenate([c["cooling_power"] for c, _, _ in pieces])
+    np.testing.assert_array_equal(joined, two_days["cooling_power"].values)
+    for (columns, at, after), nxt in zip(pieces, pieces[1:] + [None], strict=True):
+        assert columns["time"][0] == two_days["time"].values[at]
+        if nxt is None:
+            assert after is None
+        else:
+            assert after["grid_power"][0] == nxt[0]["grid_power"][0]
+
+
+def test_metrics_in_blocks_are_the_whole_arrays(two_days, small_blocks):
+    ds, dt = two_days, 1.0
+    got = metrics(ds)
+    grid, it = ds["grid_power"].values, ds["it_power"].values
+    running = ds["job_state"].values == State.RUNNING
+    running[1:-1] &= running[:-2] & running[2:]  # running samples either side
+    exact = {
+        "it_peak_mw": it.max(),
+        "it_min_mw": it.min(),
+        "it_swing_5s_mw": max_swing(it, dt),
+        "grid_peak_mw": grid.max(),
+        "grid_min_mw": grid.min(),
+        "grid_swing_5s_mw": max_swing(grid, dt),
+        "grid_swing_5s_training_mw": max_swing(grid, dt, where=running),
+        "facility_peak_mw": ds["facility_power"].values.max(),
+        "grid_voltage_swing_5s_pct": 100.0 * max_swing(ds["grid_voltage"].values, dt),
+        **{f"grid_ramp_1min_{k}_mw": v for k, v in ramps(grid, dt, 60.0).items()},
+    }
+    for key, value in exact.items():  # maxima and minima are exact however the run is cut
+        assert got[key] == value, key
+    it_mwh = signal.energy(it, dt)
+    summed = {
+        "it_energy_mwh": it_mwh,
+        "grid_energy_mwh": signal.energy(grid, dt),
+        "grid_mean_mw": grid.mean(),
+        "pue": signal.energy(ds["facility_power"].values, dt) / it_mwh,
+        "cooling_energy_mwh": signal.energy(ds["cooling_power"].values, dt),
+        "wue_l_per_kwh": ds["water_use"].values.astype(float).sum() * dt / (it_mwh * 1000.0),
+        "grid_reactive_mean_mvar": ds["grid_reactive_power"].values.mean(),
+    }
+    for key, value in summed.items():  # sums added block by block, not pairwise: 1e-12
+        assert got[key] == pytest.approx(value, rel=1e-12), key
+    assert got["unexpected_interruptions"] == int((ds["event_kind"] == "unexpected").sum())
+
+
+def _whole(ds, rule, limit, lookback):
+    """One rule's samples over the limit and their causes, over the whole run at once."""
+    dt = step_seconds(ds)
+    x = ds[rule.signal].values
+    value = measure(x, rule, dt)
+    if rule.averaging:  # the first readings average fewer samples
+        value[: lookback - 1] = -np.inf
+    state = ds["job_state"].values
+    code = _STATE_CODE[state]
+    np.minimum(code[:-1], code[1:], out=code[:-1])  # an interval holds the next state's start
+    warm = _warm_up(ds, dt)
+    restart = code == _STATE_CAUSE[State.RAMP]
+    code[signal.rolling_max(restart, warm + 1)] = _STATE_CAUSE[State.RAMP]
+    checkpoint = state == State.CHECKPOINT
+    stalled = checkpoint.copy()
+    stalled[1:] |= checkpoint[:-1]
+    stalled[:-1] |= checkpoint[1:]
+    held = np.where(stalled, np.median(x[state == State.RUNNING]), x)
+    plant = rule.signal in ("grid_power", "facility_power")
+    over = value > limit
+    cause = _attribute(
+        signal.rolling_min(code, lookback + 1),
+        over,
+        limit,
+        lambda: measure(held, rule, dt),
+        lambda: measure(x - ds["cooling_power"].values, rule, dt) if plant else value,
+    )
+    return value, np.where(over, cause, -1).astype(np.int8)
+
+
+def test_verdicts_in_blocks_are_the_whole_runs(runs, small_blocks):
+    name, ds = runs
+    chosen = load_rules(RULES)
+    results = check(ds, chosen)
+    assert len(results) == len(chosen)
+    size, dt = ds.sizes["time"], step_seconds(ds)
+    blamed = set()
+    for result in results:
+        rule = result.rule
+        limit, lookback = _judgeable(rule, ds, size, dt, ds.attrs["registered_demand"])
+        value, cause = _whole(ds, rule, limit, lookback)
+        at = int(np.argmax(value))
+        assert (result.worst, result.worst_time) == (value[at], ds["time"].values[at]), rule.name
+        counts = np.bincount(cause[cause >= 0], minlength=len(LABELS))
+        seconds = {str(LABELS[c]): float(counts[c] * dt) for c in np.flatnonzero(counts)}
+        assert result.seconds_by_cause == seconds, rule.name
+        bounds, worst = _runs(value, cause)
+        times = ds["time"].values
+        expected = pd.DataFrame(
+            {
+                "start": times[bounds[:, 0]],
+                "end": times[bounds[:, 1] - 1],
+                "worst": worst,
+                "cause": LABELS[cause[bounds[:, 0]]].astype(object),
+            }
+        )
+        pd.testing.assert_frame_equal(result.violations, expected, check_dtype=False)
+        runs = expected["cause"].value_counts()
+        assert result.by_cause == runs.to_dict(), rule.name
+        assert list(result.by_cause.values()) == sorted(runs, reverse=True)  # most first
+        blamed |= set(result.by_cause)
+    # the cuts fell among violations of every cause (and the checkpoints' running median)
+    assert blamed == BLAMED[name]
+    assert sum(len(r.violations) for r in results) > 1000
