@@ -18,6 +18,7 @@ nothing else (tests/test_layers.py).
 """
 
 from powermodel._version import __version__
+from powermodel._xarray import defer_dask
 from powermodel.analysis import metrics
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.scenario import Scenario, load_scenario, presets
@@ -35,3 +36,5 @@ __all__ = [
     "sensitivity",
     "simulate",
 ]
+
+defer_dask()  # before any Dataset: xarray imports dask.array only for dask's own arrays

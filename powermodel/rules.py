@@ -361,19 +361,15 @@ def _judgeable(
 LABELS = np.array([*CAUSES, UNKNOWN], dtype=object)
 
 
-def _runs(value: np.ndarray, cause: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _runs(value: np.ndarray, cause: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The violations: runs of samples over the limit with one cause (``cause`` -1 under it),
-    as (start, stop) index pairs, and the worst ``value`` of each."""
-    size = cause.size
-    change = np.flatnonzero(cause[1:] != cause[:-1]) + 1
-    change = np.concatenate(([0], change, [size]))
-    bounds = np.column_stack((change[:-1], change[1:]))
-    bounds = bounds[cause[bounds[:, 0]] >= 0]
-    # the worst of each run: reduceat over its start and end, the last run to the end of the
-    # profile when it ends there (reduceat takes no index past the end)
-    cuts = bounds.ravel()[: -1 if len(bounds) and bounds[-1, 1] == size else None]
-    worst = np.maximum.reduceat(value, cuts)[::2] if len(bounds) else np.empty(0)
-    return bounds, worst
+    as their starts and stops (indices) and the worst ``value`` of each."""
+    edges = np.flatnonzero(cause[1:] != cause[:-1]) + 1
+    starts = np.concatenate(([0], edges))
+    over = cause[starts] >= 0
+    # the worst of every run, over the limit or not, then those over's
+    worst = np.maximum.reduceat(value, starts)[over]
+    return starts[over], np.append(edges, cause.size)[over], worst
 
 
 def _table(start: np.ndarray, end: np.ndarray, worst: np.ndarray, code: np.ndarray) -> pd.DataFrame:
@@ -873,24 +869,23 @@ class _Measured:
                 except _HeldUnknown:  # measured again once the median is known
                     self.needs_held = True
                     cause = np.where(over, strongest, cause)
-        self._tally(value, cause, over, times)
+        self._tally(value, cause, times)
 
-    def _tally(
-        self, value: np.ndarray, cause: np.ndarray, over: np.ndarray, times: np.ndarray
-    ) -> None:
+    def _tally(self, value: np.ndarray, cause: np.ndarray, times: np.ndarray) -> None:
         at = int(np.argmax(value))
         if self.best is None or value[at] > self.best[0]:
             self.best = (float(value[at]), times[at])
-        self.counts += np.bincount(cause[over], minlength=len(LABELS))
-        bounds, worst = _runs(value, cause)
-        start, end, code = times[bounds[:, 0]], times[bounds[:, 1] - 1], cause[bounds[:, 0]]
+        first, stop, worst = _runs(value, cause)
+        code = cause[first]
+        self.counts += np.bincount(code, weights=stop - first, minlength=len(LABELS)).astype(int)
+        start, end = times[first], times[stop - 1]
         if self.open is not None:  # the piece before's last run reached its end
-            if len(bounds) and bounds[0, 0] == 0 and code[0] == self.open[3][0]:  # one run
+            if first.size and first[0] == 0 and code[0] == self.open[3][0]:  # one run
                 start[0], worst[0] = self.open[0][0], max(self.open[2][0], worst[0])
             else:
                 self.rows.append(self.open)
         self.open = None
-        if len(bounds) and bounds[-1, 1] == cause.size:  # it may go on in the next piece
+        if stop.size and stop[-1] == cause.size:  # it may go on in the next piece
             self.open, (start, end, worst, code) = (
                 (start[-1:], end[-1:], worst[-1:], code[-1:]),
                 (start[:-1], end[:-1], worst[:-1], code[:-1]),

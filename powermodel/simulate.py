@@ -837,7 +837,12 @@ class Run:
         n = variables["gpu_power"].size
         ds = xr.Dataset(
             {name: ("time", _lazy(values)) for name, values in variables.items()},
-            coords={"time": _step_times(self.scenario.simulation.start, lo, n, self.dt)},
+            # an index already (not an array xarray would first ask whether dask holds)
+            coords={
+                "time": pd.DatetimeIndex(
+                    _step_times(self.scenario.simulation.start, lo, n, self.dt), copy=False
+                )
+            },
             attrs=self.attrs(path),
         )
         ds["job_state"].attrs.update(

@@ -21,7 +21,6 @@ from powermodel.rules import (
     LABELS,
     _attribute,
     _judgeable,
-    _runs,
     _warm_up,
     check,
     load_rules,
@@ -156,14 +155,18 @@ def test_verdicts_in_blocks_are_the_whole_runs(runs, small_blocks):
         counts = np.bincount(cause[cause >= 0], minlength=len(LABELS))
         seconds = {str(LABELS[c]): float(counts[c] * dt) for c in np.flatnonzero(counts)}
         assert result.seconds_by_cause == seconds, rule.name
-        bounds, worst = _runs(value, cause)
+        # each run of samples over the limit with one cause, and its worst value
+        edges = np.flatnonzero(np.diff(cause)) + 1
+        first, stop = np.r_[0, edges], np.r_[edges, cause.size]
+        kept = cause[first] >= 0
+        first, stop = first[kept], stop[kept]
         times = ds["time"].values
         expected = pd.DataFrame(
             {
-                "start": times[bounds[:, 0]],
-                "end": times[bounds[:, 1] - 1],
-                "worst": worst,
-                "cause": LABELS[cause[bounds[:, 0]]].astype(object),
+                "start": times[first],
+                "end": times[stop - 1],
+                "worst": [value[a:b].max() for a, b in zip(first, stop, strict=True)],
+                "cause": LABELS[cause[first]].astype(object),
             }
         )
         pd.testing.assert_frame_equal(result.violations, expected, check_dtype=False)

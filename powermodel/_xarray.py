@@ -1,0 +1,47 @@
+"""xarray without ``dask.array`` until something uses it.
+
+xarray asks, of every array it wraps, whether it is a dask array, and answers by importing
+``dask.array`` once dask is installed (it is: sweeps run on dask.distributed). That import costs
+0.2 s and 7 MB in every command that never touches dask. Until ``dask.array`` is imported, no
+array can be a dask array, so :func:`defer_dask` gives xarray's record of the dask module no
+array types until then, and the real record from then on (the first question after the import
+reads it). It only reads xarray's private cache where it is as in xarray 2024–2026; elsewhere
+xarray is left as it is (``tests/test_imports.py`` checks both the saving and dask arrays).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+def defer_dask() -> None:
+    """Install the deferred record of the dask module in xarray's cache (once)."""
+    try:
+        from xarray.namedarray import pycompat
+    except ImportError:  # an xarray without it: nothing deferred
+        return
+    cache = getattr(pycompat, "_cached_duck_array_modules", None)
+    record = getattr(pycompat, "DuckArrayModule", None)
+    if isinstance(cache, dict) and record is not None and "dask" not in cache:
+        cache["dask"] = _Deferred(cache, record)
+
+
+class _Deferred:
+    """xarray's ``DuckArrayModule("dask")``, made only when ``dask.array`` has been imported:
+    before, its array types are none."""
+
+    def __init__(self, cache: dict, record: type) -> None:
+        self._cache, self._record = cache, record
+
+    def _real(self) -> Any:
+        real = self._record("dask")
+        self._cache["dask"] = real
+        return real
+
+    @property
+    def type(self) -> tuple[type, ...]:
+        return self._real().type if "dask.array" in sys.modules else ()
+
+    def __getattr__(self, name: str) -> Any:  # module, version, available: the real record's
+        return getattr(self._real(), name)
