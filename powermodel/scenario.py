@@ -842,7 +842,13 @@ class Plant(Section):
         1.0, ge=1, le=10, description="Plant capacity over peak IT heat; none by default [A]. [1]"
     )
     cycles_of_concentration: float = Field(
-        4.0, gt=1, le=100, description="Blowdown of towers or evaporative media [A]. [1]"
+        4.0,
+        ge=1.1,
+        le=100,
+        description=(
+            "Blowdown of towers or evaporative media [A]; at 1.1 the blowdown is ten times the "
+            "evaporation, worse than any make-up water forces. [1]"
+        ),
     )
     source: Text = ""
 
@@ -864,11 +870,12 @@ class OutsideAirPlant(Plant):
     )
     treatment_yield: float = Field(
         1.0,
-        gt=0,
+        ge=0.1,
         le=1,
         description=(
             "Share of the water drawn that its treatment delivers to the sprays; the reject is "
-            "drained: 1, untreated [A]; about 0.65 for reverse osmosis [S, gofog_ro]. [1]"
+            "drained: 1, untreated [A]; about 0.65 for reverse osmosis [S, gofog_ro]; a tenth "
+            "at least (no treatment drains nine litres for one). [1]"
         ),
     )
 

@@ -27,6 +27,7 @@ from powermodel.scenario import (
     load_scenario,
 )
 from powermodel.variables import annotate, sensor_attrs
+from powermodel.variables import attrs as variable_attrs
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
 __all__ = [
@@ -67,11 +68,12 @@ BYTES_PER_ITERATION = 80
 BYTES_PER_BATTERY_STEP = 16
 BYTES_PER_SEGMENT = 256
 # Each sensor view: its variable (8 B/step) and the temporaries of reading it. tracemalloc's peak
-# over sensor_view on a 1e6-step profile at 5 ms, every chain: 16 (SCADA) to 49 B/step (NVML's
-# moving average at every step), 82 with missing values (137 and 145 before a PMU's reports
-# were summed from the values under each window); a deadband adds a bounded chunk (4 MB), not
-# per step (tests/test_sensors.py measures the worst chains against this).
-BYTES_PER_SENSOR_STEP = 160
+# over sensor_view at 0.4 M and 2 M steps, the worst chains: 16-18 B/step (SCADA, deadband),
+# 54-56 (a PMU's P-class filter at every other step, missing values), 82 (DCGM with a deadband
+# and missing values; 137 and 145 before a PMU's reports were summed from the values under each
+# window); a deadband adds a bounded chunk (4 MB), not per step. 82 with a sixth more as margin
+# (tests/test_sensors.py measures the worst chains against this).
+BYTES_PER_SENSOR_STEP = 96
 # The plant path's state in the Dataset, held over each plant step (float32: 7 digits suffice)
 HELD = ("water_use", "temp_air", "temp_wetbulb", "supply_temp", "gpu_temp", "clock_factor")
 # The profile's variables on time, in order (a CSV's columns)
@@ -804,7 +806,10 @@ class Run:
         return {
             "cooling_power": _held(path.cooling_power / 1e6, k, lo, n),
             "misc_power": _held(np.array([_misc(self.scenario)]), lo + n, lo, n),
-            **{name: _held(getattr(path, name), k, lo, n, np.float32) for name in HELD},
+            **{
+                name: _held(_single(name, getattr(path, name)), k, lo, n, np.float32)
+                for name in HELD
+            },
         }
 
     def chunks(self, lo: int, hi: int, size: int) -> list[tuple[int, int]]:
@@ -1070,6 +1075,19 @@ def _held(values: np.ndarray, k: int, lo: int, n: int, dtype: type = np.float64)
     """Plant-step ``values`` held over the ``k`` electrical steps of each plant step, over the
     ``n`` steps from ``lo``."""
     return _Pieces(values.astype(dtype), np.arange(values.size) * k - lo, n)
+
+
+def _single(name: str, values: np.ndarray) -> np.ndarray:
+    """``values`` of a variable stored in float32 (:data:`HELD`), refused beyond its range
+    (3.4e38), where it would be stored as infinite."""
+    if np.any(np.abs(values) > np.finfo(np.float32).max):
+        worst = float(np.nanmax(np.abs(values)))
+        units = variable_attrs(name).get("units", "")
+        raise PowerModelError(
+            f"the plant's {name} reaches {worst:.3g} {units}, beyond any physical value: "
+            "check the scenario's cooling and GPU inputs"
+        )
+    return values
 
 
 def held_arrays(ds: xr.Dataset) -> list[np.ndarray]:

@@ -371,10 +371,17 @@ def test_sensor_views_count_in_the_memory_a_run_is_checked_against(hour, monkeyp
     plain = engine.memory_estimate(hour)
     steps = hour.simulation.n_steps
     assert engine.memory_estimate(hour, 3) == plain + 3 * steps * engine.BYTES_PER_SENSOR_STEP
-    # room for the run alone, not for 100 views of it
-    monkeypatch.setattr(engine, "available_memory", lambda: plain + steps * 100)
+    # room for the run alone, not for its six views (5 ms: the PMUs can read it), whose memory
+    # is then the largest part: the refusal says to ask for fewer
+    from powermodel import load_scenario
+
+    fine = load_scenario(hour, {"simulation.duration": "10min", "simulation.dt": "5ms"})
+    room = engine.memory_estimate(fine) + fine.simulation.n_steps * 100
+    monkeypatch.setattr(engine, "available_memory", lambda: room)
+    views = ["nvml", "dcgm", "revenue", "pmu30", "pmu60", "scada"]
+    assert 6 * engine.BYTES_PER_SENSOR_STEP > engine.BYTES_PER_STEP + engine.BYTES_PER_CHUNK_STEP
     with pytest.raises(PowerModelError, match="ask for fewer sensor views"):
-        engine.simulate(hour, sensors=["nvml", "dcgm", "revenue", "scada"])
+        engine.simulate(fine, sensors=views)
 
 
 def _profile(values: np.ndarray, dt: float):
@@ -416,8 +423,8 @@ def test_sensor_view_checks_the_step_against_the_times():
 )
 def test_the_memory_of_a_sensor_view_is_what_the_estimate_counts(chain, dt, gap):
     # tracemalloc's peak over sensor_view: the worst chains (a P-class filter at every other
-    # step with missing values, 145 B/step measured; a deadband on every step, whose chunks
-    # are bounded: before the fix its sparse tables took 355 B/step, over the 160 counted)
+    # step with missing values, 56 B/step measured; a deadband on every step with missing
+    # values, 82, whose chunks are bounded: before that fix its sparse tables took 355 B/step)
     import importlib
     import tracemalloc
 

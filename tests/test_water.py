@@ -223,3 +223,24 @@ def test_no_single_water_coefficient_fits_prineville_and_the_checks(prineville_y
     assert saving < 0.40
     # while the model as it is passes the pilot's check (test above): 58 %
     assert 1.0 - meta_years["golden"] / before > 0.40
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("cooling.treatment_yield", 0.05), ("cooling.cycles_of_concentration", 1.05)],
+)
+def test_make_up_water_inputs_beyond_any_plant_are_refused(key, value):
+    # at a yield of 0.05 or 1.05 cycles the make-up is 20 times the evaporation or more: no
+    # plant runs so, and at the schema's old limits (> 0, > 1) it overflowed to infinity
+    plant = {"cooling.plant": "meta-outside-air-evaporative"}
+    with pytest.raises(ScenarioError, match=rf"{key}: Input should be greater than or equal"):
+        load_scenario(REFERENCE, {**plant, key: value})
+
+
+def test_a_held_variable_beyond_float32_is_refused_not_stored_as_infinite():
+    from powermodel.errors import PowerModelError
+    from powermodel.simulate import _single
+
+    np.testing.assert_array_equal(_single("water_use", np.array([0.5, 3e38])), [0.5, 3e38])
+    with pytest.raises(PowerModelError, match=r"water_use reaches 1e\+39 L/s"):
+        _single("water_use", np.array([0.5, 1e39]))
