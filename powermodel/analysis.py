@@ -557,7 +557,7 @@ class StreamedMetrics:
         n = round(SWING_WINDOW / dt)
         self.swings = {
             name: Windowed(signal.rolling_range, n) if resolved_swing else None
-            for name in ("it_power", "grid_power", "grid_voltage", "training")
+            for name in ("it_power", "grid_power", "grid_voltage")
         }
         self.inside = Windowed(signal.rolling_mean, n) if resolved_swing else None
         self.running = Neighbours()
@@ -598,9 +598,11 @@ class StreamedMetrics:
                 self._extremes(f"ramp_{name}", value)
 
     def _swings(self, columns: dict[str, np.ndarray], at: int, after: dict | None) -> None:
+        swings = {}
         for name in ("it_power", "grid_power", "grid_voltage"):
             if name in columns and self.swings[name] is not None:
-                self._extremes(f"swing_{name}", self.swings[name](columns[name], at))
+                swings[name] = self.swings[name](columns[name], at)
+                self._extremes(f"swing_{name}", swings[name])
         if "grid_power" not in columns or self.inside is None:
             return
         running = columns["job_state"] == State.RUNNING
@@ -612,7 +614,7 @@ class StreamedMetrics:
         behind = around[lead + 1 : lead + 1 + m] if after is not None else np.r_[running[1:], True]
         inside = running & before & behind
         whole = self.inside(inside, at) == 1.0
-        swing = self.swings["training"](columns["grid_power"], at)[whole]
+        swing = swings["grid_power"][whole]  # the grid's swings, of windows wholly in training
         if swing.size:
             self._extremes("swing_training", swing)
 
