@@ -283,10 +283,7 @@ def check(
         band whose low edge lies above half the Nyquist frequency, a missing signal (the first
         such rule, in the order given).
     """
-    dt = step_seconds(ds)
-    measured = _streamed(ds, rules, dt, registered_demand)
-    if measured.errors:
-        raise measured.errors[min(measured.errors)]
+    measured = _streamed(ds, rules, step_seconds(ds), registered_demand, refuse=True)
     return measured.finish(lambda: blocks(ds, StreamedCheck.NAMES, measured.least()))[0]
 
 
@@ -312,21 +309,28 @@ def check_each(
 
 
 def _streamed(
-    ds: xr.Dataset, rules: list[Rule], dt: float, registered_demand: float | None
+    ds: xr.Dataset,
+    rules: list[Rule],
+    dt: float,
+    registered_demand: float | None,
+    refuse: bool = False,
 ) -> StreamedCheck:
     """A whole profile measured as a streamed run's chunks are, in cache-sized blocks
     (:func:`powermodel.analysis.blocks`): the same verdicts to the bit, in time and memory
-    that grow with the profile's length alone."""
+    that grow with the profile's length alone. With ``refuse``, the first rule the profile
+    cannot support is raised before any work."""
     attrs = {**ds.attrs, "dt": dt}
     names, size = set(ds.data_vars), ds.sizes["time"]
     measured = StreamedCheck(rules, size, attrs, names, registered_demand)
+    if refuse and measured.errors:
+        raise measured.errors[min(measured.errors)]
     if "job_state" in ds and np.any(ds["job_state"].values == State.CHECKPOINT):
         # the signals' running medians first (what a checkpoint is held at), so that every
         # rule is measured in one pass: a streamed run finds them after its first
         reach = measured.least()
         histograms: dict[str, np.ndarray] = {}
         for columns, _, _ in blocks(ds, ("job_state", *measured.signals()), reach):
-            _tally(histograms, columns, measured.signals())
+            _histogram(histograms, columns, measured.signals())
         pieces = lambda: blocks(ds, ("job_state", *measured.signals()), reach)  # noqa: E731
         medians = _medians(pieces, histograms, measured.signals())
         measured = StreamedCheck(rules, size, attrs, names, registered_demand, medians)
@@ -682,7 +686,7 @@ class StreamedCheck:
         """Take the run's samples from ``at`` (a piece)."""
         codes = None if self.codes is None else self.codes(columns, after)
         if self.states and self.tallying:
-            _tally(self.histograms, columns, self.signals())
+            _histogram(self.histograms, columns, self.signals())
         statistics = {key: chain(columns, at, after, codes) for key, chain in self.chains.items()}
         for i, measured in self.measured.items():
             measured.feed(statistics[_chain(self.rules[i])], at, columns["time"])
@@ -715,7 +719,7 @@ def _keys(x: np.ndarray) -> np.ndarray:
     return np.where(bits >> np.uint64(63), ~bits, bits | np.uint64(1 << 63))
 
 
-def _tally(histograms: dict[str, np.ndarray], columns: dict, names: set[str]) -> None:
+def _histogram(histograms: dict[str, np.ndarray], columns: dict, names: set[str]) -> None:
     """Add a piece's running samples of each signal in ``names`` to its histogram of keys
     (:data:`BUCKET`), for :func:`_medians`."""
     running = columns["job_state"] == State.RUNNING
@@ -735,7 +739,7 @@ def _medians(
     names: set[str],
 ) -> dict[str, float]:
     """``np.median`` of each signal's running samples over the run, exactly: the buckets of
-    the middle ranks from the ``histograms`` of their keys (:func:`_tally`), the values in
+    the middle ranks from the ``histograms`` of their keys (:func:`_histogram`), the values in
     them from a pass; NaN for a signal never running."""
     wanted = {}
     for name in names:
