@@ -484,7 +484,7 @@ class Pieces:
         if sum(c["time"].size for c in self.held) > self.least:
             joined = {n: np.concatenate([c[n] for c in self.held]) for n in columns}
             self.held = [{n: v[-1:] for n, v in joined.items()}]
-            yield self._piece({n: v[:-1] for n, v in joined.items()}, self.held[0])
+            yield from self._pieces({n: v[:-1] for n, v in joined.items()}, self.held[0])
 
     def finish(self) -> Iterator[tuple[dict[str, np.ndarray], int, dict | None]]:
         """The last piece, to the run's end."""
@@ -492,12 +492,24 @@ class Pieces:
             names = self.held[0]
             joined = {n: np.concatenate([c[n] for c in self.held]) for n in names}
             self.held = []
-            yield self._piece(joined, None)
+            yield from self._pieces(joined, None)
 
-    def _piece(self, columns: dict, after: dict | None) -> tuple[dict, int, dict | None]:
-        at = self.at
-        self.at += columns["time"].size
-        return columns, at, after
+    def _pieces(self, columns: dict, after: dict | None) -> Iterator[tuple[dict, int, dict | None]]:
+        """``columns`` in cache-sized pieces (:data:`BLOCK_STEPS`, or ``least`` where more; the
+        last takes the rest), each with the sample after it: what is measured over a chunk
+        then holds temporaries of a piece, not of the chunk."""
+        size, step = columns["time"].size, max(BLOCK_STEPS, self.least)
+        cuts = [*range(0, size - step, step)[1:], size] if size > step else [size]
+        start = 0
+        for stop in cuts:
+            following = {n: v[stop : stop + 1] for n, v in columns.items()}
+            yield (
+                {n: v[start:stop] for n, v in columns.items()},
+                self.at + start,
+                following if stop < size else after,
+            )
+            start = stop
+        self.at += size
 
 
 BLOCK_STEPS = 1 << 17  # samples a block of an in-memory run holds (1 MB of float64)

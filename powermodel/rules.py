@@ -740,7 +740,10 @@ def _medians(
 ) -> dict[str, float]:
     """``np.median`` of each signal's running samples over the run, exactly: the buckets of
     the middle ranks from the ``histograms`` of their keys (:func:`_histogram`), the values in
-    them from a pass; NaN for a signal never running."""
+    them from a pass, each value kept once with its count (the iterations' plateaus repeat
+    their values: a week of the reference at 100 ms has 210,628 running samples in the middle
+    bucket, 12,024 of them distinct; a year held them all, 2.8 GB); NaN for a signal never
+    running."""
     wanted = {}
     for name in names:
         counts = histograms.get(name, np.zeros(1, np.int64))
@@ -748,23 +751,49 @@ def _medians(
         ranks = [] if total == 0 else sorted({(total - 1) // 2, total // 2})
         below = np.concatenate(([0], np.cumsum(counts)))
         buckets = [int(np.searchsorted(below, r, side="right")) - 1 for r in ranks]
-        wanted[name] = (ranks, buckets, below, [])
+        wanted[name] = (ranks, buckets, below, _Tally())
     for columns, _, _ in replay():
         running = columns["job_state"] == State.RUNNING
         for name, (_, buckets, _, found) in wanted.items():
             x = np.asarray(columns[name], np.float64)[running]
             top = (_keys(x) >> np.uint64(BUCKET)).astype(np.int64)
-            found.append(x[np.isin(top, buckets)])
+            found.add(x[np.isin(top, buckets)])
     out = {}
     for name, (ranks, buckets, below, found) in wanted.items():
         if not ranks:
             out[name] = float("nan")
             continue
-        values = np.sort(np.concatenate(found))
-        first = below[min(buckets)]
-        middle = np.array([values[r - first] for r in ranks])
-        out[name] = float(np.mean(middle))
+        values, counts = found.merged()
+        first = below[min(buckets)]  # the rank of the first value found
+        at = np.searchsorted(np.cumsum(counts), np.array(ranks) - first, side="right")
+        out[name] = float(np.mean(values[at]))
     return out
+
+
+class _Tally:
+    """Values seen, each distinct value once with how often: memory grows with the distinct
+    values, not with the samples."""
+
+    MERGE = 1 << 20  # values held apart at most before they are merged
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[np.ndarray, np.ndarray]] = []
+        self.held = 0
+
+    def add(self, x: np.ndarray) -> None:
+        self.parts.append(np.unique(x, return_counts=True))
+        self.held += self.parts[-1][0].size
+        if self.held > self.MERGE:
+            self.parts = [self.merged()]
+            self.held = self.parts[0][0].size
+
+    def merged(self) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct values, sorted, and their counts."""
+        if not self.parts:
+            return np.empty(0), np.empty(0, np.int64)
+        values, where = np.unique(np.concatenate([v for v, _ in self.parts]), return_inverse=True)
+        counts = np.bincount(where, weights=np.concatenate([c for _, c in self.parts]))
+        return values, counts.astype(np.int64)
 
 
 class _PieceCodes:

@@ -177,3 +177,50 @@ def test_verdicts_in_blocks_are_the_whole_runs(runs, small_blocks):
     # the cuts fell among violations of every cause (and the checkpoints' running median)
     assert blamed == BLAMED[name]
     assert sum(len(r.violations) for r in results) > 1000
+
+
+@pytest.mark.parametrize("size", [10_001, 10_000])  # an odd and an even count of running
+def test_the_streamed_median_is_numpys_in_memory_bounded_by_distinct_values(size, monkeypatch):
+    # a plateau's values repeat: the middle bucket's values are kept once with their counts,
+    # merged when over a bound (here 50, so that merging happens many times)
+    from powermodel import rules
+
+    monkeypatch.setattr(rules._Tally, "MERGE", 50)
+    rng = np.random.default_rng(3)
+    x = np.round(24.0 + rng.normal(scale=0.02, size=size), 4)  # few distinct values
+    state = np.where(rng.random(size) < 0.9, State.RUNNING, State.CHECKPOINT).astype(np.int8)
+    x[state != State.RUNNING] = 1e3  # not running: not counted
+
+    def pieces():
+        for at in range(0, size, 997):
+            yield {"grid_power": x[at : at + 997], "job_state": state[at : at + 997]}, at, None
+
+    histograms: dict = {}
+    for columns, _, _ in pieces():
+        rules._histogram(histograms, columns, {"grid_power"})
+    median = rules._medians(pieces, histograms, {"grid_power"})["grid_power"]
+    assert median == np.median(x[state == State.RUNNING])
+    assert np.isnan(rules._medians(pieces, {}, {"grid_power"})["grid_power"])  # never running
+
+
+def test_a_streamed_runs_chunks_measured_in_small_pieces_are_the_whole_runs(monkeypatch):
+    # a streamed run's chunks (10,007 steps) cut into pieces of 1,009 (the last of a chunk
+    # longer), against the whole run in memory in its own blocks: every verdict to the bit
+    from powermodel.rules import check_each
+    from powermodel.stream import Measures, stream
+
+    scenario = load_scenario(REFERENCE, {**TWO_DAYS, "simulation.duration": "1d"})
+    ds = simulate(scenario)
+    expected, refused = check_each(ds, load_rules(RULES))
+    totals = metrics(ds)
+    monkeypatch.setattr(analysis, "BLOCK_STEPS", 1009)
+    measures = Measures(load_rules(RULES))
+    stream(scenario, None, chunk=10_007, measures=measures)
+    assert not refused and not measures.refused
+    for mine, theirs in zip(measures.results, expected, strict=True):
+        assert (mine.worst, mine.worst_time) == (theirs.worst, theirs.worst_time)
+        pd.testing.assert_frame_equal(mine.violations, theirs.violations)
+        assert mine.seconds_by_cause == theirs.seconds_by_cause
+    for key in ("grid_swing_5s_training_mw", "grid_ramp_1min_range_mw", "it_peak_mw"):
+        assert measures.metrics[key] == totals[key], key
+    assert measures.metrics["grid_energy_mwh"] == pytest.approx(totals["grid_energy_mwh"], 1e-12)
