@@ -774,18 +774,21 @@ class _Tally:
     """Values seen, each distinct value once with how often: memory grows with the distinct
     values, not with the samples."""
 
-    MERGE = 1 << 20  # values held apart at most before they are merged
+    MERGE = 1 << 20  # values held apart at least before they are merged
 
     def __init__(self) -> None:
         self.parts: list[tuple[np.ndarray, np.ndarray]] = []
         self.held = 0
+        self.bound = self.MERGE
 
     def add(self, x: np.ndarray) -> None:
         self.parts.append(np.unique(x, return_counts=True))
         self.held += self.parts[-1][0].size
-        if self.held > self.MERGE:
+        if self.held > self.bound:
             self.parts = [self.merged()]
             self.held = self.parts[0][0].size
+            # twice what was left distinct: merges stay as few as the doublings of the values
+            self.bound = max(self.MERGE, 2 * self.held)
 
     def merged(self) -> tuple[np.ndarray, np.ndarray]:
         """The distinct values, sorted, and their counts."""
