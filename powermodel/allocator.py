@@ -19,7 +19,10 @@ __all__ = ["keep_freed_memory", "return_freed_memory", "trim"]
 M_TRIM_THRESHOLD = -1  # mallopt parameters (glibc's malloc.h)
 M_MMAP_THRESHOLD = -3
 KEEP = 1 << 30  # B: a batch process keeps freed blocks up to 1 GiB (glibc's largest threshold)
-RETURN = 1 << 20  # B: a server maps a run's per-step arrays (larger), not small objects (smaller)
+# B: a server maps a run's per-step arrays (a week at 1 s: 4.8 MB), not small objects nor the 1-MiB
+# blocks its measures work in (powermodel.analysis.BLOCK_STEPS): mapped afresh, each block's
+# temporaries faulted in again, and a 54-day run's metrics and check took twice as long
+RETURN = 1 << 22
 _LIBC = ctypes.CDLL("libc.so.6") if platform.libc_ver()[0] == "glibc" else None
 
 
