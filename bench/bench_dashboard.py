@@ -15,7 +15,9 @@ it returns (what travels to the browser). Measured, p50 and p95:
 
 With ``--browser`` it also drives headless Chromium and times, from a keystroke in a control,
 the progress line appearing (target: < 300 ms) and the new summary and figure arriving, and
-the first page load to its summary (54 days: target < 3 s).
+the first page load to its summary (54 days: target < 3 s), each on the page's own clock (a
+MutationObserver; for the first load, the frame that draws the summary after the navigation
+starts), not WebDriver's polling, which waits behind the software WebGL of headless Chromium.
 """
 
 from __future__ import annotations
@@ -205,12 +207,31 @@ def browser(edits: int, period: dict) -> bool:
                 window.__t.done = performance.now();
         }).observe(summary, {childList: true, subtree: true, characterData: true});
     """
+    # the first summary's time on the page's own clock (from its navigation's start): set when
+    # the summary first has text, at the frame that draws it. WebDriver's own polling is no
+    # measure of it: its calls queue behind the renderer's main thread, which headless
+    # Chromium's software WebGL (SwiftShader, creating the power view's three contexts) holds
+    # for seconds after the summary is drawn, in one load of two here
+    first = """
+        new MutationObserver((_, seen) => {
+            const summary = document.getElementById(SUMMARY_ID);
+            if (summary && summary.innerText && !window.__first) {
+                window.__first = -1;
+                requestAnimationFrame(() => { window.__first = performance.now(); });
+                seen.disconnect();
+            }
+        }).observe(document, {childList: true, subtree: true, characterData: true});
+    """.replace("SUMMARY_ID", json.dumps(ids.SUMMARY))
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": first})
     progress, done = [], []
     try:
         start = time.perf_counter()
         driver.get(f"http://127.0.0.1:{server.server_port}/")
-        WebDriverWait(driver, 120).until(lambda d: d.find_element(By.ID, ids.SUMMARY).text)
-        load = time.perf_counter() - start
+        WebDriverWait(driver, 120).until(
+            lambda d: (d.execute_script("return window.__first") or 0) > 0
+        )
+        polled = time.perf_counter() - start
+        load = driver.execute_script("return window.__first") / 1000
         gpus = json.dumps(ids.control("cluster.n_gpus"), sort_keys=True, separators=(",", ":"))
         field = driver.find_element(By.CSS_SELECTOR, '[id="' + gpus.replace('"', '\\"') + '"]')
         for i in range(edits):
@@ -228,6 +249,7 @@ def browser(edits: int, period: dict) -> bool:
         driver.quit()
         server.shutdown()
     ok = report("browser: first page load -> summary", [load], TARGET_LOAD)
+    print(f"  (drawn at {load:.2f} s of the page's clock; WebDriver saw it at {polled:.2f} s)")
     ok &= report("browser: edit -> progress shown", progress, TARGET_INTERACTIVE)
     week = period["simulation.duration"] == "7d"
     ok &= report("browser: edit -> summary updated", done, TARGET_EDIT if week else TARGET_SUMMARY)
