@@ -600,7 +600,7 @@ def simulate(
         }
     )
     for chain in chains:  # the profile's own step: no need to read it back from its times
-        ds[f"{chain.variable}_{chain.key}"] = _held_reading(ds, chain, chain.variable, run.dt)
+        ds[f"{chain.variable}_{chain.key}"] = _reading(ds, chain, chain.variable, run.dt, True)
     return annotate(ds)
 
 
@@ -656,24 +656,20 @@ def _view(ds: xr.Dataset, chain: sensors.Sensor, name: str, dt: float) -> xr.Dat
     return view.rename(f"{name}_{chain.key}")
 
 
-def _reading(ds: xr.Dataset, chain: sensors.Sensor, name: str, dt: float) -> xr.Variable:
+def _reading(
+    ds: xr.Dataset, chain: sensors.Sensor, name: str, dt: float, held: bool = False
+) -> xr.Variable:
     """The readings of :func:`_view` on ``time``, with their attrs (no coordinate to build:
-    ``simulate`` adds them to the profile it made, whose ``time`` they share)."""
+    ``simulate`` adds them to the profile it made, whose ``time`` they share). With ``held``,
+    where the chain reports every other step or less often, held as its readings where they
+    change and read when read (as the plant path's variables are): a revenue meter's 96 block
+    demands a day, not one a step."""
     attrs = sensor_attrs(name, chain, ds[name].attrs.get("units"))
     values = np.asarray(ds[name].values, dtype=np.float64)
+    if held and chain.period >= 2.0 * dt:
+        readings, start = sensors.read_changes(values, dt, chain)
+        return xr.Variable("time", _lazy(_Pieces(readings, start, values.size)), attrs)
     return xr.Variable("time", sensors.read(values, dt, chain), attrs)
-
-
-def _held_reading(ds: xr.Dataset, chain: sensors.Sensor, name: str, dt: float) -> xr.Variable:
-    """:func:`_reading` held as its readings where they change, read when read (as the plant
-    path's variables are), where the chain reports every other step or less often: a revenue
-    meter's 96 block demands a day, not one a step."""
-    if chain.period < 2.0 * dt:
-        return _reading(ds, chain, name, dt)
-    attrs = sensor_attrs(name, chain, ds[name].attrs.get("units"))
-    values = np.asarray(ds[name].values, dtype=np.float64)
-    readings, start = sensors.read_changes(values, dt, chain)
-    return xr.Variable("time", _lazy(_Pieces(readings, start, values.size)), attrs)
 
 
 def _profile_step(ds: xr.Dataset) -> float:
