@@ -589,7 +589,7 @@ class StreamedMetrics:
         self.lows[key] = min(self.lows.get(key, np.inf), float(np.min(values)))
 
     def feed(self, columns: dict[str, np.ndarray], at: int, after: dict | None) -> None:
-        """Take the run's samples from ``at`` (a :class:`Pieces` piece)."""
+        """Take the run's samples from ``at`` (a :class:`Pieces` or :func:`blocks` piece)."""
         self.seen |= set(columns)
         for name in ("it_power", "facility_power", "cooling_power", "grid_power"):
             if name in columns:
@@ -602,6 +602,8 @@ class StreamedMetrics:
             clock = columns["clock_factor"].astype(np.float64)
             stretch = step_stretch(clock, self.attrs["clock_setpoint"], self.attrs["compute_share"])
             self._add("throughput", columns["throughput"])
+            # tokens had the plant held its supply setpoint: each interval's throughput times
+            # the ratio of its step stretch to the stretch at the setpoint
             self._add("nominal", columns["throughput"] * stretch)
         self._swings(columns, at, after)
         if "grid_power" in columns:
