@@ -283,8 +283,7 @@ def check(
         band whose low edge lies above half the Nyquist frequency, a missing signal (the first
         such rule, in the order given).
     """
-    measured = _streamed(ds, rules, step_seconds(ds), registered_demand, refuse=True)
-    return measured.finish(lambda: blocks(ds, StreamedCheck.NAMES, measured.least()))[0]
+    return _in_blocks(ds, rules, step_seconds(ds), registered_demand, refuse=True)[0]
 
 
 @dataclass(frozen=True)
@@ -304,40 +303,38 @@ def check_each(
         dt = step_seconds(ds)
     except PowerModelError as exc:  # no step: no rule can be judged
         return [], [Refusal(rule, str(exc)) for rule in rules]
-    measured = _streamed(ds, rules, dt, registered_demand)
-    return measured.finish(lambda: blocks(ds, StreamedCheck.NAMES, measured.least()))
+    return _in_blocks(ds, rules, dt, registered_demand)
 
 
-def _streamed(
+def _in_blocks(
     ds: xr.Dataset,
     rules: list[Rule],
     dt: float,
     registered_demand: float | None,
     refuse: bool = False,
-) -> StreamedCheck:
-    """A whole profile measured as a streamed run's chunks are, in cache-sized blocks
-    (:func:`powermodel.analysis.blocks`): the same verdicts to the bit, in time and memory
-    that grow with the profile's length alone. With ``refuse``, the first rule the profile
-    cannot support is raised before any work."""
+) -> tuple[list[RuleResult], list[Refusal]]:
+    """:func:`check_each` of a whole profile, measured as a streamed run's chunks are, in
+    cache-sized blocks (:func:`powermodel.analysis.blocks`): the same verdicts to the bit, in
+    time and memory that grow with the profile's length alone. With ``refuse``, the first rule
+    the profile cannot support is raised before any work."""
     attrs = {**ds.attrs, "dt": dt}
-    names, size = set(ds.data_vars), ds.sizes["time"]
-    measured = StreamedCheck(rules, size, attrs, names, registered_demand)
+    measured = StreamedCheck(rules, ds.sizes["time"], attrs, set(ds.data_vars), registered_demand)
     if refuse and measured.errors:
         raise measured.errors[min(measured.errors)]
+    pieces = lambda: blocks(ds, StreamedCheck.NAMES, measured.least())  # noqa: E731
     if "job_state" in ds and np.any(ds["job_state"].values == State.CHECKPOINT):
         # the signals' running medians first (what a checkpoint is held at), so that every
         # rule is measured in one pass: a streamed run finds them after its first
-        reach = measured.least()
+        signals = measured.signals()
+        states = lambda: blocks(ds, ("job_state", *signals), measured.least())  # noqa: E731
         histograms: dict[str, np.ndarray] = {}
-        for columns, _, _ in blocks(ds, ("job_state", *measured.signals()), reach):
-            _histogram(histograms, columns, measured.signals())
-        pieces = lambda: blocks(ds, ("job_state", *measured.signals()), reach)  # noqa: E731
-        medians = _medians(pieces, histograms, measured.signals())
-        measured = StreamedCheck(rules, size, attrs, names, registered_demand, medians)
+        for columns, _, _ in states():
+            _histogram(histograms, columns, signals)
+        measured.use_medians(_medians(states, histograms, signals))
     if len(measured.errors) < len(rules):
-        for piece in blocks(ds, StreamedCheck.NAMES, measured.least()):
+        for piece in pieces():
             measured.feed(*piece)
-    return measured
+    return measured.finish(pieces)
 
 
 def _judgeable(
@@ -623,9 +620,9 @@ class StreamedCheck:
     in-memory :func:`check`'s to the bit (which measures a whole profile so, in blocks). The
     rules alike but for direction and limit share their statistics (:class:`_Chain`). A rule
     whose violations a checkpoint may have caused needs the running median of its signal over
-    the whole run: given as ``medians``, or else a pass over the replay finds it exactly (the
-    values in its 1/256-wide bucket of a histogram taken in the first pass), and a second
-    measures those rules again with it.
+    the whole run: known before the first piece (:meth:`use_medians`), or else a pass over the
+    replay finds it exactly (the values in its 1/256-wide bucket of a histogram taken in the
+    first pass), and a second measures those rules again with it.
     """
 
     NAMES = (
@@ -644,7 +641,6 @@ class StreamedCheck:
         attrs: dict,
         names: object,
         registered_demand: float | None = None,
-        medians: dict[str, float] | None = None,
     ) -> None:
         self.rules, self.size, self.attrs = rules, size, attrs
         self.dt = float(attrs["dt"])
@@ -658,11 +654,15 @@ class StreamedCheck:
                 self.judged[i] = _judgeable(rule, names, size, self.dt, reference)
             except PowerModelError as exc:
                 self.errors[i] = exc
-        known = medians or {}
-        self._start({i: known.get(rules[i].signal) for i in self.judged})
+        self._start({i: None for i in self.judged})
         self.histograms: dict[str, np.ndarray] = {}
-        # the first pass tallies the running samples' histograms, for medians not given
-        self.tallying = medians is None
+        self.tallying = True  # the first pass: the running samples' histograms, for medians
+
+    def use_medians(self, medians: dict[str, float]) -> None:
+        """Measure with the signals' running medians known before the first piece (a whole
+        profile's, :func:`check`): every rule in one pass, no histograms tallied."""
+        self._start({i: medians.get(self.rules[i].signal) for i in self.judged})
+        self.tallying = False
 
     def signals(self) -> set[str]:
         """The signals the rules judged measure."""
