@@ -152,13 +152,19 @@ def ramps(power: np.ndarray, dt: float, window: float) -> dict[str, float]:
     the third the whole swing [D].
     """
     n = signal.samples(window, dt)
+    values = {name: statistic(power, n) for name, statistic in RAMPS.items()}
+    return _ramp_readings({k: (float(v.max()), float(v.min())) for k, v in values.items()})
+
+
+def _ramp_readings(extremes: dict[str, tuple[float, float]]) -> dict[str, float]:
+    """The readings of :func:`ramps` from the largest and least value of each statistic of
+    :data:`RAMPS`: the range's largest, the others' largest up and least down (as positive)."""
     out = {}
-    for name, statistic in RAMPS.items():
-        value = statistic(power, n)
+    for name, (high, low) in extremes.items():
         if name == "range":
-            out[name] = float(value.max())
+            out[name] = high
         else:
-            out[f"{name}_up"], out[f"{name}_down"] = float(value.max()), float(-value.min())
+            out[f"{name}_up"], out[f"{name}_down"] = high, -low
     return out
 
 
@@ -686,14 +692,9 @@ class StreamedMetrics:
         energy = self.sums["grid_power"] * dt / 3600.0
         tokens = float(totals["goodput"]) if "goodput" in totals else 0.0
         mean, peak = self.sums["grid_power"] / n, self.peaks["grid_power"]
-        minute = {}
-        if self.minute:
-            for name in RAMPS:
-                high, low = self.peaks[f"ramp_{name}"], self.lows[f"ramp_{name}"]
-                if name == "range":
-                    minute[name] = high
-                else:
-                    minute[f"{name}_up"], minute[f"{name}_down"] = high, -low
+        minute = _ramp_readings(
+            {k: (self.peaks[f"ramp_{k}"], self.lows[f"ramp_{k}"]) for k in self.minute}
+        )
         out = {
             "grid_energy_mwh": energy,
             "grid_mean_mw": mean,
