@@ -455,18 +455,21 @@ def ramp_stages(n: int) -> dict[str, Callable[[np.ndarray, int], np.ndarray]]:
 
 
 class Neighbours:
-    """A per-sample flag with its neighbours either side, piece by piece: each piece is given
-    with the sample after it (None at the run's end) and keeps its last for the next."""
+    """A per-sample flag's neighbours either side, piece by piece: each piece is given with the
+    run's sample after it (None at the run's end) and keeps its last for the next."""
 
     def __init__(self) -> None:
         self.before: np.ndarray = np.empty(0, bool)
 
-    def __call__(self, flag: np.ndarray, after: np.ndarray | None) -> np.ndarray:
-        """``flag`` with the samples before and after it: the piece's, one either side where
-        the run has one."""
-        out = np.concatenate((self.before, flag, () if after is None else after)).astype(bool)
+    def __call__(
+        self, flag: np.ndarray, after: np.ndarray | None, end: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each sample's flag before it and after it, ``end`` where the run has no sample."""
+        first = self.before if self.before.size else np.array([end])
+        before = np.concatenate((first, flag[:-1])).astype(bool)
+        behind = np.concatenate((flag[1:], [end] if after is None else after)).astype(bool)
         self.before = flag[-1:]
-        return out
+        return before, behind
 
 
 PIECE_STEPS = 1 << 20  # samples a piece holds at least (unless the run is shorter)
@@ -627,11 +630,8 @@ class StreamedMetrics:
             return
         running = columns["job_state"] == State.RUNNING
         ahead = None if after is None else after["job_state"] == State.RUNNING
-        around = self.running(running, ahead)
-        lead, m = int(at > 0), running.size
         # running with running samples either side (metrics); the run's ends as they are
-        before = around[lead - 1 : lead - 1 + m] if lead else np.r_[True, running[:-1]]
-        behind = around[lead + 1 : lead + 1 + m] if after is not None else np.r_[running[1:], True]
+        before, behind = self.running(running, ahead, end=True)
         inside = running & before & behind
         whole = self.inside(inside, at) == 1.0
         swing = swings["grid_power"][whole]  # the grid's swings, of windows wholly in training

@@ -849,17 +849,8 @@ class _Chain:
         if self.held is not None:  # the stalls and the intervals either side holding part
             checkpoint = columns["job_state"] == State.CHECKPOINT
             ahead = None if after is None else after["job_state"] == State.CHECKPOINT
-            around = self.stalled(checkpoint, ahead)
-            lead = int(at > 0)
-            stalled = around[lead : lead + x.size].copy()
-            stalled[1:] |= around[lead : lead + x.size - 1]
-            if lead:
-                stalled[0] |= around[0]
-            stalled |= (
-                around[lead + 1 : lead + 1 + x.size]
-                if after is not None
-                else np.r_[around[lead + 1 : lead + x.size], False]
-            )
+            before, behind = self.stalled(checkpoint, ahead, end=False)
+            stalled = checkpoint | before | behind
             held = self.held(np.where(stalled, self.median, x), at)
         strongest = None if codes is None else self.strongest(codes, at)
         return self.value(x, at), rest, held, strongest
