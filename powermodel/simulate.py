@@ -941,12 +941,6 @@ def _assembled(
     return {name: merged[name] for name in ORDER if name in merged}
 
 
-def _flags(ds: xr.Dataset) -> None:
-    ds["job_state"].attrs.update(
-        flag_values=[s.value for s in State], flag_meanings=" ".join(s.name.lower() for s in State)
-    )
-
-
 def _it_path(
     scenario: Scenario,
     line: events.Timeline,
