@@ -454,14 +454,7 @@ def _runs(args: argparse.Namespace, scenario: Any) -> Iterator[tuple[Runner | No
 
 def _check_parallel(args: argparse.Namespace) -> None:
     """``--workers`` and ``--scheduler``, before anything is read or run."""
-    if args.workers is not None and args.scheduler is not None:
-        raise PowerModelError(
-            "give --workers or --scheduler, not both: the scheduler's cluster has its own workers"
-        )
-    if args.workers is not None:
-        sweep.check_workers(args.workers)
-    if args.scheduler is not None:
-        sweep.check_scheduler(args.scheduler)
+    sweep.check_placement(args.workers, args.scheduler)
 
 
 def _sweep(args: argparse.Namespace) -> int:

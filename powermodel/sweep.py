@@ -66,6 +66,7 @@ __all__ = [
     "SweepFile",
     "bands",
     "check_output",
+    "check_placement",
     "check_scheduler",
     "check_workers",
     "cluster",
@@ -229,7 +230,7 @@ def sweep(
         recorded, not raised.
     """
     seeds = _seed_count(seeds)
-    _check_placement(workers, scheduler, client)
+    check_placement(workers, scheduler, client)
     keys, points, coords = _points(grid)
     fixed = dict(overrides or {})
     for key in dict.fromkeys([*keys, *fixed]):
@@ -292,12 +293,17 @@ def sweep(
     return ds
 
 
-def _check_placement(workers: int | None, scheduler: str | None, client: Any) -> None:
-    """Where the runs go, said once: a local cluster's workers, a scheduler's address (checked
-    here, before any point loads) or a client."""
+def check_placement(workers: int | None, scheduler: str | None, client: Any = None) -> None:
+    """Where the runs go, said once and checked before anything loads or runs: a local
+    cluster's workers (``--workers``; 0 runs in turn), a scheduler's address (``--scheduler``)
+    or a client."""
     given = [
         name
-        for name, value in (("workers", workers), ("a scheduler", scheduler), ("a client", client))
+        for name, value in (
+            ("workers (--workers)", workers),
+            ("a scheduler (--scheduler)", scheduler),
+            ("a client", client),
+        )
         if value is not None
     ]
     if len(given) > 1:
@@ -305,6 +311,8 @@ def _check_placement(workers: int | None, scheduler: str | None, client: Any) ->
             f"give {' or '.join(given)}, not both: workers start a cluster here, a scheduler or "
             "a client names one that runs elsewhere with its own workers"
         )
+    if workers is not None:
+        check_workers(workers)
     if scheduler is not None:
         check_scheduler(scheduler)
 
@@ -722,12 +730,8 @@ def cluster(
         _check_cluster(client, memory)
         yield client
         return
-    if scheduler is not None and workers:
-        raise PowerModelError(
-            "give --workers or --scheduler, not both: the scheduler's cluster has its own workers"
-        )
+    check_placement(workers or None, scheduler)
     if scheduler is None:
-        check_workers(workers)
         free = available_memory()
         if workers * memory > free:
             raise PowerModelError(
