@@ -248,7 +248,7 @@ class RuleResult:
     limit: float
     worst: float
     worst_time: np.datetime64
-    violations: pd.DataFrame  # start, end, worst, cause
+    violations: pd.DataFrame  # start, end, worst, cause (categorical: CAUSES and UNKNOWN)
     days: float
     resolved_to: float | None = None  # Hz: the band is cut there, so a pass is a lower bound
     by_cause: dict[str, int] = field(default_factory=dict)  # violations
@@ -365,25 +365,17 @@ LABELS = np.array([*CAUSES, UNKNOWN], dtype=object)
 def _runs(value: np.ndarray, cause: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The violations: runs of samples over the limit with one cause (``cause`` -1 under it),
     as their starts and stops (indices) and the worst ``value`` of each."""
-    edges = np.flatnonzero(cause[1:] != cause[:-1]) + 1
-    starts = np.concatenate(([0], edges))
-    over = cause[starts] >= 0
-    # the worst of every run, over the limit or not, then those over's
-    worst = np.maximum.reduceat(value, starts)[over]
-    return starts[over], np.append(edges, cause.size)[over], worst
+    bounds = np.concatenate(([0], np.flatnonzero(cause[1:] != cause[:-1]) + 1, [cause.size]))
+    over = np.flatnonzero(cause[bounds[:-1]] >= 0)
+    start, stop = bounds[over], bounds[over + 1]
+    return start, stop, signal.segment_max(value, start, stop)
 
 
 def _table(start: np.ndarray, end: np.ndarray, worst: np.ndarray, code: np.ndarray) -> pd.DataFrame:
-    """The violations table: start, end, worst, cause (from its code)."""
-    some = len(start) > 0
-    return pd.DataFrame(
-        {
-            "start": start,
-            "end": end,
-            "worst": worst if some else [],
-            "cause": LABELS[code] if some else [],
-        }
-    )
+    """The violations table: start, end, worst, cause (from its code, a categorical: with a
+    violation every iteration, a week holds hundreds of thousands)."""
+    cause = pd.Categorical.from_codes(code, categories=LABELS)
+    return pd.DataFrame({"start": start, "end": end, "worst": worst, "cause": cause})
 
 
 def _result(

@@ -160,17 +160,17 @@ def test_verdicts_in_blocks_are_the_whole_runs(runs, small_blocks):
         first, stop = np.r_[0, edges], np.r_[edges, cause.size]
         kept = cause[first] >= 0
         first, stop = first[kept], stop[kept]
-        times = ds["time"].values
+        times, labels = ds["time"].values, LABELS[cause[first]]
         expected = pd.DataFrame(
             {
                 "start": times[first],
                 "end": times[stop - 1],
                 "worst": [value[a:b].max() for a, b in zip(first, stop, strict=True)],
-                "cause": LABELS[cause[first]].astype(object),
+                "cause": pd.Categorical(labels, categories=LABELS),
             }
         )
         pd.testing.assert_frame_equal(result.violations, expected, check_dtype=False)
-        runs = expected["cause"].value_counts()
+        runs = pd.Series(labels, dtype=object).value_counts()
         assert result.by_cause == runs.to_dict(), rule.name
         assert list(result.by_cause.values()) == sorted(runs, reverse=True)  # most first
         blamed |= set(result.by_cause)

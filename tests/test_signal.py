@@ -70,6 +70,24 @@ def test_a_band_above_half_nyquist_is_refused():
         )
 
 
+def test_segment_max_is_each_segments_max_to_the_bit():
+    # the reference is numpy's max of each slice (the function's meaning); segments of one
+    # sample, of every length up to and past SHORT_SEGMENT (whose tail is reduced), adjacent
+    # ones, a gap, one ending at the array's end, and NaN carried as max carries it
+    rng = np.random.default_rng(29)
+    x = rng.normal(size=5_000)
+    x[4_321] = np.nan
+    lengths = np.r_[1, np.arange(1, 3 * signal.SHORT_SEGMENT), 700, 1, 2]
+    stop = np.cumsum(lengths + rng.integers(0, 2, lengths.size))  # some adjacent, some apart
+    start = stop - lengths
+    start, stop = np.r_[start, 4_000, x.size - 9], np.r_[stop, 4_500, x.size]
+    expected = [np.max(x[a:b]) for a, b in zip(start, stop, strict=True)]
+    got = signal.segment_max(x, start, stop)
+    np.testing.assert_array_equal(got, expected)
+    assert np.isnan(got[-2]) and not np.isnan(got[:-2]).any()
+    assert signal.segment_max(x, start[:0], stop[:0]).size == 0
+
+
 @pytest.mark.parametrize("n", [5, 60, 3 * signal.BLOCK])
 def test_rolling_max_and_min_in_blocks_are_scipys_to_the_bit(n):
     # scipy.ndimage's filters are the reference (the functions' documented meaning); a signal
