@@ -27,14 +27,40 @@ HOURS_PER_YEAR = 8760
 
 @dataclass(frozen=True)
 class HourlyWeather:
-    """A typical year, hourly, hour-ending local standard time (``to_grid``'s ``first_hour=1``)."""
+    """A typical year, hourly, hour-ending local standard time (``to_grid``'s ``first_hour=1``).
+
+    The wet-bulb temperature is solved only at the hours a run reads (:meth:`wet_bulb_at`):
+    psychrolib's iterations take 70 ms over a year, a week's run reads 170 of its hours, and
+    a sweep loads each site once in every process it runs in."""
 
     temp_air: np.ndarray
-    temp_wetbulb: np.ndarray
+    relative_humidity: np.ndarray  # %
     temp_dew: np.ndarray
     pressure: np.ndarray
     utc_offset: float
     source: str
+
+    def __post_init__(self) -> None:
+        # NaN where not solved yet: an hour read unsolved would show as NaN, not as a value
+        object.__setattr__(self, "_wet_bulb", np.full(self.temp_air.size, np.nan))
+
+    def wet_bulb_at(self, hours: np.ndarray) -> np.ndarray:
+        """The wet-bulb temperature at ``hours`` of the year (:func:`weather.to_grid`, as the
+        other variables): each hour's value solved the first time an hour beside it is read,
+        the same values, to the bit, as over the whole year at once. [°C]"""
+        known = self._wet_bulb  # type: ignore[attr-defined]
+        # the hourly values each reading lies between, with one either side to spare:
+        # to_grid's value i is at hour 1 + i, wrapping over the year
+        below = np.floor(np.asarray(hours, dtype=float)).astype(np.int64) - 1
+        near = np.zeros(known.size, bool)
+        for offset in range(-1, 3):
+            near[np.mod(below + offset, known.size)] = True
+        unsolved = np.flatnonzero(near & np.isnan(known))
+        if unsolved.size:
+            known[unsolved] = weather.wet_bulb(
+                self.temp_air[unsolved], self.relative_humidity[unsolved], self.pressure[unsolved]
+            )
+        return weather.to_grid(known, hours)
 
 
 def hourly_weather(scenario: Scenario) -> HourlyWeather:
@@ -55,13 +81,8 @@ def _read(name_or_path: str) -> tuple[pd.DataFrame, dict]:
 @lru_cache(maxsize=8)
 def _from_file(name_or_path: str) -> HourlyWeather:
     data, meta = _read(name_or_path)
-    temp, pressure = data["temp_air"].to_numpy(), data["pressure"].to_numpy()
-    wetbulb = weather.wet_bulb(temp, data["relative_humidity"].to_numpy(), pressure)
     return HourlyWeather(
-        temp,
-        wetbulb,
-        data["temp_dew"].to_numpy(),
-        pressure,
+        *(data[k].to_numpy() for k in ("temp_air", "relative_humidity", "temp_dew", "pressure")),
         meta["utc_offset"],
         str(meta["file"]),
     )
@@ -79,8 +100,7 @@ def _synthetic(parameters: str, utc_offset: float) -> HourlyWeather:
     )
     rh = weather.relative_humidity_from_dew_point(temp, dew)
     pressure = np.full(HOURS_PER_YEAR, p.pressure)
-    wetbulb = weather.wet_bulb(temp, rh, pressure)
-    return HourlyWeather(temp, wetbulb, dew, pressure, utc_offset, "synthetic")
+    return HourlyWeather(temp, rh, dew, pressure, utc_offset, "synthetic")
 
 
 def _standard_offset(timezone: str) -> float:
@@ -136,10 +156,10 @@ def plant_path(
     wx = hourly_weather(scenario)
     hours = weather.local_hour_of_year(times, wx.utc_offset)
     outdoor = plants.Outdoor(
-        *(
-            weather.to_grid(values, hours)
-            for values in (wx.temp_air, wx.temp_wetbulb, wx.temp_dew, wx.pressure)
-        )
+        weather.to_grid(wx.temp_air, hours),
+        wx.wet_bulb_at(hours),
+        weather.to_grid(wx.temp_dew, hours),
+        weather.to_grid(wx.pressure, hours),
     )
     out = run_plant(scenario, heat, outdoor, dt, design_heat)
     gpu, cl = scenario.gpu, scenario.cluster

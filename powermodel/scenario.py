@@ -1698,7 +1698,7 @@ def _fill_from_catalogue(raw: dict[str, Any], section: str, overrides: dict[str,
     name = raw.get(table, {}).get(entry.key) if isinstance(raw.get(table), dict) else None
     if not isinstance(name, str):
         return  # validation reports the missing or mistyped selector
-    entries = catalogue(section)
+    entries = _catalogue(section)  # read only: the chosen entry is copied below
     if name not in entries:
         raise ScenarioError(
             f"{selector}: unknown {what} {name!r}{_did_you_mean(name, entries)}; "
@@ -1710,7 +1710,7 @@ def _fill_from_catalogue(raw: dict[str, Any], section: str, overrides: dict[str,
     if selector in overrides:
         prefix = f"{section}."
         explicit = {k: v for k, v in explicit.items() if f"{prefix}{k}" in overrides}
-    chosen = entries[name]
+    chosen = copy.deepcopy(entries[name])
     if "type" in explicit and explicit["type"] != chosen.get("type"):
         # another plant type than the entry's: of the entry, only what that type takes
         plant = _plant_type(explicit["type"])

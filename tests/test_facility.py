@@ -218,6 +218,28 @@ def test_design_day_bounds_the_year(years):
     assert day["peak_pue"] >= 1.0
 
 
+def test_wet_bulb_is_solved_at_the_hours_read_to_the_bit_of_the_whole_year():
+    # the whole year solved at once (models.weather.wet_bulb, psychrolib's values) and
+    # interpolated (to_grid) is the reference: readings across New Year, on the hour, a week;
+    # only the hours beside them are solved
+    from powermodel.facility import HourlyWeather
+    from powermodel.iotools import read_weather
+    from powermodel.models import weather
+
+    data, meta = read_weather("tampa")
+    columns = [data[k].to_numpy() for k in ("temp_air", "relative_humidity", "temp_dew")]
+    pressure = data["pressure"].to_numpy()
+    wx = HourlyWeather(*columns, pressure, meta["utc_offset"], "tampa")
+    whole = weather.wet_bulb(columns[0], columns[1], pressure)
+    hours = np.r_[np.linspace(8755.0, 8760.0, 41, endpoint=False), 0.0, 0.5, 1.0, 4000.0]
+    week = np.arange(2000.0, 2000.0 + 168.0, 1.0 / 60.0)
+    for at in (hours, week, hours):  # the second time over solved hours
+        np.testing.assert_array_equal(wx.wet_bulb_at(at), weather.to_grid(whole, at))
+    solved = np.flatnonzero(~np.isnan(wx._wet_bulb))
+    assert 168 < solved.size < 168 + 20
+    np.testing.assert_array_equal(wx._wet_bulb[solved], whole[solved])
+
+
 def test_weather_errors_are_clear():
     from powermodel import PowerModelError
 

@@ -80,6 +80,24 @@ def test_wet_bulb_over_arrays_is_psychrolibs_to_the_bit(shipped):
         weather.wet_bulb(np.nan, 50.0, 101325.0)
 
 
+def test_the_numbers_read_are_each_fields_decimal_value(shipped):
+    # Python's float() of each field is the reference (its decimal value, correctly rounded):
+    # pandas' C reader reads the rows of every shipped file to the same floats as splitting
+    # them in Python did, and a row it cannot read (a space inside a cell, a word) goes to the
+    # splitting, which names the cell
+    for name in io.SHIPPED:
+        lines = io._read_lines(io.shipped_weather()[name])
+        rows, fields = lines[8:], [1, 2, 3, 6, 7, 8, 9]
+        expected = np.array([[float(r.split(",")[c]) for c in fields] for r in rows])
+        got = io._numbers(rows, fields, [str(c) for c in fields], STERLING, 9)
+        np.testing.assert_array_equal(got.view(np.int64), expected.view(np.int64))
+    assert io._parsed(["1, 2 ,3", "4,5,6"], [0, 1, 2]).tolist() == [[1, 2, 3], [4, 5, 6]]
+    for bad in (["1,2,3", "4,,6"], ["1,2", "4,5,6"], ["1,2 0,3"], ["1,two,3"], ["1,nan,3"]):
+        assert io._parsed(bad, [0, 1, 2]) is None, bad
+    with pytest.raises(DataFileError, match=r"line 10, 1 is 'two', not a finite number"):
+        io._numbers(["1,2,3", "4,two,6"], [1], ["1"], STERLING, 9)
+
+
 def test_relative_humidity_from_dew_point_matches_the_files(shipped):
     assert weather.relative_humidity_from_dew_point(20.0, 20.0) == pytest.approx(100.0)
     assert weather.relative_humidity_from_dew_point(20.0, 25.0) == 100.0

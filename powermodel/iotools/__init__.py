@@ -2,12 +2,16 @@
 project's vocabulary (after pvlib's ``iotools``); a bad file raises :class:`DataFileError`
 naming the file and the problem."""
 
+from functools import cache
 from pathlib import Path
 
 
+@cache
 def data_dir() -> Path:
     """The shipped data (weather, chiller curves, published tables): ``powermodel/data`` in an
-    installed package, the repository's ``data/`` in a checkout (the one copy the wheel maps)."""
+    installed package, the repository's ``data/`` in a checkout (the one copy the wheel maps).
+    Found once a process: every scenario loaded asks (its weather, its site), and resolving the
+    path was a tenth of a sweep point's loading."""
     package = Path(__file__).resolve().parents[1]
     installed = package / "data"
     return installed if installed.is_dir() else package.parent / "data"
