@@ -324,17 +324,24 @@ def _in_blocks(
     pieces = lambda: blocks(ds, StreamedCheck.NAMES, measured.least())  # noqa: E731
     if "job_state" in ds and np.any(ds["job_state"].values == State.CHECKPOINT):
         # the signals' running medians first (what a checkpoint is held at), so that every
-        # rule is measured in one pass: a streamed run finds them after its first
-        signals = measured.signals()
-        states = lambda: blocks(ds, ("job_state", *signals), measured.least())  # noqa: E731
-        histograms: dict[str, np.ndarray] = {}
-        for columns, _, _ in states():
-            _histogram(histograms, columns, signals)
-        measured.use_medians(_medians(states, histograms, signals))
+        # rule is measured in one pass: a streamed run finds them after its first pass, from
+        # histograms (:func:`_medians`); here np.median of the running samples, one signal's
+        # copy at a time, takes a third of the time of those two passes
+        running = ds["job_state"].values == State.RUNNING
+        measured.use_medians(
+            {name: _running_median(ds[name].values, running) for name in measured.signals()}
+        )
     if len(measured.errors) < len(rules):
         for piece in pieces():
             measured.feed(*piece)
     return measured.finish(pieces)
+
+
+def _running_median(x: np.ndarray, running: np.ndarray) -> float:
+    """``np.median`` of the running samples, in float64 (as :func:`_medians`); NaN if none."""
+    if not running.any():
+        return float("nan")
+    return float(np.median(x[running].astype(np.float64, copy=False), overwrite_input=True))
 
 
 def _judgeable(
