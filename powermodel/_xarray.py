@@ -5,8 +5,11 @@ xarray asks, of every array it wraps, whether it is a dask array, and answers by
 0.2 s and 7 MB in every command that never touches dask. Until ``dask.array`` is imported, no
 array can be a dask array, so :func:`defer_dask` gives xarray's record of the dask module no
 array types until then, and the real record from then on (the first question after the import
-reads it). It only reads xarray's private cache where it is as in xarray 2024–2026; elsewhere
-xarray is left as it is (``tests/test_imports.py`` checks both the saving and dask arrays).
+reads it). Likewise, making an index of an array asks whether it is a dask collection, which
+imports ``dask.base`` (0.13 s, a sweep's results gathered in turn): nothing is one before dask
+is imported, so the question is answered "no" until then. It only reads and replaces xarray's
+private names where they are as in xarray 2024–2026; elsewhere xarray is left as it is
+(``tests/test_imports.py`` checks both the saving and dask arrays).
 """
 
 from __future__ import annotations
@@ -25,6 +28,23 @@ def defer_dask() -> None:
     record = getattr(pycompat, "DuckArrayModule", None)
     if isinstance(cache, dict) and record is not None and "dask" not in cache:
         cache["dask"] = _Deferred(cache, record)
+    try:
+        from xarray.namedarray import utils
+    except ImportError:
+        return
+    asked = getattr(utils, "is_dask_collection", None)
+    if callable(asked) and not getattr(asked, "deferred", False):
+        utils.is_dask_collection = _before_dask(asked)
+
+
+def _before_dask(asked: Any) -> Any:
+    """xarray's ``is_dask_collection``, False without asking while dask is not imported."""
+
+    def is_dask_collection(x: object) -> bool:
+        return "dask" in sys.modules and asked(x)
+
+    is_dask_collection.deferred = True  # type: ignore[attr-defined]
+    return is_dask_collection
 
 
 class _Deferred:
