@@ -41,7 +41,8 @@ class HourlyWeather:
     source: str
 
     def __post_init__(self) -> None:
-        # NaN where not solved yet: an hour read unsolved would show as NaN, not as a value
+        # NaN where not solved yet: an hour read unsolved would show as NaN, not as a value.
+        # Two threads (the dashboard's) may solve an hour both: they write the same value
         object.__setattr__(self, "_wet_bulb", np.full(self.temp_air.size, np.nan))
 
     def wet_bulb_at(self, hours: np.ndarray) -> np.ndarray:
