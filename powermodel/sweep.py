@@ -107,7 +107,6 @@ WORKER_SATURATION = 1.0
 # 1 d at 1 s (0.7 M steps) 3.1 s and 4.0 s; 3 d at 1 s (2.1 M steps) 3.9 s and 5.1 s
 MIN_CLUSTER_STEPS = 1_000_000
 SEED = "simulation.seed"  # not swept: seed i of every point is the base's seed + i
-WARM_SITES = 8  # sites whose weather a sweep loads before its workers fork (facility caches 8)
 TICK = "1s"  # a local cluster's event-loop watchdog (dask's 20 ms): a blocked loop still shows
 WORKER_WAIT = 30.0  # s: a scheduler with no worker after it would leave the runs waiting forever
 # Headline metrics the summary table shows (median over seeds): where the grid sees the site,
@@ -271,7 +270,6 @@ def sweep(
         keep_going=True,
         memory=per_run,
         label="sweep",
-        here=_first_per_site([job for _, _, job in jobs], workers or 0),
     )
     results: list[list[dict[str, Any]]] = [
         [{"error": errors[p]} for _ in range(seeds)] for p in range(len(points))
@@ -518,18 +516,6 @@ def _check_scenario_file(origin: Scenario | str) -> None:
             )
 
 
-def _first_per_site(runs: list[_Run], workers: int) -> list[int]:
-    """The first run of each site (its weather) that runs before a local cluster's workers fork,
-    so that each weather file is read and turned into wet-bulb temperatures once, not once a
-    worker (a quarter of a second each): at most as many as the weather caches hold
-    (:data:`WARM_SITES`) and a small share of the runs, so that the workers have the rest."""
-    first: dict[str, int] = {}
-    for i, run in enumerate(runs):
-        first.setdefault(run.scenario.site.model_dump_json(), i)
-    share = len(runs) // (4 * max(workers, 1))
-    return list(first.values())[: min(WARM_SITES, share)]
-
-
 def _estimate(scenario: Scenario) -> int:
     try:
         return memory_estimate(scenario)
@@ -632,7 +618,6 @@ def run_all(
     keep_going: bool = False,
     memory: int = 0,
     label: str = "runs",
-    here: Sequence[int] = (),
 ) -> list[Any]:
     """``[function(item) for item in items]``, in turn or on dask.distributed, in items' order.
 
@@ -657,32 +642,14 @@ def run_all(
         would not fit (this machine's memory, or each remote worker's limit).
     label
         The progress bar's label.
-    here
-        Indices of items called in this process before the workers of a ``LocalCluster``
-        started here fork from it: they start with what these calls loaded (first-call imports,
-        the caches of a weather file the items share) instead of each loading it again. On
-        another cluster, or in turn, these items run with the others.
     """
-    out: list[Any] = [None] * len(items)
-    done: set[int] = set()
-    with _bar(len(items), progress, label) as bar:
-
-        def warm() -> None:
-            for i in dict.fromkeys(here):
-                out[i] = _call(function, items[i], keep_going)
-                done.add(i)
-                bar.update()
-
-        with cluster(workers, scheduler, client, memory, warm if here else None) as connected:
-            rest = [i for i in range(len(items)) if i not in done]
-            left = [items[i] for i in rest]
-            if connected is None:
-                results = [_counted(_call(function, item, keep_going), bar) for item in left]
-            else:
-                results = _on_dask(connected, function, left, keep_going, bar)
-    for i, result in zip(rest, results, strict=True):
-        out[i] = result
-    return out
+    with (
+        _bar(len(items), progress, label) as bar,
+        cluster(workers, scheduler, client, memory) as connected,
+    ):
+        if connected is None:
+            return [_counted(_call(function, item, keep_going), bar) for item in items]
+        return _on_dask(connected, function, items, keep_going, bar)
 
 
 def _bar(total: int, progress: bool, label: str) -> Any:
@@ -721,13 +688,10 @@ def cluster(
     scheduler: str | None = None,
     client: Any = None,
     memory: int = 0,
-    warm: Callable[[], object] | None = None,
 ) -> Iterator[Any]:
     """The dask client that :func:`run_all` maps on, as its arguments say (None: in turn);
     a ``LocalCluster`` started here is closed on leaving. Checked before any run: workers
-    there, powermodel's version on them, memory for ``memory`` bytes a run on each. ``warm``
-    is called after the checks and before a ``LocalCluster``'s workers fork from this process
-    (:func:`_start_method`), so that they start with what it loaded."""
+    there, powermodel's version on them, memory for ``memory`` bytes a run on each."""
     if client is not None:
         _check_cluster(client, memory)
         yield client
@@ -749,8 +713,6 @@ def cluster(
     from dask.distributed import Client, LocalCluster
 
     if scheduler is None:
-        if warm is not None:
-            warm()
         # Workers start without dask's MALLOC_TRIM_THRESHOLD_: setting it fixes glibc's mmap
         # threshold, so every large temporary of a run is fresh pages and the runs take 1.6
         # times as long as in this process (measured here on 7 days at 1 min)

@@ -212,19 +212,6 @@ def test_run_all_keeps_going_or_raises_in_turn():
         run_all(math.sqrt, [4.0, -1.0])
 
 
-def _pid_of(item):
-    return item, os.getpid()
-
-
-def test_items_here_run_in_this_process_before_the_workers_fork():
-    out = run_all(_pid_of, list(range(12)), workers=2, here=[0, 5])
-    assert [item for item, _ in out] == list(range(12))  # in the items' order
-    ran_here = [item for item, pid in out if pid == os.getpid()]
-    assert ran_here == [0, 5]
-    # in turn, and on a cluster not started here, `here` changes nothing
-    assert run_all(_pid_of, [1, 2], here=[1]) == [(1, os.getpid()), (2, os.getpid())]
-
-
 def _frozen_count(item):
     return gc.get_freeze_count()
 
@@ -250,20 +237,6 @@ def test_chunks_cover_the_items_in_order_and_shrink_to_one(count, threads):
     # at most (a worker's death loses a chunk)
     share = math.ceil(count / (threads * sweep_module.CHUNKS_PER_THREAD))
     assert sizes[0] == min(share, sweep_module.MAX_CHUNK)
-
-
-def test_the_first_run_of_each_weather_runs_before_the_workers_fork():
-    weathers = ["sterling", "tampa", "chicago"]
-    runs = [
-        sweep_module._Run(load_scenario(REFERENCE, {"site.weather": w}), seed, (), None, None)
-        for _ in range(4)
-        for w in weathers
-        for seed in range(2)
-    ]
-    assert sweep_module._first_per_site(runs, workers=2) == [0, 2, 4]
-    # no more than a quarter of each worker's share: the workers keep the rest
-    assert sweep_module._first_per_site(runs[:16], workers=2) == [0, 2]
-    assert sweep_module._first_per_site(runs[:6], workers=2) == []
 
 
 def test_more_workers_than_cores_are_refused():
