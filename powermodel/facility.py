@@ -41,6 +41,9 @@ class HourlyWeather:
     source: str
 
     def __post_init__(self) -> None:
+        # the whole year checked now (what solving it would raise), so that a run that
+        # passes its preflight does not fail at an hour it reads later
+        weather.check_wet_bulb_inputs(self.temp_air, self.relative_humidity, self.pressure)
         # NaN where not solved yet: an hour read unsolved would show as NaN, not as a value.
         # Two threads (the dashboard's) may solve an hour both: they write the same value
         object.__setattr__(self, "_wet_bulb", np.full(self.temp_air.size, np.nan))
@@ -51,8 +54,11 @@ class HourlyWeather:
         the same values, to the bit, as over the whole year at once. [°C]"""
         known = self._wet_bulb  # type: ignore[attr-defined]
         # the hourly values each reading lies between, with one either side to spare:
-        # to_grid's value i is at hour 1 + i, wrapping over the year
-        below = np.floor(np.asarray(hours, dtype=float)).astype(np.int64) - 1
+        # to_grid's value i is at hour 1 + i, wrapping over the year (np.interp's own
+        # remainder; a reading that is not finite reads none)
+        with np.errstate(invalid="ignore"):  # inf: to_grid's own remainder warns of it
+            within = np.mod(np.asarray(hours, dtype=float).ravel(), known.size)
+        below = within[np.isfinite(within)].astype(np.int64) - 1
         near = np.zeros(known.size, bool)
         for offset in range(-1, 3):
             near[np.mod(below + offset, known.size)] = True

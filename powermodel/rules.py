@@ -328,20 +328,30 @@ def _in_blocks(
         # histograms (:func:`_medians`); here np.median of the running samples, one signal's
         # copy at a time, takes a third of the time of those two passes
         running = ds["job_state"].values == State.RUNNING
-        measured.use_medians(
-            {name: _running_median(ds[name].values, running) for name in measured.signals()}
-        )
+        medians = {name: _running_median(ds[name].values, running) for name in measured.signals()}
+        # a signal with NaN: the histograms order them as a streamed run does (np.median gives
+        # NaN)
+        odd = {name for name, median in medians.items() if median is None}
+        if odd:
+            states = lambda: blocks(ds, ("job_state", *odd), measured.least())  # noqa: E731
+            histograms: dict[str, np.ndarray] = {}
+            for columns, _, _ in states():
+                _histogram(histograms, columns, odd)
+            medians.update(_medians(states, histograms, odd))
+        measured.use_medians(medians)
     if len(measured.errors) < len(rules):
         for piece in pieces():
             measured.feed(*piece)
     return measured.finish(pieces)
 
 
-def _running_median(x: np.ndarray, running: np.ndarray) -> float:
-    """``np.median`` of the running samples, in float64 (as :func:`_medians`); NaN if none."""
-    if not running.any():
-        return float("nan")
-    return float(np.median(x[running].astype(np.float64, copy=False), overwrite_input=True))
+def _running_median(x: np.ndarray, running: np.ndarray) -> float | None:
+    """``np.median`` of the running samples, in float64 (as :func:`_medians`); NaN if none;
+    None if one is NaN (which :func:`_medians` orders, past the infinities)."""
+    values = x[running].astype(np.float64, copy=False)
+    if np.isnan(values).any():
+        return None
+    return float(np.median(values, overwrite_input=True)) if values.size else float("nan")
 
 
 def _judgeable(

@@ -203,6 +203,38 @@ def test_the_streamed_median_is_numpys_in_memory_bounded_by_distinct_values(size
     assert np.isnan(rules._medians(pieces, {}, {"grid_power"})["grid_power"])  # never running
 
 
+def test_a_signal_with_nan_is_held_at_the_median_a_streamed_run_finds(monkeypatch):
+    # the streamed run's histograms (rules._medians) are the reference: they order NaN past the
+    # infinities and give a number where np.median gives NaN; an in-memory check takes theirs
+    from powermodel import rules
+
+    ds = simulate(load_scenario(REFERENCE, {**TWO_DAYS, "simulation.duration": "1d"}))
+    state = ds["job_state"].values
+    assert (state == State.CHECKPOINT).any()
+    running = state == State.RUNNING
+    grid = ds["grid_power"].values.copy()
+    grid[np.flatnonzero(running)[:3]] = np.nan
+    ds["grid_power"] = ("time", grid, ds["grid_power"].attrs)
+    seen: dict = {}
+    use = rules.StreamedCheck.use_medians
+    monkeypatch.setattr(
+        rules.StreamedCheck, "use_medians", lambda self, m: (seen.update(m), use(self, m))[1]
+    )
+    rules.check_each(ds, load_rules("ieso"))
+
+    def pieces():
+        yield {"grid_power": grid, "job_state": state}, 0, None
+
+    histograms: dict = {}
+    rules._histogram(histograms, {"grid_power": grid, "job_state": state}, {"grid_power"})
+    expected = rules._medians(pieces, histograms, {"grid_power"})["grid_power"]
+    assert np.isfinite(expected) and seen["grid_power"] == expected
+    assert rules._running_median(grid, running) is None
+    assert rules._running_median(ds["it_power"].values, running) == np.median(
+        ds["it_power"].values[running]
+    )
+
+
 def test_a_streamed_runs_chunks_measured_in_small_pieces_are_the_whole_runs(monkeypatch):
     # a streamed run's chunks (10,007 steps) cut into pieces of 1,009 (the last of a chunk
     # longer), against the whole run in memory in its own blocks: every verdict to the bit

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from conftest import REFERENCE, TWO_DAYS
@@ -238,6 +240,35 @@ def test_wet_bulb_is_solved_at_the_hours_read_to_the_bit_of_the_whole_year():
     solved = np.flatnonzero(~np.isnan(wx._wet_bulb))
     assert 168 < solved.size < 168 + 20
     np.testing.assert_array_equal(wx._wet_bulb[solved], whole[solved])
+    # any real hours, as to_grid takes them: far outside the year, not finite, none
+    far = np.array([1e19, -1e19, 1e300, -1e300, -1e-300, 8760.0, -0.5, np.nan])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = wx.wet_bulb_at(far)
+    np.testing.assert_array_equal(got, weather.to_grid(whole, far))
+    with np.errstate(invalid="ignore"):  # np.interp's remainder of inf warns, as before
+        assert np.isnan(wx.wet_bulb_at(np.array([np.inf, -np.inf]))).all()
+    assert wx.wet_bulb_at(np.array([])).size == 0
+
+
+def test_weather_the_wet_bulb_cannot_be_solved_for_is_refused_before_a_run():
+    # psychrolib refuses air below -100 °C (its range); the year is checked whole when read,
+    # not at the hour a run reaches, and a synthetic climate that cold is refused by name
+    from powermodel.errors import ScenarioError
+    from powermodel.facility import HourlyWeather
+
+    temp = np.full(8760, 10.0)
+    temp[5000] = -120.0
+    with pytest.raises(ValueError, match=r"range \[-100, 200\]"):
+        HourlyWeather(temp, np.full(8760, 50.0), temp - 5.0, np.full(8760, 101325.0), 0.0, "x")
+    cold = {
+        "site.weather": "synthetic",
+        "site.synthetic.mean": -60,
+        "site.synthetic.seasonal_amplitude": 40,
+        "site.synthetic.daily_amplitude": 25,
+    }
+    with pytest.raises(ScenarioError, match=r"is -125 °C, colder than -100 °C"):
+        load_scenario(REFERENCE, cold)
 
 
 def test_weather_errors_are_clear():

@@ -92,7 +92,8 @@ def test_the_numbers_read_are_each_fields_decimal_value(shipped):
         got = io._numbers(rows, fields, [str(c) for c in fields], STERLING, 9)
         np.testing.assert_array_equal(got.view(np.int64), expected.view(np.int64))
     assert io._parsed(["1, 2 ,3", "4,5,6"], [0, 1, 2]).tolist() == [[1, 2, 3], [4, 5, 6]]
-    for bad in (["1,2,3", "4,,6"], ["1,2", "4,5,6"], ["1,2 0,3"], ["1,two,3"], ["1,nan,3"]):
+    bad_rows = (["1,2,3", "4,,6"], ["1,2", "4,5,6"], ["1,2 0,3"], ["1,two,3"], ["1,nan,3"])
+    for bad in (*bad_rows, ["\ufeff1,2,3"]):  # the C reader would drop a byte-order mark
         assert io._parsed(bad, [0, 1, 2]) is None, bad
     with pytest.raises(DataFileError, match=r"line 10, 1 is 'two', not a finite number"):
         io._numbers(["1,2,3", "4,two,6"], [1], ["1"], STERLING, 9)

@@ -105,6 +105,23 @@ def wet_bulb(temp_air: ArrayLike, relative_humidity: ArrayLike, pressure: ArrayL
        functions to calculate thermodynamic properties of air", Journal of Open Source Software
        4(33), 1137 (2019). https://doi.org/10.21105/joss.01137
     """
+    temp, rh, p = _psychrometric(temp_air, relative_humidity, pressure)
+    return _wet_bulb_si(temp.ravel(), rh.ravel(), p.ravel()).reshape(temp.shape)
+
+
+def check_wet_bulb_inputs(
+    temp_air: ArrayLike, relative_humidity: ArrayLike, pressure: ArrayLike
+) -> None:
+    """Raise what :func:`wet_bulb` would raise on these inputs, without its iterations (a
+    year's weather checked whole, its wet-bulb solved later at the hours a run reads)."""
+    temp, rh, p = _psychrometric(temp_air, relative_humidity, pressure)
+    _humidity_ratio(temp.ravel(), rh.ravel(), p.ravel())
+
+
+def _psychrometric(
+    temp_air: ArrayLike, relative_humidity: ArrayLike, pressure: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`wet_bulb`'s inputs broadcast, relative humidity clipped and as a fraction."""
     temp, rh, p = np.broadcast_arrays(
         np.asarray(temp_air, dtype=float),
         np.clip(np.asarray(relative_humidity, dtype=float), 0.0, 100.0) / 100.0,
@@ -115,7 +132,7 @@ def wet_bulb(temp_air: ArrayLike, relative_humidity: ArrayLike, pressure: ArrayL
             f"wet_bulb got {temp.size} values: compute it on hourly weather and interpolate "
             "with to_grid, not on the simulation grid"
         )
-    return _wet_bulb_si(temp.ravel(), rh.ravel(), p.ravel()).reshape(temp.shape)
+    return temp, rh, p
 
 
 def _libm(func: Callable[..., float], *args: np.ndarray) -> np.ndarray:
@@ -158,14 +175,15 @@ def _iterate(active: np.ndarray, what: str) -> Iterator[np.ndarray]:
     raise ValueError(f"{what}: convergence not reached in {psychrolib.MAX_ITER_COUNT} iterations")
 
 
-def _wet_bulb_si(temp: np.ndarray, rh: np.ndarray, pressure: np.ndarray) -> np.ndarray:
-    """psychrolib's ``GetTWetBulbFromRelHum`` (SI) over 1-D arrays, to the bit: the same
-    operations in the same order, each point iterating as long as it would alone. [°C]"""
-    tol, floor = 0.001, psychrolib.MIN_HUM_RATIO  # psychrolib's SI tolerance [K], least ratio
+def _humidity_ratio(
+    temp: np.ndarray, rh: np.ndarray, pressure: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """psychrolib's humidity ratio and vapour pressure of each point, after its range checks
+    (its errors), as :func:`_wet_bulb_si` begins."""
     if np.any((temp < -100.0) | (temp > 200.0)):  # NaN passes and stays NaN, as in psychrolib
         raise ValueError("Dry bulb temperature must be in range [-100, 200]°C")
     vap = rh * _sat_vap_pres(temp)
-    ratio = np.maximum(0.621945 * vap / (pressure - vap), floor)
+    ratio = np.maximum(0.621945 * vap / (pressure - vap), psychrolib.MIN_HUM_RATIO)
     # dew point (GetTDewPointFromVapPres): Newton-Raphson from the dry bulb within -100-200 °C
     vap = pressure * ratio / (0.621945 + ratio)
     low, high = _sat_vap_pres(np.array([-100.0, 200.0]))
@@ -173,6 +191,14 @@ def _wet_bulb_si(temp: np.ndarray, rh: np.ndarray, pressure: np.ndarray) -> np.n
         raise ValueError(
             "Partial pressure of water vapor is outside range of validity of equations"
         )
+    return ratio, vap
+
+
+def _wet_bulb_si(temp: np.ndarray, rh: np.ndarray, pressure: np.ndarray) -> np.ndarray:
+    """psychrolib's ``GetTWetBulbFromRelHum`` (SI) over 1-D arrays, to the bit: the same
+    operations in the same order, each point iterating as long as it would alone. [°C]"""
+    tol, floor = 0.001, psychrolib.MIN_HUM_RATIO  # psychrolib's SI tolerance [K], least ratio
+    ratio, vap = _humidity_ratio(temp, rh, pressure)
     dew, ln_vap = temp.copy(), _libm(math.log, vap)
     moving = np.ones(temp.size, bool)
     for i in _iterate(moving, "dew point"):
