@@ -118,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         help="run on a local dask cluster of this many processes (0: one run after another in "
-        "this process); sweep's default: in turn when the runs together take under a million "
+        "this process); sweep's default: in turn when the runs together take under two million "
         "steps, else the cores (as many as the memory holds); other commands: in turn",
     )
     parallel.add_argument(

@@ -101,11 +101,12 @@ ALLOWED_FAILURES = 1
 # with it)
 WORKER_SATURATION = 1.0
 # Runs in turn, not on a local cluster, when all runs together take fewer steps than this:
-# importing dask.distributed and starting and closing a cluster of forked workers costs about a
-# second, as long as 3 x 10^5 steps of runs in turn. Measured here (2 cores shared with other
-# work), whole commands of 8 runs: 1 h at 1 s (29,000 steps) 2.4 s in turn, 2.8 s on 2 workers;
-# 1 d at 1 s (0.7 M steps) 3.1 s and 4.0 s; 3 d at 1 s (2.1 M steps) 3.9 s and 5.1 s
-MIN_CLUSTER_STEPS = 1_000_000
+# importing dask.distributed and starting and closing a cluster of forked workers costs about
+# 0.4 s, as long as 2 x 10^6 steps of runs in turn. Measured here (2 cores shared with other
+# work), whole commands of 8 runs of the reference at 1 s, in turn and on 2 workers: 1 h
+# (29,000 steps) 2.00 and 2.13 s; 1 d (0.7 M) 2.13 and 2.26 s; 3 d (2.1 M) 2.37-2.46 and
+# 2.40-2.46 s; 6 d (4.1 M) 2.71-2.88 and 2.55-2.59 s
+MIN_CLUSTER_STEPS = 2_000_000
 SEED = "simulation.seed"  # not swept: seed i of every point is the base's seed + i
 TICK = "1s"  # a local cluster's event-loop watchdog (dask's 20 ms): a blocked loop still shows
 WORKER_WAIT = 30.0  # s: a scheduler with no worker after it would leave the runs waiting forever
