@@ -329,8 +329,8 @@ def _in_blocks(
         # copy at a time, takes a third of the time of those two passes
         running = ds["job_state"].values == State.RUNNING
         medians = {name: _running_median(ds[name].values, running) for name in measured.signals()}
-        # a signal with NaN: the histograms order them as a streamed run does (np.median gives
-        # NaN)
+        # a signal with NaN (np.median's is NaN): the histograms' median, NaN ordered past the
+        # infinities as a streamed run orders them
         odd = {name for name, median in medians.items() if median is None}
         if odd:
             states = lambda: blocks(ds, ("job_state", *odd), measured.least())  # noqa: E731

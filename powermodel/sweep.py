@@ -108,7 +108,7 @@ WORKER_SATURATION = 1.0
 # 2.40-2.46 s; 6 d (4.1 M) 2.71-2.88 and 2.55-2.59 s
 MIN_CLUSTER_STEPS = 2_000_000
 SEED = "simulation.seed"  # not swept: seed i of every point is the base's seed + i
-TICK = "1s"  # a local cluster's event-loop watchdog (dask's 20 ms): a blocked loop still shows
+TICK = "1s"  # a local cluster's event-loop watchdog (dask's 20 ms): its 3-s warning still fires
 WORKER_WAIT = 30.0  # s: a scheduler with no worker after it would leave the runs waiting forever
 # Headline metrics the summary table shows (median over seeds): where the grid sees the site,
 # its largest 5-s swing, and what the job trained
