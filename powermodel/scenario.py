@@ -106,7 +106,6 @@ MAX_RECOVERY = 30 * DAY  # a stall, restart or maintenance: a month is already a
 MAX_GPUS = 10_000_000  # ten times the largest campus announced (about 1 GW, 2026)
 MAX_BATTERIES = 16  # battery systems a site holds
 MAX_DEPTH = 12  # tables and arrays nested in a scenario or rule file (the schema needs 4)
-COLDEST_AIR = -100.0  # °C: psychrolib's range for the wet-bulb (its GetTWetBulbFromRelHum)
 MAX_EXTENDS = 16  # files in a chain of `extends`
 MAX_TEXT = 2000  # characters of a free-text field (a name, a note, a source)
 TIME_RANGE = (datetime(1677, 9, 22), datetime(2262, 4, 11))  # datetime64[ns] holds these
@@ -223,10 +222,11 @@ class Synthetic(Section):
     def _psychrometric_range(self) -> Synthetic:
         """The coldest hour stays where the wet-bulb's equations hold (psychrolib's -100 °C)."""
         coldest = self.mean - self.seasonal_amplitude - self.daily_amplitude
-        if coldest < COLDEST_AIR:
+        floor = wx.DRY_BULB_RANGE[0]
+        if coldest < floor:
             raise ValueError(
                 f"mean - seasonal_amplitude - daily_amplitude is {coldest:g} °C, colder than "
-                f"{COLDEST_AIR:g} °C, where the psychrometric equations end: raise the mean or "
+                f"{floor:g} °C, where the psychrometric equations end: raise the mean or "
                 "lower the amplitudes"
             )
         return self

@@ -73,6 +73,7 @@ PEAK_HOUR = 15.0  # [h, local standard time]
 
 _DESIGN_LEVELS = {0.4: "004", 1.0: "010", 2.0: "020"}
 _MAX_PSYCHROMETRIC_POINTS = 20 * HOURS_PER_YEAR
+DRY_BULB_RANGE = (-100.0, 200.0)  # °C: where psychrolib's equations hold (its SI range checks)
 
 
 def wet_bulb(temp_air: ArrayLike, relative_humidity: ArrayLike, pressure: ArrayLike) -> np.ndarray:
@@ -180,13 +181,14 @@ def _humidity_ratio(
 ) -> tuple[np.ndarray, np.ndarray]:
     """psychrolib's humidity ratio and vapour pressure of each point, after its range checks
     (its errors), as :func:`_wet_bulb_si` begins."""
-    if np.any((temp < -100.0) | (temp > 200.0)):  # NaN passes and stays NaN, as in psychrolib
+    coldest, hottest = DRY_BULB_RANGE
+    if np.any((temp < coldest) | (temp > hottest)):  # NaN passes and stays NaN, as in psychrolib
         raise ValueError("Dry bulb temperature must be in range [-100, 200]°C")
     vap = rh * _sat_vap_pres(temp)
     ratio = np.maximum(0.621945 * vap / (pressure - vap), psychrolib.MIN_HUM_RATIO)
     # dew point (GetTDewPointFromVapPres): Newton-Raphson from the dry bulb within -100-200 °C
     vap = pressure * ratio / (0.621945 + ratio)
-    low, high = _sat_vap_pres(np.array([-100.0, 200.0]))
+    low, high = _sat_vap_pres(np.array(DRY_BULB_RANGE))
     if np.any((vap < low) | (vap > high)):
         raise ValueError(
             "Partial pressure of water vapor is outside range of validity of equations"
@@ -204,7 +206,7 @@ def _wet_bulb_si(temp: np.ndarray, rh: np.ndarray, pressure: np.ndarray) -> np.n
     for i in _iterate(moving, "dew point"):
         last = dew[i]
         step = (_libm(math.log, _sat_vap_pres(last)) - ln_vap[i]) / _dln_pws(last)
-        dew[i] = np.minimum(np.maximum(last - step, -100.0), 200.0)
+        dew[i] = np.minimum(np.maximum(last - step, DRY_BULB_RANGE[0]), DRY_BULB_RANGE[1])
         moving[i] = ~(np.abs(dew[i] - last) <= tol)  # NaN never converges: psychrolib raises
     # wet bulb (GetTWetBulbFromHumRatio): bisection between the dew point and the dry bulb
     sup, inf = temp.copy(), np.minimum(dew, temp)
