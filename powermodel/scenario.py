@@ -734,6 +734,15 @@ class Checkpoint(Section):
         le=HOUR,
         description="Stall of an async checkpoint (copy to host memory) [A]. [s]",
     )
+    background_power: float = Field(
+        8.0,
+        ge=0,
+        le=1e4,
+        description="Power an async checkpoint's background write adds while the GPUs train: "
+        "host CPUs and memory streaming the snapshot from pinned memory, about 50 W a node of "
+        "8 GPUs, and the storage servers and fabric taking it, about 20 J/GB at 2 TB/s over "
+        "16,384 GPUs, 2.4 W a GPU [A] (range 2-20). [W/GPU]",
+    )
 
     @field_validator("interval")
     @classmethod
@@ -818,6 +827,28 @@ class Reliability(Section):
     )
     planned_downtime: Duration = Field(
         ge=0, le=MAX_RECOVERY, description="GPUs idle in planned maintenance. [s]"
+    )
+    scope: Literal["job", "replica"] = Field(
+        "job",
+        description="What an unexpected interruption stops: the whole job, which restarts from "
+        "its last checkpoint (synchronous training), or only the data-parallel replica holding "
+        "the failed node, which reloads from a peer and rejoins while the others go on "
+        "(fault-tolerant HSDP [P, ft_hsdp]).",
+    )
+    replica_gpus: int | None = Field(
+        None,
+        gt=0,
+        le=MAX_GPUS,
+        description="GPUs of a replica, what a failure stops with scope 'replica' (whole "
+        "nodes); by default one data-parallel rank of workload.parallelism, tp·pp·cp GPUs. [1]",
+    )
+    survivor_stall: Duration = Field(
+        180.0,
+        ge=0,
+        le=MAX_RECOVERY,
+        description="With scope 'replica', how long the other replicas stall at a failure "
+        "before they go on without the failed one: 3 min a failure at O(100K) GPUs, against 10 "
+        "for a whole-job restart [P, ft_hsdp]. [s]",
     )
     notes: Text = ""
 
@@ -1177,6 +1208,7 @@ class Scenario(Section):
                     f"the {self.gpu.name} has no {lever.replace('_', ' ')} (its levers: "
                     f"{', '.join(self.gpu.levers)}): remove it or choose a GPU that has it"
                 )
+        self._check_replicas()
         if self.gpu.name != self.cluster.gpu:
             raise ValueError(
                 f"gpu.name {self.gpu.name!r} differs from cluster.gpu {self.cluster.gpu!r}"
@@ -1219,6 +1251,25 @@ class Scenario(Section):
                 f"{gpu.name}'s {what}: {fix}"
             )
         return self
+
+    def _check_replicas(self) -> None:
+        """With ``reliability.scope = "replica"``, the replicas fill the job in whole nodes,
+        two at least (one replica is the whole job: scope 'job')."""
+        if self.reliability.scope == "job":
+            return
+        size, cl = self.replica_gpus, self.cluster
+        if size is None:
+            raise ValueError(
+                "reliability.scope = 'replica' needs the replica's size: give "
+                "reliability.replica_gpus, or workload.parallelism (a replica is then tp·pp·cp "
+                "GPUs)"
+            )
+        if size % cl.gpus_per_node or cl.n_gpus % size or cl.n_gpus // size < 2:
+            raise ValueError(
+                f"a replica of {size:,} GPUs must be whole nodes of {cl.gpus_per_node} GPUs, and "
+                f"cluster.n_gpus ({cl.n_gpus:,}) two or more whole replicas: change "
+                "reliability.replica_gpus (or the layout's tp·pp·cp), or use scope 'job'"
+            )
 
     def phase_powers(
         self, capped: bool = True, locked: bool | None = None
@@ -1270,6 +1321,18 @@ class Scenario(Section):
         (:func:`~powermodel.models.events.teardown_time`). [s]"""
         given = self.reliability.stall_time
         return given if given is not None else teardown_time(self.cluster.n_nodes)
+
+    @property
+    def replica_gpus(self) -> int | None:
+        """GPUs a failure stops with ``reliability.scope = "replica"``: the given
+        ``replica_gpus``, else one data-parallel rank of the layout (tp·pp·cp); None with
+        ``scope = "job"``. [1]"""
+        rel, par = self.reliability, self.workload.parallelism
+        if rel.scope == "job":
+            return None
+        if rel.replica_gpus is not None:
+            return rel.replica_gpus
+        return None if par is None else par.tp * par.pp * par.cp
 
     @property
     def compute_share(self) -> float:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -98,6 +98,7 @@ ORDER = (
 # Steps the in-memory run profiles at a time (about 2 MB an array), extended to an hour's start
 CHUNK_STEPS = 1 << 18
 BLOCK = 1 << 16  # steps of an element-wise pass: its temporaries stay in the CPU cache
+WRITE_RATE = np.ones(2)  # the background writes' shapes are constant: any rate
 
 
 @dataclass(frozen=True)
@@ -152,8 +153,9 @@ def derive(scenario: Scenario) -> Derived:
     counts = np.append(unexpected, rel.planned_count)
     rates = counts / rel.exposure_gpu_hours * cl.n_gpus / 3600.0
     if ck.interval == "young-daly":
-        # Planned stops checkpoint first and lose nothing: the MTBF is of unexpected ones only.
-        lossy = rates[:-1].sum()
+        # Planned stops checkpoint first and lose nothing: the MTBF is of unexpected ones only,
+        # and a failure that stops one replica loses nothing either (the others hold the state)
+        lossy = rates[:-1].sum() if rel.scope == "job" else 0.0
         # a rate so small its MTBF overflows a float is no failure at all: no checkpoints
         mtbf = 1.0 / lossy if lossy > 1.0 / np.finfo(float).max else np.inf
         interval = events.young_daly_interval(mtbf, stall) if np.isfinite(mtbf) else np.inf
@@ -172,17 +174,14 @@ def recoveries(scenario: Scenario, derived: Derived) -> list[Recovery]:
     """Recovery sequence of each unexpected cause, then of a planned interruption."""
     rel = scenario.reliability
     restart = startup(scenario, derived)
-    unexpected = [
-        Recovery(
-            (
-                (State.STALLED, scenario.stall_time if c.stall_time is None else c.stall_time),
-                (State.FAILED_IDLE, rel.restart_time if c.restart_time is None else c.restart_time),
-                *restart,
-            ),
-            loses_work=True,
-        )
-        for c in rel.causes
-    ]
+    if rel.scope == "replica":  # the others stall, then go on without the failed replica
+        unexpected = [Recovery(((State.STALLED, rel.survivor_stall),), loses_work=False)]
+        unexpected *= len(rel.causes)
+    else:
+        unexpected = [
+            Recovery(sequence, loses_work=True)
+            for sequence in _restarts(scenario, scenario.stall_time, restart)
+        ]
     planned = Recovery(
         (
             (State.CHECKPOINT, derived.checkpoint_stall),
@@ -192,6 +191,49 @@ def recoveries(scenario: Scenario, derived: Derived) -> list[Recovery]:
         loses_work=False,
     )
     return [*unexpected, planned]
+
+
+def _restarts(
+    scenario: Scenario, teardown: float, restart: tuple[tuple[State, float], ...]
+) -> list[tuple[tuple[State, float], ...]]:
+    """What each unexpected cause stops goes through: survivors spin for ``teardown`` [s] (or
+    the cause's own stall), the GPUs wait idle for the restart, then ``restart``."""
+    rel = scenario.reliability
+    return [
+        (
+            (State.STALLED, teardown if c.stall_time is None else c.stall_time),
+            (State.FAILED_IDLE, rel.restart_time if c.restart_time is None else c.restart_time),
+            *restart,
+        )
+        for c in rel.causes
+    ]
+
+
+def replica_recoveries(
+    scenario: Scenario, derived: Derived
+) -> list[tuple[tuple[State, float], ...]]:
+    """What a failed replica goes through, per unexpected cause (``reliability.scope =
+    "replica"``): its nodes are torn down (the launcher's check on one node, else the
+    collectives failing), wait for the restart, start, load the model state and ramp.
+
+    The state comes from a peer replica over the scale-out network, each GPU of the replica
+    receiving its share at ``workload.parallelism.bandwidth``; without a layout, from storage
+    as a whole-job restart reads it."""
+    size = scenario.replica_gpus
+    par = scenario.workload.parallelism
+    reload = (
+        derived.reload_time if par is None else scenario.checkpoint.size / (size * par.bandwidth)
+    )
+    wl = scenario.workload
+    nodes = size // scenario.cluster.gpus_per_node
+    given = scenario.reliability.stall_time
+    teardown = events.teardown_time(nodes) if given is None else given
+    restart = (
+        (State.STARTING, wl.startup_time),
+        (State.LOADING, reload),
+        (State.RAMP, wl.startup_ramp),
+    )
+    return _restarts(scenario, teardown, restart)
 
 
 def startup(scenario: Scenario, derived: Derived) -> tuple[tuple[State, float], ...]:
@@ -596,7 +638,7 @@ def simulate(
         {
             **run_totals(run, path, realised, variables["throughput"]),
             **event_variables(scenario, run.line),
-            "effective_training_time": ((), run.line.effective_training_time),
+            "effective_training_time": ((), run.effective_training_time),
         }
     )
     for chain in chains:  # the profile's own step: no need to read it back from its times
@@ -726,10 +768,23 @@ class Run:
     steps: render.Steps | None
     k: int  # electrical steps a plant step
     token_rate: float  # tokens/s of the running job at the nominal clock
+    # the failed replicas' recoveries (reliability.scope "replica"), each the share of the job
+    # one replica is; rendered on tables and rates with a closing shape of nothing appended
+    windows: events.Windows | None = None
+    share: float = 0.0
+    # an async checkpoint's background write: its timeline (starts, 1 while writing) and the
+    # cumulative table of the IT power it adds [MW]
+    writes: tuple[np.ndarray, np.ndarray] | None = None
+    write_table: np.ndarray | None = None
 
     @property
     def dt(self) -> float:
         return self.scenario.simulation.dt
+
+    @property
+    def effective_training_time(self) -> float:
+        """Training time kept, as a fraction of the run (:func:`kept_training`). [1]"""
+        return kept_training(self.line, self.windows, self.share)
 
     def render(self, lo: int, hi: int) -> np.ndarray:
         """The rendered means of steps ``lo`` to ``hi``: ``gpu_power`` and ``it_power`` [MW], the
@@ -737,7 +792,26 @@ class Run:
         edges = np.arange(lo, hi + 1) * self.dt
         line = self.line
         state = line.state.astype(np.int64)
-        return render.interval_means(line.start, state, self.rate, self.tables, edges, self.steps)
+        means = render.interval_means(line.start, state, self.rate, self.tables, edges, self.steps)
+        if self.windows is not None:  # a failed replica's share follows its own recovery
+            job, own = render.window_sums(
+                line.start,
+                state,
+                self.rate,
+                self.tables,
+                self.windows,
+                self.dt,
+                lo,
+                hi,
+                self.steps,
+            )
+            means += self.share * (own - job)
+        if self.writes is not None:  # the IT power of the background writes
+            start, writing = self.writes
+            means[1] += render.interval_means(start, writing, WRITE_RATE, self.write_table, edges)[
+                0
+            ]
+        return means
 
     def per_gpu(self, gpu_power: np.ndarray) -> np.ndarray:
         """What each GPU draws as rendered [W], from the rendered ``gpu_power`` [MW] (the first
@@ -882,7 +956,48 @@ def prepare(scenario: Scenario, derived: Derived, cells: np.ndarray, rate: np.nd
     steps = drawn_steps(scenario, derived, line, cells)
     tables = render.cumulative_tables(with_trained(cells, steps))
     token_rate = cells[2, State.RUNNING, 0]
-    return Run(scenario, derived, line, rate, tables, steps, plant_steps(scenario), token_rate)
+    run = Run(scenario, derived, line, rate, tables, steps, plant_steps(scenario), token_rate)
+    windows = failed_replicas(scenario, derived, line)
+    if windows is not None:
+        nothing = np.zeros(tables.shape[:1] + (1,) + tables.shape[2:])
+        run = replace(
+            run,
+            rate=np.append(rate, 1.0),
+            tables=np.concatenate((tables, nothing), axis=1),
+            windows=windows,
+            share=scenario.replica_gpus / scenario.cluster.n_gpus,
+        )
+    ck = scenario.checkpoint
+    if ck.mode == "async" and ck.background_power > 0 and derived.checkpoints:
+        write = derived.checkpoint_done - derived.checkpoint_stall
+        writes = events.background_writes(line, write, cut=scenario.reliability.scope == "job")
+        power = _cluster_mw(ck.background_power, scenario.cluster.n_gpus)
+        table = render.cumulative_tables(np.array([[[0.0], [power]]]))
+        run = replace(run, writes=writes, write_table=table)
+    return run
+
+
+def failed_replicas(
+    scenario: Scenario, derived: Derived, line: events.Timeline
+) -> events.Windows | None:
+    """The recovery of each replica that failed in the job's timeline ``line``, closed by the
+    state after the last (:class:`~powermodel.models.events.State`'s count); None unless
+    ``reliability.scope`` is "replica"."""
+    if scenario.reliability.scope == "job":
+        return None
+    sequences = replica_recoveries(scenario, derived)
+    return events.replica_windows(line, sequences, derived.step_time, len(State))
+
+
+def kept_training(line: events.Timeline, windows: events.Windows | None, share: float) -> float:
+    """Training time kept, as a fraction of the run: the job's (:class:`events.Timeline`), less
+    the ``share`` of the job each failed replica is, over the job's training while it
+    recovers (``windows``). [1]"""
+    kept = line.effective_training_time
+    if windows is None:
+        return kept
+    inside = events.running_before(line, windows.end) - events.running_before(line, windows.begin)
+    return kept - share * float(inside.sum()) / line.duration
 
 
 def run_totals(

@@ -143,7 +143,7 @@ def stream(
             {
                 **run_totals(run, plant, realised, np.array([throughput])),
                 **event_variables(scenario, run.line),
-                "effective_training_time": ((), run.line.effective_training_time),
+                "effective_training_time": ((), run.effective_training_time),
             }
         )
         measures.finish(totals, chunks)

@@ -61,6 +61,115 @@ class Timeline:
         return (self.running_time - self.lost_work) / self.duration
 
 
+@dataclass(frozen=True)
+class Windows:
+    """Stretches ``[begin, end)`` in which one replica of a job follows its own recovery
+    instead of the job's states, each laid out for rendering on a time axis of its own.
+
+    Window ``i``'s states are segments (``seg_start``, ``seg_state``) on an axis where it begins
+    at ``origin[i]``; the windows follow each other there in order, apart, each closed by a
+    segment of the state ``closed``. So overlapping windows render in one pass, each at its own
+    phase (:func:`powermodel.models.render.window_sums`).
+    """
+
+    begin: np.ndarray  # [s]
+    end: np.ndarray  # [s]
+    origin: np.ndarray  # [s] on the windows' own axis
+    seg_start: np.ndarray  # [s] on the windows' own axis, increasing
+    seg_state: np.ndarray
+
+
+def replica_windows(
+    line: Timeline,
+    sequences: list[tuple[tuple[State, float], ...]],
+    step: float,
+    closed: int,
+) -> Windows:
+    """The recovery of the failed replica at each of ``line``'s interruptions whose cause has a
+    sequence in ``sequences`` (the first ones; the rest, planned stops, take the whole job).
+
+    The replica goes through its cause's sequence from the failure, its last state a ramp to
+    the running level. It rejoins at the start of the job's next step (the others' training
+    steps do not wait for it): where the job is training when the sequence ends, the replica
+    waits loaded (the state before the ramp lasts longer) until the ramp ends on a step
+    boundary of the job. Windows end at the run's end at the latest.
+
+    Parameters
+    ----------
+    line
+        The job's timeline (the others' states).
+    sequences
+        ``(state, duration [s])`` of a replica's recovery, per cause.
+    step
+        The job's step time. [s]
+    closed
+        State index that closes each window on its own axis (a shape of nothing).
+    """
+    mine = line.event_cause < len(sequences)
+    begin, cause = line.event_time[mine], line.event_cause[mine]
+    ramps = [seq[-1][1] if seq and seq[-1][0] == State.RAMP else 0.0 for seq in sequences]
+    heads = [seq[:-1] if ramp > 0 else seq for seq, ramp in zip(sequences, ramps, strict=True)]
+    ramp = np.array(ramps)[cause]
+    due = begin + np.array([sum(d for _, d in seq) for seq in sequences])[cause]
+    # the job's segment at the rejoin: training there, the rejoin waits for its next step
+    seg = np.clip(np.searchsorted(line.start, due, side="right") - 1, 0, line.start.size - 1)
+    seg_end = np.append(line.start[1:], line.duration)[seg]
+    training = line.state[seg] == State.RUNNING
+    boundary = line.start[seg] + np.ceil((due - line.start[seg]) / step - 1e-9) * step
+    rejoin = np.where(training, np.minimum(boundary, seg_end), due)
+    end = np.minimum(rejoin, line.duration)
+    length = end - begin
+    origin = np.concatenate(([0.0], np.cumsum(length + WINDOW_GAP)))[:-1]
+    head_start, head_state = _sequence_segments(origin, heads, cause)
+    has_ramp = ramp > 0
+    ramp_start = (origin + np.maximum(rejoin - begin - ramp, 0.0))[has_ramp]
+    start = np.concatenate((head_start, ramp_start))
+    state = np.concatenate((head_state, np.full(ramp_start.size, State.RAMP, np.int8)))
+    owner = np.searchsorted(origin, start, side="right") - 1
+    within = start < origin[owner] + length[owner]  # a window the run's end cuts short
+    start = np.concatenate((start[within], origin + length))
+    state = np.concatenate((state[within], np.full(begin.size, closed, np.int8)))
+    order = np.argsort(start, kind="stable")
+    return Windows(begin, end, origin, start[order], state[order].astype(np.int64))
+
+
+# Space between windows on their own axis [s]: each window's last interval stays apart from the
+# next one's first
+WINDOW_GAP = 1.0
+
+
+def background_writes(
+    line: Timeline, write: float, cut: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """When an asynchronous checkpoint's background write runs: from the end of each
+    checkpoint stall for ``write`` [s], with ``cut`` cut short where a failure stops the job
+    first (its processes die with it; where a failure stops one replica, the others write on).
+
+    Returns a timeline of two states: segment starts [s] and whether a write runs (1) or not
+    (0), from 0 (nothing written yet).
+    """
+    seg_end = np.append(line.start[1:], line.duration)
+    begin = seg_end[line.state == State.CHECKPOINT]
+    stops = line.start[line.state == State.STALLED] if cut else np.empty(0)
+    first = np.searchsorted(stops, begin, side="left")
+    stop = np.append(stops, np.inf)[first]
+    end = np.minimum(np.minimum(begin + write, stop), line.duration)
+    keep = end > begin
+    start = np.concatenate(([0.0], np.column_stack((begin[keep], end[keep])).ravel()))
+    state = np.concatenate(([0], np.tile([1, 0], int(keep.sum()))))
+    return start, state
+
+
+def running_before(line: Timeline, times: np.ndarray) -> np.ndarray:
+    """Time the job spent training before each of ``times`` [s]. [s]"""
+    seg_end = np.append(line.start[1:], line.duration)
+    training = line.state == State.RUNNING
+    before = np.concatenate(([0.0], np.cumsum(np.where(training, seg_end - line.start, 0.0))))
+    seg = np.searchsorted(line.start, times, side="right") - 1
+    inside = np.where(seg >= 0, times - line.start[np.maximum(seg, 0)], 0.0)
+    return before[np.maximum(seg, 0)] + np.where(training[np.maximum(seg, 0)], inside, 0.0)
+
+
 def young_daly_interval(mtbf: float, checkpoint_time: float) -> float:
     """Checkpoint period that minimises expected lost time: ``√(2·MTBF·C)``.
 
