@@ -137,6 +137,14 @@ class PlantPath:
     leak_extra: np.ndarray  # W per GPU, off-cap phases' extra leakage when hot (DC)
 
 
+@dataclass(frozen=True)
+class SitePlant:
+    """The site's weather and plant on the plant grid: what every workload's servers share."""
+
+    outdoor: plants.Outdoor
+    out: plants.PlantOutput
+
+
 def plant_path(
     scenario: Scenario,
     times: np.ndarray,
@@ -160,6 +168,13 @@ def plant_path(
     design_heat
         Peak IT power the plant is sized for. [W]
     """
+    return job_path(scenario, site_plant(scenario, times, heat, dt, design_heat), gpu_mean, dt)
+
+
+def site_plant(
+    scenario: Scenario, times: np.ndarray, heat: np.ndarray, dt: float, design_heat: float
+) -> SitePlant:
+    """The weather and the plant on the plant grid (:func:`plant_path`'s parameters)."""
     wx = hourly_weather(scenario)
     hours = weather.local_hour_of_year(times, wx.utc_offset)
     outdoor = plants.Outdoor(
@@ -168,7 +183,13 @@ def plant_path(
         weather.to_grid(wx.temp_dew, hours),
         weather.to_grid(wx.pressure, hours),
     )
-    out = run_plant(scenario, heat, outdoor, dt, design_heat)
+    return SitePlant(outdoor, run_plant(scenario, heat, outdoor, dt, design_heat))
+
+
+def job_path(scenario: Scenario, site: SitePlant, gpu_mean: np.ndarray, dt: float) -> PlantPath:
+    """A job's servers on the site's plant: inlet → die temperature → clocks, leakage and
+    server fans (``gpu_mean``, ``dt`` as :func:`plant_path` takes them)."""
+    outdoor, out = site.outdoor, site.out
     gpu, cl = scenario.gpu, scenario.cluster
     inlet = out.supply_temp + scenario.cooling.inlet_offset
     # One die state: inlet + R·(mean board power), through the die and heat sink's thermal mass.
@@ -206,6 +227,16 @@ def plant_path(
         fan_extra=cooling.server_fan_extra(speed, cl.fans.power),
         leak_extra=off_cap * (leak[0] - leak[1]),
     )
+
+
+def campus_cooling(scenario: Scenario, site: SitePlant) -> np.ndarray:
+    """A campus's plant power [W] (:func:`plant_power`): its air movers at the airflow every
+    workload's servers pull together, each weighed by its design IT power."""
+    inlet = site.out.supply_temp + scenario.cooling.inlet_offset
+    weights = np.array([design_it_power(part) for part in scenario.parts])
+    speeds = [server_fan_speed(part, inlet) for part in scenario.parts]
+    speed = sum(w * v for w, v in zip(weights / weights.sum(), speeds, strict=True))
+    return plant_power(scenario, site.out, speed)
 
 
 def _setpoint_die(scenario: Scenario) -> float:
@@ -302,7 +333,10 @@ def find_chiller(name: str) -> ChillerCurves:
 
 def design_it_power(scenario: Scenario) -> float:
     """Nameplate IT power the plant and the electrical chain are sized for: every GPU at TDP,
-    the rest of each node active with fans at top speed, network and storage. [W]"""
+    the rest of each node active with fans at top speed, network and storage; a campus's, the
+    sum of its workloads'. [W]"""
+    if scenario.campus is not None:
+        return float(sum(design_it_power(part) for part in scenario.parts))
     cl, gpu = scenario.cluster, scenario.gpu
     node_dc = (
         cl.gpus_per_node * gpu.tdp
@@ -426,22 +460,38 @@ def storage(
 
 
 def reactive_power(
-    scenario: Scenario, it_power: np.ndarray, loss: np.ndarray, other: np.ndarray
+    scenario: Scenario,
+    it_power: np.ndarray,
+    loss: np.ndarray,
+    other: np.ndarray,
+    parts: list[np.ndarray] | None = None,
 ) -> np.ndarray:
     """Reactive power at the connection [Mvar] from the IT path and the other loads [MW].
 
     Server supplies are leading at light load; a double-conversion UPS rectifier
     (``electrical.input_power_factor``) replaces them by its own, lagging, power factor. Cooling
-    and misc loads (motors, drives) lag at ``grid.other_power_factor``.
+    and misc loads (motors, drives) lag at ``grid.other_power_factor``. A campus's supplies are
+    its workloads', each at its own IT power (``parts`` [MW], in the order of
+    ``scenario.parts``).
     """
-    cl, e = scenario.cluster, scenario.electrical
+    e = scenario.electrical
     if e.input_power_factor is None:
-        psu = cl.psu
-        q_it = grid.reactive_power(
-            it_power, cl.n_nodes * psu.capacity / 1e6, psu.load, psu.power_factor, sign=-1.0
+        jobs = [scenario] if parts is None else scenario.parts
+        q_it = sum(
+            _supplies_reactive(job, it)
+            for job, it in zip(jobs, [it_power] if parts is None else parts, strict=True)
         )
     else:
         pf = e.input_power_factor
         q_it = (it_power + loss) * np.sqrt(1.0 - pf * pf) / pf
     pf = scenario.grid.other_power_factor
     return q_it + other * np.sqrt(1.0 - pf * pf) / pf
+
+
+def _supplies_reactive(scenario: Scenario, it_power: np.ndarray) -> np.ndarray:
+    """Reactive power of a job's server supplies at its IT power [MW]: leading. [Mvar]"""
+    cl = scenario.cluster
+    psu = cl.psu
+    return grid.reactive_power(
+        it_power, cl.n_nodes * psu.capacity / 1e6, psu.load, psu.power_factor, sign=-1.0
+    )

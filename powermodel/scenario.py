@@ -37,6 +37,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
+    PrivateAttr,
     TypeAdapter,
     ValidationError,
     field_validator,
@@ -1167,6 +1168,54 @@ class SensitivityRange(Section):
     source: Text
 
 
+# The sections a campus workload may set for itself; the rest (simulation, site, cooling,
+# electrical, grid, prices) is the site's, shared by every workload
+JOB_SECTIONS = ("cluster", "gpu", "workload", "checkpoint", "reliability", "mitigation")
+MAX_WORKLOADS = 32
+
+
+class Part(Section):
+    """One workload of a campus: the scenario's job with its own keys."""
+
+    name: str = Field(min_length=1, max_length=60, description="The workload's name.")
+    set: dict[str, Any] = Field(
+        default_factory=dict,
+        max_length=200,
+        description="The workload's own keys, dotted, over the scenario's job sections (cluster, "
+        "gpu, workload, checkpoint, reliability, mitigation): {'cluster.n_gpus' = 65536}.",
+    )
+
+
+class Campus(Section):
+    """Several workloads behind one connection: each is the scenario's job with its own keys
+    (its GPUs, layout, checkpoints, failures), all sharing the site's weather, cooling plant,
+    electrical chain and site batteries."""
+
+    aligned: bool = Field(
+        False,
+        description="Draw every workload's failures, steps and start from the same streams, "
+        "starting together (the worst case: identical jobs swing exactly in phase); by default "
+        "each draws its own and starts at its own phase.",
+    )
+    workloads: list[Part] = Field(min_length=1, max_length=MAX_WORKLOADS)
+
+    @model_validator(mode="after")
+    def _names(self) -> Campus:
+        names = [w.name for w in self.workloads]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"campus.workloads: each name once, {', '.join(twice)} repeats")
+        for w in self.workloads:
+            for key in w.set:
+                if key.split(".")[0] not in JOB_SECTIONS or key.startswith("mitigation.storage"):
+                    raise ValueError(
+                        f"campus.workloads {w.name!r}: {key} is the site's, shared by every "
+                        f"workload; a workload sets keys of {', '.join(JOB_SECTIONS)} (batteries "
+                        "are the site's too)"
+                    )
+        return self
+
+
 class Scenario(Section):
     name: str = Field("", max_length=200)
     description: Text = ""
@@ -1186,6 +1235,29 @@ class Scenario(Section):
     sources: dict[Name, Annotated[str, Field(max_length=500)]] = Field(
         default_factory=dict, max_length=50, description="Citations by short key."
     )
+    campus: Campus | None = None
+    _parts: list[Scenario] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="after")
+    def _campus(self) -> Scenario:
+        """Each campus workload as a scenario of its own: this one's, with its keys."""
+        if self.campus is None:
+            return self
+        base = self.to_dict()
+        del base["campus"]
+        parts = []
+        for w in self.campus.workloads:
+            try:
+                parts.append(_build(copy.deepcopy(base), w.set))
+            except ScenarioError as exc:
+                raise ValueError(f"campus workload {w.name!r}: {exc}") from None
+        self._parts = parts
+        return self
+
+    @property
+    def parts(self) -> list[Scenario]:
+        """The campus's workloads, each a scenario of its own; none without a campus."""
+        return list(self._parts)
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -46,6 +47,7 @@ SENSORS = sensors.CHAINS  # the sensor chains by key: what sensor_view and simul
 JOB = 0
 STREAM_FAILURES = 1
 STREAM_STEPS = 2
+STREAM_LAUNCH = 3  # a campus workload's launch: its phase and checkpoint schedule
 NO_CHECKPOINTS = 1e30  # s: an interval no run reaches (the timeline's arithmetic needs a number)
 MAX_INTERRUPTIONS = 1_000_000  # a failure every 5 min for ten years: beyond, no job trains
 # Peak memory of a run per electrical step [B]: the Dataset (its 7 float64 arrays, time and
@@ -381,7 +383,11 @@ def steps_rng(seed: int, job: int = JOB) -> np.random.Generator:
 
 
 def drawn_steps(
-    scenario: Scenario, derived: Derived, line: events.Timeline, cells: np.ndarray
+    scenario: Scenario,
+    derived: Derived,
+    line: events.Timeline,
+    cells: np.ndarray,
+    job: int = JOB,
 ) -> render.Steps | None:
     """The running segments' steps drawn with ``workload.variation``; None without it.
 
@@ -409,7 +415,7 @@ def drawn_steps(
     count, bound, level = variation.draw_steps(
         extent,
         counter.astype(np.int64),
-        steps_rng(scenario.simulation.seed),
+        steps_rng(scenario.simulation.seed, job),
         **v.model_dump(),
         scale_range=_scale_range(scenario, dynamic * 1e6 / scenario.cluster.n_gpus, leak),
     )
@@ -452,8 +458,12 @@ def _board_limit(scenario: Scenario) -> float:
     return min(scenario.mitigation.power_cap or tdp, tdp)
 
 
-def timeline(scenario: Scenario, derived: Derived | None = None) -> events.Timeline:
-    """The job timeline of a scenario (no rendering): cheap, for Monte Carlo over seeds."""
+def timeline(
+    scenario: Scenario, derived: Derived | None = None, job: int = JOB, launch: float = 0.0
+) -> events.Timeline:
+    """The job timeline of a scenario (no rendering): cheap, for Monte Carlo over seeds. A
+    campus's workload ``job`` draws its own stream, and is launched ``launch`` [s] after the
+    run's start (its GPUs idle until then)."""
     derived = derived or derive(scenario)
     steps = recoveries(scenario, derived)
     expected = events.expected_interruptions(
@@ -469,11 +479,11 @@ def timeline(scenario: Scenario, derived: Derived | None = None) -> events.Timel
         duration=scenario.simulation.duration,
         rates=derived.rates,
         recoveries=steps,
-        startup=startup(scenario, derived),
+        startup=((State.FAILED_IDLE, launch), *startup(scenario, derived)),
         interval=derived.checkpoint_interval,
         checkpoint_stall=derived.checkpoint_stall,
         checkpoint_done=derived.checkpoint_done,
-        rng=failure_rng(scenario.simulation.seed),
+        rng=failure_rng(scenario.simulation.seed, job),
     )
 
 
@@ -499,6 +509,10 @@ def memory_fix(scenario: Scenario, sensors: int = 0) -> str:
 
 
 def _memory_parts(scenario: Scenario, sensors: int = 0) -> dict[str, float]:
+    if scenario.campus is not None:  # the site's, and each workload's as a job of its own
+        parts = [_memory_parts(part) for part in scenario.parts]
+        site = _memory_parts(scenario.model_copy(update={"campus": None}), sensors)
+        return {key: site[key] + sum(part[key] for part in parts) for key in site}
     derived = derive(scenario)
     sim = scenario.simulation
     down = np.array([r.duration for r in recoveries(scenario, derived)])
@@ -568,6 +582,8 @@ def streamable(scenario: Scenario, sensors: int = 0) -> str | None:
     order, or sensor views); None if it can."""
     if sensors:
         return "sensor views (--sensor)"
+    if scenario.campus is not None:
+        return "a campus (campus.workloads: its workloads render whole, side by side)"
     return sequential(scenario)
 
 
@@ -583,6 +599,9 @@ def preflight(
     """
     if memory:
         check_memory(scenario, sensors)
+    for name, part in _named_parts(scenario):  # a campus: each workload's own checks
+        with _workload(name):
+            preflight(part, memory=False)
     derived = derive(scenario)
     plant_steps(scenario)
     facility.hourly_weather(scenario)
@@ -623,6 +642,13 @@ def simulate(
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     chains = _sensor_chains(sensors, scenario.simulation.dt)
+    if scenario.campus is not None:
+        ds = _campus(scenario, len(chains))
+        for chain in chains:
+            ds[f"{chain.variable}_{chain.key}"] = _reading(
+                ds, chain, chain.variable, ds.attrs["dt"]
+            )
+        return annotate(ds)
     derived, cells, rate = preflight(scenario, len(chains))
     run = prepare(scenario, derived, cells, rate)
     n = scenario.simulation.n_steps
@@ -949,11 +975,19 @@ class Run:
         )
 
 
-def prepare(scenario: Scenario, derived: Derived, cells: np.ndarray, rate: np.ndarray) -> Run:
+def prepare(
+    scenario: Scenario,
+    derived: Derived,
+    cells: np.ndarray,
+    rate: np.ndarray,
+    job: int = JOB,
+    launch: float = 0.0,
+) -> Run:
     """The run of a scenario, from :func:`preflight`'s ``derived``, ``cells`` and ``rate``: its
-    timeline and drawn steps, ready to render."""
-    line = timeline(scenario, derived)
-    steps = drawn_steps(scenario, derived, line, cells)
+    timeline and drawn steps, ready to render (a campus workload's ``job`` and ``launch``
+    as :func:`timeline` takes them)."""
+    line = timeline(scenario, derived, job, launch)
+    steps = drawn_steps(scenario, derived, line, cells, job)
     tables = render.cumulative_tables(with_trained(cells, steps))
     token_rate = cells[2, State.RUNNING, 0]
     run = Run(scenario, derived, line, rate, tables, steps, plant_steps(scenario), token_rate)
@@ -975,6 +1009,153 @@ def prepare(scenario: Scenario, derived: Derived, cells: np.ndarray, rate: np.nd
         table = render.cumulative_tables(np.array([[[0.0], [power]]]))
         run = replace(run, writes=writes, write_table=table)
     return run
+
+
+def launch_delay(scenario: Scenario, derived: Derived, job: int) -> float:
+    """When a campus's independent workload ``job`` starts after the run's [s]: uniform over
+    its checkpoint cycle (or its step, without checkpoints), from its own stream, so that its
+    iterations and checkpoints keep no phase with the others'."""
+    cycle = (
+        derived.checkpoint_interval + derived.checkpoint_stall
+        if derived.checkpoints
+        else derived.step_time
+    )
+    seeds = np.random.SeedSequence(scenario.simulation.seed, spawn_key=(job, STREAM_LAUNCH))
+    return float(np.random.default_rng(seeds).uniform(0.0, cycle))
+
+
+def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
+    """:func:`simulate` of a campus: each workload rendered as a job of its own, its servers on
+    the site's plant; their IT power summed before the facility and the connection."""
+    parts, aligned = scenario.parts, scenario.campus.aligned
+    check_memory(scenario, sensors)
+    runs = []
+    for j, (name, part) in enumerate(_named_parts(scenario)):
+        with _workload(name):
+            derived, cells, rate = preflight(part, memory=False)
+            job = JOB if aligned else j
+            launch = 0.0 if aligned else launch_delay(part, derived, j)
+            runs.append(prepare(part, derived, cells, rate, job, launch))
+    sim, k, dt = scenario.simulation, runs[0].k, scenario.simulation.dt
+    n = sim.n_steps
+    means = [run.render(0, n) for run in runs]
+    plant_means = [run.plant_means(m) for run, m in zip(runs, means, strict=True)]
+    heat = sum(h for _, h in plant_means)
+    start = _times(sim.start, np.arange(heat.size) * k * dt)
+    site = facility.site_plant(
+        scenario, start + _timedelta(k * dt / 2.0), heat * 1e6, k * dt,
+        facility.design_it_power(scenario),
+    )  # fmt: skip
+    cooling = facility.campus_cooling(scenario, site)
+    paths = [
+        replace(facility.job_path(part, site, per_gpu, k * dt), cooling_power=cooling)
+        for part, (per_gpu, _) in zip(parts, plant_means, strict=True)
+    ]
+    jobs = [_campus_job(run, m, path) for run, m, path in zip(runs, means, paths, strict=True)]
+    it_power = sum(job["it_power"] for job in jobs)
+    rack = [r for job in jobs for r in job["rack"]]
+    largest = int(np.argmax([p.cluster.n_gpus for p in parts]))
+    site_power = _facility(scenario, it_power, paths[largest], k, 0)
+    grid_power, bess = facility.storage(scenario, "site", site_power["facility_power"], dt)
+    other = site_power["cooling_power"] + site_power["misc_power"]
+    reactive = facility.reactive_power(
+        scenario, it_power, site_power["facility_loss"], other, [job["it_power"] for job in jobs]
+    )
+    g = scenario.grid
+    variables = {
+        "gpu_power": sum(job["gpu_power"] for job in jobs),
+        "it_power": it_power,
+        "facility_loss": site_power["facility_loss"],
+        "facility_power": site_power["facility_power"],
+        "grid_power": grid_power,
+        "grid_reactive_power": reactive,
+        "grid_voltage": 1.0 + grid.voltage_change(grid_power, reactive, g.short_circuit, g.x_r),
+        **_storage_variables(rack, bess),
+        "pue": _hourly_ratio(site_power["facility_power"], it_power, dt),
+        "throughput": sum(job["throughput"] for job in jobs),
+        "job_state": jobs[largest]["job_state"],
+        **runs[largest].held(paths[largest], 0, n),
+    }
+    variables = {name: variables[name] for name in ORDER if name in variables}
+    ds = runs[largest].dataset(paths[largest], variables, 0)
+    gpus = np.array([p.cluster.n_gpus for p in parts])
+    kept = np.array([run.effective_training_time for run in runs])
+    names = np.array([w.name for w in scenario.campus.workloads], dtype=object)
+    per_workload = {
+        f"workload_{name}": (("workload", "time"), np.stack([job[name] for job in jobs]))
+        for name in ("gpu_power", "it_power", "throughput", "job_state")
+    }
+    line_events = [event_variables(part, run.line) for part, run in zip(parts, runs, strict=True)]
+    ds = ds.assign_coords(workload=names)
+    ds.update(
+        {
+            **per_workload,
+            "workload_gpus": ("workload", gpus),
+            "workload_goodput": ("workload", np.array([job["goodput"] for job in jobs])),
+            "workload_effective_training_time": ("workload", kept),
+            **{
+                name: ("event", np.concatenate([e[name][1] for e in line_events]))
+                for name in line_events[0]
+            },
+            "event_workload": (
+                "event",
+                np.repeat(names, [run.line.event_time.size for run in runs]),
+            ),
+            "goodput": ((), float(sum(job["goodput"] for job in jobs))),
+            # the campus's: its workloads' training time kept, weighed by their GPUs
+            "effective_training_time": ((), float(gpus @ kept / gpus.sum())),
+            "chiller_hours": run_totals(runs[largest], paths[largest], 1.0, jobs[0]["throughput"])[
+                "chiller_hours"
+            ],
+        }
+    )
+    ds.attrs.update(
+        scenario=scenario.to_json(),
+        title=f"powermodel: {scenario.name or 'campus'}",
+        registered_demand=facility.registered_demand(scenario),
+        campus_aligned=int(aligned),
+    )
+    return annotate(ds)
+
+
+def _named_parts(scenario: Scenario) -> list[tuple[str, Scenario]]:
+    """A campus's workloads by name, each a scenario of its own; none without a campus."""
+    if scenario.campus is None:
+        return []
+    return list(zip((w.name for w in scenario.campus.workloads), scenario.parts, strict=True))
+
+
+@contextmanager
+def _workload(name: str) -> Iterator[None]:
+    """Errors of a campus workload's own checks and run, named for it."""
+    try:
+        yield
+    except ScenarioError as exc:
+        raise ScenarioError(f"campus workload {name!r}: {exc}") from None
+
+
+def _campus_job(run: Run, means: np.ndarray, path: facility.PlantPath) -> dict:
+    """One campus workload's own series on the site's plant: what its GPUs and racks draw (its
+    rack batteries in front of them), its throughput and states, its goodput."""
+    scenario, line, k, dt = run.scenario, run.line, run.k, run.dt
+    n = means.shape[1]
+    running = means[2] / run.token_rate
+    gpu_power, it_power = _it_path(
+        scenario, line, run.per_gpu(means[0]), means[1], running, path, k, 0
+    )
+    it_power, rack = facility.storage(scenario, "rack", it_power, dt)
+    trained = means[3] if means.shape[0] > 3 else means[2]
+    throughput = trained / _over(path.step_factor, k, 0, n)
+    state = render.state_at(line.start, line.state, (np.arange(n) + 0.5) * dt)
+    totals = run_totals(run, path, run.realised(means), throughput)
+    return {
+        "gpu_power": gpu_power,
+        "it_power": it_power,
+        "rack": rack,
+        "throughput": throughput,
+        "job_state": state.astype(np.int8),
+        "goodput": totals["goodput"][1],
+    }
 
 
 def failed_replicas(

@@ -1,0 +1,128 @@
+"""Campuses: several workloads behind one connection, each the scenario's job with its own
+keys, their IT power summed before the site's facility and connection (issue 14).
+
+Expected values are the model's own conservation laws and statistics: a sum of independent
+jobs' swings grows as the square root of their number; aligned identical jobs add exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from powermodel import load_scenario, simulate
+from powermodel.errors import ScenarioError
+from powermodel.facility import design_it_power
+
+REFERENCE = "llama3-405b-16k-h100"
+
+
+def _campus(aligned: bool, duration: str = "2d", dt: str = "1s", **extra):
+    workloads = [{"name": "a"}, {"name": "b"}]
+    return load_scenario(
+        REFERENCE,
+        {
+            "simulation.duration": duration,
+            "simulation.dt": dt,
+            "campus": {"aligned": aligned, "workloads": workloads},
+            **extra,
+        },
+    )
+
+
+def _swing_5s(values: np.ndarray, steps: int) -> float:
+    """Worst rolling peak-to-peak over ``steps`` samples."""
+    window = np.lib.stride_tricks.sliding_window_view(values, steps)
+    return float((window.max(axis=1) - window.min(axis=1)).max())
+
+
+@pytest.fixture(scope="module")
+def week():
+    """One job and two identical ones, independent and aligned, a week at 100 ms."""
+    base = {"simulation.duration": "7d", "simulation.dt": "100ms"}
+    return {
+        "one": simulate(load_scenario(REFERENCE, base)),
+        "independent": simulate(_campus(False, "7d", "100ms")),
+        "aligned": simulate(_campus(True, "7d", "100ms")),
+    }
+
+
+def test_independent_jobs_add_their_variance(week):
+    one, pair = week["one"].it_power.values, week["independent"].it_power.values
+    # independent: variances add, so the standard deviation grows by √2 (within 5 %: each job
+    # draws its own failures, so their variances differ a little)
+    assert_allclose(pair.std() / one.std(), np.sqrt(2.0), rtol=0.05)
+    # energy: the total is its workloads' sum exactly, each about the one job's (their own
+    # failures: 57 against ~50 in the week)
+    parts = week["independent"].workload_it_power.values
+    assert_allclose(pair.sum(), parts.sum(), rtol=1e-12)
+    assert_allclose(pair.sum() / one.sum(), 2.0, rtol=0.01)
+    # independent swings partly cancel: the worst 5-s swing is less than twice one job's
+    assert _swing_5s(pair, 50) < 1.9 * _swing_5s(one, 50)
+
+
+def test_aligned_identical_jobs_add_exactly(week):
+    one, pair = week["one"], week["aligned"]
+    # the same draws and start: every step of the IT and GPU power is twice one job's
+    for name in ("it_power", "gpu_power", "throughput"):
+        assert_allclose(pair[name].values, 2.0 * one[name].values, rtol=1e-12)
+    assert_allclose(
+        _swing_5s(pair.it_power.values, 50), 2.0 * _swing_5s(one.it_power.values, 50), rtol=1e-12
+    )
+    assert_allclose(float(pair.goodput), 2.0 * float(one.goodput), rtol=1e-12)
+    # at the connection too: the site is sized for both (design IT power twice one job's), so
+    # losses, cooling and misc loads are each twice one job's site
+    assert_allclose(pair.grid_power.values, 2.0 * one.grid_power.values, rtol=1e-9)
+
+
+def test_workloads_are_dimensions_that_sum_to_the_totals():
+    scenario = load_scenario(
+        REFERENCE,
+        {
+            "simulation.duration": "1d",
+            "campus": {
+                "workloads": [
+                    {"name": "pretrain"},
+                    {
+                        "name": "gb300",
+                        "set": {
+                            "cluster.gpu": "GB300",
+                            "cluster.n_gpus": 4096,
+                            "workload.tokens_per_step": 4194304,
+                            "reliability.scope": "replica",
+                        },
+                    },
+                ]
+            },
+        },
+    )
+    ds = simulate(scenario)
+    assert list(ds.workload.values) == ["pretrain", "gb300"]
+    for name in ("gpu_power", "it_power", "throughput"):
+        assert_allclose(ds[f"workload_{name}"].sum("workload").values, ds[name].values, rtol=1e-12)
+    assert ds.workload_gpus.values.tolist() == [16384, 4096]
+    # the site is sized for both: design IT power is the sum of the workloads'
+    parts = scenario.parts
+    assert_allclose(design_it_power(scenario), sum(design_it_power(p) for p in parts))
+    # each event is its workload's, and goodput sums
+    assert set(ds.event_workload.values) <= {"pretrain", "gb300"}
+    assert_allclose(float(ds.goodput), ds.workload_goodput.values.sum(), rtol=1e-12)
+    assert 0 < float(ds.effective_training_time) <= 1
+    # facility >= IT, PUE >= 1 over the campus
+    assert np.all(ds.facility_power.values >= ds.it_power.values)
+
+
+@pytest.mark.parametrize(
+    ("workloads", "message"),
+    [
+        ([{"name": "a", "set": {"cooling.plant": "liquid-tower"}}], "the site's"),
+        ([{"name": "a", "set": {"mitigation.storage": []}}], "batteries"),
+        ([{"name": "a"}, {"name": "a"}], "repeats"),
+        ([{"name": "a", "set": {"cluster.n_gpus": 100}}], "'a'.*whole nodes"),
+        ([], "at least 1"),
+    ],
+)
+def test_a_campus_refuses_what_cannot_be(workloads, message):
+    with pytest.raises(ScenarioError, match=message):
+        load_scenario(REFERENCE, {"campus": {"workloads": workloads}})
