@@ -1174,10 +1174,88 @@ JOB_SECTIONS = ("cluster", "gpu", "workload", "checkpoint", "reliability", "miti
 MAX_WORKLOADS = 32
 
 
+class Inference(Section):
+    """An inference fleet's demand and power (powermodel.models.inference)."""
+
+    peak_hour: float = Field(
+        14.0, ge=0, lt=24, description="Local hour of the daily peak of demand [A]. [h]"
+    )
+    base_level: float = Field(
+        0.35, ge=0, le=1, description="Utilisation at the daily trough [A] (0.2-0.5). [1]"
+    )
+    peak_level: float = Field(
+        0.85, ge=0, le=1, description="Utilisation at the daily peak [A] (0.6-1). [1]"
+    )
+    weekend_level: float = Field(
+        0.8, ge=0, le=1.5, description="Saturdays' and Sundays' demand, times a weekday's [A]. [1]"
+    )
+    hourly: list[Annotated[float, Field(ge=0, le=1)]] | None = Field(
+        None,
+        min_length=24,
+        max_length=168,
+        description="Measured mean utilisation each local hour: 24 values (a day) or 168 (a week "
+        "from Monday 00:00); replaces the curve above. [1]",
+    )
+    variation_cv: float = Field(
+        0.05, ge=0, le=1, description="Short-term variation of utilisation, CV [A] (0-0.2). [1]"
+    )
+    variation_time: Duration = Field(
+        60.0, ge=0, le=DAY, description="Correlation time of that variation [A] (10 s-10 min). [s]"
+    )
+    variation_step: Duration = Field(
+        1.0,
+        ge=1e-3,
+        le=HOUR,
+        description="Step of the utilisation series (requests in batches) [A]. [s]",
+    )
+    busy_power: float = Field(
+        0.75,
+        gt=0,
+        le=1.2,
+        description="GPU power at a full batch and the nominal clock, fraction of TDP: "
+        "inference rarely holds the GPU at its cap [S, polca]; 0.75 [A] (0.6-0.9). [1]",
+    )
+    clock: float = Field(
+        1.0,
+        ge=0.3,
+        le=1,
+        description="Locked clock, fraction of nominal: serving the same demand takes longer "
+        "(utilisation rises by 1/clock) at a clock-cubed dynamic power [A]. [1]",
+    )
+    token_rate: float = Field(
+        2500.0,
+        gt=0,
+        le=1e7,
+        description="Tokens a GPU serves each second at a full batch and the nominal clock [A]. "
+        "[token/s]",
+    )
+
+    @model_validator(mode="after")
+    def _levels(self) -> Inference:
+        if self.hourly is not None and len(self.hourly) not in (24, 168):
+            raise ValueError(
+                f"inference.hourly needs 24 values (a day) or 168 (a week), got {len(self.hourly)}"
+            )
+        if self.base_level > self.peak_level:
+            raise ValueError(
+                f"inference.base_level ({self.base_level:g}) is above peak_level "
+                f"({self.peak_level:g}): the trough is the lower"
+            )
+        return self
+
+
 class Part(Section):
     """One workload of a campus: the scenario's job with its own keys."""
 
     name: str = Field(min_length=1, max_length=60, description="The workload's name.")
+    kind: Literal["training", "inference"] = Field(
+        "training",
+        description="A training job (the scenario's workload, checkpoints, failures) or an "
+        "inference fleet on the workload's cluster (its utilisation follows demand).",
+    )
+    inference: Inference | None = Field(
+        None, description="The fleet's demand and power, with kind 'inference'."
+    )
     set: dict[str, Any] = Field(
         default_factory=dict,
         max_length=200,
@@ -1206,6 +1284,12 @@ class Campus(Section):
         if twice:
             raise ValueError(f"campus.workloads: each name once, {', '.join(twice)} repeats")
         for w in self.workloads:
+            if w.kind == "inference" and w.inference is None:
+                w.inference = Inference()
+            if w.kind == "training" and w.inference is not None:
+                raise ValueError(
+                    f"campus.workloads {w.name!r}: an inference table needs kind 'inference'"
+                )
             for key in w.set:
                 if key.split(".")[0] not in JOB_SECTIONS or key.startswith("mitigation.storage"):
                     raise ValueError(

@@ -17,12 +17,23 @@ from xarray.core import indexing
 from powermodel import facility
 from powermodel._version import __version__
 from powermodel.errors import PowerModelError, ScenarioError
-from powermodel.models import events, grid, mitigation, render, sensors, variation, workload
+from powermodel.models import (
+    events,
+    grid,
+    inference,
+    mitigation,
+    render,
+    sensors,
+    thermal,
+    variation,
+    workload,
+)
 from powermodel.models.events import Recovery, State
 from powermodel.models.thermal import step_time_factor
 from powermodel.scenario import (
     STEP_TIME_BOUNDS,
     Cluster,
+    Inference,
     Scenario,
     format_duration,
     load_scenario,
@@ -48,6 +59,7 @@ JOB = 0
 STREAM_FAILURES = 1
 STREAM_STEPS = 2
 STREAM_LAUNCH = 3  # a campus workload's launch: its phase and checkpoint schedule
+STREAM_DEMAND = 4  # an inference fleet's short-term variation
 NO_CHECKPOINTS = 1e30  # s: an interval no run reaches (the timeline's arithmetic needs a number)
 MAX_INTERRUPTIONS = 1_000_000  # a failure every 5 min for ten years: beyond, no job trains
 # Peak memory of a run per electrical step [B]: the Dataset (its 7 float64 arrays, time and
@@ -925,6 +937,30 @@ class Run:
             cuts.append(int(hours[at]))
         return list(zip(cuts, [*cuts[1:], hi], strict=True))
 
+    def campus_job(self, means: np.ndarray, path: facility.PlantPath) -> dict:
+        """This job's own series as a campus workload on the site's plant (``path``), from its
+        rendered ``means`` over the whole run: what its GPUs and racks draw (its rack batteries
+        in front of them), its throughput and states, its goodput."""
+        scenario, line, k, dt = self.scenario, self.line, self.k, self.dt
+        n = means.shape[1]
+        running = means[2] / self.token_rate
+        gpu_power, it_power = _it_path(
+            scenario, line, self.per_gpu(means[0]), means[1], running, path, k, 0
+        )
+        it_power, rack = facility.storage(scenario, "rack", it_power, dt)
+        trained = means[3] if means.shape[0] > 3 else means[2]
+        throughput = trained / _over(path.step_factor, k, 0, n)
+        state = render.state_at(line.start, line.state, (np.arange(n) + 0.5) * dt)
+        totals = run_totals(self, path, self.realised(means), throughput)
+        return {
+            "gpu_power": gpu_power,
+            "it_power": it_power,
+            "rack": rack,
+            "throughput": throughput,
+            "job_state": state.astype(np.int8),
+            "goodput": totals["goodput"][1],
+        }
+
     def realised(self, means: np.ndarray) -> float:
         """The share of the nominal token rate a run with variation trains (evaluations and
         stragglers train none), from :meth:`render`'s means over the whole run; 1 without."""
@@ -1029,16 +1065,22 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
     the site's plant; their IT power summed before the facility and the connection."""
     parts, aligned = scenario.parts, scenario.campus.aligned
     check_memory(scenario, sensors)
-    runs = []
+    sim, dt, k = scenario.simulation, scenario.simulation.dt, plant_steps(scenario)
+    n = sim.n_steps
+    runs, means = [], []
     for j, (name, part) in enumerate(_named_parts(scenario)):
+        spec = scenario.campus.workloads[j]
         with _workload(name):
+            if spec.kind == "inference":
+                fleet = _Fleet(part, spec.inference, JOB if aligned else j)
+                runs.append(fleet)
+                means.append(fleet.render(0, n))
+                continue
             derived, cells, rate = preflight(part, memory=False)
             job = JOB if aligned else j
             launch = 0.0 if aligned else launch_delay(part, derived, j)
             runs.append(prepare(part, derived, cells, rate, job, launch))
-    sim, k, dt = scenario.simulation, runs[0].k, scenario.simulation.dt
-    n = sim.n_steps
-    means = [run.render(0, n) for run in runs]
+            means.append(runs[-1].render(0, n))
     plant_means = [run.plant_means(m) for run, m in zip(runs, means, strict=True)]
     heat = sum(h for _, h in plant_means)
     start = _times(sim.start, np.arange(heat.size) * k * dt)
@@ -1051,10 +1093,14 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
         replace(facility.job_path(part, site, per_gpu, k * dt), cooling_power=cooling)
         for part, (per_gpu, _) in zip(parts, plant_means, strict=True)
     ]
-    jobs = [_campus_job(run, m, path) for run, m, path in zip(runs, means, paths, strict=True)]
+    jobs = [run.campus_job(m, path) for run, m, path in zip(runs, means, paths, strict=True)]
     it_power = sum(job["it_power"] for job in jobs)
     rack = [r for job in jobs for r in job["rack"]]
-    largest = int(np.argmax([p.cluster.n_gpus for p in parts]))
+    # the job-level attrs and the plant state shown are the largest training job's
+    training = [isinstance(run, Run) for run in runs]
+    largest = int(np.argmax([p.cluster.n_gpus * t for p, t in zip(parts, training, strict=True)]))
+    if not any(training):
+        raise ScenarioError("a campus needs a training workload (kind 'training') at least")
     site_power = _facility(scenario, it_power, paths[largest], k, 0)
     grid_power, bess = facility.storage(scenario, "site", site_power["facility_power"], dt)
     other = site_power["cooling_power"] + site_power["misc_power"]
@@ -1072,20 +1118,23 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
         "grid_voltage": 1.0 + grid.voltage_change(grid_power, reactive, g.short_circuit, g.x_r),
         **_storage_variables(rack, bess),
         "pue": _hourly_ratio(site_power["facility_power"], it_power, dt),
-        "throughput": sum(job["throughput"] for job in jobs),
+        # tokens trained: an inference fleet's served tokens are its own workload's
+        "throughput": sum(job["throughput"] for job, t in zip(jobs, training, strict=True) if t),
         "job_state": jobs[largest]["job_state"],
         **runs[largest].held(paths[largest], 0, n),
     }
     variables = {name: variables[name] for name in ORDER if name in variables}
     ds = runs[largest].dataset(paths[largest], variables, 0)
     gpus = np.array([p.cluster.n_gpus for p in parts])
-    kept = np.array([run.effective_training_time for run in runs])
+    kept = np.array([run.effective_training_time for run in runs])  # a fleet: serving
     names = np.array([w.name for w in scenario.campus.workloads], dtype=object)
     per_workload = {
         f"workload_{name}": (("workload", "time"), np.stack([job[name] for job in jobs]))
         for name in ("gpu_power", "it_power", "throughput", "job_state")
     }
-    line_events = [event_variables(part, run.line) for part, run in zip(parts, runs, strict=True)]
+    line_events = [
+        event_variables(part, run.line) for part, run in zip(parts, runs, strict=True) if run.line
+    ]
     ds = ds.assign_coords(workload=names)
     ds.update(
         {
@@ -1099,11 +1148,21 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
             },
             "event_workload": (
                 "event",
-                np.repeat(names, [run.line.event_time.size for run in runs]),
+                np.repeat(names, [run.line.event_time.size if run.line else 0 for run in runs]),
             ),
-            "goodput": ((), float(sum(job["goodput"] for job in jobs))),
-            # the campus's: its workloads' training time kept, weighed by their GPUs
-            "effective_training_time": ((), float(gpus @ kept / gpus.sum())),
+            "workload_kind": (
+                "workload",
+                np.array([w.kind for w in scenario.campus.workloads], dtype=object),
+            ),
+            "goodput": (
+                (),
+                float(sum(j["goodput"] for j, t in zip(jobs, training, strict=True) if t)),
+            ),
+            # the campus's: its training jobs' training time kept, weighed by their GPUs
+            "effective_training_time": (
+                (),
+                float(gpus[training] @ kept[training] / gpus[training].sum()),
+            ),
             "chiller_hours": run_totals(runs[largest], paths[largest], 1.0, jobs[0]["throughput"])[
                 "chiller_hours"
             ],
@@ -1134,28 +1193,90 @@ def _workload(name: str) -> Iterator[None]:
         raise ScenarioError(f"campus workload {name!r}: {exc}") from None
 
 
-def _campus_job(run: Run, means: np.ndarray, path: facility.PlantPath) -> dict:
-    """One campus workload's own series on the site's plant: what its GPUs and racks draw (its
-    rack batteries in front of them), its throughput and states, its goodput."""
-    scenario, line, k, dt = run.scenario, run.line, run.k, run.dt
-    n = means.shape[1]
-    running = means[2] / run.token_rate
-    gpu_power, it_power = _it_path(
-        scenario, line, run.per_gpu(means[0]), means[1], running, path, k, 0
-    )
-    it_power, rack = facility.storage(scenario, "rack", it_power, dt)
-    trained = means[3] if means.shape[0] > 3 else means[2]
-    throughput = trained / _over(path.step_factor, k, 0, n)
-    state = render.state_at(line.start, line.state, (np.arange(n) + 0.5) * dt)
-    totals = run_totals(run, path, run.realised(means), throughput)
-    return {
-        "gpu_power": gpu_power,
-        "it_power": it_power,
-        "rack": rack,
-        "throughput": throughput,
-        "job_state": state.astype(np.int8),
-        "goodput": totals["goodput"][1],
-    }
+class _Fleet:
+    """An inference fleet on a campus (:mod:`powermodel.models.inference`): its utilisation on
+    the variation's step, then everything per GPU and per node on that step (the supplies'
+    curve on each node's power), averaged exactly over any profile step."""
+
+    def __init__(self, scenario: Scenario, spec: Inference, job: int) -> None:
+        self.scenario, self.spec = scenario, spec
+        sim, cl, gpu = scenario.simulation, scenario.cluster, scenario.gpu
+        self.k, self.dt = plant_steps(scenario), sim.dt
+        step = spec.variation_step
+        count = int(np.ceil(sim.duration / step - 1e-9))
+        local = pd.Timestamp(sim.start).tz_localize("UTC").tz_convert(scenario.site.timezone)
+        hour0 = local.dayofweek * 24 + local.hour + local.minute / 60 + local.second / 3600
+        hours = hour0 + (np.arange(count) + 0.5) * step / 3600.0
+        mean = inference.demand(
+            hours, spec.base_level, spec.peak_level, spec.peak_hour, spec.weekend_level,
+            None if spec.hourly is None else np.array(spec.hourly),
+        )  # fmt: skip
+        seeds = np.random.SeedSequence(sim.seed, spawn_key=(job, STREAM_DEMAND))
+        wanted = inference.utilisation(
+            mean, spec.variation_cv, spec.variation_time, step, np.random.default_rng(seeds)
+        )
+        self.utilisation = np.minimum(wanted / spec.clock, 1.0)  # of what the clock serves
+        board = inference.gpu_power(
+            self.utilisation, gpu.idle, spec.busy_power * gpu.tdp, spec.clock
+        )
+        node = cl.psu.input_power(cl.gpus_per_node * board + cl.rest_power_active)
+        self.series = np.array(
+            [
+                _cluster_mw(board, cl.n_gpus),
+                _cluster_mw(node, cl.n_nodes) + (cl.network_load + cl.storage_load) / 1e6,
+                self.utilisation * spec.clock * spec.token_rate * cl.n_gpus,
+            ]
+        )
+        self.step = step
+        self.line = None  # no training timeline: no interruptions, no events
+        busy = inference.gpu_power(1.0, gpu.idle, spec.busy_power * gpu.tdp, spec.clock)
+        self.nominal_die = float(
+            thermal.steady_gpu_temperature(cl.fans.temp_nominal, busy, gpu.thermal_resistance)
+        )
+        self.slope = float(
+            (cl.psu.input_power(cl.gpus_per_node * busy + cl.rest_power_active + 1.0)
+             - cl.psu.input_power(cl.gpus_per_node * busy + cl.rest_power_active - 1.0)) / 2.0
+        )  # fmt: skip
+
+    @property
+    def effective_training_time(self) -> float:
+        """A fleet serves the whole run: 1. [1]"""
+        return 1.0
+
+    def render(self, lo: int, hi: int) -> np.ndarray:
+        """Interval means of the GPU and IT power [MW] and the tokens served [tokens/s] over
+        steps ``lo`` to ``hi``: the step series' cumulative integral at the grid's edges."""
+        edges = np.arange(lo, hi + 1) * self.dt
+        at = np.minimum((edges // self.step).astype(np.int64), self.series.shape[1] - 1)
+        cumulative = np.concatenate(
+            (np.zeros((3, 1)), np.cumsum(self.series * self.step, axis=1)), axis=1
+        )
+        total = cumulative[:, at] + self.series[:, at] * (edges - at * self.step)
+        return np.diff(total, axis=1) / self.dt
+
+    def plant_means(self, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Plant-step means of the board power per GPU [W] and of the IT power [MW]."""
+        per_gpu = means[0] * 1e6 / self.scenario.cluster.n_gpus
+        return _block_mean(per_gpu, self.k), _block_mean(means[1], self.k)
+
+    def campus_job(self, means: np.ndarray, path: facility.PlantPath) -> dict:
+        """The fleet's series on the site's plant: its GPUs leak more when hot (they run below
+        their cap, so power, not the clock, gives), its server fans follow the inlet."""
+        cl, gpu, k, n = self.scenario.cluster, self.scenario.gpu, self.k, means.shape[1]
+        leak = _over(gpu.leakage(path.gpu_temp) - gpu.leakage(self.nominal_die), k, 0, n)
+        fans = _over(path.fan_extra, k, 0, n)
+        gpu_power = means[0] + _cluster_mw(leak, cl.n_gpus)
+        node = (cl.gpus_per_node * leak + fans) * self.slope
+        it_power = means[1] + _cluster_mw(node, cl.n_nodes)
+        it_power, rack = facility.storage(self.scenario, "rack", it_power, self.dt)
+        return {
+            "gpu_power": gpu_power,
+            "it_power": it_power,
+            "rack": rack,
+            "throughput": means[2],
+            "job_state": np.zeros(n, np.int8),  # serving: running
+            "goodput": float(means[2].sum() * self.dt),
+        }
 
 
 def failed_replicas(
