@@ -33,6 +33,7 @@ __all__ = [
     "blocks",
     "diurnal_swing",
     "diurnal_throughput",
+    "flexibility",
     "load_duration",
     "local_hours",
     "max_swing",
@@ -54,6 +55,7 @@ __all__ = [
     "StreamedMetrics",
     "swing_resolved",
     "SWING_WINDOW",
+    "workloads",
 ]
 
 SWING_WINDOW = 5.0  # s: the rolling window of ERCOT's 5-s peak-to-peak proposal [S, ercot_lli]
@@ -104,6 +106,75 @@ def max_swing(
         if swing.size:
             best.append(np.max(swing))
     return float(max(best)) if best else float("nan")
+
+
+def workloads(ds: xr.Dataset) -> pd.DataFrame:
+    """A campus's workloads side by side: kind, GPUs, IT power mean and peak [MW], largest
+    5-s swing [MW], tokens trained or served, training time kept. Empty without a campus."""
+    if "workload" not in ds.dims:
+        return pd.DataFrame()
+    dt = step_seconds(ds)
+    rows = []
+    for name in ds["workload"].values:
+        it = ds["workload_it_power"].sel(workload=name).values
+        rows.append(
+            {
+                "workload": name,
+                "kind": ds["workload_kind"].sel(workload=name).item(),
+                "GPUs": int(ds["workload_gpus"].sel(workload=name)),
+                "IT mean [MW]": float(it.mean()),
+                "IT peak [MW]": float(it.max()),
+                "IT 5-s swing [MW]": max_swing(it, dt),
+                "tokens": float(ds["workload_goodput"].sel(workload=name)),
+                "training time kept": float(
+                    ds["workload_effective_training_time"].sel(workload=name)
+                ),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def flexibility(ds: xr.Dataset) -> pd.DataFrame:
+    """The run's flexibility events as a utility reads them, in EPRI DCFlex's terms
+    [P, dcflex]: the magnitude shed by the targeted workloads and at the connection [MW] (each
+    against the hour before the event, a same-day baseline), the notice and duration [h], how
+    often such events ran (events a 30-day month of the run), and the tokens they cost. Empty
+    without events."""
+    if "flex" not in ds.dims or ds.sizes["flex"] == 0:
+        return pd.DataFrame()
+    dt = step_seconds(ds)
+    time = ds["time"].values
+    grid = ds["grid_power"].values
+    names = list(dict.fromkeys(ds["flex_name"].values))
+    per_month = len(names) / (ds.sizes["time"] * dt / 86400.0) * 30.0
+    rows = []
+    for name in names:
+        mine = ds["flex_name"].values == name
+        first = int(np.flatnonzero(mine)[0])
+        start = ds["flex_start"].values[first]
+        duration = float(ds["flex_duration"].values[first])
+        begin = int(np.searchsorted(time, start))
+        end = min(begin + max(round(duration / dt), 1), grid.size)
+        before = grid[max(begin - round(3600.0 / dt), 0) : begin]
+        at_grid = float(before.mean() - grid[begin:end].mean()) if before.size else np.nan
+        rows.append(
+            {
+                "event": name,
+                "workloads": ", ".join(ds["flex_workload"].values[mine]),
+                "lever": ds["flex_lever"].values[first],
+                "notice [h]": float(ds["flex_notice"].values[first]) / 3600.0,
+                "duration [h]": duration / 3600.0,
+                "asked [share]": float(ds["flex_reduction"].values[first]),
+                "shed by workloads [MW]": float(ds["flex_shed"].values[mine].sum()),
+                "shed share": float(
+                    ds["flex_shed"].values[mine].sum() / ds["flex_baseline"].values[mine].sum()
+                ),
+                "shed at connection [MW]": at_grid,
+                "events a month": per_month,
+                "tokens lost": float(ds["flex_tokens_lost"].values[mine].sum()),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def sensor_swings(

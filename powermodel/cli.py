@@ -24,7 +24,7 @@ import numpy as np
 
 from powermodel import allocator, export, reproduce, rules, sizing, sweep
 from powermodel._version import __version__
-from powermodel.analysis import metrics, resample_factor, sensor_swings
+from powermodel.analysis import flexibility, metrics, resample_factor, sensor_swings, workloads
 from powermodel.errors import PowerModelError
 from powermodel.facility import design_conditions, design_day
 from powermodel.fit import REFERENCE, summary
@@ -281,6 +281,9 @@ def _run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     seen = _sensor_rows(ds, args.sensors)
     _print_summary(scenario.name or args.scenario, metrics(ds), ds.attrs, elapsed, seen)
+    for title, table in (("workloads", workloads(ds)), ("flexibility", flexibility(ds))):
+        if not table.empty:
+            print(f"\n{title}:\n{_table(table)}")
     if args.output:
         path = export.write(ds, args.output, resample=args.resample)
         print(f"wrote {path}")

@@ -29,14 +29,7 @@ from powermodel.iotools import data_dir
 from powermodel.models import events
 from powermodel.models.events import State
 from powermodel.scenario import Scenario, load_scenario
-from powermodel.simulate import (
-    derive,
-    failed_replicas,
-    kept_training,
-    shape_tables,
-    simulate,
-    timeline,
-)
+from powermodel.simulate import derive, preflight, prepare, shape_tables, simulate, timeline
 
 __all__ = [
     "ANCHORS",
@@ -405,12 +398,11 @@ def ft_hsdp_training_time(scope: str) -> np.ndarray:
     """Effective training time of the FT-HSDP scenario (:data:`FT_HSDP`) with failures that
     stop the whole job or one replica, one value per seed."""
     scenario = load_scenario(REFERENCE, {**FT_HSDP, "reliability.scope": scope})
-    derived = derive(scenario)
-    share = (scenario.replica_gpus or scenario.cluster.n_gpus) / scenario.cluster.n_gpus
+    inputs = preflight(scenario, memory=False)  # the seed changes none of them
     kept = []
     for seed in range(FT_HSDP_SEEDS):
-        line = timeline(_seeded(scenario, seed), derived)
-        kept.append(kept_training(line, failed_replicas(scenario, derived, line), share))
+        run = prepare(_seeded(scenario, seed), *inputs)
+        kept.append(run.effective_training_time)
     return np.array(kept)
 
 

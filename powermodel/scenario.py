@@ -1244,6 +1244,56 @@ class Inference(Section):
         return self
 
 
+class FlexEvent(Section):
+    """A demand-response event: targeted workloads shed a share of their power for a while, by
+    a lever they have; described as EPRI DCFlex does, by magnitude, notice and duration
+    [P, dcflex]."""
+
+    name: str = Field("event", min_length=1, max_length=60)
+    start: datetime = Field(description="When the reduction starts, UTC without an offset.")
+    duration: Duration = Field(gt=0, le=30 * DAY, description="How long it holds. [s]")
+    notice: Duration = Field(
+        0.0, ge=0, le=30 * DAY, description="Time between the request and the start. [s]"
+    )
+    workloads: list[Annotated[str, Field(max_length=60)]] = Field(
+        default_factory=list,
+        max_length=MAX_WORKLOADS,
+        description="The campus workloads it targets, by name; none: every workload (or the "
+        "scenario's one job).",
+    )
+    lever: Literal["pause", "clock", "shift"] = Field(
+        description="pause: a training job checkpoints and stops, an inference fleet stops "
+        "serving, until the end, then restarts; clock: the GPUs' clock is locked as low as the "
+        "reduction asks; shift: an inference fleet defers that share of its demand until after."
+    )
+    reduction: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="Share of the targeted workloads' IT power to shed (a 256-GPU field test "
+        "held 0.25 for 3 h [P, colangelo_flex]); a pause sheds what stopping does. [1]",
+    )
+
+    @field_validator("start")
+    @classmethod
+    def _naive_utc(cls, value: datetime) -> datetime:
+        return Simulation._naive_utc(value)
+
+    @model_validator(mode="after")
+    def _reduction(self) -> FlexEvent:
+        if self.lever == "pause" and self.reduction is not None:
+            raise ValueError(
+                f"flexibility {self.name!r}: a pause sheds what stopping sheds; remove reduction "
+                "(or use the lever 'clock' or 'shift' for a chosen share)"
+            )
+        if self.lever != "pause" and self.reduction is None:
+            raise ValueError(
+                f"flexibility {self.name!r}: the lever {self.lever!r} needs the share of power "
+                "to shed: give reduction (0-1)"
+            )
+        return self
+
+
 class Part(Section):
     """One workload of a campus: the scenario's job with its own keys."""
 
@@ -1320,7 +1370,51 @@ class Scenario(Section):
         default_factory=dict, max_length=50, description="Citations by short key."
     )
     campus: Campus | None = None
+    flexibility: list[FlexEvent] = Field([], max_length=20)
     _parts: list[Scenario] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="after")
+    def _events(self) -> Scenario:
+        """Flexibility events within the run, on workloads that have their levers."""
+        sim = self.simulation
+        end = sim.start + timedelta(seconds=sim.duration)
+        kinds = (
+            {"job": "training"}
+            if self.campus is None
+            else {w.name: w.kind for w in self.campus.workloads}
+        )
+        for event in self.flexibility:
+            if not sim.start <= event.start < end:
+                raise ValueError(
+                    f"flexibility {event.name!r} starts at {event.start.isoformat()}, outside "
+                    f"the run ({sim.start.isoformat()} to {end.isoformat()})"
+                )
+            if self.campus is None and event.workloads:
+                raise ValueError(
+                    f"flexibility {event.name!r}: workloads name a campus's workloads; this "
+                    "scenario has one job: remove workloads"
+                )
+            for name in event.workloads:
+                if name not in kinds:
+                    raise ValueError(
+                        f"flexibility {event.name!r}: no workload {name!r}"
+                        f"{_did_you_mean(name, kinds)}; the campus has {', '.join(kinds)}"
+                    )
+            for other in self.flexibility:
+                later = other.start >= event.start + timedelta(seconds=event.duration)
+                shared = set(other.workloads or kinds) & set(event.workloads or kinds)
+                if other is not event and other.start >= event.start and not later and shared:
+                    raise ValueError(
+                        f"flexibility {other.name!r} starts before {event.name!r} ends, on "
+                        f"{', '.join(sorted(shared))}: one event at a time on a workload"
+                    )
+            for name in event.workloads or kinds:
+                if event.lever == "shift" and kinds[name] != "inference":
+                    raise ValueError(
+                        f"flexibility {event.name!r}: {name!r} is a training job and cannot "
+                        "shift its demand: use the lever 'pause' or 'clock'"
+                    )
+        return self
 
     @model_validator(mode="after")
     def _campus(self) -> Scenario:
@@ -1329,6 +1423,7 @@ class Scenario(Section):
             return self
         base = self.to_dict()
         del base["campus"]
+        base.pop("flexibility", None)  # the campus's: each workload's are found by name
         parts = []
         for w in self.campus.workloads:
             try:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import psutil
 import xarray as xr
+from scipy import optimize
 from xarray.backends import BackendArray
 from xarray.core import indexing
 
@@ -28,11 +29,13 @@ from powermodel.models import (
     variation,
     workload,
 )
+from powermodel.models.cooling import server_fan_extra
 from powermodel.models.events import Recovery, State
 from powermodel.models.thermal import step_time_factor
 from powermodel.scenario import (
     STEP_TIME_BOUNDS,
     Cluster,
+    FlexEvent,
     Inference,
     Scenario,
     format_duration,
@@ -444,11 +447,12 @@ def drawn_steps(
     )
 
 
-def with_trained(cells: np.ndarray, steps: render.Steps | None) -> np.ndarray:
-    """The cell tables to render with ``steps``: :func:`shape_tables`' with, under variation,
-    a fourth row for the tokens trained (the third then stays the running share at the
-    nominal token rate, which the leakage follows)."""
-    return cells if steps is None else np.concatenate((cells, cells[2:]))
+def with_trained(cells: np.ndarray, apart: object) -> np.ndarray:
+    """The cell tables to render: :func:`shape_tables`' with, where the tokens trained render
+    ``apart`` (under variation: drawn steps; a clock-lock event), a fourth row for them (the
+    third then stays the running share at the nominal token rate, which the leakage
+    follows)."""
+    return cells if apart is None or apart is False else np.concatenate((cells, cells[2:]))
 
 
 def _scale_range(scenario: Scenario, dynamic: np.ndarray, leak: float) -> tuple[float, float]:
@@ -679,6 +683,8 @@ def simulate(
             "effective_training_time": ((), run.effective_training_time),
         }
     )
+    if scenario.flexibility:
+        ds.update(flex_variables(scenario, ds, [run], [ds["it_power"].values]))
     for chain in chains:  # the profile's own step: no need to read it back from its times
         ds[f"{chain.variable}_{chain.key}"] = _reading(ds, chain, chain.variable, run.dt, True)
     return annotate(ds)
@@ -806,10 +812,9 @@ class Run:
     steps: render.Steps | None
     k: int  # electrical steps a plant step
     token_rate: float  # tokens/s of the running job at the nominal clock
-    # the failed replicas' recoveries (reliability.scope "replica"), each the share of the job
-    # one replica is; rendered on tables and rates with a closing shape of nothing appended
-    windows: events.Windows | None = None
-    share: float = 0.0
+    # shares of the job that follow other states through windows: failed replicas' recoveries
+    # (reliability.scope "replica"), flexibility events
+    overlays: tuple[Overlay, ...] = ()
     # an async checkpoint's background write: its timeline (starts, 1 while writing) and the
     # cumulative table of the IT power it adds [MW]
     writes: tuple[np.ndarray, np.ndarray] | None = None
@@ -822,7 +827,7 @@ class Run:
     @property
     def effective_training_time(self) -> float:
         """Training time kept, as a fraction of the run (:func:`kept_training`). [1]"""
-        return kept_training(self.line, self.windows, self.share)
+        return kept_training(self.line, self.overlays)
 
     def render(self, lo: int, hi: int) -> np.ndarray:
         """The rendered means of steps ``lo`` to ``hi``: ``gpu_power`` and ``it_power`` [MW], the
@@ -831,19 +836,12 @@ class Run:
         line = self.line
         state = line.state.astype(np.int64)
         means = render.interval_means(line.start, state, self.rate, self.tables, edges, self.steps)
-        if self.windows is not None:  # a failed replica's share follows its own recovery
+        for o in self.overlays:  # a share of the job follows other states, on other tables
             job, own = render.window_sums(
-                line.start,
-                state,
-                self.rate,
-                self.tables,
-                self.windows,
-                self.dt,
-                lo,
-                hi,
-                self.steps,
-            )
-            means += self.share * (own - job)
+                line.start, state, self.rate, self.tables, o.windows, self.dt, lo, hi,
+                self.steps, o.rate, o.tables,
+            )  # fmt: skip
+            means += o.share * (own - job)
         if self.writes is not None:  # the IT power of the background writes
             start, writing = self.writes
             means[1] += render.interval_means(start, writing, WRITE_RATE, self.write_table, edges)[
@@ -870,7 +868,35 @@ class Run:
         start = _times(scenario.simulation.start, np.arange(heat.size) * self.k * self.dt)
         middle = start + _timedelta(plant_dt / 2.0)
         design = facility.design_it_power(scenario)
-        return facility.plant_path(scenario, middle, heat * 1e6, per_gpu, plant_dt, design)
+        path = facility.plant_path(scenario, middle, heat * 1e6, per_gpu, plant_dt, design)
+        return self.locked(path)
+
+    def locked(self, path: facility.PlantPath) -> facility.PlantPath:
+        """The plant path with each clock-lock event's clock on the plant steps in it (by their
+        middles): the clock held at the lock (lower where the die throttles below it), the step
+        relative to the locked step its shapes already hold, and every phase's leakage following
+        the die (off the cap)."""
+        locks = [o for o in self.overlays if o.clock is not None]
+        if not locks:
+            return path
+        scenario, gpu = self.scenario, self.scenario.gpu
+        middle = (np.arange(path.clock_factor.size) + 0.5) * self.k * self.dt
+        clock, step, leak = (
+            a.copy() for a in (path.clock_factor, path.step_factor, path.leak_extra)
+        )
+        share, nominal = scenario.compute_share, scenario.nominal_die()
+        for o in locks:
+            w = o.windows
+            at = np.searchsorted(w.begin, middle, side="right") - 1
+            inside = (at >= 0) & (middle < w.end[np.maximum(at, 0)])
+            free = path.clock_factor[inside]
+            held = np.minimum(free, o.clock)
+            off_cap = np.where(free > o.clock, 1.0, 1.0 - share)
+            die = path.gpu_temp[inside].astype(np.float64)
+            leak[inside] = off_cap * (gpu.leakage(die) - gpu.leakage(nominal))
+            step[inside] = thermal.step_stretch(held, o.clock, share)
+            clock[inside] = held
+        return replace(path, clock_factor=clock, step_factor=step, leak_extra=leak)
 
     def profile(
         self, path: facility.PlantPath, means: np.ndarray, lo: int, held: bool = True
@@ -893,7 +919,7 @@ class Run:
         it_power, rack = facility.storage(scenario, "rack", it_power, dt)
         site = _facility(scenario, it_power, path, k, lo)
         connection, bess = _connection(scenario, it_power, site, dt)
-        state = render.state_at(line.start, line.state, (np.arange(lo, lo + n) + 0.5) * dt)
+        state = self.state_at((np.arange(lo, lo + n) + 0.5) * dt)
         return {
             "gpu_power": gpu_power,
             "it_power": it_power,
@@ -950,7 +976,7 @@ class Run:
         it_power, rack = facility.storage(scenario, "rack", it_power, dt)
         trained = means[3] if means.shape[0] > 3 else means[2]
         throughput = trained / _over(path.step_factor, k, 0, n)
-        state = render.state_at(line.start, line.state, (np.arange(n) + 0.5) * dt)
+        state = self.state_at((np.arange(n) + 0.5) * dt)
         totals = run_totals(self, path, self.realised(means), throughput)
         return {
             "gpu_power": gpu_power,
@@ -960,6 +986,40 @@ class Run:
             "job_state": state.astype(np.int8),
             "goodput": totals["goodput"][1],
         }
+
+    def state_at(self, times: np.ndarray) -> np.ndarray:
+        """The job's state at each of ``times`` [s]: its timeline's, or inside a window where the
+        whole job follows other states (a pause), those."""
+        line = self.line
+        state = render.state_at(line.start, line.state, times)
+        for o in self.overlays:
+            if o.share < 1.0 or not o.stops:
+                continue
+            w = o.windows
+            at = np.searchsorted(w.begin, times, side="right") - 1
+            inside = (at >= 0) & (times < w.end[np.maximum(at, 0)])
+            own = w.origin[at[inside]] + (times[inside] - w.begin[at[inside]])
+            state[inside] = render.state_at(w.seg_start, w.seg_state, own)
+        return state
+
+    def tokens_lost(self, event: FlexEvent) -> float:
+        """Tokens ``event`` costs the job [token]: what the job would have trained in its
+        window less what it trains there (at the nominal clock, as rendered)."""
+        line, out = self.line, 0.0
+        for o in self.overlays:
+            if o.event is not event:
+                continue
+            row = self.tables.shape[0] - 1  # the tokens trained
+            w, state = o.windows, line.state.astype(np.int64)
+            for b, e, origin in zip(w.begin, w.end, w.origin, strict=True):
+                job = render.interval_means(
+                    line.start, state, self.rate, self.tables, np.array([b, e]), self.steps
+                )[row, 0]
+                own = render.interval_means(
+                    w.seg_start, w.seg_state, o.rate, o.tables, np.array([origin, origin + e - b])
+                )[row, 0]
+                out += o.share * (job - own) * (e - b)
+        return out
 
     def realised(self, means: np.ndarray) -> float:
         """The share of the nominal token rate a run with variation trains (evaluations and
@@ -1018,25 +1078,27 @@ def prepare(
     rate: np.ndarray,
     job: int = JOB,
     launch: float = 0.0,
+    flex: Sequence[FlexEvent] | None = None,
 ) -> Run:
     """The run of a scenario, from :func:`preflight`'s ``derived``, ``cells`` and ``rate``: its
     timeline and drawn steps, ready to render (a campus workload's ``job`` and ``launch``
-    as :func:`timeline` takes them)."""
+    as :func:`timeline` takes them); with the flexibility events ``flex`` that target it
+    (by default the scenario's own)."""
+    flex = scenario.flexibility if flex is None else flex
     line = timeline(scenario, derived, job, launch)
     steps = drawn_steps(scenario, derived, line, cells, job)
-    tables = render.cumulative_tables(with_trained(cells, steps))
+    # a clock lock's overlay trains fewer tokens while its GPUs still run: the tokens trained
+    # render apart from the running share (as under variation)
+    apart = steps is not None or any(event.lever == "clock" for event in flex)
+    tables = render.cumulative_tables(with_trained(cells, apart))
     token_rate = cells[2, State.RUNNING, 0]
     run = Run(scenario, derived, line, rate, tables, steps, plant_steps(scenario), token_rate)
+    overlays = [] if flex is None else [_flex_overlay(run, cells, event) for event in flex]
     windows = failed_replicas(scenario, derived, line)
     if windows is not None:
-        nothing = np.zeros(tables.shape[:1] + (1,) + tables.shape[2:])
-        run = replace(
-            run,
-            rate=np.append(rate, 1.0),
-            tables=np.concatenate((tables, nothing), axis=1),
-            windows=windows,
-            share=scenario.replica_gpus / scenario.cluster.n_gpus,
-        )
+        share = scenario.replica_gpus / scenario.cluster.n_gpus
+        overlays.append(Overlay(windows, share, *_closed_tables(rate, tables), stops=True))
+    run = replace(run, overlays=tuple(overlays))
     ck = scenario.checkpoint
     if ck.mode == "async" and ck.background_power > 0 and derived.checkpoints:
         write = derived.checkpoint_done - derived.checkpoint_stall
@@ -1045,6 +1107,130 @@ def prepare(
         table = render.cumulative_tables(np.array([[[0.0], [power]]]))
         run = replace(run, writes=writes, write_table=table)
     return run
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """A ``share`` of a job that follows other states through ``windows``, rendered on its own
+    shapes' ``rate`` [1/s] and cumulative ``tables`` (the job's, or a locked clock's, with a
+    closing shape of nothing appended); ``stops``: it does not train there (a failed replica,
+    a pause); ``event``: the flexibility event it stands for."""
+
+    windows: events.Windows
+    share: float
+    rate: np.ndarray
+    tables: np.ndarray
+    stops: bool
+    event: FlexEvent | None = None
+    clock: float | None = None  # the clock an event locks the GPUs at [1]
+
+
+def _closed_tables(rate: np.ndarray, tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Shapes' rates and cumulative tables with the closing shape of nothing appended (the
+    state after the last of :class:`State`)."""
+    nothing = np.zeros(tables.shape[:1] + (1,) + tables.shape[2:])
+    return np.append(rate, 1.0), np.concatenate((tables, nothing), axis=1)
+
+
+# the clocks a flexibility event may lock a training job at [1]: below, the phases' law is far
+# from where it was measured
+LOWEST_FLEX_CLOCK = 0.3
+
+
+def _flex_overlay(run: Run, cells: np.ndarray, event: FlexEvent) -> Overlay:
+    """The whole job through a flexibility event: a pause checkpoints, stops until the end,
+    then restarts; a clock lock runs the job's own states on the locked clock's shapes."""
+    scenario, derived, line = run.scenario, run.derived, run.line
+    begin = np.array([(event.start - scenario.simulation.start).total_seconds()])
+    closed = len(State)
+    if event.lever == "pause":
+        stall = derived.checkpoint_stall
+        sequence = (
+            (State.CHECKPOINT, stall),
+            (State.MAINTENANCE, max(event.duration - stall, 0.0)),
+            *startup(scenario, derived),
+        )
+        windows = events.recovery_windows(
+            line, begin, [sequence], np.zeros(1, np.int64), derived.step_time, closed
+        )
+        return Overlay(windows, 1.0, *_closed_tables(run.rate, run.tables), True, event)
+    clock = _flex_clock(scenario, cells, event)
+    locked = scenario.model_copy(
+        update={"mitigation": scenario.mitigation.model_copy(update={"clock_lock": clock})}
+    )
+    slow_cells, slow_rate = shape_tables(locked, derive(locked))
+    # the GPUs run through the event: the running share stays the job's, the tokens are slower
+    slow_cells = np.concatenate((slow_cells[:2], cells[2:3], slow_cells[2:]))
+    tables = render.cumulative_tables(slow_cells)
+    windows = events.clipped_windows(line, begin, begin + event.duration, closed)
+    return Overlay(windows, 1.0, *_closed_tables(slow_rate, tables), False, event, clock)
+
+
+def _event_inlet(scenario: Scenario, heat: float, event: FlexEvent) -> float:
+    """The servers' mean inlet over ``event`` [°C]: the plant from an hour before it (its lags
+    settle) to its end, with the job drawing ``heat`` [MW]."""
+    sim, plant_dt = scenario.simulation, plant_steps(scenario) * scenario.simulation.dt
+    begin = (event.start - sim.start).total_seconds()
+    first = max(begin - HOUR_S, 0.0)
+    count = max(int(np.ceil((begin + event.duration - first) / plant_dt)), 1)
+    middle = _times(sim.start, first + (np.arange(count) + 0.5) * plant_dt)
+    heat = np.full(count, heat * 1e6)
+    site = facility.site_plant(scenario, middle, heat, plant_dt, facility.design_it_power(scenario))
+    during = first + (np.arange(count) + 0.5) * plant_dt >= begin
+    return float(site.out.supply_temp[during].mean() + scenario.cooling.inlet_offset)
+
+
+HOUR_S = 3600.0
+
+
+def _flex_clock(scenario: Scenario, cells: np.ndarray, event: FlexEvent) -> float:
+    """The clock lock that lowers the training job's IT power by ``reduction`` [1] of what it
+    draws training, found between :data:`LOWEST_FLEX_CLOCK` and its own clock.
+
+    What it draws is the shapes' mean with the leakage of its dies at the event's inlet: the
+    plant run over the event with the job training (:func:`_event_inlet`), each die at its
+    steady temperature there. A locked GPU runs off its cap, so all of its leakage follows its
+    die; a free one holds its cap in compute phases, so only the other phases' does. The
+    reduction holds once the dies have settled, within their thermal time constant of the start.
+    """
+    gpu, cl = scenario.gpu, scenario.cluster
+    inlet = _event_inlet(scenario, float(cells[1, State.RUNNING].mean()), event)
+    nominal = scenario.nominal_die()
+    slope = _psu_slope(scenario) * cl.gpus_per_node * cl.n_nodes / 1e6  # MW per W a GPU
+
+    def drawn(clock: float | None) -> float:
+        """The job's IT power training at a locked ``clock`` (None: its own) [MW]."""
+        locked = scenario.model_copy(
+            update={"mitigation": scenario.mitigation.model_copy(update={"clock_lock": clock})}
+        )
+        mean = (cells if clock is None else shape_tables(locked, derive(locked))[0])[
+            :, State.RUNNING
+        ].mean(axis=1)
+        board = mean[0] * 1e6 / cl.n_gpus
+        die = thermal.steady_gpu_temperature(inlet, board, gpu.thermal_resistance)
+        off_cap = 1.0 if clock is not None else 1.0 - scenario.compute_share
+        leak = off_cap * float(gpu.leakage(die) - gpu.leakage(nominal))
+        return float(mean[1]) + leak * slope + fans
+
+    # the server fans at that inlet, the same either way, but part of what the reduction is of
+    speed = facility.server_fan_speed(scenario, inlet)
+    fans = float(server_fan_extra(speed, cl.fans.power)) * slope / cl.gpus_per_node
+
+    training = drawn(scenario.mitigation.clock_lock)
+
+    def shed(clock: float) -> float:
+        return 1.0 - drawn(clock) / training - reduction
+
+    reduction = event.reduction
+    top = scenario.mitigation.clock_lock or 1.0
+    most = shed(LOWEST_FLEX_CLOCK) + reduction
+    if most < reduction:
+        raise ScenarioError(
+            f"a clock lock sheds at most {most:.0%} of the job's IT power (at "
+            f"{LOWEST_FLEX_CLOCK:g} of its clock), less than the {reduction:.0%} asked: lower "
+            "the reduction, or pause the job (lever 'pause')"
+        )
+    return float(optimize.brentq(shed, LOWEST_FLEX_CLOCK, top, xtol=1e-12))
 
 
 def launch_delay(scenario: Scenario, derived: Derived, job: int) -> float:
@@ -1071,15 +1257,16 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
     for j, (name, part) in enumerate(_named_parts(scenario)):
         spec = scenario.campus.workloads[j]
         with _workload(name):
+            flex = [e for e in scenario.flexibility if not e.workloads or name in e.workloads]
             if spec.kind == "inference":
-                fleet = _Fleet(part, spec.inference, JOB if aligned else j)
+                fleet = _Fleet(part, spec.inference, JOB if aligned else j, flex)
                 runs.append(fleet)
                 means.append(fleet.render(0, n))
                 continue
             derived, cells, rate = preflight(part, memory=False)
             job = JOB if aligned else j
             launch = 0.0 if aligned else launch_delay(part, derived, j)
-            runs.append(prepare(part, derived, cells, rate, job, launch))
+            runs.append(prepare(part, derived, cells, rate, job, launch, flex))
             means.append(runs[-1].render(0, n))
     plant_means = [run.plant_means(m) for run, m in zip(runs, means, strict=True)]
     heat = sum(h for _, h in plant_means)
@@ -1090,8 +1277,8 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
     )  # fmt: skip
     cooling = facility.campus_cooling(scenario, site)
     paths = [
-        replace(facility.job_path(part, site, per_gpu, k * dt), cooling_power=cooling)
-        for part, (per_gpu, _) in zip(parts, plant_means, strict=True)
+        run.locked(replace(facility.job_path(part, site, per_gpu, k * dt), cooling_power=cooling))
+        for run, part, (per_gpu, _) in zip(runs, parts, plant_means, strict=True)
     ]
     jobs = [run.campus_job(m, path) for run, m, path in zip(runs, means, paths, strict=True)]
     it_power = sum(job["it_power"] for job in jobs)
@@ -1168,6 +1355,8 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
             ],
         }
     )
+    if scenario.flexibility:
+        ds.update(flex_variables(scenario, ds, runs, [job["it_power"] for job in jobs]))
     ds.attrs.update(
         scenario=scenario.to_json(),
         title=f"powermodel: {scenario.name or 'campus'}",
@@ -1198,50 +1387,137 @@ class _Fleet:
     the variation's step, then everything per GPU and per node on that step (the supplies'
     curve on each node's power), averaged exactly over any profile step."""
 
-    def __init__(self, scenario: Scenario, spec: Inference, job: int) -> None:
+    def __init__(
+        self, scenario: Scenario, spec: Inference, job: int, flex: Sequence[FlexEvent] = ()
+    ) -> None:
         self.scenario, self.spec = scenario, spec
         sim, cl, gpu = scenario.simulation, scenario.cluster, scenario.gpu
-        self.k, self.dt = plant_steps(scenario), sim.dt
-        step = spec.variation_step
-        count = int(np.ceil(sim.duration / step - 1e-9))
+        self.k, self.dt, self.step = plant_steps(scenario), sim.dt, spec.variation_step
+        count = int(np.ceil(sim.duration / self.step - 1e-9))
         local = pd.Timestamp(sim.start).tz_localize("UTC").tz_convert(scenario.site.timezone)
         hour0 = local.dayofweek * 24 + local.hour + local.minute / 60 + local.second / 3600
-        hours = hour0 + (np.arange(count) + 0.5) * step / 3600.0
+        hours = hour0 + (np.arange(count) + 0.5) * self.step / 3600.0
         mean = inference.demand(
             hours, spec.base_level, spec.peak_level, spec.peak_hour, spec.weekend_level,
             None if spec.hourly is None else np.array(spec.hourly),
         )  # fmt: skip
         seeds = np.random.SeedSequence(sim.seed, spawn_key=(job, STREAM_DEMAND))
-        wanted = inference.utilisation(
-            mean, spec.variation_cv, spec.variation_time, step, np.random.default_rng(seeds)
+        # demand, as a share of what the fleet serves at a full batch and the nominal clock
+        self.wanted = inference.utilisation(
+            mean, spec.variation_cv, spec.variation_time, self.step, np.random.default_rng(seeds)
         )
-        self.utilisation = np.minimum(wanted / spec.clock, 1.0)  # of what the clock serves
-        board = inference.gpu_power(
-            self.utilisation, gpu.idle, spec.busy_power * gpu.tdp, spec.clock
+        self.line = None  # no training timeline: no interruptions, no events
+        self.busy = spec.busy_power * gpu.tdp
+        full = inference.gpu_power(1.0, gpu.idle, self.busy, spec.clock)
+        self.nominal_die = float(
+            thermal.steady_gpu_temperature(cl.fans.temp_nominal, full, gpu.thermal_resistance)
         )
+        node = cl.gpus_per_node * full + cl.rest_power_active
+        self.slope = float((cl.psu.input_power(node + 1.0) - cl.psu.input_power(node - 1.0)) / 2)
+        clock = np.full(count, spec.clock)
+        wanted, serving = self.wanted, np.ones(count, bool)
+        self.flex, self.settings, self.lost = list(flex), [], []
+        middle = (np.arange(count) + 0.5) * self.step
+        self.series = self._series(clock, wanted, serving)
+        for event in flex:  # one at a time on a workload: each on the series the others left
+            begin = (event.start - sim.start).total_seconds()
+            inside = (middle >= begin) & (middle < begin + event.duration)
+            clock, wanted, serving, setting = self._flexed(event, inside, clock, wanted, serving)
+            series = self._series(clock, wanted, serving)
+            self.settings.append(setting)
+            self.lost.append(float((self.series[2] - series[2]).sum() * self.step))
+            self.series = series
+
+    def tokens_lost(self, event: FlexEvent) -> float:
+        """Tokens ``event`` costs the fleet over the run [token]: demand refused, or deferred
+        and not served by the run's end."""
+        return self.lost[self.flex.index(event)] if event in self.flex else 0.0
+
+    def _series(self, clock: np.ndarray, wanted: np.ndarray, serving: np.ndarray) -> np.ndarray:
+        """GPU and IT power [MW] and tokens served [tokens/s] on each step of the utilisation
+        series, at each step's ``clock`` [1], demand ``wanted`` [1] and whether ``serving``."""
+        cl, gpu, spec = self.scenario.cluster, self.scenario.gpu, self.spec
+        served = np.where(serving, np.minimum(wanted, clock), 0.0)  # capacity follows the clock
+        board = inference.gpu_power(served / clock, gpu.idle, self.busy, clock)
         node = cl.psu.input_power(cl.gpus_per_node * board + cl.rest_power_active)
-        self.series = np.array(
+        return np.array(
             [
                 _cluster_mw(board, cl.n_gpus),
                 _cluster_mw(node, cl.n_nodes) + (cl.network_load + cl.storage_load) / 1e6,
-                self.utilisation * spec.clock * spec.token_rate * cl.n_gpus,
+                served * spec.token_rate * cl.n_gpus,
             ]
         )
-        self.step = step
-        self.line = None  # no training timeline: no interruptions, no events
-        busy = inference.gpu_power(1.0, gpu.idle, spec.busy_power * gpu.tdp, spec.clock)
-        self.nominal_die = float(
-            thermal.steady_gpu_temperature(cl.fans.temp_nominal, busy, gpu.thermal_resistance)
+
+    def _flexed(
+        self,
+        event: FlexEvent,
+        inside: np.ndarray,
+        clock: np.ndarray,
+        wanted: np.ndarray,
+        serving: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float | None]:
+        """The series' clock, demand and serving with ``event`` on the steps ``inside`` it, and
+        the lever's setting: a pause stops serving; a clock lock is found, and a share of demand
+        deferred to the steps after (served there on spare capacity until none is left), so
+        that the fleet's IT power, its dies settled at the event's inlet, falls by the share
+        asked."""
+        if event.lever == "pause":
+            return clock, wanted, serving & ~inside, None
+        cl, gpu = self.scenario.cluster, self.scenario.gpu
+        before = self._series(clock, wanted, serving)[:, inside]
+        inlet = _event_inlet(self.scenario, float(before[1].mean()), event)
+        fans = float(server_fan_extra(facility.server_fan_speed(self.scenario, inlet), 1.0))
+        fans *= cl.fans.power * self.slope * cl.n_nodes / 1e6
+
+        def drawn(series: np.ndarray) -> float:
+            """Mean IT power over the event with the dies' leakage at the event's inlet [MW]."""
+            board = series[0] * 1e6 / cl.n_gpus
+            die = thermal.steady_gpu_temperature(inlet, board, gpu.thermal_resistance)
+            leak = gpu.leakage(die) - gpu.leakage(self.nominal_die)
+            return (
+                float((series[1] + leak * self.slope * cl.gpus_per_node * cl.n_nodes / 1e6).mean())
+                + fans
+            )
+
+        target = (1.0 - event.reduction) * drawn(before)
+
+        def flexed(setting: float) -> tuple[np.ndarray, np.ndarray]:
+            if event.lever == "clock":
+                return np.where(inside, setting, clock), wanted
+            deferred = np.where(inside, wanted * setting, 0.0)
+            after = np.arange(inside.size) > np.flatnonzero(inside).max(initial=-1)
+            spare = np.where(after, np.maximum(clock - wanted, 0.0), 0.0)
+            left = deferred.sum() - np.cumsum(spare) + spare  # backlog before each step
+            return clock, wanted - deferred + np.clip(left, 0.0, spare)
+
+        def miss(setting: float) -> float:
+            c, w = flexed(setting)
+            return drawn(self._series(c, w, serving)[:, inside]) - target
+
+        low, high = (
+            (LOWEST_FLEX_CLOCK, float(clock[inside].min()))
+            if event.lever == "clock"
+            else (1.0, 0.0)
         )
-        self.slope = float(
-            (cl.psu.input_power(cl.gpus_per_node * busy + cl.rest_power_active + 1.0)
-             - cl.psu.input_power(cl.gpus_per_node * busy + cl.rest_power_active - 1.0)) / 2.0
-        )  # fmt: skip
+        if miss(low) > 0:
+            what = "a clock lock" if event.lever == "clock" else "deferring all its demand"
+            raise ScenarioError(
+                f"flexibility {event.name!r}: {what} cannot shed {event.reduction:.0%} of the "
+                "fleet's IT power (its idle GPUs and servers stay on): lower the reduction or "
+                "pause it (lever 'pause')"
+            )
+        setting = float(optimize.brentq(miss, low, high, xtol=1e-12))
+        c, w = flexed(setting)
+        return c, w, serving, setting
 
     @property
     def effective_training_time(self) -> float:
         """A fleet serves the whole run: 1. [1]"""
         return 1.0
+
+    def locked(self, path: facility.PlantPath) -> facility.PlantPath:
+        """A fleet's clock is in its utilisation series: the plant path as it is."""
+        return path
 
     def render(self, lo: int, hi: int) -> np.ndarray:
         """Interval means of the GPU and IT power [MW] and the tokens served [tokens/s] over
@@ -1279,6 +1555,57 @@ class _Fleet:
         }
 
 
+def flex_variables(
+    scenario: Scenario, ds: xr.Dataset, runs: Sequence[Run | _Fleet], it: Sequence[np.ndarray]
+) -> dict[str, tuple]:
+    """Each flexibility event on each workload it targets (the dimension ``flex``): its
+    lever, setting and timing, the workload's IT power in the hour before and during it (a
+    same-day baseline), what it shed, and the tokens it cost. ``runs`` and their IT power
+    ``it`` [MW] in the order of the campus's workloads (one run: the scenario's job)."""
+    names = [w.name for w in scenario.campus.workloads] if scenario.campus else ["job"]
+    sim, dt = scenario.simulation, scenario.simulation.dt
+    rows = []
+    for event in scenario.flexibility:
+        begin = int(round((event.start - sim.start).total_seconds() / dt))
+        end = min(begin + max(int(round(event.duration / dt)), 1), sim.n_steps)
+        before = slice(max(begin - int(round(HOUR_S / dt)), 0), begin)
+        for j, (name, run) in enumerate(zip(names, runs, strict=True)):
+            if event.workloads and name not in event.workloads:
+                continue
+            setting = _setting(run, event)
+            base = float(it[j][before].mean()) if before.stop > before.start else float("nan")
+            during = float(it[j][begin:end].mean())
+            rows.append(
+                (event.name, name, event.lever, event.start, event.duration, event.notice,
+                 np.nan if event.reduction is None else event.reduction, setting, base, during,
+                 base - during, run.tokens_lost(event))
+            )  # fmt: skip
+    keys = (
+        "flex_name", "flex_workload", "flex_lever", "flex_start", "flex_duration", "flex_notice",
+        "flex_reduction", "flex_setting", "flex_baseline", "flex_power", "flex_shed",
+        "flex_tokens_lost",
+    )  # fmt: skip
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(keys)
+    out = {}
+    for key, values in zip(keys, columns, strict=True):
+        kind = "datetime64[ns]" if key == "flex_start" else object if key in FLEX_LABELS else float
+        out[key] = ("flex", np.array(values, dtype=kind))
+    return out
+
+
+FLEX_LABELS = ("flex_name", "flex_workload", "flex_lever")
+
+
+def _setting(run: Run | _Fleet, event: FlexEvent) -> float:
+    """The lever's setting an event took on a workload: the clock it locked, the share of
+    demand deferred; NaN for a pause."""
+    if isinstance(run, _Fleet):
+        value = run.settings[run.flex.index(event)] if event in run.flex else None
+    else:
+        value = next((o.clock for o in run.overlays if o.event is event), None)
+    return float("nan") if value is None else float(value)
+
+
 def failed_replicas(
     scenario: Scenario, derived: Derived, line: events.Timeline
 ) -> events.Windows | None:
@@ -1291,15 +1618,17 @@ def failed_replicas(
     return events.replica_windows(line, sequences, derived.step_time, len(State))
 
 
-def kept_training(line: events.Timeline, windows: events.Windows | None, share: float) -> float:
+def kept_training(line: events.Timeline, overlays: Sequence[Overlay]) -> float:
     """Training time kept, as a fraction of the run: the job's (:class:`events.Timeline`), less
-    the ``share`` of the job each failed replica is, over the job's training while it
-    recovers (``windows``). [1]"""
+    the share of the job each overlay that stops training stands for (a failed replica, a
+    pause), over the job's training in its windows. [1]"""
     kept = line.effective_training_time
-    if windows is None:
-        return kept
-    inside = events.running_before(line, windows.end) - events.running_before(line, windows.begin)
-    return kept - share * float(inside.sum()) / line.duration
+    for o in overlays:
+        if o.stops:
+            w = o.windows
+            inside = events.running_before(line, w.end) - events.running_before(line, w.begin)
+            kept -= o.share * float(inside.sum()) / line.duration
+    return kept
 
 
 def run_totals(

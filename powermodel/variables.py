@@ -175,6 +175,104 @@ VARIABLES: dict[str, dict[str, str]] = {
         "long_name": "Training time lost",
         "description": "Training since the last completed checkpoint, lost by the interruption.",
     },
+    "workload": {
+        "units": "",
+        "long_name": "Campus workload",
+        "description": "The workloads of a campus, by name (campus.workloads).",
+    },
+    "workload_gpu_power": {
+        "units": "MW",
+        "long_name": "GPU board power of each workload (DC)",
+        "description": "Each campus workload's share of gpu_power, interval mean.",
+    },
+    "workload_it_power": {
+        "units": "MW",
+        "long_name": "IT power of each workload",
+        "description": "Each campus workload's share of it_power (its servers, network, storage "
+        "and rack batteries), interval mean.",
+    },
+    "workload_throughput": {
+        "units": "token/s",
+        "long_name": "Tokens each workload trains or serves",
+        "description": "A training job's tokens trained, an inference fleet's tokens served.",
+    },
+    "workload_job_state": {
+        "units": "",
+        "long_name": "Each workload's state",
+        "description": "As job_state; an inference fleet is always running.",
+    },
+    "workload_gpus": {"units": "1", "long_name": "GPUs of each workload", "description": ""},
+    "workload_kind": {
+        "units": "",
+        "long_name": "Kind of each workload",
+        "description": "training or inference.",
+    },
+    "workload_goodput": {
+        "units": "token",
+        "long_name": "Tokens each workload kept",
+        "description": "A training job's goodput; an inference fleet's tokens served.",
+    },
+    "workload_effective_training_time": {
+        "units": "1",
+        "long_name": "Each workload's training time kept",
+        "description": "Share of the run a training job trained and kept; 1 for a fleet.",
+    },
+    "event_workload": {
+        "units": "",
+        "long_name": "Workload interrupted",
+        "description": "The campus workload whose failure or maintenance the event is.",
+    },
+    "flex_name": {"units": "", "long_name": "Flexibility event", "description": ""},
+    "flex_workload": {
+        "units": "",
+        "long_name": "Workload the event targets",
+        "description": "One row an event and targeted workload.",
+    },
+    "flex_lever": {
+        "units": "",
+        "long_name": "Lever of the event",
+        "description": "pause, clock or shift.",
+    },
+    "flex_start": {"units": "", "long_name": "Start of the event (UTC)", "description": ""},
+    "flex_duration": {"units": "s", "long_name": "Duration of the event", "description": ""},
+    "flex_notice": {
+        "units": "s",
+        "long_name": "Notice of the event",
+        "description": "Time from the request to the start.",
+    },
+    "flex_reduction": {
+        "units": "1",
+        "long_name": "Share of power asked",
+        "description": "Share of the workload's IT power the event asks it to shed; NaN for a "
+        "pause, which sheds what stopping does.",
+    },
+    "flex_setting": {
+        "units": "1",
+        "long_name": "Setting of the lever",
+        "description": "The clock locked (fraction of nominal) or the share of demand deferred; "
+        "NaN for a pause.",
+    },
+    "flex_baseline": {
+        "units": "MW",
+        "long_name": "Workload IT power in the hour before the event",
+        "description": "The baseline the shed is measured from (a same-day baseline).",
+    },
+    "flex_power": {
+        "units": "MW",
+        "long_name": "Workload IT power during the event",
+        "description": "Mean over the event.",
+    },
+    "flex_shed": {
+        "units": "MW",
+        "long_name": "IT power shed",
+        "description": "flex_baseline less flex_power.",
+    },
+    "flex_tokens_lost": {
+        "units": "token",
+        "long_name": "Tokens the event costs",
+        "description": "Tokens the workload trains or serves less over the run (a pause's "
+        "restart included; deferred demand served later costs none).",
+    },
 }
 
 

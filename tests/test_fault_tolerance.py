@@ -59,7 +59,7 @@ def test_failed_replicas_render_as_their_own_timelines(dt):
         {**SMALL, "simulation.duration": "2d", "simulation.dt": dt, "reliability.rate_scale": 40.0,
          "cooling.dt": "8s" if dt == "800ms" else "60s", "reliability.survivor_stall": "45s"}
     )  # fmt: skip
-    windows, line = run.windows, run.line
+    windows, line, share = run.overlays[0].windows, run.line, run.overlays[0].share
     assert windows.begin.size >= 10  # enough failures, some overlapping
     assert np.any(windows.begin[1:] < np.maximum.accumulate(windows.end)[:-1])
     n = scenario.simulation.n_steps
@@ -69,9 +69,7 @@ def test_failed_replicas_render_as_their_own_timelines(dt):
     expected = job.copy()
     for i in range(windows.begin.size):  # the brute force: each replica rendered whole
         start, own = _own_timeline(line, windows, i)
-        expected += run.share * (
-            render.interval_means(start, own, run.rate, run.tables, edges) - job
-        )
+        expected += share * (render.interval_means(start, own, run.rate, run.tables, edges) - job)
     got = run.render(0, n)
     # float rounding of the windows' own axis: the means agree to 1e-9 of the running power
     # and in parts, as a streamed run renders them
@@ -84,7 +82,7 @@ def test_failed_replicas_render_as_their_own_timelines(dt):
 
 def test_a_replica_recovers_through_its_causes_sequence_and_rejoins_on_a_step():
     scenario, run = _run({**SMALL, "simulation.duration": "2d", "reliability.rate_scale": 40.0})
-    windows, line, step = run.windows, run.line, run.derived.step_time
+    windows, line, step = run.overlays[0].windows, run.line, run.derived.step_time
     sequences = replica_recoveries(scenario, run.derived)
     # the reference's causes: teardown of one replica's 16 nodes 60 s (the NCCL-hang cause
     # 10 min), restart 8 min, start-up 2 min, the state from a peer: 5,670 GB over 128 GPUs at
@@ -134,12 +132,13 @@ def test_largest_failure_dip_is_one_replicas_share_where_the_others_go_on():
         assert ds.event.size >= 5
     _, run = _run({**common, "reliability.survivor_stall": "0s"})
     # at most this many replicas recover at once in the run
-    ends = np.sort(run.windows.end)
-    together = np.arange(1, ends.size + 1) - np.searchsorted(ends, run.windows.begin, "right")
+    windows = run.overlays[0].windows
+    ends = np.sort(windows.end)
+    together = np.arange(1, ends.size + 1) - np.searchsorted(ends, windows.begin, "right")
     # one replica's share of the IT load, running against waiting idle: the cell tables
     it = run.tables[1, :, -1]  # each state's mean IT power [MW]
     whole = it[State.RUNNING] - it[State.FAILED_IDLE]
-    share = run.share * whole
+    share = run.overlays[0].share * whole
     # facility losses and the weather's drift add a few per cent to what the IT load drops
     assert share * 0.9 < dips["replica"] < together.max() * share * 1.35
     assert dips["job"] > 0.9 * whole

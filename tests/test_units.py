@@ -21,7 +21,23 @@ from powermodel.variables import Q_SIGN, VARIABLES, annotate, header
 
 REFERENCE = "llama3-405b-16k-h100"
 # The columns that hold labels, not numbers: the only ones without units.
-LABELS = {"time", "job_state", "event_time", "event_kind", "event_cause", "event_category"}
+LABELS = {
+    "time",
+    "job_state",
+    "event_time",
+    "event_kind",
+    "event_cause",
+    "event_category",
+    # a campus's: workload names, kinds and states, and its flexibility events' labels
+    "workload",
+    "workload_kind",
+    "workload_job_state",
+    "event_workload",
+    "flex_name",
+    "flex_workload",
+    "flex_lever",
+    "flex_start",
+}
 
 
 @pytest.fixture(scope="module")

@@ -86,13 +86,8 @@ def replica_windows(
     closed: int,
 ) -> Windows:
     """The recovery of the failed replica at each of ``line``'s interruptions whose cause has a
-    sequence in ``sequences`` (the first ones; the rest, planned stops, take the whole job).
-
-    The replica goes through its cause's sequence from the failure, its last state a ramp to
-    the running level. It rejoins at the start of the job's next step (the others' training
-    steps do not wait for it): where the job is training when the sequence ends, the replica
-    waits loaded (the state before the ramp lasts longer) until the ramp ends on a step
-    boundary of the job. Windows end at the run's end at the latest.
+    sequence in ``sequences`` (the first ones; the rest, planned stops, take the whole job):
+    :func:`recovery_windows` from each failure, its cause's sequence.
 
     Parameters
     ----------
@@ -106,11 +101,33 @@ def replica_windows(
         State index that closes each window on its own axis (a shape of nothing).
     """
     mine = line.event_cause < len(sequences)
-    begin, cause = line.event_time[mine], line.event_cause[mine]
+    return recovery_windows(
+        line, line.event_time[mine], sequences, line.event_cause[mine], step, closed
+    )
+
+
+def recovery_windows(
+    line: Timeline,
+    begin: np.ndarray,
+    sequences: list[tuple[tuple[State, float], ...]],
+    which: np.ndarray,
+    step: float,
+    closed: int,
+) -> Windows:
+    """Windows from each of ``begin`` [s] (in order) in which a share of the job goes through
+    the sequence ``sequences[which[i]]`` instead of the job's states, then rejoins it.
+
+    The sequence's last state is a ramp to the running level. The share rejoins at the start of
+    the job's next step (the others' training steps do not wait for it): where the job is
+    training when the sequence ends, the share waits loaded (the state before the ramp lasts
+    longer) until the ramp ends on a step boundary of the job. Windows end at the run's end at
+    the latest. ``step`` [s] is the job's step; ``closed`` the state index that closes each
+    window on its own axis (a shape of nothing).
+    """
     ramps = [seq[-1][1] if seq and seq[-1][0] == State.RAMP else 0.0 for seq in sequences]
     heads = [seq[:-1] if ramp > 0 else seq for seq, ramp in zip(sequences, ramps, strict=True)]
-    ramp = np.array(ramps)[cause]
-    due = begin + np.array([sum(d for _, d in seq) for seq in sequences])[cause]
+    ramp = np.array(ramps)[which]
+    due = begin + np.array([sum(d for _, d in seq) for seq in sequences])[which]
     # the job's segment at the rejoin: training there, the rejoin waits for its next step
     seg = np.clip(np.searchsorted(line.start, due, side="right") - 1, 0, line.start.size - 1)
     seg_end = np.append(line.start[1:], line.duration)[seg]
@@ -119,14 +136,50 @@ def replica_windows(
     rejoin = np.where(training, np.minimum(boundary, seg_end), due)
     end = np.minimum(rejoin, line.duration)
     length = end - begin
-    origin = np.concatenate(([0.0], np.cumsum(length + WINDOW_GAP)))[:-1]
-    head_start, head_state = _sequence_segments(origin, heads, cause)
+    origin = _origins(length)
+    head_start, head_state = _sequence_segments(origin, heads, which)
     has_ramp = ramp > 0
     ramp_start = (origin + np.maximum(rejoin - begin - ramp, 0.0))[has_ramp]
     start = np.concatenate((head_start, ramp_start))
     state = np.concatenate((head_state, np.full(ramp_start.size, State.RAMP, np.int8)))
+    return _closed(begin, end, origin, start, state, closed)
+
+
+def clipped_windows(line: Timeline, begin: np.ndarray, end: np.ndarray, closed: int) -> Windows:
+    """Windows ``[begin, end)`` [s] (in order, apart) holding the job's own states, each from
+    the state it is in at ``begin`` (a running segment there starts its step afresh), for a
+    share of the job rendered with other tables (a clock locked for a flexibility event)."""
+    end = np.minimum(end, line.duration)
+    first = np.clip(np.searchsorted(line.start, begin, side="right") - 1, 0, None)
+    last = np.searchsorted(line.start, end, side="left")  # segments starting before the end
+    count = np.maximum(last - first, 1)
+    owner = np.repeat(np.arange(begin.size), count)
+    index = (
+        np.repeat(first, count) + np.arange(owner.size) - np.repeat(np.cumsum(count) - count, count)
+    )
+    origin = _origins(end - begin)
+    offset = np.maximum(line.start[index] - begin[owner], 0.0)  # the first from the window's start
+    return _closed(begin, end, origin, origin[owner] + offset, line.state[index], closed)
+
+
+def _origins(length: np.ndarray) -> np.ndarray:
+    """Where windows of ``length`` [s] begin on their own axis, one after the other, apart."""
+    return np.concatenate(([0.0], np.cumsum(length + WINDOW_GAP)))[:-1]
+
+
+def _closed(
+    begin: np.ndarray,
+    end: np.ndarray,
+    origin: np.ndarray,
+    start: np.ndarray,
+    state: np.ndarray,
+    closed: int,
+) -> Windows:
+    """Windows from their segments on their own axis, each cut at its length (a window the run's
+    end cuts short) and closed by the state ``closed``."""
+    length = end - begin
     owner = np.searchsorted(origin, start, side="right") - 1
-    within = start < origin[owner] + length[owner]  # a window the run's end cuts short
+    within = start < origin[owner] + length[owner]
     start = np.concatenate((start[within], origin + length))
     state = np.concatenate((state[within], np.full(begin.size, closed, np.int8)))
     order = np.argsort(start, kind="stable")

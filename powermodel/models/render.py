@@ -118,10 +118,13 @@ def window_sums(
     lo: int,
     hi: int,
     steps: Steps | None = None,
+    own_rate: np.ndarray | None = None,
+    own_cumulative: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """What a timeline renders within each of ``windows``, and what the windows' own timelines
-    render, summed over the windows on each interval of a grid of step ``dt`` [s] from step
-    ``lo`` to ``hi`` (interval means: integrals over ``dt``).
+    render (on ``own_rate`` and ``own_cumulative``, by default the timeline's), summed over the
+    windows on each interval of a grid of step ``dt`` [s] from step ``lo`` to ``hi`` (interval
+    means: integrals over ``dt``).
 
     Returns two arrays ``(n_quantities, hi - lo)``: the timeline's (``seg_start``,
     ``seg_shape``, ``steps`` as :func:`interval_means` takes them) over the windows, counted once
@@ -149,7 +152,13 @@ def window_sums(
     # the windows: each on its own axis, where it starts at its origin
     shift = (windows.origin[pick][keep] - windows.begin[pick][keep])[owner]
     own = edges + shift
-    means = interval_means(windows.seg_start, windows.seg_state, shape_rate, cumulative, own)
+    means = interval_means(
+        windows.seg_start,
+        windows.seg_state,
+        shape_rate if own_rate is None else own_rate,
+        cumulative if own_cumulative is None else own_cumulative,
+        own,
+    )
     _add(out[1], means * np.diff(own), where - lo, inner)
     out /= dt
     return out[0], out[1]
