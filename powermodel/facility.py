@@ -229,12 +229,13 @@ def job_path(scenario: Scenario, site: SitePlant, gpu_mean: np.ndarray, dt: floa
     )
 
 
-def campus_cooling(scenario: Scenario, site: SitePlant) -> np.ndarray:
-    """A campus's plant power [W] (:func:`plant_power`): its air movers at the airflow every
-    workload's servers pull together, each weighed by its design IT power."""
+def campus_cooling(scenario: Scenario, site: SitePlant, parts: list[Scenario]) -> np.ndarray:
+    """A campus hall's plant power [W] (:func:`plant_power`): its air movers at the airflow
+    the servers of its workloads (``parts``) pull together, each weighed by its design IT
+    power."""
     inlet = site.out.supply_temp + scenario.cooling.inlet_offset
-    weights = np.array([design_it_power(part) for part in scenario.parts])
-    speeds = [server_fan_speed(part, inlet) for part in scenario.parts]
+    weights = np.array([design_it_power(part) for part in parts])
+    speeds = [server_fan_speed(part, inlet) for part in parts]
     speed = sum(w * v for w, v in zip(weights / weights.sum(), speeds, strict=True))
     return plant_power(scenario, site.out, speed)
 
@@ -362,8 +363,12 @@ def facility_loss(
     return (through_ups + other) / e.transformer_efficiency - it_power - other
 
 
-def design_day(scenario: Scenario, level: float = 0.4) -> dict[str, float]:
-    """Peak facility power on the ASHRAE cooling design day, at nameplate IT load.
+def design_day(
+    scenario: Scenario, level: float = 0.4, nameplate: float | None = None
+) -> dict[str, float]:
+    """Peak facility power on the ASHRAE cooling design day, at nameplate IT load
+    (``nameplate`` [W], by default the scenario's; a campus with halls: each hall's plant and chain at its
+    workloads', the peaks added, as the same day drives them all).
 
     The site's EPW header gives the design dry-bulb, its coincident wet-bulb and the daily range
     (``level`` = 0.4, 1 or 2 % of hours exceeded); the plant runs three such days at its own step
@@ -382,12 +387,27 @@ def design_day(scenario: Scenario, level: float = 0.4) -> dict[str, float]:
             "header has them; synthetic weather and TMY3 files do not): no design day; set "
             "grid.registered_demand for the rules that refer to it"
         )
+    if scenario.campus is not None and scenario.halls and nameplate is None:
+        campus, days = scenario.campus, []
+        for hall, h in zip(scenario.halls, campus.halls, strict=True):
+            mine = [p for p, w in zip(scenario.parts, campus.workloads, strict=True)
+                    if campus.hall_of(w) == h.name]  # fmt: skip
+            days.append(design_day(hall, level, sum(design_it_power(p) for p in mine)))
+        it = design_it_power(scenario) / 1e6
+        peak = sum(d["peak_facility_mw"] for d in days)
+        return {
+            "design_temp_air": days[0]["design_temp_air"],
+            "peak_facility_mw": peak,
+            "peak_cooling_mw": sum(d["peak_cooling_mw"] for d in days),
+            "peak_pue": peak / it,
+            "max_supply_temp": max(d["max_supply_temp"] for d in days),
+        }
     _, meta = _read(scenario.site.weather)
     pressure = np.full(24, weather.standard_pressure(meta["elevation"]))
     _, temp_air, temp_wetbulb = weather.design_day(design, float(pressure[0]), level)
     dt = scenario.cooling.dt
     hours = np.arange(0.0, 72.0, dt / 3600.0)
-    it = design_it_power(scenario)
+    it = design_it_power(scenario) if nameplate is None else nameplate
     dew = weather.dew_point_from_wet_bulb(temp_air, temp_wetbulb, pressure)
     day = (temp_air, temp_wetbulb, dew, pressure)
     out = run_plant(
@@ -464,23 +484,20 @@ def reactive_power(
     it_power: np.ndarray,
     loss: np.ndarray,
     other: np.ndarray,
-    parts: list[np.ndarray] | None = None,
+    parts: list[tuple[Scenario, np.ndarray]] | None = None,
 ) -> np.ndarray:
     """Reactive power at the connection [Mvar] from the IT path and the other loads [MW].
 
     Server supplies are leading at light load; a double-conversion UPS rectifier
     (``electrical.input_power_factor``) replaces them by its own, lagging, power factor. Cooling
     and misc loads (motors, drives) lag at ``grid.other_power_factor``. A campus's supplies are
-    its workloads', each at its own IT power (``parts`` [MW], in the order of
-    ``scenario.parts``).
+    its workloads', each at its own IT power (``parts``: each workload's scenario and IT
+    power [MW]).
     """
     e = scenario.electrical
     if e.input_power_factor is None:
-        jobs = [scenario] if parts is None else scenario.parts
-        q_it = sum(
-            _supplies_reactive(job, it)
-            for job, it in zip(jobs, [it_power] if parts is None else parts, strict=True)
-        )
+        jobs = [(scenario, it_power)] if parts is None else parts
+        q_it = sum(_supplies_reactive(job, it) for job, it in jobs)
     else:
         pf = e.input_power_factor
         q_it = (it_power + loss) * np.sqrt(1.0 - pf * pf) / pf

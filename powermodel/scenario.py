@@ -1294,10 +1294,31 @@ class FlexEvent(Section):
         return self
 
 
+# The sections a campus hall may set for itself: its cooling plant and electrical chain
+HALL_SECTIONS = ("cooling", "electrical")
+MAX_HALLS = 16
+
+
+class Hall(Section):
+    """A hall of a campus: its own cooling plant and electrical chain (the scenario's, with its
+    keys), holding the workloads placed in it."""
+
+    name: str = Field(min_length=1, max_length=60, description="The hall's name.")
+    set: dict[str, Any] = Field(
+        default_factory=dict,
+        max_length=200,
+        description="The hall's own keys, dotted, over the scenario's cooling and electrical "
+        "sections: {'cooling.plant' = 'liquid-dry-cooler'}.",
+    )
+
+
 class Part(Section):
     """One workload of a campus: the scenario's job with its own keys."""
 
     name: str = Field(min_length=1, max_length=60, description="The workload's name.")
+    hall: str | None = Field(
+        None, max_length=60, description="The hall it runs in; by default the first."
+    )
     kind: Literal["training", "inference"] = Field(
         "training",
         description="A training job (the scenario's workload, checkpoints, failures) or an "
@@ -1326,13 +1347,37 @@ class Campus(Section):
         "each draws its own and starts at its own phase.",
     )
     workloads: list[Part] = Field(min_length=1, max_length=MAX_WORKLOADS)
+    halls: list[Hall] = Field(
+        default_factory=list,
+        max_length=MAX_HALLS,
+        description="Halls with their own cooling plant and electrical chain; none: one hall, "
+        "the scenario's.",
+    )
 
     @model_validator(mode="after")
     def _names(self) -> Campus:
-        names = [w.name for w in self.workloads]
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise ValueError(f"campus.workloads: each name once, {', '.join(twice)} repeats")
+        for what, items in (("workloads", self.workloads), ("halls", self.halls)):
+            names = [w.name for w in items]
+            twice = sorted({n for n in names if names.count(n) > 1})
+            if twice:
+                raise ValueError(f"campus.{what}: each name once, {', '.join(twice)} repeats")
+        halls = [h.name for h in self.halls]
+        for h in self.halls:
+            for key in h.set:
+                if key.split(".")[0] not in HALL_SECTIONS:
+                    raise ValueError(
+                        f"campus.halls {h.name!r}: {key} is not a hall's; a hall sets keys of "
+                        f"{', '.join(HALL_SECTIONS)}"
+                    )
+        for w in self.workloads:
+            if w.hall is not None and w.hall not in halls:
+                raise ValueError(
+                    f"campus.workloads {w.name!r}: no hall {w.hall!r}"
+                    + (f"; the halls are {', '.join(halls)}" if halls else " (campus.halls)")
+                )
+        empty = [h for h in halls if not any(self.hall_of(w) == h for w in self.workloads)]
+        if empty:
+            raise ValueError(f"campus.halls {', '.join(empty)}: no workload runs there")
         for w in self.workloads:
             if w.kind == "inference" and w.inference is None:
                 w.inference = Inference()
@@ -1348,6 +1393,10 @@ class Campus(Section):
                         "are the site's too)"
                     )
         return self
+
+    def hall_of(self, part: Part) -> str | None:
+        """The hall a workload runs in: its own, else the first; None without halls."""
+        return part.hall or (self.halls[0].name if self.halls else None)
 
 
 class Scenario(Section):
@@ -1372,6 +1421,7 @@ class Scenario(Section):
     campus: Campus | None = None
     flexibility: list[FlexEvent] = Field([], max_length=20)
     _parts: list[Scenario] = PrivateAttr(default_factory=list)
+    _halls: list[Scenario] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="after")
     def _events(self) -> Scenario:
@@ -1424,14 +1474,28 @@ class Scenario(Section):
         base = self.to_dict()
         del base["campus"]
         base.pop("flexibility", None)  # the campus's: each workload's are found by name
+        halls = {h.name: h.set for h in self.campus.halls}
+        built = {}
+        for name, keys in halls.items():
+            try:
+                built[name] = _build(copy.deepcopy(base), keys)
+            except ScenarioError as exc:
+                raise ValueError(f"campus hall {name!r}: {exc}") from None
         parts = []
         for w in self.campus.workloads:
-            try:
-                parts.append(_build(copy.deepcopy(base), w.set))
+            hall = self.campus.hall_of(w)
+            try:  # in its hall: the hall's cooling and electrical keys, then its own
+                parts.append(_build(copy.deepcopy(base), {**halls.get(hall, {}), **w.set}))
             except ScenarioError as exc:
                 raise ValueError(f"campus workload {w.name!r}: {exc}") from None
-        self._parts = parts
+        self._parts, self._halls = parts, list(built.values())
         return self
+
+    @property
+    def halls(self) -> list[Scenario]:
+        """The campus's halls, each a scenario holding its cooling and electrical keys; none
+        without halls (the scenario's own plant and chain serve every workload)."""
+        return list(self._halls)
 
     @property
     def parts(self) -> list[Scenario]:

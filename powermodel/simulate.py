@@ -917,7 +917,7 @@ class Run:
         running = nominal_throughput / self.token_rate  # share of each interval spent training
         gpu_power, it_power = _it_path(scenario, line, per_gpu, it_power, running, path, k, lo)
         it_power, rack = facility.storage(scenario, "rack", it_power, dt)
-        site = _facility(scenario, it_power, path, k, lo)
+        site = _facility(scenario, it_power, path.cooling_power, k, lo)
         connection, bess = _connection(scenario, it_power, site, dt)
         state = self.state_at((np.arange(lo, lo + n) + 0.5) * dt)
         return {
@@ -1269,30 +1269,49 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
             runs.append(prepare(part, derived, cells, rate, job, launch, flex))
             means.append(runs[-1].render(0, n))
     plant_means = [run.plant_means(m) for run, m in zip(runs, means, strict=True)]
-    heat = sum(h for _, h in plant_means)
-    start = _times(sim.start, np.arange(heat.size) * k * dt)
-    site = facility.site_plant(
-        scenario, start + _timedelta(k * dt / 2.0), heat * 1e6, k * dt,
-        facility.design_it_power(scenario),
-    )  # fmt: skip
-    cooling = facility.campus_cooling(scenario, site)
-    paths = [
-        run.locked(replace(facility.job_path(part, site, per_gpu, k * dt), cooling_power=cooling))
-        for run, part, (per_gpu, _) in zip(runs, parts, plant_means, strict=True)
-    ]
+    middle = _times(sim.start, (np.arange(plant_means[0][1].size) + 0.5) * k * dt)
+    halls = _campus_halls(scenario)
+    paths: list[facility.PlantPath] = [None] * len(runs)
+    plants = []
+    for hall, members in halls:  # each hall's plant takes its workloads' heat
+        heat = sum(plant_means[j][1] for j in members) * 1e6
+        design = sum(facility.design_it_power(parts[j]) for j in members)
+        site = facility.site_plant(hall, middle, heat, k * dt, design)
+        cooling = facility.campus_cooling(hall, site, [parts[j] for j in members])
+        plants.append((site, cooling, design))
+        for j in members:
+            path = facility.job_path(parts[j], site, plant_means[j][0], k * dt)
+            paths[j] = runs[j].locked(replace(path, cooling_power=cooling))
     jobs = [run.campus_job(m, path) for run, m, path in zip(runs, means, paths, strict=True)]
-    it_power = sum(job["it_power"] for job in jobs)
     rack = [r for job in jobs for r in job["rack"]]
     # the job-level attrs and the plant state shown are the largest training job's
     training = [isinstance(run, Run) for run in runs]
     largest = int(np.argmax([p.cluster.n_gpus * t for p, t in zip(parts, training, strict=True)]))
     if not any(training):
         raise ScenarioError("a campus needs a training workload (kind 'training') at least")
-    site_power = _facility(scenario, it_power, paths[largest], k, 0)
+    per_hall = []
+    for (hall, members), (_, cooling, design) in zip(halls, plants, strict=True):
+        it = sum(jobs[j]["it_power"] for j in members)
+        power = _facility(hall, it, cooling, k, 0, design)
+        other = power["cooling_power"] + power["misc_power"]
+        power["grid_reactive_power"] = facility.reactive_power(
+            hall, it, power["facility_loss"], other,
+            [(parts[j], jobs[j]["it_power"]) for j in members],
+        )  # fmt: skip
+        per_hall.append({"it_power": it, **power})
+    it_power = sum(h["it_power"] for h in per_hall)
+    site_power = {
+        key: sum(h[key] for h in per_hall)
+        for key in ("facility_loss", "cooling_power", "misc_power", "facility_power")
+    }
     grid_power, bess = facility.storage(scenario, "site", site_power["facility_power"], dt)
-    other = site_power["cooling_power"] + site_power["misc_power"]
-    reactive = facility.reactive_power(
-        scenario, it_power, site_power["facility_loss"], other, [job["it_power"] for job in jobs]
+    reactive = sum(h["grid_reactive_power"] for h in per_hall)
+    # the plant state shown: the largest training job's hall's, its water and chillers the
+    # campus's
+    shown = replace(
+        paths[largest],
+        water_use=sum(site.out.water_use for site, _, _ in plants),
+        chiller_load=sum(site.out.chiller_load for site, _, _ in plants),
     )
     g = scenario.grid
     variables = {
@@ -1308,10 +1327,12 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
         # tokens trained: an inference fleet's served tokens are its own workload's
         "throughput": sum(job["throughput"] for job, t in zip(jobs, training, strict=True) if t),
         "job_state": jobs[largest]["job_state"],
-        **runs[largest].held(paths[largest], 0, n),
+        **runs[largest].held(shown, 0, n),
+        "cooling_power": _held(sum(c for _, c, _ in plants) / 1e6, k, 0, n),
+        "misc_power": _held(np.array([site_power["misc_power"]]), n, 0, n),
     }
     variables = {name: variables[name] for name in ORDER if name in variables}
-    ds = runs[largest].dataset(paths[largest], variables, 0)
+    ds = runs[largest].dataset(shown, variables, 0)
     gpus = np.array([p.cluster.n_gpus for p in parts])
     kept = np.array([run.effective_training_time for run in runs])  # a fleet: serving
     names = np.array([w.name for w in scenario.campus.workloads], dtype=object)
@@ -1350,11 +1371,24 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
                 (),
                 float(gpus[training] @ kept[training] / gpus[training].sum()),
             ),
-            "chiller_hours": run_totals(runs[largest], paths[largest], 1.0, jobs[0]["throughput"])[
+            "chiller_hours": run_totals(runs[largest], shown, 1.0, jobs[0]["throughput"])[
                 "chiller_hours"
             ],
         }
     )
+    if scenario.campus.halls:
+        hall_names = np.array([h.name for h in scenario.campus.halls], dtype=object)
+        ds = ds.assign_coords(hall=hall_names)
+        ds.update(
+            {
+                f"hall_{key}": (("hall", "time"), np.stack([h[key] for h in per_hall]))
+                for key in ("it_power", "cooling_power", "facility_power")
+            }
+        )
+        ds["workload_hall"] = (
+            "workload",
+            np.array([scenario.campus.hall_of(w) for w in scenario.campus.workloads], object),
+        )
     if scenario.flexibility:
         ds.update(flex_variables(scenario, ds, runs, [job["it_power"] for job in jobs]))
     ds.attrs.update(
@@ -1364,6 +1398,19 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
         campus_aligned=int(aligned),
     )
     return annotate(ds)
+
+
+def _campus_halls(scenario: Scenario) -> list[tuple[Scenario, list[int]]]:
+    """A campus's halls, each a scenario of its cooling and electrical keys, with the indices
+    of the workloads in it; without halls, one: the scenario's own, holding every workload."""
+    campus = scenario.campus
+    if not campus.halls:
+        return [(scenario, list(range(len(campus.workloads))))]
+    names = [h.name for h in campus.halls]
+    return [
+        (hall, [j for j, w in enumerate(campus.workloads) if campus.hall_of(w) == name])
+        for hall, name in zip(scenario.halls, names, strict=True)
+    ]
 
 
 def _named_parts(scenario: Scenario) -> list[tuple[str, Scenario]]:
@@ -1715,14 +1762,21 @@ def _it_path(
 
 
 def _facility(
-    scenario: Scenario, it_power: np.ndarray, path: facility.PlantPath, k: int, lo: int
+    scenario: Scenario,
+    it_power: np.ndarray,
+    cooling: np.ndarray,
+    k: int,
+    lo: int,
+    design: float | None = None,
 ) -> dict[str, np.ndarray]:
-    """What the site draws around the IT load [MW] over the steps from ``lo``:
-    ``facility_loss``, ``cooling_power`` (the plant path's, ``k`` electrical steps a plant
-    step), ``misc_power`` and ``facility_power``, all [MW]."""
-    cooling = _over(path.cooling_power, k, lo, it_power.size) / 1e6
-    misc = _misc(scenario)
-    capacity = scenario.electrical.design_margin * facility.design_it_power(scenario) / 1e6
+    """What the site (or a hall) draws around the IT load [MW] over the steps from ``lo``:
+    ``facility_loss``, ``cooling_power`` (the plant's ``cooling`` [W] on plant steps, ``k``
+    electrical steps a plant step), ``misc_power`` and ``facility_power``, all [MW]; sized for
+    the ``design`` IT power [W], by default the scenario's."""
+    design = facility.design_it_power(scenario) if design is None else design
+    cooling = _over(cooling, k, lo, it_power.size) / 1e6
+    misc = _misc(scenario, design)
+    capacity = scenario.electrical.design_margin * design / 1e6
     loss = facility.facility_loss(it_power, scenario, capacity, cooling + misc)
     return {
         "facility_loss": loss,
@@ -1732,10 +1786,11 @@ def _facility(
     }
 
 
-def _misc(scenario: Scenario) -> float:
+def _misc(scenario: Scenario, design: float | None = None) -> float:
     """Misc loads (lighting, offices, controls) [MW]: they do not follow the IT swing, a share
-    of the design IT power."""
-    return scenario.cooling.misc_fraction * (facility.design_it_power(scenario) / 1e6)
+    of the ``design`` IT power [W] (by default the scenario's)."""
+    design = facility.design_it_power(scenario) if design is None else design
+    return scenario.cooling.misc_fraction * (design / 1e6)
 
 
 def _connection(

@@ -222,6 +222,31 @@ VARIABLES: dict[str, dict[str, str]] = {
         "long_name": "Workload interrupted",
         "description": "The campus workload whose failure or maintenance the event is.",
     },
+    "hall": {
+        "units": "",
+        "long_name": "Campus hall",
+        "description": "The halls of a campus, by name (campus.halls).",
+    },
+    "workload_hall": {
+        "units": "",
+        "long_name": "Hall each workload runs in",
+        "description": "",
+    },
+    "hall_it_power": {
+        "units": "MW",
+        "long_name": "IT power of each hall",
+        "description": "The IT power of the workloads in each hall, interval mean.",
+    },
+    "hall_cooling_power": {
+        "units": "MW",
+        "long_name": "Cooling power of each hall",
+        "description": "Each hall's own plant, held over each plant step.",
+    },
+    "hall_facility_power": {
+        "units": "MW",
+        "long_name": "Facility power of each hall",
+        "description": "Each hall's IT power, its chain's losses, its plant and its misc loads.",
+    },
     "flex_name": {"units": "", "long_name": "Flexibility event", "description": ""},
     "flex_workload": {
         "units": "",

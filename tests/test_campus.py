@@ -13,7 +13,7 @@ from numpy.testing import assert_allclose
 
 from powermodel import load_scenario, simulate
 from powermodel.errors import ScenarioError
-from powermodel.facility import design_it_power
+from powermodel.facility import design_day, design_it_power
 
 REFERENCE = "llama3-405b-16k-h100"
 
@@ -126,3 +126,47 @@ def test_workloads_are_dimensions_that_sum_to_the_totals():
 def test_a_campus_refuses_what_cannot_be(workloads, message):
     with pytest.raises(ScenarioError, match=message):
         load_scenario(REFERENCE, {"campus": {"workloads": workloads}})
+
+
+def test_halls_have_their_own_plants_and_add_up_to_the_site():
+    halls = [
+        {"name": "hopper"},
+        {"name": "blackwell", "set": {"cooling.plant": "liquid-dry-cooler"}},
+    ]
+    gb200 = {"cluster.gpu": "GB200", "cluster.n_gpus": 8192, "workload.tokens_per_step": 8388608}
+    workloads = [{"name": "a"}, {"name": "b", "hall": "blackwell", "set": gb200}]
+    scenario = load_scenario(
+        REFERENCE,
+        {"simulation.duration": "1d", "campus": {"halls": halls, "workloads": workloads}},
+    )
+    # each workload is built in its hall: the GB200 job on the liquid plant
+    assert [p.cooling.type for p in scenario.parts] == ["outside-air-evaporative", "liquid"]
+    ds = simulate(scenario)
+    for key in ("it_power", "cooling_power", "facility_power"):
+        assert_allclose(ds[f"hall_{key}"].sum("hall").values, ds[key].values, rtol=1e-12)
+    # a hall's IT power is its workloads'
+    assert_allclose(
+        ds.hall_it_power.sel(hall="blackwell").values,
+        ds.workload_it_power.sel(workload="b").values,
+        rtol=1e-12,
+    )
+    assert list(ds.workload_hall.values) == ["hopper", "blackwell"]
+    # the site's design day adds the halls' plants at their workloads' nameplate
+    day = design_day(scenario)
+    one = design_day(scenario.halls[0], nameplate=design_it_power(scenario.parts[0]))
+    two = design_day(scenario.halls[1], nameplate=design_it_power(scenario.parts[1]))
+    assert_allclose(day["peak_facility_mw"], one["peak_facility_mw"] + two["peak_facility_mw"])
+
+
+@pytest.mark.parametrize(
+    ("campus", "message"),
+    [
+        ({"halls": [{"name": "h", "set": {"cluster.n_gpus": 8}}]}, "not a hall's"),
+        ({"halls": [{"name": "h"}, {"name": "h"}]}, "repeats"),
+        ({"halls": [{"name": "h"}, {"name": "empty"}]}, "no workload runs there"),
+        ({"workloads": [{"name": "a", "hall": "nowhere"}]}, "no hall 'nowhere'"),
+    ],
+)
+def test_a_hall_that_cannot_be_is_refused(campus, message):
+    with pytest.raises(ScenarioError, match=message):
+        load_scenario(REFERENCE, {"campus": {"workloads": [{"name": "a"}], **campus}})

@@ -31,6 +31,8 @@ LABELS = {
     # a campus's: workload names, kinds and states, and its flexibility events' labels
     "workload",
     "workload_kind",
+    "hall",
+    "workload_hall",
     "workload_job_state",
     "event_workload",
     "flex_name",
