@@ -367,8 +367,8 @@ def design_day(
     scenario: Scenario, level: float = 0.4, nameplate: float | None = None
 ) -> dict[str, float]:
     """Peak facility power on the ASHRAE cooling design day, at nameplate IT load
-    (``nameplate`` [W], by default the scenario's; a campus with halls: each hall's plant and chain at its
-    workloads', the peaks added, as the same day drives them all).
+    (``nameplate`` [W], by default the scenario's; a campus with halls: each hall's plant and
+    chain at its workloads', the peaks added, as the same day drives them all).
 
     The site's EPW header gives the design dry-bulb, its coincident wet-bulb and the daily range
     (``level`` = 0.4, 1 or 2 % of hours exceeded); the plant runs three such days at its own step

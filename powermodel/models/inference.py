@@ -7,6 +7,13 @@ and its power at a full batch, scaled by the clock: a batch that is not full lea
 waiting on memory and on requests [S, polca]. Everything is piecewise constant on the
 variation's own step, so any profile step averages the same function: energy is exact at every
 resolution.
+
+References
+----------
+.. [polca] Patel, P., Choukse, E., Zhang, C., Goiri, I., Warrier, B., Mahalingam, N.,
+   Bianchini, R. (Microsoft Azure), "Characterizing Power Management Opportunities for LLMs in
+   the Cloud (POLCA: Power Oversubscription in LLM Cloud Providers)", ASPLOS 2024;
+   arXiv:2308.12908 (2024). https://arxiv.org/abs/2308.12908
 """
 
 from __future__ import annotations
