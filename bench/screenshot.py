@@ -39,6 +39,7 @@ READY = {
     "grid": f"#{ids.COMPLIANCE} .ag-cell",
     "mitigation": f"#{ids.MITIGATION_COSTS} .ag-cell",
     "compare": f"#{ids.COMPARE_TABLE} .ag-cell",
+    "campus": f"#{ids.CAMPUS_NOTE}",
     "sweep": f"#{ids.SWEEP_GRAPH} .scatterlayer .trace",
     "export": f"#{ids.EXPORT_LINK}[href*='download']",
 }
@@ -109,19 +110,20 @@ def main(argv: list[str] | None = None) -> int:
         "--set", action="append", default=None, metavar="KEY=VALUE", help="app override"
     )
     parser.add_argument("--chromium", default="/usr/bin/chromium", help="browser binary")
+    parser.add_argument("--preset", default="llama3-405b-16k-h100", help="the preset opened")
     args = parser.parse_args(argv)
     width, height = (int(n) for n in args.size.split("x"))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    app = create_app(overrides=args.set)
+    app = create_app(args.preset, overrides=args.set)
     server = make_server("127.0.0.1", 0, app.server, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     driver = browser(width, height, args.chromium)
     problems: list[str] = []
     try:
-        page = f"http://127.0.0.1:{server.server_port}/?preset=llama3-405b-16k-h100"
+        page = f"http://127.0.0.1:{server.server_port}/?preset={args.preset}"
         driver.get(page)
         WebDriverWait(driver, 90).until(
             EC.presence_of_element_located((By.CSS_SELECTOR, READY["power"]))

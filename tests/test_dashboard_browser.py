@@ -292,3 +292,30 @@ def test_an_uploaded_sweep_is_drawn_in_the_sweep_view(dash_duo, tmp_path):
     expected = np.median(ds["grid_swing_5s_mw"].values, axis=-1)
     assert_allclose(line["y"], expected, rtol=1e-9)
     assert dash_duo.get_logs() == []
+
+
+def test_the_campus_view_stacks_the_workloads_and_the_halls(dash_duo):
+    # issue 14: a campus preset's workloads stacked, its halls below, its numbers in a table;
+    # the stacked values are the library's own per-workload means over the figure's intervals
+    campus = "mixed-campus-hopper-blackwell"
+    ds = simulate(load_scenario(campus, ONE_DAY))
+    dash_duo.start_server(create_app(campus, overrides=ONE_DAY))
+    dash_duo.wait_for_text_to_equal(f"#{ids.SCENARIO_NAME}", campus)
+    dash_duo.find_element(f"#{ids.TABS} .tab:nth-child({ids.VIEWS.index('campus') + 1})").click()
+    dash_duo.wait_for_text_to_equal(f"#{ids.CAMPUS_NOTE}", "4 workloads in 2 halls")
+    shown = _wait(dash_duo, lambda: _traces(dash_duo, f"#{ids.CAMPUS_GRAPH}"))
+    assert [t["name"] for t in shown] == [
+        "llama3-405b", "pretrain-gb200", "finetune", "chat", "hall hopper", "hall blackwell"
+    ]  # fmt: skip
+    factor = -(-ds.sizes["time"] // 2000)
+    chat = ds.workload_it_power.sel(workload="chat").values
+    chat = chat[: chat.size // factor * factor].reshape(-1, factor).mean(axis=1)
+    assert_allclose(shown[3]["y"], chat, rtol=1e-9)
+    dash_duo.wait_for_contains_text(f"#{ids.CAMPUS_WORKLOADS}", "pretrain-gb200")
+    # the picker narrows the stack to the workloads chosen
+    _choose(dash_duo, ids.CAMPUS_PICK, "chat")
+    _wait(
+        dash_duo,
+        lambda: [t["name"] for t in _traces(dash_duo, f"#{ids.CAMPUS_GRAPH}")][0] == "chat",
+    )
+    assert dash_duo.get_logs() == []

@@ -34,7 +34,7 @@ from dash.exceptions import PreventUpdate
 
 from powermodel import fit as fitting
 from powermodel import fit_report, rules, sizing
-from powermodel.analysis import diurnal_swing, metrics
+from powermodel.analysis import diurnal_swing, flexibility, metrics, workloads
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.export import TOOLS
 from powermodel.iotools import SHIPPED
@@ -666,6 +666,21 @@ class Dashboard:
         v = self.view("compare", state, compare_with=compare_with, pinned=pinned)
         return v["figure"], v["table"]
 
+    def campus(self, state: dict | None, tab: str, picked: Any) -> tuple:
+        """The campus view: a note, the workloads to pick from, their stacked IT power (and
+        each hall's), each workload's numbers, the flexibility events."""
+        _only(tab, "campus")
+        chosen = (
+            sorted(p for p in picked if isinstance(p, str))[:64] if isinstance(picked, list) else []
+        )
+        try:
+            v = self.cache.view(
+                self.entry(state), f"campus:{json.dumps(chosen)}", lambda e: _campus(e, chosen)
+            )
+        except PowerModelError:
+            raise PreventUpdate from None
+        return v["note"], v["options"], v["figure"], v["workloads"], v["flex"]
+
     def pin(self, n_clicks: int | None, state: dict | None) -> tuple:
         """Pin the scenario shown for comparison with the ones that follow."""
         if not n_clicks or not state:
@@ -879,6 +894,16 @@ class Dashboard:
             Input(ids.COMPARE_WITH, "value"),
             Input(ids.COMPARE, "data"),
         )(self.compare)
+        app.callback(
+            Output(ids.CAMPUS_NOTE, "children"),
+            Output(ids.CAMPUS_PICK, "options"),
+            Output(ids.CAMPUS_GRAPH, "figure"),
+            Output(ids.CAMPUS_WORKLOADS, "rowData"),
+            Output(ids.CAMPUS_FLEX, "rowData"),
+            scenario,
+            tab,
+            Input(ids.CAMPUS_PICK, "value"),
+        )(self.campus)
         app.callback(
             Output(ids.COMPARE, "data"),
             Output(ids.COMPARE_WITH, "options"),
@@ -1213,6 +1238,40 @@ def _compare(
         "figure": figures.compare_figure(entry.ds, other.ds, names),
         "table": figures.metric_rows(both, ("this", "other")),
     }
+
+
+def _campus(entry: Entry, picked: list[str]) -> dict[str, Any]:
+    """What the campus view shows of a run (``picked``: the workloads stacked, none: all)."""
+    ds = entry.ds
+    if "workload" not in ds.dims:
+        return {
+            "note": "this scenario runs one job: a campus (a preset named campus, or a file "
+            "with [campus] workloads) shows its workloads and halls here",
+            "options": [],
+            "figure": go.Figure(),
+            "workloads": [],
+            "flex": [],
+        }
+    names = [str(n) for n in ds["workload"].values]
+    flex = flexibility(ds)
+    shown = f"{len(names)} workloads" + (
+        f" in {ds.sizes['hall']} halls" if "hall" in ds.dims else ""
+    )
+    return {
+        "note": shown + (f"; {len(flex)} flexibility events, shaded" if len(flex) else ""),
+        "options": [{"label": n, "value": n} for n in names],
+        "figure": figures.campus_figure(ds, picked),
+        "workloads": _rows(workloads(ds)),
+        "flex": _rows(flex),
+    }
+
+
+def _rows(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """A table's rows for a grid, numbers to four digits."""
+    return [
+        {k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in row.items()}
+        for row in table.to_dict("records")
+    ]
 
 
 def _timestamp(text: str) -> float:

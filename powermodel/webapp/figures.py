@@ -622,6 +622,57 @@ def compare_figure(a: xr.Dataset, b: xr.Dataset, names: tuple[str, str]) -> Figu
     return _style(fig)
 
 
+CAMPUS_POINTS = 2000  # the stacked campus figure's intervals over the whole run
+
+
+def campus_figure(ds: xr.Dataset, picked: list[str] | None = None) -> go.Figure:
+    """A campus's IT power, each workload stacked (``picked``: those shown, by default all),
+    and each hall's facility power below where it has halls, as means over at most
+    :data:`CAMPUS_POINTS` intervals (stacked areas must share their times, so the run is
+    averaged, not thinned); flexibility events shaded."""
+    names = [str(n) for n in ds["workload"].values]
+    picked = [n for n in (picked or names) if n in names] or names
+    halls = "hall" in ds.dims
+    fig = make_subplots(rows=2 if halls else 1, cols=1, shared_xaxes=True, vertical_spacing=0.08)
+    n = ds.sizes["time"]
+    factor = max(1, -(-n // CAMPUS_POINTS))
+    usable = n // factor * factor
+    times = ds["time"].values[:usable:factor]
+
+    def binned(values: np.ndarray) -> np.ndarray:
+        return values[:usable].reshape(-1, factor).mean(axis=1)
+
+    for name in picked:
+        fig.add_trace(
+            go.Scatter(
+                x=times, y=binned(ds["workload_it_power"].sel(workload=name).values),
+                name=name, stackgroup="workloads", mode="lines", line={"width": 0.5},
+            ),
+            row=1, col=1,
+        )  # fmt: skip
+    if halls:
+        for name in ds["hall"].values:
+            fig.add_trace(
+                go.Scatter(
+                    x=times, y=binned(ds["hall_facility_power"].sel(hall=name).values),
+                    name=f"hall {name}", stackgroup="halls", mode="lines", line={"width": 0.5},
+                ),
+                row=2, col=1,
+            )  # fmt: skip
+        fig.update_yaxes(title_text="hall facility [MW]", row=2, col=1)
+    for i in range(ds.sizes.get("flex", 0)):
+        start = ds["flex_start"].values[i]
+        end = start + np.timedelta64(int(ds["flex_duration"].values[i] * 1e9), "ns")
+        fig.add_vrect(
+            x0=start, x1=end, fillcolor="#f1c40f", opacity=0.2, line_width=0,
+            annotation_text=str(ds["flex_name"].values[i]), annotation_position="top left",
+        )  # fmt: skip
+    fig.update_yaxes(title_text="IT power [MW]", row=1, col=1)
+    step = factor * step_seconds(ds)
+    fig.update_xaxes(title_text=f"UTC; means over {step / 60:.3g} min", row=2 if halls else 1)
+    return _style(fig)
+
+
 # Headline numbers of a run as the comparison shows them: key, label, unit, format. A fraction
 # is shown as a percentage, and its unit says of what.
 METRICS = (

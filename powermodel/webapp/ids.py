@@ -40,7 +40,7 @@ def resampled(view: str) -> dict[str, str]:
 
 
 TABS = "tabs"
-VIEWS = ("power", "thermal", "grid", "mitigation", "compare", "sweep", "export")
+VIEWS = ("power", "thermal", "grid", "mitigation", "compare", "campus", "sweep", "export")
 
 SENSOR = "sensor"  # dropdown: the instrument whose reading the power view overlays
 THERMAL_DIURNAL = "thermal-diurnal"
@@ -57,6 +57,11 @@ MITIGATION_NOTE = "mitigation-note"
 PIN = "pin"
 COMPARE_WITH = "compare-with"
 COMPARE_TABLE = "compare-table"
+CAMPUS_PICK = "campus-pick"  # the campus workloads the campus view stacks
+CAMPUS_GRAPH = "campus-graph"  # their IT power stacked, each hall's below, flexibility shaded
+CAMPUS_NOTE = "campus-note"
+CAMPUS_WORKLOADS = "campus-workloads"  # each workload: kind, GPUs, power, tokens, training kept
+CAMPUS_FLEX = "campus-flex"  # the flexibility events in EPRI DCFlex's terms
 UPLOAD_TRACE = "upload-trace"  # a measured telemetry trace, fitted on the server
 TRACE_PERIOD = "trace-period"  # its sampling period, for a file without times [s]
 TRACE_GPUS = "trace-gpus"  # GPUs behind each channel of a meter trace

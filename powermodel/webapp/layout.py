@@ -146,7 +146,16 @@ TABLES = {
     ids.FIT_TABLE: ("quantity", "fitted", "resolved", "how"),
     ids.FIT_NUMBERS: ("what", "measured", "re-simulated"),
     ids.SWEEP_FAILED: ("point", "seed", "error"),
-}
+    ids.CAMPUS_WORKLOADS: (
+        "workload", "kind", "GPUs", "IT mean [MW]", "IT peak [MW]", "IT 5-s swing [MW]",
+        "tokens", "training time kept",
+    ),
+    ids.CAMPUS_FLEX: (
+        "event", "workloads", "lever", "notice [h]", "duration [h]", "asked [share]",
+        "shed by workloads [MW]", "shed share", "shed at connection [MW]", "events a month",
+        "tokens lost",
+    ),
+}  # fmt: skip
 
 
 HEADERS = {"start": "start (UTC)", "end": "end (UTC)", "when": "when (UTC)"}
@@ -269,6 +278,21 @@ def views() -> dcc.Tabs:
             _graph(ids.resampled("compare"), height="440px"),
             _table(ids.COMPARE_TABLE, page_size=20),
             *fit_section(),
+        ),
+        "campus": _loading(
+            html.P(id=ids.CAMPUS_NOTE),
+            html.Div(
+                [
+                    html.Label("workloads shown"),
+                    dcc.Dropdown(id=ids.CAMPUS_PICK, options=[], value=[], multi=True),
+                ],
+                className="control wide",
+            ),
+            _graph(ids.CAMPUS_GRAPH, height="520px"),
+            html.H3("workloads"),
+            _table(ids.CAMPUS_WORKLOADS),
+            html.H3("flexibility (EPRI DCFlex: magnitude, notice, duration, frequency)"),
+            _table(ids.CAMPUS_FLEX),
         ),
         "sweep": _loading(*sweep_section()),
         "export": html.Div(
