@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -14,6 +15,7 @@ from powermodel import variables
 from powermodel.errors import PowerModelError
 from powermodel.models import sensors, signal
 from powermodel.models.events import State
+from powermodel.models.grid import voltage_change
 from powermodel.models.signal import (
     average_slope,
     net_change,
@@ -40,6 +42,7 @@ __all__ = [
     "metrics",
     "net_change",
     "nyquist",
+    "part",
     "Pieces",
     "RAMPS",
     "ramps",
@@ -106,6 +109,92 @@ def max_swing(
         if swing.size:
             best.append(np.max(swing))
     return float(max(best)) if best else float("nan")
+
+
+# the site's batteries: a part's view has none of its own
+PART_DROPPED = ("bess_power", "bess_soc", "rack_storage_power")
+
+
+def part(ds: xr.Dataset, workload: str | None = None, hall: str | None = None) -> xr.Dataset:
+    """One part of a campus as a run of its own, which :func:`metrics`, the rules, sizing and
+    the exporters read as they read a run.
+
+    A ``workload``: its GPU and IT power, throughput and states in place of the totals; its
+    share of the site's losses, cooling, misc loads and reactive power allocated by its share of
+    the IT power, step by step, so the parts' facility power sums to the site's; its connection
+    power is that (no site battery), its voltage the change its own load makes at the site's
+    connection; its interruptions, goodput and training time.
+    A ``hall``: its own plant and chain (``hall_*``), the misc loads in its losses; its
+    workloads' GPU power and tokens trained, the states of its largest training job.
+    """
+    if (workload is None) == (hall is None):
+        raise PowerModelError("a part is one workload or one hall: give workload or hall")
+    dim, name = ("workload", workload) if hall is None else ("hall", hall)
+    if dim not in ds.dims:
+        raise PowerModelError(f"the run has no {dim}s: it is not a campus (with halls)")
+    names = [str(n) for n in ds[dim].values]
+    if name not in names:
+        raise PowerModelError(f"no {dim} {name!r} in the run: choose one of {', '.join(names)}")
+    site_it = ds["it_power"].values
+    if hall is None:
+        mine = [workload]
+        it = ds["workload_it_power"].sel(workload=workload).values
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.where(site_it > 0, it / site_it, 0.0)
+        around = {k: ds[k].values * share for k in ("facility_loss", "cooling_power", "misc_power")}
+        facility = it + sum(around.values())
+    else:
+        mine = [str(w) for w in ds["workload"].values[ds["workload_hall"].values == hall]]
+        it = ds["hall_it_power"].sel(hall=hall).values
+        facility = ds["hall_facility_power"].sel(hall=hall).values
+        cooling = ds["hall_cooling_power"].sel(hall=hall).values
+        around = {
+            "facility_loss": facility - it - cooling,
+            "cooling_power": cooling,
+            "misc_power": np.zeros_like(it),
+        }
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.where(site_it > 0, it / site_it, 0.0)
+    members = ds[["workload_gpus", "workload_kind", "workload_goodput"]].sel(workload=mine)
+    training = members["workload_kind"].values == "training"
+    largest = mine[int(np.argmax(members["workload_gpus"].values * training))]
+    gpu = ds["workload_gpu_power"].sel(workload=mine).sum("workload").values
+    tokens = ds["workload_throughput"].sel(workload=mine[0] if hall is None else mine)
+    tokens = tokens.values if hall is None else tokens.values[training].sum(axis=0)
+    kept = ds["workload_effective_training_time"].sel(workload=mine).values
+    gpus = members["workload_gpus"].values
+    out = ds.drop_dims([d for d in ("workload", "hall", "flex") if d in ds.dims])
+    out = out.drop_vars([v for v in PART_DROPPED if v in out])
+    events = ds["event_workload"].values
+    out = out.isel(event=np.flatnonzero(np.isin(events, mine)))
+    out = out.drop_vars("event_workload", errors="ignore")
+    reactive = ds["grid_reactive_power"].values * share
+    g = json.loads(ds.attrs["scenario"])["grid"]
+    out = out.assign(
+        # the voltage change the part's own load makes at the site's connection
+        grid_voltage=(
+            "time",
+            1.0 + voltage_change(facility, reactive, float(g["short_circuit"]), float(g["x_r"])),
+        ),
+        gpu_power=("time", gpu),
+        it_power=("time", it),
+        **{k: ("time", v) for k, v in around.items()},
+        facility_power=("time", facility),
+        grid_power=("time", facility),
+        grid_reactive_power=("time", reactive),
+        throughput=("time", tokens),
+        job_state=("time", ds["workload_job_state"].sel(workload=largest).values),
+        # a workload's tokens trained or served; a hall's tokens trained
+        goodput=float(members["workload_goodput"].values[training | (hall is None)].sum()),
+        effective_training_time=float(
+            gpus[training] @ kept[training] / gpus[training].sum() if training.any() else 1.0
+        ),
+    )
+    for key in ("job_state", *ds.data_vars):
+        if key in out and key in ds:
+            out[key].attrs = dict(ds[key].attrs)
+    out.attrs = {**ds.attrs, "title": f"{ds.attrs.get('title', 'powermodel')}: {dim} {name}"}
+    return out
 
 
 def workloads(ds: xr.Dataset) -> pd.DataFrame:

@@ -24,7 +24,14 @@ import numpy as np
 
 from powermodel import allocator, export, reproduce, rules, sizing, sweep
 from powermodel._version import __version__
-from powermodel.analysis import flexibility, metrics, resample_factor, sensor_swings, workloads
+from powermodel.analysis import (
+    flexibility,
+    metrics,
+    part,
+    resample_factor,
+    sensor_swings,
+    workloads,
+)
 from powermodel.errors import PowerModelError
 from powermodel.facility import design_conditions, design_day
 from powermodel.fit import REFERENCE, summary
@@ -39,6 +46,7 @@ from powermodel.scenario import (
     parse_duration,
     parse_overrides,
     presets,
+    shorten,
 )
 from powermodel.sensitivity import (
     Runner,
@@ -146,6 +154,12 @@ def _parser() -> argparse.ArgumentParser:
         choices=list(SENSORS),
         help="also write the signal as this instrument reports it (repeatable): "
         + "; ".join(f"{k}: {c.variable}, {c.label}" for k, c in SENSORS.items()),
+    )
+    run.add_argument(
+        "--part",
+        metavar="workload=NAME|hall=NAME",
+        help="a campus: summarise and write one workload or hall as a run of its own (its share "
+        "of the site's losses and plant allocated by its IT power; powermodel.analysis.part)",
     )
     run.add_argument(
         "--memory-gb",
@@ -279,6 +293,8 @@ def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     ds = simulate(scenario, sensors=args.sensors)
     elapsed = time.perf_counter() - started
+    if args.part:
+        ds = part(ds, **_part(args.part))
     seen = _sensor_rows(ds, args.sensors)
     _print_summary(scenario.name or args.scenario, metrics(ds), ds.attrs, elapsed, seen)
     for title, table in (("workloads", workloads(ds)), ("flexibility", flexibility(ds))):
@@ -667,6 +683,14 @@ def _print_summary(
     by_category = result["interruptions_by_category"]
     if by_category:
         print("  by category: " + ", ".join(f"{k} {v}" for k, v in by_category.items()))
+
+
+def _part(text: str) -> dict[str, str]:
+    """``--part workload=NAME`` or ``hall=NAME`` as :func:`powermodel.analysis.part` takes it."""
+    kind, _, name = text.partition("=")
+    if kind not in ("workload", "hall") or not name:
+        raise PowerModelError(f"--part takes workload=NAME or hall=NAME, got {shorten(text)}")
+    return {kind: name}
 
 
 def _fmt(value: float) -> str:

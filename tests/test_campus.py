@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from powermodel import load_scenario, simulate
-from powermodel.errors import ScenarioError
+from powermodel import load_scenario, metrics, simulate
+from powermodel.analysis import part
+from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.facility import design_day, design_it_power
 
 REFERENCE = "llama3-405b-16k-h100"
@@ -170,3 +171,27 @@ def test_halls_have_their_own_plants_and_add_up_to_the_site():
 def test_a_hall_that_cannot_be_is_refused(campus, message):
     with pytest.raises(ScenarioError, match=message):
         load_scenario(REFERENCE, {"campus": {"workloads": [{"name": "a"}], **campus}})
+
+
+def test_a_part_reads_as_a_run_and_the_parts_add_up():
+    # a workload or a hall as a run of its own: metrics, rules and exports read it
+    ds = simulate(load_scenario("mixed-campus-hopper-blackwell", {"simulation.duration": "6h"}))
+    workloads = [part(ds, workload=str(w)) for w in ds.workload.values]
+    halls = [part(ds, hall=str(h)) for h in ds.hall.values]
+    for parts in (workloads, halls):
+        for name in ("it_power", "facility_power", "cooling_power"):
+            assert_allclose(sum(p[name].values for p in parts), ds[name].values, rtol=1e-12)
+    chat = workloads[3]
+    assert_allclose(chat.it_power.values, ds.workload_it_power.sel(workload="chat").values)
+    assert chat.event.size == 0 and float(chat.effective_training_time) == 1.0
+    llama = workloads[0]
+    assert llama.event.size == int((ds.event_workload.values == "llama3-405b").sum())
+    assert_allclose(metrics(llama)["it_mean_mw"], ds.workload_it_power.values[0].mean())
+    assert "workload" not in llama.dims
+    # its voltage: the change its own load makes, less than the whole site's
+    own, site = (np.abs(d.grid_voltage.values - 1.0).max() for d in (chat, ds))
+    assert 0 < own < site
+    with pytest.raises(PowerModelError, match="one workload or one hall"):
+        part(ds)
+    with pytest.raises(PowerModelError, match="no workload 'x'.*choose one of"):
+        part(ds, workload="x")
