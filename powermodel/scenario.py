@@ -829,6 +829,20 @@ class Reliability(Section):
     planned_downtime: Duration = Field(
         ge=0, le=MAX_RECOVERY, description="GPUs idle in planned maintenance. [s]"
     )
+    spare_nodes: int = Field(
+        0,
+        ge=0,
+        le=MAX_GPUS,
+        description="Hot spare nodes kept on, idle, to take a failed node's place; they draw "
+        "their idle power all the time [A]. [1]",
+    )
+    spare_swap_time: Duration | None = Field(
+        None,
+        ge=0,
+        le=MAX_RECOVERY,
+        description="With spare nodes: the time a hot spare takes to replace a failed node, "
+        "instead of restart_time's rescheduling and node swap [A] (seconds to minutes). [s]",
+    )
     scope: Literal["job", "replica"] = Field(
         "job",
         description="What an unexpected interruption stops: the whole job, which restarts from "
@@ -852,6 +866,14 @@ class Reliability(Section):
         "for a whole-job restart [P, ft_hsdp]. [s]",
     )
     notes: Text = ""
+
+    @model_validator(mode="after")
+    def _spares(self) -> Reliability:
+        if self.spare_swap_time is not None and self.spare_nodes == 0:
+            raise ValueError(
+                "reliability.spare_swap_time needs hot spares: give reliability.spare_nodes"
+            )
+        return self
 
 
 PLANT_TYPE = "Kind of plant, which sets the keys it takes."

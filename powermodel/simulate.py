@@ -214,12 +214,14 @@ def _restarts(
     scenario: Scenario, teardown: float, restart: tuple[tuple[State, float], ...]
 ) -> list[tuple[tuple[State, float], ...]]:
     """What each unexpected cause stops goes through: survivors spin for ``teardown`` [s] (or
-    the cause's own stall), the GPUs wait idle for the restart, then ``restart``."""
+    the cause's own stall), the GPUs wait idle for the restart (a hot spare's swap where the
+    site keeps spares; a cause's own restart time wins), then ``restart``."""
     rel = scenario.reliability
+    wait = rel.restart_time if rel.spare_swap_time is None else rel.spare_swap_time
     return [
         (
             (State.STALLED, teardown if c.stall_time is None else c.stall_time),
-            (State.FAILED_IDLE, rel.restart_time if c.restart_time is None else c.restart_time),
+            (State.FAILED_IDLE, wait if c.restart_time is None else c.restart_time),
             *restart,
         )
         for c in rel.causes
@@ -273,6 +275,15 @@ def rest_power(cluster: Cluster) -> np.ndarray:
     return rest
 
 
+def spares_power(scenario: Scenario) -> float:
+    """What the hot spare nodes draw, on and idle [MW] (``reliability.spare_nodes``)."""
+    cl, spares = scenario.cluster, scenario.reliability.spare_nodes
+    if not spares:
+        return 0.0
+    idle = cl.gpus_per_node * scenario.gpu.idle + cl.rest_power_idle
+    return float(_cluster_mw(cl.psu.input_power(idle), spares))
+
+
 def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.ndarray]:
     """Cell tables of each state's shape for ``gpu_power`` [MW], ``it_power`` [MW], ``throughput``.
 
@@ -319,7 +330,7 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
         State.RAMP: starting + u * (per_gpu.mean() - starting),
     }
     rest = rest_power(cl)
-    fixed = (cl.network_load + cl.storage_load) / 1e6  # MW
+    fixed = (cl.network_load + cl.storage_load) / 1e6 + spares_power(scenario)  # MW
     gpu_cells, it_cells, tok_cells = [], [], []
     for state in State:
         node_ac = cl.psu.input_power(cl.gpus_per_node * gpu_w[state] + rest[state])

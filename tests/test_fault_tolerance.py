@@ -186,3 +186,25 @@ def test_effective_training_time_counts_the_failed_replicas_share():
 def test_replica_scope_refuses_a_size_that_cannot_be(overrides, message):
     with pytest.raises((ScenarioError, ValueError), match=message):
         load_scenario(REFERENCE, overrides)
+
+
+def test_hot_spares_swap_in_for_the_restart_and_draw_idle_power():
+    common = {"simulation.duration": "2d", "reliability.rate_scale": 3.0}
+    plain = load_scenario(REFERENCE, common)
+    spared = load_scenario(
+        REFERENCE,
+        {**common, "reliability.spare_nodes": 16, "reliability.spare_swap_time": "1min"},
+    )
+    runs = [prepare(s, *preflight(s)) for s in (plain, spared)]
+    waits = [np.diff(r.line.start)[r.line.state[:-1] == State.FAILED_IDLE] for r in runs]
+    # the reference's 8-min restart, or the spare's 1-min swap (the NCCL-hang cause's own
+    # restart time is the reference's default too)
+    assert_allclose(np.unique(waits[0]), 480.0)
+    assert_allclose(np.unique(waits[1]), 60.0)
+    # 16 idle nodes: 8 GPUs at 80 W and the rest at 1.3 kW, through the supplies [W]
+    cl = spared.cluster
+    idle = cl.psu.input_power(8 * 80.0 + 1300.0) * 16 / 1e6
+    tables = [r.tables[1, :, -1] for r in runs]  # each state's mean IT power [MW]
+    assert_allclose(tables[1] - tables[0], idle, rtol=1e-9)
+    with pytest.raises(ScenarioError, match="spare_nodes"):
+        load_scenario(REFERENCE, {"reliability.spare_swap_time": "1min"})
