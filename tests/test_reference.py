@@ -70,7 +70,7 @@ def test_powermodel_keys_prints_them_and_refuses_an_unknown_prefix(capsys):
     with pytest.raises(ScenarioError, match="no scenario key starts with 'nope'"):
         keys("nope")
     assert cli.main(["keys", "nope"]) == 1
-    assert "every key starts with one of checkpoint, cluster" in capsys.readouterr().err
+    assert "every key starts with one of campus, checkpoint, cluster" in capsys.readouterr().err
 
 
 # Defaults that are settings of the run, not claims about the world: they need no source.
