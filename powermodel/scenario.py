@@ -1275,7 +1275,10 @@ class FlexEvent(Section):
     start: datetime = Field(description="When the reduction starts, UTC without an offset.")
     duration: Duration = Field(gt=0, le=30 * DAY, description="How long it holds. [s]")
     notice: Duration = Field(
-        0.0, ge=0, le=30 * DAY, description="Time between the request and the start. [s]"
+        0.0,
+        ge=0,
+        le=30 * DAY,
+        description="Time between the request and the start; none by default [A]. [s]",
     )
     workloads: list[Annotated[str, Field(max_length=60)]] = Field(
         default_factory=list,
