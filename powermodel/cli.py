@@ -59,6 +59,7 @@ from powermodel.simulate import (
     SENSORS,
     available_memory,
     check_memory,
+    derive,
     memory_estimate,
     preflight,
     simulate,
@@ -364,13 +365,30 @@ def _stream(args: argparse.Namespace, scenario: Any, budget: float) -> int:
 def _validate(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, args.overrides)
     derived, _, _ = preflight(scenario)
-    every = format_duration(round(derived.checkpoint_interval))
-    checkpoints = (
-        f"checkpoint every {every} ({derived.checkpoint_stall:.1f} s stall)"
-        if derived.checkpoints
-        else "no checkpoints (no failures expected)"
-    )
-    print(f"{scenario.name or args.scenario}: ok — step {derived.step_time:.2f} s, {checkpoints}")
+
+    def checkpoints(derived: Any) -> str:
+        every = format_duration(round(derived.checkpoint_interval))
+        return (
+            f"checkpoint every {every} ({derived.checkpoint_stall:.1f} s stall)"
+            if derived.checkpoints
+            else "no checkpoints (no failures expected)"
+        )
+
+    if scenario.campus is None:
+        print(
+            f"{scenario.name or args.scenario}: ok — step {derived.step_time:.2f} s, "
+            f"{checkpoints(derived)}"
+        )
+    else:
+        print(f"{scenario.name or args.scenario}: ok — a campus of {len(scenario.parts)} workloads")
+        for w, part in zip(scenario.campus.workloads, scenario.parts, strict=True):
+            d = derive(part)
+            what = (
+                f"step {d.step_time:.2f} s, {checkpoints(d)}"
+                if w.kind == "training"
+                else "inference fleet"
+            )
+            print(f"  {w.name}: {part.cluster.n_gpus:,} {part.gpu.name}, {what}")
     if design_conditions(scenario) is not None:
         day = design_day(scenario)
         print(

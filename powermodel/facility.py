@@ -388,11 +388,11 @@ def design_day(
             "grid.registered_demand for the rules that refer to it"
         )
     if scenario.campus is not None and scenario.halls and nameplate is None:
-        campus, days = scenario.campus, []
-        for hall, h in zip(scenario.halls, campus.halls, strict=True):
-            mine = [p for p, w in zip(scenario.parts, campus.workloads, strict=True)
-                    if campus.hall_of(w) == h.name]  # fmt: skip
-            days.append(design_day(hall, level, sum(design_it_power(p) for p in mine)))
+        parts = scenario.parts
+        days = [
+            design_day(hall, level, sum(design_it_power(parts[j]) for j in members))
+            for hall, members in scenario.hall_members()
+        ]
         it = design_it_power(scenario) / 1e6
         peak = sum(d["peak_facility_mw"] for d in days)
         return {
@@ -453,10 +453,12 @@ def registered_demand(scenario: Scenario) -> float:
 
 
 def storage(
-    scenario: Scenario, location: str, load: np.ndarray, dt: float
+    scenario: Scenario, location: str, load: np.ndarray, dt: float, scale: float = 1.0
 ) -> tuple[np.ndarray, list[mitigation.StorageResult]]:
     """The scenario's batteries at ``location`` in front of ``load`` [MW]: what is left of the
-    load upstream of them [MW], and each battery's dispatch."""
+    load upstream of them [MW], and each battery's dispatch. ``scale``: the share of each
+    battery's power and energy that is in front of this load (a campus workload's racks hold
+    their share of the site's rack batteries)."""
     results = []
     for unit in scenario.mitigation.storage:
         if unit.location != location:
@@ -464,8 +466,8 @@ def storage(
         result = mitigation.storage_dispatch(
             load,
             dt,
-            power=unit.power,
-            energy=unit.energy,
+            power=unit.power * scale,
+            energy=unit.energy * scale,
             efficiency=unit.efficiency,
             delay=unit.delay,
             soc_min=unit.soc_min,

@@ -1360,6 +1360,19 @@ class Part(Section):
     )
 
 
+def _dotted(keys: dict[str, Any], prefix: str = "") -> list[str]:
+    """The dotted keys a ``set`` table reaches, nested tables walked (``{"mitigation":
+    {"storage": [...]}}`` reaches ``mitigation.storage``)."""
+    out = []
+    for key, value in keys.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out += _dotted(value, f"{path}.")
+        else:
+            out.append(path)
+    return out
+
+
 class Campus(Section):
     """Several workloads behind one connection: each is the scenario's job with its own keys
     (its GPUs, layout, checkpoints, failures), all sharing the site's weather, cooling plant,
@@ -1388,12 +1401,18 @@ class Campus(Section):
                 raise ValueError(f"campus.{what}: each name once, {', '.join(twice)} repeats")
         halls = [h.name for h in self.halls]
         for h in self.halls:
-            for key in h.set:
-                if key.split(".")[0] not in HALL_SECTIONS:
+            for key in _dotted(h.set):
+                if key.split(".")[0] not in HALL_SECTIONS or key == "cooling.dt":
                     raise ValueError(
                         f"campus.halls {h.name!r}: {key} is not a hall's; a hall sets keys of "
-                        f"{', '.join(HALL_SECTIONS)}"
+                        f"{', '.join(HALL_SECTIONS)} but cooling.dt (the site's plant step: "
+                        "set it in [cooling])"
                     )
+        if not any(w.kind == "training" for w in self.workloads):
+            raise ValueError(
+                "campus.workloads: a campus needs a training workload at least (kind "
+                "'training'): its job's step, states and plant state are the ones shown"
+            )
         for w in self.workloads:
             if w.hall is not None and w.hall not in halls:
                 raise ValueError(
@@ -1410,11 +1429,14 @@ class Campus(Section):
                 raise ValueError(
                     f"campus.workloads {w.name!r}: an inference table needs kind 'inference'"
                 )
-            for key in w.set:
+            for key in _dotted(w.set):
                 if key.split(".")[0] not in JOB_SECTIONS or key.startswith("mitigation.storage"):
+                    where = (
+                        "a hall's (campus.halls) or " if key.split(".")[0] in HALL_SECTIONS else ""
+                    )
                     raise ValueError(
-                        f"campus.workloads {w.name!r}: {key} is the site's, shared by every "
-                        f"workload; a workload sets keys of {', '.join(JOB_SECTIONS)} (batteries "
+                        f"campus.workloads {w.name!r}: {key or 'an empty key'} is {where}the "
+                        f"site's; a workload sets keys of {', '.join(JOB_SECTIONS)} (batteries "
                         "are the site's too)"
                     )
         return self
@@ -1458,6 +1480,12 @@ class Scenario(Section):
             if self.campus is None
             else {w.name: w.kind for w in self.campus.workloads}
         )
+        names = [event.name for event in self.flexibility]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(
+                f"flexibility: each event's name once ({', '.join(twice)} repeats): name them"
+            )
         for event in self.flexibility:
             if not sim.start <= event.start < end:
                 raise ValueError(
@@ -1515,6 +1543,18 @@ class Scenario(Section):
                 raise ValueError(f"campus workload {w.name!r}: {exc}") from None
         self._parts, self._halls = parts, list(built.values())
         return self
+
+    def hall_members(self) -> list[tuple[Scenario, list[int]]]:
+        """A campus's halls, each a scenario of its cooling and electrical keys, with the
+        indices of the workloads in it; without halls, one: this scenario, holding every
+        workload."""
+        campus = self.campus
+        if not campus.halls:
+            return [(self, list(range(len(campus.workloads))))]
+        return [
+            (hall, [j for j, w in enumerate(campus.workloads) if campus.hall_of(w) == h.name])
+            for hall, h in zip(self._halls, campus.halls, strict=True)
+        ]
 
     @property
     def halls(self) -> list[Scenario]:

@@ -116,6 +116,7 @@ ORDER = (
 CHUNK_STEPS = 1 << 18
 BLOCK = 1 << 16  # steps of an element-wise pass: its temporaries stay in the CPU cache
 WRITE_RATE = np.ones(2)  # the background writes' shapes are constant: any rate
+NO_PAUSES = np.empty(0)
 
 
 @dataclass(frozen=True)
@@ -376,20 +377,26 @@ def _smoothing_floor(scenario: Scenario) -> float:
 
 
 def stop_ramps(
-    scenario: Scenario, line: events.Timeline, per_gpu: np.ndarray, dt: float
+    scenario: Scenario,
+    line: events.Timeline,
+    per_gpu: np.ndarray,
+    dt: float,
+    paused: np.ndarray = NO_PAUSES,
 ) -> np.ndarray:
     """Per-GPU power limits across state changes: what each GPU draws [W], from the power
     [W] it would draw on the electrical grid (step ``dt`` [s]).
 
     Burn on job stop ramps down from the power of the interval before the job leaves the
-    running state; power smoothing limits every rise and fall to its rates (within an iteration
-    it already acts on the waveform, whose interval means then pass the limiter unchanged).
+    running state (in its timeline, or as a pause starts: ``paused`` [s]); power smoothing
+    limits every rise and fall to its rates (within an iteration it already acts on the
+    waveform, whose interval means then pass the limiter unchanged).
     """
     m = scenario.mitigation
     out = per_gpu
     if m.stop_burn is not None:
         was, now = line.state[:-1], line.state[1:]
         left = line.start[1:][(was == State.RUNNING) & (now != State.RUNNING)]
+        left = np.unique(np.concatenate((left, paused)))
         before = np.clip((left // dt).astype(np.int64) - 1, 0, out.size - 1)
         out = mitigation.stop_ramp(
             out, left, out[before], m.stop_burn.ramp_down, dt, m.stop_burn.delay
@@ -458,12 +465,12 @@ def drawn_steps(
     )
 
 
-def with_trained(cells: np.ndarray, apart: object) -> np.ndarray:
+def with_trained(cells: np.ndarray, apart: bool) -> np.ndarray:
     """The cell tables to render: :func:`shape_tables`' with, where the tokens trained render
     ``apart`` (under variation: drawn steps; a clock-lock event), a fourth row for them (the
     third then stays the running share at the nominal token rate, which the leakage
     follows)."""
-    return cells if apart is None or apart is False else np.concatenate((cells, cells[2:]))
+    return np.concatenate((cells, cells[2:])) if apart else cells
 
 
 def _scale_range(scenario: Scenario, dynamic: np.ndarray, leak: float) -> tuple[float, float]:
@@ -486,11 +493,15 @@ def _board_limit(scenario: Scenario) -> float:
 
 
 def timeline(
-    scenario: Scenario, derived: Derived | None = None, job: int = JOB, launch: float = 0.0
+    scenario: Scenario,
+    derived: Derived | None = None,
+    job: int = JOB,
+    launch: tuple[float, float] = (0.0, 0.0),
 ) -> events.Timeline:
     """The job timeline of a scenario (no rendering): cheap, for Monte Carlo over seeds. A
-    campus's workload ``job`` draws its own stream, and is launched ``launch`` [s] after the
-    run's start (its GPUs idle until then)."""
+    campus's workload ``job`` draws its own stream, and ``launch`` (:func:`launch_delay`) is
+    when it starts after the run's start [s] (its GPUs idle until then) and how far into its
+    checkpoint cycle [s]."""
     derived = derived or derive(scenario)
     steps = recoveries(scenario, derived)
     expected = events.expected_interruptions(
@@ -506,11 +517,12 @@ def timeline(
         duration=scenario.simulation.duration,
         rates=derived.rates,
         recoveries=steps,
-        startup=((State.FAILED_IDLE, launch), *startup(scenario, derived)),
+        startup=((State.FAILED_IDLE, launch[0]), *startup(scenario, derived)),
         interval=derived.checkpoint_interval,
         checkpoint_stall=derived.checkpoint_stall,
         checkpoint_done=derived.checkpoint_done,
         rng=failure_rng(scenario.simulation.seed, job),
+        phase=launch[1],
     )
 
 
@@ -611,6 +623,8 @@ def streamable(scenario: Scenario, sensors: int = 0) -> str | None:
         return "sensor views (--sensor)"
     if scenario.campus is not None:
         return "a campus (campus.workloads: its workloads render whole, side by side)"
+    if scenario.flexibility:
+        return "flexibility events (each is measured against the hour before it)"
     return sequential(scenario)
 
 
@@ -626,9 +640,12 @@ def preflight(
     """
     if memory:
         check_memory(scenario, sensors)
-    for name, part in _named_parts(scenario):  # a campus: each workload's own checks
+    for j, (name, part) in enumerate(_named_parts(scenario)):  # a campus: each workload's
         with _workload(name):
             preflight(part, memory=False)
+            spec = scenario.campus.workloads[j]
+            for event in _events_of(scenario, name) if spec.kind == "inference" else ():
+                _check_fleet_event(scenario, spec.inference, event)
     derived = derive(scenario)
     plant_steps(scenario)
     facility.hourly_weather(scenario)
@@ -836,6 +853,12 @@ class Run:
         return self.scenario.simulation.dt
 
     @property
+    def paused(self) -> np.ndarray:
+        """When the whole job pauses for a flexibility event [s]."""
+        begins = [o.windows.begin for o in self.overlays if o.stops and o.share == 1.0]
+        return np.sort(np.concatenate(begins)) if begins else NO_PAUSES
+
+    @property
     def effective_training_time(self) -> float:
         """Training time kept, as a fraction of the run (:func:`kept_training`). [1]"""
         return kept_training(self.line, self.overlays)
@@ -883,31 +906,26 @@ class Run:
         return self.locked(path)
 
     def locked(self, path: facility.PlantPath) -> facility.PlantPath:
-        """The plant path with each clock-lock event's clock on the plant steps in it (by their
-        middles): the clock held at the lock (lower where the die throttles below it), the step
-        relative to the locked step its shapes already hold, and every phase's leakage following
-        the die (off the cap)."""
+        """The plant path with each clock-lock event on the plant steps in it (by their
+        middles): the step relative to the locked step its shapes already hold (longer only
+        where the die throttles below the lock), and every phase's leakage following the die
+        (off the cap). ``clock_factor`` stays the clock the heat allows: the lock is the
+        event's (``flex_setting``), not the weather's."""
         locks = [o for o in self.overlays if o.clock is not None]
         if not locks:
             return path
         scenario, gpu = self.scenario, self.scenario.gpu
         middle = (np.arange(path.clock_factor.size) + 0.5) * self.k * self.dt
-        clock, step, leak = (
-            a.copy() for a in (path.clock_factor, path.step_factor, path.leak_extra)
-        )
+        step, leak = path.step_factor.copy(), path.leak_extra.copy()
         share, nominal = scenario.compute_share, scenario.nominal_die()
         for o in locks:
-            w = o.windows
-            at = np.searchsorted(w.begin, middle, side="right") - 1
-            inside = (at >= 0) & (middle < w.end[np.maximum(at, 0)])
+            inside = _inside(o.windows, middle)[0]
             free = path.clock_factor[inside]
-            held = np.minimum(free, o.clock)
             off_cap = np.where(free > o.clock, 1.0, 1.0 - share)
             die = path.gpu_temp[inside].astype(np.float64)
             leak[inside] = off_cap * (gpu.leakage(die) - gpu.leakage(nominal))
-            step[inside] = thermal.step_stretch(held, o.clock, share)
-            clock[inside] = held
-        return replace(path, clock_factor=clock, step_factor=step, leak_extra=leak)
+            step[inside] = thermal.step_stretch(np.minimum(free, o.clock), o.clock, share)
+        return replace(path, step_factor=step, leak_extra=leak)
 
     def profile(
         self, path: facility.PlantPath, means: np.ndarray, lo: int, held: bool = True
@@ -926,7 +944,9 @@ class Run:
         n = gpu_power.size
         per_gpu = self.per_gpu(means[0])
         running = nominal_throughput / self.token_rate  # share of each interval spent training
-        gpu_power, it_power = _it_path(scenario, line, per_gpu, it_power, running, path, k, lo)
+        gpu_power, it_power = _it_path(
+            scenario, line, per_gpu, it_power, running, path, k, lo, self.paused
+        )
         it_power, rack = facility.storage(scenario, "rack", it_power, dt)
         site = _facility(scenario, it_power, path.cooling_power, k, lo)
         connection, bess = _connection(scenario, it_power, site, dt)
@@ -974,17 +994,18 @@ class Run:
             cuts.append(int(hours[at]))
         return list(zip(cuts, [*cuts[1:], hi], strict=True))
 
-    def campus_job(self, means: np.ndarray, path: facility.PlantPath) -> dict:
+    def campus_job(self, means: np.ndarray, path: facility.PlantPath, scale: float) -> dict:
         """This job's own series as a campus workload on the site's plant (``path``), from its
-        rendered ``means`` over the whole run: what its GPUs and racks draw (its rack batteries
-        in front of them), its throughput and states, its goodput."""
+        rendered ``means`` over the whole run: what its GPUs and racks draw (its ``scale``
+        share of the rack batteries in front of them), its throughput and states, its
+        goodput."""
         scenario, line, k, dt = self.scenario, self.line, self.k, self.dt
         n = means.shape[1]
         running = means[2] / self.token_rate
         gpu_power, it_power = _it_path(
-            scenario, line, self.per_gpu(means[0]), means[1], running, path, k, 0
+            scenario, line, self.per_gpu(means[0]), means[1], running, path, k, 0, self.paused
         )
-        it_power, rack = facility.storage(scenario, "rack", it_power, dt)
+        it_power, rack = facility.storage(scenario, "rack", it_power, dt, scale)
         trained = means[3] if means.shape[0] > 3 else means[2]
         throughput = trained / _over(path.step_factor, k, 0, n)
         state = self.state_at((np.arange(n) + 0.5) * dt)
@@ -1007,8 +1028,7 @@ class Run:
             if o.share < 1.0 or not o.stops:
                 continue
             w = o.windows
-            at = np.searchsorted(w.begin, times, side="right") - 1
-            inside = (at >= 0) & (times < w.end[np.maximum(at, 0)])
+            inside, at = _inside(w, times)
             own = w.origin[at[inside]] + (times[inside] - w.begin[at[inside]])
             state[inside] = render.state_at(w.seg_start, w.seg_state, own)
         return state
@@ -1034,8 +1054,10 @@ class Run:
 
     def realised(self, means: np.ndarray) -> float:
         """The share of the nominal token rate a run with variation trains (evaluations and
-        stragglers train none), from :meth:`render`'s means over the whole run; 1 without."""
-        return 1.0 if means.shape[0] == 3 else share_of(means[3], means[2])
+        stragglers train none), from :meth:`render`'s means over the whole run; 1 without (a
+        clock-lock event's slower tokens are its own: the work failures lose is priced at the
+        job's rate)."""
+        return 1.0 if self.steps is None else share_of(means[3], means[2])
 
     def dataset(
         self, path: facility.PlantPath, variables: dict[str, np.ndarray | _Pieces], lo: int
@@ -1088,7 +1110,7 @@ def prepare(
     cells: np.ndarray,
     rate: np.ndarray,
     job: int = JOB,
-    launch: float = 0.0,
+    launch: tuple[float, float] = (0.0, 0.0),
     flex: Sequence[FlexEvent] | None = None,
 ) -> Run:
     """The run of a scenario, from :func:`preflight`'s ``derived``, ``cells`` and ``rate``: its
@@ -1104,16 +1126,26 @@ def prepare(
     tables = render.cumulative_tables(with_trained(cells, apart))
     token_rate = cells[2, State.RUNNING, 0]
     run = Run(scenario, derived, line, rate, tables, steps, plant_steps(scenario), token_rate)
-    overlays = [] if flex is None else [_flex_overlay(run, cells, event) for event in flex]
-    windows = failed_replicas(scenario, derived, line)
+    overlays = [_flex_overlay(run, cells, event) for event in flex]
+    paused = [o.windows for o in overlays if o.stops]
+    line = _outside(line, paused)  # a paused job does not fail
+    windows = failed_replicas(scenario, derived, line, paused)
     if windows is not None:
         share = scenario.replica_gpus / scenario.cluster.n_gpus
         overlays.append(Overlay(windows, share, *_closed_tables(rate, tables), stops=True))
-    run = replace(run, overlays=tuple(overlays))
+    run = replace(run, line=line, overlays=tuple(overlays))
     ck = scenario.checkpoint
     if ck.mode == "async" and ck.background_power > 0 and derived.checkpoints:
         write = derived.checkpoint_done - derived.checkpoint_stall
-        writes = events.background_writes(line, write, cut=scenario.reliability.scope == "job")
+        pauses = [o.windows for o in overlays if o.stops and o.share == 1.0]
+        paused = None
+        if pauses:
+            begin, end = (np.concatenate([getattr(w, k) for w in pauses]) for k in ("begin", "end"))
+            order = np.argsort(begin)
+            paused = (begin[order], end[order])
+        writes = events.background_writes(
+            line, write, cut=scenario.reliability.scope == "job", paused=paused
+        )
         power = _cluster_mw(ck.background_power, scenario.cluster.n_gpus)
         table = render.cumulative_tables(np.array([[[0.0], [power]]]))
         run = replace(run, writes=writes, write_table=table)
@@ -1134,6 +1166,13 @@ class Overlay:
     stops: bool
     event: FlexEvent | None = None
     clock: float | None = None  # the clock an event locks the GPUs at [1]
+
+
+def _inside(windows: events.Windows, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which of ``times`` [s] fall in one of ``windows`` (in order, apart), and the index of
+    the last window begun at each."""
+    at = np.searchsorted(windows.begin, times, side="right") - 1
+    return (at >= 0) & (times < windows.end[np.maximum(at, 0)]), at
 
 
 def _closed_tables(rate: np.ndarray, tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1204,10 +1243,10 @@ def _flex_clock(scenario: Scenario, cells: np.ndarray, event: FlexEvent) -> floa
     die; a free one holds its cap in compute phases, so only the other phases' does. The
     reduction holds once the dies have settled, within their thermal time constant of the start.
     """
-    gpu, cl = scenario.gpu, scenario.cluster
+    cl = scenario.cluster
     inlet = _event_inlet(scenario, float(cells[1, State.RUNNING].mean()), event)
     nominal = scenario.nominal_die()
-    slope = _psu_slope(scenario) * cl.gpus_per_node * cl.n_nodes / 1e6  # MW per W a GPU
+    slope = _psu_slope(scenario)
 
     def drawn(clock: float | None) -> float:
         """The job's IT power training at a locked ``clock`` (None: its own) [MW]."""
@@ -1217,15 +1256,9 @@ def _flex_clock(scenario: Scenario, cells: np.ndarray, event: FlexEvent) -> floa
         mean = (cells if clock is None else shape_tables(locked, derive(locked))[0])[
             :, State.RUNNING
         ].mean(axis=1)
-        board = mean[0] * 1e6 / cl.n_gpus
-        die = thermal.steady_gpu_temperature(inlet, board, gpu.thermal_resistance)
         off_cap = 1.0 if clock is not None else 1.0 - scenario.compute_share
-        leak = off_cap * float(gpu.leakage(die) - gpu.leakage(nominal))
-        return float(mean[1]) + leak * slope + fans
-
-    # the server fans at that inlet, the same either way, but part of what the reduction is of
-    speed = facility.server_fan_speed(scenario, inlet)
-    fans = float(server_fan_extra(speed, cl.fans.power)) * slope / cl.gpus_per_node
+        board = mean[0] * 1e6 / cl.n_gpus
+        return float(mean[1] + _settled(scenario, inlet, board, nominal, slope, off_cap))
 
     training = drawn(scenario.mitigation.clock_lock)
 
@@ -1244,17 +1277,35 @@ def _flex_clock(scenario: Scenario, cells: np.ndarray, event: FlexEvent) -> floa
     return float(optimize.brentq(shed, LOWEST_FLEX_CLOCK, top, xtol=1e-12))
 
 
-def launch_delay(scenario: Scenario, derived: Derived, job: int) -> float:
-    """When a campus's independent workload ``job`` starts after the run's [s]: uniform over
-    its checkpoint cycle (or its step, without checkpoints), from its own stream, so that its
-    iterations and checkpoints keep no phase with the others'."""
-    cycle = (
-        derived.checkpoint_interval + derived.checkpoint_stall
-        if derived.checkpoints
-        else derived.step_time
-    )
+def _settled(
+    scenario: Scenario,
+    inlet: float,
+    board: np.ndarray | float,
+    reference: np.ndarray | float,
+    slope: float,
+    off_cap: float = 1.0,
+) -> np.ndarray | float:
+    """What a job's dies and fans settled at ``inlet`` [°C] add to its IT power [MW]: each
+    GPU's leakage at its steady die temperature (from its board power [W]) over that at the
+    ``reference`` die temperature [°C] its power curve holds at (``off_cap``: the share of it
+    that shows as power, not as clock), and the server fans at that inlet, through the
+    supplies at ``slope`` [W AC a W DC]."""
+    gpu, cl = scenario.gpu, scenario.cluster
+    die = thermal.steady_gpu_temperature(inlet, board, gpu.thermal_resistance)
+    leak = off_cap * (gpu.leakage(die) - gpu.leakage(reference))
+    fans = server_fan_extra(facility.server_fan_speed(scenario, inlet), cl.fans.power)
+    return (cl.gpus_per_node * leak + fans) * slope * cl.n_nodes / 1e6
+
+
+def launch_delay(scenario: Scenario, derived: Derived, job: int) -> tuple[float, float]:
+    """When a campus's independent workload ``job`` starts after the run's start [s], uniform
+    over one of its steps, and how far into its checkpoint cycle [s], uniform over its
+    interval, from its own stream: its iterations and checkpoints keep no phase with the
+    others', and it waits idle a step at most."""
     seeds = np.random.SeedSequence(scenario.simulation.seed, spawn_key=(job, STREAM_LAUNCH))
-    return float(np.random.default_rng(seeds).uniform(0.0, cycle))
+    rng = np.random.default_rng(seeds)
+    into = derived.checkpoint_interval if derived.checkpoints else 0.0
+    return float(rng.uniform(0.0, derived.step_time)), float(rng.uniform(0.0, into))
 
 
 def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
@@ -1268,7 +1319,7 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
     for j, (name, part) in enumerate(_named_parts(scenario)):
         spec = scenario.campus.workloads[j]
         with _workload(name):
-            flex = [e for e in scenario.flexibility if not e.workloads or name in e.workloads]
+            flex = _events_of(scenario, name)
             if spec.kind == "inference":
                 fleet = _Fleet(part, spec.inference, JOB if aligned else j, flex)
                 runs.append(fleet)
@@ -1276,12 +1327,12 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
                 continue
             derived, cells, rate = preflight(part, memory=False)
             job = JOB if aligned else j
-            launch = 0.0 if aligned else launch_delay(part, derived, j)
+            launch = (0.0, 0.0) if aligned else launch_delay(part, derived, j)
             runs.append(prepare(part, derived, cells, rate, job, launch, flex))
             means.append(runs[-1].render(0, n))
     plant_means = [run.plant_means(m) for run, m in zip(runs, means, strict=True)]
     middle = _times(sim.start, (np.arange(plant_means[0][1].size) + 0.5) * k * dt)
-    halls = _campus_halls(scenario)
+    halls = scenario.hall_members()
     paths: list[facility.PlantPath] = [None] * len(runs)
     plants = []
     for hall, members in halls:  # each hall's plant takes its workloads' heat
@@ -1293,7 +1344,13 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
         for j in members:
             path = facility.job_path(parts[j], site, plant_means[j][0], k * dt)
             paths[j] = runs[j].locked(replace(path, cooling_power=cooling))
-    jobs = [run.campus_job(m, path) for run, m, path in zip(runs, means, paths, strict=True)]
+    # the site's rack batteries, shared by the workloads' racks in proportion to their nameplate
+    nameplate = np.array([facility.design_it_power(p) for p in parts])
+    scales = nameplate / nameplate.sum()
+    jobs = [
+        run.campus_job(m, path, scale)
+        for run, m, path, scale in zip(runs, means, paths, scales, strict=True)
+    ]
     rack = [r for job in jobs for r in job["rack"]]
     # the job-level attrs and the plant state shown are the largest training job's
     training = [isinstance(run, Run) for run in runs]
@@ -1411,17 +1468,25 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
     return annotate(ds)
 
 
-def _campus_halls(scenario: Scenario) -> list[tuple[Scenario, list[int]]]:
-    """A campus's halls, each a scenario of its cooling and electrical keys, with the indices
-    of the workloads in it; without halls, one: the scenario's own, holding every workload."""
-    campus = scenario.campus
-    if not campus.halls:
-        return [(scenario, list(range(len(campus.workloads))))]
-    names = [h.name for h in campus.halls]
-    return [
-        (hall, [j for j, w in enumerate(campus.workloads) if campus.hall_of(w) == name])
-        for hall, name in zip(scenario.halls, names, strict=True)
-    ]
+def _events_of(scenario: Scenario, name: str) -> list[FlexEvent]:
+    """The flexibility events that target the campus workload ``name``."""
+    return [e for e in scenario.flexibility if not e.workloads or name in e.workloads]
+
+
+def _check_fleet_event(scenario: Scenario, spec: Inference, event: FlexEvent) -> None:
+    """An event on an inference fleet starts and ends on its utilisation's steps (the series
+    the event changes is constant over each)."""
+    step = spec.variation_step
+    begin = (event.start - scenario.simulation.start).total_seconds()
+    for what, seconds in (("start", begin), ("duration", event.duration)):
+        if abs(seconds / step - round(seconds / step)) > 1e-6 or round(seconds / step) < (
+            what == "duration"
+        ):
+            raise ScenarioError(
+                f"flexibility {event.name!r}: its {what} ({format_duration(seconds)} from the "
+                f"run's start) is not a whole number of the fleet's inference.variation_step "
+                f"({format_duration(step)}): align it, or shorten the step"
+            )
 
 
 def _named_parts(scenario: Scenario) -> list[tuple[str, Scenario]]:
@@ -1467,9 +1532,6 @@ class _Fleet:
         self.line = None  # no training timeline: no interruptions, no events
         self.busy = spec.busy_power * gpu.tdp
         full = inference.gpu_power(1.0, gpu.idle, self.busy, spec.clock)
-        self.nominal_die = float(
-            thermal.steady_gpu_temperature(cl.fans.temp_nominal, full, gpu.thermal_resistance)
-        )
         node = cl.gpus_per_node * full + cl.rest_power_active
         self.slope = float((cl.psu.input_power(node + 1.0) - cl.psu.input_power(node - 1.0)) / 2)
         clock = np.full(count, spec.clock)
@@ -1478,6 +1540,7 @@ class _Fleet:
         middle = (np.arange(count) + 0.5) * self.step
         self.series = self._series(clock, wanted, serving)
         for event in flex:  # one at a time on a workload: each on the series the others left
+            _check_fleet_event(scenario, spec, event)
             begin = (event.start - sim.start).total_seconds()
             inside = (middle >= begin) & (middle < begin + event.duration)
             clock, wanted, serving, setting = self._flexed(event, inside, clock, wanted, serving)
@@ -1493,10 +1556,27 @@ class _Fleet:
 
     def _series(self, clock: np.ndarray, wanted: np.ndarray, serving: np.ndarray) -> np.ndarray:
         """GPU and IT power [MW] and tokens served [tokens/s] on each step of the utilisation
-        series, at each step's ``clock`` [1], demand ``wanted`` [1] and whether ``serving``."""
-        cl, gpu, spec = self.scenario.cluster, self.scenario.gpu, self.spec
+        series, at each step's ``clock`` [1], demand ``wanted`` [1] and whether ``serving``.
+
+        The job's mitigations hold: a clock lock lowers the clock; a power cap lowers it as far
+        as the cap needs (the GPUs busier for it, demand beyond refused); software burn holds
+        the board at its floor."""
+        cl, gpu, spec, m = (
+            self.scenario.cluster,
+            self.scenario.gpu,
+            self.spec,
+            self.scenario.mitigation,
+        )
+        clock = np.minimum(clock, m.clock_lock or 1.0)
+        if m.power_cap is not None and m.power_cap < self.busy:
+            # the dynamic part at clock c is (busy - idle) * min(c^2 * wanted, c^3)
+            room = max(m.power_cap - gpu.idle, 0.0) / (self.busy - gpu.idle)
+            partly = np.sqrt(room / np.maximum(wanted, 1e-12))  # busy part of the time
+            clock = np.minimum(clock, np.where(partly >= wanted, partly, np.cbrt(room)))
         served = np.where(serving, np.minimum(wanted, clock), 0.0)  # capacity follows the clock
         board = inference.gpu_power(served / clock, gpu.idle, self.busy, clock)
+        if m.software_burn is not None:
+            board = np.maximum(board, m.software_burn * gpu.tdp)
         node = cl.psu.input_power(cl.gpus_per_node * board + cl.rest_power_active)
         return np.array(
             [
@@ -1521,21 +1601,15 @@ class _Fleet:
         asked."""
         if event.lever == "pause":
             return clock, wanted, serving & ~inside, None
-        cl, gpu = self.scenario.cluster, self.scenario.gpu
+        cl = self.scenario.cluster
         before = self._series(clock, wanted, serving)[:, inside]
         inlet = _event_inlet(self.scenario, float(before[1].mean()), event)
-        fans = float(server_fan_extra(facility.server_fan_speed(self.scenario, inlet), 1.0))
-        fans *= cl.fans.power * self.slope * cl.n_nodes / 1e6
 
         def drawn(series: np.ndarray) -> float:
-            """Mean IT power over the event with the dies' leakage at the event's inlet [MW]."""
+            """Mean IT power over the event, its dies and fans settled at the event's inlet."""
             board = series[0] * 1e6 / cl.n_gpus
-            die = thermal.steady_gpu_temperature(inlet, board, gpu.thermal_resistance)
-            leak = gpu.leakage(die) - gpu.leakage(self.nominal_die)
-            return (
-                float((series[1] + leak * self.slope * cl.gpus_per_node * cl.n_nodes / 1e6).mean())
-                + fans
-            )
+            extra = _settled(self.scenario, inlet, board, self.reference_die(board), self.slope)
+            return float((series[1] + extra).mean())
 
         target = (1.0 - event.reduction) * drawn(before)
 
@@ -1593,16 +1667,25 @@ class _Fleet:
         per_gpu = means[0] * 1e6 / self.scenario.cluster.n_gpus
         return _block_mean(per_gpu, self.k), _block_mean(means[1], self.k)
 
-    def campus_job(self, means: np.ndarray, path: facility.PlantPath) -> dict:
-        """The fleet's series on the site's plant: its GPUs leak more when hot (they run below
-        their cap, so power, not the clock, gives), its server fans follow the inlet."""
+    def reference_die(self, board: np.ndarray | float) -> np.ndarray | float:
+        """The die temperature [°C] at which a GPU drawing ``board`` [W] draws that: its
+        power curve holds at the nominal inlet (its leakage there is in it)."""
+        cl, gpu = self.scenario.cluster, self.scenario.gpu
+        return thermal.steady_gpu_temperature(cl.fans.temp_nominal, board, gpu.thermal_resistance)
+
+    def campus_job(self, means: np.ndarray, path: facility.PlantPath, scale: float) -> dict:
+        """The fleet's series on the site's plant: its GPUs leak more when hot and less when
+        cool than at the nominal inlet (they run below their cap, so power, not the clock,
+        gives), its server fans follow the inlet; its ``scale`` share of the rack batteries in
+        front of its racks."""
         cl, gpu, k, n = self.scenario.cluster, self.scenario.gpu, self.k, means.shape[1]
-        leak = _over(gpu.leakage(path.gpu_temp) - gpu.leakage(self.nominal_die), k, 0, n)
+        board = means[0] * 1e6 / cl.n_gpus
+        leak = _over(gpu.leakage(path.gpu_temp), k, 0, n) - gpu.leakage(self.reference_die(board))
         fans = _over(path.fan_extra, k, 0, n)
         gpu_power = means[0] + _cluster_mw(leak, cl.n_gpus)
         node = (cl.gpus_per_node * leak + fans) * self.slope
         it_power = means[1] + _cluster_mw(node, cl.n_nodes)
-        it_power, rack = facility.storage(self.scenario, "rack", it_power, self.dt)
+        it_power, rack = facility.storage(self.scenario, "rack", it_power, self.dt, scale)
         return {
             "gpu_power": gpu_power,
             "it_power": it_power,
@@ -1624,7 +1707,7 @@ def flex_variables(
     sim, dt = scenario.simulation, scenario.simulation.dt
     rows = []
     for event in scenario.flexibility:
-        begin = int(round((event.start - sim.start).total_seconds() / dt))
+        begin = int((event.start - sim.start).total_seconds() // dt)  # the step it starts in
         end = min(begin + max(int(round(event.duration / dt)), 1), sim.n_steps)
         before = slice(max(begin - int(round(HOUR_S / dt)), 0), begin)
         for j, (name, run) in enumerate(zip(names, runs, strict=True)):
@@ -1665,15 +1748,53 @@ def _setting(run: Run | _Fleet, event: FlexEvent) -> float:
 
 
 def failed_replicas(
-    scenario: Scenario, derived: Derived, line: events.Timeline
+    scenario: Scenario,
+    derived: Derived,
+    line: events.Timeline,
+    paused: Sequence[events.Windows] = (),
 ) -> events.Windows | None:
     """The recovery of each replica that failed in the job's timeline ``line``, closed by the
     state after the last (:class:`~powermodel.models.events.State`'s count); None unless
-    ``reliability.scope`` is "replica"."""
+    ``reliability.scope`` is "replica". At most all replicas but one recover at once (a
+    failure beyond lands on one already down); a recovery a pause of the job (``paused``)
+    overtakes ends at it, and the replica restarts with the job."""
     if scenario.reliability.scope == "job":
         return None
+    closed = len(State)
     sequences = replica_recoveries(scenario, derived)
-    return events.replica_windows(line, sequences, derived.step_time, len(State))
+    windows = events.replica_windows(line, sequences, derived.step_time, closed)
+    replicas = scenario.cluster.n_gpus // scenario.replica_gpus
+    keep = events.at_most(windows.begin, windows.end, replicas - 1)
+    end = windows.end.copy()
+    for w in paused:
+        overtaken = (windows.begin < w.begin[:, None]) & (end > w.begin[:, None])
+        end = np.where(overtaken.any(axis=0), np.minimum(end, _first_at(w.begin, windows)), end)
+    return events.trimmed(windows, keep, end, closed)
+
+
+def _first_at(begins: np.ndarray, windows: events.Windows) -> np.ndarray:
+    """For each of ``windows``, the first of ``begins`` [s] after its start (inf if none)."""
+    at = np.searchsorted(begins, windows.begin, side="right")
+    return np.append(begins, np.inf)[at]
+
+
+def _outside(line: events.Timeline, paused: Sequence[events.Windows]) -> events.Timeline:
+    """``line`` without its interruptions inside the ``paused`` windows (the job's own draws
+    go on under a pause, but a paused job neither fails nor loses work)."""
+    if not paused:
+        return line
+    keep = np.ones(line.event_time.size, bool)
+    for w in paused:
+        at = np.searchsorted(w.begin, line.event_time, side="right") - 1
+        keep &= ~((at >= 0) & (line.event_time < w.end[np.maximum(at, 0)]))
+    lost = line.event_lost_work[keep]
+    return replace(
+        line,
+        event_time=line.event_time[keep],
+        event_cause=line.event_cause[keep],
+        event_lost_work=lost,
+        lost_work=float(lost.sum()),
+    )
 
 
 def kept_training(line: events.Timeline, overlays: Sequence[Overlay]) -> float:
@@ -1754,6 +1875,7 @@ def _it_path(
     path: facility.PlantPath,
     k: int,
     lo: int,
+    paused: np.ndarray = NO_PAUSES,
 ) -> tuple[np.ndarray, np.ndarray]:
     """What the GPUs and the racks finally draw: ``gpu_power`` and ``it_power`` [MW].
 
@@ -1766,7 +1888,7 @@ def _it_path(
     """
     cl, dt, n = scenario.cluster, scenario.simulation.dt, per_gpu.size
     leak = running * _over(path.leak_extra, k, lo, n)  # W per GPU, DC
-    drawn = stop_ramps(scenario, line, per_gpu + leak, dt)  # W per GPU, DC
+    drawn = stop_ramps(scenario, line, per_gpu + leak, dt, paused)  # W per GPU, DC
     fans = _over(path.fan_extra, k, lo, n)  # W per node, DC
     node = (cl.gpus_per_node * (drawn - per_gpu) + fans) * _psu_slope(scenario)  # W per node, AC
     return _cluster_mw(drawn, cl.n_gpus), it_power + _cluster_mw(node, cl.n_nodes)

@@ -280,7 +280,8 @@ VARIABLES: dict[str, dict[str, str]] = {
     "flex_baseline": {
         "units": "MW",
         "long_name": "Workload IT power in the hour before the event",
-        "description": "The baseline the shed is measured from (a same-day baseline).",
+        "description": "The baseline the shed is measured from (a same-day baseline); NaN "
+        "for an event at the run's start, with no hour before it.",
     },
     "flex_power": {
         "units": "MW",

@@ -195,3 +195,33 @@ def test_a_part_reads_as_a_run_and_the_parts_add_up():
         part(ds)
     with pytest.raises(PowerModelError, match="no workload 'x'.*choose one of"):
         part(ds, workload="x")
+
+
+@pytest.mark.parametrize(
+    ("campus", "message"),
+    [
+        ({"workloads": [{"name": "f", "kind": "inference"}]}, "training workload at least"),
+        (
+            {"workloads": [{"name": "a", "set": {"mitigation": {"storage": []}}}]},
+            "mitigation.storage",
+        ),
+        (
+            {"halls": [{"name": "h", "set": {"cooling.dt": "5min"}}], "workloads": [{"name": "a"}]},
+            "cooling.dt",
+        ),
+    ],
+)
+def test_a_campus_refuses_more_that_cannot_be(campus, message):
+    with pytest.raises(ScenarioError, match=message):
+        load_scenario(REFERENCE, {"campus": campus})
+
+
+def test_the_sites_rack_batteries_are_shared_by_nameplate():
+    battery = {"location": "rack", "power": 3.0, "energy": 0.05}
+    base = {"cluster.gpu": "GB300", "mitigation.storage": [battery], "simulation.duration": "2h"}
+    pair = {"aligned": True, "workloads": [{"name": "a"}, {"name": "b"}]}
+    one = simulate(load_scenario(REFERENCE, base))
+    two = simulate(load_scenario(REFERENCE, {**base, "campus": pair}))
+    # the same 3 MW battery in front of twice the racks: each workload's half of it
+    assert_allclose(one.rack_storage_power.values.max(), 3.0)
+    assert_allclose(two.rack_storage_power.values.max(), 3.0)

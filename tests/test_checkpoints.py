@@ -87,3 +87,30 @@ def test_goodput_gains_match_the_stall_saved():
         gains[lock] = gained / (runs["async"][1].attrs["token_rate"] * saved)
     assert_allclose(gains[0.9], 1.0, rtol=1e-9)
     assert 0.8 < gains[None] < 1.0
+
+
+def test_writes_in_flight_queue_and_stop_for_a_pause():
+    # writes of 113 s every 2 min, and planned stops whose checkpoint comes while one is still
+    # in flight: the next waits, so no more than one write's power is ever on
+    slow = {
+        "simulation.duration": "3h",
+        "checkpoint.mode": "async",
+        "checkpoint.interval": "2min",
+        "checkpoint.write_bandwidth": 50.0,
+        "checkpoint.background_power": 1000.0,
+        "reliability.planned_count": 2000,
+    }
+    with_writes = simulate(load_scenario(REFERENCE, slow))
+    without = simulate(load_scenario(REFERENCE, {**slow, "checkpoint.background_power": 0.0}))
+    extra = with_writes.it_power.values - without.it_power.values
+    assert extra.max() <= 1000.0 * 16384 / 1e6 * (1 + 1e-9)
+    # a pause stops the writes: none while the job is idle
+    pause = {"start": "2024-07-01T01:00:00", "duration": "1h", "lever": "pause"}
+    paused = simulate(load_scenario(REFERENCE, {**slow, "flexibility": [pause]}))
+    idle = simulate(
+        load_scenario(
+            REFERENCE, {**slow, "checkpoint.background_power": 0.0, "flexibility": [pause]}
+        )
+    )
+    during = slice(3600 + 120, 7200)
+    assert_allclose(paused.it_power.values[during], idle.it_power.values[during], rtol=1e-12)

@@ -208,3 +208,31 @@ def test_hot_spares_swap_in_for_the_restart_and_draw_idle_power():
     assert_allclose(tables[1] - tables[0], idle, rtol=1e-9)
     with pytest.raises(ScenarioError, match="spare_nodes"):
         load_scenario(REFERENCE, {"reliability.spare_swap_time": "1min"})
+
+
+def test_replicas_down_never_exceed_the_job_and_a_pause_stops_failures():
+    # two replicas of 8,192 GPUs failing far more often than they recover: at most one is down
+    # at a time (a failure beyond lands on the one already down), so the GPUs never draw less
+    # than all of them idle, and no token rate goes negative
+    floor = 16384 * 80.0 / 1e6  # the H100's idle, 80 W [MW]
+    heavy = {"reliability.scope": "replica", "reliability.replica_gpus": 8192}
+    ds = simulate(
+        load_scenario(
+            REFERENCE, {**heavy, "simulation.duration": "6h", "reliability.rate_scale": 30.0}
+        )
+    )
+    assert ds.gpu_power.values.min() >= floor * (1 - 1e-9)
+    assert ds.throughput.values.min() >= 0.0
+    # a pause of the whole job over replica failures: idle throughout, no failure inside it
+    pause = {"start": "2024-07-01T02:00:00", "duration": "6h", "lever": "pause"}
+    ds = simulate(
+        load_scenario(
+            REFERENCE,
+            {**heavy, "simulation.duration": "12h", "reliability.rate_scale": 3.0,
+             "flexibility": [pause]},
+        )
+    )  # fmt: skip
+    paused = ds.gpu_power.values[2 * 3600 + 60 : 8 * 3600]
+    assert_allclose(paused, floor, rtol=1e-9)
+    hours = (ds.event_time.values - ds.time.values[0]) / np.timedelta64(3600, "s")
+    assert not np.any((hours >= 2) & (hours < 8))

@@ -35,7 +35,7 @@ def rendered(scenario):
     steps = drawn_steps(scenario, derived, line, cells)
     sim = scenario.simulation
     edges = np.arange(sim.n_steps + 1) * sim.dt
-    cumulative = render.cumulative_tables(with_trained(cells, steps))
+    cumulative = render.cumulative_tables(with_trained(cells, steps is not None))
     means = render.interval_means(
         line.start, line.state.astype(np.int64), rate, cumulative, edges, steps
     )

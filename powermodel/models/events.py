@@ -8,6 +8,7 @@ in a few vectorised batches: there is no loop over events or checkpoints.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -162,6 +163,38 @@ def clipped_windows(line: Timeline, begin: np.ndarray, end: np.ndarray, closed: 
     return _closed(begin, end, origin, origin[owner] + offset, line.state[index], closed)
 
 
+def trimmed(windows: Windows, keep: np.ndarray, end: np.ndarray, closed: int) -> Windows:
+    """The ``windows`` where ``keep``, each ending at ``end`` [s] (no later than it did)."""
+    w = windows
+    owner = np.searchsorted(w.origin, w.seg_start, side="right") - 1
+    body = (w.seg_state != closed) & keep[owner]
+    end = np.minimum(end, w.end)
+    return _closed(
+        w.begin[keep], end[keep], w.origin[keep], w.seg_start[body], w.seg_state[body], closed
+    )
+
+
+def at_most(begin: np.ndarray, end: np.ndarray, most: int) -> np.ndarray:
+    """Which of the windows ``[begin, end)`` (by ``begin``, in order) to keep so that no more
+    than ``most`` overlap: a window that would make one more is dropped (its replica is one of
+    those already down)."""
+    keep = np.ones(begin.size, bool)
+    if begin.size == 0:
+        return keep
+    ended = np.searchsorted(np.sort(end), begin, side="right")
+    if np.max(np.arange(begin.size) - ended) < most:  # never that many at once: all kept
+        return keep
+    down: list[float] = []  # the ends of the windows open, a heap; a rare, short pass
+    for i, (b, e) in enumerate(zip(begin, end, strict=True)):
+        while down and down[0] <= b:
+            heapq.heappop(down)
+        if len(down) >= most:
+            keep[i] = False
+        else:
+            heapq.heappush(down, e)
+    return keep
+
+
 def _origins(length: np.ndarray) -> np.ndarray:
     """Where windows of ``length`` [s] begin on their own axis, one after the other, apart."""
     return np.concatenate(([0.0], np.cumsum(length + WINDOW_GAP)))[:-1]
@@ -192,21 +225,38 @@ WINDOW_GAP = 1.0
 
 
 def background_writes(
-    line: Timeline, write: float, cut: bool = True
+    line: Timeline,
+    write: float,
+    cut: bool = True,
+    paused: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """When an asynchronous checkpoint's background write runs: from the end of each
-    checkpoint stall for ``write`` [s], with ``cut`` cut short where a failure stops the job
-    first (its processes die with it; where a failure stops one replica, the others write on).
+    checkpoint stall for ``write`` [s], a write waiting for the one before to finish (a planned
+    stop's checkpoint can follow a write still in flight); with ``cut`` cut short where a
+    failure stops the job first (its processes die with it; where a failure stops one replica,
+    the others write on), and where a pause of the job (``paused``: its starts and ends [s])
+    stops it; none starts while paused.
 
     Returns a timeline of two states: segment starts [s] and whether a write runs (1) or not
     (0), from 0 (nothing written yet).
     """
     seg_end = np.append(line.start[1:], line.duration)
-    begin = seg_end[line.state == State.CHECKPOINT]
+    ready = seg_end[line.state == State.CHECKPOINT]
+    # each write ends a write-time after the later of its checkpoint and the write before
+    index = np.arange(ready.size)
+    queued = np.maximum.accumulate(ready - index * write) + index * write  # when each can start
+    waits = queued > ready + 1e-9 * write
+    begin = np.where(waits, queued, ready)
+    end = begin + write
     stops = line.start[line.state == State.STALLED] if cut else np.empty(0)
+    if paused is not None:
+        stops = np.sort(np.concatenate((stops, paused[0])))
+        at = np.searchsorted(paused[0], begin, side="right") - 1
+        inside = (at >= 0) & (begin < paused[1][np.maximum(at, 0)])
+        begin, end = begin[~inside], end[~inside]
     first = np.searchsorted(stops, begin, side="left")
     stop = np.append(stops, np.inf)[first]
-    end = np.minimum(np.minimum(begin + write, stop), line.duration)
+    end = np.minimum(np.minimum(end, stop), line.duration)
     keep = end > begin
     start = np.concatenate(([0.0], np.column_stack((begin[keep], end[keep])).ravel()))
     state = np.concatenate(([0], np.tile([1, 0], int(keep.sum()))))
@@ -306,6 +356,7 @@ def job_timeline(
     checkpoint_stall: float,
     checkpoint_done: float,
     rng: np.random.Generator,
+    phase: float = 0.0,
 ) -> Timeline:
     """Draw one job timeline.
 
@@ -328,6 +379,9 @@ def job_timeline(
         blocking; longer when the write continues in the background). [s]
     rng
         Random generator of this job's failures.
+    phase
+        Training time into its checkpoint cycle the job is at its first start (less than
+        ``interval``: its first checkpoint comes that much sooner). [s]
     """
     rates = np.asarray(rates, dtype=float)
     down = np.array([r.duration for r in recoveries])
@@ -342,16 +396,20 @@ def job_timeline(
     cause = cause[:n_events]
 
     cycle = interval + checkpoint_stall
-    length = period_end - period_start
+    # the first period's cycles counted from ``phase`` before its start: none of that trained
+    ahead = np.zeros(period_start.size)
+    ahead[0] = phase
+    length = period_end - (period_start - ahead)
     n_full = np.floor(length / cycle)
     rest = length - n_full * cycle
-    running = n_full * interval + np.minimum(rest, interval)
+    running = n_full * interval + np.minimum(rest, interval) - ahead
     last_done = np.floor((length - interval - checkpoint_done) / cycle)
-    saved = np.maximum(last_done + 1.0, 0.0) * interval
+    saved = np.maximum(np.maximum(last_done + 1.0, 0.0) * interval - ahead, 0.0)
     loses = np.array([r.loses_work for r in recoveries], dtype=bool)[cause]
     lost = np.where(loses, running[:n_events] - saved[:n_events], 0.0)
 
-    run_start, run_state = _up_segments(period_start, length, n_full, rest, interval, cycle)
+    run_start, run_state = _up_segments(period_start - ahead, length, n_full, rest, interval, cycle)
+    run_start = np.maximum(run_start, t0)  # the first running segment from the start
     rec_start, rec_state = _sequence_segments(
         failure[:n_events], [r.steps for r in recoveries], cause
     )
