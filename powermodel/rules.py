@@ -37,7 +37,7 @@ from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.iotools import is_file, read_text
 from powermodel.iotools.trace import read_trace  # noqa: F401  (rules.read_trace, as before)
 from powermodel.models import signal
-from powermodel.models.events import State
+from powermodel.models.events import STATE_RANK, State
 from powermodel.scenario import (
     DAY,
     Duration,
@@ -75,21 +75,10 @@ __all__ = [
 Statistic = Literal["range", "net_change", "rate", "average_slope"]
 PER_MINUTE = ("rate", "average_slope")  # statistics read per minute; the others per window
 
-# Causes, strongest first: a window holding several is attributed to the first. A restart
-# comes first because its window may still hold the idle time of the failure before it.
+# Causes, strongest first: a window holding several is attributed to the first (the job
+# states' ranks, powermodel.models.events.STATE_RANK: the cause code of each state)
 CAUSES = ("restart", "failure", "maintenance", "checkpoint", "iteration swing", "weather")
-_STATE_CAUSE = {
-    State.STARTING: 0,
-    State.LOADING: 0,
-    State.RAMP: 0,
-    State.STALLED: 1,
-    State.FAILED_IDLE: 1,
-    State.MAINTENANCE: 2,
-    State.CHECKPOINT: 3,
-    State.RUNNING: 4,
-}
-# the cause code of each job state, indexed by the state's value
-_STATE_CODE = np.array([_STATE_CAUSE[State(v)] for v in range(len(State))], np.int8)
+_STATE_CODE = STATE_RANK
 UNKNOWN = "unknown"  # a measured trace has no job state
 
 
@@ -820,7 +809,7 @@ class _PieceCodes:
         following = code[1:] if after is None else np.r_[code[1:], _STATE_CODE[after["job_state"]]]
         np.minimum(code[: following.size], following, out=code[: following.size])
         if self.warm is not None:
-            code[self.warm(code == _STATE_CAUSE[State.RAMP], 0)] = _STATE_CAUSE[State.RAMP]
+            code[self.warm(code == _STATE_CODE[State.RAMP], 0)] = _STATE_CODE[State.RAMP]
         return code
 
 

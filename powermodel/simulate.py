@@ -1394,7 +1394,11 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
         "pue": _hourly_ratio(site_power["facility_power"], it_power, dt),
         # tokens trained: an inference fleet's served tokens are its own workload's
         "throughput": sum(job["throughput"] for job, t in zip(jobs, training, strict=True) if t),
-        "job_state": jobs[largest]["job_state"],
+        # the campus's state: at each instant its training jobs' strongest (a failure of any
+        # shows), so that the rules attribute a swing to the workload that made it
+        "job_state": _strongest(
+            [job["job_state"] for job, t in zip(jobs, training, strict=True) if t]
+        ),
         **runs[largest].held(shown, 0, n),
         "cooling_power": _held(sum(c for _, c, _ in plants) / 1e6, k, 0, n),
         "misc_power": _held(np.array([site_power["misc_power"]]), n, 0, n),
@@ -1466,6 +1470,14 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
         campus_aligned=int(aligned),
     )
     return annotate(ds)
+
+
+def _strongest(states: list[np.ndarray]) -> np.ndarray:
+    """At each step, the strongest of the ``states`` (:data:`events.STATE_RANK`: a restart,
+    a failure, maintenance, a checkpoint, training)."""
+    stacked = np.stack(states)
+    pick = np.argmin(events.STATE_RANK[stacked], axis=0)
+    return np.take_along_axis(stacked, pick[None], axis=0)[0]
 
 
 def _events_of(scenario: Scenario, name: str) -> list[FlexEvent]:

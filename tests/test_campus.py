@@ -15,6 +15,7 @@ from powermodel import load_scenario, metrics, simulate
 from powermodel.analysis import part
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.facility import design_day, design_it_power
+from powermodel.rules import check, load_rules
 
 REFERENCE = "llama3-405b-16k-h100"
 
@@ -225,3 +226,22 @@ def test_the_sites_rack_batteries_are_shared_by_nameplate():
     # the same 3 MW battery in front of twice the racks: each workload's half of it
     assert_allclose(one.rack_storage_power.values.max(), 3.0)
     assert_allclose(two.rack_storage_power.values.max(), 3.0)
+
+
+def test_the_rules_attribute_a_swing_to_the_workload_that_made_it():
+    # the big job never stops; the small one fails and checkpoints: the campus's job_state is
+    # its workloads' strongest at each instant, so the small job's failures are failures
+    quiet = {"reliability.rate_scale": 0.0, "reliability.planned_count": 0}
+    small = {"cluster.n_gpus": 12288, "workload.tokens_per_step": 12582912}
+    small["reliability.rate_scale"] = 5.0
+    campus = {"workloads": [{"name": "big"}, {"name": "small", "set": small}]}
+    ds = simulate(
+        load_scenario(REFERENCE, {"simulation.duration": "1d", **quiet, "campus": campus})
+    )
+    states = ds.workload_job_state.values
+    started = np.argmax(states[0] == 0)  # after the big job's first start it never stops
+    assert np.all(states[0][started:] == 0) and np.any(states[1] == 3)  # the small one fails
+    failing = (states[1] == 3) & (np.arange(states.shape[1]) >= started)
+    assert failing.any() and np.all(ds.job_state.values[failing] == 3)
+    (result,) = check(ds, load_rules("ercot-5s"))
+    assert result.by_cause.get("failure", 0) > 0 and result.by_cause.get("restart", 0) > 0

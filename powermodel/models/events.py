@@ -28,6 +28,24 @@ class State(IntEnum):
     STARTING = 7  # appended: the codes before it keep their meaning
 
 
+# What each state says of a change of power, strongest first: a restart, a failure,
+# maintenance, a checkpoint, training (indexed by the state's value). A restart comes first
+# because a window holding it may still hold the idle time of the failure before it. The rules
+# attribute a violation to the strongest state in its window; a campus shows, at each instant,
+# its workloads' strongest.
+_RANK = {
+    State.STARTING: 0,
+    State.LOADING: 0,
+    State.RAMP: 0,
+    State.STALLED: 1,
+    State.FAILED_IDLE: 1,
+    State.MAINTENANCE: 2,
+    State.CHECKPOINT: 3,
+    State.RUNNING: 4,
+}
+STATE_RANK = np.array([_RANK[State(v)] for v in range(len(State))], np.int8)
+
+
 @dataclass(frozen=True)
 class Recovery:
     """What follows one kind of interruption: ``(state, duration [s])`` in order."""
