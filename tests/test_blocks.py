@@ -16,7 +16,6 @@ from powermodel.analysis import max_swing, ramps, step_seconds
 from powermodel.models import signal
 from powermodel.models.events import State
 from powermodel.rules import (
-    _STATE_CAUSE,
     _STATE_CODE,
     LABELS,
     _attribute,
@@ -120,8 +119,8 @@ def _whole(ds, rule, limit, lookback):
     code = _STATE_CODE[state]
     np.minimum(code[:-1], code[1:], out=code[:-1])  # an interval holds the next state's start
     warm = _warm_up(ds, dt)
-    restart = code == _STATE_CAUSE[State.RAMP]
-    code[signal.rolling_max(restart, warm + 1)] = _STATE_CAUSE[State.RAMP]
+    restart = code == _STATE_CODE[State.RAMP]
+    code[signal.rolling_max(restart, warm + 1)] = _STATE_CODE[State.RAMP]
     checkpoint = state == State.CHECKPOINT
     stalled = checkpoint.copy()
     stalled[1:] |= checkpoint[:-1]
