@@ -430,36 +430,47 @@ def _ft_hsdp_figure() -> go.Figure:
 def ft_hsdp_synchronous() -> Anchor:
     """Fully synchronous training at O(100K) GPUs kept 44 % of its time training [P, ft_hsdp]:
     the failure rate is fitted to it."""
-    kept = ft_hsdp_training_time("job")
-    return Anchor(
-        name="Synchronous training at ~100K GPUs",
-        source="P, ft_hsdp",
-        published="44 % effective training time, 10 min a failure",
-        model=f"{100 * kept.mean():.1f} % ({FT_HSDP_SEEDS} seeds, P5-P95 "
-        f"{100 * np.percentile(kept, 5):.1f}-{100 * np.percentile(kept, 95):.1f} %)",
-        tolerance="within 2 points: the failure rate (2.9 times the reference's, an MTBF of "
-        "9.9 min) is fitted to it; the 10 min a failure is the source's",
-        kind=CALIBRATED,
-        passed=abs(kept.mean() - FT_HSDP_PUBLISHED["job"]) <= 0.02,
-        figure=_ft_hsdp_figure(),
+    return _ft_hsdp_anchor(
+        "job",
+        "Synchronous training at ~100K GPUs",
+        "44 % effective training time, 10 min a failure",
+        "within 2 points: the failure rate (2.9 times the reference's, an MTBF of 9.9 min) is "
+        "fitted to it; the 10 min a failure is the source's",
+        CALIBRATED,
+        0.02,
     )
 
 
 def ft_hsdp_replicas() -> Anchor:
     """Restarting only the failed replica (FT-HSDP) raised it to 80 % [P, ft_hsdp]: predicted
     with the rate fitted to the synchronous 44 % and the published 3-min stall a failure."""
-    kept = ft_hsdp_training_time("replica")
+    return _ft_hsdp_anchor(
+        "replica",
+        "Fault-tolerant HSDP at ~100K GPUs",
+        "80 % effective training time, 3 min a failure",
+        "within 10 points: the abstract gives no failure rate or other overheads; inputs are "
+        "the source's 3-min stall and the rate fitted to its 44 %, the rest (the failed "
+        "replica's share while it recovers, no work lost) is the model's",
+        PREDICTED,
+        0.10,
+    )
+
+
+def _ft_hsdp_anchor(
+    scope: str, name: str, published: str, tolerance: str, kind: str, band: float
+) -> Anchor:
+    """An FT-HSDP anchor: the effective training time with failures of ``scope`` against the
+    published figure, within ``band``."""
+    kept = ft_hsdp_training_time(scope)
     return Anchor(
-        name="Fault-tolerant HSDP at ~100K GPUs",
+        name=name,
         source="P, ft_hsdp",
-        published="80 % effective training time, 3 min a failure",
+        published=published,
         model=f"{100 * kept.mean():.1f} % ({FT_HSDP_SEEDS} seeds, P5-P95 "
         f"{100 * np.percentile(kept, 5):.1f}-{100 * np.percentile(kept, 95):.1f} %)",
-        tolerance="within 10 points: the abstract gives no failure rate or other overheads; "
-        "inputs are the source's 3-min stall and the rate fitted to its 44 %, the rest "
-        "(the failed replica's share while it recovers, no work lost) is the model's",
-        kind=PREDICTED,
-        passed=abs(kept.mean() - FT_HSDP_PUBLISHED["replica"]) <= 0.10,
+        tolerance=tolerance,
+        kind=kind,
+        passed=abs(kept.mean() - FT_HSDP_PUBLISHED[scope]) <= band,
         figure=_ft_hsdp_figure(),
     )
 
