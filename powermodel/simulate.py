@@ -117,6 +117,7 @@ CHUNK_STEPS = 1 << 18
 BLOCK = 1 << 16  # steps of an element-wise pass: its temporaries stay in the CPU cache
 WRITE_RATE = np.ones(2)  # the background writes' shapes are constant: any rate
 NO_PAUSES = np.empty(0)
+HOUR_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -712,7 +713,7 @@ def simulate(
         }
     )
     if scenario.flexibility:
-        ds.update(flex_variables(scenario, ds, [run], [ds["it_power"].values]))
+        ds.update(flex_variables(scenario, [run], [ds["it_power"].values]))
     for chain in chains:  # the profile's own step: no need to read it back from its times
         ds[f"{chain.variable}_{chain.key}"] = _reading(ds, chain, chain.variable, run.dt, True)
     return annotate(ds)
@@ -1230,9 +1231,6 @@ def _event_inlet(scenario: Scenario, heat: float, event: FlexEvent) -> float:
     return float(site.out.supply_temp[during].mean() + scenario.cooling.inlet_offset)
 
 
-HOUR_S = 3600.0
-
-
 def _flex_clock(scenario: Scenario, cells: np.ndarray, event: FlexEvent) -> float:
     """The clock lock that lowers the training job's IT power by ``reduction`` [1] of what it
     draws training, found between :data:`LOWEST_FLEX_CLOCK` and its own clock.
@@ -1462,7 +1460,7 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
             np.array([scenario.campus.hall_of(w) for w in scenario.campus.workloads], object),
         )
     if scenario.flexibility:
-        ds.update(flex_variables(scenario, ds, runs, [job["it_power"] for job in jobs]))
+        ds.update(flex_variables(scenario, runs, [job["it_power"] for job in jobs]))
     ds.attrs.update(
         scenario=scenario.to_json(),
         title=f"powermodel: {scenario.name or 'campus'}",
@@ -1709,7 +1707,7 @@ class _Fleet:
 
 
 def flex_variables(
-    scenario: Scenario, ds: xr.Dataset, runs: Sequence[Run | _Fleet], it: Sequence[np.ndarray]
+    scenario: Scenario, runs: Sequence[Run | _Fleet], it: Sequence[np.ndarray]
 ) -> dict[str, tuple]:
     """Each flexibility event on each workload it targets (the dimension ``flex``): its
     lever, setting and timing, the workload's IT power in the hour before and during it (a
