@@ -1308,150 +1308,66 @@ def launch_delay(scenario: Scenario, derived: Derived, job: int) -> tuple[float,
 
 def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
     """:func:`simulate` of a campus: each workload rendered as a job of its own, its servers on
-    the site's plant; their IT power summed before the facility and the connection."""
-    parts, aligned = scenario.parts, scenario.campus.aligned
+    its hall's plant; the halls' IT power, losses and plants summed at the connection."""
     check_memory(scenario, sensors)
     sim, dt, k = scenario.simulation, scenario.simulation.dt, plant_steps(scenario)
-    n = sim.n_steps
-    runs, means = [], []
-    for j, (name, part) in enumerate(_named_parts(scenario)):
-        spec = scenario.campus.workloads[j]
-        with _workload(name):
-            flex = _events_of(scenario, name)
-            if spec.kind == "inference":
-                fleet = _Fleet(part, spec.inference, JOB if aligned else j, flex)
-                runs.append(fleet)
-                means.append(fleet.render(0, n))
-                continue
-            derived, cells, rate = preflight(part, memory=False)
-            job = JOB if aligned else j
-            launch = (0.0, 0.0) if aligned else launch_delay(part, derived, j)
-            runs.append(prepare(part, derived, cells, rate, job, launch, flex))
-            means.append(runs[-1].render(0, n))
-    plant_means = [run.plant_means(m) for run, m in zip(runs, means, strict=True)]
-    middle = _times(sim.start, (np.arange(plant_means[0][1].size) + 0.5) * k * dt)
-    halls = scenario.hall_members()
-    paths: list[facility.PlantPath] = [None] * len(runs)
-    plants = []
-    for hall, members in halls:  # each hall's plant takes its workloads' heat
-        heat = sum(plant_means[j][1] for j in members) * 1e6
-        design = sum(facility.design_it_power(parts[j]) for j in members)
-        site = facility.site_plant(hall, middle, heat, k * dt, design)
-        cooling = facility.campus_cooling(hall, site, [parts[j] for j in members])
-        plants.append((site, cooling, design))
-        for j in members:
-            path = facility.job_path(parts[j], site, plant_means[j][0], k * dt)
-            paths[j] = runs[j].locked(replace(path, cooling_power=cooling))
+    n, parts = sim.n_steps, scenario.parts
+    runs, means = _campus_runs(scenario)
+    paths, plants = _campus_plants(scenario, runs, means)
     # the site's rack batteries, shared by the workloads' racks in proportion to their nameplate
     nameplate = np.array([facility.design_it_power(p) for p in parts])
-    scales = nameplate / nameplate.sum()
     jobs = [
         run.campus_job(m, path, scale)
-        for run, m, path, scale in zip(runs, means, paths, scales, strict=True)
+        for run, m, path, scale in zip(runs, means, paths, nameplate / nameplate.sum(), strict=True)
     ]
-    rack = [r for job in jobs for r in job["rack"]]
-    # the job-level attrs and the plant state shown are the largest training job's
+    halls = [
+        _hall_power(hall, [parts[j] for j in members], [jobs[j] for j in members], plant, k)
+        for (hall, members), plant in zip(scenario.hall_members(), plants, strict=True)
+    ]
+    site = {key: sum(h[key] for h in halls) for key in halls[0]}
+    grid_power, bess = facility.storage(scenario, "site", site["facility_power"], dt)
     training = [isinstance(run, Run) for run in runs]
+    # the job-level attrs and the plant state shown are the largest training job's, its
+    # water and chillers the campus's
     largest = int(np.argmax([p.cluster.n_gpus * t for p, t in zip(parts, training, strict=True)]))
-    if not any(training):
-        raise ScenarioError("a campus needs a training workload (kind 'training') at least")
-    per_hall = []
-    for (hall, members), (_, cooling, design) in zip(halls, plants, strict=True):
-        it = sum(jobs[j]["it_power"] for j in members)
-        power = _facility(hall, it, cooling, k, 0, design)
-        other = power["cooling_power"] + power["misc_power"]
-        power["grid_reactive_power"] = facility.reactive_power(
-            hall, it, power["facility_loss"], other,
-            [(parts[j], jobs[j]["it_power"]) for j in members],
-        )  # fmt: skip
-        per_hall.append({"it_power": it, **power})
-    it_power = sum(h["it_power"] for h in per_hall)
-    site_power = {
-        key: sum(h[key] for h in per_hall)
-        for key in ("facility_loss", "cooling_power", "misc_power", "facility_power")
-    }
-    grid_power, bess = facility.storage(scenario, "site", site_power["facility_power"], dt)
-    reactive = sum(h["grid_reactive_power"] for h in per_hall)
-    # the plant state shown: the largest training job's hall's, its water and chillers the
-    # campus's
     shown = replace(
         paths[largest],
-        water_use=sum(site.out.water_use for site, _, _ in plants),
-        chiller_load=sum(site.out.chiller_load for site, _, _ in plants),
+        water_use=sum(site_plant.out.water_use for site_plant, _, _ in plants),
+        chiller_load=sum(site_plant.out.chiller_load for site_plant, _, _ in plants),
     )
+    trains = [job for job, t in zip(jobs, training, strict=True) if t]
     g = scenario.grid
+    reactive = site["grid_reactive_power"]
     variables = {
         "gpu_power": sum(job["gpu_power"] for job in jobs),
-        "it_power": it_power,
-        "facility_loss": site_power["facility_loss"],
-        "facility_power": site_power["facility_power"],
+        "it_power": site["it_power"],
+        "facility_loss": site["facility_loss"],
+        "facility_power": site["facility_power"],
         "grid_power": grid_power,
         "grid_reactive_power": reactive,
         "grid_voltage": 1.0 + grid.voltage_change(grid_power, reactive, g.short_circuit, g.x_r),
-        **_storage_variables(rack, bess),
-        "pue": _hourly_ratio(site_power["facility_power"], it_power, dt),
+        **_storage_variables([r for job in jobs for r in job["rack"]], bess),
+        "pue": _hourly_ratio(site["facility_power"], site["it_power"], dt),
         # tokens trained: an inference fleet's served tokens are its own workload's
-        "throughput": sum(job["throughput"] for job, t in zip(jobs, training, strict=True) if t),
+        "throughput": sum(job["throughput"] for job in trains),
         # the campus's state: at each instant its training jobs' strongest (a failure of any
         # shows), so that the rules attribute a swing to the workload that made it
-        "job_state": _strongest(
-            [job["job_state"] for job, t in zip(jobs, training, strict=True) if t]
-        ),
+        "job_state": _strongest([job["job_state"] for job in trains]),
         **runs[largest].held(shown, 0, n),
         "cooling_power": _held(sum(c for _, c, _ in plants) / 1e6, k, 0, n),
-        "misc_power": _held(np.array([site_power["misc_power"]]), n, 0, n),
+        "misc_power": _held(np.array([site["misc_power"]]), n, 0, n),
     }
-    variables = {name: variables[name] for name in ORDER if name in variables}
-    ds = runs[largest].dataset(shown, variables, 0)
-    gpus = np.array([p.cluster.n_gpus for p in parts])
-    kept = np.array([run.effective_training_time for run in runs])  # a fleet: serving
-    names = np.array([w.name for w in scenario.campus.workloads], dtype=object)
-    per_workload = {
-        f"workload_{name}": (("workload", "time"), np.stack([job[name] for job in jobs]))
-        for name in ("gpu_power", "it_power", "throughput", "job_state")
-    }
-    line_events = [
-        event_variables(part, run.line) for part, run in zip(parts, runs, strict=True) if run.line
+    ds = runs[largest].dataset(shown, {v: variables[v] for v in ORDER if v in variables}, 0)
+    ds = ds.assign_coords(workload=[w.name for w in scenario.campus.workloads])
+    ds.update(_workload_variables(scenario, runs, jobs))
+    ds["chiller_hours"] = run_totals(runs[largest], shown, 1.0, jobs[0]["throughput"])[
+        "chiller_hours"
     ]
-    ds = ds.assign_coords(workload=names)
-    ds.update(
-        {
-            **per_workload,
-            "workload_gpus": ("workload", gpus),
-            "workload_goodput": ("workload", np.array([job["goodput"] for job in jobs])),
-            "workload_effective_training_time": ("workload", kept),
-            **{
-                name: ("event", np.concatenate([e[name][1] for e in line_events]))
-                for name in line_events[0]
-            },
-            "event_workload": (
-                "event",
-                np.repeat(names, [run.line.event_time.size if run.line else 0 for run in runs]),
-            ),
-            "workload_kind": (
-                "workload",
-                np.array([w.kind for w in scenario.campus.workloads], dtype=object),
-            ),
-            "goodput": (
-                (),
-                float(sum(j["goodput"] for j, t in zip(jobs, training, strict=True) if t)),
-            ),
-            # the campus's: its training jobs' training time kept, weighed by their GPUs
-            "effective_training_time": (
-                (),
-                float(gpus[training] @ kept[training] / gpus[training].sum()),
-            ),
-            "chiller_hours": run_totals(runs[largest], shown, 1.0, jobs[0]["throughput"])[
-                "chiller_hours"
-            ],
-        }
-    )
     if scenario.campus.halls:
-        hall_names = np.array([h.name for h in scenario.campus.halls], dtype=object)
-        ds = ds.assign_coords(hall=hall_names)
+        ds = ds.assign_coords(hall=[h.name for h in scenario.campus.halls])
         ds.update(
             {
-                f"hall_{key}": (("hall", "time"), np.stack([h[key] for h in per_hall]))
+                f"hall_{key}": (("hall", "time"), np.stack([h[key] for h in halls]))
                 for key in ("it_power", "cooling_power", "facility_power")
             }
         )
@@ -1465,9 +1381,105 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
         scenario=scenario.to_json(),
         title=f"powermodel: {scenario.name or 'campus'}",
         registered_demand=facility.registered_demand(scenario),
-        campus_aligned=int(aligned),
+        campus_aligned=int(scenario.campus.aligned),
     )
     return annotate(ds)
+
+
+def _campus_runs(scenario: Scenario) -> tuple[list[Run | _Fleet], list[np.ndarray]]:
+    """Each campus workload made ready and rendered over the whole run: a training job (its
+    own draws and launch unless aligned, the flexibility events on it) or a fleet."""
+    aligned, n = scenario.campus.aligned, scenario.simulation.n_steps
+    runs = []
+    for j, (name, part) in enumerate(_named_parts(scenario)):
+        spec, job = scenario.campus.workloads[j], JOB if aligned else j
+        with _workload(name):
+            flex = _events_of(scenario, name)
+            if spec.kind == "inference":
+                runs.append(_Fleet(part, spec.inference, job, flex))
+                continue
+            derived, cells, rate = preflight(part, memory=False)
+            launch = (0.0, 0.0) if aligned else launch_delay(part, derived, j)
+            runs.append(prepare(part, derived, cells, rate, job, launch, flex))
+    return runs, [run.render(0, n) for run in runs]
+
+
+def _campus_plants(
+    scenario: Scenario, runs: list[Run | _Fleet], means: list[np.ndarray]
+) -> tuple[list[facility.PlantPath], list[tuple[facility.SitePlant, np.ndarray, float]]]:
+    """Each hall's plant on its workloads' heat, sized for their nameplate; each workload's
+    servers on its hall's plant (its plant path), the hall's plant power [W] on its path.
+    Returns the paths, in the workloads' order, and each hall's plant, plant power [W] and
+    nameplate IT power [W]."""
+    sim, k, parts = scenario.simulation, plant_steps(scenario), scenario.parts
+    plant_means = [run.plant_means(m) for run, m in zip(runs, means, strict=True)]
+    middle = _times(sim.start, (np.arange(plant_means[0][1].size) + 0.5) * k * sim.dt)
+    paths: list[facility.PlantPath] = [None] * len(runs)
+    plants = []
+    for hall, members in scenario.hall_members():
+        heat = sum(plant_means[j][1] for j in members) * 1e6
+        design = sum(facility.design_it_power(parts[j]) for j in members)
+        site = facility.site_plant(hall, middle, heat, k * sim.dt, design)
+        cooling = facility.campus_cooling(hall, site, [parts[j] for j in members])
+        plants.append((site, cooling, design))
+        for j in members:
+            path = facility.job_path(parts[j], site, plant_means[j][0], k * sim.dt)
+            paths[j] = runs[j].locked(replace(path, cooling_power=cooling))
+    return paths, plants
+
+
+def _hall_power(
+    hall: Scenario,
+    parts: list[Scenario],
+    jobs: list[dict],
+    plant: tuple[facility.SitePlant, np.ndarray, float],
+    k: int,
+) -> dict[str, np.ndarray]:
+    """A hall's IT power, its chain's losses, its plant and misc loads, its facility power
+    [MW] and its reactive power [Mvar] (its workloads' supplies), from its workloads' series
+    (``jobs``) and its plant (plant power [W], nameplate [W])."""
+    _, cooling, design = plant
+    it = sum(job["it_power"] for job in jobs)
+    power = _facility(hall, it, cooling, k, 0, design)
+    other = power["cooling_power"] + power["misc_power"]
+    supplies = [(part, job["it_power"]) for part, job in zip(parts, jobs, strict=True)]
+    reactive = facility.reactive_power(hall, it, power["facility_loss"], other, supplies)
+    return {"it_power": it, **power, "grid_reactive_power": reactive}
+
+
+def _workload_variables(
+    scenario: Scenario, runs: list[Run | _Fleet], jobs: list[dict]
+) -> dict[str, tuple]:
+    """A campus's variables on ``workload`` and its events (each labelled by its workload),
+    and its totals of what they trained."""
+    parts, workloads = scenario.parts, scenario.campus.workloads
+    training = np.array([isinstance(run, Run) for run in runs])
+    gpus = np.array([p.cluster.n_gpus for p in parts])
+    kept = np.array([run.effective_training_time for run in runs])  # a fleet: serving
+    names = np.array([w.name for w in workloads], dtype=object)
+    lines = [(part, run.line) for part, run in zip(parts, runs, strict=True) if run.line]
+    events = [event_variables(part, line) for part, line in lines]
+    return {
+        **{
+            f"workload_{key}": (("workload", "time"), np.stack([job[key] for job in jobs]))
+            for key in ("gpu_power", "it_power", "throughput", "job_state")
+        },
+        "workload_gpus": ("workload", gpus),
+        "workload_kind": ("workload", np.array([w.kind for w in workloads], dtype=object)),
+        "workload_goodput": ("workload", np.array([job["goodput"] for job in jobs])),
+        "workload_effective_training_time": ("workload", kept),
+        **{key: ("event", np.concatenate([e[key][1] for e in events])) for key in events[0]},
+        "event_workload": (
+            "event",
+            np.repeat(names, [run.line.event_time.size if run.line else 0 for run in runs]),
+        ),
+        "goodput": ((), float(sum(j["goodput"] for j, t in zip(jobs, training, strict=True) if t))),
+        # the campus's: its training jobs' training time kept, weighed by their GPUs
+        "effective_training_time": (
+            (),
+            float(gpus[training] @ kept[training] / gpus[training].sum()),
+        ),
+    }
 
 
 def _strongest(states: list[np.ndarray]) -> np.ndarray:
