@@ -32,6 +32,7 @@ from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_ori
 import numpy as np
 import tomli_w
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -113,6 +114,19 @@ TIME_RANGE = (datetime(1677, 9, 22), datetime(2262, 4, 11))  # datetime64[ns] ho
 
 Text = Annotated[str, Field(max_length=MAX_TEXT)]  # free text: a description, a note, a source
 Name = Annotated[str, Field(max_length=200)]  # a name or a key
+
+
+def _printable(value: str) -> str:
+    """A label shown in tables, files and the dashboard: printable, not blank."""
+    if not value.strip() or not value.isprintable():
+        raise ValueError(
+            f"{value!r} is blank or holds a control character: use letters, digits, spaces "
+            "and punctuation"
+        )
+    return value
+
+
+Label = Annotated[str, Field(min_length=1, max_length=60), AfterValidator(_printable)]
 
 
 class Section(BaseModel):
@@ -1271,7 +1285,7 @@ class FlexEvent(Section):
     a lever they have; described as EPRI DCFlex does, by magnitude, notice and duration
     [P, dcflex]."""
 
-    name: str = Field("event", min_length=1, max_length=60)
+    name: Label = "event"
     start: datetime = Field(description="When the reduction starts, UTC without an offset.")
     duration: Duration = Field(gt=0, le=30 * DAY, description="How long it holds. [s]")
     notice: Duration = Field(
@@ -1280,7 +1294,7 @@ class FlexEvent(Section):
         le=30 * DAY,
         description="Time between the request and the start; none by default [A]. [s]",
     )
-    workloads: list[Annotated[str, Field(max_length=60)]] = Field(
+    workloads: list[Label] = Field(
         default_factory=list,
         max_length=MAX_WORKLOADS,
         description="The campus workloads it targets, by name; none: every workload (or the "
@@ -1328,7 +1342,7 @@ class Hall(Section):
     """A hall of a campus: its own cooling plant and electrical chain (the scenario's, with its
     keys), holding the workloads placed in it."""
 
-    name: str = Field(min_length=1, max_length=60, description="The hall's name.")
+    name: Label = Field(description="The hall's name.")
     set: dict[str, Any] = Field(
         default_factory=dict,
         max_length=200,
@@ -1340,10 +1354,8 @@ class Hall(Section):
 class Part(Section):
     """One workload of a campus: the scenario's job with its own keys."""
 
-    name: str = Field(min_length=1, max_length=60, description="The workload's name.")
-    hall: str | None = Field(
-        None, max_length=60, description="The hall it runs in; by default the first."
-    )
+    name: Label = Field(description="The workload's name.")
+    hall: Label | None = Field(None, description="The hall it runs in; by default the first.")
     kind: Literal["training", "inference"] = Field(
         "training",
         description="A training job (the scenario's workload, checkpoints, failures) or an "
@@ -1360,17 +1372,23 @@ class Part(Section):
     )
 
 
-def _dotted(keys: dict[str, Any], prefix: str = "") -> list[str]:
-    """The dotted keys a ``set`` table reaches, nested tables walked (``{"mitigation":
-    {"storage": [...]}}`` reaches ``mitigation.storage``)."""
-    out = []
+def _flat(keys: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A ``set`` table as dotted keys, nested tables walked and merged key by key (``{"mitigation":
+    {"clock_lock": 0.8}}`` sets ``mitigation.clock_lock`` alone, as the dotted form does); a key
+    given twice, the later wins."""
+    out: dict[str, Any] = {}
     for key, value in keys.items():
         path = f"{prefix}{key}"
         if isinstance(value, dict) and value:
-            out += _dotted(value, f"{path}.")
+            out.update(_flat(value, f"{path}."))
         else:
-            out.append(path)
+            out[path] = value
     return out
+
+
+def _dotted(keys: dict[str, Any]) -> list[str]:
+    """The dotted keys a ``set`` table reaches (:func:`_flat`)."""
+    return list(_flat(keys))
 
 
 class Campus(Section):
@@ -1402,11 +1420,15 @@ class Campus(Section):
         halls = [h.name for h in self.halls]
         for h in self.halls:
             for key in _dotted(h.set):
-                if key.split(".")[0] not in HALL_SECTIONS or key == "cooling.dt":
+                if key == "cooling.dt":
+                    raise ValueError(
+                        f"campus.halls {h.name!r}: cooling.dt is the site's plant step, the "
+                        "same for every hall: set it in [cooling]"
+                    )
+                if key.split(".")[0] not in HALL_SECTIONS:
                     raise ValueError(
                         f"campus.halls {h.name!r}: {key} is not a hall's; a hall sets keys of "
-                        f"{', '.join(HALL_SECTIONS)} but cooling.dt (the site's plant step: "
-                        "set it in [cooling])"
+                        f"{', '.join(HALL_SECTIONS)} (a workload's go in its own set)"
                     )
         if not any(w.kind == "training" for w in self.workloads):
             raise ValueError(
@@ -1492,6 +1514,13 @@ class Scenario(Section):
                     f"flexibility {event.name!r} starts at {event.start.isoformat()}, outside "
                     f"the run ({sim.start.isoformat()} to {end.isoformat()})"
                 )
+            finish = event.start + timedelta(seconds=event.duration)
+            if event.duration < sim.dt or finish > end:
+                raise ValueError(
+                    f"flexibility {event.name!r} lasts {format_duration(event.duration)} from "
+                    f"{event.start.isoformat()}: at least one step ({format_duration(sim.dt)}) "
+                    f"and ending by the run's end ({end.isoformat()}): shorten or move it"
+                )
             if self.campus is None and event.workloads:
                 raise ValueError(
                     f"flexibility {event.name!r}: workloads name a campus's workloads; this "
@@ -1504,12 +1533,14 @@ class Scenario(Section):
                         f"{_did_you_mean(name, kinds)}; the campus has {', '.join(kinds)}"
                     )
             for other in self.flexibility:
-                later = other.start >= event.start + timedelta(seconds=event.duration)
+                # each is measured against the hour before it: none of another in that hour
+                clear = other.start >= finish + timedelta(hours=1)
                 shared = set(other.workloads or kinds) & set(event.workloads or kinds)
-                if other is not event and other.start >= event.start and not later and shared:
+                if other is not event and other.start >= event.start and not clear and shared:
                     raise ValueError(
-                        f"flexibility {other.name!r} starts before {event.name!r} ends, on "
-                        f"{', '.join(sorted(shared))}: one event at a time on a workload"
+                        f"flexibility {other.name!r} starts within an hour of {event.name!r}'s "
+                        f"end, on {', '.join(sorted(shared))}: one event at a time on a "
+                        "workload, an hour apart (each is measured against the hour before it)"
                     )
             for name in event.workloads or kinds:
                 if event.lever == "shift" and kinds[name] != "inference":
@@ -1527,7 +1558,7 @@ class Scenario(Section):
         base = self.to_dict()
         del base["campus"]
         base.pop("flexibility", None)  # the campus's: each workload's are found by name
-        halls = {h.name: h.set for h in self.campus.halls}
+        halls = {h.name: _flat(h.set) for h in self.campus.halls}
         built = {}
         for name, keys in halls.items():
             try:
@@ -1538,9 +1569,16 @@ class Scenario(Section):
         for w in self.campus.workloads:
             hall = self.campus.hall_of(w)
             try:  # in its hall: the hall's cooling and electrical keys, then its own
-                parts.append(_build(copy.deepcopy(base), {**halls.get(hall, {}), **w.set}))
+                keys = {**halls.get(hall, {}), **_flat(w.set)}
+                parts.append(_build(copy.deepcopy(base), keys))
             except ScenarioError as exc:
                 raise ValueError(f"campus workload {w.name!r}: {exc}") from None
+        total = sum(p.cluster.n_gpus for p in parts)
+        if total > MAX_GPUS:
+            raise ValueError(
+                f"the campus's workloads hold {total:,} GPUs, more than {MAX_GPUS:,}: fewer "
+                "or smaller workloads"
+            )
         self._parts, self._halls = parts, list(built.values())
         return self
 
@@ -1589,6 +1627,11 @@ class Scenario(Section):
                     f"{', '.join(self.gpu.levers)}): remove it or choose a GPU that has it"
                 )
         self._check_replicas()
+        if self.reliability.spare_nodes > self.cluster.n_nodes:
+            raise ValueError(
+                f"reliability.spare_nodes ({self.reliability.spare_nodes:,}) is more than the "
+                f"job's {self.cluster.n_nodes:,} nodes: hot spares are a few of them"
+            )
         if self.gpu.name != self.cluster.gpu:
             raise ValueError(
                 f"gpu.name {self.gpu.name!r} differs from cluster.gpu {self.cluster.gpu!r}"

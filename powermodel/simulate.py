@@ -83,6 +83,9 @@ BYTES_PER_CHUNK_STEP = 160
 # temporaries peak at 51-58 B per step drawn (measured at 1 M steps), with a margin
 BYTES_PER_ITERATION = 80
 BYTES_PER_BATTERY_STEP = 16
+# An inference fleet's arrays on its utilisation's steps: demand, clock, serving and the three
+# series of its flexibility's before and after, a dozen float64s, with the temporaries [B]
+BYTES_PER_FLEET_STEP = 160
 BYTES_PER_SEGMENT = 256
 # Each sensor view: its variable (8 B/step) and the temporaries of reading it. tracemalloc's peak
 # over sensor_view at 0.4 M and 2 M steps, the worst chains: 16-18 B/step (SCADA, deadband),
@@ -545,6 +548,7 @@ def memory_fix(scenario: Scenario, sensors: int = 0) -> str:
         "sensors": "ask for fewer sensor views, or lengthen simulation.dt",
         "variation": "shorten simulation.duration or leave out workload.variation (it draws "
         "every training step)",
+        "inference": "lengthen the inference fleets' inference.variation_step",
     }[max(parts, key=parts.get)]
 
 
@@ -552,7 +556,14 @@ def _memory_parts(scenario: Scenario, sensors: int = 0) -> dict[str, float]:
     if scenario.campus is not None:  # the site's, and each workload's as a job of its own
         parts = [_memory_parts(part) for part in scenario.parts]
         site = _memory_parts(scenario.model_copy(update={"campus": None}), sensors)
-        return {key: site[key] + sum(part[key] for part in parts) for key in site}
+        out = {key: site[key] + sum(part[key] for part in parts) for key in site}
+        out["inference"] = sum(
+            np.ceil(scenario.simulation.duration / w.inference.variation_step)
+            * BYTES_PER_FLEET_STEP
+            for w in scenario.campus.workloads
+            if w.kind == "inference"
+        )
+        return out
     derived = derive(scenario)
     sim = scenario.simulation
     down = np.array([r.duration for r in recoveries(scenario, derived)])
@@ -645,8 +656,13 @@ def preflight(
         with _workload(name):
             preflight(part, memory=False)
             spec = scenario.campus.workloads[j]
-            for event in _events_of(scenario, name) if spec.kind == "inference" else ():
-                _check_fleet_event(scenario, spec.inference, event)
+            for event in _events_of(scenario, name):
+                if spec.kind == "inference":
+                    _check_fleet_event(scenario, spec.inference, event)
+                else:
+                    _check_lever(part, event)
+    for event in scenario.flexibility if scenario.campus is None else ():
+        _check_lever(scenario, event)
     derived = derive(scenario)
     plant_steps(scenario)
     facility.hourly_weather(scenario)
@@ -1205,6 +1221,7 @@ def _flex_overlay(run: Run, cells: np.ndarray, event: FlexEvent) -> Overlay:
             line, begin, [sequence], np.zeros(1, np.int64), derived.step_time, closed
         )
         return Overlay(windows, 1.0, *_closed_tables(run.rate, run.tables), True, event)
+    _check_lever(scenario, event)
     clock = _flex_clock(scenario, cells, event)
     locked = scenario.model_copy(
         update={"mitigation": scenario.mitigation.model_copy(update={"clock_lock": clock})}
@@ -1215,6 +1232,15 @@ def _flex_overlay(run: Run, cells: np.ndarray, event: FlexEvent) -> Overlay:
     tables = render.cumulative_tables(slow_cells)
     windows = events.clipped_windows(line, begin, begin + event.duration, closed)
     return Overlay(windows, 1.0, *_closed_tables(slow_rate, tables), False, event, clock)
+
+
+def _check_lever(scenario: Scenario, event: FlexEvent) -> None:
+    """A clock-lock event needs a GPU whose clock can be locked."""
+    if event.lever == "clock" and "clock_lock" not in scenario.gpu.levers:
+        raise ScenarioError(
+            f"flexibility {event.name!r}: the {scenario.gpu.name} has no clock lock (its levers: "
+            f"{', '.join(scenario.gpu.levers)}): use the lever 'pause'"
+        )
 
 
 def _event_inlet(scenario: Scenario, heat: float, event: FlexEvent) -> float:

@@ -16,6 +16,7 @@ from powermodel.analysis import part
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.facility import design_day, design_it_power
 from powermodel.rules import check, load_rules
+from powermodel.simulate import check_memory, memory_estimate
 
 REFERENCE = "llama3-405b-16k-h100"
 
@@ -245,3 +246,48 @@ def test_the_rules_attribute_a_swing_to_the_workload_that_made_it():
     assert failing.any() and np.all(ds.job_state.values[failing] == 3)
     (result,) = check(ds, load_rules("ercot-5s"))
     assert result.by_cause.get("failure", 0) > 0 and result.by_cause.get("restart", 0) > 0
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"campus": {"workloads": [{"name": "a"}, {"name": "a\u0000"}]}}, "control character"),
+        ({"campus": {"workloads": [{"name": "  "}]}}, "blank"),
+        ({"reliability.spare_nodes": 10_000_000}, "more than the job's 2,048 nodes"),
+        (
+            {"campus": {"workloads": [
+                {"name": f"w{i}", "set": {"cluster.n_gpus": 9_999_360,
+                                           "workload.tokens_per_step": 10_239_344_640}}
+                for i in range(2)
+            ]}},
+            "more than 10,000,000",
+        ),
+    ],
+)  # fmt: skip
+def test_labels_spares_and_the_campus_size_are_bounded(overrides, message):
+    with pytest.raises(ScenarioError, match=message):
+        load_scenario(REFERENCE, overrides)
+
+
+def test_a_nested_set_table_merges_key_by_key():
+    # {"mitigation": {"clock_lock": 0.8}} sets the lock alone, as "mitigation.clock_lock" does
+    scenario = load_scenario(
+        REFERENCE,
+        {
+            "mitigation.power_cap": 600.0,
+            "campus": {"workloads": [{"name": "a", "set": {"mitigation": {"clock_lock": 0.8}}}]},
+        },
+    )
+    (part,) = scenario.parts
+    assert part.mitigation.power_cap == 600.0 and part.mitigation.clock_lock == 0.8
+
+
+def test_an_inference_fleets_own_series_count_in_the_memory_refusal():
+    fleet = {"name": "b", "kind": "inference", "inference": {"variation_step": "1ms"}}
+    scenario = load_scenario(
+        REFERENCE, {"simulation.duration": "2d", "campus": {"workloads": [{"name": "a"}, fleet]}}
+    )
+    # 172.8 M utilisation steps of 160 B
+    assert memory_estimate(scenario) > 2.7e10
+    with pytest.raises(ScenarioError, match="inference.variation_step"):
+        check_memory(scenario, budget=8e9)

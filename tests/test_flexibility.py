@@ -122,6 +122,15 @@ def test_an_inference_fleet_shifts_demand_and_serves_it_later():
             ],
             "name them",
         ),
+        (
+            [
+                {**EVENT, "lever": "pause"},
+                {**EVENT, "name": "b", "start": "2024-07-01T21:30:00", "lever": "pause"},
+            ],
+            "an hour apart",
+        ),
+        ([{**EVENT, "duration": "300ms", "lever": "pause"}], "at least one step"),
+        ([{**EVENT, "start": "2024-07-02T23:00:00", "lever": "pause"}], "by the run's end"),
     ],
 )
 def test_an_event_that_cannot_be_is_refused(events, message):
@@ -148,3 +157,13 @@ def test_an_event_off_a_fleets_steps_is_refused():
     scenario = load_scenario(REFERENCE, {**QUIET, "campus": campus, "flexibility": [event]})
     with pytest.raises(ScenarioError, match="variation_step"):
         simulate(scenario)
+
+
+def test_a_clock_event_needs_a_gpu_whose_clock_locks():
+    scenario = load_scenario(
+        REFERENCE,
+        {**QUIET, "gpu.levers": ["power_cap"],
+         "flexibility": [{**EVENT, "lever": "clock", "reduction": 0.25}]},
+    )  # fmt: skip
+    with pytest.raises(ScenarioError, match="no clock lock"):
+        preflight(scenario)

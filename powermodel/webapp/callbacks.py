@@ -281,6 +281,11 @@ class Dashboard:
             )
         self.cache.admit(scenario)
         problem = out_of_range(scenario)
+        names = [w.name for w in scenario.campus.workloads] if scenario.campus else []
+        for name, part in zip(names, scenario.parts, strict=True):  # a campus's workloads too
+            problem = problem or (
+                f"campus workload {name!r}: {out_of_range(part)}" if out_of_range(part) else None
+            )
         if problem:
             raise ScenarioError(problem)
         self._check_weather(scenario)
@@ -671,7 +676,9 @@ class Dashboard:
         each hall's), each workload's numbers, the flexibility events."""
         _only(tab, "campus")
         chosen = (
-            sorted(p for p in picked if isinstance(p, str))[:64] if isinstance(picked, list) else []
+            sorted({p for p in picked if isinstance(p, str)})[:64]
+            if isinstance(picked, list)
+            else []
         )
         try:
             v = self.cache.view(
