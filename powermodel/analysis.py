@@ -184,6 +184,7 @@ def part(ds: xr.Dataset, workload: str | None = None, hall: str | None = None) -
         grid_reactive_power=("time", reactive),
         throughput=("time", tokens),
         job_state=("time", ds["workload_job_state"].sel(workload=largest).values),
+        clock_factor=("time", ds["workload_clock_factor"].sel(workload=largest).values),
         # a workload's tokens trained or served; a hall's tokens trained
         goodput=float(members["workload_goodput"].values[training | (hall is None)].sum()),
         effective_training_time=float(
@@ -193,7 +194,15 @@ def part(ds: xr.Dataset, workload: str | None = None, hall: str | None = None) -
     for key in ("job_state", *ds.data_vars):
         if key in out and key in ds:
             out[key].attrs = dict(ds[key].attrs)
-    out.attrs = {**ds.attrs, "title": f"{ds.attrs.get('title', 'powermodel')}: {dim} {name}"}
+    # its own job's step, clock and checkpoints (its largest training job's, in a hall)
+    own = {
+        str(k).removeprefix("workload_"): float(ds[k].sel(workload=largest))
+        for k in ds.data_vars
+        if ds[k].dims == ("workload",) and ds[k].dtype.kind == "f" and k != "workload_goodput"
+    }
+    own = {k: v for k, v in own.items() if k in ds.attrs}
+    title = f"{ds.attrs.get('title', 'powermodel')}: {dim} {name}"
+    out.attrs = {**ds.attrs, **own, "title": title}
     return out
 
 

@@ -121,6 +121,16 @@ BLOCK = 1 << 16  # steps of an element-wise pass: its temporaries stay in the CP
 WRITE_RATE = np.ones(2)  # the background writes' shapes are constant: any rate
 NO_PAUSES = np.empty(0)
 HOUR_S = 3600.0
+# A training job's attrs, kept per campus workload (workload_<attr>) for its own view
+JOB_ATTRS = (
+    "step_time",
+    "compute_share",
+    "clock_setpoint",
+    "clock_lock",
+    "checkpoint_interval",
+    "checkpoint_stall",
+    "token_rate",
+)
 
 
 @dataclass(frozen=True)
@@ -1027,13 +1037,16 @@ class Run:
         throughput = trained / _over(path.step_factor, k, 0, n)
         state = self.state_at((np.arange(n) + 0.5) * dt)
         totals = run_totals(self, path, self.realised(means), throughput)
+        attrs = self.attrs(path)
         return {
             "gpu_power": gpu_power,
             "it_power": it_power,
             "rack": rack,
             "throughput": throughput,
             "job_state": state.astype(np.int8),
+            "clock_factor": _over(path.clock_factor, k, 0, n).astype(np.float32),
             "goodput": totals["goodput"][1],
+            "attrs": {key: float(attrs[key]) for key in JOB_ATTRS},
         }
 
     def state_at(self, times: np.ndarray) -> np.ndarray:
@@ -1488,7 +1501,11 @@ def _workload_variables(
     return {
         **{
             f"workload_{key}": (("workload", "time"), np.stack([job[key] for job in jobs]))
-            for key in ("gpu_power", "it_power", "throughput", "job_state")
+            for key in ("gpu_power", "it_power", "throughput", "job_state", "clock_factor")
+        },
+        **{
+            f"workload_{key}": ("workload", np.array([job["attrs"][key] for job in jobs]))
+            for key in JOB_ATTRS
         },
         "workload_gpus": ("workload", gpus),
         "workload_kind": ("workload", np.array([w.kind for w in workloads], dtype=object)),
@@ -1740,7 +1757,9 @@ class _Fleet:
             "rack": rack,
             "throughput": means[2],
             "job_state": np.zeros(n, np.int8),  # serving: running
+            "clock_factor": np.ones(n, np.float32),  # below its cap: heat costs power, not clock
             "goodput": float(means[2].sum() * self.dt),
+            "attrs": dict.fromkeys(JOB_ATTRS, float("nan")),  # no training step
         }
 
 

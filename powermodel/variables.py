@@ -202,6 +202,47 @@ VARIABLES: dict[str, dict[str, str]] = {
         "description": "As job_state; an inference fleet is always running.",
     },
     "workload_gpus": {"units": "1", "long_name": "GPUs of each workload", "description": ""},
+    "workload_clock_factor": {
+        "units": "1",
+        "long_name": "Clock each workload's heat allows",
+        "description": "As clock_factor, of each workload's slowest GPU; 1 for a fleet (below "
+        "its cap, heat costs it power, not clock).",
+    },
+    "workload_step_time": {
+        "units": "s",
+        "long_name": "Each training job's step",
+        "description": "NaN for a fleet.",
+    },
+    "workload_compute_share": {
+        "units": "1",
+        "long_name": "Each training job's compute share",
+        "description": "NaN for a fleet.",
+    },
+    "workload_clock_setpoint": {
+        "units": "1",
+        "long_name": "Each job's clock at the supply setpoint",
+        "description": "NaN for a fleet.",
+    },
+    "workload_clock_lock": {
+        "units": "1",
+        "long_name": "Each job's clock lock",
+        "description": "1 without one; NaN for a fleet.",
+    },
+    "workload_checkpoint_interval": {
+        "units": "s",
+        "long_name": "Each job's checkpoint interval",
+        "description": "inf without checkpoints; NaN for a fleet.",
+    },
+    "workload_checkpoint_stall": {
+        "units": "s",
+        "long_name": "Each job's checkpoint stall",
+        "description": "NaN for a fleet.",
+    },
+    "workload_token_rate": {
+        "units": "token/s",
+        "long_name": "Each job's token rate at the nominal clock",
+        "description": "NaN for a fleet.",
+    },
     "workload_kind": {
         "units": "",
         "long_name": "Kind of each workload",

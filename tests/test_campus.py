@@ -291,3 +291,19 @@ def test_an_inference_fleets_own_series_count_in_the_memory_refusal():
     assert memory_estimate(scenario) > 2.7e10
     with pytest.raises(ScenarioError, match="inference.variation_step"):
         check_memory(scenario, budget=8e9)
+
+
+def test_a_workloads_part_carries_its_own_job():
+    # its step, checkpoints and clock are its own, not the largest job's: the Llama 3 job in
+    # the mixed campus reads as the job alone does
+    ds = simulate(load_scenario("mixed-campus-hopper-blackwell", {"simulation.duration": "6h"}))
+    llama = part(ds, workload="llama3-405b")
+    alone = simulate(load_scenario(REFERENCE, {"simulation.duration": "6h"}))
+    for key in ("step_time", "checkpoint_interval", "token_rate", "compute_share"):
+        assert_allclose(llama.attrs[key], alone.attrs[key], rtol=1e-12)
+    assert ds.attrs["step_time"] != llama.attrs["step_time"]  # the campus's: the GB200 job's
+    assert_allclose(
+        metrics(llama)["throughput_lost_to_heat"],
+        metrics(alone)["throughput_lost_to_heat"],
+        atol=0.002,  # the same weather on the same plant type; its hall's plant heat differs
+    )
