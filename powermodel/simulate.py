@@ -882,8 +882,7 @@ class Run:
     @property
     def paused(self) -> np.ndarray:
         """When the whole job pauses for a flexibility event [s]."""
-        begins = [o.windows.begin for o in self.overlays if o.stops and o.share == 1.0]
-        return np.sort(np.concatenate(begins)) if begins else NO_PAUSES
+        return _pauses(self.overlays)[0]
 
     @property
     def effective_training_time(self) -> float:
@@ -946,7 +945,7 @@ class Run:
         step, leak = path.step_factor.copy(), path.leak_extra.copy()
         share, nominal = scenario.compute_share, scenario.nominal_die()
         for o in locks:
-            inside = _inside(o.windows, middle)[0]
+            inside = events.within(o.windows.begin, o.windows.end, middle)[0]
             free = path.clock_factor[inside]
             off_cap = np.where(free > o.clock, 1.0, 1.0 - share)
             die = path.gpu_temp[inside].astype(np.float64)
@@ -1058,7 +1057,7 @@ class Run:
             if o.share < 1.0 or not o.stops:
                 continue
             w = o.windows
-            inside, at = _inside(w, times)
+            inside, at = events.within(w.begin, w.end, times)
             own = w.origin[at[inside]] + (times[inside] - w.begin[at[inside]])
             state[inside] = render.state_at(w.seg_start, w.seg_state, own)
         return state
@@ -1157,9 +1156,9 @@ def prepare(
     token_rate = cells[2, State.RUNNING, 0]
     run = Run(scenario, derived, line, rate, tables, steps, plant_steps(scenario), token_rate)
     overlays = [_flex_overlay(run, cells, event) for event in flex]
-    paused = [o.windows for o in overlays if o.stops]
+    paused = _pauses(overlays)
     line = _outside(line, paused)  # a paused job does not fail
-    windows = failed_replicas(scenario, derived, line, paused)
+    windows = failed_replicas(scenario, derived, line, paused[0])
     if windows is not None:
         share = scenario.replica_gpus / scenario.cluster.n_gpus
         overlays.append(Overlay(windows, share, *_closed_tables(rate, tables), stops=True))
@@ -1167,12 +1166,6 @@ def prepare(
     ck = scenario.checkpoint
     if ck.mode == "async" and ck.background_power > 0 and derived.checkpoints:
         write = derived.checkpoint_done - derived.checkpoint_stall
-        pauses = [o.windows for o in overlays if o.stops and o.share == 1.0]
-        paused = None
-        if pauses:
-            begin, end = (np.concatenate([getattr(w, k) for w in pauses]) for k in ("begin", "end"))
-            order = np.argsort(begin)
-            paused = (begin[order], end[order])
         writes = events.background_writes(
             line, write, cut=scenario.reliability.scope == "job", paused=paused
         )
@@ -1198,11 +1191,15 @@ class Overlay:
     clock: float | None = None  # the clock an event locks the GPUs at [1]
 
 
-def _inside(windows: events.Windows, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Which of ``times`` [s] fall in one of ``windows`` (in order, apart), and the index of
-    the last window begun at each."""
-    at = np.searchsorted(windows.begin, times, side="right") - 1
-    return (at >= 0) & (times < windows.end[np.maximum(at, 0)]), at
+def _pauses(overlays: Sequence[Overlay]) -> tuple[np.ndarray, np.ndarray]:
+    """When the whole job pauses (its overlays that stop all of it: flexibility pauses), the
+    starts and ends [s], in order (an hour apart at least: the events' rule)."""
+    whole = [o.windows for o in overlays if o.stops and o.share == 1.0]
+    if not whole:
+        return NO_PAUSES, NO_PAUSES
+    begin, end = (np.concatenate([getattr(w, k) for w in whole]) for k in ("begin", "end"))
+    order = np.argsort(begin)
+    return begin[order], end[order]
 
 
 def _closed_tables(rate: np.ndarray, tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1818,13 +1815,14 @@ def failed_replicas(
     scenario: Scenario,
     derived: Derived,
     line: events.Timeline,
-    paused: Sequence[events.Windows] = (),
+    paused: np.ndarray = NO_PAUSES,
 ) -> events.Windows | None:
     """The recovery of each replica that failed in the job's timeline ``line``, closed by the
     state after the last (:class:`~powermodel.models.events.State`'s count); None unless
     ``reliability.scope`` is "replica". At most all replicas but one recover at once (a
-    failure beyond lands on one already down); a recovery a pause of the job (``paused``)
-    overtakes ends at it, and the replica restarts with the job."""
+    failure beyond lands on one already down); a recovery a pause of the job overtakes (one
+    of ``paused``, their starts [s], in order) ends at it, and the replica restarts with the
+    job."""
     if scenario.reliability.scope == "job":
         return None
     closed = len(State)
@@ -1832,28 +1830,18 @@ def failed_replicas(
     windows = events.replica_windows(line, sequences, derived.step_time, closed)
     replicas = scenario.cluster.n_gpus // scenario.replica_gpus
     keep = events.at_most(windows.begin, windows.end, replicas - 1)
-    end = windows.end.copy()
-    for w in paused:
-        overtaken = (windows.begin < w.begin[:, None]) & (end > w.begin[:, None])
-        end = np.where(overtaken.any(axis=0), np.minimum(end, _first_at(w.begin, windows)), end)
-    return events.trimmed(windows, keep, end, closed)
+    # the first pause after each recovery starts: where it comes before the end, it ends there
+    overtaking = np.append(paused, np.inf)[np.searchsorted(paused, windows.begin, side="right")]
+    return events.trimmed(windows, keep, np.minimum(windows.end, overtaking), closed)
 
 
-def _first_at(begins: np.ndarray, windows: events.Windows) -> np.ndarray:
-    """For each of ``windows``, the first of ``begins`` [s] after its start (inf if none)."""
-    at = np.searchsorted(begins, windows.begin, side="right")
-    return np.append(begins, np.inf)[at]
-
-
-def _outside(line: events.Timeline, paused: Sequence[events.Windows]) -> events.Timeline:
-    """``line`` without its interruptions inside the ``paused`` windows (the job's own draws
-    go on under a pause, but a paused job neither fails nor loses work)."""
-    if not paused:
+def _outside(line: events.Timeline, paused: tuple[np.ndarray, np.ndarray]) -> events.Timeline:
+    """``line`` without its interruptions inside the ``paused`` stretches (starts and ends
+    [s]: the job's own draws go on under a pause, but a paused job neither fails nor loses
+    work)."""
+    if paused[0].size == 0:
         return line
-    keep = np.ones(line.event_time.size, bool)
-    for w in paused:
-        at = np.searchsorted(w.begin, line.event_time, side="right") - 1
-        keep &= ~((at >= 0) & (line.event_time < w.end[np.maximum(at, 0)]))
+    keep = ~events.within(*paused, line.event_time)[0]
     lost = line.event_lost_work[keep]
     return replace(
         line,

@@ -242,11 +242,18 @@ def _closed(
 WINDOW_GAP = 1.0
 
 
+def within(begin: np.ndarray, end: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which of ``times`` [s] fall in one of the stretches ``[begin, end)`` [s] (in order,
+    apart), and the index of the last stretch begun at each (-1 before the first)."""
+    at = np.searchsorted(begin, times, side="right") - 1
+    return times < np.append(end, -np.inf)[at], at  # before the first: the -inf appended
+
+
 def background_writes(
     line: Timeline,
     write: float,
     cut: bool = True,
-    paused: tuple[np.ndarray, np.ndarray] | None = None,
+    paused: tuple[np.ndarray, np.ndarray] = (np.empty(0), np.empty(0)),
 ) -> tuple[np.ndarray, np.ndarray]:
     """When an asynchronous checkpoint's background write runs: from the end of each
     checkpoint stall for ``write`` [s], a write waiting for the one before to finish (a planned
@@ -267,11 +274,9 @@ def background_writes(
     begin = np.where(waits, queued, ready)
     end = begin + write
     stops = line.start[line.state == State.STALLED] if cut else np.empty(0)
-    if paused is not None:
-        stops = np.sort(np.concatenate((stops, paused[0])))
-        at = np.searchsorted(paused[0], begin, side="right") - 1
-        inside = (at >= 0) & (begin < paused[1][np.maximum(at, 0)])
-        begin, end = begin[~inside], end[~inside]
+    stops = np.sort(np.concatenate((stops, paused[0])))
+    outside = ~within(*paused, begin)[0]
+    begin, end = begin[outside], end[outside]
     first = np.searchsorted(stops, begin, side="left")
     stop = np.append(stops, np.inf)[first]
     end = np.minimum(np.minimum(end, stop), line.duration)
