@@ -144,8 +144,9 @@ class Oscillation:
 
     References
     ----------
-    .. [ratlle] Nekkalapu, S. et al. (PNNL), "RATLLE: Risk Assessment Tool for Large Loads,
-       with a PSS/E user-defined load-oscillation model", GitHub pnnl/LL-risk-assessment (2026).
+    .. [ratlle] Pacific Northwest National Laboratory (contact S. Nekkalapu), "RATLLE
+       (LL-risk-assessment) and its PSS/E user-defined load-oscillation model", GitHub
+       repository pnnl/LL-risk-assessment (2026).
     """
 
     duty: float
