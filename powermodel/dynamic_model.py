@@ -26,6 +26,7 @@ from powermodel.models.loadmodel import (
 
 __all__ = [
     "PERC1_FIELDS",
+    "RATLLE_CONS",
     "SiteFit",
     "fit_site",
     "write_aux",

@@ -26,6 +26,7 @@ LAYERS = (
         "powermodel.fit",
         "powermodel.fit_report",
         "powermodel.reproduce",
+        "powermodel.dynamic_model",
     ),
     ("powermodel.sweep",),  # maps runs of the layer below over dask
     ("powermodel.cli", "powermodel.webapp"),
