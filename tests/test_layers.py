@@ -27,6 +27,7 @@ LAYERS = (
         "powermodel.fit_report",
         "powermodel.reproduce",
         "powermodel.oscillation",
+        "powermodel.dynamic_model",
     ),
     ("powermodel.sweep",),  # maps runs of the layer below over dask
     ("powermodel.cli", "powermodel.webapp"),
