@@ -496,6 +496,18 @@ def reactive_power(
     its workloads', each at its own IT power (``parts``: each workload's scenario and IT
     power [MW]).
     """
+    q_it, q_other = reactive_parts(scenario, it_power, loss, other, parts)
+    return q_it + q_other
+
+
+def reactive_parts(
+    scenario: Scenario,
+    it_power: np.ndarray,
+    loss: np.ndarray,
+    other: np.ndarray,
+    parts: list[tuple[Scenario, np.ndarray]] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`reactive_power` of the IT path and of the other loads apart [Mvar]."""
     e = scenario.electrical
     if e.input_power_factor is None:
         jobs = [(scenario, it_power)] if parts is None else parts
@@ -504,7 +516,7 @@ def reactive_power(
         pf = e.input_power_factor
         q_it = (it_power + loss) * np.sqrt(1.0 - pf * pf) / pf
     pf = scenario.grid.other_power_factor
-    return q_it + other * np.sqrt(1.0 - pf * pf) / pf
+    return q_it, other * np.sqrt(1.0 - pf * pf) / pf
 
 
 def _supplies_reactive(scenario: Scenario, it_power: np.ndarray) -> np.ndarray:

@@ -1185,6 +1185,259 @@ class Grid(Section):
     source: Text = ""
 
 
+class Sag(Section):
+    """One voltage sag at the connection: its start, its length and each phase's residual."""
+
+    at: Duration = Field(ge=0, le=MAX_RUN, description="Start, after the sequence's start. [s]")
+    duration: Duration = Field(
+        gt=0, le=HOUR, description="How long the voltage stays low (fault to clearing). [s]"
+    )
+    voltage: float | tuple[float, float, float] = Field(
+        description="Residual voltage of phases a, b, c (one number: all three, a balanced "
+        "sag). [p.u.]"
+    )
+    angle: tuple[float, float, float] = Field(
+        (0.0, 0.0, 0.0), description="Phase-angle jump of phases a, b, c; none by default. [°]"
+    )
+
+    @field_validator("voltage")
+    @classmethod
+    def _residual(cls, value: float | tuple) -> float | tuple:
+        values = value if isinstance(value, tuple) else (value,)
+        if not all(0.0 <= v <= 1.0 for v in values):
+            raise ValueError(
+                f"a sag's residual voltage lies in [0, 1] p.u. (per phase), got {value}: give "
+                "the voltage left, not the drop, and per unit, not percent"
+            )
+        return value
+
+    @field_validator("angle")
+    @classmethod
+    def _jump(cls, value: tuple) -> tuple:
+        if not all(-180.0 <= a <= 180.0 for a in value):
+            raise ValueError(f"a phase-angle jump lies in [-180, 180] degrees, got {value}")
+        return value
+
+    @property
+    def phases(self) -> tuple[float, float, float]:
+        v = self.voltage
+        return v if isinstance(v, tuple) else (v, v, v)
+
+
+MAX_SAGS = 1000
+MAX_FREQUENCY_POINTS = 100_000
+
+
+class Disturbance(Section):
+    """Grid disturbances at the connection: voltage sags and a frequency trace, from a shipped
+    sequence (``sequence``, presets/disturbances.toml) or given here."""
+
+    sequence: Name | None = Field(
+        None, description="A shipped sequence; its sags and frequency unless given here."
+    )
+    start: datetime = Field(description="When the sequence starts, UTC without an offset.")
+    sags: list[Sag] = Field([], max_length=MAX_SAGS)
+    frequency: list[tuple[float, float]] = Field(
+        [],
+        max_length=MAX_FREQUENCY_POINTS,
+        description="Frequency at the connection as [time after the start [s], frequency "
+        "[Hz]] points, linear between them, nominal before the first and held after the "
+        "last.",
+    )
+    nominal_frequency: float = Field(60.0, ge=45, le=65, description="System frequency. [Hz]")
+    title: Text = ""
+    source: Text = ""
+    choices: Text = ""
+
+    @field_validator("start")
+    @classmethod
+    def _naive_utc(cls, value: datetime) -> datetime:
+        return Simulation._naive_utc(value)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Disturbance:
+        if not self.sags and not self.frequency:
+            raise ValueError(
+                "disturbance: no sags and no frequency trace: give sags, frequency or a "
+                "shipped sequence"
+            )
+        times = [t for t, _ in self.frequency]
+        if any(b <= a for a, b in zip(times, times[1:], strict=False)) or (times and times[0] < 0):
+            raise ValueError(
+                "disturbance.frequency: times from 0 s on, increasing (each point [s, Hz])"
+            )
+        if not all(30.0 <= f <= 90.0 and math.isfinite(t) for t, f in self.frequency):
+            raise ValueError(
+                "disturbance.frequency: each point is [seconds, Hz] with a frequency in 30-90 Hz"
+            )
+        return self
+
+    @property
+    def span(self) -> float:
+        """From the sequence's start to its last sag's end or frequency point. [s]"""
+        ends = [s.at + s.duration for s in self.sags] + [t for t, _ in self.frequency[-1:]]
+        return max(ends)
+
+
+class RideThrough(Section):
+    """How the site answers grid disturbances: what its supplies tolerate, the UPS (central or
+    rack batteries) and its transfer logic, the generators, the return to the grid. Values
+    marked [A] are assumptions of this tool, not published requirements."""
+
+    measure: Literal["worst_phase", "positive_sequence"] = Field(
+        "worst_phase",
+        description="The voltage the site's equipment reads (each phase's supply sees its own "
+        "phase: worst phase by default); both are reported.",
+    )
+    transformers: list[Literal["Dyn", "YNyn", "Yy"]] = Field(
+        ["Dyn"],
+        max_length=4,
+        description="Transformers between the connection and the supplies, in order (a Dyn "
+        "step-down by default [A]).",
+    )
+    supply_connection: Literal["phase_to_neutral", "phase_to_phase"] = Field(
+        "phase_to_neutral",
+        description="How the server supplies are wired (415/240 V racks: phase to neutral; "
+        "208 V racks: phase to phase).",
+    )
+    immunity: Name | list[tuple[float, float]] = Field(
+        "itic",
+        description="The supplies' immunity curve: a shipped curve (presets/immunity.toml) or "
+        "[duration [s], lowest voltage [p.u.]] steps, the last duration inf.",
+    )
+    backup: Literal["ups", "none"] = Field(
+        "ups", description="A UPS (central, or rack batteries) in front of the IT load, or none."
+    )
+    transfer: Name | list[tuple[float, float]] = Field(
+        "ups-input-window",
+        description="When the UPS leaves the grid for its battery: a curve as immunity takes.",
+    )
+    frequency_window: tuple[float, float] = Field(
+        (57.0, 63.0),
+        description="The UPS leaves the grid when the frequency leaves this window [A]. [Hz]",
+    )
+    count: int = Field(
+        3,
+        ge=0,
+        le=100,
+        description="Transfers within count_window that latch the site on backup until a "
+        "manual return (three in a minute [S, nerc_incident_2024]); 0: never latch.",
+    )
+    count_window: Duration = Field(60.0, gt=0, le=DAY, description="The count's window. [s]")
+    retransfer_delay: Duration = Field(
+        30.0,
+        ge=0,
+        le=DAY,
+        description="Time on backup after a sag that did not latch, from its end [A]. [s]",
+    )
+    manual_return: Duration = Field(
+        4 * HOUR,
+        ge=0,
+        le=30 * DAY,
+        description="Time on backup after a latch, until someone returns the site (hours in "
+        "the July 2024 event [S, nerc_incident_2024]; 4 h [A]). [s]",
+    )
+    return_ramp: Duration = Field(
+        60.0,
+        ge=0,
+        le=DAY,
+        description="Time to move the load from backup back to the grid, linearly [A]. [s]",
+    )
+    autonomy: Duration = Field(
+        300.0,
+        ge=0,
+        le=DAY,
+        description="How long the UPS battery carries the design IT load (5 min [A]; rack "
+        "batteries hold about 90 s-4 min). [s]",
+    )
+    generator: bool = Field(True, description="Standby generators carry the site on backup.")
+    generator_start: Duration = Field(
+        10.0,
+        ge=0,
+        le=HOUR,
+        description="From a transfer to the generators taking the load (NFPA 110 type 10: "
+        "10 s [S, nfpa110]). [s]",
+    )
+    fuel: float = Field(
+        270.0,
+        ge=0,
+        le=2000,
+        description="Generator fuel per energy delivered (diesel near rated load, about "
+        "0.27 L/kWh [A]). [L/MWh]",
+    )
+    recharge: float = Field(
+        0.1,
+        gt=0,
+        le=1,
+        description="Recharge draw of the UPS batteries, a share of the design IT power [A]. [1]",
+    )
+    recharge_efficiency: float = Field(
+        0.9, ge=0.1, le=1, description="Share of the recharge's energy stored [A]. [1]"
+    )
+    source: Text = ""
+
+    @field_validator("immunity", "transfer")
+    @classmethod
+    def _curve(cls, value: str | list) -> str | list:
+        if isinstance(value, str):
+            curves = immunity_curves()
+            if value not in curves:
+                raise ValueError(
+                    f"unknown immunity curve {value!r}{_did_you_mean(value, curves)}; the "
+                    f"shipped ones are {', '.join(curves)}, or give [duration, voltage] steps"
+                )
+            return value
+        check_curve(value)
+        return value
+
+    @model_validator(mode="after")
+    def _window(self) -> RideThrough:
+        low, high = self.frequency_window
+        if not 30.0 <= low < high <= 90.0:
+            raise ValueError(
+                f"ride_through.frequency_window: [low, high] Hz with low < high within 30-90 Hz, "
+                f"got {list(self.frequency_window)}"
+            )
+        return self
+
+    def curve(self, which: str) -> tuple[np.ndarray, np.ndarray]:
+        """The ``immunity`` or ``transfer`` curve as steps: durations [s] and voltages [p.u.]."""
+        value = getattr(self, which)
+        points = immunity_curves()[value]["points"] if isinstance(value, str) else value
+        return np.array([p[0] for p in points], float), np.array([p[1] for p in points], float)
+
+
+def check_curve(points: list) -> None:
+    """An immunity curve: 1 to 50 steps [duration [s], lowest voltage [p.u.]], durations
+    increasing to inf, voltages in [0, 1.2] and never lower for a longer sag."""
+    if not 1 <= len(points) <= 50 or not all(len(p) == 2 for p in points):
+        raise ValueError("an immunity curve is 1 to 50 steps, each [duration [s], voltage [p.u.]]")
+    durations = [float(p[0]) for p in points]
+    voltages = [float(p[1]) for p in points]
+    if any(b <= a for a, b in zip(durations, durations[1:], strict=False)) or durations[0] <= 0:
+        raise ValueError(f"an immunity curve's durations increase from above 0 s, got {durations}")
+    if not math.isinf(durations[-1]):
+        raise ValueError(
+            "an immunity curve's last step holds for any longer sag: give its duration as inf"
+        )
+    if not all(0.0 <= v <= 1.2 for v in voltages) or any(
+        b < a for a, b in zip(voltages, voltages[1:], strict=False)
+    ):
+        raise ValueError(
+            f"an immunity curve's voltages lie in [0, 1.2] p.u. and never fall for a longer "
+            f"sag, got {voltages}"
+        )
+
+
+@lru_cache(maxsize=1)
+def immunity_curves() -> dict[str, dict[str, Any]]:
+    """The shipped immunity curves (presets/immunity.toml): name -> table (read only)."""
+    raw = parse_toml(packaged(CURVES_FILE).read_text(), CURVES_FILE)
+    for table in raw.values():
+        check_curve(table["points"])
+    return raw
+
+
 class Prices(Section):
     """Prices that turn mitigation costs into money; none set, none reported."""
 
@@ -1489,8 +1742,26 @@ class Scenario(Section):
     )
     campus: Campus | None = None
     flexibility: list[FlexEvent] = Field([], max_length=20)
+    disturbance: Disturbance | None = None
+    ride_through: RideThrough | None = None
     _parts: list[Scenario] = PrivateAttr(default_factory=list)
     _halls: list[Scenario] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="after")
+    def _disturbed(self) -> Scenario:
+        """A disturbance sequence within the run."""
+        d, sim = self.disturbance, self.simulation
+        if d is None:
+            return self
+        end = sim.start + timedelta(seconds=sim.duration)
+        last = d.start + timedelta(seconds=d.span)
+        if not sim.start <= d.start or last > end:
+            raise ValueError(
+                f"disturbance: the sequence runs from {d.start.isoformat()} to "
+                f"{last.isoformat()}, outside the run ({sim.start.isoformat()} to "
+                f"{end.isoformat()}): move disturbance.start or lengthen the run"
+            )
+        return self
 
     @model_validator(mode="after")
     def _events(self) -> Scenario:
@@ -1868,12 +2139,18 @@ CATALOGUES = {
     "gpu": Catalogue("cluster", "gpu", "gpus", "GPU", "name"),
     "cooling": Catalogue("cooling", "plant", "plants", "cooling plant", "plant"),
     "electrical": Catalogue("electrical", "chain", "electrical", "electrical chain", "chain"),
+    "disturbance": Catalogue(
+        "disturbance", "sequence", "disturbances", "disturbance sequence", "sequence"
+    ),
 }
+# Catalogues read by name, not filling a section: immunity curves and ride-through requirements
+CURVES_FILE, REQUIREMENTS_FILE = "immunity.toml", "requirements.toml"
 
 
 def presets() -> list[str]:
     """Names of the scenario presets shipped in the package."""
-    catalogues = {f"{entry.file}.toml" for entry in CATALOGUES.values()} | {"rules.toml"}
+    catalogues = {f"{entry.file}.toml" for entry in CATALOGUES.values()}
+    catalogues |= {"rules.toml", CURVES_FILE, REQUIREMENTS_FILE}
     return sorted(
         f.name.removesuffix(".toml")
         for f in packaged("").iterdir()

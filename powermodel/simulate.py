@@ -15,7 +15,7 @@ from scipy import optimize
 from xarray.backends import BackendArray
 from xarray.core import indexing
 
-from powermodel import facility
+from powermodel import disturbances, facility
 from powermodel._version import __version__
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.models import (
@@ -59,6 +59,7 @@ SENSORS = sensors.CHAINS  # the sensor chains by key: what sensor_view and simul
 
 # Independent random streams per purpose (principle 6 of docs/model/index.md): SeedSequence keys.
 JOB = 0
+GRID_CAUSE = "Grid disturbance"  # the cause of a crash a grid disturbance brings
 STREAM_FAILURES = 1
 STREAM_STEPS = 2
 STREAM_LAUNCH = 3  # a campus workload's launch: its phase and checkpoint schedule
@@ -114,7 +115,15 @@ ORDER = (
     "throughput",
     *HELD,
     "job_state",
+    "generator_power",
+    "ups_battery_power",
+    "recharge_power",
+    "ups_battery_deficit",
+    "grid_share",
+    "grid_event",
 )
+# What a grid disturbance adds: what the backup carries, the recharge, where it acts
+DISTURBANCE_VARIABLES = ORDER[-6:]
 # Steps the in-memory run profiles at a time (about 2 MB an array), extended to an hour's start
 CHUNK_STEPS = 1 << 18
 BLOCK = 1 << 16  # steps of an element-wise pass: its temporaries stay in the CPU cache
@@ -537,6 +546,7 @@ def timeline(
         checkpoint_done=derived.checkpoint_done,
         rng=failure_rng(scenario.simulation.seed, job),
         phase=launch[1],
+        crashes=disturbances.crashes(scenario, startup(scenario, derived)),
     )
 
 
@@ -730,12 +740,17 @@ def simulate(
     path = run.plant(*run.plant_means(means))
     realised = run.realised(means)
     variables = _assembled(run, path, means, chunks)
+    if scenario.disturbance is not None:
+        changed = _through_disturbances(scenario, variables, [(scenario, variables["it_power"])])
+        merged = {**variables, **changed, **_storage_variables([], changed.pop("batteries"))}
+        variables = {name: merged[name] for name in ORDER if name in merged}
     ds = run.dataset(path, variables, 0)
     ds.update(
         {
             **run_totals(run, path, realised, variables["throughput"]),
             **event_variables(scenario, run.line),
             "effective_training_time": ((), run.effective_training_time),
+            **disturbances.variables(scenario),
         }
     )
     if scenario.flexibility:
@@ -1108,6 +1123,11 @@ class Run:
             flag_values=[s.value for s in State],
             flag_meanings=" ".join(s.name.lower() for s in State),
         )
+        if "grid_event" in ds:
+            ds["grid_event"].attrs.update(
+                flag_values=list(range(len(disturbances.EVENT_CODES))),
+                flag_meanings=" ".join(c.replace(" ", "_") for c in disturbances.EVENT_CODES),
+            )
         return annotate(ds)
 
     def attrs(self, path: facility.PlantPath) -> dict:
@@ -1362,6 +1382,12 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
     ]
     site = {key: sum(h[key] for h in halls) for key in halls[0]}
     grid_power, bess = facility.storage(scenario, "site", site["facility_power"], dt)
+    disturbed = {}
+    if scenario.disturbance is not None:
+        supplies = [(part, job["it_power"]) for part, job in zip(parts, jobs, strict=True)]
+        disturbed = _through_disturbances(scenario, site, supplies)
+        grid_power, bess = disturbed.pop("grid_power"), disturbed.pop("batteries")
+        disturbed.pop("grid_voltage")  # the same as the campus's own, below
     training = [isinstance(run, Run) for run in runs]
     # the job-level attrs and the plant state shown are the largest training job's, its
     # water and chillers the campus's
@@ -1373,7 +1399,7 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
     )
     trains = [job for job, t in zip(jobs, training, strict=True) if t]
     g = scenario.grid
-    reactive = site["grid_reactive_power"]
+    reactive = disturbed.pop("grid_reactive_power", site["grid_reactive_power"])
     variables = {
         "gpu_power": sum(job["gpu_power"] for job in jobs),
         "it_power": site["it_power"],
@@ -1392,6 +1418,7 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
         **runs[largest].held(shown, 0, n),
         "cooling_power": _held(sum(c for _, c, _ in plants) / 1e6, k, 0, n),
         "misc_power": _held(np.array([site["misc_power"]]), n, 0, n),
+        **disturbed,
     }
     ds = runs[largest].dataset(shown, {v: variables[v] for v in ORDER if v in variables}, 0)
     ds = ds.assign_coords(workload=[w.name for w in scenario.campus.workloads])
@@ -1413,6 +1440,7 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
         )
     if scenario.flexibility:
         ds.update(flex_variables(scenario, runs, [job["it_power"] for job in jobs]))
+    ds.update(disturbances.variables(scenario))
     ds.attrs.update(
         scenario=scenario.to_json(),
         title=f"powermodel: {scenario.name or 'campus'}",
@@ -1747,6 +1775,9 @@ class _Fleet:
         gpu_power = means[0] + _cluster_mw(leak, cl.n_gpus)
         node = (cl.gpus_per_node * leak + fans) * self.slope
         it_power = means[1] + _cluster_mw(node, cl.n_nodes)
+        on = disturbances.powered(self.scenario, 0, n, self.dt)
+        if on is not None:  # a disturbance took the servers' power: they serve nothing
+            gpu_power, it_power, means = gpu_power * on, it_power * on, means * on
         it_power, rack = facility.storage(self.scenario, "rack", it_power, self.dt, scale)
         return {
             "gpu_power": gpu_power,
@@ -1946,7 +1977,11 @@ def _it_path(
     drawn = stop_ramps(scenario, line, per_gpu + leak, dt, paused)  # W per GPU, DC
     fans = _over(path.fan_extra, k, lo, n)  # W per node, DC
     node = (cl.gpus_per_node * (drawn - per_gpu) + fans) * _psu_slope(scenario)  # W per node, AC
-    return _cluster_mw(drawn, cl.n_gpus), it_power + _cluster_mw(node, cl.n_nodes)
+    gpu_power, it_power = _cluster_mw(drawn, cl.n_gpus), it_power + _cluster_mw(node, cl.n_nodes)
+    on = disturbances.powered(scenario, lo, n, scenario.simulation.dt)
+    if on is not None:  # a disturbance took the servers' power: they draw nothing
+        gpu_power, it_power = gpu_power * on, it_power * on
+    return gpu_power, it_power
 
 
 def _facility(
@@ -1966,6 +2001,9 @@ def _facility(
     misc = _misc(scenario, design)
     capacity = scenario.electrical.design_margin * design / 1e6
     loss = facility.facility_loss(it_power, scenario, capacity, cooling + misc)
+    on = disturbances.powered(scenario, lo, it_power.size, scenario.simulation.dt)
+    if on is not None:  # the UPS and PDUs feeding servers without power are down with them
+        loss = loss * on
     return {
         "facility_loss": loss,
         "cooling_power": cooling,
@@ -1997,6 +2035,49 @@ def _connection(
         "grid_reactive_power": reactive,
         "grid_voltage": voltage,
     }, batteries
+
+
+def _through_disturbances(
+    scenario: Scenario, variables: dict, supplies: list[tuple[Scenario, np.ndarray]]
+) -> dict:
+    """The connection through the scenario's grid disturbances: from the run's whole IT
+    power, losses, cooling and misc power [MW], what the grid carries (after the site
+    batteries), its reactive power and voltage, what the UPS batteries and the generators
+    carry, the recharge after (:func:`powermodel.disturbances.connection`). The supplies'
+    reactive power is each workload's (``supplies``: its scenario and IT power)."""
+    dt, n = scenario.simulation.dt, scenario.simulation.n_steps
+    dense = {
+        key: _dense(variables[key], n)
+        for key in ("it_power", "facility_loss", "cooling_power", "misc_power")
+    }
+    it_path = dense["it_power"] + dense["facility_loss"]
+    other = dense["cooling_power"] + dense["misc_power"]
+    out = disturbances.connection(scenario, it_path, other, dt)
+    q_it, q_other = facility.reactive_parts(
+        scenario, dense["it_power"], dense["facility_loss"], other, supplies
+    )
+    pf = scenario.electrical.input_power_factor or 1.0  # the recharge: the UPS rectifier's
+    reactive = (
+        q_it * out["it_share"]
+        + q_other * out["other_share"]
+        + out["recharge_power"] * np.sqrt(1.0 - pf * pf) / pf
+    )
+    grid_power, batteries = facility.storage(scenario, "site", out["load"], dt)
+    g = scenario.grid
+    voltage = 1.0 + grid.voltage_change(grid_power, reactive, g.short_circuit, g.x_r)
+    return {
+        "grid_power": grid_power,
+        "grid_reactive_power": reactive,
+        "grid_voltage": voltage,
+        "batteries": batteries,
+        **{key: out[key] for key in DISTURBANCE_VARIABLES},
+    }
+
+
+def _dense(values: np.ndarray | _Pieces | float, n: int) -> np.ndarray:
+    if isinstance(values, _Pieces):
+        return values.dense(0, n)
+    return np.broadcast_to(np.asarray(values, dtype=float), (n,))
 
 
 def share_of(part: np.ndarray, whole: np.ndarray) -> float:
@@ -2123,13 +2204,15 @@ def _hourly_ratio(
     numerator: np.ndarray, denominator: np.ndarray, dt: float, lo: int = 0
 ) -> _Pieces:
     """Ratio of the two signals' energies over each clock hour of the run (the signals on steps
-    of ``dt`` [s] from step ``lo``), on every sample."""
+    of ``dt`` [s] from step ``lo``), on every sample; NaN for an hour whose denominator drew
+    nothing (the servers without power through a grid disturbance)."""
     n = numerator.size
     starts = np.concatenate(([0], _hour_starts(lo, lo + n, dt) - lo))
     label = _hour_of(lo + starts, dt)
     label -= label[0]
     hour = np.repeat(label, np.diff(starts, append=n))
-    ratio = np.bincount(hour, numerator) / np.bincount(hour, denominator)
+    below = np.bincount(hour, denominator)
+    ratio = np.bincount(hour, numerator) / np.where(below > 0, below, np.nan)
     return _Pieces(ratio[label], starts, n)
 
 
@@ -2204,6 +2287,8 @@ def event_variables(scenario: Scenario, line: events.Timeline) -> dict[str, tupl
     causes = [c.name for c in scenario.reliability.causes] + ["Planned maintenance"]
     categories = [c.category for c in scenario.reliability.causes] + ["Planned"]
     planned = line.event_cause == len(causes) - 1
+    causes.append(GRID_CAUSE)  # the crashes a disturbance puts in the timeline
+    categories.append("Grid")
     return {
         "event_time": ("event", _times(scenario.simulation.start, line.event_time)),
         "event_kind": ("event", np.where(planned, "planned", "unexpected").astype(object)),

@@ -148,6 +148,84 @@ VARIABLES: dict[str, dict[str, str]] = {
         "long_name": "Rack battery power",
         "description": "Batteries at the racks (inside the IT boundary), positive discharging.",
     },
+    "generator_power": {
+        "units": "MW",
+        "long_name": "Standby generator power",
+        "description": "What the generators carry while a disturbance keeps the site on backup.",
+    },
+    "ups_battery_power": {
+        "units": "MW",
+        "long_name": "UPS battery discharge",
+        "description": "What the UPS (or rack) batteries carry of the IT path off the grid.",
+    },
+    "recharge_power": {
+        "units": "MW",
+        "long_name": "UPS recharge draw",
+        "description": "What the UPS draws from the grid to refill its batteries, losses included.",
+    },
+    "ups_battery_deficit": {
+        "units": "MWh",
+        "long_name": "UPS battery energy short of full",
+        "description": "At the end of each interval.",
+    },
+    "grid_share": {
+        "units": "1",
+        "long_name": "Share of the site's load on the grid",
+        "description": "Through a grid disturbance; the rest is on backup or without power.",
+    },
+    "grid_event": {
+        "units": "",
+        "long_name": "What a grid disturbance does",
+        "description": "Code into flag_meanings: none, on backup (or coming back), servers "
+        "without power, recharging.",
+    },
+    "disturbance_time": {"units": "", "long_name": "Disturbance start (UTC)", "description": ""},
+    "disturbance_kind": {
+        "units": "",
+        "long_name": "Disturbance kind",
+        "description": "'sag' (voltage) or 'frequency' (out of the UPS's window).",
+    },
+    "disturbance_duration": {"units": "s", "long_name": "Disturbance length", "description": ""},
+    "disturbance_connection_worst": {
+        "units": "pu",
+        "long_name": "Lowest phase voltage at the connection",
+        "description": "Residual of the sag's worst phase.",
+    },
+    "disturbance_connection_positive": {
+        "units": "pu",
+        "long_name": "Positive-sequence voltage at the connection",
+        "description": "",
+    },
+    "disturbance_worst": {
+        "units": "pu",
+        "long_name": "Lowest voltage the supplies see",
+        "description": "Behind the site's transformers, as the supplies are wired.",
+    },
+    "disturbance_positive": {
+        "units": "pu",
+        "long_name": "Positive-sequence voltage behind the transformers",
+        "description": "",
+    },
+    "disturbance_frequency": {
+        "units": "Hz",
+        "long_name": "Frequency reached",
+        "description": "The farthest out of the UPS window; NaN for a sag.",
+    },
+    "disturbance_transferred": {
+        "units": "",
+        "long_name": "UPS left the grid",
+        "description": "The disturbance lay outside the UPS's window (or the site was on backup).",
+    },
+    "disturbance_latched": {
+        "units": "",
+        "long_name": "Site latched on backup",
+        "description": "The transfer count latched the site until a manual return.",
+    },
+    "disturbance_dropped": {
+        "units": "",
+        "long_name": "Servers lost power",
+        "description": "Outside the supplies' immunity without a UPS, or the battery ran out.",
+    },
     "goodput": {
         "units": "token",
         "long_name": "Tokens trained and kept",

@@ -14,7 +14,7 @@ LAYERS = (
     ("powermodel.models",),
     ("powermodel.iotools", "powermodel.variables"),
     ("powermodel.scenario", "powermodel.reference"),
-    ("powermodel.facility", "powermodel.simulate"),
+    ("powermodel.facility", "powermodel.disturbances", "powermodel.simulate"),
     (
         "powermodel.analysis",
         "powermodel.rules",
@@ -28,6 +28,7 @@ LAYERS = (
         "powermodel.reproduce",
         "powermodel.oscillation",
         "powermodel.dynamic_model",
+        "powermodel.ride_through",
     ),
     ("powermodel.sweep",),  # maps runs of the layer below over dask
     ("powermodel.cli", "powermodel.webapp"),

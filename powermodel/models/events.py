@@ -9,6 +9,7 @@ in a few vectorised batches: there is no loop over events or checkpoints.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -380,6 +381,7 @@ def job_timeline(
     checkpoint_done: float,
     rng: np.random.Generator,
     phase: float = 0.0,
+    crashes: Sequence[tuple[float, tuple[tuple[State, float], ...]]] = (),
 ) -> Timeline:
     """Draw one job timeline.
 
@@ -405,7 +407,88 @@ def job_timeline(
     phase
         Training time into its checkpoint cycle the job is at its first start (less than
         ``interval``: its first checkpoint comes that much sooner). [s]
+    crashes
+        Interruptions that do not come from the job's own failures (a grid disturbance that
+        takes the servers' power): each at a time [s], in increasing order, with the states
+        the job goes through after it. Each loses the work since the last durable checkpoint,
+        whatever the job was doing, and is an event of cause ``len(recoveries)``; the draws
+        go on after its states as after a start.
     """
+    if not crashes:
+        return _drawn(
+            duration,
+            rates,
+            recoveries,
+            startup,
+            interval,
+            checkpoint_stall,
+            checkpoint_done,
+            rng,
+            phase,
+        )[0]
+    pieces: list[tuple[float, Timeline, float]] = []
+    at, states = 0.0, startup
+    for when, following in [*crashes, (duration, ())]:
+        when = min(float(when), duration)
+        line, tail = _drawn(
+            when - at,
+            rates,
+            recoveries,
+            states,
+            interval,
+            checkpoint_stall,
+            checkpoint_done,
+            rng,
+            phase if at == 0.0 else 0.0,
+        )
+        pieces.append((at, line, tail))
+        at, states = when, following
+        if when >= duration:
+            break
+    crashed = len(pieces) - 1  # every piece but the last ends in a crash
+    return Timeline(
+        start=np.concatenate([line.start + at for at, line, _ in pieces]),
+        state=np.concatenate([line.state for _, line, _ in pieces]),
+        duration=duration,
+        event_time=np.concatenate(
+            [
+                np.r_[line.event_time + at, at + line.duration][
+                    : line.event_time.size + (i < crashed)
+                ]
+                for i, (at, line, _) in enumerate(pieces)
+            ]
+        ),
+        event_cause=np.concatenate(
+            [
+                np.r_[line.event_cause, len(recoveries)][: line.event_cause.size + (i < crashed)]
+                for i, (_, line, _) in enumerate(pieces)
+            ]
+        ).astype(np.int64),
+        event_lost_work=np.concatenate(
+            [
+                np.r_[line.event_lost_work, tail][: line.event_lost_work.size + (i < crashed)]
+                for i, (_, line, tail) in enumerate(pieces)
+            ]
+        ),
+        running_time=sum(line.running_time for _, line, _ in pieces),
+        lost_work=sum(line.lost_work for _, line, _ in pieces)
+        + sum(tail for _, _, tail in pieces[:crashed]),
+    )
+
+
+def _drawn(
+    duration: float,
+    rates: np.ndarray,
+    recoveries: list[Recovery],
+    startup: tuple[tuple[State, float], ...],
+    interval: float,
+    checkpoint_stall: float,
+    checkpoint_done: float,
+    rng: np.random.Generator,
+    phase: float,
+) -> tuple[Timeline, float]:
+    """:func:`job_timeline` without crashes, and the work the job would lose if it crashed at
+    ``duration`` (trained since its last durable checkpoint there) [s]."""
     rates = np.asarray(rates, dtype=float)
     down = np.array([r.duration for r in recoveries])
     t0 = sum(d for _, d in startup)
@@ -441,6 +524,7 @@ def job_timeline(
     state = np.concatenate((init_state, run_state, rec_state))
     keep = start < duration
     order = np.argsort(start[keep], kind="stable")
+    tail = float(max(running[n_events] - saved[n_events], 0.0)) if running.size > n_events else 0.0
     return Timeline(
         start=start[keep][order],
         state=state[keep][order],
@@ -450,7 +534,7 @@ def job_timeline(
         event_lost_work=lost,
         running_time=float(running.sum()),
         lost_work=float(lost.sum()),
-    )
+    ), tail
 
 
 def expected_interruptions(horizon: float, rates: np.ndarray, down: np.ndarray) -> float:

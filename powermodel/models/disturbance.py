@@ -1,0 +1,544 @@
+"""Grid disturbances at the connection and how a site's supplies and backup chain answer them.
+
+A voltage sag is a drop of the three phase voltages for a while; the site's transformers turn
+the connection's phases into the ones its equipment sees (a delta winding blocks the zero
+sequence and shifts the others by 30°), and each piece of equipment tolerates a sag by its own
+immunity curve (depth against duration: ITIC, SEMI F47, a vendor's). Read on the worst phase
+or on the positive sequence, one unbalanced sag can pass and fail at once
+[P, epri_dcflex_ride_through].
+
+The chain: server supplies fed by a UPS (central or rack batteries) that leaves the grid when
+its input leaves its own window, counts its transfers (three in a minute: stay on backup until
+someone returns the site by hand [S, nerc_incident_2024]), carries the IT load on its battery
+until the generators start, and comes back on a ramp, then recharges. Without a UPS, a sag
+outside the supplies' curve drops the servers. Everything here is event logic over a handful
+of disturbances and piecewise-linear shares of the load; the simulation renders them exactly
+as interval means (:func:`interval_means`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+A = np.exp(2j * np.pi / 3)  # the 120° operator of symmetrical components
+TRANSFORMERS = ("Dyn", "YNyn", "Yy")
+
+
+def phasors(voltage: np.ndarray, angle: np.ndarray | None = None) -> np.ndarray:
+    """Phase voltages as complex phasors from residual magnitudes and angle jumps.
+
+    Parameters
+    ----------
+    voltage
+        Residual magnitude of phases a, b, c, shape ``(..., 3)``. [p.u.]
+    angle
+        Phase-angle jump of each phase, shape ``(..., 3)``; none by default. [°]
+
+    Returns
+    -------
+    numpy.ndarray
+        ``V_k = |V_k| · exp(j(φ_k + jump_k))``, φ = 0, −120°, +120°, shape ``(..., 3)``. [p.u.]
+    """
+    voltage = np.asarray(voltage, dtype=float)
+    jump = np.zeros_like(voltage) if angle is None else np.asarray(angle, dtype=float)
+    return voltage * np.exp(1j * np.deg2rad(np.array([0.0, -120.0, 120.0]) + jump))
+
+
+def sequences(v: np.ndarray) -> np.ndarray:
+    """Zero, positive and negative sequence of phase phasors ``(..., 3)``, as ``(..., 3)``.
+
+    Notes
+    -----
+    ``V0 = (Va + Vb + Vc)/3``, ``V1 = (Va + a·Vb + a²·Vc)/3``, ``V2 = (Va + a²·Vb + a·Vc)/3``,
+    ``a = exp(j·120°)`` (Fortescue).
+    """
+    m = np.array([[1, 1, 1], [1, A, A * A], [1, A * A, A]]) / 3.0
+    return np.asarray(v) @ m.T
+
+
+def phases(s: np.ndarray) -> np.ndarray:
+    """Phase phasors from zero, positive and negative sequence ``(..., 3)``."""
+    m = np.array([[1, 1, 1], [1, A * A, A], [1, A, A * A]])
+    return np.asarray(s) @ m.T
+
+
+def through(v: np.ndarray, windings: tuple[str, ...]) -> np.ndarray:
+    """Phase phasors after transformers in series (``"Dyn"``, ``"YNyn"``, ``"Yy"``).
+
+    Notes
+    -----
+    A delta winding, or a wye whose neutral is not grounded, passes no zero sequence; a Dyn
+    transformer (the usual step-down to a data hall, Dyn11) also advances the positive sequence
+    by 30° and retards the negative by 30°, which turns a single-phase sag at the connection
+    into a two-phase sag behind it (Bollen's sag types B → C → D). Per-unit magnitudes pass
+    unchanged; a YNyn passes every sequence.
+    """
+    s = sequences(v)
+    for w in windings:
+        if w not in TRANSFORMERS:
+            raise ValueError(f"unknown transformer {w!r}: one of {', '.join(TRANSFORMERS)}")
+        if w == "YNyn":
+            continue
+        s = s * np.array([0.0, 1.0, 1.0])
+        if w == "Dyn":
+            s = s * np.exp(1j * np.deg2rad(np.array([0.0, 30.0, -30.0])))
+    return phases(s)
+
+
+def supply_voltages(v: np.ndarray, connection: str) -> np.ndarray:
+    """Magnitudes the supplies see, ``(..., 3)`` [p.u.]: phase to neutral, or phase to phase
+    (``Vab, Vbc, Vca`` over √3, so that a healthy system reads 1)."""
+    if connection == "phase_to_neutral":
+        return np.abs(v)
+    return np.abs(v - np.roll(v, -1, axis=-1)) / np.sqrt(3.0)
+
+
+@dataclass(frozen=True)
+class Readings:
+    """What one set of sags looks like: per sag, at the connection and at the supplies."""
+
+    connection_worst: np.ndarray  # [p.u.] lowest phase at the connection
+    connection_positive: np.ndarray  # [p.u.] positive sequence at the connection
+    worst: np.ndarray  # [p.u.] lowest phase the supplies see
+    positive: np.ndarray  # [p.u.] positive sequence the supplies see
+    negative: np.ndarray  # [p.u.] negative sequence (unbalance) the supplies see
+
+
+def readings(
+    voltage: np.ndarray,
+    angle: np.ndarray | None,
+    windings: tuple[str, ...],
+    connection: str = "phase_to_neutral",
+) -> Readings:
+    """Worst-phase and positive-sequence residual of each sag, at the connection and at the
+    supplies behind ``windings`` (``connection``: how the supplies are wired).
+
+    Parameters
+    ----------
+    voltage
+        Residual magnitude of each sag's phases at the connection, ``(n, 3)``. [p.u.]
+    angle
+        Their phase-angle jumps, ``(n, 3)``, or None. [°]
+    windings
+        The transformers between the connection and the supplies, in order.
+    connection
+        ``"phase_to_neutral"`` or ``"phase_to_phase"``.
+    """
+    v = phasors(voltage, angle)
+    behind = through(v, windings)
+    seen = supply_voltages(behind, connection)
+    s_at, s_behind = sequences(v), sequences(behind)
+    return Readings(
+        connection_worst=np.abs(v).min(axis=-1),
+        connection_positive=np.abs(s_at[..., 1]),
+        worst=seen.min(axis=-1),
+        positive=np.abs(s_behind[..., 1]),
+        negative=np.abs(s_behind[..., 2]),
+    )
+
+
+def tolerated(
+    voltage: np.ndarray, duration: np.ndarray, curve_duration: np.ndarray, curve_voltage: np.ndarray
+) -> np.ndarray:
+    """Whether equipment rides through sags by its immunity curve.
+
+    Parameters
+    ----------
+    voltage, duration
+        Residual voltage [p.u.] and duration [s] of each sag.
+    curve_duration, curve_voltage
+        The curve as steps: a sag lasting at most ``curve_duration[i]`` (and longer than the
+        step before) is tolerated down to ``curve_voltage[i]`` [p.u.], both edges included;
+        the last duration is infinite.
+
+    Returns
+    -------
+    numpy.ndarray
+        True where the sag lies on or above the curve.
+    """
+    step = np.searchsorted(np.asarray(curve_duration), np.asarray(duration), side="left")
+    step = np.minimum(step, len(curve_voltage) - 1)
+    return np.asarray(voltage) >= np.asarray(curve_voltage)[step]
+
+
+def outside_window(
+    t: np.ndarray, f: np.ndarray, low: float, high: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Stretches ``[begin, end)`` in which a piecewise-linear frequency leaves ``[low, high]``.
+
+    Parameters
+    ----------
+    t, f
+        Breakpoints [s] (increasing) and frequency at each [Hz]; held flat outside them.
+    low, high
+        The window. [Hz]
+    """
+    t, f = np.asarray(t, dtype=float), np.asarray(f, dtype=float)
+    if t.size == 0:
+        return np.zeros(0), np.zeros(0)
+    out = (f < low) | (f > high)
+    # each segment crossing a bound contributes its crossing instant
+    a, b, ta, tb = f[:-1], f[1:], t[:-1], t[1:]
+    cross = []
+    for bound in (low, high):
+        hit = (a - bound) * (b - bound) < 0
+        cross.append(ta[hit] + (bound - a[hit]) / (b[hit] - a[hit]) * (tb[hit] - ta[hit]))
+    edges = np.unique(np.concatenate([t, *cross]))
+    mid = np.interp(0.5 * (edges[:-1] + edges[1:]), t, f)
+    bad = (mid < low) | (mid > high)
+    if out[0]:  # outside already before the first point: from its time
+        bad = np.r_[True, bad] if edges.size == 1 else bad
+    change = np.diff(np.r_[0, bad.astype(np.int8), 0])
+    begin = edges[np.flatnonzero(change == 1)]
+    end_index = np.flatnonzero(change == -1)
+    end = np.where(end_index < edges.size, edges[np.minimum(end_index, edges.size - 1)], np.inf)
+    if out[-1]:  # outside after the last point: it stays so
+        end[-1] = np.inf
+    return begin, end
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The site's answer to disturbances, as data (``ride_through`` in a scenario)."""
+
+    backup: str  # "ups" (central or rack batteries) or "none"
+    immunity: tuple[np.ndarray, np.ndarray]  # the supplies' curve
+    transfer: tuple[np.ndarray, np.ndarray]  # the UPS input window, as a curve
+    frequency_window: tuple[float, float]  # [Hz] the UPS leaves the grid outside it
+    count: int | None  # transfers within count_window that latch the site on backup
+    count_window: float  # [s]
+    retransfer_delay: float  # [s] on backup after a sag that did not latch
+    manual_return: float  # [s] on backup after a latch
+    return_ramp: float  # [s] to move the load back from backup to the grid
+    autonomy: float  # [s] the battery carries the design IT load
+    generator: bool
+    generator_start: float  # [s] from a transfer to the generators taking the load
+
+
+@dataclass(frozen=True)
+class Window:
+    """One stretch the IT path (``it``) or the other loads spend off the grid: from ``begin``
+    until ``hold`` on backup, then back over ``ramp`` [s]."""
+
+    begin: float
+    hold: float
+    ramp: float
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a site does through a set of disturbances (times in s from the run's start).
+
+    ``it`` and ``other``: the windows the IT path and the other loads (cooling, misc) spend off
+    the grid; ``battery``: stretches ``(begin, end)`` the UPS battery carries the IT path;
+    ``generator_it`` and ``generator_other``: from when the generators carry each;
+    ``lost``: stretches the servers have no power (they crashed at ``begin``); per trigger (sag
+    or frequency excursion, in time order): whether the UPS transferred, whether that latched,
+    whether the servers dropped.
+    """
+
+    it: tuple[Window, ...]
+    other: tuple[Window, ...]
+    battery: tuple[tuple[float, float], ...]
+    generator_it: tuple[tuple[float, float], ...]
+    generator_other: tuple[tuple[float, float], ...]
+    lost: tuple[tuple[float, float], ...]
+    transferred: np.ndarray
+    latched: np.ndarray
+    dropped: np.ndarray
+
+
+def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: Chain) -> Outcome:
+    """The site's response to triggers: sags (``voltage`` the measure the site reads [p.u.])
+    and frequency excursions (``voltage`` NaN: the UPS transfers on any).
+
+    Parameters
+    ----------
+    time, duration
+        Start [s] and length [s] of each trigger, in time order.
+    voltage
+        The residual the equipment reads (worst phase or positive sequence) [p.u.], NaN for a
+        frequency excursion.
+    chain
+        The site's chain.
+
+    Notes
+    -----
+    Without a UPS, a sag outside the supplies' immunity curve drops the servers until the
+    voltage returns. With one, a trigger outside the UPS's window moves the IT path to its
+    battery; ``count`` transfers within ``count_window`` latch the whole site on backup (the
+    generators take the IT path and the other loads once started) until ``manual_return``
+    after the latching sag, otherwise the IT path returns ``retransfer_delay`` after the sag
+    ends. A battery that runs out before the generators take over (or with none, before the
+    return) drops the servers until power comes back. The battery's autonomy is spent at the
+    design load's rate and refilled (at the recharge's pace, in :func:`recharge`) only as the
+    simulation knows the actual load: here, every transfer draws on what earlier ones left.
+    """
+    n = len(time)
+    transferred = np.zeros(n, bool)
+    latched = np.zeros(n, bool)
+    dropped = np.zeros(n, bool)
+    it: list[Window] = []
+    other: list[Window] = []
+    battery, gen_it, gen_other, lost = [], [], [], []
+    if chain.backup == "none":
+        frequency = np.isnan(voltage)
+        sag = ~frequency
+        bad = np.zeros(n, bool)
+        bad[sag] = ~tolerated(voltage[sag], duration[sag], *chain.immunity)
+        dropped[:] = bad
+        for t, d in zip(time[bad], duration[bad], strict=True):
+            lost.append((float(t), float(t + d)))
+        return Outcome((), (), (), (), (), _merged(lost), transferred, latched, dropped)
+    sag = ~np.isnan(voltage)
+    transferred[:] = True
+    transferred[sag] = ~tolerated(voltage[sag], duration[sag], *chain.transfer)
+    used = 0.0  # battery seconds spent before this window (at the design load)
+    latch_end = -np.inf
+    times = time[transferred]
+    for i in np.flatnonzero(transferred):  # a handful of disturbances, not samples
+        t, d = float(time[i]), float(duration[i])
+        if t < latch_end:
+            latched[i] = True
+            continue
+        recent = np.count_nonzero((times > t - chain.count_window) & (times <= t))
+        latch = chain.count is not None and recent >= chain.count
+        latched[i] = latch
+        begin = t
+        if it and t < it[-1].hold + it[-1].ramp:  # still on backup (or coming back): extend
+            begin = it.pop().begin
+            first, last = battery.pop()
+            used -= last - first
+            if gen_it and gen_it[-1][0] >= begin:
+                gen_it.pop()
+            if lost and lost[-1][0] >= begin:
+                lost.pop()
+            if other and other[-1].begin >= begin:
+                other.pop()
+                gen_other.pop()
+        hold = t + chain.manual_return if latch else t + d + chain.retransfer_delay
+        if latch:
+            latch_end = hold
+        started = begin + chain.generator_start if chain.generator else np.inf
+        empty = begin + max(chain.autonomy - used, 0.0)
+        carry_end = min(started, hold, empty)
+        battery.append((begin, carry_end))
+        used += carry_end - begin
+        ramp = chain.return_ramp
+        if empty < min(started, hold):  # the battery runs out: the servers drop
+            back = min(started, hold)
+            lost.append((empty, back))
+            dropped[i] = True
+            if back == hold:
+                ramp = 0.0  # nothing left to move back: the servers boot on the grid
+        if started < hold:
+            gen_it.append((started, hold + ramp))
+        it.append(Window(begin, hold, ramp))
+        if latch and chain.generator and started < hold:  # the whole site to the generators
+            moved = max(started, t)  # once they run and the latch decides
+            other.append(Window(moved, hold, chain.return_ramp))
+            gen_other.append((moved, hold + chain.return_ramp))
+    return Outcome(
+        tuple(it),
+        tuple(other),
+        tuple(battery),
+        tuple(gen_it),
+        tuple(gen_other),
+        _merged(lost),
+        transferred,
+        latched,
+        dropped,
+    )
+
+
+def _merged(stretches: list[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
+    out: list[tuple[float, float]] = []
+    for a, b in sorted(stretches):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return tuple(out)
+
+
+def on_grid(windows: tuple[Window, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The share of a load on the grid as a piecewise-linear function of time.
+
+    Returns ``(t, left, right)``: breakpoints [s] and the share's limits from the left and
+    from the right at each (a step where they differ). Each window's share is 1 before it,
+    0 through its hold, then rises linearly over its ramp; with several, the least of them
+    (exact: ramps rise at one slope, so the least never crosses between breakpoints).
+    """
+    if not windows:
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    b = np.array([w.begin for w in windows])
+    h = np.array([w.hold for w in windows])
+    r = h + np.array([w.ramp for w in windows])
+    t = np.unique(np.concatenate([b, h, r]))
+    t = t[np.isfinite(t)]
+
+    def share(x: np.ndarray, left: bool) -> np.ndarray:
+        x = x[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rising = np.where(r > h, (x - h) / np.where(r > h, r - h, 1.0), 1.0)
+        if left:
+            value = np.where(x <= b, 1.0, np.where(x <= h, 0.0, np.where(x <= r, rising, 1.0)))
+        else:
+            value = np.where(x < b, 1.0, np.where(x < h, 0.0, np.where(x < r, rising, 1.0)))
+        return value.min(axis=1)
+
+    return t, share(t, True), share(t, False)
+
+
+def stretches(pairs: tuple[tuple[float, float], ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An indicator (1 inside the stretches ``[begin, end)``, 0 elsewhere) as :func:`on_grid`
+    gives a share: breakpoints and the limits either side."""
+    if not pairs:
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    begin = np.array([p[0] for p in pairs])
+    end = np.array([p[1] for p in pairs])
+    t = np.unique(np.concatenate([begin, end]))
+    t = t[np.isfinite(t)]
+    inside_left = ((t[:, None] > begin) & (t[:, None] <= end)).any(axis=1)
+    inside_right = ((t[:, None] >= begin) & (t[:, None] < end)).any(axis=1)
+    return t, inside_left.astype(float), inside_right.astype(float)
+
+
+def interval_means(
+    function: tuple[np.ndarray, np.ndarray, np.ndarray], lo: int, n: int, dt: float, before: float
+) -> np.ndarray:
+    """Exact means over the intervals ``[(lo+i)·dt, (lo+i+1)·dt)`` of a piecewise-linear
+    function given as :func:`on_grid` gives it (``before``: its value before the first
+    breakpoint; after the last it keeps that one's right limit).
+
+    Notes
+    -----
+    An interval holding no breakpoint sees one linear piece: its mean is the value at its
+    midpoint. The few that hold breakpoints sum the trapezoids of their pieces. Nothing is
+    taken as a difference of large running integrals, so a constant stays exact.
+    """
+    t, left, right = function
+    if t.size == 0:
+        return np.full(n, float(before))
+    mid = (lo + np.arange(n) + 0.5) * dt
+    out = _value(function, mid, before)
+    first = np.searchsorted(t, lo * dt, side="right")
+    last = np.searchsorted(t, (lo + n) * dt, side="left")
+    for k in np.unique(np.floor(t[first:last] / dt).astype(np.int64) - lo):  # a few
+        a, b = (lo + k) * dt, (lo + k + 1) * dt
+        inner = t[(t > a) & (t < b)]
+        if inner.size == 0:
+            continue
+        edges = np.concatenate(([a], inner, [b]))
+        x0, x1 = edges[:-1], edges[1:]
+        # each sub-piece is linear: its mean is the value at its middle
+        values = _value(function, 0.5 * (x0 + x1), before)
+        out[k] = float(np.sum(values * (x1 - x0)) / dt)
+    return out
+
+
+def off_and(
+    share: tuple[np.ndarray, np.ndarray, np.ndarray],
+    indicator: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(1 − share) · indicator`` as a piecewise-linear function: the part of a load off the
+    grid while a source (the indicator of its stretches) carries it. Exact: between
+    breakpoints the indicator is constant."""
+    t = np.unique(np.concatenate([share[0], indicator[0]]))
+    if t.size == 0:
+        return t, t, t
+    s_left, s_right = _limits(share, t, 1.0)
+    i_left, i_right = _limits(indicator, t, 0.0)
+    return t, (1.0 - s_left) * i_left, (1.0 - s_right) * i_right
+
+
+def _limits(
+    function: tuple[np.ndarray, np.ndarray, np.ndarray], x: np.ndarray, before: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """A function's limits from the left and from the right at points ``x``."""
+    t, left, right = function
+    value = _value(function, x, before)
+    if t.size == 0:
+        return value, value.copy()
+    hit = np.isin(x, t)
+    k = np.searchsorted(t, x[hit])
+    lhs, rhs = value.copy(), value.copy()
+    lhs[hit], rhs[hit] = left[k], right[k]
+    return lhs, rhs
+
+
+def _value(
+    function: tuple[np.ndarray, np.ndarray, np.ndarray], x: np.ndarray, before: float
+) -> np.ndarray:
+    """A piecewise-linear function's value at points ``x`` that are not breakpoints."""
+    t, left, right = function
+    if t.size == 0:
+        return np.full(np.shape(x), float(before))
+    i = np.searchsorted(t, x, side="right") - 1
+    out = np.where(i < 0, float(before), right[np.clip(i, 0, t.size - 1)])
+    inner = (i >= 0) & (i < t.size - 1)
+    j = i[inner]
+    u = (x[inner] - t[j]) / (t[j + 1] - t[j])
+    out[inner] = right[j] + u * (left[j + 1] - right[j])
+    return out
+
+
+def recharge(
+    discharge: np.ndarray, returned: np.ndarray, power: float, efficiency: float, dt: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """What the UPS draws to refill its battery, and how far from full it is, step by step.
+
+    Parameters
+    ----------
+    discharge
+        Energy rate the battery delivers in each step. [MW]
+    returned
+        Whether the IT path is wholly back on the grid in each step (no discharge there):
+        the rectifier recharges then. [bool]
+    power
+        The recharge's rated draw. [MW]
+    efficiency
+        Share of the drawn energy stored. [1]
+    dt
+        Step. [s]
+
+    Returns
+    -------
+    tuple
+        The draw [MW] and the energy short of full at each step's end [MWh].
+
+    Notes
+    -----
+    The deficit grows by ``d·dt`` off the grid and falls by ``η·P·dt`` on it until the battery
+    is full, the last step drawing only what is left; the loss ``(1 − η)·c`` is in the draw.
+    Runs of steps are taken whole: the work follows the disturbances, not the steps.
+    """
+    n = discharge.size
+    draw = np.zeros(n)
+    short = np.zeros(n)
+    if power <= 0:
+        np.cumsum(discharge * dt / 3600.0, out=short)
+        return draw, short
+    flips = np.flatnonzero(np.diff(returned.astype(np.int8))) + 1
+    bounds = np.concatenate(([0], flips, [n]))
+    deficit = 0.0
+    step = efficiency * power * dt / 3600.0  # MWh stored per step at the rated draw
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):  # runs: a few per disturbance
+        if not returned[a]:
+            short[a:b] = deficit + np.cumsum(discharge[a:b]) * dt / 3600.0
+            deficit = float(short[b - 1])
+            continue
+        if deficit <= 0.0:
+            continue
+        full = int(deficit // step)  # whole steps at the rated draw, then the rest
+        m = min(full, b - a)
+        draw[a : a + m] = power
+        short[a : a + m] = deficit - step * np.arange(1, m + 1)
+        deficit -= step * m
+        if m < b - a:
+            draw[a + m] = deficit / step * power
+            short[a + m] = 0.0
+            deficit = 0.0
+    return draw, short

@@ -1,0 +1,326 @@
+"""How a simulated site rode through its grid disturbances: per disturbance, overall, and
+against the ride-through requirements of ``presets/requirements.toml`` (or a file of one's own).
+
+Dataset in, tables out. The disturbances and the site's answer are simulated by
+:mod:`powermodel.disturbances`; here they are measured as a planner would: the load the
+connection lost and for how long, how it came back, the energy and fuel on backup, the training
+lost, each sag read both ways (worst phase and positive sequence) against the supplies' curve.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from pydantic import Field, ValidationError, model_validator
+
+from powermodel.errors import DataFileError, PowerModelError
+from powermodel.models import disturbance as dm
+from powermodel.scenario import (
+    REQUIREMENTS_FILE,
+    Duration,
+    Name,
+    RideThrough,
+    Scenario,
+    Section,
+    Text,
+    check_curve,
+    explain,
+    packaged,
+    parse_toml,
+)
+from powermodel.simulate import GRID_CAUSE
+
+BACK = 0.9  # the load is back when the grid carries this share of it again [A]
+
+
+class Requirement(Section):
+    """A grid requirement through disturbances, with its source and status."""
+
+    name: Name
+    title: Text
+    source: Text
+    status: Literal["proposal", "in force", "quoted", "study assumption"]
+    kind: Literal["ride_through", "load_loss"]
+    applies: Text = ""
+    verified: bool = Field(description="Its numbers were read from the primary text.")
+    voltage_curve: list[tuple[float, float]] | None = Field(
+        None,
+        description="The ride-through region's lower edge, as [duration [s], voltage [p.u.]] "
+        "steps (the last duration inf): a sag on or above it must not drop the load.",
+    )
+    measure: Literal["worst_phase", "positive_sequence"] = "worst_phase"
+    frequency_window: tuple[float, float] | None = Field(
+        None, description="Frequencies the load must ride through. [Hz]"
+    )
+    return_time: Duration | None = Field(
+        None, ge=0, description="The load back within this of the disturbance's end. [s]"
+    )
+    limit: float | None = Field(None, gt=0, description="A load-loss limit. [MW]")
+    choices: Text = ""
+
+    @model_validator(mode="after")
+    def _honest(self) -> Requirement:
+        numbers = [self.voltage_curve, self.frequency_window, self.return_time]
+        if self.voltage_curve is not None:
+            check_curve(self.voltage_curve)
+        if self.kind == "load_loss" and self.limit is None:
+            raise ValueError(f"requirement {self.name}: a load_loss requirement needs its limit")
+        if self.status == "in force" and not self.verified and any(n is not None for n in numbers):
+            raise ValueError(
+                f"requirement {self.name}: its curve is marked 'in force' but was not verified "
+                "from a primary text; read it from the source and set verified = true, or mark "
+                "it a proposal"
+            )
+        if self.status == "in force" and not self.verified and self.limit is not None:
+            raise ValueError(
+                f"requirement {self.name}: its limit is marked 'in force' but was not verified "
+                "from a primary text; verify it, or give another status"
+            )
+        return self
+
+    @property
+    def judgeable(self) -> bool:
+        if self.kind == "load_loss":
+            return True
+        return any(n is not None for n in (self.voltage_curve, self.frequency_window))
+
+
+def load_requirements(source: str | Path | None = None) -> list[Requirement]:
+    """The shipped requirements, or those of a TOML file (a table per requirement)."""
+    if source is None:
+        text, where = packaged(REQUIREMENTS_FILE).read_text(), REQUIREMENTS_FILE
+    else:
+        path = Path(source)
+        try:
+            text, where = path.read_text(encoding="utf-8"), str(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DataFileError(f"requirements file {path}: cannot read it ({exc})") from None
+    raw = parse_toml(text, where)
+    out = []
+    for name, table in raw.items():
+        if not isinstance(table, dict):
+            raise DataFileError(f"{where}: {name} must be a table of a requirement's keys")
+        try:
+            out.append(Requirement.model_validate({"name": name, **table}))
+        except ValidationError as exc:
+            raise DataFileError(f"{where}: requirement {name}: {explain(exc)}") from None
+    return out
+
+
+def _scenario(ds: xr.Dataset) -> Scenario:
+    return Scenario.model_validate(json.loads(ds.attrs["scenario"]))
+
+
+def _require(ds: xr.Dataset) -> None:
+    if "disturbance_time" not in ds:
+        raise PowerModelError(
+            "this run has no grid disturbance: give [disturbance] (a shipped sequence or sags) "
+            "in the scenario"
+        )
+
+
+def report(ds: xr.Dataset) -> pd.DataFrame:
+    """Each disturbance and what the site did: its residual voltage at the connection and at
+    the supplies, both readings against the supplies' immunity curve, what the UPS did, the
+    load the connection lost [MW] and how long until it was back (``BACK`` of it) [s]."""
+    _require(ds)
+    scenario = _scenario(ds)
+    chain = scenario.ride_through or RideThrough()
+    curve = chain.curve("immunity")
+    dt = float(ds.attrs["dt"])
+    sag = ds["disturbance_kind"].values == "sag"
+    duration = ds["disturbance_duration"].values
+    worst, positive = ds["disturbance_worst"].values, ds["disturbance_positive"].values
+    table = pd.DataFrame(
+        {
+            "time": ds["disturbance_time"].values,
+            "kind": ds["disturbance_kind"].values,
+            "duration [s]": duration,
+            "connection worst phase [pu]": ds["disturbance_connection_worst"].values,
+            "connection positive sequence [pu]": ds["disturbance_connection_positive"].values,
+            "supplies worst phase [pu]": worst,
+            "supplies positive sequence [pu]": positive,
+            "frequency [Hz]": ds["disturbance_frequency"].values,
+            "immunity, worst phase": _verdict(sag, worst, duration, curve),
+            "immunity, positive sequence": _verdict(sag, positive, duration, curve),
+            "UPS left the grid": ds["disturbance_transferred"].values,
+            "latched on backup": ds["disturbance_latched"].values,
+            "servers lost power": ds["disturbance_dropped"].values,
+        }
+    )
+    before, lost, back = _losses(ds, dt)
+    table["load before [MW]"] = before
+    table["load lost [MW]"] = lost
+    table["back after [s]"] = back
+    return table
+
+
+def _verdict(sag: np.ndarray, v: np.ndarray, d: np.ndarray, curve: tuple) -> np.ndarray:
+    ok = np.zeros(sag.size, bool)
+    ok[sag] = dm.tolerated(v[sag], d[sag], *curve)
+    return np.where(sag, np.where(ok, "rides through", "trips"), "").astype(object)
+
+
+def _losses(ds: xr.Dataset, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per disturbance: the grid's load in the second before [MW], the most it lost from then
+    until the disturbance's effects end [MW], and the time from its start until the grid
+    carries ``BACK`` of the site again and the servers have power [s] (NaN: not by the run's
+    end)."""
+    grid = ds["grid_power"].values
+    event = ds["grid_event"].values
+    share = ds["grid_share"].values
+    start = np.datetime64(ds["time"].values[0])
+    times = (ds["disturbance_time"].values - start) / np.timedelta64(1, "s")
+    n = grid.size
+    first = np.clip(np.floor(times / dt).astype(np.int64), 0, n - 1)
+    before, lost, back = [], [], []
+    off = (share < BACK) | (event == 2)  # 2: servers without power
+    for k, duration in zip(first, ds["disturbance_duration"].values, strict=True):  # a few
+        a = max(k - max(int(round(1.0 / dt)), 1), 0)
+        level = float(grid[a:k].mean()) if k > a else float(grid[k])
+        settle = k + int(math.ceil(duration / dt)) + 1
+        after = np.flatnonzero(~off[settle:])
+        end = settle + int(after[0]) if after.size else n
+        reach = max(end, settle)
+        lost.append(max(level - float(grid[k : reach + 1].min()), 0.0))
+        before.append(level)
+        back.append(float((end - k) * dt) if after.size else math.nan)
+    return np.array(before), np.array(lost), np.array(back)
+
+
+def summary(ds: xr.Dataset) -> dict[str, float]:
+    """The disturbances' cost: the largest load lost at once [MW], the time the site spent off
+    the grid or without power [s], the energy on the UPS batteries and the generators [MWh],
+    fuel [L], the recharge's energy from the grid [MWh], the return ramp seen [s], the training
+    work lost in crashes [s] and the tokens not trained because of them."""
+    _require(ds)
+    scenario = _scenario(ds)
+    chain = scenario.ride_through or RideThrough()
+    dt = float(ds.attrs["dt"])
+    table = report(ds)
+    event = ds["grid_event"].values
+    generator = ds["generator_power"].values
+    crashed = ds["event_cause"].values == GRID_CAUSE if "event_cause" in ds else np.zeros(0, bool)
+    lost_work = float(ds["event_lost_work"].values[crashed].sum()) if crashed.size else 0.0
+    return {
+        "disturbances": int(len(table)),
+        "largest load lost [MW]": float(table["load lost [MW]"].max()),
+        "off the grid or without power [s]": float(np.count_nonzero(event == 1) * dt)
+        + float(np.count_nonzero(event == 2) * dt),
+        "servers without power [s]": float(np.count_nonzero(event == 2) * dt),
+        "energy on UPS batteries [MWh]": float(ds["ups_battery_power"].values.sum() * dt / 3600),
+        "energy on generators [MWh]": float(generator.sum() * dt / 3600),
+        "generator fuel [L]": float(generator.sum() * dt / 3600 * chain.fuel),
+        "recharge energy [MWh]": float(ds["recharge_power"].values.sum() * dt / 3600),
+        "return ramp [s]": _ramp(ds["grid_share"].values, dt),
+        "crashes": int(np.count_nonzero(crashed)),
+        "training lost in crashes [s]": lost_work,
+        "tokens not trained": _tokens_lost(ds, dt, crashed, lost_work),
+    }
+
+
+def _ramp(share: np.ndarray, dt: float) -> float:
+    """The longest rise of the grid's share from near none (1 %) to near all (99 %) [s]."""
+    low = np.flatnonzero(share <= 0.01)
+    if low.size == 0:
+        return math.nan
+    longest = 0.0
+    ends = np.flatnonzero(np.diff(low) > 1)
+    for last in np.r_[low[ends], low[-1]]:  # each stretch off the grid, a few
+        rise = np.flatnonzero(share[last:] >= 0.99)
+        if rise.size:
+            longest = max(longest, float(rise[0] * dt))
+    return longest
+
+
+def _tokens_lost(ds: xr.Dataset, dt: float, crashed: np.ndarray, lost_work: float) -> float:
+    """Tokens the crashes cost: the work they threw away and the time from each crash until
+    the job trains again, at the job's token rate."""
+    if not crashed.any():
+        return 0.0
+    rate = float(ds.attrs.get("token_rate", math.nan))
+    state = ds["job_state"].values
+    start = np.datetime64(ds["time"].values[0])
+    when = (ds["event_time"].values[crashed] - start) / np.timedelta64(1, "s")
+    down = 0.0
+    running = np.flatnonzero(state == 0)  # 0: running
+    for t in when:  # a few crashes
+        k = int(t // dt)
+        following = running[running > k]
+        down += float(((following[0] if following.size else state.size) - k) * dt)
+    return (lost_work + down) * rate
+
+
+def check(ds: xr.Dataset, requirements: list[Requirement]) -> pd.DataFrame:
+    """Each requirement's verdict on the run: pass, fail, or not judged (with why)."""
+    _require(ds)
+    table = report(ds)
+    rows = []
+    for req in requirements:
+        verdict, detail = _judge(req, table)
+        rows.append(
+            {
+                "requirement": req.name,
+                "status": req.status,
+                "verdict": verdict,
+                "detail": detail,
+                "source": req.source,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _judge(req: Requirement, table: pd.DataFrame) -> tuple[str, str]:
+    if req.kind == "load_loss":
+        worst = float(table["load lost [MW]"].max())
+        verdict = "pass" if worst <= req.limit else "fail"
+        return verdict, (
+            f"largest simultaneous loss {worst:,.1f} MW against {req.limit:,.0f} MW "
+            f"({worst / req.limit:.0%} of it)"
+        )
+    if not req.judgeable:
+        return "not judged", (
+            "the source's curve was not verified and none is shipped: give voltage_curve, "
+            "frequency_window and return_time from the primary text in a requirements file"
+        )
+    must = np.zeros(len(table), bool)
+    sag = table["kind"].to_numpy() == "sag"
+    if req.voltage_curve is not None:
+        column = (
+            "connection worst phase [pu]"
+            if req.measure == "worst_phase"
+            else "connection positive sequence [pu]"
+        )
+        curve = (
+            np.array([p[0] for p in req.voltage_curve]),
+            np.array([p[1] for p in req.voltage_curve]),
+        )
+        v = table[column].to_numpy(float)
+        must[sag] = dm.tolerated(v[sag], table["duration [s]"].to_numpy(float)[sag], *curve)
+    if req.frequency_window is not None:
+        f = table["frequency [Hz]"].to_numpy(float)
+        low, high = req.frequency_window
+        must |= ~sag & (f >= low) & (f <= high)
+    back = table["back after [s]"].to_numpy(float) - table["duration [s]"].to_numpy(float)
+    left = table["UPS left the grid"].to_numpy(bool) | table["servers lost power"].to_numpy(bool)
+    if req.return_time is None:
+        failed = must & left
+        rule = "stay on the grid"
+    else:
+        failed = must & left & ~(back <= req.return_time)
+        rule = f"be back within {req.return_time:g} s"
+    if not must.any():
+        return "pass", "no disturbance lay within the requirement's ride-through region"
+    if failed.any():
+        first = table["time"].to_numpy()[failed][0]
+        return "fail", (
+            f"{np.count_nonzero(failed)} of {np.count_nonzero(must)} disturbances within the "
+            f"region did not {rule} (the first at {pd.Timestamp(first).isoformat()})"
+        )
+    return "pass", f"all {np.count_nonzero(must)} disturbances within the region did {rule}"
