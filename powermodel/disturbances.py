@@ -101,6 +101,7 @@ def response(scenario: Scenario) -> Response | None:
         retransfer_delay=rt.retransfer_delay,
         manual_return=rt.manual_return,
         return_ramp=rt.return_ramp,
+        walk_in=rt.walk_in,
         autonomy=rt.autonomy,
         generator=rt.generator,
         generator_start=rt.generator_start,

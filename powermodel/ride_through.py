@@ -23,6 +23,7 @@ from powermodel.errors import DataFileError, PowerModelError
 from powermodel.models import disturbance as dm
 from powermodel.scenario import (
     REQUIREMENTS_FILE,
+    CurveDuration,
     Duration,
     Name,
     RideThrough,
@@ -49,7 +50,7 @@ class Requirement(Section):
     kind: Literal["ride_through", "load_loss"]
     applies: Text = ""
     verified: bool = Field(description="Its numbers were read from the primary text.")
-    voltage_curve: list[tuple[float, float]] | None = Field(
+    voltage_curve: list[tuple[CurveDuration, float]] | None = Field(
         None,
         description="The ride-through region's lower edge, as [duration [s], voltage [p.u.]] "
         "steps (the last duration inf): a sag on or above it must not drop the load.",

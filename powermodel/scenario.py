@@ -1225,6 +1225,7 @@ class Sag(Section):
 
 
 MAX_SAGS = 1000
+CurveDuration = Annotated[float, Field(allow_inf_nan=True)]  # an immunity curve's last step: inf
 MAX_FREQUENCY_POINTS = 100_000
 
 
@@ -1300,7 +1301,7 @@ class RideThrough(Section):
         description="How the server supplies are wired (415/240 V racks: phase to neutral; "
         "208 V racks: phase to phase).",
     )
-    immunity: Name | list[tuple[float, float]] = Field(
+    immunity: Name | list[tuple[CurveDuration, float]] = Field(
         "itic",
         description="The supplies' immunity curve: a shipped curve (presets/immunity.toml) or "
         "[duration [s], lowest voltage [p.u.]] steps, the last duration inf.",
@@ -1308,7 +1309,7 @@ class RideThrough(Section):
     backup: Literal["ups", "none"] = Field(
         "ups", description="A UPS (central, or rack batteries) in front of the IT load, or none."
     )
-    transfer: Name | list[tuple[float, float]] = Field(
+    transfer: Name | list[tuple[CurveDuration, float]] = Field(
         "ups-input-window",
         description="When the UPS leaves the grid for its battery: a curve as immunity takes.",
     )
@@ -1325,10 +1326,18 @@ class RideThrough(Section):
     )
     count_window: Duration = Field(60.0, gt=0, le=DAY, description="The count's window. [s]")
     retransfer_delay: Duration = Field(
-        30.0,
+        2.0,
         ge=0,
         le=DAY,
-        description="Time on backup after a sag that did not latch, from its end [A]. [s]",
+        description="Time the UPS stays on its battery after a disturbance that did not latch, "
+        "from its end, while the input settles [A]. [s]",
+    )
+    walk_in: Duration = Field(
+        5.0,
+        ge=0,
+        le=HOUR,
+        description="Time the UPS rectifier takes the load back after such a transfer, "
+        "linearly [A]. [s]",
     )
     manual_return: Duration = Field(
         4 * HOUR,
@@ -1341,7 +1350,8 @@ class RideThrough(Section):
         60.0,
         ge=0,
         le=DAY,
-        description="Time to move the load from backup back to the grid, linearly [A]. [s]",
+        description="Time to move the site from its generators back to the grid after a "
+        "latch, linearly [A]. [s]",
     )
     autonomy: Duration = Field(
         300.0,

@@ -23,6 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 A = np.exp(2j * np.pi / 3)  # the 120° operator of symmetrical components
+# a curve's edges are inclusive to within this share of a p.u. or a second: readings carry the
+# rounding of the sequence transforms (0.7 p.u. may read 0.6999999999999999)
+EDGE = 1e-9
 TRANSFORMERS = ("Dyn", "YNyn", "Yy")
 
 
@@ -150,17 +153,18 @@ def tolerated(
         Residual voltage [p.u.] and duration [s] of each sag.
     curve_duration, curve_voltage
         The curve as steps: a sag lasting at most ``curve_duration[i]`` (and longer than the
-        step before) is tolerated down to ``curve_voltage[i]`` [p.u.], both edges included;
-        the last duration is infinite.
+        step before) is tolerated down to ``curve_voltage[i]`` [p.u.], both edges included
+        (to within :data:`EDGE`); the last duration is infinite.
 
     Returns
     -------
     numpy.ndarray
         True where the sag lies on or above the curve.
     """
-    step = np.searchsorted(np.asarray(curve_duration), np.asarray(duration), side="left")
+    duration = np.asarray(duration) * (1.0 - EDGE)
+    step = np.searchsorted(np.asarray(curve_duration), duration, side="left")
     step = np.minimum(step, len(curve_voltage) - 1)
-    return np.asarray(voltage) >= np.asarray(curve_voltage)[step]
+    return np.asarray(voltage) >= np.asarray(curve_voltage)[step] - EDGE
 
 
 def outside_window(
@@ -211,7 +215,8 @@ class Chain:
     count_window: float  # [s]
     retransfer_delay: float  # [s] on backup after a sag that did not latch
     manual_return: float  # [s] on backup after a latch
-    return_ramp: float  # [s] to move the load back from backup to the grid
+    return_ramp: float  # [s] to move the site back from its generators after a latch
+    walk_in: float  # [s] for the UPS rectifier to take the IT path back after a short transfer
     autonomy: float  # [s] the battery carries the design IT load
     generator: bool
     generator_start: float  # [s] from a transfer to the generators taking the load
@@ -270,11 +275,13 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
     voltage returns. With one, a trigger outside the UPS's window moves the IT path to its
     battery; ``count`` transfers within ``count_window`` latch the whole site on backup (the
     generators take the IT path and the other loads once started) until ``manual_return``
-    after the latching sag, otherwise the IT path returns ``retransfer_delay`` after the sag
-    ends. A battery that runs out before the generators take over (or with none, before the
-    return) drops the servers until power comes back. The battery's autonomy is spent at the
-    design load's rate and refilled (at the recharge's pace, in :func:`recharge`) only as the
-    simulation knows the actual load: here, every transfer draws on what earlier ones left.
+    after the latching sag, then it returns over ``return_ramp``; otherwise the IT path
+    returns ``retransfer_delay`` after the sag ends, over ``walk_in``. A battery that runs out
+    before the generators take over (or, with none, before the return) drops the servers until
+    power comes back. The battery's autonomy is spent at the design load's rate, through the
+    hold and, without generators, half the return's ramp; it is not refilled between
+    disturbances here (the recharge takes tens of minutes, :func:`recharge`): each transfer
+    draws on what the earlier ones left.
     """
     n = len(time)
     transferred = np.zeros(n, bool)
@@ -295,7 +302,7 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
     sag = ~np.isnan(voltage)
     transferred[:] = True
     transferred[sag] = ~tolerated(voltage[sag], duration[sag], *chain.transfer)
-    used = 0.0  # battery seconds spent before this window (at the design load)
+    spent: list[float] = []  # battery seconds each window spent (at the design load)
     latch_end = -np.inf
     times = time[transferred]
     for i in np.flatnonzero(transferred):  # a handful of disturbances, not samples
@@ -309,8 +316,8 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
         begin = t
         if it and t < it[-1].hold + it[-1].ramp:  # still on backup (or coming back): extend
             begin = it.pop().begin
-            first, last = battery.pop()
-            used -= last - first
+            battery.pop()
+            spent.pop()
             if gen_it and gen_it[-1][0] >= begin:
                 gen_it.pop()
             if lost and lost[-1][0] >= begin:
@@ -322,17 +329,20 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
         if latch:
             latch_end = hold
         started = begin + chain.generator_start if chain.generator else np.inf
-        empty = begin + max(chain.autonomy - used, 0.0)
+        empty = begin + max(chain.autonomy - sum(spent), 0.0)
         carry_end = min(started, hold, empty)
         battery.append((begin, carry_end))
-        used += carry_end - begin
-        ramp = chain.return_ramp
+        ramp = chain.return_ramp if latch else chain.walk_in
         if empty < min(started, hold):  # the battery runs out: the servers drop
             back = min(started, hold)
             lost.append((empty, back))
             dropped[i] = True
             if back == hold:
                 ramp = 0.0  # nothing left to move back: the servers boot on the grid
+        # the battery also carries what is not yet back through the return, when no
+        # generator does: half the ramp at the design load
+        on_battery = carry_end == hold and empty >= hold
+        spent.append(carry_end - begin + (0.5 * ramp if on_battery else 0.0))
         if started < hold:
             gen_it.append((started, hold + ramp))
         it.append(Window(begin, hold, ramp))
