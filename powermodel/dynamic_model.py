@@ -220,6 +220,7 @@ def fit_site(
     swing: np.ndarray | None = None,
     bus: int = 1,
     load_id: str = "1",
+    swing_dt: float | None = None,
 ) -> SiteFit:
     """Fit the planners' models to a site's disturbance response and write their files.
 
@@ -231,10 +232,12 @@ def fit_site(
     p, q
         The site's active [MW] and reactive [Mvar] power over the event.
     swing
-        Optional: the site's power in normal operation on the same step, at least two periods
-        of its swing [MW], for the oscillation model.
+        Optional: the site's power in normal operation, at least two periods of its swing
+        [MW], for the oscillation model.
     bus, load_id
         Where the records put the load.
+    swing_dt
+        The swing's step [s]; by default the event's.
 
     Returns
     -------
@@ -251,9 +254,10 @@ def fit_site(
     dyr = write_dyr(perc1, bus, load_id)
     osc, osc_rmse = None, None
     if swing is not None:
-        osc, osc_rmse = fit_oscillation(swing, dt)
+        swing_dt = dt if swing_dt is None else swing_dt
+        osc, osc_rmse = fit_oscillation(swing, swing_dt)
         rows.append(("P swing (square oscillation)", osc_rmse, osc_rmse / p0))
-        cycles = max(int(np.floor(len(swing) * dt * osc.frequency)), 1)
+        cycles = max(int(np.floor(len(swing) * swing_dt * osc.frequency)), 1)
         dyr += write_oscillation_dyr(osc, bus, "OS" if load_id != "OS" else "O2", cycles)
     comparison = pd.DataFrame(rows, columns=["quantity", "rmse", "rmse_share_of_p0"])
     return SiteFit(perc1, report, osc, osc_rmse, comparison, dyr, write_aux(perc1, bus, load_id))

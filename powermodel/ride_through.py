@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
@@ -325,3 +326,121 @@ def _judge(req: Requirement, table: pd.DataFrame) -> tuple[str, str]:
             f"region did not {rule} (the first at {pd.Timestamp(first).isoformat()})"
         )
     return "pass", f"all {np.count_nonzero(must)} disturbances within the region did {rule}"
+
+
+def event_response(
+    ds: xr.Dataset, index: int = 0, before: float = 1.0, after: float = 30.0, step: float = 1e-3
+) -> pd.DataFrame:
+    """The site at the connection through one disturbance, on a fine step: time [s from the
+    disturbance's start], the positive-sequence voltage [p.u.] and frequency [Hz] imposed,
+    and what the site draws, P [MW] and Q [Mvar], the UPS recharge [MW] among it; ``after``
+    [s] at most, and not past the next disturbance.
+
+    The load's own levels are those of the second before (what a dynamic model scales); the
+    disturbance's shares of it on the grid, the recharge after, and the frequency come from the
+    same models the run used (:mod:`powermodel.disturbances`), evaluated exactly on the fine
+    step. The training swing is left out: the oscillation model carries it
+    (:func:`site_model`).
+    """
+    from powermodel import disturbances  # noqa: PLC0415 - the simulation's own evaluation
+
+    _require(ds)
+    scenario = _scenario(ds)
+    r = disturbances.response(scenario)
+    if not 0 <= index < r.triggers.time.size:
+        raise PowerModelError(
+            f"disturbance {index}: the run has {r.triggers.time.size} (0 to "
+            f"{r.triggers.time.size - 1})"
+        )
+    t0 = float(r.triggers.time[index])
+    following = r.triggers.time[index + 1 :]
+    if following.size:  # up to the next disturbance only: one event's response
+        after = min(after, float(following[0] - t0) - step)
+    lo = int(math.floor((t0 - before) / step))
+    n = int(math.ceil((before + after) / step))
+    dt = float(ds.attrs["dt"])
+    k = int(t0 // dt)
+    ahead = slice(max(k - max(int(round(1.0 / dt)), 1), 0), max(k, 1))
+    levels = {
+        name: float(np.mean(np.broadcast_to(ds[name].values, ds["time"].shape)[ahead]))
+        for name in ("it_power", "facility_loss", "cooling_power", "misc_power")
+    }
+    it_path = levels["it_power"] + levels["facility_loss"]
+    other = levels["cooling_power"] + levels["misc_power"]
+    q_total = float(ds["grid_reactive_power"].values[ahead].mean())
+    pf = scenario.grid.other_power_factor
+    q_other = other * math.sqrt(1.0 - pf * pf) / pf
+    o = r.outcome
+    s_it = dm.interval_means(dm.on_grid(o.it), lo, n, step, 1.0)
+    s_other = dm.interval_means(dm.on_grid(o.other), lo, n, step, 1.0)
+    on = 1.0 - dm.interval_means(dm.stretches(o.lost), lo, n, step, 0.0)
+    time = (lo + np.arange(n) + 0.5) * step
+    # the recharge as the run drew it, held over each of its steps
+    recharge = np.interp(
+        time, (np.arange(ds.sizes["time"]) + 0.5) * dt, ds["recharge_power"].values
+    )
+    p = it_path * s_it * on + other * s_other + recharge
+    q = (q_total - q_other) * s_it * on + q_other * s_other
+    voltage = np.ones(n)
+    sag = np.isfinite(r.triggers.readings.connection_positive)
+    for t, d, v in zip(  # a few sags
+        r.triggers.time[sag],
+        r.triggers.duration[sag],
+        r.triggers.readings.connection_positive[sag],
+        strict=True,
+    ):
+        voltage[(time >= t) & (time < t + d)] = v
+    d = scenario.disturbance
+    offset = (d.start - scenario.simulation.start).total_seconds()
+    ft = offset + np.array([x for x, _ in d.frequency], float)
+    ff = np.array([y for _, y in d.frequency], float)
+    frequency = (
+        np.interp(time, ft, ff, left=d.nominal_frequency)
+        if ft.size
+        else np.full(n, d.nominal_frequency)
+    )
+    return pd.DataFrame(
+        {
+            "time": time - t0,
+            "voltage": voltage,
+            "frequency": frequency,
+            "p": p,
+            "q": q,
+            "recharge": recharge,
+        }
+    )
+
+
+def site_model(
+    ds: xr.Dataset, index: int = 0, after: float = 30.0, bus: int = 1, load_id: str = "1"
+):
+    """The planners' models of the site (:func:`powermodel.dynamic_model.fit_site`): a
+    PERC1-style load fitted to its response to disturbance ``index``, and RATLLE's square
+    oscillation fitted to the grid power of the ten minutes before it (or the run's start);
+    with the re-simulated errors and the files' text.
+
+    PERC1 cannot draw more than it drew before: it is fitted to the response less the UPS
+    recharge, and the comparison gives its error both against that and against the whole
+    response, recharge included (what the recharge costs the model)."""
+    from powermodel.dynamic_model import fit_site  # noqa: PLC0415 - a sibling of this layer
+    from powermodel.models.loadmodel import perc1_response  # noqa: PLC0415
+
+    response = event_response(ds, index, after=after)
+    whole = response["p"].to_numpy()
+    response["p"] = whole - response["recharge"].to_numpy()
+    dt = float(ds.attrs["dt"])
+    start = np.datetime64(ds["time"].values[0])
+    k = int(((ds["disturbance_time"].values[index] - start) / np.timedelta64(1, "s")) // dt)
+    swing = ds["grid_power"].values[max(k - int(600 / dt), 0) : k]
+    columns = [response[c].to_numpy() for c in ("time", "voltage", "frequency", "p", "q")]
+    fit = fit_site(
+        *columns, swing=swing if swing.size >= 4 else None, swing_dt=dt, bus=bus, load_id=load_id
+    )
+    p0 = float(columns[3][0])
+    modelled, _ = perc1_response(*columns[:3], p0, float(columns[4][0]), fit.perc1)
+    error = float(np.sqrt(np.mean((modelled - whole) ** 2)))
+    row = pd.DataFrame(
+        [["P after the sag, recharge included", error, error / p0]],
+        columns=fit.comparison.columns,
+    )
+    return replace(fit, comparison=pd.concat([fit.comparison, row], ignore_index=True))

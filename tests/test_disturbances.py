@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+from file_parsers import parse_aux, parse_dyr
 from numpy.testing import assert_allclose, assert_array_equal
 
 from powermodel import load_scenario, simulate
@@ -314,3 +315,34 @@ def test_a_disturbance_outside_the_run_is_refused():
         _sag(50, "100ms")
     with pytest.raises(ScenarioError, match="unknown immunity curve"):
         _sag(0.5, "100ms", immunity="itci")
+
+
+# --- acceptance 4: the planners' models, fitted and re-simulated -------------------------------
+
+
+def test_the_fitted_dynamic_model_reproduces_the_site_after_a_sag(nerc):
+    scenario = load_scenario(NERC)
+    chain = scenario.ride_through
+    fit = rt.site_model(nerc, 0)
+    table = fit.comparison.set_index("quantity")["rmse_share_of_p0"]
+    # re-simulated in Python against the site's own response to the first sag: within 1 % of
+    # the pre-sag load for P and 2 % for Q (the recharge aside, which PERC1 cannot draw)
+    assert table["P after the sag"] < 0.01
+    assert table["Q after the sag"] < 0.02
+    # the recharge (10 % of the design IT power for about a minute) is the model's largest
+    # miss: stated, and bounded by it
+    assert 0.02 < table["P after the sag, recharge included"] < 0.1
+    # the fitted parameters are the site's own: the IT path ceases (its share of the load
+    # before), and comes back after the UPS's settle over its walk-in
+    response = rt.event_response(nerc, 0)
+    before = response[response["time"] < 0]
+    moved = 1.0 - response["p"].min() / before["p"].mean()
+    assert_allclose(fit.perc1.Fcease, moved, rtol=0.01)
+    assert_allclose(fit.perc1.t_recon, chain.retransfer_delay, atol=0.01)
+    assert_allclose(fit.perc1.t_ramp, chain.walk_in, rtol=0.01)
+    # the files parse in their documented syntax, numbers and all
+    records = parse_dyr(fit.dyr)
+    assert [r["model"] for r in records] == ["PERC1", "USRLOD"]
+    assert_allclose(float(records[0]["rest"][1]), fit.perc1.Fcease, rtol=1e-9)
+    (aux,) = parse_aux(fit.aux)
+    assert_allclose(float(aux["Fcease"]), fit.perc1.Fcease, rtol=1e-9)
