@@ -268,6 +268,49 @@ def _parser() -> argparse.ArgumentParser:
     )
     again.set_defaults(func=_reproduce)
 
+    riding = sub.add_parser(
+        "ride-through",
+        parents=with_scenario,
+        help="a scenario's grid disturbances: the site's response, the requirements, the "
+        "planners' dynamic model (exit 0 pass, 3 a requirement failed)",
+    )
+    riding.add_argument("scenario", help="preset name or .toml scenario with [disturbance]")
+    riding.add_argument(
+        "--requirements", help="a .toml requirements file (default: the shipped ones)"
+    )
+    riding.add_argument(
+        "--model",
+        metavar="PREFIX",
+        help="fit PERC1 and RATLLE's oscillation to the site's response and write PREFIX.dyr "
+        "(PSS/E) and PREFIX.aux (PowerWorld)",
+    )
+    riding.add_argument(
+        "--disturbance",
+        type=int,
+        default=0,
+        help="the disturbance the model is fitted to, by its number in the report (default 0)",
+    )
+    riding.add_argument("--bus", type=int, default=1, help="the bus the records put the load on")
+    riding.set_defaults(func=_ride_through)
+
+    screening = sub.add_parser(
+        "screen",
+        parents=with_scenario,
+        help="screen a scenario's forced oscillations against grid modes (exit 0 clear, 3 a "
+        "mode flagged)",
+    )
+    screening.add_argument("scenario", help="preset name or .toml scenario")
+    screening.add_argument(
+        "--modes", required=True, help="grid modes: .toml ([[mode]] tables) or .csv"
+    )
+    screening.add_argument("--signal", default="grid_power", help="the variable to screen")
+    screening.add_argument(
+        "--pmu",
+        choices=["pmu30", "pmu60"],
+        help="also show what this PMU reports of the line nearest each mode",
+    )
+    screening.set_defaults(func=_screen)
+
     listing = sub.add_parser("presets", parents=[common], help="list the shipped presets")
     listing.set_defaults(func=_presets)
     reference = sub.add_parser(
@@ -301,6 +344,12 @@ def _run(args: argparse.Namespace) -> int:
     for title, table in (("workloads", workloads(ds)), ("flexibility", flexibility(ds))):
         if not table.empty:
             print(f"\n{title}:\n{_table(table)}")
+    if "disturbance_time" in ds:
+        from powermodel import ride_through  # noqa: PLC0415 - only a disturbed run needs it
+
+        print("\ngrid disturbances (powermodel ride-through for each and the requirements):")
+        for key, value in ride_through.summary(ds).items():
+            print(f"  {key}: {_fmt(value) if isinstance(value, float) else value}")
     if args.output:
         path = export.write(ds, args.output, resample=args.resample)
         print(f"wrote {path}")
@@ -312,6 +361,61 @@ def _run(args: argparse.Namespace) -> int:
         for key, source in table[["key", "source"]].drop_duplicates().values[1:]:
             print(f"  {key}: {source}")
     return 0
+
+
+def _ride_through(args: argparse.Namespace) -> int:
+    from powermodel import ride_through  # noqa: PLC0415 - only this command needs it
+
+    requirements = ride_through.load_requirements(args.requirements)
+    scenario = load_scenario(args.scenario, args.overrides)
+    if scenario.disturbance is None:
+        raise PowerModelError(
+            f"{args.scenario} has no grid disturbance: give [disturbance] (e.g. --set "
+            "disturbance.sequence=nerc-2024-07-virginia --set disturbance.start=...)"
+        )
+    if args.model:
+        export.check_folder(Path(args.model + ".dyr"))
+    check_memory(scenario)
+    ds = simulate(scenario)
+    report = ride_through.report(ds)
+    print(f"{scenario.name or args.scenario}: {len(report)} disturbances\n")
+    print(_table(report))
+    print()
+    for key, value in ride_through.summary(ds).items():
+        print(f"  {key}: {_fmt(value) if isinstance(value, float) else value}")
+    verdicts = ride_through.check(ds, requirements)
+    print("\nrequirements:")
+    for row in verdicts.itertuples():
+        print(f"  {row.requirement} [{row.status}]: {row.verdict}: {row.detail}")
+        print(f"    source: {row.source}")
+    if args.model:
+        fit = ride_through.site_model(ds, args.disturbance, bus=args.bus)
+        print(f"\ndynamic model, fitted to disturbance {args.disturbance}:")
+        print(_table(fit.comparison))
+        for suffix, text in ((".dyr", fit.dyr), (".aux", fit.aux)):
+            path = Path(args.model + suffix)
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path}")
+    return 3 if (verdicts["verdict"] == "fail").any() else 0
+
+
+def _screen(args: argparse.Namespace) -> int:
+    from powermodel import oscillation  # noqa: PLC0415 - only this command needs it
+
+    modes = oscillation.load_modes(args.modes)
+    scenario = load_scenario(args.scenario, args.overrides)
+    check_memory(scenario)
+    ds = simulate(scenario)
+    table = oscillation.screen_dataset(ds, modes, args.signal)
+    units = table.attrs["units"]
+    print(f"{scenario.name or args.scenario}: {args.signal} against {len(modes)} grid modes\n")
+    named = {c: f"{c} [{u}]" for c, u in units.items() if u not in ("", "unit")}
+    print(_table(table.rename(columns=named)))
+    if args.pmu:
+        view = oscillation.pmu_table(ds, table["line_frequency"].to_numpy(), args.pmu, args.signal)
+        print(f"\nwhat {args.pmu} reports of each mode's strongest line:")
+        print(_table(view))
+    return 3 if (table["verdict"] == "flag").any() else 0
 
 
 def _memory_budget(gigabytes: float | None) -> float | None:

@@ -433,14 +433,15 @@ def site_model(
     k = int(((ds["disturbance_time"].values[index] - start) / np.timedelta64(1, "s")) // dt)
     swing = ds["grid_power"].values[max(k - int(600 / dt), 0) : k]
     columns = [response[c].to_numpy() for c in ("time", "voltage", "frequency", "p", "q")]
-    fit = fit_site(
-        *columns, swing=swing if swing.size >= 4 else None, swing_dt=dt, bus=bus, load_id=load_id
-    )
+    rows = []
+    try:
+        fit = fit_site(*columns, swing=swing, swing_dt=dt, bus=bus, load_id=load_id)
+    except PowerModelError as exc:  # a swing that is not periodic: the load model alone
+        fit = fit_site(*columns, bus=bus, load_id=load_id)
+        rows.append([f"P swing (square oscillation): not fitted, {exc}", np.nan, np.nan])
     p0 = float(columns[3][0])
     modelled, _ = perc1_response(*columns[:3], p0, float(columns[4][0]), fit.perc1)
     error = float(np.sqrt(np.mean((modelled - whole) ** 2)))
-    row = pd.DataFrame(
-        [["P after the sag, recharge included", error, error / p0]],
-        columns=fit.comparison.columns,
-    )
-    return replace(fit, comparison=pd.concat([fit.comparison, row], ignore_index=True))
+    rows.append(["P after the sag, recharge included", error, error / p0])
+    extra = pd.DataFrame(rows, columns=fit.comparison.columns)
+    return replace(fit, comparison=pd.concat([fit.comparison, extra], ignore_index=True))

@@ -75,10 +75,19 @@ __all__ = [
 Statistic = Literal["range", "net_change", "rate", "average_slope"]
 PER_MINUTE = ("rate", "average_slope")  # statistics read per minute; the others per window
 
-# Causes, strongest first: a window holding several is attributed to the first (the job
-# states' ranks, powermodel.models.events.STATE_RANK: the cause code of each state)
-CAUSES = ("restart", "failure", "maintenance", "checkpoint", "iteration swing", "weather")
-_STATE_CODE = STATE_RANK
+# Causes, strongest first: a window holding several is attributed to the first. A grid
+# disturbance (grid_event: the site on backup, coming back, recharging, its servers without
+# power) outranks the job's own states, whose ranks follow (powermodel.models.events.STATE_RANK)
+CAUSES = (
+    "grid disturbance",
+    "restart",
+    "failure",
+    "maintenance",
+    "checkpoint",
+    "iteration swing",
+    "weather",
+)
+_STATE_CODE = STATE_RANK + 1
 UNKNOWN = "unknown"  # a measured trace has no job state
 
 
@@ -630,6 +639,7 @@ class StreamedCheck:
         "it_power",
         "cooling_power",
         "job_state",
+        "grid_event",
     )
 
     def __init__(
@@ -805,12 +815,20 @@ class _PieceCodes:
         self.warm = Windowed(signal.rolling_max, warm + 1) if warm else None
 
     def __call__(self, columns: dict, after: dict | None) -> np.ndarray:
-        code = _STATE_CODE[columns["job_state"]]
-        following = code[1:] if after is None else np.r_[code[1:], _STATE_CODE[after["job_state"]]]
+        code = _codes(columns)
+        following = code[1:] if after is None else np.r_[code[1:], _codes(after)]
         np.minimum(code[: following.size], following, out=code[: following.size])
         if self.warm is not None:
             code[self.warm(code == _STATE_CODE[State.RAMP], 0)] = _STATE_CODE[State.RAMP]
         return code
+
+
+def _codes(columns: dict) -> np.ndarray:
+    """Each sample's cause code: its job state's, or a grid disturbance's where one acts."""
+    code = _STATE_CODE[columns["job_state"]]
+    if "grid_event" in columns:
+        code = np.where(columns["grid_event"] > 0, CAUSES.index("grid disturbance"), code)
+    return code
 
 
 def _chain(rule: Rule) -> tuple:

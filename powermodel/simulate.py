@@ -657,6 +657,8 @@ def streamable(scenario: Scenario, sensors: int = 0) -> str | None:
         return "a campus (campus.workloads: its workloads render whole, side by side)"
     if scenario.flexibility:
         return "flexibility events (each is measured against the hour before it)"
+    if scenario.disturbance is not None:
+        return "grid disturbances (the batteries' recharge follows the whole run's load)"
     return sequential(scenario)
 
 

@@ -19,10 +19,12 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from powermodel import load_scenario, simulate
 from powermodel import ride_through as rt
+from powermodel.cli import main
 from powermodel.errors import DataFileError, ScenarioError
 from powermodel.facility import design_it_power
 from powermodel.models import disturbance as dm
 from powermodel.models.events import State
+from powermodel.rules import check, load_rules
 from powermodel.simulate import GRID_CAUSE
 
 NERC = "nerc-2024-07-virginia-1500mw-campus"
@@ -346,3 +348,52 @@ def test_the_fitted_dynamic_model_reproduces_the_site_after_a_sag(nerc):
     assert_allclose(float(records[0]["rest"][1]), fit.perc1.Fcease, rtol=1e-9)
     (aux,) = parse_aux(fit.aux)
     assert_allclose(float(aux["Fcease"]), fit.perc1.Fcease, rtol=1e-9)
+
+
+# --- the command line and the rule reports -------------------------------------------------
+
+
+def test_the_ride_through_command_reports_and_writes_the_model(tmp_path, capsys):
+    args = ["--set", "simulation.duration=1h", "--set", "simulation.dt=0.1s"]
+    args += ["--set", "reliability.rate_scale=0"]  # the ten minutes before: training, periodic
+    args += ["--set", "disturbance.sequence=nerc-2024-07-virginia"]
+    args += ["--set", f"disturbance.start={AT}"]
+    prefix = tmp_path / "site"
+    assert main(["ride-through", REFERENCE, *args, "--model", str(prefix)]) == 0
+    out = capsys.readouterr().out
+    assert "6 disturbances" in out and "ercot-nprr1308 [proposal]: not judged" in out
+    assert [r["model"] for r in parse_dyr((tmp_path / "site.dyr").read_text())] == [
+        "PERC1",
+        "USRLOD",
+    ]
+    assert parse_aux((tmp_path / "site.aux").read_text())
+    # a scenario without a disturbance is told how to give one
+    assert main(["ride-through", REFERENCE]) == 1
+    assert "has no grid disturbance" in capsys.readouterr().err
+
+
+def test_the_screen_command_flags_a_mode_on_the_step(tmp_path, capsys):
+    # the reference's 6.13-s step puts its first line at 0.163 Hz: a lightly damped mode there
+    # with a tight limit is flagged (exit 3); one far from every line is cleared (exit 0)
+    short = ["--set", "simulation.duration=2h", *("--set", "reliability.rate_scale=0")]
+    modes = tmp_path / "modes.toml"
+    modes.write_text(
+        '[[mode]]\nname = "on"\nfrequency = 0.163\ndamping = 0.05\ngain = 2.0\nlimit = 0.5\n'
+    )
+    assert main(["screen", REFERENCE, *short, "--modes", str(modes)]) == 3
+    modes.write_text(
+        '[[mode]]\nname = "off"\nfrequency = 0.09\ndamping = 0.05\ngain = 2.0\nlimit = 0.5\n'
+    )
+    assert main(["screen", REFERENCE, *short, "--modes", str(modes)]) == 0
+    assert "clear" in capsys.readouterr().out
+
+
+def test_rule_violations_in_a_disturbance_are_its_own(nerc):
+    (result,) = check(nerc, load_rules("ercot-5s"))
+    assert result.by_cause.get("grid disturbance", 0) >= 1
+    table = result.violations
+    own = table[table["cause"] == "grid disturbance"]
+    seconds = (own["start"] - nerc.time.values[0]) / np.timedelta64(1, "s")
+    # within the sequence and its return, not elsewhere
+    chain = load_scenario(NERC).ride_through
+    assert ((seconds >= SEQUENCE) & (seconds <= THIRD + chain.manual_return + 3600)).all()
