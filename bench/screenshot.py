@@ -40,6 +40,7 @@ READY = {
     "mitigation": f"#{ids.MITIGATION_COSTS} .ag-cell",
     "compare": f"#{ids.COMPARE_TABLE} .ag-cell",
     "campus": f"#{ids.CAMPUS_NOTE}",
+    "grid events": f"#{ids.GRID_EVENTS_NOTE}",
     "sweep": f"#{ids.SWEEP_GRAPH} .scatterlayer .trace",
     "export": f"#{ids.EXPORT_LINK}[href*='download']",
 }

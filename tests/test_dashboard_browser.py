@@ -18,7 +18,7 @@ from selenium.webdriver.support.wait import WebDriverWait
 from synthetic_telemetry import write
 from test_fit import _trace
 
-from powermodel import load_scenario, metrics, simulate
+from powermodel import load_scenario, metrics, ride_through, simulate
 from powermodel.analysis import resample
 from powermodel.fit import summary as fit_summary
 from powermodel.fit_report import fit_trace
@@ -318,4 +318,36 @@ def test_the_campus_view_stacks_the_workloads_and_the_halls(dash_duo):
         dash_duo,
         lambda: [t["name"] for t in _traces(dash_duo, f"#{ids.CAMPUS_GRAPH}")][0] == "chat",
     )
+    assert dash_duo.get_logs() == []
+
+
+def test_the_grid_events_view_shows_the_site_through_the_nerc_sequence(dash_duo):
+    # issue 15: the site at the connection through the July 2024 sequence, one disturbance
+    # close up with the fitted model over it, the tables; the traces are the library's own
+    preset = "nerc-2024-07-virginia-1500mw-campus"
+    dash_duo.start_server(create_app(preset))
+    dash_duo.wait_for_text_to_equal(f"#{ids.SCENARIO_NAME}", preset)
+    tab = ids.VIEWS.index("grid events") + 1
+    dash_duo.find_element(f"#{ids.TABS} .tab:nth-child({tab})").click()
+    dash_duo.wait_for_contains_text(f"#{ids.GRID_EVENTS_NOTE}", "6 disturbances")
+    shown = _wait(dash_duo, lambda: _traces(dash_duo, f"#{ids.GRID_EVENTS_GRAPH}"))
+    assert [t["name"] for t in shown] == [
+        "grid", "generators", "UPS batteries", "recharge", "disturbances"
+    ]  # fmt: skip
+    close = _wait(dash_duo, lambda: _traces(dash_duo, f"#{ids.GRID_EVENTS_CLOSE}"))
+    names = [t["name"] for t in close]
+    assert "P, fitted model" in names and "P, the site" in names
+    ds = simulate(load_scenario(preset))
+
+    def site() -> list[float]:
+        traces = _traces(dash_duo, f"#{ids.GRID_EVENTS_CLOSE}") or []
+        return next((t["y"] for t in traces if t["name"] == "P, the site"), [])
+
+    first = ride_through.event_response(ds, 0)["p"].to_numpy()
+    assert_allclose(site(), first, rtol=1e-9)
+    dash_duo.wait_for_contains_text(f"#{ids.GRID_EVENTS_CHECKS}", "ercot-load-loss")
+    # the second disturbance chosen: its own response close up
+    second = ride_through.event_response(ds, 1)["p"].to_numpy()
+    _choose(dash_duo, ids.GRID_EVENTS_PICK, "1: 2024-07-10T19:00:16.400000 (sag)")
+    _wait(dash_duo, lambda: len(site()) == second.size and np.allclose(site(), second))
     assert dash_duo.get_logs() == []

@@ -29,7 +29,7 @@ from powermodel.simulate import GRID_CAUSE
 
 NERC = "nerc-2024-07-virginia-1500mw-campus"
 DT = 0.1  # the preset's step
-SEQUENCE = 7 * 3600.0  # the sequence starts 7 h into the run (19:00 of a 12:00 start)
+SEQUENCE = 3600.0  # the sequence starts 1 h into the run (19:00 of an 18:00 start)
 THIRD = SEQUENCE + 32.8  # the third of six sags 16.4 s apart (presets/disturbances.toml)
 REFERENCE = "llama3-405b-16k-h100"
 # one job without failures, an hour: a sag at 30 min
@@ -150,7 +150,8 @@ def test_servers_that_lose_power_crash_and_restart(nerc_without_generators):
     assert_allclose(times, empty, atol=1e-6)
     lost = ds.event_lost_work.values[crashed]
     interval = ds.attrs["checkpoint_interval"]
-    assert (lost > 0).all() and (lost <= interval).all()  # the work since the checkpoint
+    # the work since each job's last checkpoint (none for a job that had just written one)
+    assert (lost >= 0).all() and (lost <= interval).all() and (lost > 0).any()
     # without power until the manual return, then each job restarts
     it = ds.it_power.values
     assert_allclose(it[_step(empty) + 1 : _step(THIRD + chain.manual_return)], 0.0, atol=1e-9)
@@ -394,6 +395,7 @@ def test_rule_violations_in_a_disturbance_are_its_own(nerc):
     table = result.violations
     own = table[table["cause"] == "grid disturbance"]
     seconds = (own["start"] - nerc.time.values[0]) / np.timedelta64(1, "s")
-    # within the sequence and its return, not elsewhere
+    # within the sequence and its return (a 5-s window may start up to 5 s before the first
+    # sag), not elsewhere
     chain = load_scenario(NERC).ride_through
-    assert ((seconds >= SEQUENCE) & (seconds <= THIRD + chain.manual_return + 3600)).all()
+    assert ((seconds >= SEQUENCE - 5) & (seconds <= THIRD + chain.manual_return + 3600)).all()

@@ -480,14 +480,20 @@ def fit_oscillation(power: np.ndarray, dt: float) -> tuple[Oscillation, float]:
     centres = np.asarray(centres)
     cycle = np.round((centres - centres[0]) / np.median(np.diff(centres)))
     period, first = np.polyfit(cycle, centres, 1)
+    if not period > 2.0 * dt:
+        raise PowerModelError(
+            "the series has no regular period (its pulses do not recur at one rate): no square "
+            "oscillation describes it"
+        )
     width = float(np.mean(widths))
     x0 = np.array([width / period, 1.0 / period, amplitude, base, first - width / 2])
 
     def residuals(x: np.ndarray) -> np.ndarray:
         return square_swing(power.size, dt, Oscillation(*x)) - power
 
-    lower = [0.0, 0.5 / period, 0.0, -np.inf, x0[4] - period / 2]
-    upper = [1.0, 2.0 / period, np.inf, np.inf, x0[4] + period / 2]
+    lower = np.array([0.0, 0.5 / period, 0.0, -np.inf, x0[4] - period / 2])
+    upper = np.array([1.0, 2.0 / period, np.inf, np.inf, x0[4] + period / 2])
+    x0[0] = np.clip(x0[0], 1e-6, 1.0 - 1e-6)  # an irregular series' pulses can outlast its period
     found = optimize.least_squares(residuals, x0, bounds=(lower, upper), x_scale="jac")
     osc = Oscillation(*(float(x) for x in found.x))
     return osc, _rmse(residuals(found.x))

@@ -17,8 +17,9 @@ from powermodel.webapp.cache import DEFAULT_BYTES, SIMULATIONS, SimulationCache
 from powermodel.webapp.callbacks import Dashboard
 
 REFERENCE_SCENARIO = "llama3-405b-16k-h100"
-# The dashboard opens the first week of a preset: the period the responsiveness targets are set
-# for (issue 5); the period control lengthens it to the whole run.
+# The dashboard opens at most the first week of a preset: the period the responsiveness targets
+# are set for (issue 5); the period control lengthens it to the whole run. A shorter preset
+# opens whole.
 APP_OVERRIDES = {"simulation.duration": "7d"}
 UPLOAD_LIMIT = 5_000_000  # bytes: a typical-year EPW is 1.6 MB, a scenario a few kB
 

@@ -33,7 +33,7 @@ from dash import ALL, MATCH, Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from powermodel import fit as fitting
-from powermodel import fit_report, rules, sizing
+from powermodel import fit_report, ride_through, rules, sizing
 from powermodel.analysis import diurnal_swing, flexibility, metrics, workloads
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.export import TOOLS
@@ -688,6 +688,23 @@ class Dashboard:
             raise PreventUpdate from None
         return v["note"], v["options"], v["figure"], v["workloads"], v["flex"]
 
+    def grid_events(self, state: dict | None, tab: str, picked: Any) -> tuple:
+        """The grid-events view: the site through its disturbances, one of them close up with
+        the fitted dynamic model over it, the tables."""
+        _only(tab, "grid events")
+        number = isinstance(picked, str) and picked.isascii() and picked.isdigit()
+        index = int(picked) if number and len(picked) <= 6 else 0
+        try:
+            entry = self.entry(state)
+            index = min(index, max(entry.ds.sizes.get("disturbance", 1) - 1, 0))
+            v = self.cache.view(entry, f"grid-events:{index}", lambda e: _grid_events(e, index))
+        except PowerModelError:
+            raise PreventUpdate from None
+        return (
+            v["note"], v["options"], v["figure"], v["close"], v["table"], v["summary"],
+            v["checks"], v["model"],
+        )  # fmt: skip
+
     def pin(self, n_clicks: int | None, state: dict | None) -> tuple:
         """Pin the scenario shown for comparison with the ones that follow."""
         if not n_clicks or not state:
@@ -911,6 +928,19 @@ class Dashboard:
             tab,
             Input(ids.CAMPUS_PICK, "value"),
         )(self.campus)
+        app.callback(
+            Output(ids.GRID_EVENTS_NOTE, "children"),
+            Output(ids.GRID_EVENTS_PICK, "options"),
+            Output(ids.GRID_EVENTS_GRAPH, "figure"),
+            Output(ids.GRID_EVENTS_CLOSE, "figure"),
+            Output(ids.GRID_EVENTS_TABLE, "rowData"),
+            Output(ids.GRID_EVENTS_SUMMARY, "rowData"),
+            Output(ids.GRID_EVENTS_CHECKS, "rowData"),
+            Output(ids.GRID_EVENTS_MODEL, "rowData"),
+            scenario,
+            tab,
+            Input(ids.GRID_EVENTS_PICK, "value"),
+        )(self.grid_events)
         app.callback(
             Output(ids.COMPARE, "data"),
             Output(ids.COMPARE_WITH, "options"),
@@ -1270,6 +1300,55 @@ def _campus(entry: Entry, picked: list[str]) -> dict[str, Any]:
         "figure": figures.campus_figure(ds, picked),
         "workloads": _rows(workloads(ds)),
         "flex": _rows(flex),
+    }
+
+
+def _grid_events(entry: Entry, index: int) -> dict[str, Any]:
+    """What the grid-events view shows of a run (``index``: the disturbance close up)."""
+    ds = entry.ds
+    if "disturbance_time" not in ds:
+        empty = go.Figure()
+        return {
+            "note": "this scenario has no grid disturbance: the preset "
+            "nerc-2024-07-virginia-1500mw-campus replays the July 2024 sequence, or give "
+            "[disturbance] in a scenario file",
+            "options": [],
+            "figure": empty,
+            "close": empty,
+            "table": [],
+            "summary": [],
+            "checks": [],
+            "model": [],
+        }
+    report = ride_through.report(ds)
+    index = min(max(index, 0), len(report) - 1)
+    response = ride_through.event_response(ds, index)
+    try:
+        fit = ride_through.site_model(ds, index)
+        model, fitted = _rows(fit.comparison), fit.perc1
+    except PowerModelError as exc:  # a response the load model cannot take: say so
+        model, fitted = (
+            [{"quantity": f"not fitted: {exc}", "rmse": "", "rmse_share_of_p0": ""}],
+            None,
+        )
+    summary = ride_through.summary(ds)
+    checks = ride_through.check(ds, ride_through.load_requirements())
+    return {
+        "note": f"{len(report)} disturbances; the site's chain, the requirements and the fitted "
+        "model below (powermodel ride-through writes the model's .dyr and .aux)",
+        "options": [
+            {"label": f"{i}: {pd.Timestamp(t).isoformat()} ({k})", "value": str(i)}
+            for i, (t, k) in enumerate(zip(report["time"], report["kind"], strict=True))
+        ],
+        "figure": figures.grid_events_figure(ds),
+        "close": figures.disturbance_figure(response, fitted),
+        "table": _rows(report.assign(time=report["time"].astype(str))),
+        "summary": [
+            {"quantity": k, "value": f"{v:.4g}" if isinstance(v, float) else v}
+            for k, v in summary.items()
+        ],
+        "checks": _rows(checks),
+        "model": model,
     }
 
 

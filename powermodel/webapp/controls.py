@@ -535,7 +535,13 @@ def base_scenario(base: Any, defaults: Mapping[str, Any] | None = None) -> Scena
     name = base.get("preset") if isinstance(base, Mapping) else None
     if not isinstance(name, str) or name not in presets():
         raise ScenarioError(f"unknown preset {shorten(name)}: choose one of {', '.join(presets())}")
-    return load_scenario(name, defaults or {})
+    defaults = dict(defaults or {})
+    period = defaults.get("simulation.duration")
+    if period is not None:  # a period that shortens a preset, never one that lengthens it
+        own = load_scenario(name).simulation.duration
+        if own <= parse_duration(period):
+            defaults.pop("simulation.duration")
+    return load_scenario(name, defaults)
 
 
 def to_query(base: dict[str, Any], changed: dict[str, Any], tab: str | None = None) -> str:

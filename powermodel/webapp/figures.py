@@ -861,3 +861,91 @@ def sweep_figure(table: pd.DataFrame, metric: str, key: str, unit: str) -> go.Fi
 def records(table: pd.DataFrame, columns: Sequence[str]) -> list[dict[str, Any]]:
     """A table's ``columns`` as the rows a grid takes, every cell text."""
     return table[list(columns)].astype(str).to_dict("records")
+
+
+GRID_EVENT_POINTS = 2000  # the grid-events figure's intervals over the disturbances' span
+
+
+def grid_events_figure(ds: xr.Dataset) -> go.Figure:
+    """The site at the connection through its disturbances: what the grid carries, what the
+    generators and the UPS batteries carry, the recharge after; from five minutes before the
+    first disturbance to ten after the last effect, as means over at most
+    :data:`GRID_EVENT_POINTS` intervals; each disturbance marked at the bottom."""
+    dt = float(ds.attrs["dt"])
+    start = ds["time"].values[0]
+    first = int(((ds["disturbance_time"].values.min() - start) / np.timedelta64(1, "s")) // dt)
+    acting = np.flatnonzero(ds["grid_event"].values)
+    last = int(acting[-1]) if acting.size else first
+    lo = max(first - int(300 / dt), 0)
+    hi = min(last + int(600 / dt), ds.sizes["time"])
+    factor = max(1, -(-(hi - lo) // GRID_EVENT_POINTS))
+    hi = lo + (hi - lo) // factor * factor
+    times = ds["time"].values[lo:hi:factor]
+    fig = go.Figure()
+    for name, label in (
+        ("grid_power", "grid"),
+        ("generator_power", "generators"),
+        ("ups_battery_power", "UPS batteries"),
+        ("recharge_power", "recharge"),
+    ):
+        values = ds[name].values[lo:hi].reshape(-1, factor).mean(axis=1)
+        fig.add_trace(go.Scatter(x=times, y=values, name=label, mode="lines"))
+    kinds = ds["disturbance_kind"].values
+    fig.add_trace(
+        go.Scatter(
+            x=ds["disturbance_time"].values,
+            y=np.zeros(kinds.size),
+            mode="markers",
+            marker={"symbol": "triangle-up", "size": 12, "color": "#c0392b"},
+            name="disturbances",
+            text=[
+                f"{k}: worst phase {w:.3g} p.u., positive sequence {p:.3g} p.u."
+                for k, w, p in zip(
+                    kinds,
+                    ds["disturbance_connection_worst"].values,
+                    ds["disturbance_connection_positive"].values,
+                    strict=True,
+                )
+            ],
+            hoverinfo="text+x",
+        )
+    )
+    fig.update_layout(
+        title="the site at the connection through the disturbances",
+        yaxis_title="power [MW]",
+        legend={"orientation": "h"},
+        margin={"t": 50},
+    )
+    return fig
+
+
+def disturbance_figure(response: pd.DataFrame, fitted: Any = None) -> go.Figure:
+    """One disturbance on a fine step: the positive-sequence voltage and the frequency at the
+    connection, the site's P and Q, and the fitted dynamic model's P and Q over them
+    (``fitted``: a :class:`~powermodel.models.loadmodel.Perc1`, or None)."""
+    from powermodel.models.loadmodel import perc1_response  # noqa: PLC0415
+
+    t = response["time"].to_numpy()
+    fig = make_subplots(
+        rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.25, 0.2, 0.55]
+    )
+    fig.add_trace(
+        go.Scatter(x=t, y=response["voltage"], name="voltage (positive sequence)"), row=1, col=1
+    )
+    fig.add_trace(go.Scatter(x=t, y=response["frequency"], name="frequency"), row=2, col=1)
+    fig.add_trace(go.Scatter(x=t, y=response["p"], name="P, the site"), row=3, col=1)
+    fig.add_trace(go.Scatter(x=t, y=response["q"], name="Q, the site"), row=3, col=1)
+    if fitted is not None:
+        p, q = response["p"].to_numpy(), response["q"].to_numpy()
+        recharge = response["recharge"].to_numpy()
+        columns = [response[c].to_numpy() for c in ("time", "voltage", "frequency")]
+        mp, mq = perc1_response(*columns, float(p[0] - recharge[0]), float(q[0]), fitted)
+        dash = {"dash": "dash"}
+        fig.add_trace(go.Scatter(x=t, y=mp, name="P, fitted model", line=dash), row=3, col=1)
+        fig.add_trace(go.Scatter(x=t, y=mq, name="Q, fitted model", line=dash), row=3, col=1)
+    fig.update_yaxes(title_text="[p.u.]", row=1, col=1)
+    fig.update_yaxes(title_text="[Hz]", row=2, col=1)
+    fig.update_yaxes(title_text="[MW], [Mvar]", row=3, col=1)
+    fig.update_xaxes(title_text="time from the disturbance [s]", row=3, col=1)
+    fig.update_layout(legend={"orientation": "h"}, margin={"t": 30})
+    return fig

@@ -40,7 +40,17 @@ def resampled(view: str) -> dict[str, str]:
 
 
 TABS = "tabs"
-VIEWS = ("power", "thermal", "grid", "mitigation", "compare", "campus", "sweep", "export")
+VIEWS = (
+    "power",
+    "thermal",
+    "grid",
+    "mitigation",
+    "compare",
+    "campus",
+    "grid events",
+    "sweep",
+    "export",
+)
 
 SENSOR = "sensor"  # dropdown: the instrument whose reading the power view overlays
 THERMAL_DIURNAL = "thermal-diurnal"
@@ -62,6 +72,14 @@ CAMPUS_GRAPH = "campus-graph"  # their IT power stacked, each hall's below, flex
 CAMPUS_NOTE = "campus-note"
 CAMPUS_WORKLOADS = "campus-workloads"  # each workload: kind, GPUs, power, tokens, training kept
 CAMPUS_FLEX = "campus-flex"  # the flexibility events in EPRI DCFlex's terms
+GRID_EVENTS_NOTE = "grid-events-note"
+GRID_EVENTS_PICK = "grid-events-pick"  # the disturbance shown close up and fitted
+GRID_EVENTS_GRAPH = "grid-events-graph"  # the site at the connection through the sequence
+GRID_EVENTS_CLOSE = "grid-events-close"  # one disturbance on a 1-ms step, the fitted model over it
+GRID_EVENTS_TABLE = "grid-events-table"  # each disturbance: its voltages, the site's answer
+GRID_EVENTS_SUMMARY = "grid-events-summary"  # load lost, time off, energy and fuel, training lost
+GRID_EVENTS_CHECKS = "grid-events-checks"  # the ride-through requirements' verdicts
+GRID_EVENTS_MODEL = "grid-events-model"  # the fitted dynamic model's errors
 UPLOAD_TRACE = "upload-trace"  # a measured telemetry trace, fitted on the server
 TRACE_PERIOD = "trace-period"  # its sampling period, for a file without times [s]
 TRACE_GPUS = "trace-gpus"  # GPUs behind each channel of a meter trace

@@ -155,6 +155,16 @@ TABLES = {
         "shed by workloads [MW]", "shed share", "shed at connection [MW]", "events a month",
         "tokens lost",
     ),
+    ids.GRID_EVENTS_TABLE: (
+        "time", "kind", "duration [s]", "connection worst phase [pu]",
+        "connection positive sequence [pu]", "supplies worst phase [pu]",
+        "supplies positive sequence [pu]", "immunity, worst phase",
+        "immunity, positive sequence", "UPS left the grid", "latched on backup",
+        "servers lost power", "load lost [MW]", "back after [s]",
+    ),
+    ids.GRID_EVENTS_SUMMARY: ("quantity", "value"),
+    ids.GRID_EVENTS_CHECKS: ("requirement", "status", "verdict", "detail", "source"),
+    ids.GRID_EVENTS_MODEL: ("quantity", "rmse", "rmse_share_of_p0"),
 }  # fmt: skip
 
 
@@ -293,6 +303,26 @@ def views() -> dcc.Tabs:
             _table(ids.CAMPUS_WORKLOADS),
             html.H3("flexibility (EPRI DCFlex: magnitude, notice, duration, frequency)"),
             _table(ids.CAMPUS_FLEX),
+        ),
+        "grid events": _loading(
+            html.P(id=ids.GRID_EVENTS_NOTE),
+            _graph(ids.GRID_EVENTS_GRAPH, height="420px"),
+            html.Div(
+                [
+                    html.Label("disturbance shown close up, and fitted"),
+                    dcc.Dropdown(id=ids.GRID_EVENTS_PICK, options=[], value="0", clearable=False),
+                ],
+                className="control wide",
+            ),
+            _graph(ids.GRID_EVENTS_CLOSE, height="560px"),
+            html.H3("disturbances"),
+            _table(ids.GRID_EVENTS_TABLE),
+            html.Div(
+                [_table(ids.GRID_EVENTS_SUMMARY, page_size=15), _table(ids.GRID_EVENTS_MODEL)],
+                className="two-columns even",
+            ),
+            html.H3("requirements"),
+            _table(ids.GRID_EVENTS_CHECKS),
         ),
         "sweep": _loading(*sweep_section()),
         "export": html.Div(
