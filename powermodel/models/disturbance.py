@@ -14,6 +14,14 @@ until the generators start, and comes back on a ramp, then recharges. Without a 
 outside the supplies' curve drops the servers. Everything here is event logic over a handful
 of disturbances and piecewise-linear shares of the load; the simulation renders them exactly
 as interval means (:func:`interval_means`).
+
+References
+----------
+.. [epri_dcflex_ride_through] EPRI, "DCFlex workstream 3: data center ride-through", Electric
+   Power Research Institute (2026). https://msites.epri.com/dcflex
+.. [nerc_incident_2024] NERC, "Incident Review: Considering Simultaneous Voltage-Sensitive Load
+   Reductions (the 10 July 2024 event in Virginia)", North American Electric Reliability
+   Corporation (2025). https://www.nerc.com/
 """
 
 from __future__ import annotations

@@ -144,9 +144,11 @@ class Oscillation:
 
     References
     ----------
-    .. [ratlle] Pacific Northwest National Laboratory (contact S. Nekkalapu), "RATLLE
-       (LL-risk-assessment) and its PSS/E user-defined load-oscillation model", GitHub
-       repository pnnl/LL-risk-assessment (2026).
+    .. [ratlle] Biswas, S., Varghese, A. C., Chatterjee, K., Nekkalapu, S., Ross, B. and
+       Follum, J. (PNNL), "RATLLE: Evaluating the Risk to Bulk Power System Reliability from
+       Large Load Induced Oscillations (LL-risk-assessment), with its PSS/E user-defined
+       load-oscillation model", GitHub repository pnnl/LL-risk-assessment; IEEE PES T&D 2026
+       (2026). https://github.com/pnnl/LL-risk-assessment
     """
 
     duty: float
