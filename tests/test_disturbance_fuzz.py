@@ -108,3 +108,43 @@ def test_a_frequency_window_around_another_system_frequency_is_refused():
                 "disturbance.frequency": [[0, 50.0], [5, 49.5], [10, 50.0]],
             },
         )
+
+
+def test_a_campus_prices_each_crash_at_its_own_jobs_token_rate():
+    from powermodel import ride_through as rt
+    from powermodel import simulate
+
+    ds = simulate(
+        load_scenario(
+            "mixed-campus-hopper-blackwell",
+            {
+                "simulation.start": "2024-07-01T00:00",
+                "simulation.duration": "30min",
+                "simulation.dt": "1s",
+                "disturbance.start": "2024-07-01T00:05:00",
+                "disturbance.sags": [
+                    {"at": f"{s}s", "duration": "100ms", "voltage": 0.5} for s in (0, 10, 20)
+                ],
+                "ride_through.generator": False,  # the batteries run out: every job crashes
+                "ride_through.autonomy": "30s",
+                "ride_through.manual_return": "5min",
+            },
+        )
+    )
+    crashed = ds.event_cause.values == rt.GRID_CAUSE
+    assert np.count_nonzero(crashed) == 3  # the three training jobs, not the inference fleet
+    names = list(ds.workload.values)
+    start = np.datetime64(ds.time.values[0])
+    expected = 0.0
+    for w, work, t in zip(
+        ds.event_workload.values[crashed],
+        ds.event_lost_work.values[crashed],
+        ds.event_time.values[crashed],
+        strict=True,
+    ):
+        i = names.index(w)
+        k = int((t - start) / np.timedelta64(1, "s"))
+        running = np.flatnonzero(ds.workload_job_state.values[i] == 0)
+        down = float(running[running > k][0] - k)
+        expected += (work + down) * ds.workload_token_rate.values[i]
+    assert rt.summary(ds)["tokens not trained"] == pytest.approx(expected, rel=1e-9)
