@@ -148,3 +148,37 @@ def test_a_campus_prices_each_crash_at_its_own_jobs_token_rate():
         down = float(running[running > k][0] - k)
         expected += (work + down) * ds.workload_token_rate.values[i]
     assert rt.summary(ds)["tokens not trained"] == pytest.approx(expected, rel=1e-9)
+
+
+CLI_RUN = [
+    "ride-through",
+    REFERENCE,
+    "--set",
+    "simulation.duration=10min",
+    "--set",
+    "simulation.dt=1s",
+    "--set",
+    "disturbance.start=2024-07-01T00:05",
+    "--set",
+    "disturbance.sequence=nerc-2025-02-single-fault",
+]
+
+
+@pytest.mark.parametrize("problem", ["index", "aux folder"])
+def test_the_ride_through_command_refuses_a_bad_model_request_before_the_run(
+    problem, tmp_path, capsys, monkeypatch
+):
+    from powermodel import cli
+
+    ran = []
+    monkeypatch.setattr(cli, "simulate", lambda *a, **k: ran.append(1))
+    args = [*CLI_RUN, "--model", str(tmp_path / "m")]
+    if problem == "index":
+        args += ["--disturbance", "99"]
+    else:
+        (tmp_path / "m.aux").mkdir()
+    assert cli.main(args) != 0
+    err = capsys.readouterr().err
+    assert ("99" in err) if problem == "index" else ("m.aux" in err)
+    assert not ran  # refused before the run
+    assert not (tmp_path / "m.dyr").exists()
