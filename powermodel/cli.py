@@ -374,7 +374,16 @@ def _ride_through(args: argparse.Namespace) -> int:
             "disturbance.sequence=nerc-2024-07-virginia --set disturbance.start=...)"
         )
     if args.model:
-        export.check_folder(Path(args.model + ".dyr"))
+        from powermodel import disturbances  # noqa: PLC0415 - only a model needs the count
+
+        for suffix in (".dyr", ".aux"):  # both places, before the run
+            export.check_folder(Path(args.model + suffix))
+        count = disturbances.response(scenario).triggers.time.size
+        if not 0 <= args.disturbance < count:
+            raise PowerModelError(
+                f"--disturbance {args.disturbance}: the scenario has {count} disturbances "
+                f"(0 to {count - 1}): give one of them"
+            )
     check_memory(scenario)
     ds = simulate(scenario)
     report = ride_through.report(ds)

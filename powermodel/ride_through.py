@@ -242,21 +242,28 @@ def _ramp(share: np.ndarray, dt: float) -> float:
 
 
 def _tokens_lost(ds: xr.Dataset, dt: float, crashed: np.ndarray, lost_work: float) -> float:
-    """Tokens the crashes cost: the work they threw away and the time from each crash until
-    the job trains again, at the job's token rate."""
+    """Tokens the crashes cost: the work each threw away and the time from it until its job
+    trains again, at that job's token rate (a campus's workloads each at their own)."""
     if not crashed.any():
         return 0.0
-    rate = float(ds.attrs.get("token_rate", math.nan))
-    state = ds["job_state"].values
     start = np.datetime64(ds["time"].values[0])
     when = (ds["event_time"].values[crashed] - start) / np.timedelta64(1, "s")
-    down = 0.0
-    running = np.flatnonzero(state == 0)  # 0: running
-    for t in when:  # a few crashes
+    lost = ds["event_lost_work"].values[crashed]
+    if "event_workload" in ds and "workload_token_rate" in ds:  # a campus: each job its own
+        rows = [list(ds["workload"].values).index(w) for w in ds["event_workload"].values[crashed]]
+        rates = ds["workload_token_rate"].values[rows]
+        states = ds["workload_job_state"].values[rows]
+    else:
+        rates = np.full(when.size, float(ds.attrs.get("token_rate", math.nan)))
+        states = np.broadcast_to(ds["job_state"].values, (when.size, ds.sizes["time"]))
+    tokens = 0.0
+    for t, work, rate, state in zip(when, lost, rates, states, strict=True):  # a few crashes
         k = int(t // dt)
+        running = np.flatnonzero(state == 0)  # 0: running
         following = running[running > k]
-        down += float(((following[0] if following.size else state.size) - k) * dt)
-    return (lost_work + down) * rate
+        down = float(((following[0] if following.size else state.size) - k) * dt)
+        tokens += (float(work) + down) * float(rate)
+    return tokens
 
 
 def check(ds: xr.Dataset, requirements: list[Requirement]) -> pd.DataFrame:

@@ -1424,7 +1424,11 @@ def check_curve(points: list) -> None:
         raise ValueError("an immunity curve is 1 to 50 steps, each [duration [s], voltage [p.u.]]")
     durations = [float(p[0]) for p in points]
     voltages = [float(p[1]) for p in points]
-    if any(b <= a for a, b in zip(durations, durations[1:], strict=False)) or durations[0] <= 0:
+    if (
+        any(math.isnan(d) for d in durations)
+        or any(b <= a for a, b in zip(durations, durations[1:], strict=False))
+        or durations[0] <= 0
+    ):
         raise ValueError(f"an immunity curve's durations increase from above 0 s, got {durations}")
     if not math.isinf(durations[-1]):
         raise ValueError(
@@ -1763,6 +1767,15 @@ class Scenario(Section):
         d, sim = self.disturbance, self.simulation
         if d is None:
             return self
+        low, high = (self.ride_through or RideThrough()).frequency_window
+        if not low < d.nominal_frequency < high:
+            raise ValueError(
+                f"ride_through.frequency_window [{low:g}, {high:g}] Hz does not hold "
+                f"disturbance.nominal_frequency ({d.nominal_frequency:g} Hz): the UPS would "
+                f"leave the grid at the nominal frequency; give its window around it (e.g. "
+                f"ride_through.frequency_window = [{0.95 * d.nominal_frequency:g}, "
+                f"{1.05 * d.nominal_frequency:g}])"
+            )
         end = sim.start + timedelta(seconds=sim.duration)
         last = d.start + timedelta(seconds=d.span)
         if not sim.start <= d.start or last > end:

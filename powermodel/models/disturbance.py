@@ -322,6 +322,7 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
         latch = chain.count is not None and recent >= chain.count
         latched[i] = latch
         begin = t
+        prior: Window | None = None  # the other loads' stretch on the generators, if any
         if it and t < it[-1].hold + it[-1].ramp:  # still on backup (or coming back): extend
             begin = it.pop().begin
             battery.pop()
@@ -331,7 +332,7 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
             if lost and lost[-1][0] >= begin:
                 lost.pop()
             if other and other[-1].begin >= begin:
-                other.pop()
+                prior = other.pop()
                 gen_other.pop()
         hold = t + chain.manual_return if latch else t + d + chain.retransfer_delay
         if latch:
@@ -355,9 +356,13 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
             gen_it.append((started, hold + ramp))
         it.append(Window(begin, hold, ramp))
         if latch and chain.generator and started < hold:  # the whole site to the generators
-            moved = max(started, t)  # once they run and the latch decides
+            # once they run and the latch decides, or from when an earlier latch moved it
+            moved = max(started, t) if prior is None else prior.begin
             other.append(Window(moved, hold, chain.return_ramp))
             gen_other.append((moved, hold + chain.return_ramp))
+        elif prior is not None:  # a transfer in a latch's return: the rest keeps its return
+            other.append(prior)
+            gen_other.append((prior.begin, prior.hold + prior.ramp))
     return Outcome(
         tuple(it),
         tuple(other),
