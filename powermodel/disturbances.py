@@ -15,10 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from powermodel import facility
+from powermodel.errors import ScenarioError
 from powermodel.models import disturbance as dm
 from powermodel.models.events import State
 from powermodel.scenario import RideThrough, Scenario
 
+MAX_EXCURSIONS = 1000  # frequency excursions out of the UPS window, as many as sags
 # codes of ``grid_event``: what a disturbance does at each step (0: nothing)
 EVENT_CODES = ("none", "on backup", "servers without power", "recharging")
 
@@ -65,6 +67,13 @@ def response(scenario: Scenario) -> Response | None:
     ft = offset + np.array([t for t, _ in d.frequency], float)
     ff = np.array([f for _, f in d.frequency], float)
     begin, end = dm.outside_window(ft, ff, *rt.frequency_window)
+    if begin.size > MAX_EXCURSIONS:
+        raise ScenarioError(
+            f"disturbance.frequency leaves the UPS window ({rt.frequency_window[0]:g}-"
+            f"{rt.frequency_window[1]:g} Hz) {begin.size:,} times, more than "
+            f"{MAX_EXCURSIONS:,}: give the excursions, not a noisy record (or widen "
+            "ride_through.frequency_window)"
+        )
     end = np.minimum(end, sim.duration)
     extreme = np.array(
         [_extreme(ft, ff, a, b, rt.frequency_window) for a, b in zip(begin, end, strict=True)]
@@ -105,6 +114,7 @@ def response(scenario: Scenario) -> Response | None:
         autonomy=rt.autonomy,
         generator=rt.generator,
         generator_start=rt.generator_start,
+        generator_ramp=rt.generator_ramp,
     )
     outcome = dm.respond(triggers.time, triggers.duration, measured, chain)
     return Response(triggers, outcome, rt)
@@ -165,7 +175,7 @@ def connection(
     it_fn = dm.on_grid(o.it)
     s_it = dm.interval_means(it_fn, 0, n, dt, 1.0)
     s_other = dm.interval_means(dm.on_grid(o.other), 0, n, dt, 1.0)
-    gen_it = dm.interval_means(dm.off_and(it_fn, dm.stretches(o.generator_it)), 0, n, dt, 0.0)
+    gen_it = dm.interval_means(dm.off_and(it_fn, dm.taken_up(o.generator_it)), 0, n, dt, 0.0)
     off = it_path * (1.0 - s_it)
     generator = it_path * gen_it + other * (1.0 - s_other)
     battery = np.maximum(off - it_path * gen_it, 0.0)

@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 import xarray as xr
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, StrictBool, ValidationError, model_validator
 
 from powermodel.errors import DataFileError, PowerModelError
 from powermodel.models import disturbance as dm
@@ -38,6 +38,18 @@ from powermodel.scenario import (
 )
 from powermodel.simulate import GRID_CAUSE
 
+__all__ = [
+    "BACK",
+    "Requirement",
+    "check",
+    "event_response",
+    "load_requirements",
+    "report",
+    "site_model",
+    "summary",
+]
+
+MAX_FILE_BYTES = 1 << 20  # a requirements file: tables of a few lines each
 BACK = 0.9  # the load is back when the grid carries this share of it again [A]
 
 
@@ -50,7 +62,7 @@ class Requirement(Section):
     status: Literal["proposal", "in force", "quoted", "study assumption"]
     kind: Literal["ride_through", "load_loss"]
     applies: Text = ""
-    verified: bool = Field(description="Its numbers were read from the primary text.")
+    verified: StrictBool = Field(description="Its numbers were read from the primary text.")
     voltage_curve: list[tuple[CurveDuration, float]] | None = Field(
         None,
         description="The ride-through region's lower edge, as [duration [s], voltage [p.u.]] "
@@ -100,6 +112,11 @@ def load_requirements(source: str | Path | None = None) -> list[Requirement]:
     else:
         path = Path(source)
         try:
+            if path.stat().st_size > MAX_FILE_BYTES:
+                raise DataFileError(
+                    f"requirements file {path}: {path.stat().st_size:,} bytes, more than a "
+                    f"requirements file holds ({MAX_FILE_BYTES:,}): give the requirements only"
+                )
             text, where = path.read_text(encoding="utf-8"), str(path)
         except (OSError, UnicodeDecodeError) as exc:
             raise DataFileError(f"requirements file {path}: cannot read it ({exc})") from None
@@ -130,7 +147,9 @@ def _require(ds: xr.Dataset) -> None:
 def report(ds: xr.Dataset) -> pd.DataFrame:
     """Each disturbance and what the site did: its residual voltage at the connection and at
     the supplies, both readings against the supplies' immunity curve, what the UPS did, the
-    load the connection lost [MW] and how long until it was back (``BACK`` of it) [s]."""
+    load the connection lost [MW] and how long until it was back: the grid carrying ``BACK``
+    of the site's load and its servers powered [s] (a crashed job's restart follows, in the
+    job's states and :func:`summary`'s tokens)."""
     _require(ds)
     scenario = _scenario(ds)
     chain = scenario.ride_through or RideThrough()

@@ -1368,6 +1368,13 @@ class RideThrough(Section):
         description="From a transfer to the generators taking the load (NFPA 110 type 10: "
         "10 s [S, nfpa110]). [s]",
     )
+    generator_ramp: Duration = Field(
+        10.0,
+        ge=0,
+        le=HOUR,
+        description="Time the UPS takes to walk the IT load onto the running generators, "
+        "linearly, its battery carrying the rest [A]. [s]",
+    )
     fuel: float = Field(
         270.0,
         ge=0,

@@ -17,11 +17,11 @@ import pytest
 from file_parsers import parse_aux, parse_dyr
 from numpy.testing import assert_allclose, assert_array_equal
 
-from powermodel import load_scenario, simulate
+from powermodel import load_scenario, presets, simulate
 from powermodel import ride_through as rt
 from powermodel.cli import main
 from powermodel.errors import DataFileError, ScenarioError
-from powermodel.facility import design_it_power
+from powermodel.facility import design_it_power, registered_demand
 from powermodel.models import disturbance as dm
 from powermodel.models.events import State
 from powermodel.rules import check, load_rules
@@ -399,3 +399,58 @@ def test_rule_violations_in_a_disturbance_are_its_own(nerc):
     # sag), not elsewhere
     chain = load_scenario(NERC).ride_through
     assert ((seconds >= SEQUENCE - 5) & (seconds <= THIRD + chain.manual_return + 3600)).all()
+
+
+# --- the generators' walk-on, the latch's floor, the bounds --------------------------------
+
+
+def test_the_generators_take_the_it_path_over_their_ramp(nerc):
+    chain = load_scenario(NERC).ride_through
+    started = THIRD + chain.generator_start
+    steps = _step(started) + np.arange(1, _step(chain.generator_ramp) - 1)
+    it_path = nerc.it_power.values[steps] + nerc.facility_loss.values[steps]
+    # the battery carries what the generators have not yet taken: linear, interval means at
+    # each interval's middle
+    taken = ((steps + 0.5) * DT - started) / chain.generator_ramp
+    assert_allclose(nerc.ups_battery_power.values[steps] / it_path, 1.0 - taken, atol=1e-9)
+
+
+def test_a_latched_site_never_returns_sooner_than_an_unlatched_one():
+    ds = simulate(
+        load_scenario(NERC, {"ride_through.manual_return": "0s", "ride_through.walk_in": "0s"})
+    )
+    chain = load_scenario(NERC).ride_through
+    # the latch's return is at the earliest the sag's end and the UPS's settle
+    table = rt.report(ds)
+    assert (table["back after [s]"].values >= 0.067 + chain.retransfer_delay - DT).all()
+
+
+def test_the_nerc_preset_is_listed_and_sized_to_1500_mw():
+    assert NERC in presets()
+    # the design-day facility power: 1,500 MW within 5 % (the issue's campus)
+    assert_allclose(registered_demand(load_scenario(NERC)), 1500.0, rtol=0.05)
+
+
+def test_a_noisy_frequency_record_is_refused_before_the_run():
+    t = np.arange(0.0, 2400.0, 1.0)
+    f = 60.0 + 4.0 * np.where(np.arange(t.size) % 2, 1.0, -1.0)  # 1,200 excursions past 57 Hz
+    scenario = load_scenario(
+        REFERENCE,
+        {
+            **QUIET,
+            "disturbance.start": "2024-07-01T00:00:00",
+            "disturbance.frequency": [[float(a), float(b)] for a, b in zip(t, f, strict=True)],
+        },
+    )
+    with pytest.raises(ScenarioError, match="more than 1,000"):
+        simulate(scenario)
+
+
+def test_a_requirement_is_verified_by_true_or_false_only(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text(
+        '[mine]\ntitle = "x"\nsource = "[A]"\nstatus = "proposal"\nkind = "load_loss"\n'
+        'verified = "yes"\nlimit = 100.0\n'
+    )
+    with pytest.raises(DataFileError, match="verified"):
+        rt.load_requirements(path)

@@ -103,6 +103,7 @@ PUBLIC = (
     "powermodel.fit",
     "powermodel.fit_report",
     "powermodel.iotools",
+    "powermodel.ride_through",
     "powermodel.rules",
     "powermodel.scenario",
     "powermodel.simulate",

@@ -228,6 +228,7 @@ class Chain:
     autonomy: float  # [s] the battery carries the design IT load
     generator: bool
     generator_start: float  # [s] from a transfer to the generators taking the load
+    generator_ramp: float = 0.0  # [s] for the generators to take the IT path, linearly
 
 
 @dataclass(frozen=True)
@@ -246,7 +247,8 @@ class Outcome:
 
     ``it`` and ``other``: the windows the IT path and the other loads (cooling, misc) spend off
     the grid; ``battery``: stretches ``(begin, end)`` the UPS battery carries the IT path;
-    ``generator_it`` and ``generator_other``: from when the generators carry each;
+    ``generator_it``: when the generators walk the IT path on, ``(start, taken, reached,
+    end)`` (:func:`taken_up`); ``generator_other``: when they carry the other loads;
     ``lost``: stretches the servers have no power (they crashed at ``begin``); per trigger (sag
     or frequency excursion, in time order): whether the UPS transferred, whether that latched,
     whether the servers dropped.
@@ -255,7 +257,7 @@ class Outcome:
     it: tuple[Window, ...]
     other: tuple[Window, ...]
     battery: tuple[tuple[float, float], ...]
-    generator_it: tuple[tuple[float, float], ...]
+    generator_it: tuple[tuple[float, float, float, float], ...]
     generator_other: tuple[tuple[float, float], ...]
     lost: tuple[tuple[float, float], ...]
     transferred: np.ndarray
@@ -334,26 +336,36 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
             if other and other[-1].begin >= begin:
                 prior = other.pop()
                 gen_other.pop()
-        hold = t + chain.manual_return if latch else t + d + chain.retransfer_delay
+        settled = t + d + chain.retransfer_delay  # a latch never returns sooner
+        hold = max(t + chain.manual_return, settled) if latch else settled
         if latch:
             latch_end = hold
-        started = begin + chain.generator_start if chain.generator else np.inf
-        empty = begin + max(chain.autonomy - sum(spent), 0.0)
-        carry_end = min(started, hold, empty)
-        battery.append((begin, carry_end))
         ramp = chain.return_ramp if latch else chain.walk_in
-        if empty < min(started, hold):  # the battery runs out: the servers drop
-            back = min(started, hold)
+        started = begin + chain.generator_start if chain.generator else np.inf
+        # the generators take the IT path over their ramp (cut by the return, at the share
+        # reached), the battery the rest: its seconds at the design load this window needs
+        if started < hold:
+            rise = chain.generator_ramp
+            taken = min(started + rise, hold)
+            reached = (taken - started) / rise if rise > 0 else 1.0
+            need = (started - begin) + (taken - started) * (1 - reached / 2)
+            need += (1 - reached) * (hold - taken + 0.5 * ramp)
+            full = started + rise if reached == 1.0 else np.inf
+        else:
+            reached, taken, full = 0.0, np.inf, np.inf
+            need = hold - begin + 0.5 * ramp
+        left = max(chain.autonomy - sum(spent), 0.0)
+        empty = begin + left if left < need else np.inf
+        battery.append((begin, min(full, hold, empty)))
+        spent.append(min(need, left))
+        if np.isfinite(empty):  # the battery runs out: the servers drop until power is back
+            back = min(full, hold)
             lost.append((empty, back))
             dropped[i] = True
             if back == hold:
                 ramp = 0.0  # nothing left to move back: the servers boot on the grid
-        # the battery also carries what is not yet back through the return, when no
-        # generator does: half the ramp at the design load
-        on_battery = carry_end == hold and empty >= hold
-        spent.append(carry_end - begin + (0.5 * ramp if on_battery else 0.0))
         if started < hold:
-            gen_it.append((started, hold + ramp))
+            gen_it.append((started, taken, reached, hold + ramp))
         it.append(Window(begin, hold, ramp))
         if latch and chain.generator and started < hold:  # the whole site to the generators
             # once they run and the latch decides, or from when an earlier latch moved it
@@ -412,7 +424,16 @@ def on_grid(windows: tuple[Window, ...]) -> tuple[np.ndarray, np.ndarray, np.nda
             value = np.where(x < b, 1.0, np.where(x < h, 0.0, np.where(x < r, rising, 1.0)))
         return value.min(axis=1)
 
-    return t, share(t, True), share(t, False)
+    return t, _rows(share, t, True), _rows(share, t, False)
+
+
+ROWS = 1024  # breakpoints evaluated against every window at once: a few MB however many
+
+
+def _rows(f, x: np.ndarray, *args) -> np.ndarray:
+    """``f(x, *args)`` evaluated :data:`ROWS` points at a time (its temporaries are points ×
+    windows)."""
+    return np.concatenate([f(x[a : a + ROWS], *args) for a in range(0, x.size, ROWS)])
 
 
 def stretches(pairs: tuple[tuple[float, float], ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -424,9 +445,30 @@ def stretches(pairs: tuple[tuple[float, float], ...]) -> tuple[np.ndarray, np.nd
     end = np.array([p[1] for p in pairs])
     t = np.unique(np.concatenate([begin, end]))
     t = t[np.isfinite(t)]
-    inside_left = ((t[:, None] > begin) & (t[:, None] <= end)).any(axis=1)
-    inside_right = ((t[:, None] >= begin) & (t[:, None] < end)).any(axis=1)
-    return t, inside_left.astype(float), inside_right.astype(float)
+
+    def inside(x: np.ndarray, left: bool) -> np.ndarray:
+        x = x[:, None]
+        hit = (x > begin) & (x <= end) if left else (x >= begin) & (x < end)
+        return hit.any(axis=1).astype(float)
+
+    return t, _rows(inside, t, True), _rows(inside, t, False)
+
+
+def taken_up(
+    stretches: tuple[tuple[float, float, float, float], ...],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The share of a load a source carries, as :func:`on_grid` gives a share, from stretches
+    ``(start, taken, reached, end)``: none before ``start``, rising linearly to ``reached`` at
+    ``taken``, held there until ``end``, none after (the generators walking the IT path on)."""
+    if not stretches:
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    t, left, right = [], [], []
+    for start, taken, reached, end in stretches:  # a few, in order, apart
+        instant = taken <= start
+        t += [start, taken, end] if not instant else [start, end]
+        left += [0.0, reached, reached] if not instant else [0.0, reached]
+        right += [0.0, reached, 0.0] if not instant else [reached, 0.0]
+    return np.array(t), np.array(left), np.array(right)
 
 
 def interval_means(
@@ -467,8 +509,9 @@ def off_and(
     indicator: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(1 − share) · indicator`` as a piecewise-linear function: the part of a load off the
-    grid while a source (the indicator of its stretches) carries it. Exact: between
-    breakpoints the indicator is constant."""
+    grid that a source carries (``indicator``: the share of it the source takes). Exact where
+    one of the two is constant between breakpoints: a source's ramp (:func:`taken_up`) lies
+    within a hold, where the share on the grid is none."""
     t = np.unique(np.concatenate([share[0], indicator[0]]))
     if t.size == 0:
         return t, t, t

@@ -1325,12 +1325,10 @@ def _grid_events(entry: Entry, index: int) -> dict[str, Any]:
     response = ride_through.event_response(ds, index)
     try:
         fit = ride_through.site_model(ds, index)
-        model, fitted = _rows(fit.comparison), fit.perc1
+        model, fitted = _rows(fit.comparison), (fit.perc1_fit.p, fit.perc1_fit.q)
     except PowerModelError as exc:  # a response the load model cannot take: say so
-        model, fitted = (
-            [{"quantity": f"not fitted: {exc}", "rmse": "", "rmse_share_of_p0": ""}],
-            None,
-        )
+        model = [{"quantity": f"not fitted: {exc}", "rmse": "", "rmse_share_of_p0": ""}]
+        fitted = None
     summary = ride_through.summary(ds)
     checks = ride_through.check(ds, ride_through.load_requirements())
     return {

@@ -919,12 +919,12 @@ def grid_events_figure(ds: xr.Dataset) -> go.Figure:
     return fig
 
 
-def disturbance_figure(response: pd.DataFrame, fitted: Any = None) -> go.Figure:
+def disturbance_figure(
+    response: pd.DataFrame, model: tuple[np.ndarray, np.ndarray] | None = None
+) -> go.Figure:
     """One disturbance on a fine step: the positive-sequence voltage and the frequency at the
-    connection, the site's P and Q, and the fitted dynamic model's P and Q over them
-    (``fitted``: a :class:`~powermodel.models.loadmodel.Perc1`, or None)."""
-    from powermodel.models.loadmodel import perc1_response  # noqa: PLC0415
-
+    connection, the site's P and Q, and the fitted dynamic model's P and Q re-simulated on the
+    same times (``model``, or None: not fitted)."""
     t = response["time"].to_numpy()
     fig = make_subplots(
         rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.25, 0.2, 0.55]
@@ -935,14 +935,10 @@ def disturbance_figure(response: pd.DataFrame, fitted: Any = None) -> go.Figure:
     fig.add_trace(go.Scatter(x=t, y=response["frequency"], name="frequency"), row=2, col=1)
     fig.add_trace(go.Scatter(x=t, y=response["p"], name="P, the site"), row=3, col=1)
     fig.add_trace(go.Scatter(x=t, y=response["q"], name="Q, the site"), row=3, col=1)
-    if fitted is not None:
-        p, q = response["p"].to_numpy(), response["q"].to_numpy()
-        recharge = response["recharge"].to_numpy()
-        columns = [response[c].to_numpy() for c in ("time", "voltage", "frequency")]
-        mp, mq = perc1_response(*columns, float(p[0] - recharge[0]), float(q[0]), fitted)
+    if model is not None:
         dash = {"dash": "dash"}
-        fig.add_trace(go.Scatter(x=t, y=mp, name="P, fitted model", line=dash), row=3, col=1)
-        fig.add_trace(go.Scatter(x=t, y=mq, name="Q, fitted model", line=dash), row=3, col=1)
+        fig.add_trace(go.Scatter(x=t, y=model[0], name="P, fitted model", line=dash), row=3, col=1)
+        fig.add_trace(go.Scatter(x=t, y=model[1], name="Q, fitted model", line=dash), row=3, col=1)
     fig.update_yaxes(title_text="[p.u.]", row=1, col=1)
     fig.update_yaxes(title_text="[Hz]", row=2, col=1)
     fig.update_yaxes(title_text="[MW], [Mvar]", row=3, col=1)
