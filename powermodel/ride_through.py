@@ -354,6 +354,23 @@ def _judge(req: Requirement, table: pd.DataFrame) -> tuple[str, str]:
     return "pass", f"all {np.count_nonzero(must)} disturbances within the region did {rule}"
 
 
+def _normal(ds: xr.Dataset, seconds: float) -> np.ndarray:
+    """Up to ``seconds`` of the grid power in normal operation: the end of the longest stretch
+    in which no disturbance acts and the job trains (every workload of a campus)."""
+    dt = float(ds.attrs["dt"])
+    state = (
+        ds["workload_job_state"].values if "workload_job_state" in ds else ds["job_state"].values
+    )
+    calm = (ds["grid_event"].values == 0) & (np.atleast_2d(state) == 0).all(axis=0)
+    edges = np.flatnonzero(np.diff(np.r_[0, calm.astype(np.int8), 0]))
+    if edges.size == 0:
+        return np.zeros(0)
+    begin, end = edges[::2], edges[1::2]
+    longest = int(np.argmax(end - begin))
+    stop = int(end[longest])
+    return ds["grid_power"].values[max(int(begin[longest]), stop - int(seconds / dt)) : stop]
+
+
 def event_response(
     ds: xr.Dataset, index: int = 0, before: float = 1.0, after: float = 30.0, step: float = 1e-3
 ) -> pd.DataFrame:
@@ -442,7 +459,7 @@ def site_model(
 ):
     """The planners' models of the site (:func:`powermodel.dynamic_model.fit_site`): a
     PERC1-style load fitted to its response to disturbance ``index``, and RATLLE's square
-    oscillation fitted to the grid power of the ten minutes before it (or the run's start);
+    oscillation fitted to ten minutes of its grid power in normal operation (:func:`_normal`);
     with the re-simulated errors and the files' text.
 
     PERC1 cannot draw more than it drew before: it is fitted to the response less the UPS
@@ -454,10 +471,8 @@ def site_model(
     response = event_response(ds, index, after=after)
     whole = response["p"].to_numpy()
     response["p"] = whole - response["recharge"].to_numpy()
+    swing = _normal(ds, 600.0)
     dt = float(ds.attrs["dt"])
-    start = np.datetime64(ds["time"].values[0])
-    k = int(((ds["disturbance_time"].values[index] - start) / np.timedelta64(1, "s")) // dt)
-    swing = ds["grid_power"].values[max(k - int(600 / dt), 0) : k]
     columns = [response[c].to_numpy() for c in ("time", "voltage", "frequency", "p", "q")]
     rows = []
     try:

@@ -1245,7 +1245,12 @@ class Disturbance(Section):
         "[Hz]] points, linear between them, nominal before the first and held after the "
         "last.",
     )
-    nominal_frequency: float = Field(60.0, ge=45, le=65, description="System frequency. [Hz]")
+    nominal_frequency: float = Field(
+        60.0,
+        ge=45,
+        le=65,
+        description="System frequency: North America's 60 Hz (50 elsewhere) [A]. [Hz]",
+    )
     title: Text = ""
     source: Text = ""
     choices: Text = ""
@@ -1324,7 +1329,12 @@ class RideThrough(Section):
         description="Transfers within count_window that latch the site on backup until a "
         "manual return (three in a minute [S, nerc_incident_2024]); 0: never latch.",
     )
-    count_window: Duration = Field(60.0, gt=0, le=DAY, description="The count's window. [s]")
+    count_window: Duration = Field(
+        60.0,
+        gt=0,
+        le=DAY,
+        description="The count's window: a minute [S, nerc_incident_2024]. [s]",
+    )
     retransfer_delay: Duration = Field(
         2.0,
         ge=0,

@@ -29,7 +29,7 @@ from powermodel.simulate import GRID_CAUSE
 
 NERC = "nerc-2024-07-virginia-1500mw-campus"
 DT = 0.1  # the preset's step
-SEQUENCE = 3600.0  # the sequence starts 1 h into the run (19:00 of an 18:00 start)
+SEQUENCE = 300.0  # the sequence starts 5 min into the run (19:00 of an 18:55 start)
 THIRD = SEQUENCE + 32.8  # the third of six sags 16.4 s apart (presets/disturbances.toml)
 REFERENCE = "llama3-405b-16k-h100"
 # one job without failures, an hour: a sag at 30 min
@@ -154,7 +154,8 @@ def test_servers_that_lose_power_crash_and_restart(nerc_without_generators):
     assert (lost >= 0).all() and (lost <= interval).all() and (lost > 0).any()
     # without power until the manual return, then each job restarts
     it = ds.it_power.values
-    assert_allclose(it[_step(empty) + 1 : _step(THIRD + chain.manual_return)], 0.0, atol=1e-9)
+    # (an interval's edge and the return meet to within float rounding: a few mW at the last)
+    assert_allclose(it[_step(empty) + 1 : _step(THIRD + chain.manual_return)], 0.0, atol=1e-6)
     states = ds.workload_job_state.values[0]
     k = _step(THIRD + chain.manual_return) + 1
     after = states[k:]

@@ -39,6 +39,14 @@ LABELS = {
     "flex_workload",
     "flex_lever",
     "flex_start",
+    # a grid disturbance's: when, which kind, what the site did (flags), and the code of what
+    # a disturbance does at each step
+    "disturbance_time",
+    "disturbance_kind",
+    "disturbance_transferred",
+    "disturbance_latched",
+    "disturbance_dropped",
+    "grid_event",
 }
 
 
