@@ -10,7 +10,7 @@ batteries and generators carry, the recharge after. The pure models are in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -100,22 +100,12 @@ def response(scenario: Scenario) -> Response | None:
         frequency=np.concatenate([np.full(sag_t.size, np.nan), extreme])[order],
     )
     measured = readings.worst if rt.measure == "worst_phase" else readings.positive
-    chain = dm.Chain(
-        backup=rt.backup,
-        immunity=rt.curve("immunity"),
-        transfer=rt.curve("transfer"),
-        frequency_window=rt.frequency_window,
-        count=rt.count or None,
-        count_window=rt.count_window,
-        retransfer_delay=rt.retransfer_delay,
-        manual_return=rt.manual_return,
-        return_ramp=rt.return_ramp,
-        walk_in=rt.walk_in,
-        autonomy=rt.autonomy,
-        generator=rt.generator,
-        generator_start=rt.generator_start,
-        generator_ramp=rt.generator_ramp,
+    # the chain's keys as the pure model takes them: the curves as steps, no count as None
+    same = {f.name: getattr(rt, f.name) for f in fields(dm.Chain)}
+    same.update(
+        immunity=rt.curve("immunity"), transfer=rt.curve("transfer"), count=rt.count or None
     )
+    chain = dm.Chain(**same)
     outcome = dm.respond(triggers.time, triggers.duration, measured, chain)
     return Response(triggers, outcome, rt)
 

@@ -1383,13 +1383,15 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
         for (hall, members), plant in zip(scenario.hall_members(), plants, strict=True)
     ]
     site = {key: sum(h[key] for h in halls) for key in halls[0]}
-    grid_power, bess = facility.storage(scenario, "site", site["facility_power"], dt)
-    disturbed = {}
-    if scenario.disturbance is not None:
+    if scenario.disturbance is None:
+        load, reactive = site["facility_power"], site["grid_reactive_power"]
+        connection, bess = _at_connection(scenario, load, reactive, dt)
+        disturbed = {}
+    else:
         supplies = [(part, job["it_power"]) for part, job in zip(parts, jobs, strict=True)]
         disturbed = _through_disturbances(scenario, site, supplies)
-        grid_power, bess = disturbed.pop("grid_power"), disturbed.pop("batteries")
-        disturbed.pop("grid_voltage")  # the same as the campus's own, below
+        bess = disturbed.pop("batteries")
+        connection = {key: disturbed.pop(key) for key in CONNECTION}
     training = [isinstance(run, Run) for run in runs]
     # the job-level attrs and the plant state shown are the largest training job's, its
     # water and chillers the campus's
@@ -1400,16 +1402,12 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
         chiller_load=sum(site_plant.out.chiller_load for site_plant, _, _ in plants),
     )
     trains = [job for job, t in zip(jobs, training, strict=True) if t]
-    g = scenario.grid
-    reactive = disturbed.pop("grid_reactive_power", site["grid_reactive_power"])
     variables = {
         "gpu_power": sum(job["gpu_power"] for job in jobs),
         "it_power": site["it_power"],
         "facility_loss": site["facility_loss"],
         "facility_power": site["facility_power"],
-        "grid_power": grid_power,
-        "grid_reactive_power": reactive,
-        "grid_voltage": 1.0 + grid.voltage_change(grid_power, reactive, g.short_circuit, g.x_r),
+        **connection,
         **_storage_variables([r for job in jobs for r in job["rack"]], bess),
         "pue": _hourly_ratio(site["facility_power"], site["it_power"], dt),
         # tokens trained: an inference fleet's served tokens are its own workload's
@@ -2027,16 +2025,25 @@ def _connection(
     """The point of interconnection, from the IT load and the site's draw [MW] on steps of
     ``dt`` [s]: ``grid_power`` [MW] after the site batteries, ``grid_reactive_power`` [Mvar]
     and ``grid_voltage`` [p.u.]; and each site battery's dispatch."""
-    grid_power, batteries = facility.storage(scenario, "site", site["facility_power"], dt)
     other = site["cooling_power"] + site["misc_power"]
     reactive = facility.reactive_power(scenario, it_power, site["facility_loss"], other)
+    return _at_connection(scenario, site["facility_power"], reactive, dt)
+
+
+CONNECTION = ("grid_power", "grid_reactive_power", "grid_voltage")
+
+
+def _at_connection(
+    scenario: Scenario, load: np.ndarray, reactive: np.ndarray, dt: float
+) -> tuple[dict[str, np.ndarray], list[mitigation.StorageResult]]:
+    """What the grid sees of the site's ``load`` [MW] and ``reactive`` power [Mvar] on steps
+    of ``dt`` [s]: :data:`CONNECTION` (after the site batteries, and the voltage change that
+    causes), and each site battery's dispatch."""
+    grid_power, batteries = facility.storage(scenario, "site", load, dt)
     g = scenario.grid
     voltage = 1.0 + grid.voltage_change(grid_power, reactive, g.short_circuit, g.x_r)
-    return {
-        "grid_power": grid_power,
-        "grid_reactive_power": reactive,
-        "grid_voltage": voltage,
-    }, batteries
+    values = (grid_power, reactive, voltage)
+    return dict(zip(CONNECTION, values, strict=True)), batteries
 
 
 def _through_disturbances(
@@ -2064,13 +2071,9 @@ def _through_disturbances(
         + q_other * out["other_share"]
         + out["recharge_power"] * np.sqrt(1.0 - pf * pf) / pf
     )
-    grid_power, batteries = facility.storage(scenario, "site", out["load"], dt)
-    g = scenario.grid
-    voltage = 1.0 + grid.voltage_change(grid_power, reactive, g.short_circuit, g.x_r)
+    connection, batteries = _at_connection(scenario, out["load"], reactive, dt)
     return {
-        "grid_power": grid_power,
-        "grid_reactive_power": reactive,
-        "grid_voltage": voltage,
+        **connection,
         "batteries": batteries,
         **{key: out[key] for key in DISTURBANCE_VARIABLES},
     }

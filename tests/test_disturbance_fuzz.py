@@ -11,19 +11,12 @@ import math
 
 import numpy as np
 import pytest
+from test_disturbances import AT, QUIET, REFERENCE
 
 from powermodel import load_scenario
 from powermodel.errors import ScenarioError
 from powermodel.models import disturbance as dm
 
-REFERENCE = "llama3-405b-16k-h100"
-QUIET = {
-    "simulation.duration": "1h",
-    "simulation.dt": "0.1s",
-    "reliability.rate_scale": 0.0,
-    "reliability.planned_count": 0,
-}
-AT = "2024-07-01T00:30:00"
 INF = math.inf
 
 

@@ -279,12 +279,18 @@ def test_every_shipped_requirement_cites_its_source_and_status():
     assert {"ercot-nprr1308", "ercot-load-loss"} <= names
 
 
-def test_a_requirement_file_with_an_unverified_curve_in_force_is_refused(tmp_path):
-    path = tmp_path / "mine.toml"
+def _requirement(folder, status: str, kind: str, rest: str):
+    """A requirements file of one requirement, ``rest`` its own keys (TOML lines)."""
+    path = folder / "mine.toml"
     path.write_text(
-        '[made-up]\ntitle = "x"\nsource = "[S, ercot_nprr1308]"\nstatus = "in force"\n'
-        'kind = "ride_through"\nverified = false\nvoltage_curve = [[0.5, 0.5], [inf, 0.9]]\n'
+        f'[mine]\ntitle = "x"\nsource = "[A]"\nstatus = "{status}"\nkind = "{kind}"\n{rest}'
     )
+    return path
+
+
+def test_a_requirement_file_with_an_unverified_curve_in_force_is_refused(tmp_path):
+    curve = "verified = false\nvoltage_curve = [[0.5, 0.5], [inf, 0.9]]\n"
+    path = _requirement(tmp_path, "in force", "ride_through", curve)
     with pytest.raises(DataFileError, match="not verified from a primary text"):
         rt.load_requirements(path)
 
@@ -294,12 +300,8 @@ def test_requirements_judge_what_they_can(nerc, tmp_path):
     assert shipped.loc["ercot-nprr1308", "verdict"] == "not judged"  # shipped without numbers
     assert shipped.loc["ercot-load-loss", "verdict"] == "pass"  # 1,463 MW < 2,600 MW
     # a curve of one's own, verified: the NERC sags lie above 0.45 p.u. for 0.2 s...
-    path = tmp_path / "mine.toml"
-    path.write_text(
-        '[mine]\ntitle = "x"\nsource = "my utility [A]"\nstatus = "proposal"\n'
-        'kind = "ride_through"\nverified = true\nvoltage_curve = [[0.2, 0.45], [inf, 0.9]]\n'
-        'return_time = "10s"\n'
-    )
+    rest = 'verified = true\nvoltage_curve = [[0.2, 0.45], [inf, 0.9]]\nreturn_time = "10s"\n'
+    path = _requirement(tmp_path, "proposal", "ride_through", rest)
     mine = rt.check(nerc, rt.load_requirements(path))
     assert mine["verdict"].iloc[0] == "fail"  # ...and the latch kept the site off for hours
     assert "4 of 6" in mine["detail"].iloc[0]
@@ -448,10 +450,6 @@ def test_a_noisy_frequency_record_is_refused_before_the_run():
 
 
 def test_a_requirement_is_verified_by_true_or_false_only(tmp_path):
-    path = tmp_path / "mine.toml"
-    path.write_text(
-        '[mine]\ntitle = "x"\nsource = "[A]"\nstatus = "proposal"\nkind = "load_loss"\n'
-        'verified = "yes"\nlimit = 100.0\n'
-    )
+    path = _requirement(tmp_path, "proposal", "load_loss", 'verified = "yes"\nlimit = 100.0\n')
     with pytest.raises(DataFileError, match="verified"):
         rt.load_requirements(path)

@@ -446,30 +446,28 @@ def job_timeline(
         if when >= duration:
             break
     crashed = len(pieces) - 1  # every piece but the last ends in a crash
+
+    def events(own, crash) -> np.ndarray:
+        """Each piece's events (``own(at, line)``), each crash's after them (``crash(at, line,
+        tail)``: every piece's but the last)."""
+        return np.concatenate(
+            [
+                np.r_[own(at, line), crash(at, line, tail)] if i < crashed else own(at, line)
+                for i, (at, line, tail) in enumerate(pieces)
+            ]
+        )
+
     return Timeline(
         start=np.concatenate([line.start + at for at, line, _ in pieces]),
         state=np.concatenate([line.state for _, line, _ in pieces]),
         duration=duration,
-        event_time=np.concatenate(
-            [
-                np.r_[line.event_time + at, at + line.duration][
-                    : line.event_time.size + (i < crashed)
-                ]
-                for i, (at, line, _) in enumerate(pieces)
-            ]
+        event_time=events(
+            lambda at, line: line.event_time + at, lambda at, line, _: at + line.duration
         ),
-        event_cause=np.concatenate(
-            [
-                np.r_[line.event_cause, len(recoveries)][: line.event_cause.size + (i < crashed)]
-                for i, (_, line, _) in enumerate(pieces)
-            ]
-        ).astype(np.int64),
-        event_lost_work=np.concatenate(
-            [
-                np.r_[line.event_lost_work, tail][: line.event_lost_work.size + (i < crashed)]
-                for i, (_, line, tail) in enumerate(pieces)
-            ]
+        event_cause=events(lambda _, line: line.event_cause, lambda *_: len(recoveries)).astype(
+            np.int64
         ),
+        event_lost_work=events(lambda _, line: line.event_lost_work, lambda *piece: piece[2]),
         running_time=sum(line.running_time for _, line, _ in pieces),
         lost_work=sum(line.lost_work for _, line, _ in pieces)
         + sum(tail for _, _, tail in pieces[:crashed]),
