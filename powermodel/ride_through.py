@@ -342,7 +342,7 @@ def _judge(req: Requirement, table: pd.DataFrame) -> tuple[str, str]:
         rule = "stay on the grid"
     else:
         failed = must & left & ~(back <= req.return_time)
-        rule = f"be back within {req.return_time:g} s"
+        rule = f"come back within {req.return_time:g} s"
     if not must.any():
         return "pass", "no disturbance lay within the requirement's ride-through region"
     if failed.any():
