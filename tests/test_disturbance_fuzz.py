@@ -175,3 +175,14 @@ def test_the_ride_through_command_refuses_a_bad_model_request_before_the_run(
     assert ("99" in err) if problem == "index" else ("m.aux" in err)
     assert not ran  # refused before the run
     assert not (tmp_path / "m.dyr").exists()
+
+
+def test_generators_still_running_take_a_new_transfer_at_once():
+    # a latch at 20 s (sags at 0, 10, 20 s), manual return at 80 s, everything back over the
+    # 60-s ramp to 140 s; a sag at 90 s during it brings the IT path back over the 0.5-s
+    # walk-in by 92.6 s, the cooling still coming back. Sags at 100 and 105 s latch again at
+    # 105 s in a fresh IT window: the generators, still carrying the cooling, take the IT path
+    # at once, not 10 s later (the fuzzing pass's finding)
+    o = _respond([0.0, 10.0, 20.0, 90.0, 100.0, 105.0], walk_in=0.5)
+    assert o.latched[-1] and o.it[-1].begin == pytest.approx(105.0)
+    assert o.generator_it[-1][0] == pytest.approx(105.0)

@@ -341,7 +341,11 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
         if latch:
             latch_end = hold
         ramp = chain.return_ramp if latch else chain.walk_in
+        # generators still carrying something (the other loads' return) are running already
+        running = max([g[3] for g in gen_it] + [g[1] for g in gen_other], default=-np.inf)
         started = begin + chain.generator_start if chain.generator else np.inf
+        if running > begin:
+            started = begin
         # the generators take the IT path over their ramp (cut by the return, at the share
         # reached), the battery the rest: its seconds at the design load this window needs
         if started < hold:
