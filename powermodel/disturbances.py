@@ -59,7 +59,7 @@ def response(scenario: Scenario) -> Response | None:
         return None
     rt = chain_of(scenario)
     sim = scenario.simulation
-    offset = (d.start - sim.start).total_seconds()
+    offset = (scenario.disturbance_start() - sim.start).total_seconds()
     sag_v = np.array([s.phases for s in d.sags], float).reshape(-1, 3)
     sag_a = np.array([s.angle for s in d.sags], float).reshape(-1, 3)
     sag_t = offset + np.array([s.at for s in d.sags], float)

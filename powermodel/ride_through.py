@@ -434,7 +434,7 @@ def event_response(
     ):
         voltage[(time >= t) & (time < t + d)] = v
     d = scenario.disturbance
-    offset = (d.start - scenario.simulation.start).total_seconds()
+    offset = (scenario.disturbance_start() - scenario.simulation.start).total_seconds()
     ft = offset + np.array([x for x, _ in d.frequency], float)
     ff = np.array([y for _, y in d.frequency], float)
     frequency = (

@@ -1225,6 +1225,7 @@ class Sag(Section):
 
 
 MAX_SAGS = 1000
+DISTURBANCE_LEAD = 5 * MINUTE  # a sequence without a start: this far into the run [s]
 CurveDuration = Annotated[float, Field(allow_inf_nan=True)]  # an immunity curve's last step: inf
 MAX_FREQUENCY_POINTS = 100_000
 
@@ -1236,7 +1237,11 @@ class Disturbance(Section):
     sequence: Name | None = Field(
         None, description="A shipped sequence; its sags and frequency unless given here."
     )
-    start: datetime = Field(description="When the sequence starts, UTC without an offset.")
+    start: datetime | None = Field(
+        None,
+        description="When the sequence starts, UTC without an offset; by default five minutes "
+        "into the run (its start, in a shorter one).",
+    )
     sags: list[Sag] = Field([], max_length=MAX_SAGS)
     frequency: list[tuple[float, float]] = Field(
         [],
@@ -1257,8 +1262,8 @@ class Disturbance(Section):
 
     @field_validator("start")
     @classmethod
-    def _naive_utc(cls, value: datetime) -> datetime:
-        return Simulation._naive_utc(value)
+    def _naive_utc(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else Simulation._naive_utc(value)
 
     @model_validator(mode="after")
     def _ordered(self) -> Disturbance:
@@ -1794,14 +1799,24 @@ class Scenario(Section):
                 f"{1.05 * d.nominal_frequency:g}])"
             )
         end = sim.start + timedelta(seconds=sim.duration)
-        last = d.start + timedelta(seconds=d.span)
-        if not sim.start <= d.start or last > end:
+        start = self.disturbance_start()
+        last = start + timedelta(seconds=d.span)
+        if not sim.start <= start or last > end:
             raise ValueError(
-                f"disturbance: the sequence runs from {d.start.isoformat()} to "
+                f"disturbance: the sequence runs from {start.isoformat()} to "
                 f"{last.isoformat()}, outside the run ({sim.start.isoformat()} to "
                 f"{end.isoformat()}): move disturbance.start or lengthen the run"
             )
         return self
+
+    def disturbance_start(self) -> datetime | None:
+        """When the disturbance sequence starts: its own ``start``, or five minutes into the
+        run (the run's start in a run too short for that and the sequence)."""
+        d, sim = self.disturbance, self.simulation
+        if d is None or d.start is not None:
+            return None if d is None else d.start
+        lead = DISTURBANCE_LEAD if sim.duration >= DISTURBANCE_LEAD + d.span else 0.0
+        return sim.start + timedelta(seconds=lead)
 
     @model_validator(mode="after")
     def _events(self) -> Scenario:

@@ -11,6 +11,7 @@ shipped with their source and status. Expected values come from the curves' own 
 from __future__ import annotations
 
 import math
+from datetime import timedelta
 
 import numpy as np
 import pytest
@@ -26,6 +27,7 @@ from powermodel.models import disturbance as dm
 from powermodel.models.events import State
 from powermodel.rules import check, load_rules
 from powermodel.simulate import GRID_CAUSE
+from powermodel.webapp.controls import options, overrides
 
 NERC = "nerc-2024-07-virginia-1500mw-campus"
 DT = 0.1  # the preset's step
@@ -453,3 +455,23 @@ def test_a_requirement_is_verified_by_true_or_false_only(tmp_path):
     path = _requirement(tmp_path, "proposal", "load_loss", 'verified = "yes"\nlimit = 100.0\n')
     with pytest.raises(DataFileError, match="verified"):
         rt.load_requirements(path)
+
+
+def test_a_sequence_without_a_start_comes_five_minutes_into_the_run():
+    scenario = load_scenario(REFERENCE, {**QUIET, "disturbance.sequence": "nerc-2024-07-virginia"})
+    assert scenario.disturbance_start() == scenario.simulation.start + timedelta(minutes=5)
+    # a run too short for five minutes before it: at its start; a run moved takes it along
+    short = load_scenario(scenario, {"simulation.duration": "6min"})
+    assert short.disturbance_start() == short.simulation.start
+    moved = load_scenario(scenario, {"simulation.start": "2024-08-01T00:00:00"})
+    assert moved.disturbance_start() == moved.simulation.start + timedelta(minutes=5)
+
+
+def test_the_dashboard_adds_and_removes_a_sequence():
+    base = load_scenario(REFERENCE, QUIET)
+    added = load_scenario(base, overrides({"disturbance.sequence": "nerc-2024-07-virginia"}, base))
+    assert len(added.disturbance.sags) == 6
+    removed = load_scenario(added, overrides({"disturbance.sequence": None}, added))
+    assert removed.disturbance is None
+    choices = [o["value"] for o in options("disturbance.sequence")]
+    assert "nerc-2024-07-virginia" in choices and "underfrequency-59-3" in choices

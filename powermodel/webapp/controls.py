@@ -149,6 +149,13 @@ GROUPS: tuple[tuple[str, tuple[Control, ...]], ...] = (
             Control("simulation.duration", "period", kind="text", hint="e.g. 12h, 7d, 54d"),
             Control("simulation.dt", "step", kind="dropdown"),
             Control("simulation.seed", "seed", low=0, high=2**31 - 1, step=1),
+            Control(
+                "disturbance.sequence",
+                "grid disturbance",
+                kind="dropdown",
+                empty=None,
+                hint="5 min into the run; the grid events view",
+            ),
         ),
     ),
     (
@@ -229,8 +236,8 @@ GROUPS: tuple[tuple[str, tuple[Control, ...]], ...] = (
         ),
     ),
 )
-# tables a mitigation lives in: emptying all of their fields removes the mitigation
-OPTIONAL_TABLES = ("mitigation.smoothing", "mitigation.stop_burn")
+# tables a mitigation (or the disturbance) lives in: emptying all of their fields removes it
+OPTIONAL_TABLES = ("mitigation.smoothing", "mitigation.stop_burn", "disturbance")
 CONTROLS: tuple[Control, ...] = tuple(c for _, group in GROUPS for c in group)
 BY_KEY = {c.key: c for c in CONTROLS}
 BY_PROP = {prop: tuple(c for c in CONTROLS if c.prop == prop) for prop in ("value", "date")}
@@ -256,6 +263,8 @@ def options(key: str, uploaded: Mapping[str, str] | None = None) -> list[dict[st
         values = {step: step for step in STEPS}
     elif key == "checkpoint.mode":
         values = {"blocking": "blocking", "async": "async"}
+    elif key == "disturbance.sequence":
+        values = {name: name for name in catalogue("disturbance")}
     else:
         raise KeyError(key)
     return [{"label": label, "value": value} for label, value in values.items()]
