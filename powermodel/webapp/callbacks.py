@@ -1307,10 +1307,11 @@ def _grid_events(entry: Entry, index: int) -> dict[str, Any]:
     """What the grid-events view shows of a run (``index``: the disturbance close up)."""
     ds = entry.ds
     if "disturbance_time" not in ds:
-        empty = go.Figure()
+        hidden = {"visible": False}
+        empty = go.Figure(layout={"xaxis": hidden, "yaxis": hidden, "height": 120})
         return {
-            "note": "this scenario has no grid disturbance: the preset "
-            "nerc-2024-07-virginia-1500mw-campus replays the July 2024 sequence, or give "
+            "note": "this scenario has no grid disturbance: choose one in the sidebar (grid "
+            "disturbance), open the preset nerc-2024-07-virginia-1500mw-campus, or give "
             "[disturbance] in a scenario file",
             "options": [],
             "figure": empty,
