@@ -47,17 +47,12 @@ class Response:
     chain: RideThrough
 
 
-def chain_of(scenario: Scenario) -> RideThrough:
-    """The site's chain: the scenario's ``ride_through``, or its defaults."""
-    return scenario.ride_through or RideThrough()
-
-
 def response(scenario: Scenario) -> Response | None:
     """What the scenario's disturbances do to its site; None without any."""
     d = scenario.disturbance
     if d is None:
         return None
-    rt = chain_of(scenario)
+    rt = scenario.site_response()
     sim = scenario.simulation
     offset = (scenario.disturbance_start() - sim.start).total_seconds()
     sag_v = np.array([s.phases for s in d.sags], float).reshape(-1, 3)
@@ -193,11 +188,6 @@ def connection(
         "ups_battery_deficit": deficit,
         "grid_event": code.astype(np.int8),
     }
-
-
-def fuel(generator_power: np.ndarray, dt: float, chain: RideThrough) -> float:
-    """Fuel the generators burn [L]: their energy [MWh] at the chain's rate."""
-    return float(generator_power.sum() * dt / 3600.0 * chain.fuel)
 
 
 def variables(scenario: Scenario) -> dict[str, tuple]:

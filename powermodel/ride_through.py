@@ -27,7 +27,6 @@ from powermodel.scenario import (
     CurveDuration,
     Duration,
     Name,
-    RideThrough,
     Scenario,
     Section,
     Text,
@@ -152,7 +151,7 @@ def report(ds: xr.Dataset) -> pd.DataFrame:
     job's states and :func:`summary`'s tokens)."""
     _require(ds)
     scenario = _scenario(ds)
-    chain = scenario.ride_through or RideThrough()
+    chain = scenario.site_response()
     curve = chain.curve("immunity")
     dt = float(ds.attrs["dt"])
     sag = ds["disturbance_kind"].values == "sag"
@@ -222,7 +221,7 @@ def summary(ds: xr.Dataset) -> dict[str, float]:
     work lost in crashes [s] and the tokens not trained because of them."""
     _require(ds)
     scenario = _scenario(ds)
-    chain = scenario.ride_through or RideThrough()
+    chain = scenario.site_response()
     dt = float(ds.attrs["dt"])
     table = report(ds)
     event = ds["grid_event"].values

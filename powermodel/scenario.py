@@ -1789,7 +1789,7 @@ class Scenario(Section):
         d, sim = self.disturbance, self.simulation
         if d is None:
             return self
-        low, high = (self.ride_through or RideThrough()).frequency_window
+        low, high = self.site_response().frequency_window
         if not low < d.nominal_frequency < high:
             raise ValueError(
                 f"ride_through.frequency_window [{low:g}, {high:g}] Hz does not hold "
@@ -1808,6 +1808,10 @@ class Scenario(Section):
                 f"{end.isoformat()}): move disturbance.start or lengthen the run"
             )
         return self
+
+    def site_response(self) -> RideThrough:
+        """The site's chain through disturbances: ``ride_through``, or its defaults."""
+        return self.ride_through or RideThrough()
 
     def disturbance_start(self) -> datetime | None:
         """When the disturbance sequence starts: its own ``start``, or five minutes into the
