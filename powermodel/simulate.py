@@ -744,7 +744,8 @@ def simulate(
     variables = _assembled(run, path, means, chunks)
     if scenario.disturbance is not None:
         changed = _through_disturbances(scenario, variables, [(scenario, variables["it_power"])])
-        merged = {**variables, **changed, **_storage_variables([], changed.pop("batteries"))}
+        batteries = changed.pop("batteries")
+        merged = {**variables, **changed, **_storage_variables([], batteries)}
         variables = {name: merged[name] for name in ORDER if name in merged}
     ds = run.dataset(path, variables, 0)
     ds.update(
@@ -992,7 +993,13 @@ class Run:
         )
         it_power, rack = facility.storage(scenario, "rack", it_power, dt)
         site = _facility(scenario, it_power, path.cooling_power, k, lo)
-        connection, bess = _connection(scenario, it_power, site, dt)
+        # through grid disturbances the connection follows the whole run (the recharge):
+        # simulate adds it once the run is whole (_through_disturbances)
+        connection, bess = (
+            ({}, [])
+            if scenario.disturbance is not None
+            else _connection(scenario, it_power, site, dt)
+        )
         state = self.state_at((np.arange(lo, lo + n) + 0.5) * dt)
         return {
             "gpu_power": gpu_power,
