@@ -20,8 +20,13 @@ import pandas as pd
 import xarray as xr
 from pydantic import Field, StrictBool, ValidationError, model_validator
 
+from powermodel import disturbances
+from powermodel.disturbances import EVENT_CODES
+from powermodel.dynamic_model import fit_site
 from powermodel.errors import DataFileError, PowerModelError
 from powermodel.models import disturbance as dm
+from powermodel.models.events import State
+from powermodel.models.loadmodel import perc1_response
 from powermodel.scenario import (
     REQUIREMENTS_FILE,
     CurveDuration,
@@ -31,6 +36,7 @@ from powermodel.scenario import (
     Section,
     Text,
     check_curve,
+    curve_steps,
     explain,
     packaged,
     parse_toml,
@@ -49,6 +55,7 @@ __all__ = [
 ]
 
 MAX_FILE_BYTES = 1 << 20  # a requirements file: tables of a few lines each
+ON_BACKUP, NO_POWER = (EVENT_CODES.index(c) for c in ("on backup", "servers without power"))
 BACK = 0.9  # the load is back when the grid carries this share of it again [A]
 
 
@@ -135,6 +142,11 @@ def _scenario(ds: xr.Dataset) -> Scenario:
     return Scenario.model_validate(json.loads(ds.attrs["scenario"]))
 
 
+def _seconds(ds: xr.Dataset, times: np.ndarray) -> np.ndarray:
+    """Instants of a run as seconds from its start."""
+    return (times - np.datetime64(ds["time"].values[0])) / np.timedelta64(1, "s")
+
+
 def _require(ds: xr.Dataset) -> None:
     if "disturbance_time" not in ds:
         raise PowerModelError(
@@ -195,12 +207,11 @@ def _losses(ds: xr.Dataset, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarr
     grid = ds["grid_power"].values
     event = ds["grid_event"].values
     share = ds["grid_share"].values
-    start = np.datetime64(ds["time"].values[0])
-    times = (ds["disturbance_time"].values - start) / np.timedelta64(1, "s")
+    times = _seconds(ds, ds["disturbance_time"].values)
     n = grid.size
     first = np.clip(np.floor(times / dt).astype(np.int64), 0, n - 1)
     before, lost, back = [], [], []
-    off = (share < BACK) | (event == 2)  # 2: servers without power
+    off = (share < BACK) | (event == NO_POWER)
     for k, duration in zip(first, ds["disturbance_duration"].values, strict=True):  # a few
         a = max(k - max(int(round(1.0 / dt)), 1), 0)
         level = float(grid[a:k].mean()) if k > a else float(grid[k])
@@ -231,9 +242,10 @@ def summary(ds: xr.Dataset) -> dict[str, float]:
     return {
         "disturbances": int(len(table)),
         "largest load lost [MW]": float(table["load lost [MW]"].max()),
-        "off the grid or without power [s]": float(np.count_nonzero(event == 1) * dt)
-        + float(np.count_nonzero(event == 2) * dt),
-        "servers without power [s]": float(np.count_nonzero(event == 2) * dt),
+        "off the grid or without power [s]": float(
+            np.count_nonzero(np.isin(event, (ON_BACKUP, NO_POWER))) * dt
+        ),
+        "servers without power [s]": float(np.count_nonzero(event == NO_POWER) * dt),
         "energy on UPS batteries [MWh]": float(ds["ups_battery_power"].values.sum() * dt / 3600),
         "energy on generators [MWh]": float(generator.sum() * dt / 3600),
         "generator fuel [L]": float(generator.sum() * dt / 3600 * chain.fuel),
@@ -264,8 +276,7 @@ def _tokens_lost(ds: xr.Dataset, dt: float, crashed: np.ndarray, lost_work: floa
     trains again, at that job's token rate (a campus's workloads each at their own)."""
     if not crashed.any():
         return 0.0
-    start = np.datetime64(ds["time"].values[0])
-    when = (ds["event_time"].values[crashed] - start) / np.timedelta64(1, "s")
+    when = _seconds(ds, ds["event_time"].values[crashed])
     lost = ds["event_lost_work"].values[crashed]
     if "event_workload" in ds and "workload_token_rate" in ds:  # a campus: each job its own
         rows = [list(ds["workload"].values).index(w) for w in ds["event_workload"].values[crashed]]
@@ -277,7 +288,7 @@ def _tokens_lost(ds: xr.Dataset, dt: float, crashed: np.ndarray, lost_work: floa
     tokens = 0.0
     for t, work, rate, state in zip(when, lost, rates, states, strict=True):  # a few crashes
         k = int(t // dt)
-        running = np.flatnonzero(state == 0)  # 0: running
+        running = np.flatnonzero(state == State.RUNNING)
         following = running[running > k]
         down = float(((following[0] if following.size else state.size) - k) * dt)
         tokens += (float(work) + down) * float(rate)
@@ -324,12 +335,9 @@ def _judge(req: Requirement, table: pd.DataFrame) -> tuple[str, str]:
             if req.measure == "worst_phase"
             else "connection positive sequence [pu]"
         )
-        curve = (
-            np.array([p[0] for p in req.voltage_curve]),
-            np.array([p[1] for p in req.voltage_curve]),
-        )
         v = table[column].to_numpy(float)
-        must[sag] = dm.tolerated(v[sag], table["duration [s]"].to_numpy(float)[sag], *curve)
+        duration = table["duration [s]"].to_numpy(float)[sag]
+        must[sag] = dm.tolerated(v[sag], duration, *curve_steps(req.voltage_curve))
     if req.frequency_window is not None:
         f = table["frequency [Hz]"].to_numpy(float)
         low, high = req.frequency_window
@@ -360,7 +368,7 @@ def _normal(ds: xr.Dataset, seconds: float) -> np.ndarray:
     state = (
         ds["workload_job_state"].values if "workload_job_state" in ds else ds["job_state"].values
     )
-    calm = (ds["grid_event"].values == 0) & (np.atleast_2d(state) == 0).all(axis=0)
+    calm = (ds["grid_event"].values == 0) & (np.atleast_2d(state) == State.RUNNING).all(axis=0)
     edges = np.flatnonzero(np.diff(np.r_[0, calm.astype(np.int8), 0]))
     if edges.size == 0:
         return np.zeros(0)
@@ -384,8 +392,6 @@ def event_response(
     step. The training swing is left out: the oscillation model carries it
     (:func:`site_model`).
     """
-    from powermodel import disturbances  # noqa: PLC0415 - the simulation's own evaluation
-
     _require(ds)
     scenario = _scenario(ds)
     r = disturbances.response(scenario)
@@ -464,8 +470,6 @@ def site_model(
     PERC1 cannot draw more than it drew before: it is fitted to the response less the UPS
     recharge, and the comparison gives its error both against that and against the whole
     response, recharge included (what the recharge costs the model)."""
-    from powermodel.dynamic_model import fit_site  # noqa: PLC0415 - a sibling of this layer
-    from powermodel.models.loadmodel import perc1_response  # noqa: PLC0415
 
     response = event_response(ds, index, after=after)
     whole = response["p"].to_numpy()

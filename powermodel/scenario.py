@@ -1435,8 +1435,13 @@ class RideThrough(Section):
     def curve(self, which: str) -> tuple[np.ndarray, np.ndarray]:
         """The ``immunity`` or ``transfer`` curve as steps: durations [s] and voltages [p.u.]."""
         value = getattr(self, which)
-        points = immunity_curves()[value]["points"] if isinstance(value, str) else value
-        return np.array([p[0] for p in points], float), np.array([p[1] for p in points], float)
+        return curve_steps(immunity_curves()[value]["points"] if isinstance(value, str) else value)
+
+
+def curve_steps(points: list) -> tuple[np.ndarray, np.ndarray]:
+    """An immunity curve's ``[duration, voltage]`` steps as arrays: durations [s] and
+    voltages [p.u.] (as :func:`powermodel.models.disturbance.tolerated` takes them)."""
+    return np.array([p[0] for p in points], float), np.array([p[1] for p in points], float)
 
 
 def check_curve(points: list) -> None:

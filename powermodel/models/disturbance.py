@@ -114,7 +114,6 @@ class Readings:
     connection_positive: np.ndarray  # [p.u.] positive sequence at the connection
     worst: np.ndarray  # [p.u.] lowest phase the supplies see
     positive: np.ndarray  # [p.u.] positive sequence the supplies see
-    negative: np.ndarray  # [p.u.] negative sequence (unbalance) the supplies see
 
 
 def readings(
@@ -140,13 +139,11 @@ def readings(
     v = phasors(voltage, angle)
     behind = through(v, windings)
     seen = supply_voltages(behind, connection)
-    s_at, s_behind = sequences(v), sequences(behind)
     return Readings(
         connection_worst=np.abs(v).min(axis=-1),
-        connection_positive=np.abs(s_at[..., 1]),
+        connection_positive=np.abs(sequences(v)[..., 1]),
         worst=seen.min(axis=-1),
-        positive=np.abs(s_behind[..., 1]),
-        negative=np.abs(s_behind[..., 2]),
+        positive=np.abs(sequences(behind)[..., 1]),
     )
 
 
@@ -200,8 +197,8 @@ def outside_window(
     edges = np.unique(np.concatenate([t, *cross]))
     mid = np.interp(0.5 * (edges[:-1] + edges[1:]), t, f)
     bad = (mid < low) | (mid > high)
-    if out[0]:  # outside already before the first point: from its time
-        bad = np.r_[True, bad] if edges.size == 1 else bad
+    if edges.size == 1:  # a single point: outside from it on, or never
+        bad = out[:1]
     change = np.diff(np.r_[0, bad.astype(np.int8), 0])
     begin = edges[np.flatnonzero(change == 1)]
     end_index = np.flatnonzero(change == -1)
@@ -246,9 +243,8 @@ class Outcome:
     """What a site does through a set of disturbances (times in s from the run's start).
 
     ``it`` and ``other``: the windows the IT path and the other loads (cooling, misc) spend off
-    the grid; ``battery``: stretches ``(begin, end)`` the UPS battery carries the IT path;
-    ``generator_it``: when the generators walk the IT path on, ``(start, taken, reached,
-    end)`` (:func:`taken_up`); ``generator_other``: when they carry the other loads;
+    the grid (the generators carry the other loads through theirs); ``generator_it``: when the
+    generators walk the IT path on, ``(start, taken, reached, end)`` (:func:`taken_up`);
     ``lost``: stretches the servers have no power (they crashed at ``begin``); per trigger (sag
     or frequency excursion, in time order): whether the UPS transferred, whether that latched,
     whether the servers dropped.
@@ -256,13 +252,17 @@ class Outcome:
 
     it: tuple[Window, ...]
     other: tuple[Window, ...]
-    battery: tuple[tuple[float, float], ...]
     generator_it: tuple[tuple[float, float, float, float], ...]
-    generator_other: tuple[tuple[float, float], ...]
     lost: tuple[tuple[float, float], ...]
     transferred: np.ndarray
     latched: np.ndarray
     dropped: np.ndarray
+
+    @property
+    def generator_other(self) -> tuple[tuple[float, float], ...]:
+        """When the generators carry the other loads: ``(begin, end)`` of each of their
+        windows, the return included."""
+        return tuple((w.begin, w.hold + w.ramp) for w in self.other)
 
 
 def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: Chain) -> Outcome:
@@ -299,7 +299,8 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
     dropped = np.zeros(n, bool)
     it: list[Window] = []
     other: list[Window] = []
-    battery, gen_it, gen_other, lost = [], [], [], []
+    gen_it: list[tuple[float, float, float, float]] = []
+    lost: list[tuple[float, float]] = []
     if chain.backup == "none":
         frequency = np.isnan(voltage)
         sag = ~frequency
@@ -308,7 +309,7 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
         dropped[:] = bad
         for t, d in zip(time[bad], duration[bad], strict=True):
             lost.append((float(t), float(t + d)))
-        return Outcome((), (), (), (), (), _merged(lost), transferred, latched, dropped)
+        return Outcome((), (), (), _merged(lost), transferred, latched, dropped)
     sag = ~np.isnan(voltage)
     transferred[:] = True
     transferred[sag] = ~tolerated(voltage[sag], duration[sag], *chain.transfer)
@@ -327,7 +328,6 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
         prior: Window | None = None  # the other loads' stretch on the generators, if any
         if it and t < it[-1].hold + it[-1].ramp:  # still on backup (or coming back): extend
             begin = it.pop().begin
-            battery.pop()
             spent.pop()
             if gen_it and gen_it[-1][0] >= begin:
                 gen_it.pop()
@@ -335,14 +335,13 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
                 lost.pop()
             if other and other[-1].begin >= begin:
                 prior = other.pop()
-                gen_other.pop()
         settled = t + d + chain.retransfer_delay  # a latch never returns sooner
         hold = max(t + chain.manual_return, settled) if latch else settled
         if latch:
             latch_end = hold
         ramp = chain.return_ramp if latch else chain.walk_in
         # generators still carrying something (the other loads' return) are running already
-        running = max([g[3] for g in gen_it] + [g[1] for g in gen_other], default=-np.inf)
+        running = max([g[3] for g in gen_it] + [w.hold + w.ramp for w in other], default=-np.inf)
         started = begin + chain.generator_start if chain.generator else np.inf
         if running > begin:
             started = begin
@@ -360,7 +359,6 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
             need = hold - begin + 0.5 * ramp
         left = max(chain.autonomy - sum(spent), 0.0)
         empty = begin + left if left < need else np.inf
-        battery.append((begin, min(full, hold, empty)))
         spent.append(min(need, left))
         if np.isfinite(empty):  # the battery runs out: the servers drop until power is back
             back = min(full, hold)
@@ -375,16 +373,12 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
             # once they run and the latch decides, or from when an earlier latch moved it
             moved = max(started, t) if prior is None else prior.begin
             other.append(Window(moved, hold, chain.return_ramp))
-            gen_other.append((moved, hold + chain.return_ramp))
         elif prior is not None:  # a transfer in a latch's return: the rest keeps its return
             other.append(prior)
-            gen_other.append((prior.begin, prior.hold + prior.ramp))
     return Outcome(
         tuple(it),
         tuple(other),
-        tuple(battery),
         tuple(gen_it),
-        tuple(gen_other),
         _merged(lost),
         transferred,
         latched,
