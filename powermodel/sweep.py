@@ -47,6 +47,7 @@ from powermodel.analysis import metrics, resample, resample_factor
 from powermodel.errors import DataFileError, PowerModelError, ScenarioError
 from powermodel.export import check_folder
 from powermodel.iotools import read_text
+from powermodel.iotools.netcdf import open_netcdf
 from powermodel.reference import keys as scenario_keys
 from powermodel.scenario import (
     Scenario,
@@ -1359,7 +1360,8 @@ NOT_RESULTS = "give the results of `powermodel sweep -o results.nc`"
 
 
 def open_results(path: str | Path, label: str | None = None) -> xr.Dataset:
-    """A sweep's results, as :func:`write` saved them to NetCDF, checked and read whole.
+    """A sweep's results, as :func:`write` saved them to NetCDF, checked and read whole
+    (:func:`powermodel.iotools.netcdf.open_netcdf`: a file from anyone).
 
     Parameters
     ----------
@@ -1371,55 +1373,50 @@ def open_results(path: str | Path, label: str | None = None) -> xr.Dataset:
     Raises
     ------
     DataFileError
-        Not a NetCDF file; more than :data:`MAX_RESULT_CELLS` values, counted from the header
-        (every variable's shape, a text array's characters included) before anything is read;
-        or not a sweep's results: ``error`` is text over ``seed`` and the swept keys (dotted
-        scenario keys, ``extends`` or ``point``), each metric a number over the same.
+        Not a NetCDF file; one that would have HDF5 read another file (external storage, an
+        external or soft link, a virtual dataset) or a filter's plugin; more than
+        :data:`MAX_RESULT_CELLS` values, counted from the metadata (every variable's shape, a
+        text array's characters included) before anything is read; a variable that cannot be
+        decoded; or not a sweep's results: ``error`` is text over ``seed`` (whole numbers) and
+        the swept keys (dotted scenario keys, ``extends`` or ``point``), none empty, each key
+        with its values once each, each metric a number over the same.
     """
     name = label or str(path)
-    _check_header(path, name)
-    try:
-        ds = xr.open_dataset(path, engine="netcdf4", cache=False)
-    except Exception:  # noqa: BLE001  the C library's errors are many: the file is not one
-        raise DataFileError(f"{name} is not a NetCDF file: {NOT_RESULTS}") from None
-    with ds:
-        error = ds.variables.get("error")
-        runs = error.dims if error is not None else ()
-        odd = [d for d in ds.dims if d not in RESULT_DIMS and "." not in str(d)]
-        if error is None or "seed" not in runs or error.dtype.kind not in "OSU" or odd:
-            why = (
-                f"its dimension {odd[0]!r} is no scenario key"
-                if odd and error is not None and "seed" in runs
-                else "its error variable is not text over a seed dimension"
-            )
-            raise DataFileError(f"{name} is not a sweep's results ({why}): {NOT_RESULTS}")
-        return ds.load()
+    ds = open_netcdf(
+        path,
+        name,
+        max_values=MAX_RESULT_CELLS,
+        fix=NOT_RESULTS,
+        smaller="sweep fewer points or seeds, or without --series",
+    )
+    _check_results(ds, name)
+    return ds
 
 
-def _check_header(path: str | Path, name: str) -> None:
-    """Refuse a file whose variables hold more than :data:`MAX_RESULT_CELLS` values, from its
-    header alone (netCDF4 reads no data to give a shape; xarray would read every dimension's
-    coordinate to index it)."""
-    import netCDF4
+def _check_results(ds: xr.Dataset, name: str) -> None:
+    """Refuse a Dataset that is not a sweep's results, as :func:`open_results` says."""
+    error = ds.variables.get("error")
+    runs = error.dims if error is not None else ()
+    odd = [d for d in ds.dims if d not in RESULT_DIMS and "." not in str(d)]
+    if error is None or "seed" not in runs or error.dtype.kind not in "OU":
+        _not_results(name, "its error variable is not text over a seed dimension")
+    if odd:
+        _not_results(name, f"its dimension {odd[0]!r} is no scenario key")
+    for dim in runs:
+        if ds.sizes[dim] == 0:
+            _not_results(name, f"its dimension {dim!r} is empty: it holds no runs")
+        if dim == "point":
+            continue  # the points' keys are coordinates on it; a point may repeat a value
+        if dim not in ds.indexes:
+            _not_results(name, f"its dimension {dim!r} has no values (no coordinate variable)")
+        if ds.indexes[dim].has_duplicates:
+            _not_results(name, f"its dimension {dim!r} lists a value twice")
+    if ds["seed"].dtype.kind not in "iu":
+        _not_results(name, "its seeds are not whole numbers")
 
-    try:
-        with netCDF4.Dataset(path) as nc:
-            shapes = [v.shape for group in _groups(nc) for v in group.variables.values()]
-    except Exception:  # noqa: BLE001  as in open_results
-        raise DataFileError(f"{name} is not a NetCDF file: {NOT_RESULTS}") from None
-    cells = sum(math.prod(shape) for shape in shapes)
-    if cells > MAX_RESULT_CELLS:
-        raise DataFileError(
-            f"{name} holds {cells:,} values; at most {MAX_RESULT_CELLS:,} are read back: "
-            "sweep fewer points or seeds, or without --series"
-        )
 
-
-def _groups(nc: Any) -> Iterator[Any]:
-    """A NetCDF file's root group and every group inside it."""
-    yield nc
-    for group in nc.groups.values():
-        yield from _groups(group)
+def _not_results(name: str, why: str) -> None:
+    raise DataFileError(f"{name} is not a sweep's results ({why}): {NOT_RESULTS}")
 
 
 def swept_keys(results: xr.Dataset) -> list[str]:

@@ -1,0 +1,314 @@
+"""A NetCDF file from a user (a sweep's results uploaded to the dashboard or given to the
+library), opened only after its metadata is checked whole, and decoded inside the checks.
+
+NetCDF-4 is HDF5, and HDF5 reads other files wherever a file asks it to: a dataset whose bytes
+lie in another file at a path the file names (external storage), a link into another file
+(external link), a dataset mapped from datasets of other files (virtual dataset), a filter whose
+code HDF5 loads from a plugin library. A file from a browser may name any file of the server's,
+so :func:`open_netcdf` inspects the file with h5py, from its metadata alone, and refuses each of
+these before netCDF4 opens it. NetCDF-3 files (classic, 64-bit offset, CDF-5) refer to nothing
+outside themselves.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+import xarray as xr
+from h5py import h5a, h5d, h5i, h5l, h5o, h5t, h5z
+
+from powermodel.errors import DataFileError
+
+__all__ = ["open_netcdf"]
+
+HDF5 = b"\x89HDF\r\n\x1a\n"
+NETCDF3 = (b"CDF\x01", b"CDF\x02", b"CDF\x05")  # classic, 64-bit offset, CDF-5
+# The filters netCDF-4 writes when asked to compress (to_netcdf's zlib, shuffle, fletcher32).
+# HDF5 has these others built in, and looks for any other in a plugin library: code the file
+# would choose
+FILTERS = {
+    h5z.FILTER_DEFLATE: "deflate",
+    h5z.FILTER_SHUFFLE: "shuffle",
+    h5z.FILTER_FLETCHER32: "fletcher32",
+}
+BUILT_IN = {  # named in a refusal
+    h5z.FILTER_SZIP: "szip",
+    h5z.FILTER_NBIT: "n-bit",
+    h5z.FILTER_SCALEOFFSET: "scale-offset",
+}
+LAYOUTS = (h5d.COMPACT, h5d.CONTIGUOUS, h5d.CHUNKED)  # all but VIRTUAL: data in this file
+VALUES = (h5t.INTEGER, h5t.FLOAT, h5t.STRING)  # the classes of a NetCDF variable's values
+# a dimension without a coordinate variable: netCDF-4 keeps it as a dataset never read
+PHONY = b"This is a netCDF dimension but not a netCDF variable"
+NAMED = 60  # characters of a name from the file that a message quotes
+# the attributes by which a variable's stored values become its values (CF decoding); a
+# time's units too (``units`` of any other variable only name it)
+DECODING = ("_Encoding", "_FillValue", "missing_value", "_Unsigned", "scale_factor", "add_offset")
+SELF_CONTAINED = "powermodel reads only self-contained NetCDF files"
+
+
+def open_netcdf(
+    path: str | Path, label: str, *, max_values: int, fix: str, smaller: str
+) -> xr.Dataset:
+    """A NetCDF file, checked and read whole, CF-decoded, text as ``str``.
+
+    Parameters
+    ----------
+    path
+        The file.
+    label
+        Its name in messages (an upload's own name, never the server's path).
+    max_values
+        The most values read: every variable's shape counted from the metadata before
+        anything is read, a fixed-length text's characters each a value.
+    fix
+        What to give instead, ending every refusal (``give the results of ...``).
+    smaller
+        How to make a file of fewer values, ending the refusal of a larger one.
+
+    Raises
+    ------
+    DataFileError
+        Not NetCDF (neither an HDF5 signature, at the start or after a user block, nor a
+        NetCDF-3 one); an HDF5 file asking to read another file or to run code (external
+        storage, a virtual dataset, an external, soft or user-defined link, a filter other than
+        :data:`FILTERS`) or holding what NetCDF never writes (a named datatype, a variable of
+        another HDF5 class, an attribute referring by a new-style reference); more than
+        ``max_values`` values; or values that cannot be read or decoded (the variable named).
+    """
+    path = Path(path)
+    if _is_hdf5(path, label, fix):
+        values = _hdf5_values(path, label, fix)
+    else:
+        values = _netcdf3_values(path, label, fix)
+    if values > max_values:
+        raise DataFileError(
+            f"{label} holds {values:,} values; at most {max_values:,} are read back: {smaller}"
+        )
+    return _read(path, label, fix)
+
+
+def _not_netcdf(label: str, fix: str) -> DataFileError:
+    return DataFileError(f"{label} is not a NetCDF file: {fix}")
+
+
+def _is_hdf5(path: Path, label: str, fix: str) -> bool:
+    """Whether the file is HDF5 (NetCDF-4), else NetCDF-3; refused if neither. HDF5 looks for
+    its signature at 0 and after a user block of 512, 1024, 2048 … bytes, as netCDF does."""
+    try:
+        with path.open("rb") as f:
+            if f.read(4) in NETCDF3:
+                return False
+            size, offset = path.stat().st_size, 0
+            while offset + len(HDF5) <= size:
+                f.seek(offset)
+                if f.read(len(HDF5)) == HDF5:
+                    return True
+                offset = max(512, 2 * offset)
+    except OSError:
+        pass
+    raise _not_netcdf(label, fix)
+
+
+def _named(name: bytes | str) -> str:
+    text = name.decode("utf-8", "replace") if isinstance(name, bytes) else name
+    text = repr(text.lstrip("/"))
+    return text if len(text) <= NAMED else text[: NAMED - 1] + "…"
+
+
+def _foreign(label: str, what: str, fix: str) -> DataFileError:
+    return DataFileError(f"{label} {what}: {SELF_CONTAINED}; {fix}")
+
+
+def _hdf5_values(path: Path, label: str, fix: str) -> int:
+    """The values an HDF5 file's variables hold, from its metadata; refused as
+    :func:`open_netcdf` says. h5py opens the superblock and the root group; the walk reads
+    links, object headers and attributes' types, never a variable's data."""
+    try:
+        with h5py.File(path, "r") as f:
+            links: list[tuple[bytes, int]] = []
+            f.id.links.visit(lambda name, info: links.append((name, info.type)), info=True)
+            _check_attributes(f.id, b"/", label, fix)
+            return sum(_object_values(f.id, name, kind, label, fix) for name, kind in links)
+    except DataFileError:
+        raise
+    except Exception:  # noqa: BLE001  h5py's errors on a damaged file are many: it is not one
+        raise _not_netcdf(label, fix) from None
+
+
+def _object_values(root: Any, name: bytes, kind: int, label: str, fix: str) -> int:
+    """The values of the object a link names; refused unless a hard link to a group or to a
+    dataset of data in this file. The walk recurses through hard links only, so the object is
+    reached through hard links."""
+    if kind == h5l.TYPE_EXTERNAL:
+        raise _foreign(label, f"links {_named(name)} to another file (an external link)", fix)
+    if kind != h5l.TYPE_HARD:
+        what = "a soft link" if kind == h5l.TYPE_SOFT else "a user-defined link"
+        raise _foreign(label, f"names {_named(name)} by {what}, which NetCDF never writes", fix)
+    obj = h5o.open(root, name)
+    _check_attributes(obj, name, label, fix)
+    if h5i.get_type(obj) == h5i.GROUP:
+        return 0
+    if h5i.get_type(obj) != h5i.DATASET:
+        raise _foreign(label, f"holds {_named(name)}, an HDF5 object NetCDF never writes", fix)
+    return _dataset_values(obj, name, label, fix)
+
+
+def _dataset_values(dataset: Any, name: bytes, label: str, fix: str) -> int:
+    """A dataset's values (a fixed-length text's characters each one; a netCDF dimension
+    without a variable none, as it is never read), refused where its data lies elsewhere or
+    passes through a filter netCDF does not write."""
+    variable = f"variable {_named(name)}"
+    plist = dataset.get_create_plist()
+    if plist.get_external_count():
+        raise _foreign(
+            label, f"stores the bytes of {variable} in another file (external storage)", fix
+        )
+    layout = plist.get_layout()
+    if layout == h5d.VIRTUAL:
+        raise _foreign(label, f"maps {variable} from other files (a virtual dataset)", fix)
+    if layout not in LAYOUTS:
+        raise _foreign(label, f"stores {variable} in a layout HDF5 {layout} unknown here", fix)
+    for i in range(plist.get_nfilters()):
+        code = plist.get_filter(i)[0]
+        if code not in FILTERS:
+            which = f"HDF5's {BUILT_IN[code]} filter" if code in BUILT_IN else f"HDF5 filter {code}"
+            whose = "" if code in BUILT_IN else ", whose code HDF5 would load from a plugin"
+            raise _foreign(
+                label,
+                f"passes {variable} through {which}{whose} (powermodel reads "
+                f"{', '.join(FILTERS.values())} only)",
+                fix,
+            )
+    kind = dataset.get_type()
+    if kind.get_class() not in VALUES:
+        raise _foreign(label, f"holds {variable} of an HDF5 class NetCDF never writes", fix)
+    if _is_phony(dataset):
+        return 0
+    fixed_text = kind.get_class() == h5t.STRING and not kind.is_variable_str()
+    return math.prod(dataset.shape) * (kind.get_size() if fixed_text else 1)
+
+
+def _is_phony(dataset: Any) -> bool:
+    """Whether a dataset is a netCDF dimension without a variable: its ``NAME`` attribute (a
+    short fixed-length text, read only if so) says it."""
+    if not h5a.exists(dataset, b"NAME"):
+        return False
+    attribute = h5a.open(dataset, b"NAME")
+    kind = attribute.get_type()
+    if kind.get_class() != h5t.STRING or kind.is_variable_str() or attribute.shape != ():
+        return False
+    if kind.get_size() > 2 * len(PHONY):
+        return False
+    value = np.empty((), dtype=f"S{kind.get_size()}")
+    attribute.read(value)
+    return bytes(value).startswith(PHONY)
+
+
+def _check_attributes(obj: Any, name: bytes, label: str, fix: str) -> None:
+    """Refuse an attribute whose type NetCDF never writes: only numbers and text, and the
+    dimension scales' lists (``DIMENSION_LIST``, ``REFERENCE_LIST``) of references to objects
+    of this file (a new-style reference may name another file)."""
+    for i in range(h5a.get_num_attrs(obj)):
+        attribute = h5a.open(obj, index=i)
+        if not _plain(attribute.get_type()):
+            where = "the file" if name == b"/" else _named(name)
+            raise _foreign(
+                label,
+                f"gives {where} an attribute {_named(attribute.name)} of an HDF5 type NetCDF "
+                "never writes",
+                fix,
+            )
+
+
+def _plain(kind: Any) -> bool:
+    """Numbers, text, references to objects of this file, and lists or records of them."""
+    cls = kind.get_class()
+    if cls in VALUES:
+        return True
+    if cls == h5t.REFERENCE:
+        return kind.equal(h5t.STD_REF_OBJ)
+    if cls == h5t.VLEN:
+        return _plain(kind.get_super())
+    if cls == h5t.COMPOUND:
+        return all(_plain(kind.get_member_type(i)) for i in range(kind.get_nmembers()))
+    return False
+
+
+def _netcdf3_values(path: Path, label: str, fix: str) -> int:
+    """The values a NetCDF-3 file's variables hold, from its header (netCDF4 reads no data to
+    give a shape; xarray would read every dimension's coordinate to index it); a character
+    array counts each character, as its last dimension holds them."""
+    import netCDF4
+
+    try:
+        with netCDF4.Dataset(path) as nc:
+            return sum(math.prod(v.shape) for v in nc.variables.values())
+    except Exception:  # noqa: BLE001  as in _hdf5_values
+        raise _not_netcdf(label, fix) from None
+
+
+def _read(path: Path, label: str, fix: str) -> xr.Dataset:
+    """The file read whole and decoded; a variable that cannot be is named."""
+    try:
+        raw = xr.open_dataset(path, engine="netcdf4", decode_cf=False, cache=False)
+    except Exception as exc:  # noqa: BLE001  the C library's errors are many
+        # xarray decodes text as it opens, and notes the variable that failed
+        noted = re.search(r"decoding variable '(.+?)'", "\n".join(getattr(exc, "__notes__", ())))
+        if noted is None:
+            raise _not_netcdf(label, fix) from None
+        raise DataFileError(
+            f"{label}: variable {_named(noted[1])} cannot be decoded (its attributes do not fit "
+            f"its values): {fix}"
+        ) from None
+    with raw:
+        for name, variable in raw.variables.items():
+            try:
+                variable.load()  # netCDF4 decodes text by its _Encoding as it reads
+            except Exception:  # noqa: BLE001  as above
+                raise _undecodable(label, name, variable, fix) from None
+    try:
+        return _decoded(raw)
+    except Exception:  # noqa: BLE001  xarray's decoders raise what numpy raises
+        name = next((n for n in raw.variables if not _decodes(raw, n)), None)
+        if name is None:  # each decodes alone: what ties them does not
+            raise DataFileError(f"{label}: its variables cannot be decoded: {fix}") from None
+        raise _undecodable(label, name, raw.variables[name], fix) from None
+
+
+def _decoded(raw: xr.Dataset) -> xr.Dataset:
+    """CF-decoded (masks, scales, times, characters joined into text) and loaded, text as
+    ``str``: bytes (characters without ``_Encoding``) decoded as UTF-8, as xarray writes
+    text."""
+    ds = xr.decode_cf(raw).load()
+    text = {
+        name: variable.copy(data=np.char.decode(variable.values, "utf-8"))
+        for name, variable in ds.variables.items()
+        if variable.dtype.kind == "S"
+    }
+    coords = {n: v for n, v in text.items() if n in ds.coords}
+    return ds.assign_coords(coords).assign({n: v for n, v in text.items() if n not in coords})
+
+
+def _decodes(raw: xr.Dataset, name: Any) -> bool:
+    try:
+        _decoded(xr.Dataset({name: raw.variables[name]}))
+    except Exception:  # noqa: BLE001  as in _read
+        return False
+    return True
+
+
+def _undecodable(label: str, name: Any, variable: xr.Variable, fix: str) -> DataFileError:
+    said = [a for a in DECODING if a in variable.attrs]
+    if " since " in str(variable.attrs.get("units", "")):
+        said += [a for a in ("units", "calendar") if a in variable.attrs]
+    if said:
+        why = f"its {', '.join(said)} do not fit its values"
+    else:
+        why = "its text is not UTF-8" if variable.dtype.kind in "SUO" else "its values are damaged"
+    return DataFileError(f"{label}: variable {_named(str(name))} cannot be decoded ({why}): {fix}")

@@ -1,0 +1,314 @@
+"""A results file that asks HDF5 to read another file is refused before any byte is read
+(issue 26, item 1). NetCDF-4 is HDF5, and HDF5 follows what a file names: a dataset's bytes in
+another file (external storage), a link into another file, a virtual dataset's sources, a filter
+loaded from a plugin. On the landed code a 10-kB ``results.nc`` whose ``error`` text was stored
+in any file of the server's returned that file in the failed-runs table.
+
+Each kind is crafted with h5py into the results of a real sweep (written by
+:func:`powermodel.sweep.write`) and given to every entry point that opens a results file from a
+user: :func:`powermodel.sweep.open_results` and the dashboard's sweep upload over HTTP (no
+command of the CLI reads results back). The expected answer is a refusal naming the problem, a
+secret never shown, and the secret's file never opened (seen by ``strace``)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import xarray as xr
+from test_dashboard_hostile import call
+
+from powermodel import sweep as sweeping
+from powermodel.errors import DataFileError
+from powermodel.webapp import create_dashboard
+
+BASE = "llama3-405b-16k-h100"
+FIXED = {"simulation.duration": "30min", "simulation.dt": "1s"}
+GRID = {"workload.trough_depth": [0.3, 1.5]}  # 1.5 is out of range: those runs fail, recorded
+SEEDS = 2
+CELLS = 4  # runs of the sweep: 2 points x 2 seeds
+CHARS = 60  # characters of a crafted text variable's each value
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory) -> Path:
+    """A real sweep's results, with a rule and a series: every kind of variable it writes."""
+    ds = sweeping.sweep(
+        BASE, GRID, SEEDS, overrides=FIXED, rules="ercot-5s", series="1min", workers=0,
+        progress=False,
+    )  # fmt: skip
+    return sweeping.write(ds, tmp_path_factory.mktemp("real") / "results.nc")
+
+
+@pytest.fixture
+def secret(tmp_path) -> tuple[Path, str]:
+    """A file of the server's, outside any upload's folder, that no request may read."""
+    text = f"SECRET-{uuid.uuid4().hex}"
+    path = tmp_path / "server" / "secret.txt"
+    path.parent.mkdir()
+    path.write_text((text + "\n") * (CELLS * CHARS // len(text) + 1))
+    with h5py.File(path.with_suffix(".h5"), "w") as f:  # a server HDF5 file, as much a secret
+        f["secret"] = np.array([[text.encode()] * SEEDS] * 2, dtype=f"S{CHARS}")
+        f["numbers"] = np.full((2, SEEDS), 271828.0)
+    return path, text
+
+
+def _replace(path: Path, name: str, layout: h5py.VirtualLayout | None = None, **create) -> None:
+    """Recreate the variable ``name`` of a results file with h5py (``create`` as
+    ``create_dataset`` takes it, or a virtual dataset of ``layout``), on the same dimensions,
+    as netCDF-4 reads them."""
+    with h5py.File(path, "r+") as f:
+        old = f[name]
+        shape, scales = old.shape, [old.dims[i][0] for i in range(old.ndim)]
+        for i, scale in enumerate(scales):
+            old.dims[i].detach_scale(scale)
+        del f[name]
+        if layout is None:
+            new = f.create_dataset(name, shape=shape, **create)
+        else:
+            new = f.create_virtual_dataset(name, layout)
+        for i, scale in enumerate(scales):
+            new.dims[i].attach_scale(scale)
+
+
+def _external_storage(path: Path, secret: Path) -> None:
+    _replace(path, "error", dtype=f"S{CHARS}", external=[(str(secret), 0, CELLS * CHARS)])
+
+
+def _external_storage_absolute(path: Path, secret: Path) -> None:
+    _replace(path, "error", dtype=f"S{CHARS}", external=[("/etc/passwd", 0, CELLS * CHARS)])
+
+
+def _external_link(path: Path, secret: Path) -> None:
+    with h5py.File(path, "r+") as f:
+        f["leak"] = h5py.ExternalLink(str(secret.with_suffix(".h5")), "/secret")
+
+
+def _virtual(path: Path, secret: Path) -> None:
+    source = h5py.VirtualSource(str(secret.with_suffix(".h5")), "numbers", shape=(2, SEEDS))
+    layout = h5py.VirtualLayout(shape=(2, SEEDS), dtype="f8")
+    layout[:] = source
+    _replace(path, "grid_peak_mw", layout)
+
+
+def _soft_link(path: Path, secret: Path) -> None:
+    with h5py.File(path, "r+") as f:
+        f["alias"] = h5py.SoftLink("/grid_peak_mw")
+
+
+def _lzf(path: Path, secret: Path) -> None:
+    _replace(path, "grid_peak_mw", data=np.ones((2, SEEDS)), compression="lzf")
+
+
+def _scaleoffset(path: Path, secret: Path) -> None:
+    _replace(path, "grid_peak_mw", data=np.ones((2, SEEDS)), scaleoffset=3)
+
+
+def _named_datatype(path: Path, secret: Path) -> None:
+    with h5py.File(path, "r+") as f:
+        f["kind"] = np.dtype("f8")
+
+
+def _compound(path: Path, secret: Path) -> None:
+    _replace(path, "grid_peak_mw", dtype=np.dtype([("a", "f8"), ("b", "i4")]))
+
+
+def _user_block(path: Path, secret: Path) -> None:
+    """External storage in a file whose HDF5 data starts after a 512-byte user block (netCDF
+    finds it there too): the signature is looked for where HDF5 looks."""
+    path.unlink()
+    with h5py.File(path, "w", userblock_size=512) as f:
+        f["seed"] = np.arange(SEEDS)
+        f["seed"].make_scale("seed")
+        error = f.create_dataset(
+            "error", shape=(SEEDS,), dtype=f"S{CHARS}", external=[(str(secret), 0, SEEDS * CHARS)]
+        )
+        error.dims[0].attach_scale(f["seed"])
+
+
+def _family(path: Path, secret: Path) -> None:
+    """A file of HDF5's family driver, its data in member files beside it: netCDF and h5py
+    open only the first member, which they refuse."""
+    path.unlink()
+    with h5py.File(path.parent / "member%d.nc", "w", driver="family", memb_size=2048) as f:
+        f["secret"] = np.array([secret.read_text()[:CHARS].encode()] * 64, dtype=f"S{CHARS}")
+    (path.parent / "member0.nc").rename(path)
+
+
+def _split(path: Path, secret: Path) -> None:
+    """A file of HDF5's split driver: its metadata here, its data in ``<name>-r.h5``."""
+    path.unlink()
+    with h5py.File(path, "w", driver="split") as f:
+        f["secret"] = np.array([secret.read_text()[:CHARS].encode()] * 4, dtype=f"S{CHARS}")
+    Path(f"{path}-m.h5").rename(path)
+
+
+SELF_CONTAINED = "powermodel reads only self-contained NetCDF files"
+CRAFTED = {
+    "external storage": (_external_storage, "stores the bytes of variable 'error' in another "
+                         "file (external storage)"),
+    "external storage at an absolute path": (_external_storage_absolute, "(external storage)"),
+    "external link": (_external_link, "links 'leak' to another file (an external link)"),
+    "virtual dataset": (_virtual, "maps variable 'grid_peak_mw' from other files (a virtual "
+                        "dataset)"),
+    "soft link": (_soft_link, "names 'alias' by a soft link, which NetCDF never writes"),
+    "lzf filter": (_lzf, "passes variable 'grid_peak_mw' through HDF5 filter 32000, whose code "
+                   "HDF5 would load from a plugin (powermodel reads deflate, shuffle, fletcher32 "
+                   "only)"),
+    "scale-offset filter": (_scaleoffset, "passes variable 'grid_peak_mw' through "
+                            "HDF5's scale-offset filter (powermodel reads deflate"),
+    "named datatype": (_named_datatype, "holds 'kind', an HDF5 object NetCDF never writes"),
+    "compound variable": (_compound, "holds variable 'grid_peak_mw' of an HDF5 class NetCDF "
+                          "never writes"),
+    "user block": (_user_block, "stores the bytes of variable 'error' in another file"),
+    "family driver": (_family, "is not a NetCDF file"),
+    "split driver": (_split, "is not a NetCDF file"),
+}  # fmt: skip
+
+
+def _crafted(kind: str, real: Path, secret: Path, folder: Path) -> Path:
+    path = folder / "upload" / "results.nc"
+    path.parent.mkdir(exist_ok=True)
+    shutil.copy(real, path)
+    CRAFTED[kind][0](path, secret)
+    return path
+
+
+def _refuses(kind: str, message: str) -> bool:
+    """Whether ``message`` says what is wrong with a file of this kind."""
+    said = CRAFTED[kind][1]
+    return said in message and ("not a NetCDF file" in said or SELF_CONTAINED in message)
+
+
+@pytest.mark.parametrize("kind", CRAFTED)
+def test_open_results_refuses_a_file_that_reads_another(kind, real, secret, tmp_path):
+    path, text = secret
+    crafted = _crafted(kind, real, path, tmp_path)
+    with pytest.raises(DataFileError) as refused:
+        sweeping.open_results(crafted, "results.nc")
+    message = str(refused.value)
+    assert message.startswith("results.nc ")
+    assert _refuses(kind, message)
+    assert message.endswith("give the results of `powermodel sweep -o results.nc`")
+    assert text not in message and str(path.parent) not in message
+
+
+SWEEP_UPLOAD = "..sweep-results.data"
+
+
+@pytest.fixture(scope="module")
+def board():
+    board = create_dashboard(overrides={"simulation.duration": "1h"})
+    yield board
+    board.workdir.cleanup()
+
+
+def _upload(board, data: bytes, filename: str = "results.nc") -> tuple[int, str]:
+    """The sweep view's upload as the page posts it: the status and the whole answer."""
+    output = next(k for k in board.app.callback_map if k.startswith(SWEEP_UPLOAD))
+    url = "data:application/x-netcdf;base64," + base64.b64encode(data).decode()
+    status, body = call(
+        board, output, [("upload-sweep", "contents", url)], [("upload-sweep", "filename", filename)]
+    )
+    return status, json.dumps(body)
+
+
+@pytest.mark.parametrize("kind", CRAFTED)
+def test_the_dashboard_refuses_an_upload_that_reads_another_file(
+    kind, board, real, secret, tmp_path
+):
+    path, text = secret
+    status, body = _upload(board, _crafted(kind, real, path, tmp_path).read_bytes())
+    assert status == 200
+    message = json.loads(body)["response"]["sweep-message"]["children"]
+    assert _refuses(kind, message) and message.endswith("— the sweep shown is unchanged")
+    assert text not in body and "root:" not in body and str(path.parent) not in body
+    assert not list(board.traces.glob("*.nc"))  # the staged upload is gone
+
+
+def test_no_crafted_file_opens_the_file_it_names(real, secret, tmp_path):
+    """Every kind through open_results in one process under ``strace -f``: the secret files
+    (the text, the HDF5 file, a family's members, a split file's data) are never opened, nor
+    looked at, by h5py, netCDF4 or a plugin search."""
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed")
+    path, text = secret
+    crafted = []
+    for i, kind in enumerate(CRAFTED):
+        folder = tmp_path / f"kind{i}"
+        folder.mkdir()
+        crafted.append(str(_crafted(kind, real, path, folder)))
+    members = [str(p) for p in tmp_path.glob("kind*/upload/*") if p.name != "results.nc"]
+    assert any(m.endswith("-r.h5") for m in members) and any("member1" in m for m in members)
+    script = (
+        "import sys\nfrom powermodel.sweep import open_results\n"
+        "for p in sys.argv[1:]:\n"
+        "    try:\n        open_results(p)\n    except ValueError as e:\n        print(e)\n"
+    )
+    trace = tmp_path / "strace.txt"
+    run = subprocess.run(
+        ["strace", "-f", "-e", "trace=file", "-o", str(trace), sys.executable, "-c", script,
+         *crafted],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert len(run.stdout.splitlines()) == len(CRAFTED)  # each refused, in one line
+    assert text not in run.stdout and "root:" not in run.stdout
+    seen = trace.read_text()
+    for secret_file in (str(path), str(path.with_suffix(".h5")), *members):
+        assert secret_file not in seen, secret_file
+
+
+@pytest.mark.parametrize(
+    "encoding",
+    [
+        None,
+        {"zlib": True, "complevel": 4},
+        {"zlib": True, "shuffle": True, "fletcher32": True},
+    ],
+    ids=["as written", "deflate", "deflate, shuffle and fletcher32"],
+)
+def test_real_results_still_open(encoding, real, tmp_path, board):
+    """No false refusal: a sweep's results as written, compressed as netCDF-4 compresses, and
+    in NetCDF-3, read back as xarray reads them, and drawn by the dashboard."""
+    path = real
+    if encoding is not None:
+        path = tmp_path / "compressed.nc"
+        ds = xr.load_dataset(real)
+        ds.to_netcdf(path, encoding={name: encoding for name in ds.data_vars})
+    xr.testing.assert_identical(sweeping.open_results(path), xr.load_dataset(path))
+    status, body = _upload(board, path.read_bytes())
+    assert status == 200
+    # 4 runs, the 2 at depth 1.5 out of the scenario's range
+    assert json.loads(body)["response"]["sweep-message"]["children"] == (
+        "results.nc: 4 runs (2 seeds a point) over workload.trough_depth; 2 failed"
+    )
+
+
+def test_netcdf3_results_still_open(real, tmp_path):
+    # NetCDF-3 holds no references: accepted after its signature, counted from its header
+    path = tmp_path / "classic.nc"
+    xr.load_dataset(real).to_netcdf(path, format="NETCDF3_64BIT")
+    opened = sweeping.open_results(path)
+    xr.testing.assert_identical(opened, xr.load_dataset(path))
+    assert opened["error"].values[1, 0].startswith("workload.trough_depth: Input should be")
+
+
+def test_a_file_of_neither_signature_is_not_netcdf(tmp_path):
+    for name, data in (
+        ("hdf4.nc", b"\x0e\x03\x13\x01" + bytes(2000)),  # HDF4, which netCDF may be built for
+        ("text.nc", b"CDF but not really\n" * 100),
+        ("empty.nc", b""),
+    ):
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(DataFileError, match=f"^{name} is not a NetCDF file: give the results"):
+            sweeping.open_results(path, name)
