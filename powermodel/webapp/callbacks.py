@@ -1033,19 +1033,20 @@ class Dashboard:
 
 def _failed_runs(results: Any, limit: int = MAX_FAILED_ROWS) -> tuple[list[dict[str, str]], int]:
     """The runs of a sweep that failed, the first ``limit`` of them: the point (its swept keys'
-    values), seed and error; and how many failed."""
-    error = results["error"].astype(str)
-    where = np.argwhere(error.values != "")
+    values), seed and error; and how many failed. Dimensions are read by name, in whatever
+    order the file keeps them."""
     dims = [*swept_dims(results), "seed"]
+    error = results["error"].transpose(*dims).astype(str)
+    where = np.argwhere(error.values != "")
     keys = swept_keys(results)
+    seeds = results["seed"].values
     rows = []
     for index in where[:limit]:
-        at = dict(zip(dims, index, strict=True))
-        place = results.isel({d: int(i) for d, i in at.items() if d != "seed"})
+        place = results.isel(dict(zip(dims[:-1], index[:-1].tolist(), strict=True)))
         point = ", ".join(f"{k} = {place[k].item()}" for k in keys)
         why = str(error.values[tuple(index)])
         why = why if len(why) <= ERROR_CHARACTERS else why[: ERROR_CHARACTERS - 1] + "…"
-        rows.append({"point": point, "seed": str(at["seed"]), "error": why})
+        rows.append({"point": point, "seed": str(seeds[index[-1]]), "error": why})
     return rows, len(where)
 
 
