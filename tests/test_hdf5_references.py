@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import uuid
+import zlib
 from pathlib import Path
 
 import h5py
@@ -27,6 +28,7 @@ import xarray as xr
 from test_dashboard_hostile import call
 
 from powermodel import sweep as sweeping
+from powermodel.cli import main
 from powermodel.errors import DataFileError
 from powermodel.webapp import create_dashboard
 
@@ -182,10 +184,15 @@ def _crafted(kind: str, real: Path, secret: Path, folder: Path) -> Path:
     return path
 
 
+# the kinds that have HDF5 read another file or load code, refused as not self-contained (the
+# others NetCDF never writes, and the drivers' files HDF5 itself will not open alone)
+FOREIGN = {"external storage", "external storage at an absolute path", "external link",
+           "virtual dataset", "lzf filter", "user block"}  # fmt: skip
+
+
 def _refuses(kind: str, message: str) -> bool:
     """Whether ``message`` says what is wrong with a file of this kind."""
-    said = CRAFTED[kind][1]
-    return said in message and ("not a NetCDF file" in said or SELF_CONTAINED in message)
+    return CRAFTED[kind][1] in message and (kind not in FOREIGN or SELF_CONTAINED in message)
 
 
 @pytest.mark.parametrize("kind", CRAFTED)
@@ -199,6 +206,21 @@ def test_open_results_refuses_a_file_that_reads_another(kind, real, secret, tmp_
     assert _refuses(kind, message)
     assert message.endswith("give the results of `powermodel sweep -o results.nc`")
     assert text not in message and str(path.parent) not in message
+
+
+@pytest.mark.parametrize(
+    "argv", [["validate"], ["run"], ["check", "--rules", "ercot-5s"], ["ride-through"]]
+)
+def test_no_command_reads_a_results_file_as_hdf5(argv, real, secret, tmp_path, capsys):
+    """No command of the CLI reads results back: a file it is given is a scenario (TOML text)
+    or a CSV trace, so a crafted results file is refused as text, its references never
+    followed. Holds on the landed code too: it keeps any new reader to open_netcdf."""
+    path, text = secret
+    crafted = _crafted("external storage", real, path, tmp_path)
+    assert main([argv[0], str(crafted), *argv[1:]]) == 1
+    said = capsys.readouterr()
+    assert said.err.startswith(f"powermodel: error: {crafted}: ") and said.err.count("\n") == 1
+    assert text not in said.out + said.err
 
 
 SWEEP_UPLOAD = "..sweep-results.data"
@@ -312,3 +334,49 @@ def test_a_file_of_neither_signature_is_not_netcdf(tmp_path):
         path.write_bytes(data)
         with pytest.raises(DataFileError, match=f"^{name} is not a NetCDF file: give the results"):
             sweeping.open_results(path, name)
+
+
+SHARED = 100_000  # characters of the one text every value of a crafted error shares
+
+
+def _shared_text(path: Path, compressed: bool) -> None:
+    """``error`` as variable-length text whose four values all point at one 100-kB heap
+    object: reading copies it once for each (netCDF writes each value's own)."""
+    options = {"chunks": (2, SEEDS), "compression": "gzip", "shuffle": True} if compressed else {}
+    _replace(path, "error", dtype=h5py.string_dtype(), **options)
+    with h5py.File(path, "r+") as f:
+        error = f["error"]
+        error[0, 0] = "A" * SHARED
+        item = 16  # a length, a heap address, an index in the heap
+        if compressed:
+            mask, stored = error.id.read_direct_chunk((0, 0))
+            raw = np.frombuffer(zlib.decompress(stored), np.uint8)
+            # HDF5 writes a chunk of variable-length values past the shuffle (bit 0 of the
+            # mask set); shuffled where it does not
+            values = raw.reshape(-1, item) if mask & 1 else raw.reshape(item, -1).T
+            shared = np.repeat(values[:1], CELLS, axis=0)  # every value the first
+            shared = shared if mask & 1 else shared.T
+            error.id.write_direct_chunk((0, 0), zlib.compress(shared.tobytes()), mask)
+            return
+        offset = error.id.get_offset()
+    with path.open("r+b") as f:
+        f.seek(offset)
+        first = f.read(item)
+        f.write(first * (CELLS - 1))
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["contiguous", "deflate and shuffle"])
+def test_a_text_shared_by_many_values_counts_for_each(compressed, real, tmp_path, monkeypatch):
+    path = tmp_path / "results.nc"
+    shutil.copy(real, path)
+    _shared_text(path, compressed)
+    assert path.stat().st_size < 2 * SHARED  # the text is in the file once
+    with h5py.File(path) as f:  # as netCDF4 would read it: once for each value
+        assert sum(len(t) for t in f["error"][...].flat) == CELLS * SHARED
+    monkeypatch.setattr(sweeping, "MAX_RESULT_CELLS", 3 * SHARED)
+    with pytest.raises(
+        DataFileError, match=r"^results.nc holds (\d|,)+ values; at most 300,000"
+    ) as e:
+        sweeping.open_results(path, "results.nc")
+    held = int(str(e.value).split()[2].replace(",", ""))
+    assert CELLS * SHARED < held < CELLS * SHARED + 1000  # the characters, and the few numbers
