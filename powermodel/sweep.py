@@ -47,7 +47,6 @@ from powermodel.analysis import metrics, resample, resample_factor
 from powermodel.errors import DataFileError, PowerModelError, ScenarioError
 from powermodel.export import check_folder
 from powermodel.iotools import read_text
-from powermodel.iotools.netcdf import open_netcdf
 from powermodel.reference import keys as scenario_keys
 from powermodel.scenario import (
     Scenario,
@@ -1381,6 +1380,9 @@ def open_results(path: str | Path, label: str | None = None) -> xr.Dataset:
         the swept keys (dotted scenario keys, ``extends`` or ``point``), none empty, each key
         with its values once each, each metric a number over the same.
     """
+    # imported here: h5py costs every other command 0.1-0.2 s (python -X importtime)
+    from powermodel.iotools.netcdf import open_netcdf
+
     name = label or str(path)
     ds = open_netcdf(
         path,
