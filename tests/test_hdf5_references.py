@@ -380,3 +380,64 @@ def test_a_text_shared_by_many_values_counts_for_each(compressed, real, tmp_path
         sweeping.open_results(path, "results.nc")
     held = int(str(e.value).split()[2].replace(",", ""))
     assert CELLS * SHARED < held < CELLS * SHARED + 1000  # the characters, and the few numbers
+
+
+def _shared_attribute(path: Path, items: int, attributes: int) -> None:
+    """A file of ``attributes`` text attributes of ``items`` variable-length items each,
+    every item pointing at one 100-kB heap object: reading copies it once for each (netCDF
+    writes each item's own). Crafted as h5py writes them (the first item the long text, the
+    others a filler), then each filler's record (a length, a heap address, an index) made the
+    long text's."""
+    import struct
+
+    # HDF5 of the earliest format, whose object headers carry no checksum to mend after the
+    # edit; netCDF4 opens it as NetCDF-4 (the refusal comes before anything of a sweep's)
+    with h5py.File(path, "w", libver="earliest") as f:
+        f["error"] = np.array([[""] * SEEDS] * 2, dtype=h5py.string_dtype())
+        for a in range(attributes):
+            texts = ["A" * SHARED if a == i == 0 else "B" * FILLER for i in range(items)]
+            f.attrs.create(f"shared_{a}", np.array(texts, dtype=object), dtype=h5py.string_dtype())
+    data = bytearray(path.read_bytes())
+
+    def records(length: int) -> list[int]:
+        # a record's address follows its length (a heap object's header has the length's
+        # upper 4 bytes there, zero); the file is under 4 GB
+        found, at = [], data.find(struct.pack("<I", length))
+        while at >= 0:
+            if data[at + 4 : at + 8] != bytes(4):
+                found.append(at)
+            at = data.find(struct.pack("<I", length), at + 1)
+        return found
+
+    (long,) = records(SHARED)
+    fillers = records(FILLER)
+    assert len(fillers) == items * attributes - 1
+    for at in fillers:
+        data[at : at + 16] = data[long : long + 16]
+    path.write_bytes(bytes(data))
+
+
+FILLER = 4242  # characters of each item the crafting points at the shared text
+
+
+@pytest.mark.parametrize(
+    ("items", "attributes"), [(32, 1), (1, 40)], ids=["one list of 32", "40 of one item"]
+)
+def test_a_text_shared_by_many_attributes_is_refused_before_it_is_copied(
+    items, attributes, tmp_path
+):
+    # review of issue 26: as a variable's values (above), a variable-length attribute's items
+    # may all point at one heap object; netCDF4 reads every attribute as it opens the file,
+    # copying the object once an item (3.2-4 MB read from a file of 0.3 MB here; the upload
+    # limit's 5 MB, shared 32 times in 1,000 attributes, would be 160 GB)
+    path = tmp_path / "results.nc"
+    _shared_attribute(path, items, attributes)
+    assert path.stat().st_size < 2 * SHARED + items * attributes * FILLER
+    with h5py.File(path) as f:  # the crafted file reads as netCDF4 would: a copy an item
+        read = sum(len(t) for a in f.attrs if a.startswith("shared_") for t in f.attrs[a].flat)
+        assert read == items * attributes * SHARED
+    with pytest.raises(
+        DataFileError,
+        match=r"^results.nc: its attributes' texts and lists hold more than 1,000,000 characters",
+    ):
+        sweeping.open_results(path, "results.nc")

@@ -52,6 +52,13 @@ NAMED = 60  # characters of a name from the file that a message quotes
 # time's units too (``units`` of any other variable only name it)
 DECODING = ("_Encoding", "_FillValue", "missing_value", "_Unsigned", "scale_factor", "add_offset")
 SELF_CONTAINED = "powermodel reads only self-contained NetCDF files"
+# Items of one variable-length attribute read (each a copy of one heap object, at most the
+# file): netCDF writes a text attribute as one item and a variable's DIMENSION_LIST with one
+# item a dimension; a sweep's results have its keys, seed and rule as dimensions
+VARIABLE_ITEMS = 32
+# Characters and items of all the variable-length attributes read (a results file's: its
+# DIMENSION_LIST references and the non-ASCII texts netCDF4 writes so, a few thousand)
+ATTRIBUTE_VALUES = 1_000_000
 
 
 def open_netcdf(
@@ -145,23 +152,25 @@ def _hdf5_values(path: Path, label: str, fix: str, limit: int) -> int:
         with h5py.File(path, "r") as f:
             links: list[tuple[bytes, int]] = []
             f.id.links.visit(lambda name, info: links.append((name, info.type)), info=True)
-            _check_attributes(f.id, b"/", label, fix)
             stored = _Stored(path, f.id.get_create_plist().get_sizes()[0], limit)
-            return sum(_object_values(f.id, name, kind, label, fix, stored) for name, kind in links)
+            _check_attributes(f.id, b"/", label, fix, stored)
+            return sum(_object_values(f.id, n, kind, label, fix, stored) for n, kind in links)
     except DataFileError:
         raise
     except Exception:  # noqa: BLE001  h5py's errors on a damaged file are many: it is not one
         raise _not_netcdf(label, fix) from None
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Stored:
     """Where a file's values lie, as :func:`_text_characters` reads their lengths: the file,
-    the size of its addresses [B] and the most values read."""
+    the size of its addresses [B] and the most values read; and the characters and items of
+    its variable-length attributes read so far (:func:`_check_attributes`)."""
 
     path: Path
     address: int
     limit: int
+    attributes: int = 0
 
 
 def _object_values(root: Any, name: bytes, kind: int, label: str, fix: str, stored: _Stored) -> int:
@@ -177,7 +186,7 @@ def _object_values(root: Any, name: bytes, kind: int, label: str, fix: str, stor
     if kind != h5l.TYPE_HARD:  # resolved by code of a link class registered, maybe another file
         raise _foreign(label, f"names {_named(name)} by a user-defined link", fix)
     obj = h5o.open(root, name)
-    _check_attributes(obj, name, label, fix)
+    _check_attributes(obj, name, label, fix, stored)
     if h5i.get_type(obj) == h5i.GROUP:
         return 0
     if h5i.get_type(obj) != h5i.DATASET:
@@ -284,20 +293,43 @@ def _is_phony(dataset: Any) -> bool:
     return bytes(value).startswith(PHONY)
 
 
-def _check_attributes(obj: Any, name: bytes, label: str, fix: str) -> None:
+def _check_attributes(obj: Any, name: bytes, label: str, fix: str, stored: _Stored) -> None:
     """Refuse an attribute whose type NetCDF never writes: only numbers and text, and the
     dimension scales' lists (``DIMENSION_LIST``, ``REFERENCE_LIST``) of references to objects
-    of this file (a new-style reference may name another file)."""
+    of this file (a new-style reference may name another file). A variable-length attribute
+    (a text, a list) is read here, one at a time and at most :data:`VARIABLE_ITEMS` items
+    each, its characters and items counted against :data:`ATTRIBUTE_VALUES`: its items may
+    all point at one heap object, which reading copies once for each, as it does a
+    variable's (:func:`_text_characters`), so no walk reads more than that bound (and one
+    attribute) before the file is refused."""
+    where = "the file" if name == b"/" else _named(name)
     for i in range(h5a.get_num_attrs(obj)):
         attribute = h5a.open(obj, index=i)
-        if not _plain(attribute.get_type()):
-            where = "the file" if name == b"/" else _named(name)
-            raise _foreign(
-                label,
-                f"gives {where} an attribute {_named(attribute.name)} of an HDF5 type NetCDF "
-                "never writes",
-                fix,
+        kind = attribute.get_type()
+        said = f"gives {where} an attribute {_named(attribute.name)}"
+        if not _plain(kind):
+            raise _foreign(label, f"{said} of an HDF5 type NetCDF never writes", fix)
+        if not _variable(kind):
+            continue
+        items = math.prod(attribute.shape)
+        if items > VARIABLE_ITEMS:
+            what = f"{said} of {items:,} variable-length items (NetCDF writes a few)"
+            raise _unwritten(label, what, fix)
+        value = np.empty(attribute.shape, dtype=kind.dtype)
+        attribute.read(value)
+        stored.attributes += items + sum(len(v) for v in value.flat)
+        if stored.attributes > ATTRIBUTE_VALUES:
+            raise DataFileError(
+                f"{label}: its attributes' texts and lists hold more than "
+                f"{ATTRIBUTE_VALUES:,} characters and items, more than powermodel reads: {fix}"
             )
+
+
+def _variable(kind: Any) -> bool:
+    """Whether values of this type are variable-length (a list, or a text of its own
+    length), their items in the file's heap."""
+    cls = kind.get_class()
+    return cls == h5t.VLEN or (cls == h5t.STRING and kind.is_variable_str())
 
 
 def _plain(kind: Any) -> bool:
@@ -309,8 +341,9 @@ def _plain(kind: Any) -> bool:
         return kind.equal(h5t.STD_REF_OBJ)
     if cls == h5t.VLEN:
         return _plain(kind.get_super())
-    if cls == h5t.COMPOUND:
-        return all(_plain(kind.get_member_type(i)) for i in range(kind.get_nmembers()))
+    if cls == h5t.COMPOUND:  # of fixed-size members: a record's lists would go uncounted
+        members = [kind.get_member_type(i) for i in range(kind.get_nmembers())]
+        return all(_plain(m) and not _variable(m) for m in members)
     return False
 
 
