@@ -203,7 +203,9 @@ def _losses(ds: xr.Dataset, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarr
     """Per disturbance: the grid's load in the second before [MW], the most it lost from then
     until the disturbance's effects end [MW], and the time from its start until the grid
     carries ``BACK`` of the site again and the servers have power [s] (NaN: not by the run's
-    end)."""
+    end). One the site rode through (the UPS stayed on the grid, the servers kept their power)
+    lost nothing and was back at once: what the grid's load did meanwhile (the training swing
+    over a long frequency excursion) is not its doing."""
     grid = ds["grid_power"].values
     event = ds["grid_event"].values
     share = ds["grid_share"].values
@@ -222,11 +224,13 @@ def _losses(ds: xr.Dataset, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarr
         lost.append(max(level - float(grid[k : reach + 1].min()), 0.0))
         before.append(level)
         back.append(float((end - k) * dt) if after.size else math.nan)
-    return np.array(before), np.array(lost), np.array(back)
+    acted = ds["disturbance_transferred"].values | ds["disturbance_dropped"].values
+    return np.array(before), np.where(acted, lost, 0.0), np.where(acted, back, 0.0)
 
 
 def summary(ds: xr.Dataset) -> dict[str, float]:
-    """The disturbances' cost: the largest load lost at once [MW], the time the site spent off
+    """The disturbances, those the site rode through (the UPS on the grid, the servers
+    powered), and their cost: the largest load lost at once [MW], the time the site spent off
     the grid or without power [s], the energy on the UPS batteries and the generators [MWh],
     fuel [L], the recharge's energy from the grid [MWh], the return ramp seen [s], the training
     work lost in crashes [s] and the tokens not trained because of them."""
@@ -241,7 +245,11 @@ def summary(ds: xr.Dataset) -> dict[str, float]:
     lost_work = float(ds["event_lost_work"].values[crashed].sum()) if crashed.size else 0.0
     return {
         "disturbances": int(len(table)),
-        "largest load lost [MW]": float(table["load lost [MW]"].max()),
+        "ridden through": int(
+            np.count_nonzero(~(table["UPS left the grid"] | table["servers lost power"]))
+        ),
+        # no disturbance loses no load: the largest of none is 0 MW, not unknown
+        "largest load lost [MW]": float(table["load lost [MW]"].max()) if len(table) else 0.0,
         "off the grid or without power [s]": float(
             np.count_nonzero(np.isin(event, (ON_BACKUP, NO_POWER))) * dt
         ),
@@ -299,9 +307,13 @@ def check(ds: xr.Dataset, requirements: list[Requirement]) -> pd.DataFrame:
     """Each requirement's verdict on the run: pass, fail, or not judged (with why)."""
     _require(ds)
     table = report(ds)
+    # how long the run goes on after each disturbance's end: a return not seen by then is
+    # unknown, not late, unless the requirement's return time fits before the run's end
+    ends = _seconds(ds, table["time"].to_numpy()) + table["duration [s]"].to_numpy(float)
+    remaining = ds.sizes["time"] * float(ds.attrs["dt"]) - ends
     rows = []
     for req in requirements:
-        verdict, detail = _judge(req, table)
+        verdict, detail = _judge(req, table, remaining)
         rows.append(
             {
                 "requirement": req.name,
@@ -314,7 +326,15 @@ def check(ds: xr.Dataset, requirements: list[Requirement]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _judge(req: Requirement, table: pd.DataFrame) -> tuple[str, str]:
+def _judge(req: Requirement, table: pd.DataFrame, remaining: np.ndarray) -> tuple[str, str]:
+    """A requirement's verdict on the disturbances (``remaining``: the run after each one's
+    end [s]): pass or fail where the run shows it, "not judged" with the reason where it
+    cannot (no disturbance at all, a return the run ends too soon to see)."""
+    if table.empty:
+        return "not judged", (
+            "the run has no disturbance to judge (its frequency stays within the deadband "
+            "and it has no sag): give a sequence that disturbs the site"
+        )
     if req.kind == "load_loss":
         worst = float(table["load lost [MW]"].max())
         verdict = "pass" if worst <= req.limit else "fail"
@@ -344,14 +364,25 @@ def _judge(req: Requirement, table: pd.DataFrame) -> tuple[str, str]:
         must |= ~sag & (f >= low) & (f <= high)
     back = table["back after [s]"].to_numpy(float) - table["duration [s]"].to_numpy(float)
     left = table["UPS left the grid"].to_numpy(bool) | table["servers lost power"].to_numpy(bool)
+    unseen = np.zeros(len(table), bool)
     if req.return_time is None:
         failed = must & left
         rule = "stay on the grid"
     else:
-        failed = must & left & ~(back <= req.return_time)
+        late = back > req.return_time
+        # not back by the run's end: late if the return time had passed by then
+        unseen = must & left & np.isnan(back) & (remaining < req.return_time)
+        failed = must & left & (late | (np.isnan(back) & ~unseen))
         rule = f"come back within {req.return_time:g} s"
     if not must.any():
         return "pass", "no disturbance lay within the requirement's ride-through region"
+    if unseen.any() and not failed.any():
+        first = table["time"].to_numpy()[unseen][0]
+        return "not judged", (
+            f"{np.count_nonzero(unseen)} of {np.count_nonzero(must)} disturbances within the "
+            f"region were not back by the run's end, less than {req.return_time:g} s after "
+            f"them (the first at {pd.Timestamp(first).isoformat()}): lengthen the run"
+        )
     if failed.any():
         first = table["time"].to_numpy()[failed][0]
         return "fail", (

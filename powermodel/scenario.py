@@ -1256,6 +1256,14 @@ class Disturbance(Section):
         le=65,
         description="System frequency: North America's 60 Hz (50 elsewhere) [A]. [Hz]",
     )
+    frequency_deadband: float = Field(
+        0.036,
+        ge=0,
+        le=1,
+        description="A frequency within this of nominal is normal operation; one farther is an "
+        "excursion, a disturbance the site rides through inside the UPS window (the 36 mHz "
+        "governor deadband of NERC's primary frequency control guideline [A]). [Hz]",
+    )
     title: Text = ""
     source: Text = ""
     choices: Text = ""

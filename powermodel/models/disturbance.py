@@ -208,6 +208,46 @@ def outside_window(
     return begin, end
 
 
+def extremes(
+    t: np.ndarray, f: np.ndarray, begin: np.ndarray, end: np.ndarray, low: float, high: float
+) -> np.ndarray:
+    """The frequency farthest out of ``[low, high]`` in each stretch ``[begin, end]`` of a
+    piecewise-linear trace (the stretches :func:`outside_window` gives for that window).
+
+    Parameters
+    ----------
+    t, f
+        Breakpoints [s] (increasing) and frequency at each [Hz]; held flat outside them.
+    begin, end
+        The stretches, finite. [s]
+    low, high
+        The window the stretches lie out of. [Hz]
+
+    Notes
+    -----
+    A linear piece's extremes lie at its ends: the stretch's own ends and the breakpoints
+    inside it. A stretch lies wholly below ``low`` or wholly above ``high`` (it cannot cross
+    the window without entering it), so its lowest value is out of the window, or its highest.
+    """
+    t, f = np.asarray(t, dtype=float), np.asarray(f, dtype=float)
+    begin, end = np.asarray(begin, dtype=float), np.asarray(end, dtype=float)
+    if begin.size == 0:
+        return np.zeros(0)
+    edge_a, edge_b = np.interp(begin, t, f), np.interp(end, t, f)
+    first = np.searchsorted(t, begin, side="right")
+    stop = np.searchsorted(t, end, side="left")
+    inner = stop > first  # stretches holding breakpoints: their least and largest
+    bounds = np.stack([first, stop], axis=1)[inner].ravel()
+    lowest, highest = np.minimum(edge_a, edge_b), np.maximum(edge_a, edge_b)
+    if inner.any():
+        # reduceat over [first, stop) pairs; f padded so that a stretch ending at the last
+        # breakpoint has a valid stop index
+        padded = np.r_[f, f[-1]]
+        lowest[inner] = np.minimum(lowest[inner], np.minimum.reduceat(padded, bounds)[::2])
+        highest[inner] = np.maximum(highest[inner], np.maximum.reduceat(padded, bounds)[::2])
+    return np.where(lowest < low, lowest, highest)
+
+
 @dataclass(frozen=True)
 class Chain:
     """The site's answer to disturbances, as data (``ride_through`` in a scenario)."""
@@ -265,9 +305,16 @@ class Outcome:
         return tuple((w.begin, w.hold + w.ramp) for w in self.other)
 
 
-def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: Chain) -> Outcome:
+def respond(
+    time: np.ndarray,
+    duration: np.ndarray,
+    voltage: np.ndarray,
+    chain: Chain,
+    frequency: np.ndarray | None = None,
+) -> Outcome:
     """The site's response to triggers: sags (``voltage`` the measure the site reads [p.u.])
-    and frequency excursions (``voltage`` NaN: the UPS transfers on any).
+    and frequency excursions (``voltage`` NaN: the UPS transfers on one that leaves its
+    window, and rides through one inside it).
 
     Parameters
     ----------
@@ -278,6 +325,9 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
         frequency excursion.
     chain
         The site's chain.
+    frequency
+        The frequency farthest from nominal in each excursion [Hz] (:func:`extremes`), NaN
+        for a sag; None when every trigger is a sag.
 
     Notes
     -----
@@ -311,8 +361,11 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
             lost.append((float(t), float(t + d)))
         return Outcome((), (), (), _merged(lost), transferred, latched, dropped)
     sag = ~np.isnan(voltage)
-    transferred[:] = True
     transferred[sag] = ~tolerated(voltage[sag], duration[sag], *chain.transfer)
+    if not sag.all():
+        low, high = chain.frequency_window
+        reached = np.asarray(frequency)[~sag]
+        transferred[~sag] = (reached < low) | (reached > high)
     spent: list[float] = []  # battery seconds each window spent (at the design load)
     latch_end = -np.inf
     times = time[transferred]
