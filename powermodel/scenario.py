@@ -1901,7 +1901,10 @@ class Scenario(Section):
         base = self.to_dict()
         del base["campus"]
         base.pop("flexibility", None)  # the campus's: each workload's are found by name
-        halls = {h.name: _flat(h.set) for h in self.campus.halls}
+        # cooling.dt is the site's plant step, every hall's: a hall choosing its plant from
+        # the catalogue would otherwise take that entry's step (campus steps must agree)
+        step = {"cooling.dt": base["cooling"]["dt"]}
+        halls = {h.name: {**_flat(h.set), **step} for h in self.campus.halls}
         built = {}
         for name, keys in halls.items():
             try:
