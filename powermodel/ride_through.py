@@ -211,21 +211,37 @@ def _losses(ds: xr.Dataset, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarr
     share = ds["grid_share"].values
     times = _seconds(ds, ds["disturbance_time"].values)
     n = grid.size
+    # every disturbance at once, each step of the run read a bounded number of times: a
+    # thousand disturbances over millions of steps cost what a few do
     first = np.clip(np.floor(times / dt).astype(np.int64), 0, n - 1)
-    before, lost, back = [], [], []
-    off = (share < BACK) | (event == NO_POWER)
-    for k, duration in zip(first, ds["disturbance_duration"].values, strict=True):  # a few
-        a = max(k - max(int(round(1.0 / dt)), 1), 0)
-        level = float(grid[a:k].mean()) if k > a else float(grid[k])
-        settle = k + int(math.ceil(duration / dt)) + 1
-        after = np.flatnonzero(~off[settle:])
-        end = settle + int(after[0]) if after.size else n
-        reach = max(end, settle)
-        lost.append(max(level - float(grid[k : reach + 1].min()), 0.0))
-        before.append(level)
-        back.append(float((end - k) * dt) if after.size else math.nan)
+    ahead = np.maximum(first - max(int(round(1.0 / dt)), 1), 0)
+    # the second before: its mean (at the run's first step, that step)
+    count = np.maximum(first - ahead, 1)
+    before = _range_reduce(np.add, grid, ahead, ahead + count) / count
+    settle = first + np.ceil(ds["disturbance_duration"].values / dt).astype(np.int64) + 1
+    on = np.flatnonzero((share >= BACK) & (event != NO_POWER))
+    found = np.searchsorted(on, settle)  # the first step back from the settle on
+    seen = found < on.size
+    end = np.append(on, n)[found]
+    reach = np.minimum(np.maximum(end, settle) + 1, n)
+    lost = np.maximum(before - _range_reduce(np.minimum, grid, first, reach), 0.0)
+    back = np.where(seen, (end - first) * dt, math.nan)
     acted = ds["disturbance_transferred"].values | ds["disturbance_dropped"].values
-    return np.array(before), np.where(acted, lost, 0.0), np.where(acted, back, 0.0)
+    return before, np.where(acted, lost, 0.0), np.where(acted, back, 0.0)
+
+
+def _range_reduce(ufunc: np.ufunc, x: np.ndarray, begin: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """``ufunc.reduce(x[b:e])`` for each range ``[b, e)``, ``b < e`` (in any order, overlapping
+    or not), reading each value of ``x`` once: the ranges' edges cut ``x`` into pieces, each
+    reduced once, and each range reduces its pieces."""
+    if begin.size == 0:
+        return np.zeros(0, x.dtype)
+    edges = np.unique(np.concatenate([begin, end[end < x.size]]))
+    pieces = ufunc.reduceat(x, edges)
+    # reduceat over (first, stop) pairs of pieces reduces each [first, stop); the pad gives a
+    # range ending at the last piece a valid stop
+    pairs = np.stack([np.searchsorted(edges, begin), np.searchsorted(edges, end)], axis=1)
+    return ufunc.reduceat(np.r_[pieces, pieces[-1]], pairs.ravel())[::2]
 
 
 def summary(ds: xr.Dataset) -> dict[str, float]:
@@ -270,13 +286,11 @@ def _ramp(share: np.ndarray, dt: float) -> float:
     low = np.flatnonzero(share <= 0.01)
     if low.size == 0:
         return math.nan
-    longest = 0.0
-    ends = np.flatnonzero(np.diff(low) > 1)
-    for last in np.r_[low[ends], low[-1]]:  # each stretch off the grid, a few
-        rise = np.flatnonzero(share[last:] >= 0.99)
-        if rise.size:
-            longest = max(longest, float(rise[0] * dt))
-    return longest
+    last = np.r_[low[np.flatnonzero(np.diff(low) > 1)], low[-1]]  # each stretch's last step
+    high = np.flatnonzero(share >= 0.99)
+    found = np.searchsorted(high, last)
+    risen = found < high.size
+    return float(((high[found[risen]] - last[risen]) * dt).max(initial=0.0))
 
 
 def _tokens_lost(ds: xr.Dataset, dt: float, crashed: np.ndarray, lost_work: float) -> float:
@@ -287,20 +301,22 @@ def _tokens_lost(ds: xr.Dataset, dt: float, crashed: np.ndarray, lost_work: floa
     when = _seconds(ds, ds["event_time"].values[crashed])
     lost = ds["event_lost_work"].values[crashed]
     if "event_workload" in ds and "workload_token_rate" in ds:  # a campus: each job its own
-        rows = [list(ds["workload"].values).index(w) for w in ds["event_workload"].values[crashed]]
+        names = list(ds["workload"].values)
+        rows = np.array([names.index(w) for w in ds["event_workload"].values[crashed]])
         rates = ds["workload_token_rate"].values[rows]
-        states = ds["workload_job_state"].values[rows]
+        states = ds["workload_job_state"].values
     else:
+        rows = np.zeros(when.size, np.int64)
         rates = np.full(when.size, float(ds.attrs.get("token_rate", math.nan)))
-        states = np.broadcast_to(ds["job_state"].values, (when.size, ds.sizes["time"]))
-    tokens = 0.0
-    for t, work, rate, state in zip(when, lost, rates, states, strict=True):  # a few crashes
-        k = int(t // dt)
-        running = np.flatnonzero(state == State.RUNNING)
-        following = running[running > k]
-        down = float(((following[0] if following.size else state.size) - k) * dt)
-        tokens += (float(work) + down) * float(rate)
-    return tokens
+        states = ds["job_state"].values[None, :]
+    k = (when // dt).astype(np.int64)
+    down = np.zeros(when.size)
+    for row in np.unique(rows):  # each workload that crashed: its steps read once
+        mine = rows == row
+        running = np.flatnonzero(states[row] == State.RUNNING)
+        found = np.searchsorted(running, k[mine], side="right")  # the first after the crash
+        down[mine] = (np.append(running, states.shape[1])[found] - k[mine]) * dt
+    return float(np.sum((lost + down) * rates))
 
 
 def check(ds: xr.Dataset, requirements: list[Requirement]) -> pd.DataFrame:
@@ -462,13 +478,14 @@ def event_response(
     q = (q_total - q_other) * s_it * on + q_other * s_other
     voltage = np.ones(n)
     sag = np.isfinite(r.triggers.readings.connection_positive)
-    for t, d, v in zip(  # a few sags
-        r.triggers.time[sag],
-        r.triggers.duration[sag],
-        r.triggers.readings.connection_positive[sag],
-        strict=True,
-    ):
-        voltage[(time >= t) & (time < t + d)] = v
+    # each sag's samples [t, t + d), in time order (a later one's over an earlier one's); the
+    # few that reach this window only
+    lo_i = np.searchsorted(time, r.triggers.time[sag], side="left")
+    hi_i = np.searchsorted(time, r.triggers.time[sag] + r.triggers.duration[sag], side="left")
+    reaching = np.flatnonzero(hi_i > lo_i)
+    residual = r.triggers.readings.connection_positive[sag][reaching]
+    for a, b, v in zip(lo_i[reaching], hi_i[reaching], residual, strict=True):
+        voltage[a:b] = v
     d = scenario.disturbance
     offset = (scenario.disturbance_start() - scenario.simulation.start).total_seconds()
     ft = offset + np.array([x for x, _ in d.frequency], float)

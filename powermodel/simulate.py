@@ -668,8 +668,8 @@ def preflight(
 ) -> tuple[Derived, np.ndarray, np.ndarray]:
     """Every check a run makes before its work, at a fraction of its cost: memory (unless
     ``memory`` is False: a streamed run takes less), step and checkpoint timing, the plant
-    step, the weather file, the iteration waveform. ``validate`` runs it, so a scenario it
-    passes does not fail at the start of a run.
+    step, the disturbances' triggers, the weather file, the iteration waveform. ``validate``
+    runs it, so a scenario it passes does not fail at the start of a run.
 
     Returns what the run goes on with: :func:`derive` and :func:`shape_tables`.
     """
@@ -688,6 +688,7 @@ def preflight(
         _check_lever(scenario, event)
     derived = derive(scenario)
     plant_steps(scenario)
+    disturbances.response(scenario)  # its triggers: a frequency record's excursions bounded
     facility.hourly_weather(scenario)
     return (derived, *shape_tables(scenario, derived))
 

@@ -538,20 +538,56 @@ def interval_means(
     t, left, right = function
     if t.size == 0:
         return np.full(n, float(before))
-    mid = (lo + np.arange(n) + 0.5) * dt
-    out = _value(function, mid, before)
+    out = _on_steps(function, lo, n, dt, before)
     first = np.searchsorted(t, lo * dt, side="right")
     last = np.searchsorted(t, (lo + n) * dt, side="left")
-    for k in np.unique(np.floor(t[first:last] / dt).astype(np.int64) - lo):  # a few
-        a, b = (lo + k) * dt, (lo + k + 1) * dt
-        inner = t[(t > a) & (t < b)]
-        if inner.size == 0:
-            continue
-        edges = np.concatenate(([a], inner, [b]))
-        x0, x1 = edges[:-1], edges[1:]
-        # each sub-piece is linear: its mean is the value at its middle
-        values = _value(function, 0.5 * (x0 + x1), before)
-        out[k] = float(np.sum(values * (x1 - x0)) / dt)
+    k = np.unique(np.floor(t[first:last] / dt).astype(np.int64) - lo)
+    a, b = (lo + k) * dt, (lo + k + 1) * dt
+    begin, stop = np.searchsorted(t, a, side="right"), np.searchsorted(t, b, side="left")
+    held = stop > begin  # the intervals holding breakpoints strictly inside
+    k, a, b, begin, count = k[held], a[held], b[held], begin[held], (stop - begin)[held]
+    if k.size == 0:
+        return out
+    # every such interval's sub-pieces at once: [a, p1), [p1, p2), ..., [pr, b) of its inner
+    # breakpoints p, laid end to end, interval after interval
+    start = np.concatenate(([0], np.cumsum(count + 1)[:-1]))
+    owner = np.repeat(np.arange(k.size), count)  # the interval of each inner breakpoint
+    j = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)  # its rank there
+    points, at = t[begin[owner] + j], start[owner] + j + 1  # it opens sub-piece j + 1
+    x0 = np.empty(start[-1] + count[-1] + 1)
+    x1 = np.empty_like(x0)
+    x0[start], x1[start + count] = a, b
+    x0[at], x1[at - 1] = points, points
+    # each sub-piece is linear: its mean is the value at its middle
+    values = _value(function, 0.5 * (x0 + x1), before)
+    out[k] = np.add.reduceat(values * (x1 - x0), start) / dt
+    return out
+
+
+def _on_steps(
+    function: tuple[np.ndarray, np.ndarray, np.ndarray], lo: int, n: int, dt: float, before: float
+) -> np.ndarray:
+    """:func:`_value` at the midpoints of the ``n`` steps from ``lo``, to the bit, in time
+    that grows with the steps and not with the steps × breakpoints: the steps between two
+    breakpoints are a run of indices, held at one value where the function is flat there (a
+    share on or off the grid, most of a run) and evaluated only on the sloped pieces (ramps)."""
+    t, left, right = function
+
+    def mid(step: np.ndarray) -> np.ndarray:  # the steps' midpoints, as interval_means's
+        return (lo + step + 0.5) * dt
+
+    # the first step whose midpoint reaches each breakpoint (piece j holds cut[j] to
+    # cut[j+1]): the quotient's rounding moves it by a step at most, set right on the midpoints
+    cut = np.clip(np.ceil(t / dt - lo - 0.5), 0, n).astype(np.int64)
+    cut = np.where((cut > 0) & (mid(cut - 1) >= t), cut - 1, cut)
+    cut = np.where((cut < n) & (mid(cut) < t), cut + 1, cut)
+    flat = np.r_[float(before), right]  # before the first breakpoint, then each piece's start
+    out = np.repeat(flat, np.diff(np.concatenate(([0], cut, [n]))))
+    sloped = np.flatnonzero((left[1:] != right[:-1]) & (cut[1:] > cut[:-1]))
+    for j in sloped:  # the ramps: a few per disturbance
+        a, b = cut[j], cut[j + 1]
+        u = (mid(np.arange(a, b)) - t[j]) / (t[j + 1] - t[j])
+        out[a:b] = right[j] + u * (left[j + 1] - right[j])
     return out
 
 
