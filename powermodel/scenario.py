@@ -899,7 +899,11 @@ class Plant(Section):
     plant: str = Field(description="Catalogue name.")
     type: str = Field(description=PLANT_TYPE)
     dt: Duration = Field(
-        60.0, ge=1, le=HOUR, description="Plant time step (coarser than the electrical). [s]"
+        60.0,
+        ge=1,
+        le=HOUR,
+        description="Plant time step: a whole number of simulation.dt dividing the run; one "
+        "finer than simulation.dt runs at it (the heat is known no finer). [s]",
     )
     tau: Duration = Field(ge=1, le=DAY, description="Time constant of the plant's response. [s]")
     # bounds: chilled water at 5 °C to warm-water liquid cooling at 60 °C (ASHRAE W-classes)
