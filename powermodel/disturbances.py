@@ -18,9 +18,9 @@ from powermodel import facility
 from powermodel.errors import ScenarioError
 from powermodel.models import disturbance as dm
 from powermodel.models.events import State
-from powermodel.scenario import RideThrough, Scenario
+from powermodel.scenario import Disturbance, RideThrough, Scenario
 
-MAX_EXCURSIONS = 1000  # frequency excursions out of the UPS window, as many as sags
+MAX_EXCURSIONS = 1000  # frequency excursions past the deadband or the UPS window, as sags
 # codes of ``grid_event``: what a disturbance does at each step (0: nothing)
 EVENT_CODES = ("none", "on backup", "servers without power", "recharging")
 
@@ -61,20 +61,9 @@ def response(scenario: Scenario) -> Response | None:
     sag_d = np.array([s.duration for s in d.sags], float)
     ft = offset + np.array([t for t, _ in d.frequency], float)
     ff = np.array([f for _, f in d.frequency], float)
-    begin, end = dm.outside_window(ft, ff, *rt.frequency_window)
-    if begin.size > MAX_EXCURSIONS:
-        raise ScenarioError(
-            f"disturbance.frequency leaves the UPS window ({rt.frequency_window[0]:g}-"
-            f"{rt.frequency_window[1]:g} Hz) {begin.size:,} times, more than "
-            f"{MAX_EXCURSIONS:,}: give the excursions, not a noisy record (or widen "
-            "ride_through.frequency_window)"
-        )
-    end = np.minimum(end, sim.duration)
-    extreme = np.array(
-        [_extreme(ft, ff, a, b, rt.frequency_window) for a, b in zip(begin, end, strict=True)]
-    )
-    n_f = begin.size
-    time = np.concatenate([sag_t, begin])
+    f_begin, f_end, extreme = _excursions(ft, ff, d, rt, sim.duration)
+    n_f = f_begin.size
+    time = np.concatenate([sag_t, f_begin])
     order = np.argsort(time, kind="stable")
     voltage = np.concatenate([sag_v, np.full((n_f, 3), np.nan)])[order]
     angle = np.concatenate([sag_a, np.zeros((n_f, 3))])[order]
@@ -87,7 +76,7 @@ def response(scenario: Scenario) -> Response | None:
     )
     triggers = Triggers(
         time=time[order],
-        duration=np.concatenate([sag_d, end - begin])[order],
+        duration=np.concatenate([sag_d, f_end - f_begin])[order],
         kind=np.where(freq, "frequency", "sag").astype(object),
         voltage=voltage,
         angle=angle,
@@ -101,16 +90,60 @@ def response(scenario: Scenario) -> Response | None:
         immunity=rt.curve("immunity"), transfer=rt.curve("transfer"), count=rt.count or None
     )
     chain = dm.Chain(**same)
-    outcome = dm.respond(triggers.time, triggers.duration, measured, chain)
+    outcome = dm.respond(triggers.time, triggers.duration, measured, chain, triggers.frequency)
     return Response(triggers, outcome, rt)
 
 
-def _extreme(t: np.ndarray, f: np.ndarray, a: float, b: float, window: tuple) -> float:
-    """The frequency farthest out of ``window`` within ``[a, b]`` of a piecewise-linear trace."""
-    inside = (t > a) & (t < b)
-    values = np.concatenate([f[inside], np.interp([a, b], t, f)])
-    low, high = window
-    return float(values.min() if values.min() < low else values.max())
+def _excursions(
+    t: np.ndarray, f: np.ndarray, d: Disturbance, rt: RideThrough, duration: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The frequency's disturbances: each stretch out of the UPS window (the UPS leaves the
+    grid there), and each excursion past the deadband that stays inside the window (ridden
+    through); their starts and ends within the run [s] and the frequency farthest out [Hz].
+
+    Raises
+    ------
+    ScenarioError
+        More than :data:`MAX_EXCURSIONS` of them: a noisy record, not a sequence.
+    """
+    window = rt.frequency_window
+    normal = (
+        d.nominal_frequency - d.frequency_deadband,
+        d.nominal_frequency + d.frequency_deadband,
+    )
+    out_begin, out_end = dm.outside_window(t, f, *window)
+    ex_begin, ex_end = dm.outside_window(t, f, *normal)
+    for count, left, key in (
+        (
+            out_begin.size,
+            f"the UPS window ({window[0]:g}-{window[1]:g} Hz)",
+            "ride_through.frequency_window",
+        ),
+        (
+            ex_begin.size,
+            f"{normal[0]:g}-{normal[1]:g} Hz (the deadband)",
+            "disturbance.frequency_deadband",
+        ),
+    ):
+        if count > MAX_EXCURSIONS:
+            raise ScenarioError(
+                f"disturbance.frequency leaves {left} {count:,} times, more than "
+                f"{MAX_EXCURSIONS:,}: give the excursions, not a noisy record (or widen {key})"
+            )
+    # an excursion holding a stretch out of the window is that stretch's (or those stretches')
+    overlapping = np.searchsorted(out_begin, ex_end, side="left") - np.searchsorted(
+        out_end, ex_begin, side="right"
+    )
+    inside = overlapping == 0
+    begin = np.concatenate([out_begin, ex_begin[inside]])
+    end = np.minimum(np.concatenate([out_end, ex_end[inside]]), duration)
+    extreme = np.concatenate(
+        [
+            dm.extremes(t, f, out_begin, end[: out_begin.size], *window),
+            dm.extremes(t, f, ex_begin[inside], end[out_begin.size :], *normal),
+        ]
+    )
+    return begin, end, extreme
 
 
 def crashes(

@@ -899,7 +899,11 @@ class Plant(Section):
     plant: str = Field(description="Catalogue name.")
     type: str = Field(description=PLANT_TYPE)
     dt: Duration = Field(
-        60.0, ge=1, le=HOUR, description="Plant time step (coarser than the electrical). [s]"
+        60.0,
+        ge=1,
+        le=HOUR,
+        description="Plant time step: a whole number of simulation.dt dividing the run; one "
+        "finer than simulation.dt runs at it (the heat is known no finer). [s]",
     )
     tau: Duration = Field(ge=1, le=DAY, description="Time constant of the plant's response. [s]")
     # bounds: chilled water at 5 °C to warm-water liquid cooling at 60 °C (ASHRAE W-classes)
@@ -1255,6 +1259,14 @@ class Disturbance(Section):
         ge=45,
         le=65,
         description="System frequency: North America's 60 Hz (50 elsewhere) [A]. [Hz]",
+    )
+    frequency_deadband: float = Field(
+        0.036,
+        ge=0,
+        le=1,
+        description="A frequency within this of nominal is normal operation; one farther is an "
+        "excursion, a disturbance the site rides through inside the UPS window (the 36 mHz "
+        "governor deadband of NERC's primary frequency control guideline [A]). [Hz]",
     )
     title: Text = ""
     source: Text = ""
@@ -1893,7 +1905,10 @@ class Scenario(Section):
         base = self.to_dict()
         del base["campus"]
         base.pop("flexibility", None)  # the campus's: each workload's are found by name
-        halls = {h.name: _flat(h.set) for h in self.campus.halls}
+        # cooling.dt is the site's plant step, every hall's: a hall choosing its plant from
+        # the catalogue would otherwise take that entry's step (campus steps must agree)
+        step = {"cooling.dt": base["cooling"]["dt"]}
+        halls = {h.name: {**_flat(h.set), **step} for h in self.campus.halls}
         built = {}
         for name, keys in halls.items():
             try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -667,8 +668,8 @@ def preflight(
 ) -> tuple[Derived, np.ndarray, np.ndarray]:
     """Every check a run makes before its work, at a fraction of its cost: memory (unless
     ``memory`` is False: a streamed run takes less), step and checkpoint timing, the plant
-    step, the weather file, the iteration waveform. ``validate`` runs it, so a scenario it
-    passes does not fail at the start of a run.
+    step, the disturbances' triggers, the weather file, the iteration waveform. ``validate``
+    runs it, so a scenario it passes does not fail at the start of a run.
 
     Returns what the run goes on with: :func:`derive` and :func:`shape_tables`.
     """
@@ -687,6 +688,7 @@ def preflight(
         _check_lever(scenario, event)
     derived = derive(scenario)
     plant_steps(scenario)
+    disturbances.response(scenario)  # its triggers: a frequency record's excursions bounded
     facility.hourly_weather(scenario)
     return (derived, *shape_tables(scenario, derived))
 
@@ -2201,15 +2203,41 @@ def _storage_variables(
 
 
 def plant_steps(scenario: Scenario) -> int:
-    """Electrical steps per plant step: the plant runs at ``cooling.dt`` or ``dt``, the coarser."""
+    """Electrical steps per plant step: the plant runs at ``cooling.dt`` or ``dt``, the coarser
+    (a plant step finer than ``dt`` would only repeat the step's heat: the plant, lagging it by
+    minutes, runs at ``dt`` then).
+
+    Raises
+    ------
+    ScenarioError
+        A plant step that is not a whole number of ``dt`` or does not divide the run (one
+        longer than the run among them), naming the nearest plant steps that do.
+    """
     sim = scenario.simulation
     k = max(1, round(scenario.cooling.dt / sim.dt))
     if abs(k * sim.dt - max(scenario.cooling.dt, sim.dt)) > 1e-9 * k * sim.dt or sim.n_steps % k:
         raise ScenarioError(
             f"cooling.dt ({format_duration(scenario.cooling.dt)}) must be a whole number of "
-            f"simulation.dt ({format_duration(sim.dt)}) that divides the duration"
+            f"simulation.dt ({format_duration(sim.dt)}) that divides the duration "
+            f"({format_duration(sim.duration)}): {_plant_step_fix(scenario)}"
         )
     return k
+
+
+def _plant_step_fix(scenario: Scenario) -> str:
+    """The plant steps nearest ``cooling.dt`` that are whole numbers of ``dt`` dividing the run
+    and that ``cooling.dt`` takes (1 s to 1 h), as the fix to give."""
+    sim, wanted = scenario.simulation, scenario.cooling.dt
+    n = sim.n_steps
+    low = np.arange(1, math.isqrt(n) + 1)
+    low = low[n % low == 0]
+    steps = np.union1d(low, n // low) * sim.dt  # every whole number of dt dividing the run
+    steps = steps[(steps >= 1.0) & (steps <= 3600.0)]
+    near = [*steps[steps < wanted][-1:], *steps[steps > wanted][:1]]
+    if not near:
+        return "change simulation.duration or simulation.dt"
+    # k·dt to the nanosecond: 12 × 0.1 s reads 1.2 s, as plant_steps takes it
+    return "give cooling.dt = " + " or ".join(format_duration(round(float(s), 9)) for s in near)
 
 
 def _hourly_ratio(

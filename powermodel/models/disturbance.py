@@ -208,6 +208,46 @@ def outside_window(
     return begin, end
 
 
+def extremes(
+    t: np.ndarray, f: np.ndarray, begin: np.ndarray, end: np.ndarray, low: float, high: float
+) -> np.ndarray:
+    """The frequency farthest out of ``[low, high]`` in each stretch ``[begin, end]`` of a
+    piecewise-linear trace (the stretches :func:`outside_window` gives for that window).
+
+    Parameters
+    ----------
+    t, f
+        Breakpoints [s] (increasing) and frequency at each [Hz]; held flat outside them.
+    begin, end
+        The stretches, finite. [s]
+    low, high
+        The window the stretches lie out of. [Hz]
+
+    Notes
+    -----
+    A linear piece's extremes lie at its ends: the stretch's own ends and the breakpoints
+    inside it. A stretch lies wholly below ``low`` or wholly above ``high`` (it cannot cross
+    the window without entering it), so its lowest value is out of the window, or its highest.
+    """
+    t, f = np.asarray(t, dtype=float), np.asarray(f, dtype=float)
+    begin, end = np.asarray(begin, dtype=float), np.asarray(end, dtype=float)
+    if begin.size == 0:
+        return np.zeros(0)
+    edge_a, edge_b = np.interp(begin, t, f), np.interp(end, t, f)
+    first = np.searchsorted(t, begin, side="right")
+    stop = np.searchsorted(t, end, side="left")
+    inner = stop > first  # stretches holding breakpoints: their least and largest
+    bounds = np.stack([first, stop], axis=1)[inner].ravel()
+    lowest, highest = np.minimum(edge_a, edge_b), np.maximum(edge_a, edge_b)
+    if inner.any():
+        # reduceat over [first, stop) pairs; f padded so that a stretch ending at the last
+        # breakpoint has a valid stop index
+        padded = np.r_[f, f[-1]]
+        lowest[inner] = np.minimum(lowest[inner], np.minimum.reduceat(padded, bounds)[::2])
+        highest[inner] = np.maximum(highest[inner], np.maximum.reduceat(padded, bounds)[::2])
+    return np.where(lowest < low, lowest, highest)
+
+
 @dataclass(frozen=True)
 class Chain:
     """The site's answer to disturbances, as data (``ride_through`` in a scenario)."""
@@ -265,9 +305,16 @@ class Outcome:
         return tuple((w.begin, w.hold + w.ramp) for w in self.other)
 
 
-def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: Chain) -> Outcome:
+def respond(
+    time: np.ndarray,
+    duration: np.ndarray,
+    voltage: np.ndarray,
+    chain: Chain,
+    frequency: np.ndarray | None = None,
+) -> Outcome:
     """The site's response to triggers: sags (``voltage`` the measure the site reads [p.u.])
-    and frequency excursions (``voltage`` NaN: the UPS transfers on any).
+    and frequency excursions (``voltage`` NaN: the UPS transfers on one that leaves its
+    window, and rides through one inside it).
 
     Parameters
     ----------
@@ -278,6 +325,9 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
         frequency excursion.
     chain
         The site's chain.
+    frequency
+        The frequency farthest from nominal in each excursion [Hz] (:func:`extremes`), NaN
+        for a sag; None when every trigger is a sag.
 
     Notes
     -----
@@ -311,8 +361,11 @@ def respond(time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: 
             lost.append((float(t), float(t + d)))
         return Outcome((), (), (), _merged(lost), transferred, latched, dropped)
     sag = ~np.isnan(voltage)
-    transferred[:] = True
     transferred[sag] = ~tolerated(voltage[sag], duration[sag], *chain.transfer)
+    if not sag.all():
+        low, high = chain.frequency_window
+        reached = np.asarray(frequency)[~sag]
+        transferred[~sag] = (reached < low) | (reached > high)
     spent: list[float] = []  # battery seconds each window spent (at the design load)
     latch_end = -np.inf
     times = time[transferred]
@@ -485,20 +538,56 @@ def interval_means(
     t, left, right = function
     if t.size == 0:
         return np.full(n, float(before))
-    mid = (lo + np.arange(n) + 0.5) * dt
-    out = _value(function, mid, before)
+    out = _on_steps(function, lo, n, dt, before)
     first = np.searchsorted(t, lo * dt, side="right")
     last = np.searchsorted(t, (lo + n) * dt, side="left")
-    for k in np.unique(np.floor(t[first:last] / dt).astype(np.int64) - lo):  # a few
-        a, b = (lo + k) * dt, (lo + k + 1) * dt
-        inner = t[(t > a) & (t < b)]
-        if inner.size == 0:
-            continue
-        edges = np.concatenate(([a], inner, [b]))
-        x0, x1 = edges[:-1], edges[1:]
-        # each sub-piece is linear: its mean is the value at its middle
-        values = _value(function, 0.5 * (x0 + x1), before)
-        out[k] = float(np.sum(values * (x1 - x0)) / dt)
+    k = np.unique(np.floor(t[first:last] / dt).astype(np.int64) - lo)
+    a, b = (lo + k) * dt, (lo + k + 1) * dt
+    begin, stop = np.searchsorted(t, a, side="right"), np.searchsorted(t, b, side="left")
+    held = stop > begin  # the intervals holding breakpoints strictly inside
+    k, a, b, begin, count = k[held], a[held], b[held], begin[held], (stop - begin)[held]
+    if k.size == 0:
+        return out
+    # every such interval's sub-pieces at once: [a, p1), [p1, p2), ..., [pr, b) of its inner
+    # breakpoints p, laid end to end, interval after interval
+    start = np.concatenate(([0], np.cumsum(count + 1)[:-1]))
+    owner = np.repeat(np.arange(k.size), count)  # the interval of each inner breakpoint
+    j = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)  # its rank there
+    points, at = t[begin[owner] + j], start[owner] + j + 1  # it opens sub-piece j + 1
+    x0 = np.empty(start[-1] + count[-1] + 1)
+    x1 = np.empty_like(x0)
+    x0[start], x1[start + count] = a, b
+    x0[at], x1[at - 1] = points, points
+    # each sub-piece is linear: its mean is the value at its middle
+    values = _value(function, 0.5 * (x0 + x1), before)
+    out[k] = np.add.reduceat(values * (x1 - x0), start) / dt
+    return out
+
+
+def _on_steps(
+    function: tuple[np.ndarray, np.ndarray, np.ndarray], lo: int, n: int, dt: float, before: float
+) -> np.ndarray:
+    """:func:`_value` at the midpoints of the ``n`` steps from ``lo``, to the bit, in time
+    that grows with the steps and not with the steps × breakpoints: the steps between two
+    breakpoints are a run of indices, held at one value where the function is flat there (a
+    share on or off the grid, most of a run) and evaluated only on the sloped pieces (ramps)."""
+    t, left, right = function
+
+    def mid(step: np.ndarray) -> np.ndarray:  # the steps' midpoints, as interval_means's
+        return (lo + step + 0.5) * dt
+
+    # the first step whose midpoint reaches each breakpoint (piece j holds cut[j] to
+    # cut[j+1]): the quotient's rounding moves it by a step at most, set right on the midpoints
+    cut = np.clip(np.ceil(t / dt - lo - 0.5), 0, n).astype(np.int64)
+    cut = np.where((cut > 0) & (mid(cut - 1) >= t), cut - 1, cut)
+    cut = np.where((cut < n) & (mid(cut) < t), cut + 1, cut)
+    flat = np.r_[float(before), right]  # before the first breakpoint, then each piece's start
+    out = np.repeat(flat, np.diff(np.concatenate(([0], cut, [n]))))
+    sloped = np.flatnonzero((left[1:] != right[:-1]) & (cut[1:] > cut[:-1]))
+    for j in sloped:  # the ramps: a few per disturbance
+        a, b = cut[j], cut[j + 1]
+        u = (mid(np.arange(a, b)) - t[j]) / (t[j + 1] - t[j])
+        out[a:b] = right[j] + u * (left[j + 1] - right[j])
     return out
 
 

@@ -1307,12 +1307,18 @@ def _campus(entry: Entry, picked: list[str]) -> dict[str, Any]:
 def _grid_events(entry: Entry, index: int) -> dict[str, Any]:
     """What the grid-events view shows of a run (``index``: the disturbance close up)."""
     ds = entry.ds
-    if "disturbance_time" not in ds:
+    report = ride_through.report(ds) if "disturbance_time" in ds else pd.DataFrame()
+    if report.empty:  # this scenario's own answer, never the last one's view
         hidden = {"visible": False}
         empty = go.Figure(layout={"xaxis": hidden, "yaxis": hidden, "height": 120})
+        why = (
+            "its sequence disturbs nothing (the frequency stays within the deadband, no sag)"
+            if "disturbance_time" in ds
+            else "it has none"
+        )
         return {
-            "note": "this scenario has no grid disturbance: choose one in the sidebar (grid "
-            "disturbance), open the preset nerc-2024-07-virginia-1500mw-campus, or give "
+            "note": f"this scenario has no grid disturbance: {why}; choose one in the sidebar "
+            "(grid disturbance), open the preset nerc-2024-07-virginia-1500mw-campus, or give "
             "[disturbance] in a scenario file",
             "options": [],
             "figure": empty,
@@ -1322,7 +1328,6 @@ def _grid_events(entry: Entry, index: int) -> dict[str, Any]:
             "checks": [],
             "model": [],
         }
-    report = ride_through.report(ds)
     index = min(max(index, 0), len(report) - 1)
     response = ride_through.event_response(ds, index)
     try:

@@ -899,11 +899,14 @@ def grid_events_figure(ds: xr.Dataset) -> go.Figure:
             marker={"symbol": "triangle-up", "size": 12, "color": "#c0392b"},
             name="disturbances",
             text=[
-                f"{k}: worst phase {w:.3g} p.u., positive sequence {p:.3g} p.u."
-                for k, w, p in zip(
+                f"frequency: {f:.4g} Hz"
+                if k == "frequency"
+                else f"{k}: worst phase {w:.3g} p.u., positive sequence {p:.3g} p.u."
+                for k, w, p, f in zip(
                     kinds,
                     ds["disturbance_connection_worst"].values,
                     ds["disturbance_connection_positive"].values,
+                    ds["disturbance_frequency"].values,
                     strict=True,
                 )
             ],
