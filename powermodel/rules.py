@@ -279,9 +279,12 @@ def check(
     RuleError
         For a verdict the data cannot support: a window or averaging shorter than five steps, a
         band whose low edge lies above half the Nyquist frequency, a missing signal (the first
-        such rule, in the order given).
+        such rule, in the order given), or a signal whose every reading is NaN.
     """
-    return _in_blocks(ds, rules, step_seconds(ds), registered_demand, refuse=True)[0]
+    results, refused = _in_blocks(ds, rules, step_seconds(ds), registered_demand, refuse=True)
+    if refused:  # found by the measurement itself: every reading missing
+        raise RuleError(refused[0].reason)
+    return results
 
 
 @dataclass(frozen=True)
@@ -712,6 +715,13 @@ class StreamedCheck:
             for piece in replay():
                 self.feed(*piece)
             results |= {i: m.result(self.size) for i, m in self.measured.items()}
+        for i, result in list(results.items()):
+            if np.isnan(result.worst):  # no reading at all: NaN compares over no limit
+                del results[i]
+                self.errors[i] = RuleError(
+                    f"rule {self.rules[i].name}: every reading of {self.rules[i].signal} is "
+                    "missing (NaN), so the profile has no verdict"
+                )
         ordered = [results[i] for i in range(len(self.rules)) if i in results]
         refused = [Refusal(self.rules[i], str(self.errors[i])) for i in sorted(self.errors)]
         return ordered, refused

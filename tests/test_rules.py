@@ -162,3 +162,23 @@ def test_rules_judged_chain_by_chain_keep_their_order_and_their_verdicts(fine_da
         assert alone.seconds_by_cause == result.seconds_by_cause
     with pytest.raises(RuleError, match="ieso-sso"):
         check(ds, rules)
+
+
+def test_a_signal_with_no_reading_gets_no_verdict_from_any_rule():
+    # issue 26, item 5: a NaN never reaches a verdict. A profile whose signal is missing
+    # throughout (every reading NaN) passed every rule with worst = nan, since NaN compares over
+    # no limit; each shipped rule the profile supports now refuses it, in check_each and check
+    from powermodel.rules import check_each, rule_names
+
+    sc = load_scenario(REFERENCE, {"simulation.duration": "1h", "simulation.dt": "0.1s"})
+    ds = simulate(sc)
+    rules = load_rules(rule_names())
+    supported = {r.rule.name for r in check_each(ds, rules)[0]}
+    for name in ("grid_power", "grid_reactive_power"):
+        ds[name][:] = np.nan
+    judged, refused = check_each(ds, rules)
+    assert judged == [] and len(supported) >= 5
+    missing = {r.rule.name for r in refused if r.reason.endswith("so the profile has no verdict")}
+    assert missing == supported
+    with pytest.raises(RuleError, match="every reading of grid_power is missing"):
+        check(ds, load_rules("ercot-5s"))
