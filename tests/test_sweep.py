@@ -361,6 +361,7 @@ def _files(folder: Path, text: str = SWEEP_FILE) -> Path:
 
 def test_the_command_writes_netcdf_and_prints_a_summary(tmp_path, capsys, monkeypatch):
     path = _files(tmp_path / "in")
+    (tmp_path / "out").mkdir()  # an output's folder is the user's to make (issue 26)
     monkeypatch.chdir(tmp_path)  # the base is found beside the sweep file, not here
     assert main(["sweep", str(path), "-o", "out/results.nc", "--workers", "0"]) == 0
     out = capsys.readouterr().out
