@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 PART = ".part"  # the suffix of a file still being written
-FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}  # the disk (or the user's share of it) is full
+FULL = {errno.ENOSPC, errno.EDQUOT}  # the disk (or the user's share of it) is full
 LOCKED = {errno.EROFS, errno.EACCES, errno.EPERM}  # the folder takes no new file
 # where the outputs renamed into place are counted, while a caller asks (:func:`recorded`)
 _RECORD: ContextVar[list[Path] | None] = ContextVar("powermodel_outputs", default=None)
@@ -161,12 +161,12 @@ def staged_folder(directory: str | Path) -> Iterator[Path]:
         files = sorted(stage.iterdir())
         for file in files:
             _sync(file)
-        with _deferred():  # every rename, or none
+        with _deferred():  # every rename, or none; a signal comes after, the set counted made
             for file in files:
                 os.replace(file, directory / file.name)
+            _made(*(directory / file.name for file in files), directory)
         stage.rmdir()
         _sync_folder(directory)
-        _made(*(directory / file.name for file in files), directory)
     except BaseException as exc:
         shutil.rmtree(stage, ignore_errors=True)
         if made and not any(directory.iterdir()):
@@ -307,13 +307,19 @@ def interruptible() -> Iterator[list[int]]:
 
 @contextmanager
 def _deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM while the block runs (a few renames), then deliver them: a
-    signal does not fall between two renames of a set."""
+    """Hold SIGINT and SIGTERM while the block runs (a few renames), then deliver the first
+    to the handler before: a signal does not fall between two renames of a set. (Python runs
+    signal handlers in the main thread whichever thread the signal reached, so holding them
+    there holds them all.)"""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
+    held: list[int] = []
+    before = {s: signal.signal(s, lambda signum, _frame: held.append(signum)) for s in STOPPING}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
+        for s, handler in before.items():
+            signal.signal(s, handler)
+        if held:
+            signal.raise_signal(held[0])

@@ -282,6 +282,30 @@ def test_a_signal_while_writing_leaves_no_output_and_the_earlier_one_whole(
     assert signal.getsignal(stop) == handler  # the command's handler is gone with it
 
 
+@pytest.mark.parametrize("name", ["export --to opendss", "ride-through --model"])
+def test_a_signal_among_a_sets_renames_comes_after_the_last(name, out, inputs, capsys, monkeypatch):
+    # a grid tool's files, or the .dyr and .aux, are renamed into place together: a signal
+    # during the first rename is held until the last is done, and the set is whole and new
+    command = COMMANDS[name]
+    _earlier(out, command)
+    rename = os.replace
+
+    def signalled(source, target):
+        if Path(source).parent.suffix == output.PART and not signalled.sent:
+            signalled.sent = True
+            os.kill(os.getpid(), signal.SIGTERM)
+        rename(source, target)
+
+    signalled.sent = False
+    monkeypatch.setattr(os, "replace", signalled)
+    code, err = _main(command.argv(out, inputs), capsys)
+    assert signalled.sent and code == 143, err
+    assert err.splitlines()[-1] == "powermodel: interrupted"  # nothing was lost
+    held = _held(out)
+    assert sorted(n for n in held if held[n] is not None) == sorted(command.files)
+    assert all(held[n] != EARLIER for n in command.files)
+
+
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_a_read_only_folder_is_refused_before_any_work(name, out, inputs, capsys, monkeypatch):
     command = COMMANDS[name]

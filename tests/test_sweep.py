@@ -576,7 +576,8 @@ def test_an_upper_case_extension_is_written_and_a_failed_write_keeps_the_old_fil
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(sweep_module, "table", broken)
-    with pytest.raises(OSError, match="No space"):
+    # one line naming the file and the fix (powermodel.output, issue 26)
+    with pytest.raises(PowerModelError, match=r"r\.csv': No space left on device .*disk is full"):
         sweep_module.write(ds, csv)
     # written beside it, then renamed: the earlier file is whole and no partial file is left
     assert csv.read_bytes() == before
