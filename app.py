@@ -5,15 +5,21 @@ waitress, a production WSGI server (Flask's own server is for development: ``--d
 with Dash's dev tools and reloader). The dashboard runs simulations on request and has no
 log-in: its memory is bounded by ``--cache-gb`` and its simulations queue (``--simulations`` at
 once).
+
+Its working folder (uploads, downloads being written) is removed on every way out: a normal
+exit, an error in start-up, Ctrl-C, and SIGTERM, which stops the server as Ctrl-C does; the exit
+code is then the shell's for the signal (130, 143).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 import waitress
 
 from powermodel.allocator import return_freed_memory
+from powermodel.output import interruptible
 from powermodel.webapp import REFERENCE_SCENARIO, UPLOAD_LIMIT, create_app
 from powermodel.webapp.cache import DEFAULT_BYTES, QUEUE, SIMULATIONS
 
@@ -22,7 +28,18 @@ from powermodel.webapp.cache import DEFAULT_BYTES, QUEUE, SIMULATIONS
 THREADS = QUEUE + 16
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
+    """Serve until stopped; the exit code (0, or 128 + the signal that stopped it)."""
+    # from the start: a signal during start-up unwinds too, and the working folder with it
+    with interruptible() as received:
+        try:
+            _serve(argv)
+        except KeyboardInterrupt:  # stopped before the server's loop, which takes its own
+            pass
+    return 128 + received[-1] if received else 0
+
+
+def _serve(argv: list[str] | None) -> None:
     parser = argparse.ArgumentParser(
         description="Serve the powermodel dashboard.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -61,14 +78,17 @@ def main(argv: list[str] | None = None) -> None:
         return
     print(f"powermodel dashboard on http://{args.host}:{args.port}/")
     return_freed_memory()  # freed runs go back to the system: memory follows the cache's bound
-    waitress.serve(
-        app.server,
-        host=args.host,
-        port=args.port,
-        threads=args.threads,
-        max_request_body_size=app.server.config["MAX_CONTENT_LENGTH"],
-    )
+    try:
+        waitress.serve(
+            app.server,
+            host=args.host,
+            port=args.port,
+            threads=args.threads,
+            max_request_body_size=app.server.config["MAX_CONTENT_LENGTH"],
+        )
+    except OSError as exc:  # the port taken, the host not this machine's
+        parser.exit(1, f"powermodel: cannot serve on {args.host}:{args.port}: {exc.strerror}\n")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,6 +1,9 @@
 """Command line: parse, call the API, print, exit code. No model logic here.
 
-Errors print one line and exit with code 1; ``--debug`` shows the traceback instead. ``check``
+Errors print one line and exit with code 1; ``--debug`` shows the traceback instead. Ctrl-C and
+SIGTERM stop a command the same way (its unfinished output removed, one line naming it) with the
+shell's codes, 130 and 143. Every output appears whole or not at all (:mod:`powermodel.output`),
+its folder checked before any work. ``check``
 exits 0 when every rule passes and 3 when some rule is violated (2 is argparse's usage error);
 ``reproduce`` exits 0 when every published anchor passes and 3 when some fails; ``sweep`` exits
 0 when some run ran and 3 when none did (their errors are in the results file).
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -22,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from powermodel import allocator, export, reproduce, rules, sizing, sweep
+from powermodel import allocator, export, output, reproduce, rules, sizing, sweep
 from powermodel._version import __version__
 from powermodel.analysis import (
     flexibility,
@@ -72,7 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     allocator.keep_freed_memory()  # a batch process: its temporaries' pages serve the next ones
     try:
-        return args.func(args)
+        # SIGTERM unwinds as Ctrl-C does; an interrupt names the outputs it kept from being made
+        with output.interruptible(), output.recorded() as written:
+            return args.func(args)
     except BrokenPipeError:  # the reader stopped early (`| head`): not an error of the input
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush is silent too
@@ -82,9 +88,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"powermodel: error: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("powermodel: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        made = {os.path.abspath(path) for path in written}
+        lost = [name for name in _outputs(args) if os.path.abspath(name) not in made]
+        said = f": {' and '.join(lost)} {'was' if len(lost) == 1 else 'were'} not written"
+        print(f"powermodel: interrupted{said if lost else ''}", file=sys.stderr)
+        return exc.code if isinstance(exc, output.Interrupted) else 128 + signal.SIGINT
     except Exception as exc:  # a defect of powermodel's, not of the input: one line still
         if args.debug:
             raise
@@ -94,6 +103,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return INTERNAL
+
+
+def _outputs(args: argparse.Namespace) -> list[str]:
+    """The files (for an export, the folder) the command was asked to write, as named."""
+    if args.command == "ride-through":
+        names = [args.model + suffix for suffix in (".dyr", ".aux")] if args.model else []
+    else:
+        names = [getattr(args, key, None) for key in ("output", "violations", "report")]
+    return [name for name in names if name]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -377,7 +395,7 @@ def _ride_through(args: argparse.Namespace) -> int:
         from powermodel import disturbances  # noqa: PLC0415 - only a model needs the count
 
         for suffix in (".dyr", ".aux"):  # both places, before the run
-            export.check_folder(Path(args.model + suffix))
+            output.check_folder(args.model + suffix)
         count = disturbances.response(scenario).triggers.time.size
         if not 0 <= args.disturbance < count:
             raise PowerModelError(
@@ -401,10 +419,12 @@ def _ride_through(args: argparse.Namespace) -> int:
         fit = ride_through.site_model(ds, args.disturbance, bus=args.bus)
         print(f"\ndynamic model, fitted to disturbance {args.disturbance}:")
         print(_table(fit.comparison))
-        for suffix, text in ((".dyr", fit.dyr), (".aux", fit.aux)):
-            path = Path(args.model + suffix)
-            path.write_text(text, encoding="utf-8")
-            print(f"wrote {path}")
+        model = Path(args.model)
+        with output.staged_folder(model.parent) as stage:  # the pair, or neither
+            for suffix, text in ((".dyr", fit.dyr), (".aux", fit.aux)):
+                (stage / (model.name + suffix)).write_text(text, encoding="utf-8")
+        for suffix in (".dyr", ".aux"):
+            print(f"wrote {args.model + suffix}")
     return 3 if (verdicts["verdict"] == "fail").any() else 0
 
 
@@ -524,10 +544,35 @@ INTERNAL = 70  # EX_SOFTWARE of sysexits.h
 BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a command whose reader went away
 
 
+# What ``check`` is given that is neither a scenario nor a trace it reads, and the fix
+NOT_A_TARGET = {
+    ".gz": "compressed: decompress it to .csv first (gunzip)",
+    ".zip": "an archive: extract the .csv from it first",
+    ".bz2": "compressed: decompress it to .csv first (bunzip2)",
+    ".xz": "compressed: decompress it to .csv first (unxz)",
+    ".parquet": "a Parquet file: write the profile as .csv (powermodel run -o FILE.csv)",
+    ".nc": "a NetCDF file: write the profile as .csv (powermodel run -o FILE.csv)",
+}
+
+
+def _check_target(target: str) -> bool:
+    """Whether ``check``'s target is a measured trace (a ``.csv``) rather than a scenario;
+    a file it can read as neither is refused, saying what it takes."""
+    suffix = Path(target).suffix.lower()
+    if suffix in NOT_A_TARGET:
+        raise PowerModelError(
+            f"check takes a preset name, a .toml scenario or a measured trace as a .csv (time, "
+            f"P [MW]); {shorten(target)} is {NOT_A_TARGET[suffix]}"
+        )
+    return suffix == ".csv"
+
+
 def _check(args: argparse.Namespace) -> int:
     rule_list = load_rules(args.rules)
     seed_count(args.seeds)
-    trace = args.target.lower().endswith(".csv")
+    trace = _check_target(args.target)
+    if args.violations:
+        rules.check_violations_path(args.violations)
     if trace and (
         args.sensitivity or args.seeds > 1 or args.overrides or args.workers or args.scheduler
     ):
@@ -668,6 +713,7 @@ def _size(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    output.check_directory(args.output)
     scenario = load_scenario(args.scenario, args.overrides)
     step = args.resample or export.TOOLS[args.to].step
     if step is not None:
@@ -724,7 +770,7 @@ def _reproduce(args: argparse.Namespace) -> int:
         progress=lambda a: print(f"  {a.name}: {a.seconds:.1f} s", file=sys.stderr)
     )
     print(_table(reproduce.table(anchors)))
-    path.write_text(reproduce.report_html(anchors), encoding="utf-8")
+    output.write_text(path, reproduce.report_html(anchors))
     passed = sum(a.passed for a in anchors)
     print(f"\n{passed} of {len(anchors)} anchors pass; wrote {path}")
     return 0 if passed == len(anchors) else VIOLATED

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -19,12 +18,12 @@ import xarray as xr
 from powermodel.analysis import resample as coarsen
 from powermodel.analysis import step_seconds
 from powermodel.errors import PowerModelError
+from powermodel.output import check_folder, netcdf, staged, staged_folder
 from powermodel.scenario import parse_duration
 from powermodel.variables import Q_SIGN, header
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
 __all__ = [
-    "check_folder",
     "check_path",
     "DATASET_FILES",
     "DEFAULT_GRID",
@@ -87,7 +86,7 @@ def iso_times(time: pa.Array, dt: float) -> pa.Array:
 
 def check_path(path: str | Path) -> Path:
     """The output path, if its extension names a format this module writes and a file can be
-    made there (:func:`check_folder`)."""
+    made there (:func:`powermodel.output.check_folder`)."""
     path = Path(path)
     if path.suffix not in FORMATS:
         raise PowerModelError(
@@ -95,30 +94,6 @@ def check_path(path: str | Path) -> Path:
             + ", ".join(FORMATS)
         )
     return check_folder(path)
-
-
-def check_folder(path: Path) -> Path:
-    """``path``, once a file can be made there: not a folder, its folder made if need be and
-    written in (a temporary file is created there and removed). Checked before any work, so
-    that no run's (or sweep's) results are lost at the end for want of a place to put them."""
-    if path.is_dir():
-        raise PowerModelError(f"cannot write {str(path)!r}: it is a folder: name a file in it")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path.parent):
-            pass
-    except (FileExistsError, NotADirectoryError):
-        file = next(p for p in path.parents if p.exists())
-        raise PowerModelError(
-            f"cannot write {str(path)!r}: {str(file)!r} is a file, not a folder: give an "
-            "output in a folder"
-        ) from None
-    except OSError as exc:
-        raise PowerModelError(
-            f"cannot write {str(path)!r}: no file can be made in {str(path.parent)!r} "
-            f"({exc.strerror or exc}): give an output in a folder you can write"
-        ) from None
-    return path
 
 
 def write(ds: xr.Dataset, path: str | Path, resample: str | None = None) -> Path:
@@ -132,20 +107,29 @@ def write(ds: xr.Dataset, path: str | Path, resample: str | None = None) -> Path
         Output file; its extension chooses the format.
     resample
         A coarser step (``"1min"``): interval means plus per-interval min and max.
+
+    The file appears whole or not at all (:func:`powermodel.output.staged`): a write that fails
+    or is interrupted leaves an earlier file of the name as it was.
     """
     path = check_path(path)
     if resample is not None:
         ds = coarsen(ds, resample)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".nc":
-        ds.to_netcdf(path)
-    elif path.suffix == ".parquet":
+    with staged(path) as temporary:
+        _profile_file(ds, temporary, path.suffix)
+    return path
+
+
+def _profile_file(ds: xr.Dataset, path: Path, suffix: str) -> None:
+    """The profile to the file at ``path`` in the format ``suffix`` names (``path`` may be a
+    temporary name)."""
+    if suffix == ".nc":
+        netcdf(ds, path)
+    elif suffix == ".parquet":
         pq.write_table(profile_table(ds, headers=False), path)
     else:
         table = profile_table(ds)
         table = table.set_column(0, "time", iso_times(table["time"], step_seconds(ds)))
         pacsv.write_csv(table, path, pacsv.WriteOptions(quoting_style="needed"))
-    return path
 
 
 # --- grid tools --------------------------------------------------------------------------------
@@ -173,7 +157,9 @@ def export_tool(
     tool
         One of :data:`TOOLS`.
     directory
-        Created if missing.
+        Made if missing (itself, not its parents). Its files appear together once all are
+        written (:func:`powermodel.output.staged_folder`): an export that fails or is
+        interrupted adds none, and leaves the folder's earlier files as they were.
     resample
         Step of the export; by default the tool's (:attr:`Tool.step`), or the Dataset's own
         where the tool takes any step. Coarser exports add each interval's min and max.
@@ -186,8 +172,13 @@ def export_tool(
     """
     if tool not in TOOLS:
         raise PowerModelError(f"unknown export format {tool!r}: use one of {', '.join(TOOLS)}")
+    directory = Path(directory)
     if TOOLS[tool].file is not None:
-        return [write(ds, Path(directory) / TOOLS[tool].file, resample)]
+        name = Path(TOOLS[tool].file)
+        ds = ds if resample is None else coarsen(ds, resample)
+        with staged_folder(directory) as stage:
+            _profile_file(ds, stage / name, name.suffix)
+        return [directory / name]
     for name in ("grid_power", "grid_reactive_power"):
         if name not in ds:
             raise PowerModelError(f"the profile has no {name}: export a simulated Dataset")
@@ -195,9 +186,9 @@ def export_tool(
     dt = step_seconds(ds)
     if step is not None and abs(parse_duration(step) - dt) > 1e-9 * dt:
         ds = coarsen(ds[["grid_power", "grid_reactive_power"]], step)
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    return TOOLS[tool].writer(ds, directory)
+    with staged_folder(directory) as stage:
+        files = TOOLS[tool].writer(ds, stage)
+    return [directory / file.name for file in files]
 
 
 def _grid(ds: xr.Dataset) -> tuple[np.ndarray, np.ndarray, float]:

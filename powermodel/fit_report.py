@@ -5,8 +5,6 @@ energy, checkpoint dips, ramps) in numbers and in an HTML report."""
 from __future__ import annotations
 
 import html
-import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +20,7 @@ from powermodel.fit import REFERENCE, Fit, detect, fit, fitted_toml, summary
 from powermodel.iotools.telemetry import TelemetryWarning, read_telemetry
 from powermodel.models import render, sensors
 from powermodel.models.events import State
+from powermodel.output import check_folder, write_text
 from powermodel.scenario import Scenario, loads_scenario, presets
 from powermodel.simulate import derive, drawn_steps, preflight, shape_tables
 
@@ -68,8 +67,11 @@ def fit_trace(
     output = Path(output)
     if output.suffix.lower() != ".toml":
         raise PowerModelError(f"-o {output}: the fitted scenario is TOML: give a .toml name")
+    check_folder(output)
     if report is not None and Path(report).suffix.lower() != ".html":
         raise PowerModelError(f"--report {report}: the report is HTML: give a .html name")
+    if report is not None:
+        check_folder(report)
     if preset not in presets():
         raise PowerModelError(
             f"--preset {preset!r}: the fitted scenario extends a preset, one of "
@@ -91,24 +93,12 @@ def fit_trace(
 
 
 def _write_validated(text: str, output: Path) -> Scenario:
-    """Load the scenario ``text`` with every check ``validate`` makes, then write it to a
-    temporary file beside ``output`` and rename that to ``output``: a scenario that fails its
-    checks, or a write cut short, leaves no file behind."""
+    """Load the scenario ``text`` with every check ``validate`` makes, then write it to
+    ``output`` whole (:func:`powermodel.output.write_text`): a scenario that fails its checks,
+    or a write cut short, leaves no file behind."""
     scenario = loads_scenario(text, label=str(output))
     preflight(scenario)
-    temporary = None
-    try:
-        with tempfile.NamedTemporaryFile(
-            "w", encoding="utf-8", suffix=".toml", dir=output.parent, delete=False
-        ) as handle:
-            temporary = Path(handle.name)
-            handle.write(text)
-        os.replace(temporary, output)
-    except OSError as exc:
-        raise PowerModelError(f"cannot write {output}: {exc.strerror}") from None
-    finally:
-        if temporary is not None:
-            temporary.unlink(missing_ok=True)
+    write_text(output, text)
     return scenario
 
 
@@ -256,11 +246,7 @@ the same sensor at the trace's sample instants.</p>
 {body}
 <h2>Scenario written</h2><pre>{html.escape(scenario_text)}</pre>""",
     )
-    try:
-        path.write_text(page, encoding="utf-8")
-    except OSError as exc:
-        raise PowerModelError(f"cannot write the report {path}: {exc.strerror}") from None
-    return path
+    return write_text(path, page)
 
 
 def _series(result: Fit, replayed: np.ndarray) -> go.Figure:

@@ -28,6 +28,7 @@ from powermodel.errors import PowerModelError
 from powermodel.iotools import data_dir
 from powermodel.models import events
 from powermodel.models.events import State
+from powermodel.output import check_folder
 from powermodel.scenario import Scenario, load_scenario
 from powermodel.simulate import derive, preflight, prepare, shape_tables, simulate, timeline
 
@@ -1061,15 +1062,12 @@ def table(anchors: Sequence[Anchor]) -> pd.DataFrame:
 
 
 def check_report_path(path: str | Path) -> Path:
-    """The report's path: an ``.html`` file in an existing folder."""
+    """The report's path: an ``.html`` file in a folder that exists and can be written
+    (:func:`powermodel.output.check_folder`)."""
     path = Path(path)
     if path.suffix.lower() not in (".html", ".htm"):
         raise PowerModelError(f"the report is HTML: name it .html, not {path.name!r}")
-    if not path.parent.is_dir():
-        raise PowerModelError(f"no folder {str(path.parent)!r} to write the report into")
-    if path.is_dir():
-        raise PowerModelError(f"{str(path)!r} is a folder: give the report a file name")
-    return path
+    return check_folder(path)
 
 
 STYLE = """

@@ -38,6 +38,7 @@ from powermodel.iotools import is_file, read_text
 from powermodel.iotools.trace import read_trace  # noqa: F401  (rules.read_trace, as before)
 from powermodel.models import signal
 from powermodel.models.events import STATE_RANK, State
+from powermodel.output import check_folder, staged
 from powermodel.scenario import (
     DAY,
     Duration,
@@ -56,6 +57,7 @@ __all__ = [
     "CAUSES",
     "check",
     "check_each",
+    "check_violations_path",
     "describe",
     "load_rules",
     "measure",
@@ -550,14 +552,27 @@ def violations_table(per_seed: list[list[RuleResult]]) -> pd.DataFrame:
     return pd.concat(frames)[columns].sort_values(["run", "start"], kind="stable")
 
 
+def check_violations_path(path: str | Path) -> Path:
+    """Where :func:`write_violations` is to write, checked before any run: a ``.csv`` name in
+    a folder that exists and can be written (:func:`powermodel.output.check_folder`)."""
+    path = Path(path)
+    if path.suffix.lower() != ".csv":
+        raise PowerModelError(
+            f"cannot write {str(path)!r}: the violations are written as CSV: give a .csv name"
+        )
+    return check_folder(path)
+
+
 def write_violations(table: pd.DataFrame, path: str | Path) -> None:
     """A :func:`violations_table` as CSV, its times in ISO 8601 UTC ending in ``Z`` as the
-    profile CSV writes them (fractions of a second only where there are some)."""
+    profile CSV writes them (fractions of a second only where there are some); whole or not
+    at all (:func:`powermodel.output.staged`)."""
     out = table.copy()
     for column in ("start", "end"):
         text = pd.to_datetime(out[column]).dt.strftime("%Y-%m-%dT%H:%M:%S.%f")
         out[column] = text.str.rstrip("0").str.rstrip(".") + "Z"
-    out.to_csv(path, index=False)
+    with staged(check_violations_path(path)) as temporary:
+        out.to_csv(temporary, index=False)
 
 
 def by_cause(per_seed: list[list[RuleResult]]) -> pd.DataFrame:

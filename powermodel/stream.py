@@ -11,6 +11,7 @@ from :func:`powermodel.simulate.simulate` (``tests/test_stream.py``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import xarray as xr
 from powermodel.analysis import Pieces, StreamedMetrics, step_seconds
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.export import check_path, iso_times, profile_table
+from powermodel.output import staged
 from powermodel.rules import Refusal, Rule, RuleResult, StreamedCheck, check_each
 from powermodel.scenario import Scenario, format_duration
 from powermodel.simulate import (
@@ -71,7 +73,10 @@ def stream(
         refused, with the fix (a shorter run or a coarser step, to run it in memory).
     path
         ``.parquet`` or ``.csv`` (:data:`STREAMED`): the same columns, names and metadata
-        :func:`powermodel.export.write` gives the whole Dataset.
+        :func:`powermodel.export.write` gives the whole Dataset. Its chunks go to a temporary
+        file beside it, renamed to ``path`` after the last chunk and the writer's close
+        (:func:`powermodel.output.staged`): a run that fails or is interrupted leaves no part
+        of itself under the name, and an earlier file of the name as it was.
     chunk
         Steps rendered at a time [1]; each chunk starts at a clock hour (hourly PUE).
     progress
@@ -120,21 +125,20 @@ def stream(
             part = run.profile(plant, run.render(lo, hi), lo)
             yield run.dataset(plant, {name: part[name] for name in ORDER if name in part}, lo)
 
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    writer = None
     throughput = 0.0
-    try:
-        for ds in chunks():
-            if path is not None:
-                writer = _write(writer, ds, path)
-            throughput += float(ds["throughput"].values.sum())
-            if measures is not None:
-                measures.feed(ds, n)
-            done(ds.sizes["time"])
-    finally:
-        if writer is not None:
-            writer.close()
+    with nullcontext() if path is None else staged(path) as temporary:
+        writer = None
+        try:
+            for ds in chunks():
+                if temporary is not None:
+                    writer = _write(writer, ds, temporary, path.suffix)
+                throughput += float(ds["throughput"].values.sum())
+                if measures is not None:
+                    measures.feed(ds, n)
+                done(ds.sizes["time"])
+        finally:
+            if writer is not None:
+                writer.close()
     if measures is not None:
         realised = (
             run.realised(np.zeros((3, 0))) if run.steps is None else share_of(trained, nominal)
@@ -169,10 +173,11 @@ def checked(
 
 
 def _write(
-    writer: pq.ParquetWriter | pacsv.CSVWriter | None, ds: xr.Dataset, path: Path
+    writer: pq.ParquetWriter | pacsv.CSVWriter | None, ds: xr.Dataset, path: Path, suffix: str
 ) -> pq.ParquetWriter | pacsv.CSVWriter:
-    """Append a chunk's Dataset ``ds`` to ``path``, opening the writer at the first."""
-    if path.suffix == ".parquet":
+    """Append a chunk's Dataset ``ds`` to the file at ``path`` in the format ``suffix`` names
+    (``path`` is the temporary file), opening the writer at the first."""
+    if suffix == ".parquet":
         table = profile_table(ds, headers=False)
         writer = writer or pq.ParquetWriter(path, table.schema)
     else:

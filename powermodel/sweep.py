@@ -28,7 +28,6 @@ import math
 import numbers
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -45,8 +44,8 @@ from powermodel import rules
 from powermodel._version import __version__
 from powermodel.analysis import metrics, resample, resample_factor
 from powermodel.errors import DataFileError, PowerModelError, ScenarioError
-from powermodel.export import check_folder
 from powermodel.iotools import read_text
+from powermodel.output import check_folder, netcdf, staged
 from powermodel.reference import keys as scenario_keys
 from powermodel.scenario import (
     Scenario,
@@ -1223,7 +1222,7 @@ def _located_values(key: str, values: Any, folder: Path) -> Any:
 def check_output(path: str | Path, series: str | None = None) -> Path:
     """The results file, checked before any run: its extension (``.nc`` or ``.csv``, in any
     case) names a format :func:`write` writes, and a file can be made there
-    (:func:`powermodel.export.check_folder`)."""
+    (:func:`powermodel.output.check_folder`)."""
     path = Path(path)
     if path.suffix.lower() not in (".nc", ".csv"):
         raise PowerModelError(
@@ -1238,29 +1237,16 @@ def check_output(path: str | Path, series: str | None = None) -> Path:
 
 
 def write(ds: xr.Dataset, path: str | Path) -> Path:
-    """A sweep's results to ``path``: ``.nc`` the Dataset, ``.csv`` :func:`table`. Written to a
-    temporary file beside it and renamed into place, so that a failed write leaves no partial
+    """A sweep's results to ``path``: ``.nc`` the Dataset, ``.csv`` :func:`table`. Written
+    whole or not at all (:func:`powermodel.output.staged`): a failed write leaves no partial
     file and an earlier file whole."""
     path = check_output(path, ds.attrs.get("series") or None)
-    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    os.close(handle)
-    try:
+    with staged(path) as temporary:
         if path.suffix.lower() == ".nc":
-            ds.to_netcdf(name, engine="netcdf4")
+            netcdf(ds, temporary, engine="netcdf4")
         else:
-            table(ds).to_csv(name, index=False)
-        os.chmod(name, 0o666 & ~_umask())  # as a file opened for writing would have
-        os.replace(name, path)
-    except BaseException:
-        Path(name).unlink(missing_ok=True)
-        raise
+            table(ds).to_csv(temporary, index=False)
     return path
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def _key_columns(ds: xr.Dataset) -> list[str]:

@@ -361,6 +361,7 @@ def _files(folder: Path, text: str = SWEEP_FILE) -> Path:
 
 def test_the_command_writes_netcdf_and_prints_a_summary(tmp_path, capsys, monkeypatch):
     path = _files(tmp_path / "in")
+    (tmp_path / "out").mkdir()  # an output's folder is the user's to make (issue 26)
     monkeypatch.chdir(tmp_path)  # the base is found beside the sweep file, not here
     assert main(["sweep", str(path), "-o", "out/results.nc", "--workers", "0"]) == 0
     out = capsys.readouterr().out
@@ -575,7 +576,8 @@ def test_an_upper_case_extension_is_written_and_a_failed_write_keeps_the_old_fil
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(sweep_module, "table", broken)
-    with pytest.raises(OSError, match="No space"):
+    # one line naming the file and the fix (powermodel.output, issue 26)
+    with pytest.raises(PowerModelError, match=r"r\.csv': No space left on device .*disk is full"):
         sweep_module.write(ds, csv)
     # written beside it, then renamed: the earlier file is whole and no partial file is left
     assert csv.read_bytes() == before
