@@ -20,7 +20,7 @@ import pandas as pd
 import xarray as xr
 from pydantic import Field, StrictBool, ValidationError, model_validator
 
-from powermodel import disturbances
+from powermodel import deadline, disturbances
 from powermodel.disturbances import EVENT_CODES
 from powermodel.dynamic_model import fit_site
 from powermodel.errors import DataFileError, PowerModelError
@@ -212,7 +212,8 @@ def _losses(ds: xr.Dataset, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarr
     first = np.clip(np.floor(times / dt).astype(np.int64), 0, n - 1)
     before, lost, back = [], [], []
     off = (share < BACK) | (event == NO_POWER)
-    for k, duration in zip(first, ds["disturbance_duration"].values, strict=True):  # a few
+    for k, duration in zip(first, ds["disturbance_duration"].values, strict=True):
+        deadline.check()  # each reads the run from its start on: a request's stops in time
         a = max(k - max(int(round(1.0 / dt)), 1), 0)
         level = float(grid[a:k].mean()) if k > a else float(grid[k])
         settle = k + int(math.ceil(duration / dt)) + 1

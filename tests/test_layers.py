@@ -10,7 +10,13 @@ from pathlib import Path
 PACKAGE = Path(__file__).parents[1] / "powermodel"
 # lowest first; a module may import its own layer and those below
 LAYERS = (
-    ("powermodel.errors", "powermodel.durations", "powermodel._version", "powermodel.allocator"),
+    (
+        "powermodel.errors",
+        "powermodel.durations",
+        "powermodel._version",
+        "powermodel.allocator",
+        "powermodel.deadline",
+    ),
     ("powermodel.models",),
     ("powermodel.iotools", "powermodel.variables"),
     ("powermodel.scenario", "powermodel.reference"),
@@ -98,6 +104,7 @@ PUBLIC = (
     "powermodel",
     "powermodel.allocator",
     "powermodel.analysis",
+    "powermodel.deadline",
     "powermodel.errors",
     "powermodel.export",
     "powermodel.fit",
