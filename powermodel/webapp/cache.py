@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import xarray as xr
+from plotly.basedatatypes import BaseFigure
 
 from powermodel import allocator, deadline
 from powermodel.errors import PowerModelError
@@ -500,14 +501,16 @@ def _owner(array: np.ndarray) -> np.ndarray:
 
 
 def _arrays_bytes(value: Any, counted: set[int], seen: set[int] | None = None) -> int:
-    """Bytes of the arrays ``value`` holds (a Dataset's, a frame's columns, a figure's
-    full-resolution data, a dataclass's fields), each memory block once, an object array's
+    """Bytes of the arrays ``value`` holds (a Dataset's, a frame's columns, a figure's traces
+    and full-resolution data, a dataclass's fields), each memory block once, an object array's
     objects too: blocks in ``counted`` (the input's) are not counted again, and the blocks
     found are added to it."""
     seen = set() if seen is None else seen
     if id(value) in seen:
         return 0
     seen.add(id(value))
+    if isinstance(value, pd.RangeIndex):
+        return 0  # its numbers are made when read
     if isinstance(value, xr.Dataset):
         value = held_arrays(value)
     elif isinstance(value, pd.DataFrame):
@@ -526,8 +529,9 @@ def _arrays_bytes(value: Any, counted: set[int], seen: set[int] | None = None) -
         return sum(_arrays_bytes(v, counted, seen) for v in value.values())
     if isinstance(value, list | tuple):
         return sum(_arrays_bytes(v, counted, seen) for v in value)
-    hf = getattr(value, "_hf_data", None)  # plotly-resampler: each trace's full data
-    return _arrays_bytes(hf, counted, seen) if isinstance(hf, dict) else 0
+    if isinstance(value, BaseFigure):  # the traces as sent, and plotly-resampler's full data
+        return _arrays_bytes([value._data, getattr(value, "_hf_data", None)], counted, seen)
+    return 0
 
 
 def _objects_bytes(array: np.ndarray) -> int:
