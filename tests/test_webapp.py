@@ -885,7 +885,8 @@ def test_every_input_is_counted_by_what_it_holds_and_bounded_with_the_runs(kind)
     del inputs
     a = load_scenario(REFERENCE, {"simulation.duration": "1h"})
     run = SimulationCache().get(a).nbytes
-    cache = SimulationCache(max_bytes=2 * kept + run // 2)  # two inputs, or one and the run
+    size = cache_module._arrays_bytes(_inputs()[kind], set())
+    cache = SimulationCache(max_bytes=2 * size + run // 2)  # two inputs, or one and the run
     assert memory_estimate(a) < cache.max_bytes
     cache.get(a)
     entry = cache.upload(
