@@ -349,3 +349,17 @@ def test_results_and_charts_beyond_the_bound_are_refused_with_what_they_need(res
         )
     finally:
         board.workdir.cleanup()
+
+
+def test_a_store_naming_another_input_shows_nothing(board, results):
+    # the cache keeps runs and uploads together: a sweep store forged with a run's key (the
+    # page's scenario state carries it) or a fit's names no results
+    path, _ = results
+    run = board.cache.get(board.base({"preset": BASE}))
+    run_key = next(k for k, e in board.cache._entries.items() if e is run)
+    store, *_ = board.open_sweep(_url(path.read_bytes()), "results.nc")
+    for key in (run_key, "fit:" + store["key"].split(":")[1], store["key"] + "x"):
+        with pytest.raises(PreventUpdate):
+            board.sweep_view({"key": key}, "grid_swing_5s_mw", "workload.trough_depth")
+        with pytest.raises(PreventUpdate):
+            board.fit_zoom({"xaxis.range[0]": "2026-03-01"}, {"key": key})

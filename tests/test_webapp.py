@@ -852,22 +852,18 @@ class _Fitted:
     table: pd.DataFrame
 
 
-def _inputs() -> dict[str, object]:
-    """An input of each kind the cache keeps beside runs, made with distinct text objects (as
+def _input(kind: str) -> object:
+    """An input of a kind the cache keeps beside runs, its text in distinct objects (as
     xarray decodes a results file's errors: one str object a run)."""
-    errors = np.array([f"run {i} failed: " + "x" * 300 for i in range(20_000)], dtype=object)
-    results = xr.Dataset(
-        {
-            "error": (("point", "seed"), errors.reshape(2_000, 10)),
-            "m": (("point", "seed"), np.ones((2_000, 10))),
-        },
-        {"point": np.arange(2_000), "seed": np.arange(10)},
-    )
-    frame = pd.DataFrame(
-        {"quantity": [f"quantity {i} " * 20 for i in range(20_000)], "value": np.ones(20_000)}
-    )
-    fitted = _Fitted(np.arange(200_000.0), np.ones(200_000), frame.copy(deep=True))
-    return {"results": results, "frame": frame, "fit": fitted}
+    texts = np.array([f"run {i} failed: " + "x" * 300 for i in range(5_000)], dtype=object)
+    if kind == "results":
+        dims = ("point", "seed")
+        return xr.Dataset(
+            {"error": (dims, texts.reshape(500, 10)), "m": (dims, np.ones((500, 10)))},
+            {"point": np.arange(500), "seed": np.arange(10)},
+        )
+    frame = pd.DataFrame({"quantity": texts, "value": np.ones(texts.size)})
+    return frame if kind == "frame" else _Fitted(np.arange(50_000.0), np.ones(50_000), frame)
 
 
 @pytest.mark.parametrize("kind", ["results", "frame", "fit"])
@@ -875,17 +871,20 @@ def test_every_input_is_counted_by_what_it_holds_and_bounded_with_the_runs(kind)
     # issue 26: uploaded results and fits lived outside the cache's bound (4 results files
     # and 8 fits, whatever their size), and text was counted as 90 B a value (a results
     # file's error strings are each a Python str of their own)
-    inputs = _inputs()
+    _input(kind)  # what the first call alone allocates (caches, interned names) is not its own
     gc.collect()
-    tracemalloc.start()
-    value = _inputs()[kind]
+    tracemalloc.start(32)
+    value = _input(kind)
     gc.collect()
-    kept, _ = tracemalloc.get_traced_memory()
+    # what this test's own calls allocated and keep (not other tests' threads meanwhile)
+    mine = tracemalloc.take_snapshot().filter_traces(
+        [tracemalloc.Filter(True, __file__, all_frames=True)]
+    )
     tracemalloc.stop()
-    del inputs
+    kept = sum(stat.size for stat in mine.statistics("filename"))
     a = load_scenario(REFERENCE, {"simulation.duration": "1h"})
     run = SimulationCache().get(a).nbytes
-    size = cache_module._arrays_bytes(_inputs()[kind], set())
+    size = cache_module._arrays_bytes(_input(kind), set())
     cache = SimulationCache(max_bytes=2 * size + run // 2)  # two inputs, or one and the run
     assert memory_estimate(a) < cache.max_bytes
     cache.get(a)
@@ -896,9 +895,7 @@ def test_every_input_is_counted_by_what_it_holds_and_bounded_with_the_runs(kind)
     assert 0.97 * kept <= entry.nbytes <= 1.01 * kept, (entry.nbytes, kept)
     assert cache.find(f"{kind}:1") is entry and cache.nbytes <= cache.max_bytes
     # a second input of the size drops the run, the least recently used: one bound for all
-    cache.upload(
-        f"{kind}:2", lambda: (_inputs()[kind], Work(0, 10.0, "", "")), Work(0, 10.0, "", "")
-    )
+    cache.upload(f"{kind}:2", lambda: (_input(kind), Work(0, 10.0, "", "")), Work(0, 10.0, "", ""))
     assert len(cache) == 2 and cache.nbytes <= cache.max_bytes
     assert cache.position(a) is None  # dropped
     # built once: a key kept answers without building

@@ -495,7 +495,7 @@ class Dashboard:
 
     def fit_zoom(self, relayout: Any, state: Any) -> Any:
         """New points for the fit's graph after a pan or zoom."""
-        entry = self.cache.find(state.get("key")) if isinstance(state, dict) else None
+        entry = self._uploaded(state, "fit")
         if not relayout or entry is None or "fit" not in entry.views or not _plain(relayout):
             raise PreventUpdate
         return self._patch(entry.views["fit"]["figure"], relayout)
@@ -563,6 +563,13 @@ class Dashboard:
             failed,
         )
 
+    def _uploaded(self, state: Any, kind: str) -> Entry | None:
+        """The upload of ``kind`` (``sweep``, ``fit``) a page's store names, if it is kept; a
+        key of another kind (a run's, forged into the store) names nothing."""
+        key = state.get("key") if isinstance(state, dict) else None
+        found = isinstance(key, str) and key.startswith(f"{kind}:")
+        return self.cache.find(key) if found else None
+
     def _reading_results(self) -> Work:
         """What reading an uploaded results file takes: the most values one may hold."""
         return Work(
@@ -593,7 +600,7 @@ class Dashboard:
 
     def sweep_view(self, state: Any, metric: Any, key: Any) -> go.Figure:
         """The chosen metric against the chosen key, from results kept here, drawn once."""
-        entry = self.cache.find(state.get("key")) if isinstance(state, dict) else None
+        entry = self._uploaded(state, "sweep")
         if entry is None or metric not in measured(entry.ds) or key not in swept_keys(entry.ds):
             raise PreventUpdate  # never uploaded here, evicted, or not the results' own
         unit = str(entry.ds[metric].attrs.get("units", "1"))
