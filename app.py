@@ -3,8 +3,10 @@
 It listens on 127.0.0.1 (this machine only) unless ``--host`` says otherwise, served by
 waitress, a production WSGI server (Flask's own server is for development: ``--debug`` uses it,
 with Dash's dev tools and reloader). The dashboard runs simulations on request and has no
-log-in: its memory is bounded by ``--cache-gb`` and its simulations queue (``--simulations`` at
-once).
+log-in: its memory is bounded by ``--cache-gb`` (runs, uploads and the views built from them,
+and the work in flight), its simulations queue (``--simulations`` at once), and its views and
+uploads are built in a few slots, one kept for the cheap views, each build under a deadline
+(``powermodel.webapp.cache``).
 
 Its working folder (uploads, downloads being written) is removed on every way out: a normal
 exit, an error in start-up, Ctrl-C, and SIGTERM, which stops the server as Ctrl-C does; the exit
@@ -17,6 +19,7 @@ import argparse
 import sys
 
 import waitress
+from threadpoolctl import threadpool_limits
 
 from powermodel.allocator import return_freed_memory
 from powermodel.output import interruptible
@@ -25,6 +28,7 @@ from powermodel.webapp.cache import DEFAULT_BYTES, QUEUE, SIMULATIONS
 
 # requests served at once: a summary waiting for its run's turn holds one, so there are enough
 # for a full queue and, beside it, the quick callbacks (pans, tab changes, the queue's position)
+# and views waiting for a build slot (at most SLOT_WAIT each)
 THREADS = QUEUE + 16
 
 
@@ -78,6 +82,10 @@ def _serve(argv: list[str] | None) -> None:
         return
     print(f"powermodel dashboard on http://{args.host}:{args.port}/")
     return_freed_memory()  # freed runs go back to the system: memory follows the cache's bound
+    # one BLAS thread a request: the requests run in parallel already, and OpenBLAS's threads
+    # spinning beside them on a 2-core machine made two grid-events views at once (a scipy
+    # least-squares fit each) take 13 and 32 s, 1.0 and 1.4 s on one thread each
+    threadpool_limits(1)
     try:
         waitress.serve(
             app.server,

@@ -8,22 +8,35 @@ or go back to a scenario it saw before; send the scenario's assembly, its summar
 queue position once a second while the summary waits, as the page does), the open tab's view
 (power, sometimes grid), sometimes a pan/zoom inside the run; think 0.2-1 s.
 
+Beside them, ``--heavy`` users (8 by default) load the page and, over and over, upload a sweep's
+results as large as the dashboard reads (4 M values, compressed: a file of tens of kB, issue 26)
+under a name of their own each time (a new input for the server: read, then every chart built
+anew) and ask for its chart, each user a metric and key of its own: at every moment 8 heavy
+chart requests are in flight, the case where 4 requests took 93 s and 2.5 GB each.
+
 Measured:
 
 - server errors: any HTTP status other than 200 or 204, any answer that is not Dash's JSON for
-  the outputs asked, any connection failure or time-out (target: none);
-- latency of each callback, p50 and p95; the summary's for new scenarios and for revisits;
+  the outputs asked, any connection failure or time-out (target: none); a view the server
+  refuses with a message ("busy: try again", too large, past its deadline) is not an error: it
+  is counted apart, by its message;
+- latency of each callback, p50 and p95; the summary's for new scenarios and for revisits; the
+  cheap views' (the summary of a scenario already simulated, the power view, the queue's
+  position) p95 against 5 s;
 - the queue: summaries that waited behind others, the longest queue seen, "busy" refusals;
 - the server's RSS every 0.5 s (psutil), its maximum, and the bound it must keep:
   RSS <= 1.25 x ``--cache-gb`` + base, where base is the RSS of the idle server after it has
-  served its first page (the page, its layout and the callbacks the page sends on load).
+  served its first page (the page, its layout and the callbacks the page sends on load); and
+  the RSS once the server is idle again after the load.
 
-The exit code is 1 if there was a server error or the RSS bound was broken.
+The exit code is 1 if there was a server error, the RSS bound was broken or a cheap view's p95
+was over 5 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import re
 import socket
@@ -42,6 +55,7 @@ from typing import Any
 import numpy as np
 import psutil
 import requests
+import xarray as xr
 
 from powermodel.scenario import parse_duration
 from powermodel.webapp import ids
@@ -55,6 +69,13 @@ THINK = (0.2, 1.0)  # s a user pauses between actions
 REVISIT = 0.3  # share of edits that go back to a scenario seen before
 GRID = 0.25  # share of edits made with the grid tab open (the power tab otherwise)
 ZOOM = 0.5  # share of edits followed by a pan/zoom
+CHEAP = ("summary, revisit", "power view", "status")  # the views a heavy build must not starve
+CHEAP_P95 = 5.0  # s: the most a cheap view's p95 may be
+# The heavy users' results: error and four metrics over 200 x 40 points x 99 seeds, 3.96 M values
+# (sweep.MAX_RESULT_CELLS, 4 M, the most a file may hold): a chart per metric and key, 8 in all
+RESULTS_SHAPE = (200, 40, 99)
+RESULTS_METRICS = ("grid_swing_5s_mw", "grid_peak_mw", "grid_mean_mw", "effective_training_time")
+RESULTS_KEYS = ("workload.trough_depth", "checkpoint.interval")
 # each callback a user sends, by (its first output, its first input) as /_dash-dependencies
 # lists them
 ROLES = {
@@ -65,7 +86,11 @@ ROLES = {
     "power view": ((ids.resampled("power"), "figure"), (ids.READY, "data")),
     "grid view": ((ids.resampled("grid"), "figure"), (ids.READY, "data")),
     "zoom": ((ids.resampled(["MATCH"]), "figure"), (ids.resampled(["MATCH"]), "relayoutData")),
+    "sweep upload": ((ids.SWEEP, "data"), (ids.UPLOAD_SWEEP, "contents")),
+    "sweep chart": ((ids.SWEEP_GRAPH, "figure"), (ids.SWEEP, "data")),
 }
+# where a view the server refuses says why (dash.set_props: no output of the callback's own)
+TOLD = (ids.VIEW_MESSAGE, ids.SWEEP_MESSAGE)
 # the controls a user changes, with a new value each time (in the control's own unit)
 EDITS = {
     "simulation.seed": lambda rng: int(rng.integers(0, 2**31 - 1)),
@@ -98,6 +123,7 @@ class Record:
         self.queued: list[int] = []  # per summary that waited in the queue: its first position
         self.polls: dict[str, int] = defaultdict(int)  # status answers, by kind
         self.refusals: list[str] = []  # summaries answered "not simulated", and assemblies refused
+        self.told: list[str] = []  # views refused with a message: busy, too large, too slow
 
     def time(self, name: str, seconds: float, updated: bool) -> None:
         with self.lock:
@@ -210,6 +236,11 @@ class Page:
             return False
         for cid, props in changes.items():
             self.props.update({(cid, p): v for p, v in props.items()})
+        told = response.json().get("sideUpdate") or {}
+        for cid in TOLD:
+            said = (told.get(cid) or {}).get("children")
+            if said:
+                self.record.note("told", said)
         return changes
 
     def resolve(self, pattern: str, prop: str, trigger: dict | None, value: bool = True) -> Any:
@@ -364,6 +395,56 @@ def zoom(page: Page, view: str, rng: np.random.Generator) -> None:
     page.call("zoom", [(graph, "relayoutData")])
 
 
+def results_file(folder: Path) -> bytes:
+    """A sweep's results as large as the dashboard reads (its errors one character long, so
+    that the values are the runs' metrics), compressed: each point's first seed failed, the
+    metrics linear in the seed."""
+    shape = RESULTS_SHAPE
+    dims = (*RESULTS_KEYS, "seed")
+    error = np.full(shape, "", dtype=object)
+    error[..., 0] = "x"  # text is stored a character a value: the values' bound counts each
+    data = {"error": (dims, error)}
+    for i, name in enumerate(RESULTS_METRICS):
+        value = np.broadcast_to(np.arange(shape[-1]) * (i + 1.0), shape).copy()
+        value[..., 0] = np.nan
+        data[name] = (dims, value, {"units": "MW"})
+    coords = {
+        RESULTS_KEYS[0]: np.linspace(0.1, 1.0, shape[0]),
+        RESULTS_KEYS[1]: [f"{10 + i}min" for i in range(shape[1])],
+        "seed": np.arange(shape[-1]),
+    }
+    path = folder / "results.nc"
+    encoding = {name: {"zlib": True, "complevel": 9} for name in data}
+    encoding["error"]["dtype"] = "S1"
+    xr.Dataset(data, coords).to_netcdf(path, engine="netcdf4", encoding=encoding)
+    return path.read_bytes()
+
+
+def heavy(url: str, deadline: float, index: int, results: bytes, record: Record) -> None:
+    """Upload the results under a new name, then ask for the chart of this user's metric and
+    key; again until ``deadline``."""
+    page = Page(url, record)
+    if not page.open():
+        return
+    metric = RESULTS_METRICS[index % len(RESULTS_METRICS)]
+    swept = RESULTS_KEYS[index // len(RESULTS_METRICS) % len(RESULTS_KEYS)]
+    contents = "data:application/x-netcdf;base64," + base64.b64encode(results).decode()
+    rounds, rng_pause = 0, THINK[1]
+    while time.monotonic() < deadline:
+        rounds += 1
+        page.props[(ids.UPLOAD_SWEEP, "contents")] = contents
+        page.props[(ids.UPLOAD_SWEEP, "filename")] = f"results-{index}-{rounds}.nc"
+        page.call("sweep upload", [(ids.UPLOAD_SWEEP, "contents")])
+        said = page.props.get((ids.SWEEP_MESSAGE, "children"))
+        if isinstance(said, str) and said.endswith("the sweep shown is unchanged"):
+            record.note("told", said)  # refused (busy, too large): said, not an error
+            time.sleep(rng_pause)  # as one tries again
+            continue
+        page.props[(ids.SWEEP_METRIC, "value")] = metric
+        page.props[(ids.SWEEP_KEY, "value")] = swept
+        page.call("sweep chart", [(ids.SWEEP, "data")])
+
+
 # --- the server -------------------------------------------------------------------------------
 
 
@@ -427,11 +508,15 @@ def run(args: argparse.Namespace, log: Path) -> dict[str, Any]:
         sampler = threading.Thread(target=sample_rss, args=(process, stop, samples))
         sampler.start()
         deadline = time.monotonic() + args.seconds
+        upload = results_file(log.parent)
         users = [
             threading.Thread(
                 target=user, args=(url, deadline, np.random.default_rng([0, i]), record)
             )
             for i in range(args.users)
+        ] + [
+            threading.Thread(target=heavy, args=(url, deadline, i, upload, record))
+            for i in range(args.heavy)
         ]
         for thread in users:
             thread.start()
@@ -439,13 +524,17 @@ def run(args: argparse.Namespace, log: Path) -> dict[str, Any]:
             thread.join()
         stop.set()
         sampler.join()
+        idle_after = idle_rss(process)
         if server.poll() is not None:
             record.error("server", f"the server exited with code {server.returncode}")
         record.errors[:0] = first.errors
     finally:
         server.terminate()
         server.wait(timeout=30)
-    return results(args, record, samples, base, rss_page, log)
+    out = results(args, record, samples, base, rss_page, log)
+    out["rss"]["idle_after_bytes"] = idle_after
+    out["upload_bytes"] = len(upload)
+    return out
 
 
 def results(
@@ -462,8 +551,15 @@ def results(
     editing = np.array([r for t, r in samples if t <= args.seconds] or [0])
     third = max(1, len(editing) // 3)
     depths = [int(d) for d in WAITRESS_QUEUE.findall(log.read_text())]
+    cheap = {
+        name: float(np.percentile(record.latency[name], 95)) if record.latency[name] else None
+        for name in CHEAP
+    }
     return {
         "users": args.users,
+        "heavy": args.heavy,
+        "cores": psutil.cpu_count(),
+        "load_before": psutil.getloadavg()[0],
         "seconds": args.seconds,
         "cache_gb": args.cache_gb,
         "server_errors": len(record.errors),
@@ -477,6 +573,13 @@ def results(
                 "max": float(np.max(s)),
             }
             for name, s in sorted(record.latency.items())
+        },
+        "cheap_p95_s": cheap,
+        "cheap_within": all(p is not None and p <= CHEAP_P95 for p in cheap.values()),
+        "told": {
+            "busy": sum("busy" in t for t in record.told),
+            "other": sorted({t for t in record.told if "busy" not in t}),
+            "count": len(record.told),
         },
         "queue": {
             "summaries_queued": len(record.queued),
@@ -503,7 +606,10 @@ def table(result: dict[str, Any]) -> str:
     mib = 2**20
     r, q = result["rss"], result["queue"]
     lines = [
-        f"{result['users']} users for {result['seconds']} s, --cache-gb {result['cache_gb']:g}",
+        f"{result['users']} users and {result['heavy']} heavy sweep-chart users (a "
+        f"{result['upload_bytes'] / 1e3:.0f}-kB upload of {np.prod(RESULTS_SHAPE) * 5:,} values) "
+        f"for {result['seconds']} s, --cache-gb {result['cache_gb']:g}, {result['cores']} cores "
+        f"(load {result['load_before']:.1f} before the run)",
         "",
         f"{'callback':<18}{'n':>6}{'no update':>11}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}",
     ]
@@ -515,6 +621,14 @@ def table(result: dict[str, Any]) -> str:
     lines += [
         "",
         f"server errors           {result['server_errors']} (target 0)",
+        f"views refused, said     {result['told']['count']} ({result['told']['busy']} busy, "
+        f"others: {result['told']['other'][:3]}); not errors",
+        "cheap views' p95        "
+        + ", ".join(
+            f"{name} {'-' if p is None else f'{p:.2f} s'}"
+            for name, p in result["cheap_p95_s"].items()
+        )
+        + f" (target under {CHEAP_P95:g} s: {'kept' if result['cheap_within'] else 'BROKEN'})",
         f"summaries queued        {q['summaries_queued']}, longest queue {q['longest_queue']}",
         f"waitress task queue     deepest {q['waitress_queue_max']} requests waiting for a thread "
         f"({q['waitress_queue_warnings']} warnings in the server log)",
@@ -526,6 +640,7 @@ def table(result: dict[str, Any]) -> str:
         f"{result['cache_gb']:g} GiB + base = {r['bound_bytes'] / mib:.0f} MiB: "
         f"{'kept' if r['within_bound'] else 'BROKEN'}; "
         f"{'levels off' if r['levels_off'] else 'still rising in the last third'}",
+        f"RSS idle after          {r['idle_after_bytes'] / mib:.0f} MiB (the load over)",
         "RSS over time [s: MiB]  "
         + ", ".join(f"{t:.0f}: {b / mib:.0f}" for t, b in r["samples"][:: int(5 / SAMPLE)]),
     ]
@@ -536,6 +651,7 @@ def table(result: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=20, help="simulated users at once")
+    parser.add_argument("--heavy", type=int, default=8, help="heavy sweep-chart users at once")
     parser.add_argument("--seconds", type=float, default=60.0, help="how long they edit [s]")
     parser.add_argument(
         "--cache-gb", type=float, default=DEFAULT_BYTES / 2**30, help="the server's cache [GiB]"
@@ -553,7 +669,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"server log: {log}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
-    return 1 if result["server_errors"] or not result["rss"]["within_bound"] else 0
+    broken = not (result["rss"]["within_bound"] and result["cheap_within"])
+    return 1 if result["server_errors"] or broken else 0
 
 
 if __name__ == "__main__":

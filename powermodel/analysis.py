@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from powermodel import variables
+from powermodel import deadline, variables
 from powermodel.errors import PowerModelError
 from powermodel.models import sensors, signal
 from powermodel.models.events import State
@@ -707,6 +707,7 @@ def blocks(
     size, step = ds.sizes["time"], max(BLOCK_STEPS, least)
     held = {n: ds.variables[n] for n in (*names, "time") if n in ds.variables}
     for at in range(0, size, step):
+        deadline.check()  # a request's measures stop at its deadline (powermodel.deadline)
         stop = min(at + step, size)
         read = {n: v[at : stop + 1].values for n, v in held.items()}
         columns = {n: v[: stop - at] for n, v in read.items()}

@@ -14,6 +14,7 @@ from dataclasses import astuple, dataclass, fields
 import numpy as np
 import pandas as pd
 
+from powermodel import deadline
 from powermodel.errors import PowerModelError
 from powermodel.models.loadmodel import (
     Oscillation,
@@ -246,7 +247,7 @@ def fit_site(
     t = np.asarray(t, dtype=float)
     dt = uniform_step(t)
     p0, q0 = float(np.asarray(p)[0]), float(np.asarray(q)[0])
-    perc1, report = fit_perc1(t, v, f, p, q, p0, q0)
+    perc1, report = fit_perc1(t, v, f, p, q, p0, q0, check=deadline.check)
     rows = [
         ("P after the sag", report.rmse_p * p0, report.rmse_p),
         ("Q after the sag", report.rmse_q * p0, report.rmse_q),

@@ -11,11 +11,13 @@ line runs, and from the known timeline.
 from __future__ import annotations
 
 import base64
+import json
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import plotly
 import pytest
 from dash import no_update
 from dash.exceptions import PreventUpdate
@@ -263,3 +265,28 @@ def test_an_upload_name_is_never_a_path(board, smi):
     assert message.startswith("fitted etc-cron.d-x-y.csv:")
     assert store["upload"] == "fit-of-etc-cron.d-x-y.toml"
     assert list(board.traces.iterdir()) == []
+
+
+def test_the_same_trace_under_two_names_shows_each_uploader_only_their_own(board, smi):
+    # issue 26: fits were kept by the trace's bytes, so a second user uploading the same bytes
+    # under another name saw the first one's name in the message, the store and the TOML
+    data = smi.read_bytes()
+    seen = {}
+    for name in ("alice-gpus.csv", "bob-gpus.csv"):
+        store, message, figure, table, numbers = board.fit_trace(_url(data), None, None, name)
+        sent = board.fit_toml(1, store)
+        shown = [store, message, figure.to_plotly_json(), table, numbers, sent]
+        seen[name] = json.dumps(shown, cls=plotly.utils.PlotlyJSONEncoder)
+        stem = name.removesuffix(".csv")
+        assert message.startswith(f"fitted {name}: gpu trace, 4 GPUs")
+        assert store["upload"] == sent["filename"] == f"fit-of-{stem}.toml"
+        assert (
+            f"[C] fit of {name}" in sent["content"] and f'name = "fit of {name}"' in sent["content"]
+        )
+        loaded = board.load_fit(1, store)
+        assert loaded[-1].startswith(f"loaded fit-of-{stem}.toml, the scenario fitted")
+    assert "bob" not in seen["alice-gpus.csv"] and "alice" not in seen["bob-gpus.csv"]
+    # each fit is an input of the cache, counted under its bound with the runs
+    first = board.cache.find(json.loads(seen["alice-gpus.csv"])[0]["key"])
+    assert first is not None and first.nbytes > first.ds["result"].power.nbytes
+    assert board.cache.nbytes <= board.cache.max_bytes

@@ -259,12 +259,15 @@ def test_forged_state_cannot_pass_a_limit(board):
         "...compliance.rowData...violations.rowData...violations-note.children.."
     )
     good = {"base": {"preset": REFERENCE}, "changes": {}}
-    status, _ = call(
+    status, answer = call(
         board,
         grid,
         [("scenario", "data", good), ("tabs", "value", "grid"), ("rules", "value", ["/x.toml"])],
     )
-    assert status == 204
+    # issue 26: the view is refused, its outputs unchanged, and the page says why
+    assert status == 200 and answer["response"] == {}
+    said = answer["sideUpdate"]["view-message"]["children"]
+    assert said.startswith("unknown rule '/x.toml': choose from ")
 
 
 def test_link_names_presets_only(board, opened, tmp_path):
@@ -550,7 +553,7 @@ def test_a_long_list_of_rules_is_refused_before_any_work(board):
         '..{"type":"resampled","view":"grid"}.figure...grid-ramps.figure...grid-spectrum.figure'
         "...compliance.rowData...violations.rowData...violations-note.children.."
     )
-    status, _ = call(
+    status, answer = call(
         board,
         grid,
         [
@@ -559,7 +562,9 @@ def test_a_long_list_of_rules_is_refused_before_any_work(board):
             ("rules", "value", ["ieso"] * 20_000),
         ],
     )
-    assert status == 204 and time.perf_counter() - started < 2.0
+    assert status == 200 and answer["response"] == {}  # refused, and said (issue 26)
+    assert "give up to" in answer["sideUpdate"]["view-message"]["children"]
+    assert time.perf_counter() - started < 2.0
 
 
 @pytest.mark.parametrize(

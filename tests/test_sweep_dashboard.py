@@ -6,6 +6,9 @@ the view was given (``numpy.percentile``'s linear rule, which pandas uses too)."
 from __future__ import annotations
 
 import base64
+import sys
+import time
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -17,7 +20,8 @@ from numpy.testing import assert_allclose
 from powermodel import sweep as sweeping
 from powermodel.scenario import load_scenario
 from powermodel.simulate import simulate
-from powermodel.webapp import create_dashboard
+from powermodel.webapp import cache as cache_module
+from powermodel.webapp import callbacks, create_dashboard
 
 BASE = "llama3-405b-16k-h100"
 FIXED = {"simulation.duration": "2h", "simulation.dt": "1s", "reliability.rate_scale": 50.0}
@@ -185,3 +189,177 @@ def test_runs_without_a_value_are_not_counted_as_failed(results):
     assert first["p50"] == ds["grid_swing_5s_mw"].values[0, 0, 2]  # the one value there
     failed = table[table["x"] == 1.5].iloc[0]
     assert (failed["runs"], failed["undefined"], failed["failed"]) == (0, 0, 3)
+
+
+# --- bounded work (issue 26): a 62-kB upload of 4 M values made each chart take 93 s and 2.5 GB
+
+
+def _largest(places: tuple[int, int], seeds: int) -> xr.Dataset:
+    """Results of a grid as large as a file may be read back (:data:`MAX_RESULT_CELLS`, the
+    error and one metric), each point's seed 0 failed, the metric seed * 0.5 + 1 elsewhere."""
+    shape = (*places, seeds)
+    error = np.full(shape, "", dtype=object)
+    error[..., 0] = "boom"
+    value = np.broadcast_to(np.arange(seeds) * 0.5 + 1.0, shape).copy()
+    value[..., 0] = np.nan
+    dims = ("workload.trough_depth", "checkpoint.interval", "seed")
+    coords = {
+        dims[0]: np.linspace(0.0, 1.0, places[0]),
+        dims[1]: np.array([f"{i}min" for i in range(places[1])], dtype=object),
+        "seed": np.arange(seeds),
+    }
+    return xr.Dataset({"error": (dims, error), "m": (dims, value)}, coords)
+
+
+@pytest.mark.parametrize(
+    "places, seeds",
+    [((1000, 999), 2), ((10, 10), 19_900), ((200, 50), 199)],  # many lines, many seeds, between
+)
+def test_bands_of_the_largest_results_take_little_time_and_memory(places, seeds):
+    results = _largest(places, seeds)
+    runs = results["error"].size
+    assert 2 * runs + sum(places) + seeds <= sweeping.MAX_RESULT_CELLS
+    for key, other in (("workload.trough_depth", 1), ("checkpoint.interval", 0)):
+        tracemalloc.start()
+        started = time.perf_counter()
+        table = sweeping.bands(results, "m", key)
+        took = time.perf_counter() - started
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        # through a table of every run: 2-50 s and 180-290 B a run (tracemalloc, these shapes)
+        assert peak <= cache_module.BANDS_BYTES_PER_RUN * runs, peak / runs
+        assert took < 3.0
+        lines = min(places[other], sweeping.MAX_LINES)
+        assert len(table) == lines * places[1 - other]
+        # every point: seed 0 failed, the others 1.5, 2.0, ...: P50 of those by numpy
+        assert_allclose(table["p50"], np.percentile(np.arange(1, seeds) * 0.5 + 1.0, 50))
+        assert (table["failed"] == 1).all() and (table["runs"] == seeds - 1).all()
+
+
+def _expected_bands(results: xr.Dataset, metric: str, key: str) -> list[tuple]:
+    """(line, x, P5, P50, P95, runs, failed, undefined) by numpy over each line and x, in the
+    order the places come (a loop over places: small results only)."""
+    keys = sweeping.swept_keys(results)
+    dims = sweeping.swept_dims(results)
+    error = results["error"].transpose(*dims, "seed").values
+    value = results[metric].transpose(*dims, "seed").values.astype(float)
+    groups: dict[tuple, list] = {}
+    for place in np.ndindex(*(results.sizes[d] for d in dims)):
+        at = results.isel(dict(zip(dims, place, strict=True)))
+        line = ", ".join(f"{k} = {at[k].item()}" for k in keys if k != key) or "all points"
+        groups.setdefault((line, at[key].item()), []).append(place)
+    lines = list(dict.fromkeys(line for line, _ in groups))[: sweeping.MAX_LINES]
+    out = []
+    for (line, x), places in groups.items():
+        if line not in lines:
+            continue
+        failed = np.concatenate([error[p] != "" for p in places])
+        values = np.concatenate([value[p] for p in places])[~failed]
+        ran = values[~np.isnan(values)]
+        q = np.percentile(ran, [5, 50, 95]) if ran.size else [np.nan] * 3
+        out.append((line, x, *q, ran.size, int(failed.sum()), int(values.size - ran.size)))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bands_are_numpys_percentiles_over_every_layout(seed):
+    # grids (the seed first or last, keys of numbers and of text, more lines than are drawn),
+    # and lists of points whose keys repeat values (several points on one line and x)
+    rng = np.random.default_rng(seed)
+    seeds = int(rng.integers(1, 6))
+    if seed % 2:
+        sizes = {"a.x": 3, "b.y": 14, "c.z": 2}
+        coords = {
+            "a.x": [0.1, 0.2, 0.3],
+            "b.y": [f"{i}min" for i in range(14)],
+            "c.z": [2, 4],
+            "seed": np.arange(seeds),
+        }
+        dims = ("seed", *sizes) if seed % 3 else (*sizes, "seed")
+        shape = tuple(sizes.get(d, seeds) for d in dims)
+    else:
+        points = 9
+        coords = {
+            "a.x": ("point", rng.integers(0, 3, points).astype(float)),
+            "b.y": ("point", [f"v{i}" for i in rng.integers(0, 3, points)]),
+            "point": np.arange(points),
+            "seed": np.arange(seeds),
+        }
+        dims, shape = ("point", "seed"), (points, seeds)
+    error = np.where(rng.random(shape) < 0.2, "boom", "").astype(object)
+    value = np.round(rng.random(shape) * 10, 2)
+    value[rng.random(shape) < 0.2] = np.nan  # runs without the value: undefined
+    results = xr.Dataset({"error": (dims, error), "m": (dims, value)}, coords)
+    for key in sweeping.swept_keys(results):
+        table = sweeping.bands(results, "m", key)
+        want = _expected_bands(results, "m", key)
+        assert [(r.line, r.x) for r in table.itertuples()] == [w[:2] for w in want]
+        got = table[["p5", "p50", "p95", "runs", "failed", "undefined"]].to_numpy(float)
+        assert_allclose(got, np.array([w[2:] for w in want], float), rtol=1e-12)
+
+
+def test_uploaded_results_are_an_entry_under_the_bound_and_each_chart_is_drawn_once(
+    board, results, monkeypatch
+):
+    path, ds = results
+    calls = []
+    monkeypatch.setattr(callbacks, "bands", lambda *a: calls.append(a) or sweeping.bands(*a))
+    store, *_ = board.open_sweep(_url(path.read_bytes()), "results.nc")
+    entry = board.cache.find(store["key"])
+    # counted with the runs: its arrays, and each error string where they are str objects
+    # (a text array of fixed width holds its characters: they are its bytes)
+    error = entry.ds["error"].values
+    objects = {id(e): e for e in error.ravel()} if error.dtype.kind == "O" else {}
+    text = sum(sys.getsizeof(e) for e in objects.values())
+    assert entry.nbytes >= sum(v.values.nbytes for v in ds.variables.values()) + text
+    before = entry.nbytes
+    for _ in range(3):
+        board.sweep_view(store, "grid_swing_5s_mw", "workload.trough_depth")
+    assert len(calls) == 1 and entry.nbytes > before  # the figure's arrays counted beside
+    assert board.cache.nbytes <= board.cache.max_bytes
+    # the same bytes uploaded under another name are their own entry: the name is shown
+    other, *_, message, _ = board.open_sweep(_url(path.read_bytes()), "other.nc")
+    assert other["key"] != store["key"] and message.startswith("other.nc: 18 runs")
+
+
+def test_results_and_charts_beyond_the_bound_are_refused_with_what_they_need(results, monkeypatch):
+    path, _ = results
+    small = create_dashboard(overrides={"simulation.duration": "1h"}, cache_bytes=32 * 2**20)
+    try:
+        message = _refused(small.open_sweep(_url(path.read_bytes()), "results.nc"))
+        assert message.startswith(
+            "Reading the results needs about 61 MiB, more than the dashboard keeps (32 MiB): "
+            "upload the results of a smaller sweep"
+        )
+    finally:
+        small.workdir.cleanup()
+    board = create_dashboard(overrides={"simulation.duration": "1h"})
+    try:
+        # what a chart takes is set as the results are read: a new upload, under a new name
+        monkeypatch.setattr(callbacks, "BANDS_BYTES_PER_RUN", 2**30)  # 18 runs: 18 GiB
+        store, *_ = board.open_sweep(_url(path.read_bytes()), "again.nc")
+        with pytest.raises(callbacks.Refused) as refused:
+            board.sweep_view(store, "grid_swing_5s_mw", "workload.trough_depth")
+        assert str(refused.value).startswith(
+            "The sweep chart needs about 18.0 GiB beside its input's "
+        )
+        assert str(refused.value).endswith(
+            "more than the dashboard keeps (3.0 GiB): upload the results of a sweep of fewer "
+            "points or seeds"
+        )
+    finally:
+        board.workdir.cleanup()
+
+
+def test_a_store_naming_another_input_shows_nothing(board, results):
+    # the cache keeps runs and uploads together: a sweep store forged with a run's key (the
+    # page's scenario state carries it) or a fit's names no results
+    path, _ = results
+    run = board.cache.get(board.base({"preset": BASE}))
+    run_key = next(k for k, e in board.cache._entries.items() if e is run)
+    store, *_ = board.open_sweep(_url(path.read_bytes()), "results.nc")
+    for key in (run_key, "fit:" + store["key"].split(":")[1], store["key"] + "x"):
+        with pytest.raises(PreventUpdate):
+            board.sweep_view({"key": key}, "grid_swing_5s_mw", "workload.trough_depth")
+        with pytest.raises(PreventUpdate):
+            board.fit_zoom({"xaxis.range[0]": "2026-03-01"}, {"key": key})

@@ -7,6 +7,7 @@ Expected values come from powermodel's own API on the same scenario (``simulate`
 from __future__ import annotations
 
 import base64
+import gc
 import io
 import json
 import socket
@@ -14,30 +15,34 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 import urllib.error
 import urllib.request
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import dash
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 from dash.exceptions import PreventUpdate
 from numpy.testing import assert_allclose
 
-from powermodel import load_scenario, metrics, rules, simulate
+from powermodel import deadline, fit_report, load_scenario, metrics, rules, simulate
+from powermodel import fit as fitting
 from powermodel.analysis import diurnal_throughput, resample
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.iotools import weather as weather_io
-from powermodel.models import signal
+from powermodel.models import loadmodel, signal
 from powermodel.models.events import State
 from powermodel.scenario import loads_scenario
 from powermodel.simulate import memory_estimate
 from powermodel.webapp import cache as cache_module
-from powermodel.webapp import controls, create_dashboard, downloads, figures, ids
-from powermodel.webapp.cache import Busy, SimulationCache, scenario_key
-from powermodel.webapp.callbacks import MAX_STEPS, Dashboard, unmitigated
+from powermodel.webapp import callbacks, controls, create_dashboard, downloads, figures, ids
+from powermodel.webapp.cache import Busy, SimulationCache, Work, scenario_key
+from powermodel.webapp.callbacks import MAX_STEPS, Dashboard, Refused, unmitigated
 from powermodel.webapp.layout import summary
 
 REFERENCE = "llama3-405b-16k-h100"
@@ -833,6 +838,228 @@ def test_zoom_and_violation_link(board):
     x0, x1 = (pd.Timestamp(t) for t in layout[("layout", "xaxis", "range")])
     assert x0 == start - pd.Timedelta(minutes=1)
     assert layout[("layout", "shapes")][0]["x0"] == violations[0]["start"]
+
+
+# --- bounded work: inputs counted, slots for cheap views, deadlines (issue 26) ----------------
+
+
+@dataclass
+class _Fitted:
+    """An input of the kind a fitted trace is: a dataclass holding arrays and a frame."""
+
+    times: np.ndarray
+    power: np.ndarray
+    table: pd.DataFrame
+
+
+def _input(kind: str) -> object:
+    """An input of a kind the cache keeps beside runs, its text in distinct objects (as
+    xarray decodes a results file's errors: one str object a run)."""
+    texts = np.array([f"run {i} failed: " + "x" * 300 for i in range(5_000)], dtype=object)
+    if kind == "results":
+        dims = ("point", "seed")
+        return xr.Dataset(
+            {"error": (dims, texts.reshape(500, 10)), "m": (dims, np.ones((500, 10)))},
+            {"point": np.arange(500), "seed": np.arange(10)},
+        )
+    frame = pd.DataFrame({"quantity": texts, "value": np.ones(texts.size)})
+    return frame if kind == "frame" else _Fitted(np.arange(50_000.0), np.ones(50_000), frame)
+
+
+@pytest.mark.parametrize("kind", ["results", "frame", "fit"])
+def test_every_input_is_counted_by_what_it_holds_and_bounded_with_the_runs(kind):
+    # issue 26: uploaded results and fits lived outside the cache's bound (4 results files
+    # and 8 fits, whatever their size), and text was counted as 90 B a value (a results
+    # file's error strings are each a Python str of their own)
+    _input(kind)  # what the first call alone allocates (caches, interned names) is not its own
+    gc.collect()
+    tracemalloc.start(32)
+    value = _input(kind)
+    gc.collect()
+    # what this test's own calls allocated and keep (not other tests' threads meanwhile)
+    mine = tracemalloc.take_snapshot().filter_traces(
+        [tracemalloc.Filter(True, __file__, all_frames=True)]
+    )
+    tracemalloc.stop()
+    kept = sum(stat.size for stat in mine.statistics("filename"))
+    a = load_scenario(REFERENCE, {"simulation.duration": "1h"})
+    run = SimulationCache().get(a).nbytes
+    size = cache_module._arrays_bytes(_input(kind), set())
+    cache = SimulationCache(max_bytes=2 * size + run // 2)  # two inputs, or one and the run
+    assert memory_estimate(a) < cache.max_bytes
+    cache.get(a)
+    entry = cache.upload(
+        f"{kind}:1", lambda: (value, Work(0, 10.0, "", "")), Work(1000, 10.0, "", "")
+    )
+    # tracemalloc sees every array and str the input allocated; a few kB are the containers'
+    assert 0.97 * kept <= entry.nbytes <= 1.01 * kept, (entry.nbytes, kept)
+    assert cache.find(f"{kind}:1") is entry and cache.nbytes <= cache.max_bytes
+    # a second input of the size drops the run, the least recently used: one bound for all
+    cache.upload(f"{kind}:2", lambda: (_input(kind), Work(0, 10.0, "", "")), Work(0, 10.0, "", ""))
+    assert len(cache) == 2 and cache.nbytes <= cache.max_bytes
+    assert cache.position(a) is None  # dropped
+    # built once: a key kept answers without building
+    assert (
+        cache.upload(f"{kind}:2", lambda: pytest.fail("built twice"), Work(0, 1.0, "", ""))
+        is not None
+    )
+
+
+def test_work_that_needs_more_than_the_bound_is_refused_before_it_starts():
+    cache = SimulationCache()
+    entry = cache.get(load_scenario(REFERENCE, {"simulation.duration": "1h"}))
+    work = Work(cache.max_bytes, 10.0, "3,600 steps", "shorten the period", "the grid view")
+    with pytest.raises(PowerModelError) as refused:
+        cache.view(entry, "grid", lambda e: pytest.fail("started"), work=work)
+    assert str(refused.value) == (
+        f"The grid view needs about 3.0 GiB beside its input's {entry.nbytes / 2**20:.0f} MiB, "
+        "more than the dashboard keeps (3.0 GiB): shorten the period"
+    )
+    with pytest.raises(PowerModelError, match=r"^Reading it needs about 4.0 GiB, more than"):
+        cache.upload(
+            "x", lambda: pytest.fail("read"), Work(4 * 2**30, 1.0, "", "send less", "reading it")
+        )
+    assert cache._reserved == 0 and cache._builds == [0, 0] and cache.find("x") is None
+
+
+def test_a_deadline_holds_in_its_thread_and_the_earlier_one_inside_another():
+    deadline.check()  # none set: nothing to stop
+    with deadline.within(10.0, "outer"):
+        with deadline.within(-1.0, "inner, already past"):
+            with pytest.raises(deadline.DeadlineExceeded, match="^inner, already past$"):
+                deadline.check()
+        deadline.check()  # back under the outer's, ahead
+    with deadline.within(0.05, "outer"), deadline.within(60.0, "later"):
+        deadline.check()
+        time.sleep(0.1)
+        with pytest.raises(deadline.DeadlineExceeded, match="^outer$"):  # the earlier holds
+            deadline.check()
+        seen = []
+        other = threading.Thread(target=lambda: seen.append(deadline.check()))
+        other.start()
+        other.join()
+        assert seen == [None]  # another thread (another request) has none of this one's
+
+
+def _slow(seconds: float, function):
+    """``function``, taking ``seconds`` more at each call."""
+
+    def slowed(*args, **kwargs):
+        time.sleep(seconds)
+        return function(*args, **kwargs)
+
+    return slowed
+
+
+# A loop of each kind a view's build runs, made slow (0.4 s a turn, each far more turns than a
+# second holds): the rule check's blocks, a figure's lines, the dynamic model's fit, the fit
+# of an uploaded trace between its stages
+SLOW_LOOPS = {
+    "grid": lambda mp: mp.setattr(
+        rules.StreamedCheck, "feed", _slow(0.4, rules.StreamedCheck.feed)
+    ),
+    "power": lambda mp: mp.setattr(figures, "block_means", _slow(0.4, figures.block_means)),
+    "grid-events": lambda mp: mp.setattr(loadmodel, "_residuals", _slow(0.4, loadmodel._residuals)),
+}
+
+
+@pytest.mark.parametrize("view", SLOW_LOOPS)
+def test_a_build_past_its_deadline_stops_and_gives_back_its_slot_and_room(
+    view, monkeypatch, tmp_path
+):
+    # issue 26: a grid-events view of 1,000 sags took 37-57 s, holding a build slot; now a
+    # build has a deadline in proportion to its input, and its loops stop at it
+    monkeypatch.setattr(cache_module, "DEADLINE_FLOOR", 1.0)
+    monkeypatch.setattr(cache_module, "SECONDS_PER_STEP", 0.0)
+    monkeypatch.setattr(callbacks, "SECONDS_PER_DISTURBANCE", 0.0)
+    monkeypatch.setattr("powermodel.analysis.BLOCK_STEPS", 256)  # the hour in 15 blocks
+    board = Dashboard(
+        SimulationCache(), REFERENCE, {"simulation.duration": "1h"}, tmp_path, 100_000
+    )
+    state = _state(board, {"disturbance.sequence": "nerc-2024-07-virginia"})
+    board.summarize(state)
+    SLOW_LOOPS[view](monkeypatch)
+    started = time.perf_counter()
+    with pytest.raises(Refused) as refused:
+        if view == "grid-events":
+            board.grid_events(state, "grid events", "0")
+        else:
+            board.view(view, state, ["ercot-5s"])
+    took = time.perf_counter() - started
+    assert 1.0 < took < 1.0 + 0.4 + 0.5  # at the first check past the deadline
+    what = {"grid": "grid", "power": "power", "grid-events": "grid-events"}[view]
+    size = "3,600 steps" if view != "grid-events" else "6 disturbances over 3,600 steps"
+    assert str(refused.value).startswith(f"the {what} view took over 1 s to build ({size}): ")
+    cache = board.cache
+    assert cache._builds == [0, 0] and cache._reserved == 0  # its slot and its room given back
+    monkeypatch.undo()  # the next build finds its slot
+    assert board.power(state, "power").data
+
+
+def test_the_fit_of_a_trace_stops_at_its_deadline(monkeypatch, tmp_path):
+    monkeypatch.setattr(cache_module, "DEADLINE_FLOOR", 1.0)
+    monkeypatch.setattr(callbacks, "SECONDS_PER_UPLOAD_BYTE", 0.0)
+    monkeypatch.setattr(fitting, "fit", _slow(1.2, fitting.fit))
+    monkeypatch.setattr(fit_report, "replay", lambda *a: pytest.fail("replayed past the deadline"))
+    board = Dashboard(SimulationCache(), REFERENCE, ONE_DAY, tmp_path, 5_000_000)
+    lines = ["timestamp, index, power.draw [W]"] + [
+        f"2026/03/01 00:{m:02d}:{s:02d}.000, 0, {300 + 400 * ((s // 3) % 2):.2f}"
+        for m in range(10)
+        for s in range(60)
+    ]
+    _, said, *_ = board.fit_trace(_data_url("\n".join(lines)), 1.0, None, "smi.csv")
+    assert said.startswith("the fit took over 1 s to build (0.0 MB): upload a shorter span")
+    assert board.cache._builds == [0, 0] and board.cache._reserved == 0
+
+
+def test_cheap_views_are_built_while_heavy_builds_hold_their_slots(monkeypatch, tmp_path):
+    # issue 26: two heavy builds held both slots, and every other user's summary and power
+    # view answered "busy" after 30 s; the cheap views have a slot of their own
+    board = Dashboard(
+        SimulationCache(), REFERENCE, {"simulation.duration": "1h"}, tmp_path, 100_000
+    )
+    release, held = threading.Event(), []
+
+    def heavy(*args):
+        held.append(args)
+        release.wait(20)
+        return {}
+
+    monkeypatch.setattr(callbacks, "_grid", heavy)
+    monkeypatch.setattr(cache_module, "SLOT_WAIT", 0.5)
+    states = [_state(board, {"simulation.seed": s}) for s in range(4)]
+    for state in states:
+        board.summarize(state)  # simulated; measured (a cheap view) at once
+    board.entry(states[3]).views.pop("metrics")
+    threads = [
+        threading.Thread(target=board.view, args=("grid", state, ["ercot-5s"]), daemon=True)
+        for state in states[:2]
+    ]
+    for thread in threads:
+        thread.start()
+    for _ in range(200):
+        if len(held) == 2:
+            break
+        time.sleep(0.05)
+    assert len(held) == 2 and board.cache._builds == [2, 0]
+    try:
+        started = time.perf_counter()
+        name, line, ready = board.summarize(states[3])  # its measures built again
+        assert ready == states[3] and "grid mean" in line
+        assert board.power(states[3], "power").data  # the power view, built here
+        assert time.perf_counter() - started < 5.0
+        # a third heavy build waits for a heavy slot, and is told the server is busy
+        with pytest.raises(Refused, match="busy building other views"):
+            board.view("grid", states[2], ["ercot-5s"])
+    finally:
+        release.set()
+        for thread in threads:
+            thread.join(20)
+    for _ in range(400):  # and the views the power view's page prefetches
+        if board.cache._builds == [0, 0]:
+            break
+        time.sleep(0.05)
+    assert board.cache._builds == [0, 0]
 
 
 def test_view_builds_never_deadlock_on_nested_views():

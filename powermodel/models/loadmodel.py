@@ -21,6 +21,7 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -289,7 +290,14 @@ def _lag_guess(y: np.ndarray, dt: float, onset: int) -> float:
 
 
 def fit_perc1(
-    t: np.ndarray, v: np.ndarray, f: np.ndarray, p: np.ndarray, q: np.ndarray, p0: float, q0: float
+    t: np.ndarray,
+    v: np.ndarray,
+    f: np.ndarray,
+    p: np.ndarray,
+    q: np.ndarray,
+    p0: float,
+    q0: float,
+    check: Callable[[], None] | None = None,
 ) -> tuple[Perc1, Perc1Fit]:
     """Fit a :class:`Perc1` to a site's response to a voltage or frequency event.
 
@@ -301,6 +309,9 @@ def fit_perc1(
         The site's active [MW] and reactive [Mvar] power.
     p0, q0
         Pre-event P [MW] and Q [Mvar].
+    check
+        Called at each evaluation of the least-squares fit: the caller's way to stop it (by
+        raising), as a server stops a request past its deadline.
 
     Returns
     -------
@@ -368,10 +379,10 @@ def fit_perc1(
         t_recon=max(rise - recovered - 1, 0) * dt,
         t_ramp=(settled - rise) * dt,
     )
-    best = _fit_continuous(t, v, f, p, q, p0, q0, start)
+    best = _fit_continuous(t, v, f, p, q, p0, q0, start, check)
     candidates = [replace(best, t_cease=max(best.t_cease - k * dt, 0.0)) for k in range(4)]
     costs = [_cost(t, v, f, p, q, p0, q0, c) for c in candidates]
-    best = _fit_continuous(t, v, f, p, q, p0, q0, candidates[int(np.argmin(costs))])
+    best = _fit_continuous(t, v, f, p, q, p0, q0, candidates[int(np.argmin(costs))], check)
     return best, _report(t, v, f, p, q, p0, q0, best, (low_v, high_v))
 
 
@@ -387,13 +398,18 @@ def _cost(t, v, f, p, q, p0, q0, params: Perc1) -> float:
     return float(np.sum(np.square(_residuals(t, v, f, p, q, p0, q0, params))))
 
 
-def _fit_continuous(t, v, f, p, q, p0, q0, start: Perc1) -> Perc1:
-    """Bounded least squares over the continuous parameters, the discrete ones held."""
+def _fit_continuous(
+    t, v, f, p, q, p0, q0, start: Perc1, check: Callable[[], None] | None = None
+) -> Perc1:
+    """Bounded least squares over the continuous parameters, the discrete ones held;
+    ``check()`` before each evaluation."""
     span = t[-1] - t[0]
     upper = np.array([1.0, 1.0, span, span, span, span, span, span])
     x0 = np.clip([getattr(start, name) for name in _CONTINUOUS], 0.0, upper)
 
     def residuals(x: np.ndarray) -> np.ndarray:
+        if check is not None:
+            check()
         return _residuals(
             t, v, f, p, q, p0, q0, replace(start, **dict(zip(_CONTINUOUS, x, strict=True)))
         )

@@ -1,36 +1,46 @@
-"""Simulations kept by scenario, with everything the views built from them, in bounded memory.
+"""The dashboard's inputs (simulated runs, uploaded sweep results, fitted traces), with
+everything the views built from them, in bounded memory and bounded time.
 
-The bound counts what is kept (each Dataset's arrays, and the arrays each view holds beside
-them, every memory block once) and the work in flight: a simulation starts only when the memory
-it will take (:func:`powermodel.simulate.memory_estimate`) fits beside the work in flight and
-the runs still in use, evicting the least recently used kept runs to make room (with
-``simulations`` above 1, a run waits until the others leave it room), and so does the building
-of a view (figures, rule checks: :data:`VIEW_BYTES_PER_STEP`). A view's Python objects (a
-figure's layout, a rule check's tables) are not counted: under 1 MB a view. At most
-``simulations`` run at once, the others wait in a first-come queue of bounded length whose
-positions the page shows; at most :data:`VIEW_BUILDS` views are built at once. The server's
-memory as a whole, measured under load by ``bench/load_dashboard.py``, stays within 1.25 times
-the bound and the idle server's.
+The bound counts what is kept (each input's arrays, a text array's strings among them, and the
+arrays each view holds beside them, every memory block once) and the work in flight: a
+simulation starts only when the memory it will take (:func:`powermodel.simulate.memory_estimate`)
+fits beside the work in flight and the runs still in use, evicting the least recently used
+inputs to make room (with ``simulations`` above 1, a run waits until the others leave it room),
+and so does reading an upload (:data:`RESULTS_BYTES_PER_CELL`, :data:`FIT_BYTES`) and building a
+view (figures and rule checks: :data:`VIEW_BYTES_PER_STEP`; a sweep's bands:
+:data:`BANDS_BYTES_PER_RUN`). Work that alone needs more than the bound is refused with what it
+needs. A view's Python objects (a figure's layout, a rule check's tables) are not counted: under
+1 MB a view. At most ``simulations`` run at once, the others wait in a first-come queue of
+bounded length whose positions the page shows. Views and uploads are built in
+:data:`VIEW_BUILDS` slots for heavy work and :data:`CHEAP_BUILDS` more that only the cheap views
+(the summary's measures, the power view) take, so that heavy builds never hold every slot; each
+build has a deadline in proportion to its input (:func:`deadline_of`), past which it stops at
+its next check (:mod:`powermodel.deadline`) and the request is told why. The server's memory as
+a whole, measured under load by ``bench/load_dashboard.py``, stays within 1.25 times the bound
+and the idle server's: at most 3.3 GiB against 4.1 GiB (a 3-GiB bound), with 20 users editing
+and 8 asking for charts of 4 M-value results files on 2 cores.
 """
 
 from __future__ import annotations
 
 import gc
 import hashlib
+import sys
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
+from plotly.basedatatypes import BaseFigure
 
-from powermodel import allocator
+from powermodel import allocator, deadline
 from powermodel.errors import PowerModelError
 from powermodel.scenario import Scenario
 from powermodel.simulate import held_arrays, memory_estimate, memory_fix, simulate
@@ -39,19 +49,35 @@ DEFAULT_BYTES = 3 * 2**30  # a 54-day 1-s run peaks at 1.5 GB simulating, its vi
 SCENARIOS_KEPT = 1000
 SIMULATIONS = 1  # at once: on a 2-core machine a second one only slows the first
 QUEUE = 32  # simulations waiting; beyond, a request is told the server is busy
-VIEW_BUILDS = 2  # views built at once (the other requests wait, or answer from the cache)
-SLOT_WAIT = 30.0  # s a view build waits for a slot before the request is told to come back
+VIEW_BUILDS = 2  # heavy views (and uploads) built at once: the others wait, or find it built
+CHEAP_BUILDS = 1  # slots beside those that only cheap views take: one user's heavy views
+# (grid rules, grid events, sweep bands, compare, mitigation) never make another's summary wait
+SLOT_WAIT = 30.0  # s a build waits for a slot before the request is told to come back
 # Peak memory of building a view, per step of its run [B]: measured with tracemalloc on 7 days
 # at 1 s, the thermal view 95 B and the grid view with five rules 93 B (the largest), rounded up
 VIEW_BYTES_PER_STEP = 128
-# Fitted traces kept (their figure and arrays, outside the bound above): a trace the upload
-# limit admits has at most ~150,000 samples, a few MB of arrays with its figure
-FITS_KEPT = 8
-OBJECT_BYTES = 90  # B: a hover text of about 40 characters (CPython's str: 49 B + its length)
+# Peak of sweep.bands per run of the results [B]: tracemalloc measured 48 B on 2 M runs (10 x 10
+# points x 19,900 seeds, every run drawn) and 33 B on 2 M runs of which 24,000 drawn
+BANDS_BYTES_PER_RUN = 64
+# Peak of reading a results file per value its header counts [B]: tracemalloc measured 12 B on
+# three files of 4 M values (floats, and text errors decoded to str), 8 B of them kept
+RESULTS_BYTES_PER_CELL = 16
+# Peak of reading and fitting a trace [B]: tracemalloc measured 94-107 MB fitting nvidia-smi
+# logs of 1.3-5.2 MB (35,000-141,000 rows), their reading 11 B per byte of the upload
+FIT_BYTES = (128 * 2**20, 16)  # a fixed part, and per byte of the upload
+# A build's deadline: a floor, and per unit of its input [s]. Measured (two cores shared, the
+# views of 7 days at 1 s): 0.5 s the power view, 1.0 s the grid view with five rules (1.6 us a
+# step); sweep bands 0.3 s on 2 M runs; a fit 1.4-4.8 s; the grid-events view 2-4 s with 2 to
+# 1,000 sags (1-ms close-up and its fit). Each rate is ten times the slowest seen or more.
+DEADLINE_FLOOR = 20.0
+SECONDS_PER_STEP = 2e-5
+SECONDS_PER_RUN = 2e-6
+SECONDS_PER_UPLOAD_BYTE = 1e-5
+SECONDS_PER_DISTURBANCE = 0.05
 
 
 class Busy(PowerModelError):
-    """The server has more simulations waiting than it queues: try again shortly."""
+    """The server has more work waiting than it queues: try again shortly."""
 
 
 def scenario_key(scenario: Scenario) -> str:
@@ -60,24 +86,68 @@ def scenario_key(scenario: Scenario) -> str:
     return hashlib.sha256(scenario.to_json().encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class Work:
+    """What building something takes: room for its temporaries, a deadline, and how to say it.
+
+    ``what`` names it ("the grid view"), ``size`` its input in words ("604,800 steps"), ``fix``
+    what makes it smaller."""
+
+    nbytes: int  # [B]
+    seconds: float  # [s]
+    size: str
+    fix: str
+    what: str = ""
+
+    def past(self) -> str:
+        """The message once its deadline has passed."""
+        return f"{self.what} took over {self.seconds:.0f} s to build ({self.size}): {self.fix}"
+
+
+def deadline_of(units: float, per_unit: float) -> float:
+    """A build's deadline: :data:`DEADLINE_FLOOR` and ``per_unit`` for each unit of its
+    input. [s]"""
+    return DEADLINE_FLOOR + units * per_unit
+
+
+def run_work(ds: xr.Dataset, scenario: Scenario) -> Work:
+    """What a view of a run takes: :data:`VIEW_BYTES_PER_STEP` and :data:`SECONDS_PER_STEP`."""
+    steps = ds.sizes["time"]
+    return Work(
+        steps * VIEW_BYTES_PER_STEP,
+        deadline_of(steps, SECONDS_PER_STEP),
+        f"{steps:,} steps",
+        memory_fix(scenario),
+    )
+
+
 @dataclass
 class Entry:
-    """One simulated scenario and what the views built from it (figures, rule checks ...)."""
+    """One input of the views (a simulated scenario, an uploaded sweep's results, a fitted
+    trace: ``ds``) and what the views built from it (figures, rule checks, bands ...).
 
-    scenario: Scenario
-    ds: xr.Dataset
+    ``scenario`` is the run's, None for an upload; ``work`` what one of its views takes (a
+    run's by default)."""
+
+    scenario: Scenario | None
+    ds: Any
     views: dict[str, Any] = field(default_factory=dict)
     nbytes: int = 0
     view_locks: dict[str, threading.Lock] = field(default_factory=dict)  # one build a view
     buffers: set[int] = field(default_factory=set)  # ids of the arrays counted in nbytes
+    work: Work | None = None
+
+    def __post_init__(self) -> None:
+        if self.work is None and self.scenario is not None:
+            self.work = run_work(self.ds, self.scenario)
 
 
 class SimulationCache:
-    """Least recently used simulations, up to ``max_bytes`` of Datasets, view arrays and work
-    in flight.
+    """Least recently used inputs (simulated runs, uploads) with their views, up to
+    ``max_bytes`` of what they hold and of the work in flight.
 
-    Safe to share between the server's threads: a scenario asked for by several callbacks at
-    once is simulated once, the others wait for it.
+    Safe to share between the server's threads: an input asked for by several callbacks at
+    once is built once (a scenario simulated once), the others wait for it.
 
     Parameters
     ----------
@@ -97,14 +167,15 @@ class SimulationCache:
         self.queue = queue
         self._entries: OrderedDict[str, Entry] = OrderedDict()
         self._lock = threading.Lock()
-        self._simulating: dict[str, Future] = {}  # key -> the entry its simulation gives
+        self._building: dict[str, Future] = {}  # key -> the entry its build gives
         self._turns = threading.Condition(self._lock)
         self._waiting: list[str] = []  # keys waiting for a turn, first come first
         self._running = 0
-        self._reserved = 0  # bytes held for simulations and view builds in flight
-        self._dropped: list[weakref.ref] = []  # runs dropped while a request still held them
-        self._view_slots = threading.BoundedSemaphore(VIEW_BUILDS)
-        self._in_build = threading.local()  # set while this thread builds a view
+        self._reserved = 0  # bytes held for simulations and builds in flight
+        self._dropped: list[weakref.ref] = []  # inputs dropped while a request still held them
+        self._slots = threading.Condition()
+        self._builds = [0, 0]  # builds under way: heavy, cheap
+        self._in_build = threading.local()  # set while this thread builds
         # scenarios seen, by key, for download links and callbacks: kB each, the latest kept
         self.scenarios: OrderedDict[str, Scenario] = OrderedDict()
 
@@ -146,23 +217,64 @@ class SimulationCache:
             The scenario does not simulate, or alone needs more memory than the bound.
         """
         key = self.remember(scenario)
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None and entry.scenario == scenario:
-                self._entries.move_to_end(key)
-                return entry
-            result = self._simulating.get(key)
-            mine = result is None
-            if mine:
-                result = self._simulating[key] = Future()
-        if not mine:
-            return result.result()
-        try:
+
+        def simulated() -> Entry:
             with self._turn(key, self.admit(scenario)) as keep:
                 ds = simulate(scenario)
                 counted: set[int] = set()
                 nbytes = _arrays_bytes(held_arrays(ds), counted)  # lazy ones unexpanded
-                entry = keep(Entry(scenario, ds, nbytes=nbytes, buffers=counted))
+                return keep(Entry(scenario, ds, nbytes=nbytes, buffers=counted))
+
+        return self._once(key, simulated, lambda entry: entry.scenario == scenario)
+
+    def upload(self, key: str, build: Callable[[], tuple[Any, Work]], work: Work) -> Entry:
+        """The entry of an upload: kept under ``key``, or what ``build()`` reads from it (the
+        input, and what a view of it takes), built once (a caller that finds it under way
+        waits for it) as a heavy view is built: in a slot, with ``work`` reserved and under
+        its deadline; then kept, counted by what it holds.
+
+        Raises
+        ------
+        Busy
+            No slot came free within :data:`SLOT_WAIT`.
+        PowerModelError
+            The upload does not read; it needs more memory than the bound; past its deadline.
+        """
+
+        def read() -> Entry:
+            self._refuse(work, 0)
+            with self._view_slot(work, cheap=False) as keep:
+                value, views = build()
+                counted: set[int] = set()
+                nbytes = _arrays_bytes(value, counted)
+                return keep(key, Entry(None, value, nbytes=nbytes, buffers=counted, work=views))
+
+        return self._once(key, read, lambda entry: entry.scenario is None)
+
+    def find(self, key: Any) -> Entry | None:
+        """The entry kept under ``key`` (an upload's), or None: never made, or evicted."""
+        with self._lock:
+            entry = self._entries.get(key) if isinstance(key, str) else None
+            if entry is not None:
+                self._entries.move_to_end(key)
+            return entry
+
+    def _once(self, key: str, build: Callable[[], Entry], same: Callable[[Entry], bool]) -> Entry:
+        """The entry kept under ``key`` if ``same`` holds for it, else ``build()``'s, built by
+        the first caller while those who come meanwhile wait for it."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and same(entry):
+                self._entries.move_to_end(key)
+                return entry
+            result = self._building.get(key)
+            mine = result is None
+            if mine:
+                result = self._building[key] = Future()
+        if not mine:
+            return result.result()
+        try:
+            entry = build()
             result.set_result(entry)
             return entry
         except BaseException as exc:
@@ -170,7 +282,7 @@ class SimulationCache:
             raise
         finally:
             with self._lock:
-                self._simulating.pop(key, None)
+                self._building.pop(key, None)
 
     def position(self, scenario: Scenario) -> int | None:
         """Where a scenario's simulation stands: its place in the queue (1 is next), 0 while it
@@ -179,7 +291,7 @@ class SimulationCache:
         with self._lock:
             if key in self._waiting:
                 return self._waiting.index(key) + 1
-            return 0 if key in self._simulating or key in self._entries else None
+            return 0 if key in self._building or key in self._entries else None
 
     @contextmanager
     def _turn(self, key: str, need: int) -> Iterator[Callable[[Entry], Entry]]:
@@ -204,17 +316,31 @@ class SimulationCache:
                 self._waiting.remove(key)
                 self._turns.notify_all()
             self._running += 1
+        with self._reserving(need) as keep:
+            try:
+                yield lambda entry: keep(key, entry)
+            finally:
+                with self._turns:
+                    self._running -= 1
+                    self._turns.notify_all()
+
+    @contextmanager
+    def _reserving(self, need: int) -> Iterator[Callable[[str, Entry], Entry]]:
+        """Hold ``need`` bytes under the bound (evicting to make room) while the block runs;
+        yields ``keep(key, entry)``, which stores an entry and gives the room back in one
+        step. What was not given back is at the block's end."""
+        with self._turns:
             self._reserved += need
             dropped = self._evict()
         release_memory(dropped)
         held = [need]
 
-        def keep(entry: Entry) -> Entry:
+        def keep(key: str, entry: Entry) -> Entry:
             with self._turns:
                 self._reserved -= held.pop()
                 self._entries[key] = entry
                 dropped = self._evict()
-                self._turns.notify_all()  # what it held is now a kept run, which may go
+                self._turns.notify_all()  # what it held is now a kept entry, which may go
             release_memory(dropped)
             return entry
 
@@ -222,27 +348,43 @@ class SimulationCache:
             yield keep
         finally:
             with self._turns:
-                self._running -= 1
-                self._reserved -= sum(held)  # a run that failed gives its room back here
-                self._turns.notify_all()
+                self._reserved -= sum(held)  # a build that failed gives its room back here
+                self._turns.notify_all()  # a run waiting for room may start
 
-    def view(self, entry: Entry, name: str, build: Callable[[Entry], Any]) -> Any:
+    def view(
+        self,
+        entry: Entry,
+        name: str,
+        build: Callable[[Entry], Any],
+        cheap: bool = False,
+        work: Work | None = None,
+    ) -> Any:
         """What ``build(entry)`` returns, built once per entry (a second caller waits for the
-        first) and counted in its size: the arrays it holds that the Dataset does not.
+        first) and counted in its size: the arrays it holds that the input does not.
 
-        A build takes one of :data:`VIEW_BUILDS` slots, before the view's own lock (so that no
-        thread waits for a slot while holding a lock another build needs), and holds room for
-        its temporaries under the bound; a view built inside another's build (a figure's rule
-        check) uses that build's slot.
+        A build takes a slot (a ``cheap`` one any free slot, another one of the
+        :data:`VIEW_BUILDS` for heavy work), before the view's own lock (so that no thread
+        waits for a slot while holding a lock another build needs); holds room for its
+        temporaries under the bound; and must end within its deadline. ``work`` says what it
+        takes, by default what the entry says a view of it takes. A view built inside another's
+        build (a figure's rule check) uses that build's slot, room and deadline.
 
         Raises
         ------
         Busy
             No slot came free within :data:`SLOT_WAIT`.
+        PowerModelError
+            Its temporaries and its input need more than the bound; past its deadline
+            (:class:`powermodel.deadline.DeadlineExceeded`).
         """
         if name in entry.views:
             return entry.views[name]
-        with self._view_slot(entry.ds.sizes["time"] * VIEW_BYTES_PER_STEP):
+        work = work or entry.work
+        if work is None:
+            raise PowerModelError(f"{name}: an input without its views' work (a bug)")
+        work = work if work.what else replace(work, what=f"the {name.partition(':')[0]} view")
+        self._refuse(work, entry.nbytes)
+        with self._view_slot(work, cheap):
             with self._lock:
                 lock = entry.view_locks.setdefault(name, threading.Lock())
             with lock:
@@ -254,30 +396,58 @@ class SimulationCache:
                     release_memory(dropped)
         return entry.views[name]
 
+    def _refuse(self, work: Work, beside: int) -> None:
+        """Refuse work whose temporaries, beside ``beside`` bytes of its input, the bound
+        cannot hold."""
+        if work.nbytes + beside > self.max_bytes:
+            what = work.what[:1].upper() + work.what[1:]
+            held = f" beside its input's {_size(beside)}" if beside else ""
+            raise PowerModelError(
+                f"{what} needs about {_size(work.nbytes)}{held}, more than the dashboard keeps "
+                f"({_size(self.max_bytes)}): {work.fix}"
+            )
+
     @contextmanager
-    def _view_slot(self, need: int) -> Iterator[None]:
+    def _view_slot(self, work: Work, cheap: bool) -> Iterator[Callable[[str, Entry], Entry]]:
+        """A build's slot, room and deadline; yields :meth:`_reserving`'s ``keep``."""
         if getattr(self._in_build, "active", False):
-            yield  # nested in a build that holds a slot and its room already
+            yield self._nested_keep  # in a build that holds a slot, its room and deadline
             return
-        if not self._view_slots.acquire(timeout=SLOT_WAIT):
-            raise Busy("the server is busy building other views: try again shortly")
-        with self._lock:
-            self._reserved += need
-            dropped = self._evict()
-        release_memory(dropped)
+        kind = int(cheap)
+        with self._slots:
+            free = self._slots.wait_for(
+                lambda: (
+                    sum(self._builds) < VIEW_BUILDS + CHEAP_BUILDS
+                    and (cheap or self._builds[0] < VIEW_BUILDS)
+                ),
+                timeout=SLOT_WAIT,
+            )
+            if not free:
+                raise Busy("the server is busy building other views: try again shortly")
+            self._builds[kind] += 1
         self._in_build.active = True
         try:
-            yield
+            with self._reserving(work.nbytes) as keep, deadline.within(work.seconds, work.past()):
+                yield keep
         finally:
             self._in_build.active = False
-            with self._turns:
-                self._reserved -= need
-                self._turns.notify_all()  # a run waiting for room may start
-            self._view_slots.release()
+            with self._slots:
+                self._builds[kind] -= 1
+                idle = not any(self._builds)
+                self._slots.notify_all()
+            if idle:  # what the builds freed goes back to the system, not only to the heap
+                allocator.trim()
+
+    def _nested_keep(self, key: str, entry: Entry) -> Entry:
+        with self._turns:
+            self._entries[key] = entry
+            dropped = self._evict()
+        release_memory(dropped)
+        return entry
 
     @property
     def nbytes(self) -> int:
-        """Bytes kept, held for work in flight, and of dropped runs still in use."""
+        """Bytes kept, held for work in flight, and of dropped inputs still in use."""
         with self._lock:
             return self._total()
 
@@ -285,7 +455,7 @@ class SimulationCache:
         return sum(e.nbytes for e in self._entries.values()) + self._held()
 
     def _held(self) -> int:
-        """What no eviction frees: room held for work in flight, and runs dropped while a
+        """What no eviction frees: room held for work in flight, and inputs dropped while a
         request still uses them."""
         self._dropped = [ref for ref in self._dropped if ref() is not None]
         return self._reserved + sum(getattr(ref(), "nbytes", 0) for ref in self._dropped)
@@ -295,7 +465,7 @@ class SimulationCache:
 
     def _evict(self) -> bool:
         """Drop the least recently used entries until what is kept, held for work in flight
-        and held still by those using a dropped run fits the bound; the newest stays unless
+        and held still by those using a dropped input fits the bound; the newest stays unless
         work in flight needs its room. Called under the lock; returns whether anything was
         dropped (whose memory the caller then releases)."""
         total = self._total()
@@ -308,33 +478,6 @@ class SimulationCache:
             total = self._total()
             dropped = True
         return dropped
-
-
-class Kept:
-    """The latest ``size`` values put, by key (the fitted traces); thread-safe."""
-
-    def __init__(self, size: int = FITS_KEPT) -> None:
-        self.size = size
-        self._values: OrderedDict[str, Any] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Any) -> Any:
-        """The value kept under ``key``, or None (never put, or evicted since)."""
-        with self._lock:
-            if not isinstance(key, str) or key not in self._values:
-                return None
-            self._values.move_to_end(key)
-            return self._values[key]
-
-    def put(self, key: str, value: Any) -> None:
-        with self._lock:
-            self._values[key] = value
-            self._values.move_to_end(key)
-            while len(self._values) > self.size:
-                self._values.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._values)
 
 
 def release_memory(dropped: bool = True) -> None:
@@ -359,25 +502,43 @@ def _owner(array: np.ndarray) -> np.ndarray:
 
 
 def _arrays_bytes(value: Any, counted: set[int], seen: set[int] | None = None) -> int:
-    """Bytes of the arrays ``value`` holds (figures keep their full-resolution data), each
-    memory block once: blocks in ``counted`` (the Dataset's) are not counted again, and the
-    blocks found are added to it."""
+    """Bytes of the arrays ``value`` holds (a Dataset's, a frame's columns, a figure's traces
+    and full-resolution data, a dataclass's fields), each memory block once, an object array's
+    objects too: blocks in ``counted`` (the input's) are not counted again, and the blocks
+    found are added to it."""
     seen = set() if seen is None else seen
     if id(value) in seen:
         return 0
     seen.add(id(value))
-    if isinstance(value, pd.Index | pd.Series):
+    if isinstance(value, pd.RangeIndex):
+        return 0  # its numbers are made when read
+    if isinstance(value, xr.Dataset):
+        value = held_arrays(value)
+    elif isinstance(value, pd.DataFrame):
+        value = [value.index, *(value.iloc[:, i] for i in range(value.shape[1]))]
+    elif isinstance(value, pd.Index | pd.Series):
         value = value.to_numpy()
+    elif is_dataclass(value) and not isinstance(value, type):
+        value = [getattr(value, f.name) for f in fields(value)]
     if isinstance(value, np.ndarray):
         owner = _owner(value)
         if id(owner) in counted:
             return 0
         counted.add(id(owner))
-        # an object array (hover texts) holds pointers: count the objects too, as short strings
-        return owner.nbytes + (owner.size * OBJECT_BYTES if owner.dtype.kind == "O" else 0)
+        return owner.nbytes + (_objects_bytes(owner) if owner.dtype.kind == "O" else 0)
     if isinstance(value, dict):
         return sum(_arrays_bytes(v, counted, seen) for v in value.values())
     if isinstance(value, list | tuple):
         return sum(_arrays_bytes(v, counted, seen) for v in value)
-    hf = getattr(value, "_hf_data", None)  # plotly-resampler: each trace's full data
-    return _arrays_bytes(hf, counted, seen) if isinstance(hf, dict) else 0
+    if isinstance(value, BaseFigure):  # the traces as sent, and plotly-resampler's full data
+        return _arrays_bytes([value._data, getattr(value, "_hf_data", None)], counted, seen)
+    return 0
+
+
+def _objects_bytes(array: np.ndarray) -> int:
+    """Bytes of the distinct objects an object array points to (an xarray text array's
+    strings, a figure's hover texts): Python's own size of each, once however often it is
+    pointed to. [B]"""
+    flat = array.ravel()
+    ids = pd.Index(np.fromiter(map(id, flat), dtype=np.int64, count=flat.size))
+    return sum(map(sys.getsizeof, flat[~ids.duplicated()]))

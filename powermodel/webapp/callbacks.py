@@ -16,12 +16,15 @@ waiting for a build slot gives up after :data:`~powermodel.webapp.cache.SLOT_WAI
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import tempfile
 import threading
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +35,8 @@ import plotly.graph_objects as go
 from dash import ALL, MATCH, Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
+from powermodel import deadline, fit_report, ride_through, rules, sizing
 from powermodel import fit as fitting
-from powermodel import fit_report, ride_through, rules, sizing
 from powermodel.analysis import diurnal_swing, flexibility, metrics, workloads
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.export import TOOLS
@@ -49,9 +52,22 @@ from powermodel.scenario import (
     shorten,
 )
 from powermodel.simulate import SENSORS
-from powermodel.sweep import bands, measured, swept_dims, swept_keys
+from powermodel.sweep import MAX_RESULT_CELLS, bands, measured, swept_dims, swept_keys
 from powermodel.webapp import downloads, figures, ids, layout
-from powermodel.webapp.cache import SLOT_WAIT, Entry, Kept, SimulationCache, scenario_key
+from powermodel.webapp.cache import (
+    BANDS_BYTES_PER_RUN,
+    FIT_BYTES,
+    RESULTS_BYTES_PER_CELL,
+    SECONDS_PER_DISTURBANCE,
+    SECONDS_PER_RUN,
+    SECONDS_PER_UPLOAD_BYTE,
+    SLOT_WAIT,
+    Entry,
+    SimulationCache,
+    Work,
+    deadline_of,
+    scenario_key,
+)
 from powermodel.webapp.controls import (
     BY_KEY,
     BY_PROP,
@@ -81,7 +97,6 @@ from powermodel.webapp.uploads import (
 SWEEP_METRICS = ("grid_swing_5s_mw", "grid_peak_mw", "effective_training_time")
 MAX_FAILED_ROWS = 1000  # failed runs listed (a sweep holds up to 10,000 runs)
 ERROR_CHARACTERS = 300  # of each failed run's error, as the table shows it
-SWEEPS_KEPT = 4  # uploaded results kept: each at most 4,000,000 values (32 MB)
 MAX_STEPS = 5_000_000  # steps the dashboard simulates: 57 days 21 h at 1 s, about 1.6 GB at peak
 PREFETCHED = ("power", "thermal", "grid")  # views built ahead of a tab change (the mitigation
 # view is not: it would simulate the run without its mitigations for every scenario seen)
@@ -140,10 +155,12 @@ class Dashboard:
         # one daemon thread: the server's exit (or a test's) need not wait for a prefetch
         self._prefetches: deque[tuple[dict, tuple[str, ...], Future]] = deque()
         self._prefetch_due = threading.Condition()
-        self.fits = Kept()  # fitted traces by key: their figure, tables and scenario text
         self.traces = folder / "traces"  # an uploaded trace, while it is read
-        self._fitting = threading.BoundedSemaphore(1)  # one fit at a time: seconds of a core
-        self.sweeps = Kept(SWEEPS_KEPT)  # uploaded sweep results by the hash of their bytes
+        # one fit at a time (seconds of a core), so fits hold at most one of the heavy slots
+        self._fitting = threading.BoundedSemaphore(1)
+        # one results file read at a time: the netCDF-C and HDF5 libraries are not thread-safe
+        # (two uploads read at once, one was "not a NetCDF file" in bench/load_dashboard.py)
+        self._reading = threading.Lock()
         threading.Thread(target=self._prefetch_loop, name="prefetch", daemon=True).start()
 
     @property
@@ -451,23 +468,37 @@ class Dashboard:
         return store, shown["message"], shown["figure"], shown["table"], shown["numbers"]
 
     def _fitted(self, contents: Any, filename: Any, period: Any, gpus: Any) -> dict[str, Any]:
-        """The fit of an upload, kept by the hash of its bytes and the boxes' values."""
-        frame, meta, data = read_trace(
-            contents, filename, self.upload_limit, self.traces, period, gpus
+        """The fit of an upload and what the page shows of it, each made once and kept in the
+        cache (counted by what it holds): by its bytes, the name it came with and the boxes'
+        values, everything that is shown of it, so that nobody sees another's name."""
+        key = _upload_key("fit", contents, filename, period, gpus)
+        size = _upload_bytes(contents)
+        fitting_it = Work(
+            FIT_BYTES[0] + FIT_BYTES[1] * size,
+            deadline_of(size, SECONDS_PER_UPLOAD_BYTE),
+            f"{size / 1e6:.1f} MB",
+            "upload a shorter span or fewer channels, or fit it with `powermodel fit`",
+            "the fit",
         )
-        key = hashlib.sha256(data + json.dumps([period, gpus]).encode()).hexdigest()[:32]
-        kept = self.fits.get(key)
-        if kept is None:
-            kept = {"key": key, **fitted(frame, meta, period, gpus)}
-            self.fits.put(key, kept)
-        return kept
+        # its figure and tables draw what the fit holds: the reading's share of the room
+        drawing = replace(fitting_it, nbytes=FIT_BYTES[1] * size, what="the fit's figure")
+
+        def fit() -> tuple[dict[str, Any], Work]:
+            frame, meta, _ = read_trace(
+                contents, filename, self.upload_limit, self.traces, period, gpus
+            )
+            deadline.check()
+            return fit_of(frame, meta, period, gpus), drawing
+
+        entry = self.cache.upload(key, fit, fitting_it)
+        return {"key": key, **self.cache.view(entry, "fit", lambda e: fit_view(e.ds), cheap=True)}
 
     def fit_zoom(self, relayout: Any, state: Any) -> Any:
         """New points for the fit's graph after a pan or zoom."""
-        kept = self.fits.get(state.get("key")) if isinstance(state, dict) else None
-        if not relayout or kept is None or not _plain(relayout):
+        entry = self._uploaded(state, "fit")
+        if not relayout or entry is None or "fit" not in entry.views or not _plain(relayout):
             raise PreventUpdate
-        return self._patch(kept["figure"], relayout)
+        return self._patch(entry.views["fit"]["figure"], relayout)
 
     def fit_toml(self, n_clicks: int | None, state: Any) -> dict:
         """The fitted scenario as it was written (with its ``[C]`` tags), once it loads as an
@@ -506,17 +537,15 @@ class Dashboard:
         if not contents:
             raise PreventUpdate
         try:
-            results, label, data = read_sweep_results(
-                contents, filename, self.upload_limit, self.traces
-            )
+            key = _upload_key("sweep", contents, filename)
+            results = self.cache.upload(
+                key, lambda: self._sweep_results(contents, filename), self._reading_results()
+            ).ds
+            label = safe_name(filename if isinstance(filename, str) else "", "results.nc")
             metrics_drawn, keys = measured(results), swept_keys(results)
-            if not metrics_drawn or not keys:
-                raise UploadError(f"{label} has no metric over a swept key to draw")
         except PowerModelError as exc:
             why = _page_words(self.said(exc))
             return no_update, *(no_update,) * 4, f"{why} — the sweep shown is unchanged", no_update
-        key = hashlib.sha256(data).hexdigest()[:32]
-        self.sweeps.put(key, results)
         metric = next((m for m in SWEEP_METRICS if m in metrics_drawn), metrics_drawn[0])
         runs = int(results["error"].size)
         failed, n_failed = _failed_runs(results)
@@ -534,17 +563,55 @@ class Dashboard:
             failed,
         )
 
+    def _uploaded(self, state: Any, kind: str) -> Entry | None:
+        """The upload of ``kind`` (``sweep``, ``fit``) a page's store names, if it is kept; a
+        key of another kind (a run's, forged into the store) names nothing."""
+        key = state.get("key") if isinstance(state, dict) else None
+        found = isinstance(key, str) and key.startswith(f"{kind}:")
+        return self.cache.find(key) if found else None
+
+    def _reading_results(self) -> Work:
+        """What reading an uploaded results file takes: the most values one may hold."""
+        return Work(
+            MAX_RESULT_CELLS * RESULTS_BYTES_PER_CELL,
+            deadline_of(self.upload_limit, SECONDS_PER_UPLOAD_BYTE),
+            f"up to {MAX_RESULT_CELLS:,} values",
+            "upload the results of a smaller sweep",
+            "reading the results",
+        )
+
+    def _sweep_results(self, contents: Any, filename: Any) -> tuple[Any, Work]:
+        """An uploaded sweep's results, read and checked, and what a chart of them takes:
+        :data:`~powermodel.webapp.cache.BANDS_BYTES_PER_RUN` and a deadline per run."""
+        with self._reading:
+            results, label, _ = read_sweep_results(
+                contents, filename, self.upload_limit, self.traces
+            )
+        if not measured(results) or not swept_keys(results):
+            raise UploadError(f"{label} has no metric over a swept key to draw")
+        runs = int(results["error"].size)
+        return results, Work(
+            runs * BANDS_BYTES_PER_RUN,
+            deadline_of(runs, SECONDS_PER_RUN),
+            f"{runs:,} runs",
+            "upload the results of a sweep of fewer points or seeds",
+            "the sweep chart",
+        )
+
     def sweep_view(self, state: Any, metric: Any, key: Any) -> go.Figure:
-        """The chosen metric against the chosen key, from results kept here."""
-        results = self.sweeps.get(state.get("key")) if isinstance(state, dict) else None
-        if results is None or not isinstance(metric, str) or not isinstance(key, str):
-            raise PreventUpdate
+        """The chosen metric against the chosen key, from results kept here, drawn once."""
+        entry = self._uploaded(state, "sweep")
+        if entry is None or metric not in measured(entry.ds) or key not in swept_keys(entry.ds):
+            raise PreventUpdate  # never uploaded here, evicted, or not the results' own
+        unit = str(entry.ds[metric].attrs.get("units", "1"))
         try:
-            table = bands(results, metric, key)
-        except PowerModelError:
-            raise PreventUpdate from None
-        unit = str(results[metric].attrs.get("units", "1"))
-        return figures.sweep_figure(table, metric, key, unit)
+            return self.cache.view(
+                entry,
+                f"sweep:{metric}:{key}",
+                lambda e: figures.sweep_figure(bands(e.ds, metric, key), metric, key, unit),
+            )
+        except PowerModelError as exc:
+            raise Refused(self.said(exc)) from None
 
     def violations(self, scenario: Scenario, names: tuple[str, ...]) -> pd.DataFrame:
         """Every violation of the rules on a run, as the CLI's ``check --violations`` writes."""
@@ -563,11 +630,12 @@ class Dashboard:
         sensor: Any = None,
     ) -> dict[str, Any]:
         """Everything a view shows, built once per scenario (and rules, other scenario or
-        sensor); a view the server cannot build now (busy, refused) leaves the page as it is."""
+        sensor); a view the server cannot build now (busy, too large, past its deadline)
+        leaves the page as it is and says why (:class:`Refused`)."""
         try:
             return self._view(name, state, chosen_rules, compare_with, pinned, sensor)
-        except PowerModelError:
-            raise PreventUpdate from None
+        except PowerModelError as exc:
+            raise Refused(self.said(exc)) from None
 
     def _view(
         self,
@@ -586,6 +654,7 @@ class Dashboard:
                 entry,
                 name if chain == figures.EXACT else f"power:{chain}",
                 lambda e: {"figure": figures.power_figure(e.ds, chain)},
+                cheap=True,
             )
         if name == "thermal":
             return self.cache.view(entry, name, lambda e: _thermal(e, self.metrics(e)))
@@ -617,7 +686,7 @@ class Dashboard:
 
     def metrics(self, entry: Entry) -> dict[str, Any]:
         """:func:`powermodel.metrics` of a run, once per run (summary, thermal, compare)."""
-        return self.cache.view(entry, "metrics", lambda e: metrics(e.ds))
+        return self.cache.view(entry, "metrics", lambda e: metrics(e.ds), cheap=True)
 
     def checked(
         self, entry: Entry, names: tuple[str, ...]
@@ -684,8 +753,8 @@ class Dashboard:
             v = self.cache.view(
                 self.entry(state), f"campus:{json.dumps(chosen)}", lambda e: _campus(e, chosen)
             )
-        except PowerModelError:
-            raise PreventUpdate from None
+        except PowerModelError as exc:
+            raise Refused(self.said(exc)) from None
         return v["note"], v["options"], v["figure"], v["workloads"], v["flex"]
 
     def grid_events(self, state: dict | None, tab: str, picked: Any) -> tuple:
@@ -697,9 +766,14 @@ class Dashboard:
         try:
             entry = self.entry(state)
             index = min(index, max(entry.ds.sizes.get("disturbance", 1) - 1, 0))
-            v = self.cache.view(entry, f"grid-events:{index}", lambda e: _grid_events(e, index))
-        except PowerModelError:
-            raise PreventUpdate from None
+            v = self.cache.view(
+                entry,
+                f"grid-events:{index}",
+                lambda e: _grid_events(e, index),
+                work=_events_work(entry),
+            )
+        except PowerModelError as exc:
+            raise Refused(self.said(exc)) from None
         return (
             v["note"], v["options"], v["figure"], v["close"], v["table"], v["summary"],
             v["checks"], v["model"],
@@ -882,14 +956,14 @@ class Dashboard:
         rules_in = Input(ids.RULES, "value")
         app.callback(
             Output(ids.resampled("power"), "figure"), scenario, tab, Input(ids.SENSOR, "value")
-        )(self.power)
+        )(_telling(self.power))
         app.callback(
             Output(ids.resampled("thermal"), "figure"),
             Output(ids.THERMAL_DIURNAL, "figure"),
             Output(ids.THERMAL_NUMBERS, "children"),
             scenario,
             tab,
-        )(self.thermal)
+        )(_telling(self.thermal))
         app.callback(
             Output(ids.resampled("grid"), "figure"),
             Output(ids.GRID_RAMPS, "figure"),
@@ -900,7 +974,7 @@ class Dashboard:
             scenario,
             tab,
             rules_in,
-        )(self.grid)
+        )(_telling(self.grid))
         app.callback(
             Output(ids.MITIGATION_NOTE, "children"),
             Output(ids.resampled("mitigation"), "figure"),
@@ -909,7 +983,7 @@ class Dashboard:
             scenario,
             tab,
             State(ids.RULES, "value"),
-        )(self.mitigation)
+        )(_telling(self.mitigation))
         app.callback(
             Output(ids.resampled("compare"), "figure"),
             Output(ids.COMPARE_TABLE, "rowData"),
@@ -917,7 +991,7 @@ class Dashboard:
             tab,
             Input(ids.COMPARE_WITH, "value"),
             Input(ids.COMPARE, "data"),
-        )(self.compare)
+        )(_telling(self.compare))
         app.callback(
             Output(ids.CAMPUS_NOTE, "children"),
             Output(ids.CAMPUS_PICK, "options"),
@@ -927,7 +1001,7 @@ class Dashboard:
             scenario,
             tab,
             Input(ids.CAMPUS_PICK, "value"),
-        )(self.campus)
+        )(_telling(self.campus))
         app.callback(
             Output(ids.GRID_EVENTS_NOTE, "children"),
             Output(ids.GRID_EVENTS_PICK, "options"),
@@ -940,7 +1014,7 @@ class Dashboard:
             scenario,
             tab,
             Input(ids.GRID_EVENTS_PICK, "value"),
-        )(self.grid_events)
+        )(_telling(self.grid_events))
         app.callback(
             Output(ids.COMPARE, "data"),
             Output(ids.COMPARE_WITH, "options"),
@@ -979,7 +1053,7 @@ class Dashboard:
             Input(ids.SWEEP_METRIC, "value"),
             Input(ids.SWEEP_KEY, "value"),
             prevent_initial_call=True,
-        )(self.sweep_view)
+        )(_telling(self.sweep_view, ids.SWEEP_MESSAGE, clear=False))
         app.callback(
             Output(ids.FIT_GRAPH, "figure", allow_duplicate=True),
             Input(ids.FIT_GRAPH, "relayoutData"),
@@ -1021,14 +1095,66 @@ class Dashboard:
             State(ids.COMPARE, "data"),
             State(ids.SENSOR, "value"),
             prevent_initial_call=True,
-        )(self.zoom)
+        )(_telling(self.zoom))
         app.callback(
             Output(ids.resampled("grid"), "figure", allow_duplicate=True),
             Input(ids.VIOLATIONS, "selectedRows"),
             State(ids.READY, "data"),
             State(ids.RULES, "value"),
             prevent_initial_call=True,
-        )(self.show_violation)
+        )(_telling(self.show_violation))
+
+
+class Refused(PreventUpdate):
+    """A view the server did not build (busy, too large, past its deadline): the page keeps
+    what it shows, and a callback registered through :func:`_telling` says why."""
+
+
+def _telling(callback: Callable, where: str = ids.VIEW_MESSAGE, clear: bool = True) -> Callable:
+    """``callback`` as the page calls it: a view it refuses leaves its outputs as they are and
+    puts the reason in ``where`` (``dash.set_props``: no output of its own); one it builds
+    clears ``where`` (with ``clear``)."""
+
+    @functools.wraps(callback)
+    def told(*args: Any) -> Any:
+        try:
+            shown = callback(*args)
+        except Refused as refused:
+            dash.set_props(where, {"children": str(refused)})
+            return no_update
+        if clear:
+            dash.set_props(where, {"children": ""})
+        return shown
+
+    return told
+
+
+def _upload_key(kind: str, contents: Any, *shown: Any) -> str:
+    """The cache's key of an upload: a hash of its content and of everything shown of it (the
+    name it came with, the boxes' values)."""
+    payload = contents.partition(",")[2] if isinstance(contents, str) else ""
+    digest = hashlib.sha256(payload.encode("utf-8", "backslashreplace"))
+    digest.update(json.dumps(shown, default=str).encode())
+    return f"{kind}:{digest.hexdigest()[:32]}"
+
+
+def _upload_bytes(contents: Any) -> int:
+    """The size of an upload from its data URL's length (base64: 3 bytes in 4). [B]"""
+    return len(contents.partition(",")[2]) * 3 // 4 if isinstance(contents, str) else 0
+
+
+def _events_work(entry: Entry) -> Work:
+    """What the grid-events view of a run takes: the run's view, and
+    :data:`~powermodel.webapp.cache.SECONDS_PER_DISTURBANCE` more for each disturbance (each
+    is read against the run; one is simulated close up and fitted)."""
+    run = entry.work
+    count = entry.ds.sizes.get("disturbance", 0)
+    return replace(
+        run,
+        seconds=run.seconds + count * SECONDS_PER_DISTURBANCE,
+        size=f"{count:,} disturbances over {run.size}",
+        fix="give fewer disturbances (disturbance.sags) or a shorter simulation.duration",
+    )
 
 
 def _failed_runs(results: Any, limit: int = MAX_FAILED_ROWS) -> tuple[list[dict[str, str]], int]:
@@ -1056,23 +1182,35 @@ def _unchanged(message: str) -> tuple:
     return (no_update, *page_values(nothing), no_update, no_update, message)
 
 
-def fitted(
-    frame: pd.DataFrame, meta: dict, period: float | None, gpus: int | None
-) -> dict[str, Any]:
+def fit_of(frame: pd.DataFrame, meta: dict, period: float | None, gpus: int | None) -> dict:
     """A trace read by :func:`~powermodel.iotools.read_telemetry`, bounded, fitted
     (:func:`powermodel.fit.fit`, on the fit's reference preset), its scenario written, and the
-    fit replayed through the trace's sensor and compared (:mod:`powermodel.fit_report`):
-    the figure, the fit's table and the comparison as rows, the scenario's text and the name to
-    save it as, and the message."""
+    fit replayed through the trace's sensor and compared (:mod:`powermodel.fit_report`): the
+    fit, the replay, the comparison's numbers, the scenario's text, and the trace's name and
+    repairs (``meta``'s ``source`` and ``warnings``)."""
     label = meta["source"]
     _bound_trace(frame, meta, period)
     result = fitting.fit(frame, meta, None, fitting.REFERENCE, period, gpus)
+    deadline.check()
     text = fitting.fitted_toml(result, fitting.REFERENCE, label)
-    scenario = loads_scenario(text, label=label)
-    replayed = fit_report.replay(result, scenario)
-    numbers = fit_report.compare(result, replayed)
+    replayed = fit_report.replay(result, loads_scenario(text, label=label))
+    deadline.check()
+    return {
+        "result": result,
+        "replayed": replayed,
+        "numbers": fit_report.compare(result, replayed),
+        "toml": text,
+        "label": label,
+        "warnings": list(meta.get("warnings", ())),
+    }
+
+
+def fit_view(fit: dict) -> dict[str, Any]:
+    """What the page shows of a fit (:func:`fit_of`): the figure, the fit's table and the
+    comparison as rows, the scenario's text and the name to save it as, and the message."""
+    result, replayed, numbers, label = fit["result"], fit["replayed"], fit["numbers"], fit["label"]
     sensor = f"{result.sensor.label} sensor"
-    repaired = list(meta.get("warnings", ()))
+    repaired = fit["warnings"]
     said = "; ".join(repaired[:FIT_SHOWN_WARNINGS]) + (
         f" and {len(repaired) - FIT_SHOWN_WARNINGS} more"
         if len(repaired) > FIT_SHOWN_WARNINGS
@@ -1093,7 +1231,7 @@ def fitted(
         "numbers": figures.records(
             fit_report.comparison_table(numbers), layout.TABLES[ids.FIT_NUMBERS]
         ),
-        "toml": text,
+        "toml": fit["toml"],
         "name": f"{safe_name(f'fit-of-{Path(label).stem}')}.toml",
         "message": message,
     }

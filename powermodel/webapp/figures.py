@@ -23,7 +23,7 @@ from plotly.colors import hex_to_rgb, qualitative
 from plotly.subplots import make_subplots
 from plotly_resampler import FigureResampler
 
-from powermodel import analysis, sizing
+from powermodel import analysis, deadline, sizing
 from powermodel import rules as rules_mod
 from powermodel.analysis import (
     SWING_WINDOW,
@@ -103,7 +103,9 @@ def _line(
     width: float = 1.0,
     **trace: Any,
 ) -> None:
-    """A full-resolution line that plotly-resampler thins to the window shown."""
+    """A full-resolution line that plotly-resampler thins to the window shown; a figure
+    built past its request's deadline stops here (:mod:`powermodel.deadline`)."""
+    deadline.check()
     line = {"width": width, **({"color": color} if color else {})}
     fig.add_trace(
         go.Scattergl(name=name, mode="lines", line=line, **trace), hf_x=x, hf_y=y, row=row, col=1

@@ -21,6 +21,7 @@ UPLOAD_SCENARIO = "upload-scenario"
 UPLOAD_WEATHER = "upload-weather"
 MESSAGE = "message"  # what became of an upload
 SCENARIO_ERROR = "scenario-error"  # why the controls' scenario is refused
+VIEW_MESSAGE = "view-message"  # why the open view was not built (too slow, too large)
 POLL = "poll"  # interval: where the page's run stands in the queue, while its summary waits
 
 # pattern-matched controls, by the property holding their value: callbacks take each kind's

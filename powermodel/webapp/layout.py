@@ -450,7 +450,21 @@ def page(preset: str, upload_limit: int) -> html.Div:
             dcc.Store(id=ids.FIT),
             dcc.Store(id=ids.SWEEP),
             header(),
-            html.Div([sidebar(preset, upload_limit), html.Main(views())], className="body"),
+            html.Div(
+                [
+                    sidebar(preset, upload_limit),
+                    # why the open view could not be built (past its deadline, over the bound)
+                    html.Main(
+                        [
+                            html.Div(
+                                "", id=ids.VIEW_MESSAGE, className="message error", role="alert"
+                            ),
+                            views(),
+                        ]
+                    ),
+                ],
+                className="body",
+            ),
         ],
         className="page",
     )
