@@ -562,7 +562,7 @@ def _check_target(target: str) -> bool:
     if suffix in NOT_A_TARGET:
         raise PowerModelError(
             f"check takes a preset name, a .toml scenario or a measured trace as a .csv (time, "
-            f"P [MW]); {shorten(target)} is {NOT_A_TARGET[suffix]}"
+            f"P [MW]); {shorten(target, 200)} is {NOT_A_TARGET[suffix]}"
         )
     return suffix == ".csv"
 

@@ -7,6 +7,12 @@ disturbances, a figure's traces, a measure's blocks) call :func:`check` at each 
 raises :class:`DeadlineExceeded` with the owner's reason once the deadline has passed. With no
 deadline set (a script, the command line), :func:`check` does nothing.
 
+:class:`DeadlineExceeded` is no :class:`~powermodel.errors.PowerModelError`: the work in
+between answers bad input of its own by catching those (a response the load model cannot
+take, a rule the profile cannot support) and goes on, and would go on past its deadline too.
+It leaves the outermost :func:`within` as :class:`PastDeadline`, a PowerModelError, which the
+owner says in words.
+
 The deadline is held in a context variable, as ``decimal.localcontext`` and ``numpy.errstate``
 hold their settings: each thread (each request of the server) sees only its own, and the
 functions in between need no parameter for it. The pure models (``powermodel.models``) hold no
@@ -22,19 +28,26 @@ from contextvars import ContextVar
 
 from powermodel.errors import PowerModelError
 
-__all__ = ["DeadlineExceeded", "check", "within"]
+__all__ = ["DeadlineExceeded", "PastDeadline", "check", "within"]
 
 _DEADLINE: ContextVar[tuple[float, str] | None] = ContextVar("deadline", default=None)
 
 
-class DeadlineExceeded(PowerModelError):
-    """Work that ran past the deadline its owner gave it; the message says why it was given."""
+class DeadlineExceeded(Exception):
+    """Work that ran past the deadline its owner gave it, on its way out to the owner's
+    :func:`within`; the message says why it was given."""
+
+
+class PastDeadline(PowerModelError):
+    """Work stopped at the deadline its owner gave it, as the owner receives it (the
+    reason in the message)."""
 
 
 @contextmanager
 def within(seconds: float, reason: str) -> Iterator[None]:
     """Run the block under a deadline ``seconds`` from now, past which :func:`check` raises
-    :class:`DeadlineExceeded` with ``reason``. Inside another deadline the earlier one holds.
+    :class:`DeadlineExceeded` with ``reason``. Inside another deadline the earlier one holds;
+    the outermost turns the exceeded deadline into :class:`PastDeadline`.
 
     Parameters
     ----------
@@ -48,6 +61,10 @@ def within(seconds: float, reason: str) -> Iterator[None]:
     token = _DEADLINE.set(outer if outer is not None and outer[0] <= at else (at, reason))
     try:
         yield
+    except DeadlineExceeded as exc:
+        if outer is not None:
+            raise
+        raise PastDeadline(str(exc)) from None
     finally:
         _DEADLINE.reset(token)
 

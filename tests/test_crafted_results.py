@@ -208,3 +208,34 @@ def test_a_crafted_results_file_that_reads_is_labelled_by_name(crafted, board, t
     for key in (DEPTH, INTERVAL):
         figure = _chart(board, store, METRIC, key)
         assert [t["name"] for t in figure["data"] if t["mode"] == "lines+markers"]
+
+
+def test_one_long_error_among_many_runs_is_counted_as_read_and_refused_before(board, tmp_path):
+    # review of issue 26: xarray reads a variable-length text as fixed-width, every value as
+    # wide as the longest, and the count saw each value's own length: one error of 1,000,000
+    # characters among 2,000 runs (a 1-MB file) read as 8 GB (measured: 7.6 GB to open, 15 GB
+    # with the chart's bands). The count is now what reading makes, refused before it
+    import tracemalloc
+
+    runs, long = 2000, 1_000_000
+    error = np.full((runs // 2, 2), "", dtype=object)
+    error[0, 1] = "x" * long
+    ds = xr.Dataset(
+        {
+            METRIC: ((DEPTH, "seed"), np.ones((runs // 2, 2)), {"units": "MW"}),
+            "error": ((DEPTH, "seed"), error),  # object: written as variable-length text
+        },
+        coords={DEPTH: np.linspace(0.1, 0.9, runs // 2), "seed": [0, 1]},
+    )
+    path = tmp_path / "results.nc"
+    ds.to_netcdf(path, engine="netcdf4")
+    with pytest.raises(DataFileError, match=r"^results.nc holds 2,000,00\d,\d{3} values; at most"):
+        sweeping.open_results(path, "results.nc")
+    tracemalloc.start()
+    try:
+        message = _upload(board, path.read_bytes())["sweep-message"]["children"]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "values; at most 4,000,000 are read back" in message
+    assert peak < 64 * 2**20, peak  # the upload's bytes and its copies: 8 GB before

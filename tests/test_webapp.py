@@ -939,6 +939,14 @@ def test_a_deadline_holds_in_its_thread_and_the_earlier_one_inside_another():
         other.start()
         other.join()
         assert seen == [None]  # another thread (another request) has none of this one's
+    # no handler of bad input on the way (a PowerModelError's) stops it; the owner's within
+    # gives it as a PowerModelError, in words
+    with pytest.raises(deadline.PastDeadline, match="^the view took too long$"):
+        with deadline.within(-1.0, "the view took too long"), deadline.within(5.0, "inner"):
+            try:
+                deadline.check()
+            except PowerModelError:
+                pytest.fail("a PowerModelError handler caught the deadline")
 
 
 def _slow(seconds: float, function):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +24,15 @@ import h5py
 import numpy as np
 import xarray as xr
 from h5py import h5a, h5d, h5i, h5l, h5o, h5t, h5z
+from xarray.backends.locks import HDF5_LOCK, NETCDFC_LOCK, combine_locks
 
 from powermodel.errors import DataFileError
+
+# netCDF-C and HDF5 are not safe for threads: one file opened here at a time (two uploads
+# read at once, one was "not a NetCDF file" in bench/load_dashboard.py), and netCDF4 used
+# directly under the locks xarray takes for it
+_OPENING = threading.Lock()
+NETCDF_LOCK = combine_locks([HDF5_LOCK, NETCDFC_LOCK])
 
 __all__ = ["open_netcdf"]
 
@@ -74,8 +82,9 @@ def open_netcdf(
         Its name in messages (an upload's own name, never the server's path).
     max_values
         The most values read: every variable's shape counted from the metadata before
-        anything is read, a text's characters each a value besides (a variable-length text's
-        from the lengths stored with its values, its characters never read).
+        anything is read, a text's characters each a value besides, as read: every value as
+        wide as the longest (a variable-length text's longest from the lengths stored with its
+        values, its characters never read).
     fix
         What to give instead, ending every refusal (``give the results of ...``).
     smaller
@@ -93,15 +102,16 @@ def open_netcdf(
         decoded (the variable named).
     """
     path = Path(path)
-    if _is_hdf5(path, label, fix):
-        values = _hdf5_values(path, label, fix, max_values)
-    else:
-        values = _netcdf3_values(path, label, fix)
-    if values > max_values:
-        raise DataFileError(
-            f"{label} holds {values:,} values; at most {max_values:,} are read back: {smaller}"
-        )
-    return _read(path, label, fix)
+    with _OPENING:
+        if _is_hdf5(path, label, fix):
+            values = _hdf5_values(path, label, fix, max_values)
+        else:
+            values = _netcdf3_values(path, label, fix)
+        if values > max_values:
+            raise DataFileError(
+                f"{label} holds {values:,} values; at most {max_values:,} are read back: {smaller}"
+            )
+        return _read(path, label, fix)
 
 
 def _not_netcdf(label: str, fix: str) -> DataFileError:
@@ -146,7 +156,7 @@ def _hdf5_values(path: Path, label: str, fix: str, limit: int) -> int:
     """The values an HDF5 file's variables hold, from its metadata; refused as
     :func:`open_netcdf` says. h5py opens the superblock and the root group; the walk reads
     links, object headers and attributes' types, and of a variable's data only the lengths
-    of its variable-length texts (:func:`_text_characters`), where it holds at most ``limit``
+    of its variable-length texts (:func:`_longest_text`), where it holds at most ``limit``
     values."""
     try:
         with h5py.File(path, "r") as f:
@@ -163,7 +173,7 @@ def _hdf5_values(path: Path, label: str, fix: str, limit: int) -> int:
 
 @dataclass
 class _Stored:
-    """Where a file's values lie, as :func:`_text_characters` reads their lengths: the file,
+    """Where a file's values lie, as :func:`_longest_text` reads their lengths: the file,
     the size of its addresses [B] and the most values read; and the characters and items of
     its variable-length attributes read so far (:func:`_check_attributes`)."""
 
@@ -195,8 +205,9 @@ def _object_values(root: Any, name: bytes, kind: int, label: str, fix: str, stor
 
 
 def _dataset_values(dataset: Any, name: bytes, label: str, fix: str, stored: _Stored) -> int:
-    """A dataset's values (a text's characters each one besides the value itself; a netCDF
-    dimension without a variable none, as it is never read), refused where its data lies
+    """A dataset's values (a text's characters each one besides the value itself, each value
+    as wide as the longest; a netCDF dimension without a variable none, as it is never read),
+    refused where its data lies
     elsewhere or passes through a filter netCDF does not write."""
     variable = f"variable {_named(name)}"
     plist = dataset.get_create_plist()
@@ -231,15 +242,20 @@ def _dataset_values(dataset: Any, name: bytes, label: str, fix: str, stored: _St
     if layout == h5d.COMPACT:
         what = f"keeps the text of {variable} in its header (compact storage), which NetCDF "
         raise _unwritten(label, f"{what}writes only when asked and powermodel does not read", fix)
-    return cells + (_text_characters(dataset, plist, stored) if cells <= stored.limit else 0)
+    if cells > stored.limit:
+        return cells
+    # read as fixed-width text (xarray's), every value as wide as the longest
+    return cells + cells * _longest_text(dataset, plist, stored)
 
 
-def _text_characters(dataset: Any, plist: Any, stored: _Stored) -> int:
-    """The characters of a variable-length text, summed from the length each value keeps
-    beside the address of its characters in the file's heap, never following the address:
-    values may share one heap object, and reading copies it once for each (a 100-kB text
-    under 1,000 values reads as 100 MB from a file of 118 kB). The stored values are read
-    raw, a chunk at a time, through the filters netCDF writes."""
+def _longest_text(dataset: Any, plist: Any, stored: _Stored) -> int:
+    """The longest value of a variable-length text [B of UTF-8, at least its characters],
+    from the length each value keeps beside the address of its characters in the file's
+    heap, never following the address: values may share one heap object, and reading copies
+    it once for each (a 100-kB text under 1,000 values reads as 100 MB from a file of 118 kB);
+    and xarray reads the text as fixed-width, each value as long as the longest (one error of
+    1,000,000 characters among 2,000 runs, a 1-MB file, read as 8 GB). The stored values are
+    read raw, a chunk at a time, through the filters netCDF writes."""
     value = np.dtype([("length", "<u4"), ("heap", f"V{stored.address + 4}")])
     if plist.get_layout() == h5d.CONTIGUOUS:
         offset = dataset.get_offset()  # None: never written, every value empty
@@ -251,14 +267,15 @@ def _text_characters(dataset: Any, plist: Any, stored: _Stored) -> int:
     # a chunk inflates to no more than it holds, nor than the dataset holds (an unlimited one)
     chunk = math.prod(plist.get_chunk()) if plist.get_layout() == h5d.CHUNKED else 1
     most = max(1, min(chunk, math.prod(dataset.shape))) * value.itemsize
-    total = 0
+    longest = 0
     with stored.path.open("rb") as f:
         for offset, size, skipped in spans:
             f.seek(offset)
             raw = _unfiltered(f.read(size), filters, skipped, value.itemsize, most)
             whole = len(raw) // value.itemsize * value.itemsize
-            total += int(np.frombuffer(raw[:whole], value)["length"].sum(dtype=np.int64))
-    return total
+            lengths = np.frombuffer(raw[:whole], value)["length"]
+            longest = max(longest, int(lengths.max(initial=0)))
+    return longest
 
 
 def _unfiltered(raw: bytes, filters: list[int], skipped: int, item: int, most: int) -> bytes:
@@ -300,7 +317,7 @@ def _check_attributes(obj: Any, name: bytes, label: str, fix: str, stored: _Stor
     (a text, a list) is read here, one at a time and at most :data:`VARIABLE_ITEMS` items
     each, its characters and items counted against :data:`ATTRIBUTE_VALUES`: its items may
     all point at one heap object, which reading copies once for each, as it does a
-    variable's (:func:`_text_characters`), so no walk reads more than that bound (and one
+    variable's (:func:`_longest_text`), so no walk reads more than that bound (and one
     attribute) before the file is refused."""
     where = "the file" if name == b"/" else _named(name)
     for i in range(h5a.get_num_attrs(obj)):
@@ -353,8 +370,8 @@ def _netcdf3_values(path: Path, label: str, fix: str) -> int:
     array counts each character, as its last dimension holds them."""
     import netCDF4
 
-    try:
-        with netCDF4.Dataset(path) as nc:
+    try:  # under xarray's locks of the C libraries: a thread may be writing with xarray
+        with NETCDF_LOCK, netCDF4.Dataset(path) as nc:
             return sum(math.prod(v.shape) for v in nc.variables.values())
     except Exception:  # noqa: BLE001  as in _hdf5_values
         raise _not_netcdf(label, fix) from None

@@ -375,7 +375,7 @@ class SimulationCache:
             No slot came free within :data:`SLOT_WAIT`.
         PowerModelError
             Its temporaries and its input need more than the bound; past its deadline
-            (:class:`powermodel.deadline.DeadlineExceeded`).
+            (:class:`powermodel.deadline.PastDeadline`).
         """
         if name in entry.views:
             return entry.views[name]

@@ -158,9 +158,6 @@ class Dashboard:
         self.traces = folder / "traces"  # an uploaded trace, while it is read
         # one fit at a time (seconds of a core), so fits hold at most one of the heavy slots
         self._fitting = threading.BoundedSemaphore(1)
-        # one results file read at a time: the netCDF-C and HDF5 libraries are not thread-safe
-        # (two uploads read at once, one was "not a NetCDF file" in bench/load_dashboard.py)
-        self._reading = threading.Lock()
         threading.Thread(target=self._prefetch_loop, name="prefetch", daemon=True).start()
 
     @property
@@ -583,10 +580,7 @@ class Dashboard:
     def _sweep_results(self, contents: Any, filename: Any) -> tuple[Any, Work]:
         """An uploaded sweep's results, read and checked, and what a chart of them takes:
         :data:`~powermodel.webapp.cache.BANDS_BYTES_PER_RUN` and a deadline per run."""
-        with self._reading:
-            results, label, _ = read_sweep_results(
-                contents, filename, self.upload_limit, self.traces
-            )
+        results, label, _ = read_sweep_results(contents, filename, self.upload_limit, self.traces)
         if not measured(results) or not swept_keys(results):
             raise UploadError(f"{label} has no metric over a swept key to draw")
         runs = int(results["error"].size)
