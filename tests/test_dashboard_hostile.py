@@ -16,10 +16,10 @@ import json
 import time
 import uuid
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from forged_requests import forged_shapes, replaced, strings_in
 
 from powermodel import load_scenario
 from powermodel.scenario import loads_scenario
@@ -761,7 +761,10 @@ def test_a_trace_upload_is_bounded_and_read_from_the_servers_own_file(board, ope
     assert all(str(board.traces) in p for p in opened if "powermodel-dashboard-" in p)
     assert str(secret) not in opened and list(board.traces.iterdir()) == []
     # boxes forged to what no number box sends are refused in words
-    for period, gpus in (("1; rm -rf /", None), ([1], None), (None, {"a": 1}), (None, 1e400)):
+    for period, gpus in (
+        ("1; rm -rf /", None), ([1], None), (None, {"a": 1}), (None, 1e400), (10**400, None),
+        (None, -(10**400)),
+    ):  # fmt: skip
         said = _trace_upload(board, _data_url(text), "t.csv", period, gpus)
         assert "is not a number" in said["fit-message"]["children"]
 
@@ -804,43 +807,34 @@ def test_a_forged_fit_store_is_checked_as_an_uploaded_scenario(board, tmp_path, 
 # --- issue 26, item 8: request shapes, not only values -----------------------------------------
 
 
-def _forged_shapes(body: dict) -> Iterator[tuple[str, dict]]:
-    """Every shape a page never sends, made from one request the page does send: each item of
-    its outputs, inputs and state without its id or property, naming another component, of
-    another kind (a group sent as one item, an item as a group, a bare value), and the lists
-    themselves as dicts."""
-    for part in ("outputs", "inputs", "state"):
-        items = body[part] if isinstance(body[part], list) else [body[part]]
-        for index, item in enumerate(items):
-            for name, wrong in _wrong_items(item):
-                forged = json.loads(json.dumps(body))
-                if isinstance(forged[part], list):
-                    forged[part][index] = wrong
-                else:
-                    forged[part] = wrong
-                yield f"{part}[{index}] {name}", forged
-        forged = json.loads(json.dumps(body))
-        forged[part] = {str(i): item for i, item in enumerate(items)}
-        if isinstance(body[part], list):
-            yield f"{part} as a dict", forged
-    yield "changedPropIds a dict", {**body, "changedPropIds": {"a": 1}}
+UPLOADED = f'extends = "{REFERENCE}"\n[simulation]\nduration = "1h"\n'
 
 
-def _wrong_items(item: object) -> Iterator[tuple[str, object]]:
-    if isinstance(item, list):  # a pattern's group
-        yield "group as one item", {"id": "x", "property": "value", "value": None}
-        yield "group as a dict of its items", {str(i): v for i, v in enumerate(item)}
-        yield "group of bare values", [None, 5]
-        if item:
-            yield "group's item without id", [{k: v for k, v in item[0].items() if k != "id"}]
-        return
-    yield "without id", {k: v for k, v in item.items() if k != "id"}
-    yield "without property", {k: v for k, v in item.items() if k != "property"}
-    yield "naming another component", {**item, "id": "no-such-component"}
-    yield "with another property", {**item, "property": "style"}
-    yield "as a group", [item]
-    yield "a bare value", "x"
-    yield "null", None
+@pytest.mark.parametrize(
+    "base",
+    [
+        {"toml": UPLOADED},  # an upload without its name: its link could not be made (HTTP 500)
+        {"preset": REFERENCE, "toml": UPLOADED},  # its link named the preset, its run the upload
+        {"preset": REFERENCE, "upload": "x.toml"},  # its title named the upload
+        {"upload": ["x.toml"], "toml": UPLOADED},
+        {"upload": "x.toml", "toml": 5},
+        {"preset": [REFERENCE]},
+        {"upload": "x.toml"},
+        {},
+    ],
+)
+def test_a_base_of_a_shape_the_page_never_makes_is_refused_in_words(board, base):
+    # issue 26, found by the forged round: the page makes a base of two kinds only, a preset
+    # {"preset": name} or an upload {"upload": name, "toml": text}; one of both, of neither or
+    # of other types was read by its parts (the run from an upload's text wherever it stood,
+    # the link from the preset or a name that was not there), so the assembly failed with HTTP
+    # 500, or ran another scenario than its link and title said
+    refusal = "the page's state is not one this dashboard made: reload the page"
+    values = shown_values(board.base({"preset": REFERENCE}))
+    status, body = call(board, ASSEMBLE, [("base", "data", base), *_controls(values)])
+    assert status == 200
+    assert body["response"]["scenario-error"]["children"] == f"not applied: {refusal}"
+    assert refusal in _summary(board, {"base": base, "changes": {}})
 
 
 def test_a_request_of_a_shape_no_page_sends_is_refused(board):
@@ -851,22 +845,11 @@ def test_a_request_of_a_shape_no_page_sends_is_refused(board):
     for key, spec in board.app.callback_map.items():
         if spec.get("callback") is None:
             continue
-        for name, body in _forged_shapes(_empty_request(board, key, spec)):
+        for name, body in forged_shapes(_empty_request(board, key, spec)):
             status = client.post("/_dash-update-component", json=body).status_code
             assert status == 400, (key, name, status)
             forged += 1
     assert forged > 500  # 25 callbacks of 3-8 items, 7 shapes an item
-
-
-def _strings_in(value: object, path: tuple = ()) -> Iterator[tuple]:
-    """The path of every place in a JSON value where text can stand: each value, and each key."""
-    yield path
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _strings_in(v, (*path, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _strings_in(v, (*path, i))
 
 
 @pytest.mark.parametrize(
@@ -893,18 +876,10 @@ def test_a_lone_surrogate_anywhere_in_a_request_is_refused(board, state):
         "state": [],
     }
     assert client.post("/_dash-update-component", json=good).status_code == 200
-    places = list(_strings_in(good["inputs"][0]["value"], ("inputs", 0, "value")))
-    for path in places:
-        body = json.loads(json.dumps(good))
-        parent = body
-        for step in path[:-1]:
-            parent = parent[step]
-        if isinstance(parent, dict):
-            parent["\ud800"] = parent.pop(path[-1])  # as a key
-            raw = json.dumps(body)  # ensure_ascii: the surrogate travels as the escape \ud800
+    places = list(strings_in(good["inputs"][0]["value"], ("inputs", 0, "value"), keyed=True))
+    for path, keyed in places:
+        # ensure_ascii: the surrogate travels as the escape \ud800
+        for as_key in (True, False) if keyed else (False,):
+            raw = json.dumps(replaced(good, path, "\ud800", as_key))
             assert client.post(CALLBACK, data=raw, content_type=JSON).status_code == 400, path
-            parent[path[-1]] = parent.pop("\ud800")
-        parent[path[-1]] = "\ud800"  # as a value
-        raw = json.dumps(body)
-        assert client.post(CALLBACK, data=raw, content_type=JSON).status_code == 400, path
     assert len(places) >= 4
