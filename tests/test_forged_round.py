@@ -48,6 +48,7 @@ import psutil
 import pytest
 import requests
 import xarray as xr
+from conftest import REFERENCE
 from forged_requests import forged_shapes, replaced, strings_in
 from synthetic_telemetry import write
 from test_fit import START, _trace
@@ -56,7 +57,6 @@ from powermodel.sweep import write as write_results
 from powermodel.webapp import ids
 
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = "llama3-405b-16k-h100"
 OTHER = "llama3-405b-8k-h100"  # the preset the compare view is given
 CALLBACK = "/_dash-update-component"
 START_TIMEOUT = 60.0  # s for the server to import, simulate its opening scenario and answer
@@ -315,6 +315,9 @@ def _interpreter(env: dict) -> dict:
 LINE = re.compile(r"^(\d+) +(\d+\.\d+) (\w+)\((.*)$")
 # a path argument, after the folder it is relative to (a descriptor's, or the working one's)
 PATH_ARG = re.compile(r'(?:(?:AT_FDCWD|\d+)<((?:\\x[0-9a-f]{2})*)>, )?"((?:\\x[0-9a-f]{2})*)"')
+# a list argument (a command's words, its environment): text, not paths; with -xx no bracket
+# is a path's
+LIST_ARG = re.compile(r"\[[^\]]*\]")
 
 
 def _text(hexed: str) -> str:
@@ -325,16 +328,18 @@ def accesses(log: Path, since: float) -> Iterator[tuple[float, str, str]]:
     """(time, system call, absolute path) of every path the traced processes named after
     ``since`` [s since the epoch]; a path with no folder given is relative to the server's
     working folder (the repository: it never changes folder). A call that makes an unnamed
-    file reads as ``openat(O_TMPFILE)``."""
+    file reads as ``openat(O_TMPFILE)``; a program run is its ``execve`` of each place
+    searched."""
     for line in log.read_text(errors="replace").splitlines():
         match = LINE.match(line)
         if match is None or float(match[2]) < since:
             continue
         call = match[3] + ("(O_TMPFILE)" if "O_TMPFILE" in match[4] else "")
-        for folder, name in PATH_ARG.findall(match[4]):
+        for folder, name in PATH_ARG.findall(LIST_ARG.sub("", match[4])):
             base = _text(folder) if folder else str(ROOT)
-            path = os.path.normpath(os.path.join(base, _text(name))) if name else base
-            yield float(match[2]), call, path
+            if base.startswith("/"):  # not a pipe's or a socket's descriptor
+                path = os.path.normpath(os.path.join(base, _text(name))) if name else base
+                yield float(match[2]), call, path
 
 
 def allowlist(server: Server) -> tuple[tuple[str, ...], frozenset[str]]:
@@ -526,7 +531,7 @@ class Page:
                     "start": str(start + np.timedelta64(600, "s")) + "Z",
                     "end": str(start + np.timedelta64(660, "s")) + "Z",
                 }
-            ],  # fmt: skip
+            ],
             (protocol.key(ids.resampled("power")), "relayoutData"): _window(start, 600, 1200),
             (ids.FIT_GRAPH, "relayoutData"): _window(START, 60, 120),  # the trace's own time
         }
@@ -537,7 +542,7 @@ class Page:
             props[(component, "contents")], props[(component, "filename")] = _data_url(data), name
             props |= boxes
 
-    def sent(self, round_: Round) -> list[tuple[str, dict]]:
+    def send_each(self, round_: Round) -> list[tuple[str, dict]]:
         """Send each server callback once as the page sends it, taking its answer into the
         page as a browser does (so the pinned scenario, the fit and the sweep's results are
         there for the callbacks that read them: those go first); returns (name, request)."""
@@ -650,7 +655,7 @@ def test_a_forged_round_is_refused_without_a_500_or_a_read_outside(tmp_path):
         page = Page(server.url, uploads)
         round_ = Round(server.url)
         since = time.time()  # the first page is served: what follows is the round
-        bodies = page.sent(round_)
+        bodies = page.send_each(round_)
         assert [(s.what, s.status, s.text[:300]) for s in round_.sent if s.status != 200] == []
         for name, body in bodies:
             for what, forged in [*_forged(body, secrets.paths), *forged_shapes(body)]:
@@ -662,8 +667,18 @@ def test_a_forged_round_is_refused_without_a_500_or_a_read_outside(tmp_path):
             round_.get(f"/download: {what}", path)
         until = time.time()
     problems = _problems(round_, server, secrets, since, until)
+    # results that name another file are refused in words (issue 26, item 1), not read
+    for sent in round_.sent:
+        if sent.what.startswith(f"{ids.UPLOAD_SWEEP}: results by") and not _refused_sweep(sent):
+            problems.append(f"{sent.what} was not refused: {sent.text[:300]!r}")
     assert len(round_.sent) > 4000  # each callback, item, value, text and shape
     assert not problems, f"{len(problems)} in {len(round_.sent)} requests:\n" + "\n".join(problems)
+
+
+def _refused_sweep(sent: Sent) -> bool:
+    answer = sent.response.json()["response"] if sent.status == 200 else {}
+    said = answer.get(ids.SWEEP_MESSAGE, {}).get("children", "")
+    return said.endswith("— the sweep shown is unchanged") and ids.SWEEP not in answer
 
 
 def _problems(round_: Round, server: Server, secrets: Secrets, since: float, until: float):
