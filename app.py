@@ -22,8 +22,10 @@ import waitress
 from threadpoolctl import threadpool_limits
 
 from powermodel.allocator import return_freed_memory
+from powermodel.errors import PowerModelError
 from powermodel.output import interruptible
-from powermodel.webapp import REFERENCE_SCENARIO, UPLOAD_LIMIT, create_app
+from powermodel.scenario import parse_overrides
+from powermodel.webapp import APP_OVERRIDES, REFERENCE_SCENARIO, UPLOAD_LIMIT, create_app
 from powermodel.webapp.cache import DEFAULT_BYTES, QUEUE, SIMULATIONS
 
 # requests served at once: a summary waiting for its run's turn holds one, so there are enough
@@ -53,6 +55,15 @@ def _serve(argv: list[str] | None) -> None:
     parser.add_argument("--debug", action="store_true", help="Dash dev tools and reloader")
     parser.add_argument("--preset", default=REFERENCE_SCENARIO, help="scenario shown first")
     parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a scenario key every preset opens with, over the opening period "
+        f"{APP_OVERRIDES['simulation.duration']} (repeatable), e.g. --set simulation.duration=1d",
+    )
+    parser.add_argument(
         "--cache-gb",
         type=float,
         default=DEFAULT_BYTES / 2**30,
@@ -68,13 +79,17 @@ def _serve(argv: list[str] | None) -> None:
     args = parser.parse_args(argv)
     if not (0 < args.cache_gb < 1e4 and 0 < args.upload_mb < 1e4 and args.simulations >= 1):
         parser.error("--cache-gb and --upload-mb must be positive, --simulations at least 1")
-    app = create_app(
-        args.preset,
-        cache_bytes=int(args.cache_gb * 2**30),
-        upload_limit=int(args.upload_mb * 1e6),
-        simulations=args.simulations,
-        warm=True,  # the opening scenario simulated while the browser opens the page
-    )
+    try:
+        app = create_app(
+            args.preset,
+            APP_OVERRIDES | parse_overrides(args.overrides),
+            cache_bytes=int(args.cache_gb * 2**30),
+            upload_limit=int(args.upload_mb * 1e6),
+            simulations=args.simulations,
+            warm=True,  # the opening scenario simulated while the browser opens the page
+        )
+    except PowerModelError as exc:  # a preset or --set that does not load: in its words
+        parser.error(str(exc))
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"powermodel: serving on {args.host}: anyone who can reach it can run simulations")
     if args.debug:

@@ -172,7 +172,10 @@ def rule_names() -> list[str]:
 
 
 def load_rules(names: str | list[str]) -> list[Rule]:
-    """Rules by name, group name (``nprr1191``) or TOML file path, comma-separated or listed."""
+    """Rules by name, group name (``nprr1191``) or TOML file path, comma-separated or listed.
+    A shipped rule's or group's name is always the shipped rule, whatever files lie in the
+    working folder (as a preset's name is the preset): names checked by :func:`shipped` read
+    no file."""
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
     if not names:
@@ -180,12 +183,12 @@ def load_rules(names: str | list[str]) -> list[Rule]:
     shipped = _shipped()
     out: dict[str, Rule] = {}
     for name in names:
-        if name.endswith(".toml") or is_file(name):
-            tables = _read_rule_file(Path(name))
-        elif name in shipped:
+        if name in shipped:
             tables = {name: shipped[name]}
         else:
             tables = {k: v for k, v in shipped.items() if name in v.get("groups", [])}
+        if not tables and (name.endswith(".toml") or is_file(name)):
+            tables = _read_rule_file(Path(name))
         if not tables:
             raise RuleError(f"unknown rule {name!r}: choose from {', '.join(rule_names())}")
         for key, table in tables.items():

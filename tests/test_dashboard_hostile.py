@@ -19,6 +19,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from forged_requests import forged_shapes, replaced, strings_in
 
 from powermodel import load_scenario
 from powermodel.scenario import loads_scenario
@@ -27,6 +28,8 @@ from powermodel.webapp import uploads as uploads_module
 from powermodel.webapp.controls import BY_PROP, page_values, shown_values
 
 REFERENCE = "llama3-405b-16k-h100"
+CALLBACK = "/_dash-update-component"
+JSON = "application/json"
 HOUR = {"simulation.duration": "1h"}
 SUMMARY = "..scenario-name.children...summary.children...ready.data.."
 ASSEMBLE = "..scenario.data...scenario-error.children.."
@@ -72,7 +75,7 @@ def call(
     ``(id, property, value)`` (or, for a pattern-matching group, the list of its items), the
     ``changed``-th input the one that fired; returns the status and the parsed answer."""
     spec = board.app.callback_map[output]
-    outputs = [{"id": _id(o), "property": o.rsplit(".", 1)[1]} for o in _outputs(output)]
+    outputs = [_output(board, _id(o), o.rsplit(".", 1)[1]) for o in _outputs(output)]
     fired = inputs[changed]
     payload = {
         "output": output,
@@ -91,6 +94,22 @@ def _outputs(key: str) -> list[str]:
     """The outputs of a callback key, each ``id.property`` (without Dash's ``@hash``)."""
     parts = key.strip(".").split("...") if key.startswith("..") else [key]
     return [p.split("@")[0] for p in parts]
+
+
+def _output(board, cid: object, prop: str) -> dict | list[dict]:
+    """An output as the page sends it: a pattern's ALL group as the list of the page's
+    components it matches (in layout order), any other id as itself."""
+    if not (isinstance(cid, dict) and ["ALL"] in cid.values()):
+        return {"id": cid, "property": prop}
+    fixed = {k: v for k, v in cid.items() if v != ["ALL"]}
+    found = [
+        c.id
+        for c in board.app.layout._traverse()
+        if isinstance(getattr(c, "id", None), dict)
+        and c.id.keys() == cid.keys()
+        and all(c.id[k] == v for k, v in fixed.items())
+    ]
+    return [{"id": c, "property": prop} for c in found]
 
 
 def _id(output: str) -> object:
@@ -164,7 +183,8 @@ def _assemble_opened(board, answer: dict) -> str:
     """Send the controls as a page load set them; the assemble callback's refusal, if any."""
     values = {}
     for kind, prop in (("control", "value"), ("control-date", "date")):
-        values |= dict(zip([c.key for c in BY_PROP[prop]], answer[_all(kind)][prop], strict=True))
+        sent = [answer[_key({"key": c.key.replace(".", "-"), "type": kind})] for c in BY_PROP[prop]]
+        values |= {c.key: v[prop] for c, v in zip(BY_PROP[prop], sent, strict=True)}
     _, body = call(board, ASSEMBLE, [("base", "data", answer["base"]["data"]), *_controls(values)])
     return body["response"]["scenario-error"]["children"]
 
@@ -225,7 +245,7 @@ def test_forged_state_cannot_read_a_server_file(board, opened, tmp_path):
             board,
             key,
             [
-                ("scenario", "data", good),
+                ("ready", "data", good),
                 ("tabs", "value", "compare"),
                 ("compare-with", "value", compare),
                 ("compare", "data", pinned),
@@ -262,7 +282,7 @@ def test_forged_state_cannot_pass_a_limit(board):
     status, answer = call(
         board,
         grid,
-        [("scenario", "data", good), ("tabs", "value", "grid"), ("rules", "value", ["/x.toml"])],
+        [("ready", "data", good), ("tabs", "value", "grid"), ("rules", "value", ["/x.toml"])],
     )
     # issue 26: the view is refused, its outputs unchanged, and the page says why
     assert status == 200 and answer["response"] == {}
@@ -304,10 +324,6 @@ def test_link_with_an_unphysical_recovery_is_refused_at_once(board, search, mess
     assert time.perf_counter() - started < 5.0
     # and the server still answers
     assert _summary(board, {"base": {"preset": REFERENCE}, "changes": {}}).startswith("1h")
-
-
-def _all(kind: str) -> str:
-    return json.dumps({"key": ["ALL"], "type": kind}, separators=(",", ":"))
 
 
 # --- every entry point -------------------------------------------------------------------------
@@ -468,7 +484,7 @@ def test_a_zoom_the_page_cannot_make_changes_nothing(board, view, relayout):
         "inputs": [{"id": graph, "property": "relayoutData", "value": relayout}],
         "changedPropIds": [f"{_key(graph)}.relayoutData"],
         "state": [
-            _item("scenario", "data", good),
+            _item("ready", "data", good),
             _item("rules", "value", ["ercot-5s"]),
             _item("compare-with", "value", None),
             _item("compare", "data", None),
@@ -502,7 +518,7 @@ def test_controls_of_the_wrong_kind_are_refused_in_words(board):
         board,
         export,
         [
-            ("scenario", "data", {"base": base, "changes": {}}),
+            ("ready", "data", {"base": base, "changes": {}}),
             ("export-format", "value", "xlsx"),
             ("export-interval", "value", "1min"),
         ],
@@ -648,7 +664,9 @@ def test_every_callback_the_page_sends_passes_the_shape_check(board):
     # callback fails on empty inputs
     client = board.app.server.test_client()
     for key, spec in board.app.callback_map.items():
-        status = client.post("/_dash-update-component", json=_empty_request(key, spec)).status_code
+        status = client.post(
+            "/_dash-update-component", json=_empty_request(board, key, spec)
+        ).status_code
         browser_only = spec.get("callback") is None  # clientside: never sent to the server
         assert status == 400 if browser_only else status in (200, 204), (key, status)
 
@@ -661,7 +679,7 @@ def test_an_input_of_another_type_than_its_component_sends_is_refused(board):
     for key, spec in board.app.callback_map.items():
         if spec.get("callback") is None:
             continue
-        body = _empty_request(key, spec)
+        body = _empty_request(board, key, spec)
         for part in ("inputs", "state"):
             for item in body[part]:
                 if isinstance(item, dict) and item["property"] in PROP_TYPES:
@@ -676,11 +694,11 @@ def test_an_input_of_another_type_than_its_component_sends_is_refused(board):
     assert forged >= 30  # every typed input of the page, four wrong types each
 
 
-def _empty_request(key: str, spec: dict) -> dict:
+def _empty_request(board, key: str, spec: dict) -> dict:
     """The request of a callback with every input empty, as the page sends it."""
     declared = spec["output"]
     outputs = [
-        {"id": _concrete(o.component_id), "property": o.component_property}
+        _output(board, _concrete(o.component_id), o.component_property)
         for o in (declared if isinstance(declared, list) else [declared])
     ]
     return {
@@ -695,8 +713,9 @@ def _empty_request(key: str, spec: dict) -> dict:
 def _concrete(cid: object) -> object:
     """A component id as the page sends it: a pattern's MATCH made one graph's."""
     cid = json.loads(cid) if isinstance(cid, str) and cid.startswith("{") else cid
-    if isinstance(cid, dict):
-        return {k: v if isinstance(v, str) else "power" for k, v in cid.items()}
+    if isinstance(cid, dict):  # a declared output's wildcards are objects: as the JSON's lists
+        cid = {k: json.loads(v.to_json()) if hasattr(v, "to_json") else v for k, v in cid.items()}
+        return {k: v if isinstance(v, str) or v == ["ALL"] else "power" for k, v in cid.items()}
     return cid
 
 
@@ -747,7 +766,10 @@ def test_a_trace_upload_is_bounded_and_read_from_the_servers_own_file(board, ope
     assert all(str(board.traces) in p for p in opened if "powermodel-dashboard-" in p)
     assert str(secret) not in opened and list(board.traces.iterdir()) == []
     # boxes forged to what no number box sends are refused in words
-    for period, gpus in (("1; rm -rf /", None), ([1], None), (None, {"a": 1}), (None, 1e400)):
+    for period, gpus in (
+        ("1; rm -rf /", None), ([1], None), (None, {"a": 1}), (None, 1e400), (10**400, None),
+        (None, -(10**400)),
+    ):  # fmt: skip
         said = _trace_upload(board, _data_url(text), "t.csv", period, gpus)
         assert "is not a number" in said["fit-message"]["children"]
 
@@ -785,3 +807,84 @@ def test_a_forged_fit_store_is_checked_as_an_uploaded_scenario(board, tmp_path, 
             board, zoom, [("fit-graph", "relayoutData", window)], [("fit", "data", store)]
         )
         assert status == 204
+
+
+# --- issue 26, item 8: request shapes, not only values -----------------------------------------
+
+
+UPLOADED = f'extends = "{REFERENCE}"\n[simulation]\nduration = "1h"\n'
+
+
+@pytest.mark.parametrize(
+    "base",
+    [
+        {"toml": UPLOADED},  # an upload without its name: its link could not be made (HTTP 500)
+        {"preset": REFERENCE, "toml": UPLOADED},  # its link named the preset, its run the upload
+        {"preset": REFERENCE, "upload": "x.toml"},  # its title named the upload
+        {"upload": ["x.toml"], "toml": UPLOADED},
+        {"upload": "x.toml", "toml": 5},
+        {"preset": [REFERENCE]},
+        {"upload": "x.toml"},
+        {},
+    ],
+)
+def test_a_base_of_a_shape_the_page_never_makes_is_refused_in_words(board, base):
+    # issue 26, found by the forged round: the page makes a base of two kinds only, a preset
+    # {"preset": name} or an upload {"upload": name, "toml": text}; one of both, of neither or
+    # of other types was read by its parts (the run from an upload's text wherever it stood,
+    # the link from the preset or a name that was not there), so the assembly failed with HTTP
+    # 500, or ran another scenario than its link and title said
+    refusal = "the page's state is not one this dashboard made: reload the page"
+    values = shown_values(board.base({"preset": REFERENCE}))
+    status, body = call(board, ASSEMBLE, [("base", "data", base), *_controls(values)])
+    assert status == 200
+    assert body["response"]["scenario-error"]["children"] == f"not applied: {refusal}"
+    assert refusal in _summary(board, {"base": base, "changes": {}})
+
+
+def test_a_request_of_a_shape_no_page_sends_is_refused(board):
+    # issue 26: an input item without "id", or the controls group sent as a dict, was HTTP 500
+    # (Dash's own KeyError/AttributeError). Every server callback, every item, every wrong shape
+    client = board.app.server.test_client()
+    forged = 0
+    for key, spec in board.app.callback_map.items():
+        if spec.get("callback") is None:
+            continue
+        for name, body in forged_shapes(_empty_request(board, key, spec)):
+            status = client.post("/_dash-update-component", json=body).status_code
+            assert status == 400, (key, name, status)
+            forged += 1
+    assert forged > 500  # 25 callbacks of 3-8 items, 7 shapes an item
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"base": {"preset": REFERENCE}, "changes": {}},
+        {"base": {"upload": "mine.toml", "toml": f'extends = "{REFERENCE}"'}, "changes": {}},
+    ],
+)
+def test_a_lone_surrogate_anywhere_in_a_request_is_refused(board, state):
+    # issue 26: "\ud800" (JSON's escape of a lone surrogate, which no browser sends) in the
+    # page's stored scenario was HTTP 500: the answer that echoed it could not be encoded.
+    # Put in every place of the summary's request where text can stand, value or key
+    client = board.app.server.test_client()
+    good = {
+        "output": SUMMARY,
+        "outputs": [
+            {"id": "scenario-name", "property": "children"},
+            {"id": "summary", "property": "children"},
+            {"id": "ready", "property": "data"},
+        ],
+        "inputs": [{"id": "scenario", "property": "data", "value": state}],
+        "changedPropIds": ["scenario.data"],
+        "state": [],
+    }
+    assert client.post("/_dash-update-component", json=good).status_code == 200
+    places = list(strings_in(good["inputs"][0]["value"], ("inputs", 0, "value"), keyed=True))
+    for path, keyed in places:
+        # ensure_ascii: the surrogate travels as the escape \ud800
+        for as_key in (True, False) if keyed else (False,):
+            raw = json.dumps(replaced(good, path, "\ud800", as_key))
+            assert client.post(CALLBACK, data=raw, content_type=JSON).status_code == 400, path
+    assert len(places) >= 4

@@ -139,6 +139,25 @@ def test_user_rules_from_toml_and_their_errors(tmp_path):
         load_rules("ercot")
 
 
+def test_a_shipped_name_is_the_shipped_rule_whatever_files_lie_in_the_working_folder(
+    tmp_path, monkeypatch
+):
+    # issue 26, found by the forged round under strace: the dashboard's rules, checked as
+    # shipped names, were then looked up as files in the server's folder, so a file named
+    # "ercot-5s" there was read as the rule. Every shipped rule and group name, each beside a
+    # file of its name holding another rule; a path to such a file still reads it
+    from powermodel.rules import rule_names
+
+    monkeypatch.chdir(tmp_path)
+    other = '[x]\ntitle = "x"\nsource = "x"\nstatus = "quoted"\nwindow = "1min"\n'
+    for name in rule_names():
+        (tmp_path / name).write_text(other + 'statistic = "rate"\nlimit = 1.0\n')
+    for name in rule_names():
+        assert "x" not in [r.name for r in load_rules(name)], name
+    (rule,) = load_rules(f"./{rule_names()[0]}")
+    assert rule.name == "x"
+
+
 def test_rules_judged_chain_by_chain_keep_their_order_and_their_verdicts(fine_day):
     # The rules of one chain are judged together and their statistics then dropped: the
     # verdicts must be each rule's alone (the reference: checking it by itself), in the order

@@ -386,6 +386,31 @@ def test_the_server_is_waitress(tmp_path):
         server.wait(10)
 
 
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (
+            ["--set", "simulation.duration=xx"],
+            "simulation.duration: cannot read 'xx' as a duration",
+        ),
+        (["--set", "simulation"], "override 'simulation' is not of the form key.path=value"),
+        (["--preset", "no-such-preset"], "unknown preset 'no-such-preset'"),
+    ],
+)
+def test_an_opening_the_server_cannot_load_is_one_line(options, said):
+    # the scenario app.py opens on (--preset, and the keys every preset opens with, --set) is
+    # refused as the command line refuses it: one line naming the problem, no traceback
+    done = subprocess.run(
+        [sys.executable, "app.py", *options],
+        cwd=Path(__file__).parents[1],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1].startswith(f"app.py: error: {said}")
+
+
 # Run in a fresh interpreter holding only what the dashboard imports: in a long test session
 # every module other tests import (Sphinx, hypothesis, …) adds classes, and the interpreter's
 # class registry, rehashed as plotly creates and drops its helper classes, then puts blocks of

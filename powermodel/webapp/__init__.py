@@ -3,6 +3,7 @@ folder), ``python app.py`` serves it."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -103,46 +104,122 @@ PROP_TYPES: dict[str, type] = {
     "relayoutData": dict,
     "selectedRows": list,
 }
-
-
-def _typed(item: Any) -> bool:
-    """Whether a callback input (or a pattern's list of them) holds what its component sends."""
-    if isinstance(item, list):
-        return all(_typed(i) for i in item)
-    if not isinstance(item, dict):
-        return False
-    value, kind = item.get("value"), PROP_TYPES.get(item.get("property"))
-    return value is None or kind is None or (isinstance(value, kind) and type(value) is not bool)
+# a pattern id's wildcards, as Dash writes them in the callback map
+WILDCARDS = ('["ALL"]', '["ALLSMALLER"]', '["MATCH"]')
+GROUPS = ('["ALL"]', '["ALLSMALLER"]')  # wildcards whose input is a list of components
 
 
 def _callback_shape(app: dash.Dash) -> tuple[str, int] | None:
     """Refuse a callback request whose shape no page of this app sends (Dash itself answers
     those with HTTP 500, and a callback fails on a value of the wrong type): a known server
-    callback, its inputs and state as lists, its outputs as many as it has, each input of its
-    component's type (:data:`PROP_TYPES`)."""
+    callback; its outputs, inputs and state as many as it declares, each naming the component
+    and property it declares (a pattern's group as a list of such components), each input of
+    its component's type (:data:`PROP_TYPES`); and no text in it that is not text (a lone
+    surrogate, which no browser sends, fails the answer's encoding)."""
     request = flask.request
     if request.path != CALLBACK_ROUTE or request.method != "POST":
         return None
     body = request.get_json(silent=True)
     output = body.get("output") if isinstance(body, dict) else None
     spec = app.callback_map.get(output) if isinstance(output, str) else None
-    if spec is not None and spec.get("callback") is None:
-        spec = None  # a clientside callback: it runs in the browser, never here
-    outputs = body.get("outputs") if spec is not None else None
-    declared = spec["output"] if spec is not None else ()
-    count = len(declared) if isinstance(declared, list) else 1
+    if spec is None or spec.get("callback") is None:  # unknown, or clientside (never sent here)
+        return _refused()
+    declared = spec["output"] if isinstance(spec["output"], list) else [spec["output"]]
+    outputs = body.get("outputs")
+    outputs = outputs if isinstance(spec["output"], list) else [outputs]
     shaped = (
-        spec is not None
-        and isinstance(body.get("inputs"), list)
-        and len(body["inputs"]) == len(spec["inputs"])
-        and isinstance(body.get("state", []), list)
-        and len(body.get("state", [])) == len(spec["state"])
-        and (isinstance(outputs, dict) if count == 1 else isinstance(outputs, list))
-        and (count == 1 or len(outputs) == count)
-        and _typed(body["inputs"])
-        and _typed(body.get("state", []))
+        _matches(
+            outputs,
+            [{"id": o.component_id_str(), "property": o.component_property} for o in declared],
+            typed=False,
+        )
+        and _matches(body.get("inputs"), spec["inputs"], typed=True)
+        and _matches(body.get("state", []), spec["state"], typed=True)
+        and _names(body.get("changedPropIds", []))
+        and _text(body)
     )
-    return None if shaped else ("not a request this page sends\n", 400)
+    return None if shaped else _refused()
+
+
+def _refused() -> tuple[str, int]:
+    return "not a request this page sends\n", 400
+
+
+def _matches(sent: Any, declared: list[dict], typed: bool) -> bool:
+    """Whether ``sent`` lists, for each declared component, what a page sends for it: an item
+    naming it (a list of items for a pattern's group)."""
+    if not isinstance(sent, list) or len(sent) != len(declared):
+        return False
+    for item, spec in zip(sent, declared, strict=True):
+        pattern = _pattern(spec["id"])
+        if pattern is not None and any(json.dumps(v) in GROUPS for v in pattern.values()):
+            if not isinstance(item, list) or not all(_item(i, spec, pattern, typed) for i in item):
+                return False
+        elif not _item(item, spec, pattern, typed):
+            return False
+    return True
+
+
+def _pattern(cid: str) -> dict | None:
+    """A pattern-matching id's keys and values (wildcards as lists), or None for a plain id."""
+    return json.loads(cid) if cid.startswith("{") else None
+
+
+def _item(item: Any, spec: dict, pattern: dict | None, typed: bool) -> bool:
+    """Whether one sent item names the declared component (a pattern: the same keys, its fixed
+    values, a wildcard's a string or number) and property (an output's with the ``@hash`` Dash
+    gives a duplicate), an input's value of its type (``typed``)."""
+    if not isinstance(item, dict) or not isinstance(item.get("property"), str):
+        return False
+    prop = item["property"] if typed else item["property"].split("@")[0]  # an output's @hash
+    if prop != spec["property"]:
+        return False
+    cid = item.get("id")
+    if pattern is None:
+        named = cid == spec["id"]
+    else:
+        named = (
+            isinstance(cid, dict)
+            and cid.keys() == pattern.keys()
+            and all(
+                _wildcard_value(cid[k]) if json.dumps(v) in WILDCARDS else cid[k] == v
+                for k, v in pattern.items()
+            )
+        )
+    return named and (not typed or _typed(item))
+
+
+def _wildcard_value(value: Any) -> bool:
+    return isinstance(value, str | int | float) and not isinstance(value, bool)
+
+
+def _typed(item: dict) -> bool:
+    """Whether a callback input holds what its component sends."""
+    value, kind = item.get("value"), PROP_TYPES.get(item["property"])
+    return value is None or kind is None or (isinstance(value, kind) and type(value) is not bool)
+
+
+def _names(changed: Any) -> bool:
+    return isinstance(changed, list) and all(isinstance(c, str) for c in changed)
+
+
+def _text(value: Any) -> bool:
+    """Whether every string in a request (keys too) is text that encodes (JSON's ``\\ud800``
+    escape decodes to a lone surrogate, which no page sends and no answer can encode)."""
+    stack = [value]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode()
+            except UnicodeEncodeError:
+                return False
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return True
 
 
 def _too_deep(_: RecursionError) -> tuple[str, int]:

@@ -74,6 +74,7 @@ from powermodel.webapp.controls import (
     Link,
     base_scenario,
     changes,
+    finite,
     from_query,
     options,
     out_of_range,
@@ -1260,7 +1261,7 @@ def _number(value: Any, name: str, whole: bool = False) -> float | int | None:
     where ``whole``); the reader and the fit check its range."""
     if value is None or value == "":
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not finite(value):
         raise UploadError(f"{name}: {shorten(value)} is not a number")
     if whole:
         if value != int(value):

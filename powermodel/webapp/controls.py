@@ -361,7 +361,7 @@ def typed(control: Control, value: Any) -> Any:
         return None
     label = f"{control.label}: {shorten(value)}"
     if control.kind in ("number", "slider"):
-        if not isinstance(value, int | float) or isinstance(value, bool) or not _finite(value):
+        if not isinstance(value, int | float) or isinstance(value, bool) or not finite(value):
             raise ScenarioError(f"{label} is not a number")
         return value
     if not isinstance(value, str) or len(value) > TEXT_LIMIT:
@@ -374,7 +374,9 @@ def typed(control: Control, value: Any) -> Any:
     return value
 
 
-def _finite(value: float) -> bool:
+def finite(value: float) -> bool:
+    """Whether a number from the browser is finite as a float (JSON's integers have no bound:
+    10**400 is not)."""
     try:
         return math.isfinite(value)
     except OverflowError:  # an integer beyond any float
@@ -417,7 +419,7 @@ def overrides(
             value = control.empty
         elif control.kind in ("number", "slider"):
             value = value * control.scale
-            if not _finite(value):
+            if not finite(value):
                 raise ScenarioError(f"{control.label}: {shorten(raw)} is too large")
             if isinstance(shown(base, control), int) and float(value).is_integer():
                 value = int(value)
@@ -535,14 +537,24 @@ def base_scenario(base: Any, defaults: Mapping[str, Any] | None = None) -> Scena
     ``defaults``) or an upload ``{"upload": file name, "toml": text}``.
 
     A base arrives from the browser: a preset is taken by name only, never as a path, and an
-    uploaded text is parsed as data (:func:`powermodel.scenario.loads_scenario`).
+    uploaded text is parsed as data (:func:`powermodel.scenario.loads_scenario`). A base that
+    is both or neither, or holds a name or text that is not text, is none the page makes (the
+    link, the title and the run would each read another part of it), and refused.
     """
-    if isinstance(base, Mapping) and isinstance(base.get("toml"), str):
-        label = base.get("upload")
-        label = label if isinstance(label, str) and len(label) <= TEXT_LIMIT else "upload"
+    keys = (
+        {k for k in ("preset", "upload", "toml") if k in base}
+        if isinstance(base, Mapping)
+        else None
+    )
+    if keys not in ({"preset"}, {"upload", "toml"}) or not all(
+        isinstance(base[k], str) for k in keys
+    ):
+        raise ScenarioError("the page's state is not one this dashboard made: reload the page")
+    if keys == {"upload", "toml"}:
+        label = base["upload"] if len(base["upload"]) <= TEXT_LIMIT else "upload"
         return loads_scenario(base["toml"], label=label)
-    name = base.get("preset") if isinstance(base, Mapping) else None
-    if not isinstance(name, str) or name not in presets():
+    name = base["preset"]
+    if name not in presets():
         raise ScenarioError(f"unknown preset {shorten(name)}: choose one of {', '.join(presets())}")
     defaults = dict(defaults or {})
     period = defaults.get("simulation.duration")
