@@ -111,6 +111,7 @@ PUBLIC = (
     "powermodel.fit",
     "powermodel.fit_report",
     "powermodel.iotools",
+    "powermodel.iotools.netcdf",
     "powermodel.ride_through",
     "powermodel.rules",
     "powermodel.scenario",

@@ -21,11 +21,12 @@ from pathlib import Path
 
 import pandas as pd
 
-# the results files' opener (and h5py) loaded with the server, not by its first upload: h5py's
-# import runs `uname -p`, a process (and a walk of PATH) inside a request
-import powermodel.iotools.netcdf  # noqa: F401
 from powermodel.errors import PowerModelError
 from powermodel.iotools import TelemetryWarning, read_telemetry, read_weather
+
+# the results files' opener (and h5py) loaded with the server, not by its first upload: h5py's
+# import runs `uname -p`, a process (and a walk of PATH) inside a request
+from powermodel.iotools.netcdf import open_netcdf  # noqa: F401
 from powermodel.scenario import Scenario
 from powermodel.sweep import open_results
 
