@@ -16,6 +16,7 @@ import json
 import time
 import uuid
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -676,10 +677,7 @@ def test_an_input_of_another_type_than_its_component_sends_is_refused(board):
     # input whose component fixes its type, in every server callback, forged to another type
     client = board.app.server.test_client()
     forged = 0
-    for key, spec in board.app.callback_map.items():
-        if spec.get("callback") is None:
-            continue
-        body = _empty_request(board, key, spec)
+    for key, body in _server_requests(board):
         for part in ("inputs", "state"):
             for item in body[part]:
                 if isinstance(item, dict) and item["property"] in PROP_TYPES:
@@ -692,6 +690,14 @@ def test_an_input_of_another_type_than_its_component_sends_is_refused(board):
                         forged += 1
                     item["value"] = None
     assert forged >= 30  # every typed input of the page, four wrong types each
+
+
+def _server_requests(board) -> Iterator[tuple[str, dict]]:
+    """Each callback the server runs (clientside ones run in the browser), with its request as
+    the page sends it with every input empty."""
+    for key, spec in board.app.callback_map.items():
+        if spec.get("callback") is not None:
+            yield key, _empty_request(board, key, spec)
 
 
 def _empty_request(board, key: str, spec: dict) -> dict:
@@ -847,10 +853,8 @@ def test_a_request_of_a_shape_no_page_sends_is_refused(board):
     # (Dash's own KeyError/AttributeError). Every server callback, every item, every wrong shape
     client = board.app.server.test_client()
     forged = 0
-    for key, spec in board.app.callback_map.items():
-        if spec.get("callback") is None:
-            continue
-        for name, body in forged_shapes(_empty_request(board, key, spec)):
+    for key, request in _server_requests(board):
+        for name, body in forged_shapes(request):
             status = client.post("/_dash-update-component", json=body).status_code
             assert status == 400, (key, name, status)
             forged += 1

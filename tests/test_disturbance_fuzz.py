@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from test_disturbances import AT, QUIET, REFERENCE
+from test_disturbances import AT, QUIET, REFERENCE, ups_chain
 
 from powermodel import load_scenario
 from powermodel.errors import ScenarioError
@@ -20,29 +20,9 @@ from powermodel.models import disturbance as dm
 INF = math.inf
 
 
-def _chain(**kw) -> dm.Chain:
-    values = dict(
-        backup="ups",
-        immunity=(np.array([0.02, 0.5, 10.0, INF]), np.array([0.0, 0.7, 0.8, 0.9])),
-        transfer=(np.array([0.004, INF]), np.array([0.0, 0.85])),
-        frequency_window=(57.0, 63.0),
-        count=3,
-        count_window=60.0,
-        retransfer_delay=2.0,
-        manual_return=60.0,
-        return_ramp=60.0,
-        walk_in=5.0,
-        autonomy=300.0,
-        generator=True,
-        generator_start=10.0,
-    )
-    values.update(kw)
-    return dm.Chain(**values)
-
-
 def _respond(times, **kw) -> dm.Outcome:
     n = len(times)
-    return dm.respond(np.array(times, float), np.full(n, 0.1), np.full(n, 0.5), _chain(**kw))
+    return dm.respond(np.array(times, float), np.full(n, 0.1), np.full(n, 0.5), ups_chain(**kw))
 
 
 def test_a_sag_during_the_return_ramp_keeps_the_latched_site_on_its_generators():

@@ -545,6 +545,28 @@ def test_a_frequency_excursion_starts_where_it_crosses_its_bound():
     assert moved.grid_share.values[int((SEQUENCE + 6.0) / DT)] < 1.0  # on the battery
 
 
+def ups_chain(**kw) -> dm.Chain:
+    """A UPS chain for the pure model's tests (ITIC-like immunity, the 57-63 Hz window, a
+    3-in-60-s latch, 5 minutes of battery, generators after 10 s), with ``kw`` changed."""
+    values = dict(
+        backup="ups",
+        immunity=(np.array([0.02, 0.5, 10.0, math.inf]), np.array([0.0, 0.7, 0.8, 0.9])),
+        transfer=(np.array([0.004, math.inf]), np.array([0.0, 0.85])),
+        frequency_window=(57.0, 63.0),
+        count=3,
+        count_window=60.0,
+        retransfer_delay=2.0,
+        manual_return=60.0,
+        return_ramp=60.0,
+        walk_in=5.0,
+        autonomy=300.0,
+        generator=True,
+        generator_start=10.0,
+    )
+    values.update(kw)
+    return dm.Chain(**values)
+
+
 @pytest.mark.parametrize(
     ("low", "high", "transfers"),
     [(57.0, 63.0, False), (59.3, 63.0, False), (59.31, 63.0, True), (59.5, 60.5, True)],
@@ -553,20 +575,11 @@ def test_the_ups_leaves_on_a_frequency_outside_its_window_and_rides_one_inside(
     low, high, transfers
 ):
     # the model alone: one excursion to 59.3 Hz (a window edge is inside, as for sags)
-    chain = dm.Chain(
-        backup="ups",
+    chain = ups_chain(
         immunity=(np.array([np.inf]), np.array([0.0])),
         transfer=(np.array([np.inf]), np.array([0.85])),
         frequency_window=(low, high),
-        count=3,
-        count_window=60.0,
-        retransfer_delay=2.0,
         manual_return=3600.0,
-        return_ramp=60.0,
-        walk_in=5.0,
-        autonomy=300.0,
-        generator=True,
-        generator_start=10.0,
     )
     o = dm.respond(np.array([5.0]), np.array([20.0]), np.array([np.nan]), chain, np.array([59.3]))
     assert o.transferred.tolist() == [transfers]
