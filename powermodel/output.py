@@ -142,9 +142,10 @@ def staged_folder(directory: str | Path) -> Iterator[Path]:
     ``directory`` is made if missing (itself only: a missing parent is refused).
 
     Any exception removes the hidden folder, and ``directory`` if it was made here: no file of
-    the set appears unless all were written. A crash between two of the renames (SIGKILL, a
-    power cut: a handled signal waits for them) leaves the files renamed so far, each whole,
-    and the rest in the hidden folder.
+    the set appears unless all were written. A name of the set taken by a folder is refused
+    before any rename. A crash between two of the renames (SIGKILL, a power cut: a handled
+    signal waits for them), or a rename the system refuses midway, leaves the files renamed so
+    far, each whole, and the rest in the hidden folder.
     """
     directory = check_directory(directory)
     made = not directory.exists()
@@ -159,6 +160,12 @@ def staged_folder(directory: str | Path) -> Iterator[Path]:
     try:
         yield stage
         files = sorted(stage.iterdir())
+        taken = [directory / f.name for f in files if (directory / f.name).is_dir()]
+        if taken:  # found before any rename: the set's files would come in some, not all
+            raise PowerModelError(
+                f"cannot write {str(taken[0])!r}: a folder has that name: move it or choose "
+                "another folder"
+            )
         for file in files:
             _sync(file)
         with _deferred():  # every rename, or none; a signal comes after, the set counted made
@@ -196,12 +203,20 @@ def netcdf(ds: xr.Dataset, path: str | Path, **options: Any) -> None:
 
 def _commit(temporary: Path, path: Path) -> None:
     """The finished ``temporary`` on disk, then under its name: the rename comes after the
-    data, so a crash leaves the old file or the new one."""
-    os.chmod(temporary, 0o666 & ~_umask())  # as a file opened for writing would have
+    data, so a crash leaves the old file or the new one. The file keeps the permissions of the
+    one it replaces, or gets those a file opened for writing would (the umask's); a signal
+    waits for the rename and its count, so that an interrupted command never calls a file it
+    put in place not written."""
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    os.chmod(temporary, mode)
     _sync(temporary)
-    os.replace(temporary, path)
+    with _deferred():
+        os.replace(temporary, path)
+        _made(path)
     _sync_folder(path.parent)
-    _made(path)
 
 
 @contextmanager

@@ -27,6 +27,7 @@ from powermodel.errors import DataFileError, PowerModelError
 from powermodel.models import disturbance as dm
 from powermodel.models.events import State
 from powermodel.models.loadmodel import perc1_response
+from powermodel.models.signal import range_reduce
 from powermodel.scenario import (
     REQUIREMENTS_FILE,
     CurveDuration,
@@ -217,31 +218,17 @@ def _losses(ds: xr.Dataset, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarr
     ahead = np.maximum(first - max(int(round(1.0 / dt)), 1), 0)
     # the second before: its mean (at the run's first step, that step)
     count = np.maximum(first - ahead, 1)
-    before = _range_reduce(np.add, grid, ahead, ahead + count) / count
+    before = range_reduce(np.add, grid, ahead, ahead + count) / count
     settle = first + np.ceil(ds["disturbance_duration"].values / dt).astype(np.int64) + 1
     on = np.flatnonzero((share >= BACK) & (event != NO_POWER))
     found = np.searchsorted(on, settle)  # the first step back from the settle on
     seen = found < on.size
     end = np.append(on, n)[found]
     reach = np.minimum(np.maximum(end, settle) + 1, n)
-    lost = np.maximum(before - _range_reduce(np.minimum, grid, first, reach), 0.0)
+    lost = np.maximum(before - range_reduce(np.minimum, grid, first, reach), 0.0)
     back = np.where(seen, (end - first) * dt, math.nan)
     acted = ds["disturbance_transferred"].values | ds["disturbance_dropped"].values
     return before, np.where(acted, lost, 0.0), np.where(acted, back, 0.0)
-
-
-def _range_reduce(ufunc: np.ufunc, x: np.ndarray, begin: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """``ufunc.reduce(x[b:e])`` for each range ``[b, e)``, ``b < e`` (in any order, overlapping
-    or not), reading each value of ``x`` once: the ranges' edges cut ``x`` into pieces, each
-    reduced once, and each range reduces its pieces."""
-    if begin.size == 0:
-        return np.zeros(0, x.dtype)
-    edges = np.unique(np.concatenate([begin, end[end < x.size]]))
-    pieces = ufunc.reduceat(x, edges)
-    # reduceat over (first, stop) pairs of pieces reduces each [first, stop); the pad gives a
-    # range ending at the last piece a valid stop
-    pairs = np.stack([np.searchsorted(edges, begin), np.searchsorted(edges, end)], axis=1)
-    return ufunc.reduceat(np.r_[pieces, pieces[-1]], pairs.ravel())[::2]
 
 
 def summary(ds: xr.Dataset) -> dict[str, float]:

@@ -16,8 +16,9 @@ from typing import Any
 def forged_shapes(body: dict) -> Iterator[tuple[str, dict]]:
     """Every shape a page never sends, made from one request the page does send: each item of
     its outputs, inputs and state without its id or property, naming another component, of
-    another kind (a group sent as one item, an item as a group, a bare value), and the lists
-    themselves as dicts. Yields (what was forged, the request)."""
+    another kind (a group sent as one item, an item as a group, a bare value), the lists
+    themselves as dicts, and a changed property that is none of its inputs. Yields (what was
+    forged, the request)."""
     for part in ("outputs", "inputs", "state"):
         items = body[part] if isinstance(body[part], list) else [body[part]]
         for index, item in enumerate(items):
@@ -33,6 +34,10 @@ def forged_shapes(body: dict) -> Iterator[tuple[str, dict]]:
         if isinstance(body[part], list):
             yield f"{part} as a dict", forged
     yield "changedPropIds a dict", {**body, "changedPropIds": {"a": 1}}
+    # what fired, as no page says it: not an input of the request, or no id Dash could make
+    # (the zoom's ctx.triggered_id["view"] was HTTP 500 on '"x".relayoutData', found in review)
+    for changed in ('"x".relayoutData', "{bad.relayoutData", "no-such-component.value", "x"):
+        yield f"changedPropIds {changed!r}", {**body, "changedPropIds": [changed]}
 
 
 def _wrong_items(item: object) -> Iterator[tuple[str, object]]:

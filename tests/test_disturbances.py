@@ -703,18 +703,6 @@ def test_the_disturbances_measured_all_at_once_are_those_measured_one_by_one():
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_a_range_reduction_is_each_ranges_own(seed):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=int(rng.integers(1, 300)))
-    begin = rng.integers(0, x.size, size=int(rng.integers(1, 40)))
-    end = begin + rng.integers(1, x.size + 1, size=begin.size)
-    end = np.minimum(end, x.size)
-    for ufunc, reduce in ((np.minimum, np.min), (np.maximum, np.max), (np.add, np.sum)):
-        expected = [reduce(x[b:e]) for b, e in zip(begin, end, strict=True)]
-        assert_allclose(rt._range_reduce(ufunc, x, begin, end), expected, rtol=1e-12)
-
-
-@pytest.mark.parametrize("seed", range(20))
 def test_a_share_on_the_steps_is_its_value_at_their_midpoints_to_the_bit(seed):
     # interval_means holds a share over the steps between breakpoints instead of evaluating
     # it at each of millions of midpoints: the same numbers, exactly

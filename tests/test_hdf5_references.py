@@ -423,15 +423,15 @@ FILLER = 4242  # characters of each item the crafting points at the shared text
 
 
 @pytest.mark.parametrize(
-    ("items", "attributes"), [(32, 1), (1, 40)], ids=["one list of 32", "40 of one item"]
+    ("items", "attributes"), [(16, 1), (1, 40)], ids=["one list of 16", "40 of one item"]
 )
 def test_a_text_shared_by_many_attributes_is_refused_before_it_is_copied(
     items, attributes, tmp_path
 ):
     # review of issue 26: as a variable's values (above), a variable-length attribute's items
     # may all point at one heap object; netCDF4 reads every attribute as it opens the file,
-    # copying the object once an item (3.2-4 MB read from a file of 0.3 MB here; the upload
-    # limit's 5 MB, shared 32 times in 1,000 attributes, would be 160 GB)
+    # copying the object once an item (1.6-4 MB read from a file of 0.3 MB here; the upload
+    # limit's 5 MB, shared 16 times in 1,000 attributes, would be 80 GB)
     path = tmp_path / "results.nc"
     _shared_attribute(path, items, attributes)
     assert path.stat().st_size < 2 * SHARED + items * attributes * FILLER
@@ -442,4 +442,55 @@ def test_a_text_shared_by_many_attributes_is_refused_before_it_is_copied(
         DataFileError,
         match=r"^results.nc: its attributes' texts and lists hold more than 1,000,000 characters",
     ):
+        sweeping.open_results(path, "results.nc")
+
+
+def _fake_dimension(f: h5py.File) -> None:
+    """20,000,000 never-written values named as a netCDF dimension without a variable, but no
+    dimension scale: netCDF reads it as a variable (160 MB from a file of 1.4 kB)."""
+    from powermodel.iotools.netcdf import PHONY
+
+    f.create_dataset("x", (20_000_000,), "f8", chunks=(1000,), fillvalue=1.0)
+    f["x"].attrs["NAME"] = np.bytes_(PHONY + b" 20000000")
+
+
+def _filled_text(f: h5py.File) -> None:
+    """100,000 never-written texts whose fill value is 1,000 characters: each reads as it."""
+    f.create_dataset("error", (100_000,), h5py.string_dtype(), chunks=(1000,), fillvalue="x" * 1000)
+
+
+def _nested_lists(f: h5py.File) -> None:
+    """An attribute of lists of texts: its items' items were read, never counted."""
+    kind = h5py.vlen_dtype(h5py.string_dtype())
+    value = np.empty(2, dtype=object)
+    value[0], value[1] = np.array(["a"] * 3, dtype=object), np.array(["b"], dtype=object)
+    f.attrs.create("nested", value, dtype=kind)
+
+
+@pytest.mark.parametrize(
+    ("craft", "said"),
+    [
+        (_fake_dimension, r"holds 20,000,000 values; at most 4,000,000"),
+        (_filled_text, r"holds 100,100,000 values; at most 4,000,000"),
+        (_nested_lists, r"gives the file an attribute 'nested' of an HDF5 type NetCDF never"),
+    ],
+    ids=["a variable named as a dimension", "a text's fill value", "lists of lists"],
+)
+def test_what_a_file_reads_as_is_counted_before_it_is_read(craft, said, tmp_path):
+    # review of issue 26: three files read far more than the count saw (a 1.4-kB file read as
+    # 160 MB, a 6-kB one as 400 MB, an 864-kB one held 1 GB while its attribute was checked)
+    path = tmp_path / "results.nc"
+    with h5py.File(path, "w") as f:
+        craft(f)
+    assert path.stat().st_size < 100_000
+    with pytest.raises(DataFileError, match=f"^results.nc:? {said}"):
+        sweeping.open_results(path, "results.nc")
+
+
+def test_an_attribute_of_more_items_than_netcdf_writes_is_refused_unread(tmp_path):
+    # each item of a variable-length attribute may be a copy of the file: at most 16 are read
+    path = tmp_path / "results.nc"
+    with h5py.File(path, "w") as f:
+        f.attrs.create("many", np.array(["x"] * 17, dtype=object), dtype=h5py.string_dtype())
+    with pytest.raises(DataFileError, match="an attribute 'many' of 17 variable-length items"):
         sweeping.open_results(path, "results.nc")

@@ -34,6 +34,7 @@ import pytest
 from synthetic_telemetry import write as write_trace
 
 from powermodel import cli, output, reproduce
+from powermodel.errors import PowerModelError
 from powermodel.iotools.telemetry import TelemetryWarning
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -412,6 +413,46 @@ def test_an_output_takes_the_permissions_a_plain_open_gives(tmp_path, umask):
         os.umask(before)
     mode = (tmp_path / "a.toml").stat().st_mode & 0o777
     assert mode == (tmp_path / "b.toml").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_an_output_written_over_a_file_keeps_that_files_permissions(tmp_path):
+    # review of issue 26: a file put in place is a new file; over one kept private (0600) it
+    # came back readable by all (0644 under umask 022), which writing in place never did
+    path = tmp_path / "private.toml"
+    output.write_text(path, "x = 1\n")
+    path.chmod(0o600)
+    output.write_text(path, "x = 2\n")
+    assert path.stat().st_mode & 0o777 == 0o600 and path.read_text() == "x = 2\n"
+
+
+def test_a_signal_during_a_files_rename_comes_after_it_is_counted(tmp_path, monkeypatch):
+    # review of issue 26: a SIGTERM between a file's rename and its count said "out.csv was
+    # not written" of a file put in place; the signal now waits for both
+    path, rename = tmp_path / "out.csv", os.replace
+
+    def signalled(source, target):
+        rename(source, target)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(os, "replace", signalled)
+    with output.recorded() as written, output.interruptible() as received:
+        with pytest.raises(output.Interrupted):
+            output.write_text(path, "whole\n")
+    assert received == [signal.SIGTERM] and written == [path]
+    assert path.read_text() == "whole\n"
+
+
+def test_a_set_whose_name_a_folder_holds_is_refused_before_any_rename(tmp_path):
+    # review of issue 26: a rename failing midway (a folder of one file's name) left the files
+    # renamed before it among the earlier set's; the names are checked before any rename
+    (tmp_path / "b.csv").mkdir()
+    (tmp_path / "a.csv").write_bytes(EARLIER)
+    with pytest.raises(PowerModelError, match="b.csv'?: a folder has that name"):
+        with output.staged_folder(tmp_path) as stage:
+            (stage / "a.csv").write_text("new\n")
+            (stage / "b.csv").write_text("new\n")
+    assert (tmp_path / "a.csv").read_bytes() == EARLIER and (tmp_path / "b.csv").is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.csv"]
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import QUIET, REFERENCE
+from numpy.testing import assert_allclose
 
 from powermodel import load_scenario, simulate
 from powermodel.errors import PowerModelError
@@ -105,3 +106,17 @@ def test_rolling_max_and_min_in_blocks_are_scipys_to_the_bit(n):
         np.testing.assert_array_equal(
             signal.rolling_min(x, n), minimum_filter1d(x, n, origin=origin)
         )
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_range_reduction_is_each_ranges_own(seed):
+    # every range at once (the disturbances' losses, a frequency stretch's extremes) as each
+    # range reduced alone
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=int(rng.integers(1, 300)))
+    begin = rng.integers(0, x.size, size=int(rng.integers(1, 40)))
+    end = begin + rng.integers(1, x.size + 1, size=begin.size)
+    end = np.minimum(end, x.size)
+    for ufunc, reduce in ((np.minimum, np.min), (np.maximum, np.max), (np.add, np.sum)):
+        expected = [reduce(x[b:e]) for b, e in zip(begin, end, strict=True)]
+        assert_allclose(signal.range_reduce(ufunc, x, begin, end), expected, rtol=1e-12)

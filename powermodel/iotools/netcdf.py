@@ -23,9 +23,10 @@ from typing import Any
 import h5py
 import numpy as np
 import xarray as xr
-from h5py import h5a, h5d, h5i, h5l, h5o, h5t, h5z
+from h5py import h5a, h5d, h5ds, h5i, h5l, h5o, h5t, h5z
 from xarray.backends.locks import HDF5_LOCK, NETCDFC_LOCK, combine_locks
 
+from powermodel import deadline
 from powermodel.errors import DataFileError
 
 # netCDF-C and HDF5 are not safe for threads: one file opened here at a time (two uploads
@@ -34,7 +35,7 @@ from powermodel.errors import DataFileError
 _OPENING = threading.Lock()
 NETCDF_LOCK = combine_locks([HDF5_LOCK, NETCDFC_LOCK])
 
-__all__ = ["open_netcdf"]
+__all__ = ["VARIABLE_ITEMS", "open_netcdf"]
 
 HDF5 = b"\x89HDF\r\n\x1a\n"
 NETCDF3 = (b"CDF\x01", b"CDF\x02", b"CDF\x05")  # classic, 64-bit offset, CDF-5
@@ -61,9 +62,10 @@ NAMED = 60  # characters of a name from the file that a message quotes
 DECODING = ("_Encoding", "_FillValue", "missing_value", "_Unsigned", "scale_factor", "add_offset")
 SELF_CONTAINED = "powermodel reads only self-contained NetCDF files"
 # Items of one variable-length attribute read (each a copy of one heap object, at most the
-# file): netCDF writes a text attribute as one item and a variable's DIMENSION_LIST with one
-# item a dimension; a sweep's results have its keys, seed and rule as dimensions
-VARIABLE_ITEMS = 32
+# file, so reading one attribute takes at most this many times the file): netCDF writes a text
+# attribute as one item and a variable's DIMENSION_LIST with one item a dimension; a sweep's
+# results have its keys, seed, rule and elapsed time as dimensions
+VARIABLE_ITEMS = 16
 # Characters and items of all the variable-length attributes read (a results file's: its
 # DIMENSION_LIST references and the non-ASCII texts netCDF4 writes so, a few thousand)
 ATTRIBUTE_VALUES = 1_000_000
@@ -102,7 +104,9 @@ def open_netcdf(
         decoded (the variable named).
     """
     path = Path(path)
-    with _OPENING:
+    while not _OPENING.acquire(timeout=0.1):  # a request's deadline holds while it waits
+        deadline.check()
+    try:
         if _is_hdf5(path, label, fix):
             values = _hdf5_values(path, label, fix, max_values)
         else:
@@ -112,6 +116,8 @@ def open_netcdf(
                 f"{label} holds {values:,} values; at most {max_values:,} are read back: {smaller}"
             )
         return _read(path, label, fix)
+    finally:
+        _OPENING.release()
 
 
 def _not_netcdf(label: str, fix: str) -> DataFileError:
@@ -165,7 +171,7 @@ def _hdf5_values(path: Path, label: str, fix: str, limit: int) -> int:
             stored = _Stored(path, f.id.get_create_plist().get_sizes()[0], limit)
             _check_attributes(f.id, b"/", label, fix, stored)
             return sum(_object_values(f.id, n, kind, label, fix, stored) for n, kind in links)
-    except DataFileError:
+    except (DataFileError, deadline.DeadlineExceeded):
         raise
     except Exception:  # noqa: BLE001  h5py's errors on a damaged file are many: it is not one
         raise _not_netcdf(label, fix) from None
@@ -195,6 +201,7 @@ def _object_values(root: Any, name: bytes, kind: int, label: str, fix: str, stor
         )
     if kind != h5l.TYPE_HARD:  # resolved by code of a link class registered, maybe another file
         raise _foreign(label, f"names {_named(name)} by a user-defined link", fix)
+    deadline.check()  # a request's work stops at its deadline (powermodel.deadline)
     obj = h5o.open(root, name)
     _check_attributes(obj, name, label, fix, stored)
     if h5i.get_type(obj) == h5i.GROUP:
@@ -255,10 +262,11 @@ def _longest_text(dataset: Any, plist: Any, stored: _Stored) -> int:
     it once for each (a 100-kB text under 1,000 values reads as 100 MB from a file of 118 kB);
     and xarray reads the text as fixed-width, each value as long as the longest (one error of
     1,000,000 characters among 2,000 runs, a 1-MB file, read as 8 GB). The stored values are
-    read raw, a chunk at a time, through the filters netCDF writes."""
+    read raw, a chunk at a time, through the filters netCDF writes; a value never written reads
+    as the fill value, which counts too."""
     value = np.dtype([("length", "<u4"), ("heap", f"V{stored.address + 4}")])
     if plist.get_layout() == h5d.CONTIGUOUS:
-        offset = dataset.get_offset()  # None: never written, every value empty
+        offset = dataset.get_offset()  # None: never written, every value the fill
         spans = [] if offset is None else [(offset, dataset.get_storage_size(), 0)]
     else:
         spans = []
@@ -268,6 +276,10 @@ def _longest_text(dataset: Any, plist: Any, stored: _Stored) -> int:
     chunk = math.prod(plist.get_chunk()) if plist.get_layout() == h5d.CHUNKED else 1
     most = max(1, min(chunk, math.prod(dataset.shape))) * value.itemsize
     longest = 0
+    if plist.fill_value_defined() == h5d.FILL_VALUE_USER_DEFINED:  # what unwritten values read
+        fill = np.empty(1, dtype=h5py.string_dtype())  # one copy of one heap object
+        plist.get_fill_value(fill)
+        longest = len(fill[0] or b"")
     with stored.path.open("rb") as f:
         for offset, size, skipped in spans:
             f.seek(offset)
@@ -295,9 +307,10 @@ def _unfiltered(raw: bytes, filters: list[int], skipped: int, item: int, most: i
 
 
 def _is_phony(dataset: Any) -> bool:
-    """Whether a dataset is a netCDF dimension without a variable: its ``NAME`` attribute (a
-    short fixed-length text, read only if so) says it."""
-    if not h5a.exists(dataset, b"NAME"):
+    """Whether a dataset is a netCDF dimension without a variable: a dimension scale whose
+    ``NAME`` attribute (a short fixed-length text, read only if so) says it (netCDF reads any
+    other dataset as a variable, whatever its ``NAME``)."""
+    if not h5ds.is_scale(dataset) or not h5a.exists(dataset, b"NAME"):
         return False
     attribute = h5a.open(dataset, b"NAME")
     kind = attribute.get_type()
@@ -356,8 +369,8 @@ def _plain(kind: Any) -> bool:
         return True
     if cls == h5t.REFERENCE:
         return kind.equal(h5t.STD_REF_OBJ)
-    if cls == h5t.VLEN:
-        return _plain(kind.get_super())
+    if cls == h5t.VLEN:  # of fixed-size items: a list of lists would read uncounted
+        return _plain(kind.get_super()) and not _variable(kind.get_super())
     if cls == h5t.COMPOUND:  # of fixed-size members: a record's lists would go uncounted
         members = [kind.get_member_type(i) for i in range(kind.get_nmembers())]
         return all(_plain(m) and not _variable(m) for m in members)

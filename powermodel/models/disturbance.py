@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from powermodel.models.signal import range_reduce
+
 A = np.exp(2j * np.pi / 3)  # the 120° operator of symmetrical components
 # a curve's edges are inclusive to within this share of a p.u. or a second: readings carry the
 # rounding of the sequence transforms (0.7 p.u. may read 0.6999999999999999)
@@ -237,14 +239,10 @@ def extremes(
     first = np.searchsorted(t, begin, side="right")
     stop = np.searchsorted(t, end, side="left")
     inner = stop > first  # stretches holding breakpoints: their least and largest
-    bounds = np.stack([first, stop], axis=1)[inner].ravel()
     lowest, highest = np.minimum(edge_a, edge_b), np.maximum(edge_a, edge_b)
-    if inner.any():
-        # reduceat over [first, stop) pairs; f padded so that a stretch ending at the last
-        # breakpoint has a valid stop index
-        padded = np.r_[f, f[-1]]
-        lowest[inner] = np.minimum(lowest[inner], np.minimum.reduceat(padded, bounds)[::2])
-        highest[inner] = np.maximum(highest[inner], np.maximum.reduceat(padded, bounds)[::2])
+    a, b = first[inner], stop[inner]
+    lowest[inner] = np.minimum(lowest[inner], range_reduce(np.minimum, f, a, b))
+    highest[inner] = np.maximum(highest[inner], range_reduce(np.maximum, f, a, b))
     return np.where(lowest < low, lowest, highest)
 
 
@@ -329,6 +327,11 @@ def respond(
         The frequency farthest from nominal in each excursion [Hz] (:func:`extremes`), NaN
         for a sag; None when every trigger is a sag.
 
+    Raises
+    ------
+    ValueError
+        A frequency excursion without ``frequency``.
+
     Notes
     -----
     Without a UPS, a sag outside the supplies' immunity curve drops the servers until the
@@ -363,6 +366,8 @@ def respond(
     sag = ~np.isnan(voltage)
     transferred[sag] = ~tolerated(voltage[sag], duration[sag], *chain.transfer)
     if not sag.all():
+        if frequency is None:
+            raise ValueError("a frequency excursion (voltage NaN) needs its frequency")
         low, high = chain.frequency_window
         reached = np.asarray(frequency)[~sag]
         transferred[~sag] = (reached < low) | (reached > high)

@@ -236,6 +236,20 @@ def _sparse_table(
     best_of(best[n - 1 :], best[k - 1 : x.size - (n - k)], out=out)
 
 
+def range_reduce(ufunc: np.ufunc, x: np.ndarray, begin: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """``ufunc.reduce(x[b:e])`` for each range ``[b, e)``, ``b < e`` (in any order, overlapping
+    or not), reading each value of ``x`` once: the ranges' edges cut ``x`` into pieces, each
+    reduced once, and each range reduces its pieces."""
+    if begin.size == 0:
+        return np.zeros(0, x.dtype)
+    edges = np.unique(np.concatenate([begin, end[end < x.size]]))
+    pieces = ufunc.reduceat(x, edges)
+    # reduceat over (first, stop) pairs of pieces reduces each [first, stop); the pad gives a
+    # range ending at the last piece a valid stop
+    pairs = np.stack([np.searchsorted(edges, begin), np.searchsorted(edges, end)], axis=1)
+    return ufunc.reduceat(np.r_[pieces, pieces[-1]], pairs.ravel())[::2]
+
+
 def segment_max(x: np.ndarray, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
     """The largest of ``x[start[i] : stop[i]]`` for each segment (none empty), to the bit.
 

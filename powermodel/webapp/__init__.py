@@ -114,8 +114,9 @@ def _callback_shape(app: dash.Dash) -> tuple[str, int] | None:
     those with HTTP 500, and a callback fails on a value of the wrong type): a known server
     callback; its outputs, inputs and state as many as it declares, each naming the component
     and property it declares (a pattern's group as a list of such components), each input of
-    its component's type (:data:`PROP_TYPES`); and no text in it that is not text (a lone
-    surrogate, which no browser sends, fails the answer's encoding)."""
+    its component's type (:data:`PROP_TYPES`); no text in it that is not text (a lone
+    surrogate, which no browser sends, fails the answer's encoding); and its changed
+    properties among its inputs."""
     request = flask.request
     if request.path != CALLBACK_ROUTE or request.method != "POST":
         return None
@@ -135,8 +136,8 @@ def _callback_shape(app: dash.Dash) -> tuple[str, int] | None:
         )
         and _matches(body.get("inputs"), spec["inputs"], typed=True)
         and _matches(body.get("state", []), spec["state"], typed=True)
-        and _names(body.get("changedPropIds", []))
         and _text(body)
+        and _changed(body.get("changedPropIds", []), body["inputs"])
     )
     return None if shaped else _refused()
 
@@ -199,8 +200,17 @@ def _typed(item: dict) -> bool:
     return value is None or kind is None or (isinstance(value, kind) and type(value) is not bool)
 
 
-def _names(changed: Any) -> bool:
-    return isinstance(changed, list) and all(isinstance(c, str) for c in changed)
+def _changed(changed: Any, inputs: list) -> bool:
+    """Whether the properties said to have changed are inputs of the request, each as Dash
+    names it (``id.property``, a pattern's id as compact JSON of sorted keys): the callback
+    reads the one that fired off it (``ctx.triggered_id``)."""
+    items = [i for item in inputs for i in (item if isinstance(item, list) else [item])]
+    named = {f"{_id_text(i['id'])}.{i['property']}" for i in items}
+    return isinstance(changed, list) and all(isinstance(c, str) and c in named for c in changed)
+
+
+def _id_text(cid: str | dict) -> str:
+    return json.dumps(cid, sort_keys=True, separators=(",", ":")) if isinstance(cid, dict) else cid
 
 
 def _text(value: Any) -> bool:

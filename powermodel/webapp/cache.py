@@ -133,7 +133,7 @@ class Entry:
     ds: Any
     views: dict[str, Any] = field(default_factory=dict)
     nbytes: int = 0
-    view_locks: dict[str, threading.Lock] = field(default_factory=dict)  # one build a view
+    building: dict[str, Future] = field(default_factory=dict)  # views being built, by name
     buffers: set[int] = field(default_factory=set)  # ids of the arrays counted in nbytes
     work: Work | None = None
 
@@ -363,9 +363,10 @@ class SimulationCache:
         first) and counted in its size: the arrays it holds that the input does not.
 
         A build takes a slot (a ``cheap`` one any free slot, another one of the
-        :data:`VIEW_BUILDS` for heavy work), before the view's own lock (so that no thread
-        waits for a slot while holding a lock another build needs); holds room for its
-        temporaries under the bound; and must end within its deadline. ``work`` says what it
+        :data:`VIEW_BUILDS` for heavy work); holds room for its temporaries under the bound;
+        and must end within its deadline. A request for a view another request is building
+        waits for that build's view (or its refusal) holding no slot, so that requests for one
+        slow view never take the slots other views need. ``work`` says what it
         takes, by default what the entry says a view of it takes. A view built inside another's
         build (a figure's rule check) uses that build's slot, room and deadline.
 
@@ -384,17 +385,40 @@ class SimulationCache:
             raise PowerModelError(f"{name}: an input without its views' work (a bug)")
         work = work if work.what else replace(work, what=f"the {name.partition(':')[0]} view")
         self._refuse(work, entry.nbytes)
-        with self._view_slot(work, cheap):
+        with self._lock:
+            built = entry.building.get(name)
+        if built is None:
+            with self._view_slot(work, cheap):
+                # registered only with a slot held: a build nested in another's (which holds
+                # one) never waits for a request still waiting for a slot
+                with self._lock:
+                    if name in entry.views:
+                        return entry.views[name]
+                    built = entry.building.get(name)
+                    mine = built is None
+                    if mine:
+                        built = entry.building[name] = Future()
+                if mine:
+                    return self._build(entry, name, build, built)
+        return built.result()  # another request's build: its view, waited for with no slot
+
+    def _build(self, entry: Entry, name: str, build: Callable[[Entry], Any], built: Future) -> Any:
+        """Build a view in the slot held, count it, and give it to those waiting (``built``)."""
+        try:
+            view = build(entry)
             with self._lock:
-                lock = entry.view_locks.setdefault(name, threading.Lock())
-            with lock:
-                if name not in entry.views:
-                    entry.views[name] = build(entry)
-                    with self._lock:
-                        entry.nbytes += _arrays_bytes(entry.views[name], entry.buffers)
-                        dropped = self._evict()
-                    release_memory(dropped)
-        return entry.views[name]
+                entry.views[name] = view
+                entry.nbytes += _arrays_bytes(view, entry.buffers)
+                dropped = self._evict()
+            release_memory(dropped)
+            built.set_result(view)
+            return view
+        except BaseException as exc:
+            built.set_exception(exc)
+            raise
+        finally:
+            with self._lock:
+                entry.building.pop(name, None)
 
     def _refuse(self, work: Work, beside: int) -> None:
         """Refuse work whose temporaries, beside ``beside`` bytes of its input, the bound

@@ -41,6 +41,10 @@ from powermodel.analysis import diurnal_swing, flexibility, metrics, workloads
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.export import TOOLS
 from powermodel.iotools import SHIPPED
+
+# the results files' opener (and h5py) loaded with the server, not by its first upload: h5py's
+# import runs `uname -p`, a process (and a walk of PATH) inside a request
+from powermodel.iotools.netcdf import VARIABLE_ITEMS
 from powermodel.scenario import (
     Scenario,
     format_duration,
@@ -92,6 +96,7 @@ from powermodel.webapp.uploads import (
     read_sweep_results,
     read_trace,
     safe_name,
+    upload_size,
 )
 
 # the sweep view opens on the first of these its results hold: the swing the grid sees first
@@ -470,7 +475,7 @@ class Dashboard:
         cache (counted by what it holds): by its bytes, the name it came with and the boxes'
         values, everything that is shown of it, so that nobody sees another's name."""
         key = _upload_key("fit", contents, filename, period, gpus)
-        size = _upload_bytes(contents)
+        size = upload_size(contents)
         fitting_it = Work(
             FIT_BYTES[0] + FIT_BYTES[1] * size,
             deadline_of(size, SECONDS_PER_UPLOAD_BYTE),
@@ -569,9 +574,11 @@ class Dashboard:
         return self.cache.find(key) if found else None
 
     def _reading_results(self) -> Work:
-        """What reading an uploaded results file takes: the most values one may hold."""
+        """What reading an uploaded results file takes: the most values one may hold, and
+        the most its check of one variable-length attribute may copy (each item at most the
+        upload)."""
         return Work(
-            MAX_RESULT_CELLS * RESULTS_BYTES_PER_CELL,
+            MAX_RESULT_CELLS * RESULTS_BYTES_PER_CELL + VARIABLE_ITEMS * self.upload_limit,
             deadline_of(self.upload_limit, SECONDS_PER_UPLOAD_BYTE),
             f"up to {MAX_RESULT_CELLS:,} values",
             "upload the results of a smaller sweep",
@@ -1131,11 +1138,6 @@ def _upload_key(kind: str, contents: Any, *shown: Any) -> str:
     digest = hashlib.sha256(payload.encode("utf-8", "backslashreplace"))
     digest.update(json.dumps(shown, default=str).encode())
     return f"{kind}:{digest.hexdigest()[:32]}"
-
-
-def _upload_bytes(contents: Any) -> int:
-    """The size of an upload from its data URL's length (base64: 3 bytes in 4). [B]"""
-    return len(contents.partition(",")[2]) * 3 // 4 if isinstance(contents, str) else 0
 
 
 def _events_work(entry: Entry) -> Work:

@@ -23,10 +23,6 @@ import pandas as pd
 
 from powermodel.errors import PowerModelError
 from powermodel.iotools import TelemetryWarning, read_telemetry, read_weather
-
-# the results files' opener (and h5py) loaded with the server, not by its first upload: h5py's
-# import runs `uname -p`, a process (and a walk of PATH) inside a request
-from powermodel.iotools.netcdf import open_netcdf  # noqa: F401
 from powermodel.scenario import Scenario
 from powermodel.sweep import open_results
 
@@ -45,12 +41,18 @@ def safe_name(text: str, fallback: str = "scenario") -> str:
     return slug or fallback
 
 
+def upload_size(contents: object) -> int:
+    """The size of a ``dcc.Upload`` data URL's file, from its length (base64: 3 bytes in 4),
+    before decoding it; 0 for anything else. [B]"""
+    return len(contents.partition(",")[2]) * 3 // 4 if isinstance(contents, str) else 0
+
+
 def decode_upload(contents: object, filename: str, limit: int) -> bytes:
     """The bytes of a ``dcc.Upload`` data URL, refused over ``limit`` bytes."""
     if not isinstance(contents, str):
         raise UploadError(f"{filename} did not arrive whole: upload it again")
-    _, _, data = contents.partition(",")
-    size = len(data) * 3 // 4
+    data = contents.partition(",")[2]
+    size = upload_size(contents)
     if size > limit:
         raise UploadError(
             f"{filename} is {size / 1e6:.1f} MB; the dashboard takes files up to {limit / 1e6:g} MB"
