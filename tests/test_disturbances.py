@@ -727,3 +727,10 @@ def test_a_noisy_frequency_record_is_refused_by_validate_before_any_run(capsys):
     args += [f"--set={k}={v}" for k, v in QUIET.items()]
     assert main(["validate", REFERENCE, *args]) == 1
     assert "more than 1,000" in capsys.readouterr().err
+
+
+def test_a_frequency_excursion_without_its_frequency_is_refused_in_words():
+    # found in review: respond's frequency defaults to None, and an excursion (voltage NaN)
+    # without it was numpy's IndexError
+    with pytest.raises(ValueError, match="a frequency excursion \\(voltage NaN\\) needs its"):
+        dm.respond(np.array([1.0]), np.array([1.0]), np.array([np.nan]), ups_chain())

@@ -494,3 +494,16 @@ def test_an_attribute_of_more_items_than_netcdf_writes_is_refused_unread(tmp_pat
         f.attrs.create("many", np.array(["x"] * 17, dtype=object), dtype=h5py.string_dtype())
     with pytest.raises(DataFileError, match="an attribute 'many' of 17 variable-length items"):
         sweeping.open_results(path, "results.nc")
+
+
+def test_a_request_waiting_to_open_a_results_file_keeps_its_deadline(real):
+    # found in review: one file is opened at a time, and a request waiting for another's read
+    # held its slot past its deadline; it stops at it, in words
+    from powermodel import deadline
+    from powermodel.iotools import netcdf
+
+    with netcdf._OPENING:  # another request reads a file
+        with pytest.raises(deadline.PastDeadline, match="^reading took too long$"):
+            with deadline.within(0.3, "reading took too long"):
+                sweeping.open_results(real, "results.nc")
+    assert sweeping.open_results(real, "results.nc")["error"].size == CELLS  # free again
