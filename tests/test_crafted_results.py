@@ -12,6 +12,7 @@ Dataset the file was made from, by name."""
 from __future__ import annotations
 
 import base64
+import json
 
 import netCDF4
 import numpy as np
@@ -208,6 +209,8 @@ def test_a_crafted_results_file_that_reads_is_labelled_by_name(crafted, board, t
     for key in (DEPTH, INTERVAL):
         figure = _chart(board, store, METRIC, key)
         assert [t["name"] for t in figure["data"] if t["mode"] == "lines+markers"]
+        # the file's own texts shown cut (a megabyte unit was the axis title whole)
+        assert len(json.dumps(figure["layout"])) < 20_000
 
 
 def test_one_long_error_among_many_runs_is_counted_as_read_and_refused_before(board, tmp_path):

@@ -103,6 +103,7 @@ from powermodel.webapp.uploads import (
 SWEEP_METRICS = ("grid_swing_5s_mw", "grid_peak_mw", "effective_training_time")
 MAX_FAILED_ROWS = 1000  # failed runs listed (a sweep holds up to 10,000 runs)
 ERROR_CHARACTERS = 300  # of each failed run's error, as the table shows it
+UNIT_CHARACTERS = 40  # of a metric's units in an uploaded results file, as the axis shows them
 MAX_STEPS = 5_000_000  # steps the dashboard simulates: 57 days 21 h at 1 s, about 1.6 GB at peak
 PREFETCHED = ("power", "thermal", "grid")  # views built ahead of a tab change (the mitigation
 # view is not: it would simulate the run without its mitigations for every scenario seen)
@@ -605,7 +606,8 @@ class Dashboard:
         entry = self._uploaded(state, "sweep")
         if entry is None or metric not in measured(entry.ds) or key not in swept_keys(entry.ds):
             raise PreventUpdate  # never uploaded here, evicted, or not the results' own
-        unit = str(entry.ds[metric].attrs.get("units", "1"))
+        # an uploaded file's own text: a unit, cut to what an axis title holds
+        unit = str(entry.ds[metric].attrs.get("units", "1"))[:UNIT_CHARACTERS]
         try:
             return self.cache.view(
                 entry,
