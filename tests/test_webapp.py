@@ -412,6 +412,23 @@ def test_an_opening_the_server_cannot_load_is_one_line(options, said):
     assert done.stderr.splitlines()[-1].startswith(f"app.py: error: {said}")
 
 
+@pytest.mark.parametrize(
+    "opening",
+    [{"simulation.duration": "2h"}, ["simulation.duration=2h"]],
+    ids=["a table", "key=value texts (--set)"],
+)
+def test_the_dashboard_opens_with_its_overrides_in_either_form(opening, tmp_path):
+    # create_dashboard takes the overrides every preset opens with as a table or as --set's
+    # texts; the texts failed the first page (dict() of a list in the preset's base), found by
+    # bench/screenshot.py --set
+    board = create_dashboard(overrides=opening)
+    try:
+        opened = board.base({"preset": REFERENCE})
+        assert opened.simulation.duration == 7200.0  # the 2 h asked for, in seconds
+    finally:
+        board.workdir.cleanup()
+
+
 # Run in a fresh interpreter holding only what the dashboard imports: in a long test session
 # every module other tests import (Sphinx, hypothesis, …) adds classes, and the interpreter's
 # class registry, rehashed as plotly creates and drops its helper classes, then puts blocks of

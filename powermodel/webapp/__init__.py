@@ -12,7 +12,7 @@ from typing import Any
 import dash
 import flask
 
-from powermodel.scenario import load_scenario
+from powermodel.scenario import load_scenario, parse_overrides
 from powermodel.webapp import downloads, layout
 from powermodel.webapp.cache import DEFAULT_BYTES, SIMULATIONS, SimulationCache
 from powermodel.webapp.callbacks import Dashboard
@@ -70,7 +70,9 @@ def create_dashboard(
     deleted with the dashboard (which the app's callbacks hold), and at the latest when the
     process exits.
     """
-    defaults = APP_OVERRIDES if overrides is None else overrides
+    # as a table whatever their form (["key=value", ...] as --set gives them): the page's
+    # bases open with it
+    defaults = parse_overrides(APP_OVERRIDES if overrides is None else overrides)
     load_scenario(scenario_name, defaults)  # a bad preset or override fails here, not in a page
     cache = SimulationCache(cache_bytes, simulations)
     workdir = tempfile.TemporaryDirectory(prefix="powermodel-dashboard-")
