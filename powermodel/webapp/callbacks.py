@@ -1447,7 +1447,10 @@ def _grid_events(entry: Entry, index: int) -> dict[str, Any]:
     report = ride_through.report(ds) if "disturbance_time" in ds else pd.DataFrame()
     if report.empty:  # this scenario's own answer, never the last one's view
         hidden = {"visible": False}
-        empty = go.Figure(layout={"xaxis": hidden, "yaxis": hidden, "height": 120})
+        clear = "rgba(0,0,0,0)"  # no grey plot area where there is nothing to plot
+        empty = go.Figure(
+            layout={"xaxis": hidden, "yaxis": hidden, "height": 120, "plot_bgcolor": clear}
+        )
         why = (
             "its sequence disturbs nothing (the frequency stays within the deadband, no sag)"
             if "disturbance_time" in ds
