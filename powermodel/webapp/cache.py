@@ -273,16 +273,22 @@ class SimulationCache:
                 result = self._building[key] = Future()
         if not mine:
             return result.result()
+        return self._deliver(self._building, key, result, build)
+
+    def _deliver(self, building: dict, key: str, built: Future, build: Callable[[], Any]) -> Any:
+        """``build()``'s result, given to those waiting on ``built`` (its exception, if it
+        raises), then ``key`` out of ``building``: the first caller's work, done once."""
         try:
-            entry = build()
-            result.set_result(entry)
-            return entry
+            value = build()
         except BaseException as exc:
-            result.set_exception(exc)
+            built.set_exception(exc)
             raise
+        else:
+            built.set_result(value)
+            return value
         finally:
             with self._lock:
-                self._building.pop(key, None)
+                building.pop(key, None)
 
     def position(self, scenario: Scenario) -> int | None:
         """Where a scenario's simulation stands: its place in the queue (1 is next), 0 while it
@@ -399,26 +405,18 @@ class SimulationCache:
                     if mine:
                         built = entry.building[name] = Future()
                 if mine:
-                    return self._build(entry, name, build, built)
+                    kept = lambda: self._kept(entry, name, build(entry))  # noqa: E731
+                    return self._deliver(entry.building, name, built, kept)
         return built.result()  # another request's build: its view, waited for with no slot
 
-    def _build(self, entry: Entry, name: str, build: Callable[[Entry], Any], built: Future) -> Any:
-        """Build a view in the slot held, count it, and give it to those waiting (``built``)."""
-        try:
-            view = build(entry)
-            with self._lock:
-                entry.views[name] = view
-                entry.nbytes += _arrays_bytes(view, entry.buffers)
-                dropped = self._evict()
-            release_memory(dropped)
-            built.set_result(view)
-            return view
-        except BaseException as exc:
-            built.set_exception(exc)
-            raise
-        finally:
-            with self._lock:
-                entry.building.pop(name, None)
+    def _kept(self, entry: Entry, name: str, view: Any) -> Any:
+        """A view built, kept with its entry and counted in its size."""
+        with self._lock:
+            entry.views[name] = view
+            entry.nbytes += _arrays_bytes(view, entry.buffers)
+            dropped = self._evict()
+        release_memory(dropped)
+        return view
 
     def _refuse(self, work: Work, beside: int) -> None:
         """Refuse work whose temporaries, beside ``beside`` bytes of its input, the bound
