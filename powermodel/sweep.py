@@ -1497,8 +1497,8 @@ def _line_name(steps: list[tuple[str, np.ndarray, np.ndarray]], line: int) -> st
 
 
 def _failed(error: np.ndarray) -> np.ndarray:
-    """Which runs failed: those whose error is not empty."""
-    return error != ("" if error.dtype.kind in "OU" else b"")
+    """Which runs failed: those whose error (text) is not empty."""
+    return error != ""
 
 
 def _quantiles(value: np.ndarray, failed: np.ndarray, group: np.ndarray) -> pd.DataFrame:

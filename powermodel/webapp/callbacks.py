@@ -191,7 +191,7 @@ class Dashboard:
         tab, message."""
         tab, message, preset_out = no_update, "", no_update
         if trigger == ids.UPLOAD_SCENARIO:
-            label = safe_name(filename if isinstance(filename, str) else "", "scenario.toml")
+            label = safe_name(filename, "scenario.toml")
             try:
                 base = {
                     "upload": label,
@@ -545,7 +545,7 @@ class Dashboard:
             results = self.cache.upload(
                 key, lambda: self._sweep_results(contents, filename), self._reading_results()
             ).ds
-            label = safe_name(filename if isinstance(filename, str) else "", "results.nc")
+            label = safe_name(filename, "results.nc")
             metrics_drawn, keys = measured(results), swept_keys(results)
         except PowerModelError as exc:
             why = _page_words(self.said(exc))
@@ -1161,7 +1161,7 @@ def _failed_runs(results: Any, limit: int = MAX_FAILED_ROWS) -> tuple[list[dict[
     values), seed and error; and how many failed. Dimensions are read by name, in whatever
     order the file keeps them."""
     dims = [*swept_dims(results), "seed"]
-    error = results["error"].transpose(*dims).astype(str)
+    error = results["error"].transpose(*dims)  # text (open_results checks it): no copy as str
     where = np.argwhere(error.values != "")
     keys = swept_keys(results)
     seeds = results["seed"].values

@@ -34,9 +34,11 @@ class UploadError(PowerModelError):
     """An upload the dashboard refuses (too large, not text, not the right kind of file)."""
 
 
-def safe_name(text: str, fallback: str = "scenario") -> str:
+def safe_name(text: object, fallback: str = "scenario") -> str:
     """A file name from user text: letters, digits, ``-``, ``_`` and ``.`` only, at most 80
-    characters, never empty, never a path (``../x`` gives ``x``)."""
+    characters, never empty, never a path (``../x`` gives ``x``); ``fallback`` for anything
+    else (no name, or not text: an upload's name as a forged request sends it)."""
+    text = text if isinstance(text, str) else ""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80].strip("-.")
     return slug or fallback
 
@@ -82,7 +84,7 @@ def read_trace(
         Over ``limit`` bytes, or not a trace the reader takes (its reason, naming the file as
         it came).
     """
-    label = safe_name(filename if isinstance(filename, str) else "", "trace.csv")
+    label = safe_name(filename, "trace.csv")
     data = decode_upload(contents, label, limit)
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=folder, suffix=".trace", delete=False) as f:
@@ -112,7 +114,7 @@ def read_sweep_results(contents: object, filename: object, limit: int, folder: P
     UploadError, PowerModelError
         Over ``limit`` bytes, or not a sweep's results (the reason, naming the file as it came).
     """
-    label = safe_name(filename if isinstance(filename, str) else "", "results.nc")
+    label = safe_name(filename, "results.nc")
     data = decode_upload(contents, label, limit)
     if not label.lower().endswith(".nc"):
         raise UploadError(f"{label} is not a NetCDF file (.nc): give powermodel sweep's results")
@@ -156,7 +158,7 @@ class WeatherUploads:
         UploadError, PowerModelError
             Too large, not an EPW file, or not one the reader takes (with its reason).
         """
-        label = safe_name(filename if isinstance(filename, str) else "", "weather.epw")
+        label = safe_name(filename, "weather.epw")
         data = decode_upload(contents, label, self.limit)
         if not label.lower().endswith(".epw"):
             raise UploadError(f"{label} is not an EPW file (.epw)")
