@@ -342,13 +342,7 @@ class SimulationCache:
         held = [need]
 
         def keep(key: str, entry: Entry) -> Entry:
-            with self._turns:
-                self._reserved -= held.pop()
-                self._entries[key] = entry
-                dropped = self._evict()
-                self._turns.notify_all()  # what it held is now a kept entry, which may go
-            release_memory(dropped)
-            return entry
+            return self._store(key, entry, freed=held.pop())
 
         try:
             yield keep
@@ -433,7 +427,7 @@ class SimulationCache:
     def _view_slot(self, work: Work, cheap: bool) -> Iterator[Callable[[str, Entry], Entry]]:
         """A build's slot, room and deadline; yields :meth:`_reserving`'s ``keep``."""
         if getattr(self._in_build, "active", False):
-            yield self._nested_keep  # in a build that holds a slot, its room and deadline
+            yield self._store  # in a build that holds a slot, its room and deadline
             return
         kind = int(cheap)
         with self._slots:
@@ -460,10 +454,15 @@ class SimulationCache:
             if idle:  # what the builds freed goes back to the system, not only to the heap
                 allocator.trim()
 
-    def _nested_keep(self, key: str, entry: Entry) -> Entry:
+    def _store(self, key: str, entry: Entry, freed: int = 0) -> Entry:
+        """Keep ``entry`` under ``key``, giving back ``freed`` bytes of room held for it in
+        the same step (what it held is now a kept entry, which may go), and evict to the
+        bound."""
         with self._turns:
+            self._reserved -= freed
             self._entries[key] = entry
             dropped = self._evict()
+            self._turns.notify_all()
         release_memory(dropped)
         return entry
 
