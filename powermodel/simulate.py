@@ -2226,13 +2226,14 @@ def plant_steps(scenario: Scenario) -> int:
 
 def _plant_step_fix(scenario: Scenario) -> str:
     """The plant steps nearest ``cooling.dt`` that are whole numbers of ``dt`` dividing the run
-    and that ``cooling.dt`` takes (1 s to 1 h), as the fix to give."""
+    and that ``cooling.dt`` takes (its schema's bounds), as the fix to give."""
     sim, wanted = scenario.simulation, scenario.cooling.dt
     n = sim.n_steps
     low = np.arange(1, math.isqrt(n) + 1)
     low = low[n % low == 0]
     steps = np.union1d(low, n // low) * sim.dt  # every whole number of dt dividing the run
-    steps = steps[(steps >= 1.0) & (steps <= 3600.0)]
+    bounds = {type(m).__name__: m for m in type(scenario.cooling).model_fields["dt"].metadata}
+    steps = steps[(steps >= bounds["Ge"].ge) & (steps <= bounds["Le"].le)]
     near = [*steps[steps < wanted][-1:], *steps[steps > wanted][:1]]
     if not near:
         return "change simulation.duration or simulation.dt"
