@@ -49,6 +49,7 @@ import pytest
 import requests
 import xarray as xr
 from conftest import REFERENCE
+from crafted_hdf5 import replace_variable
 from forged_requests import forged_shapes, replaced, strings_in
 from synthetic_telemetry import write
 from test_fit import START, _trace
@@ -144,31 +145,25 @@ def _referencing(good: Path, secrets: Secrets) -> dict[str, bytes]:
     """Results files whose ``error`` HDF5 reads from a secret: stored in the text file
     (external storage), linked to the secret results' (an external link), mapped from them (a
     virtual dataset). A server that opens them shows the token in the failed-runs table."""
+    with h5py.File(good) as f:
+        shape, dtype = f["error"].shape, f["error"].dtype
     crafted = {}
     for kind in ("external storage", "external link", "virtual dataset"):
         path = good.with_name(kind.replace(" ", "-") + ".nc")
         shutil.copy(good, path)
-        with h5py.File(path, "r+") as f:
-            old = f["error"]
-            shape, dtype = old.shape, old.dtype
-            scales = [old.dims[i][0] for i in range(old.ndim)]
-            for i, scale in enumerate(scales):
-                old.dims[i].detach_scale(scale)
-            del f["error"]
-            if kind == "external link":
-                f["error"] = h5py.ExternalLink(str(secrets.files["nc"]), "/error")
-            else:
-                if kind == "external storage":
-                    where = [(str(secrets.files["txt"]), 0, math.prod(shape) * dtype.itemsize)]
-                    new = f.create_dataset("error", shape=shape, dtype=dtype, external=where)
-                else:
-                    layout = h5py.VirtualLayout(shape=shape, dtype=dtype)
-                    layout[...] = h5py.VirtualSource(
-                        str(secrets.files["nc"]), "error", shape=shape, dtype=dtype
-                    )
-                    new = f.create_virtual_dataset("error", layout)
-                for i, scale in enumerate(scales):  # on the same dimensions, as netCDF reads
-                    new.dims[i].attach_scale(scale)
+        if kind == "external storage":
+            where = [(str(secrets.files["txt"]), 0, math.prod(shape) * dtype.itemsize)]
+            replace_variable(path, "error", dtype=dtype, external=where)
+        elif kind == "external link":
+            replace_variable(
+                path, "error", link=h5py.ExternalLink(str(secrets.files["nc"]), "/error")
+            )
+        else:
+            layout = h5py.VirtualLayout(shape=shape, dtype=dtype)
+            layout[...] = h5py.VirtualSource(
+                str(secrets.files["nc"]), "error", shape=shape, dtype=dtype
+            )
+            replace_variable(path, "error", layout)
         crafted[kind] = path.read_bytes()
     return crafted
 

@@ -25,6 +25,7 @@ import h5py
 import numpy as np
 import pytest
 import xarray as xr
+from crafted_hdf5 import replace_variable
 from test_dashboard_hostile import call
 
 from powermodel import sweep as sweeping
@@ -63,30 +64,12 @@ def secret(tmp_path) -> tuple[Path, str]:
     return path, text
 
 
-def _replace(path: Path, name: str, layout: h5py.VirtualLayout | None = None, **create) -> None:
-    """Recreate the variable ``name`` of a results file with h5py (``create`` as
-    ``create_dataset`` takes it, or a virtual dataset of ``layout``), on the same dimensions,
-    as netCDF-4 reads them."""
-    with h5py.File(path, "r+") as f:
-        old = f[name]
-        shape, scales = old.shape, [old.dims[i][0] for i in range(old.ndim)]
-        for i, scale in enumerate(scales):
-            old.dims[i].detach_scale(scale)
-        del f[name]
-        if layout is None:
-            new = f.create_dataset(name, shape=shape, **create)
-        else:
-            new = f.create_virtual_dataset(name, layout)
-        for i, scale in enumerate(scales):
-            new.dims[i].attach_scale(scale)
-
-
 def _external_storage(path: Path, secret: Path) -> None:
-    _replace(path, "error", dtype=f"S{CHARS}", external=[(str(secret), 0, CELLS * CHARS)])
+    replace_variable(path, "error", dtype=f"S{CHARS}", external=[(str(secret), 0, CELLS * CHARS)])
 
 
 def _external_storage_absolute(path: Path, secret: Path) -> None:
-    _replace(path, "error", dtype=f"S{CHARS}", external=[("/etc/passwd", 0, CELLS * CHARS)])
+    replace_variable(path, "error", dtype=f"S{CHARS}", external=[("/etc/passwd", 0, CELLS * CHARS)])
 
 
 def _external_link(path: Path, secret: Path) -> None:
@@ -98,7 +81,7 @@ def _virtual(path: Path, secret: Path) -> None:
     source = h5py.VirtualSource(str(secret.with_suffix(".h5")), "numbers", shape=(2, SEEDS))
     layout = h5py.VirtualLayout(shape=(2, SEEDS), dtype="f8")
     layout[:] = source
-    _replace(path, "grid_peak_mw", layout)
+    replace_variable(path, "grid_peak_mw", layout)
 
 
 def _soft_link(path: Path, secret: Path) -> None:
@@ -107,11 +90,11 @@ def _soft_link(path: Path, secret: Path) -> None:
 
 
 def _lzf(path: Path, secret: Path) -> None:
-    _replace(path, "grid_peak_mw", data=np.ones((2, SEEDS)), compression="lzf")
+    replace_variable(path, "grid_peak_mw", data=np.ones((2, SEEDS)), compression="lzf")
 
 
 def _scaleoffset(path: Path, secret: Path) -> None:
-    _replace(path, "grid_peak_mw", data=np.ones((2, SEEDS)), scaleoffset=3)
+    replace_variable(path, "grid_peak_mw", data=np.ones((2, SEEDS)), scaleoffset=3)
 
 
 def _named_datatype(path: Path, secret: Path) -> None:
@@ -120,7 +103,7 @@ def _named_datatype(path: Path, secret: Path) -> None:
 
 
 def _compound(path: Path, secret: Path) -> None:
-    _replace(path, "grid_peak_mw", dtype=np.dtype([("a", "f8"), ("b", "i4")]))
+    replace_variable(path, "grid_peak_mw", dtype=np.dtype([("a", "f8"), ("b", "i4")]))
 
 
 def _user_block(path: Path, secret: Path) -> None:
@@ -345,7 +328,7 @@ def _shared_text(path: Path, compressed: bool) -> None:
     """``error`` as variable-length text whose four values all point at one 100-kB heap
     object: reading copies it once for each (netCDF writes each value's own)."""
     options = {"chunks": (2, SEEDS), "compression": "gzip", "shuffle": True} if compressed else {}
-    _replace(path, "error", dtype=h5py.string_dtype(), **options)
+    replace_variable(path, "error", dtype=h5py.string_dtype(), **options)
     with h5py.File(path, "r+") as f:
         error = f["error"]
         error[0, 0] = "A" * SHARED
