@@ -264,6 +264,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     fitting.add_argument("--preset", default=REFERENCE, help=f"preset to extend ({REFERENCE})")
     fitting.add_argument(
+        "--gpu",
+        help="the GPU the trace was recorded on, from the catalogue (default: the preset's, or "
+        "one built from the trace when its levels lie outside that GPU's idle to TDP)",
+    )
+    fitting.add_argument(
         "--sensor",
         help="the chain the trace was read through (default: NVML's 1-s average, or an "
         "instantaneous sample for power.draw.instant)",
@@ -752,6 +757,7 @@ def _fit(args: argparse.Namespace) -> int:
         preset=args.preset,
         sensor=args.sensor,
         report=args.report,
+        gpu=args.gpu,
     )
     for warning in run.result.warnings:
         print(f"powermodel: warning: {warning}", file=sys.stderr)

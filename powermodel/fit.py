@@ -12,6 +12,7 @@ value, while what the averaging keeps exactly (the mean running level) is still 
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import warnings
@@ -29,7 +30,7 @@ from powermodel.errors import DataFileError, PowerModelError
 from powermodel.iotools.telemetry import to_grid
 from powermodel.models import sensors, workload
 from powermodel.models.events import State
-from powermodel.scenario import Scenario, Workload, load_scenario
+from powermodel.scenario import Scenario, Workload, gpu_catalogue, load_scenario
 from powermodel.simulate import derive, rest_power
 
 __all__ = [
@@ -38,6 +39,8 @@ __all__ = [
     "REFERENCE",
     "Fit",
     "chain_of",
+    "choose_gpu",
+    "GpuChoice",
     "Quantity",
     "Timeline",
     "detect",
@@ -47,6 +50,7 @@ __all__ = [
     "per_gpu_signal",
     "step_response",
     "summary",
+    "with_gpu",
 ]
 
 REFERENCE = "llama3-405b-16k-h100"  # the preset a fit extends by default
@@ -74,6 +78,16 @@ EDGES = np.array([0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0])  # edge d
 RAMPS = np.concatenate(([0.0], np.geomspace(0.1, 3600.0, 120)))  # start-up ramps tried [s]
 IDLE, LOW, HIGH = 0, 1, 2  # sample labels: idle band, stalled band, running band
 HELD = (State.FAILED_IDLE, State.CHECKPOINT, State.STALLED, State.LOADING)  # flat levels
+# A GPU trace's highest sustained level is the top of its rolling mean over this long (and at
+# least two sensor windows): a poll's spike is no level a board holds
+SUSTAIN = 2.0  # s
+SUSTAIN_QUANTILE = 0.99  # of the rolling means: the 1 % above it are the spikes it leaves out
+# The preset's GPU is kept for a GPU trace whose lowest held level is at least this share of
+# its idle (the H100's is 60-100 W, the catalogue's 80 W midpoint unconfirmed) and whose highest
+# sustained level is at most this multiple of its TDP (NVML's average reads a little over TDP)
+KEEP_IDLE = 0.5
+KEEP_TDP = 1.1
+MAX_BOARD = 10e3  # W: a sustained level above this is no board (gpu.tdp's bound)
 
 
 @dataclass(frozen=True)
@@ -87,6 +101,18 @@ class Quantity:
     resolved: bool
     how: str
     key: str | None = None
+
+
+@dataclass(frozen=True)
+class GpuChoice:
+    """The GPU a fit writes: the catalogue entry ``name`` (``cluster.gpu``), with ``table`` the
+    ``[gpu]`` keys built from the trace that win over the entry's (empty: the entry as it is),
+    each ``(value, note)``; ``named``: given by the caller (``--gpu``)."""
+
+    name: str
+    table: dict[str, tuple[object, str]]
+    named: bool
+    how: str
 
 
 @dataclass(frozen=True)
@@ -147,6 +173,7 @@ class Fit:
     quantities: dict[str, Quantity]
     response: StepResponse
     warnings: tuple[str, ...]
+    gpu: GpuChoice
 
     def value(self, name: str, default: float | None = None) -> float | None:
         q = self.quantities.get(name)
@@ -1003,6 +1030,7 @@ def fit(
     preset: str | Path | Scenario = REFERENCE,
     period: float | None = None,
     gpus_per_node: int | None = None,
+    gpu: str | None = None,
 ) -> Fit:
     """Fit a trace read by :func:`powermodel.iotools.telemetry.read_telemetry`.
 
@@ -1016,18 +1044,40 @@ def fit(
         :class:`~powermodel.models.sensors.Sensor`); by default the one its power field implies
         (:func:`chain_of`).
     preset
-        The scenario the fit extends: its TDP expresses levels as fractions, and its values stay
-        where the trace does not resolve them.
+        The scenario the fit extends: its values stay where the trace does not resolve them.
     period
         Sampling period [s]; the trace's median by default.
     gpus_per_node
         GPUs behind each channel of a meter trace.
+    gpu
+        The GPU catalogue entry the trace was recorded on (``--gpu``); by default the preset's,
+        or, for a GPU trace whose levels lie outside its idle to TDP, one built from the trace
+        (:func:`choose_gpu`).
     """
     scenario = preset if isinstance(preset, Scenario) else load_scenario(preset)
+    scenario = with_gpu(scenario, gpu)
     times, cells, n_gpus, start = per_gpu_signal(data, meta, scenario, period, gpus_per_node)
     step = float(times[1] - times[0])
     chain = chain_of(meta, step, scenario.gpu.name) if sensor is None else sensor
-    return fit_cells(times, cells, n_gpus, {**meta, "start": start}, chain, scenario)
+    return fit_cells(
+        times, cells, n_gpus, {**meta, "start": start}, chain, scenario, named=gpu is not None
+    )
+
+
+def with_gpu(scenario: Scenario, gpu: str | None) -> Scenario:
+    """``scenario`` on the catalogue GPU ``gpu`` (``cluster.gpu``; unchanged for None), refused
+    in one line naming the catalogue when it has no such entry."""
+    if gpu is None or gpu == scenario.cluster.gpu:
+        return scenario
+    entries = gpu_catalogue()
+    if gpu not in entries:
+        close = difflib.get_close_matches(gpu, entries, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise PowerModelError(
+            f"--gpu {gpu!r}: no such GPU in the catalogue{hint}; it has {', '.join(entries)}. "
+            "Leave --gpu out to build the GPU from the trace"
+        )
+    return load_scenario(scenario, {"cluster.gpu": gpu})
 
 
 def chain_of(meta: dict, period: float, gpu: str | None = None) -> sensors.Sensor:
@@ -1052,11 +1102,13 @@ def fit_cells(
     meta: dict,
     sensor: str | sensors.Sensor,
     scenario: Scenario,
+    named: bool = False,
 ) -> Fit:
     """Fit a trace already on a uniform grid: ``cells`` (channel × time) of per-GPU power [W]
     at ``times`` [s from the first sample] (NaN where a channel reported nothing); a meter's
     (``meta["kind"] == "meter"``) inverted with the running rest of node, which each sample
-    trades for its detected state's (:func:`rest_share`)."""
+    trades for its detected state's (:func:`rest_share`). ``named``: the scenario's GPU was
+    given (``--gpu``) and is kept whatever the trace draws (else :func:`choose_gpu`)."""
     step = float(times[1] - times[0])
     sensor = sensors.lookup(sensor)
     response = step_response(sensor, step)
@@ -1076,10 +1128,13 @@ def fit_cells(
         shift = rest_share(scenario, line.state[seg])
         power, filled = power + shift, filled + shift
     quantities, line = _quantities(times, filled, line, found, response, scenario)
+    kind = str(meta.get("kind", "gpu"))
+    source = str(meta.get("source", "the trace"))
+    gpu, said = choose_gpu(times, filled, quantities, response, scenario, kind, named, source)
     return Fit(
         source=str(meta.get("source", "")),
         sensor=sensor,
-        kind=str(meta.get("kind", "gpu")),
+        kind=kind,
         start=np.datetime64(pd.Timestamp(meta.get("start", 0)), "ns"),
         period=step,
         n_gpus=n_gpus,
@@ -1088,8 +1143,127 @@ def fit_cells(
         timeline=line,
         quantities=quantities,
         response=response,
-        warnings=tuple(meta.get("warnings", ())),
+        warnings=(*meta.get("warnings", ()), *said),
+        gpu=gpu,
     )
+
+
+def _sustained(
+    times: np.ndarray, x: np.ndarray, response: StepResponse
+) -> tuple[float, float, float]:
+    """The highest and lowest levels a signal sustains [W]: the :data:`SUSTAIN_QUANTILE` and
+    its complement of its rolling mean over :data:`SUSTAIN` (two sensor windows at least), and
+    that window [s]."""
+    period = float(times[1] - times[0])
+    window = max(SUSTAIN, 2.0 * response.window, period)
+    n = min(max(1, round(window / period)), x.size)
+    c = np.concatenate(([0.0], np.cumsum(x)))
+    means = (c[n:] - c[:-n]) / n
+    top, bottom = np.quantile(means, (SUSTAIN_QUANTILE, 1.0 - SUSTAIN_QUANTILE))
+    return float(top), float(bottom), n * period
+
+
+def choose_gpu(
+    times: np.ndarray,
+    x: np.ndarray,
+    q: dict[str, Quantity],
+    response: StepResponse,
+    scenario: Scenario,
+    kind: str,
+    named: bool,
+    source: str,
+) -> tuple[GpuChoice, list[str]]:
+    """The GPU the fitted scenario is written for, and what to tell the user of it (the
+    quantity ``GPU TDP``, added to ``q``, says which and why; resolved only when built).
+
+    The scenario's GPU is kept where it was given (``named``), for a meter (whose per-GPU level
+    comes through the preset's node), and for a GPU trace whose levels lie within the GPU's
+    range: its lowest held level (the idle level, else the lowest sustained one) at least
+    :data:`KEEP_IDLE` of the GPU's idle and its highest sustained level (:func:`_sustained`) at
+    most :data:`KEEP_TDP` of its TDP. Otherwise the GPU is built from the trace: its TDP the
+    highest sustained level (or the compute level, if higher), its idle and stalled levels the
+    fitted ones, and what a trace cannot show (lowest cap, leakage, thermal resistance) scaled
+    from the scenario's GPU by TDP.
+    """
+    gpu = scenario.gpu
+    top, bottom, window = _sustained(times, x, response)
+    idle_q = q["idle level"]
+    lowest = idle_q.value if idle_q.resolved else bottom
+    span = (
+        f"{lowest:,.0f} W ({'idle' if idle_q.resolved else 'lowest sustained'}) to {top:,.0f} W "
+        f"(highest sustained: the {SUSTAIN_QUANTILE:.0%} quantile of the "
+        f"{format_duration(round(window, 3))} rolling mean, which a spike does not reach)"
+    )
+    own = f"the {gpu.name}'s idle {gpu.idle:g} W and TDP {gpu.tdp:g} W"
+    within = lowest >= KEEP_IDLE * gpu.idle and top <= KEEP_TDP * gpu.tdp
+    if named or kind == "meter" or within:
+        if named:
+            how = f"--gpu {gpu.name}: the catalogue's, {own}"
+        elif kind == "meter":
+            how = (
+                f"the preset's {gpu.name} ({own}): a meter's per-GPU level comes through the "
+                "preset's node, so its GPU is kept (--gpu names another)"
+            )
+        else:
+            how = (
+                f"the preset's {gpu.name} ({own}) is kept: the trace's levels, {span}, lie "
+                f"within {KEEP_IDLE:g} x its idle to {KEEP_TDP:g} x its TDP"
+            )
+        # the catalogue's TDP, not the trace's: reported, not resolved
+        q["GPU TDP"] = Quantity("GPU TDP", gpu.tdp, "W", False, how)
+        return GpuChoice(gpu.name, {}, named, how), []
+    if top > MAX_BOARD:
+        raise DataFileError(
+            f"{source}: the highest sustained level is {top:,.0f} W per GPU, more than the "
+            f"{MAX_BOARD:,.0f} W any board draws: check the trace's power unit (and, for a "
+            "node's power logged as a GPU's, read it as a meter with --gpus-per-node)"
+        )
+    high = q["compute level"].value if q["compute level"].resolved else top
+    mean = q["running mean"].value if q["running mean"].resolved else top
+    tdp = float(math.ceil(max(top, high, mean) * 10.0) / 10.0)
+    ratio = tdp / gpu.tdp
+    if idle_q.resolved:
+        idle, idle_note = idle_q.value, "median idle level"
+    else:
+        idle = min(bottom, gpu.idle * ratio)
+        idle_note = f"the lower of the lowest sustained level and the {gpu.name}'s idle share"
+    idle = round(min(max(idle, 1.0), tdp), 1)
+    stall_q = next(
+        (q[n] for n in ("checkpoint stall level", "teardown level") if q[n].resolved), None
+    )
+    stalled = stall_q.value if stall_q is not None else gpu.stalled * ratio
+    stall_note = "median stalled level" if stall_q else f"the {gpu.name}'s stalled share of TDP"
+    scaled = f"the {gpu.name}'s, scaled by TDP (an assumption: the trace does not show it)"
+    nearest = [
+        name
+        for name, entry in sorted(gpu_catalogue().items(), key=lambda e: e[1]["tdp"])
+        if lowest >= KEEP_IDLE * entry["idle"] and top <= KEEP_TDP * entry["tdp"]
+    ]
+    hint = (
+        f"; the catalogue's {nearest[0]} spans these levels: --gpu {nearest[0]} uses it"
+        if nearest
+        else ""
+    )
+    how = (
+        f"built from the trace: its levels, {span}, lie outside {own}; TDP the highest "
+        f"sustained level{' (the compute level, higher)' if tdp > math.ceil(top * 10) / 10 else ''}"
+        f", the rest {scaled}{hint}"
+    )
+    table: dict[str, tuple[object, str]] = {
+        "tdp": (tdp, "highest sustained level (GPU built from the trace)"),
+        "idle": (idle, idle_note),
+        "stalled": (round(min(max(stalled, idle), tdp), 1), stall_note),
+        "power_cap_min": (round(max(gpu.power_cap_min * ratio, 1.0), 1), scaled),
+        "leakage_ref": (round(gpu.leakage_ref * ratio, 1), scaled),
+        # the die rises as much at this TDP as the model's GPU at its own
+        "thermal_resistance": (round(gpu.thermal_resistance / ratio, 5), scaled),
+    }
+    q["GPU TDP"] = Quantity("GPU TDP", tdp, "W", True, how, "gpu.tdp")
+    said = (
+        f"GPU built from the trace: idle {idle:g} W, TDP {tdp:g} W (highest sustained level); "
+        f"its levels lie outside {own}{hint}"
+    )
+    return GpuChoice(gpu.name, table, False, how), [said]
 
 
 def _refuse_gaps(reported: np.ndarray, step: float, meta: dict) -> None:
@@ -1228,6 +1402,7 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
         add("edge duration", None, "s", why, resolved=False)
         add("step-time spread", None, "1", why, resolved=False)
         add("step-level spread", None, "1", why, resolved=False)
+        _bound_trough(q, y, response, scenario, mean)
         return
     coarse = _coarse_period(t, y, origin, found["period"])
     step = _best_period(t, y, origin, coarse) if np.isfinite(coarse) else np.nan
@@ -1242,6 +1417,7 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
             add(name, None, "W", why, resolved=False)
         add("step-time spread", None, "1", why, resolved=False)
         add("step-level spread", None, "1", why, resolved=False)
+        _bound_trough(q, y, response, scenario, mean)
         return
     profile, counts, _ = _fold(t, y, origin, np.array([step]))
     shape = _square_fit(profile[0], counts[0], step, response)
@@ -1254,6 +1430,8 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
     )
     if not strong:
         how = f"unresolved: the folded swing does not stand out of the noise (R² {shape['r2']:.2f})"
+    if not strong:
+        _bound_trough(q, y, response, scenario, mean)
     add("step time", step, "s", how, "workload.step_time", resolved=strong)
     add("compute share", shape["share"], "1", how, "workload.phases", resolved=strong)
     add("compute level", shape["high"], "W", how, "workload.compute_power", resolved=strong)
@@ -1290,6 +1468,77 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
         f"coefficient of variation of the steps' mean levels {how}",
         "workload.variation.level_cv",
     )
+
+
+def _bound_trough(
+    q: dict[str, Quantity],
+    y: np.ndarray,
+    response: StepResponse,
+    scenario: Scenario,
+    mean: float,
+) -> None:
+    """The trough depth a fit writes where the trace does not resolve the step: the deepest, at
+    most the preset's, whose iteration (the preset's step and phases at the running ``mean``
+    [W]) seen through the sensor swings no more than the running samples ``y`` [W] do beyond
+    their noise; added to ``q`` as ``trough depth`` (the preset's depth would draw a swing the
+    trace does not have: a 6.13-s step with a 30 % trough seen as ±75 W where a 0.23-s step
+    left a flat trace)."""
+    if not np.isfinite(mean) or y.size < 2:
+        return
+    spread, noise = float(np.std(y)), _noise(y)
+    target = math.sqrt(max(spread**2 - noise**2, 0.0))
+    depths = np.linspace(0.0, scenario.workload.trough_depth, 101)
+    seen = _seen_spread(scenario, depths, mean, response)
+    depth = float(depths[seen <= target].max(initial=0.0))
+    step = derive(scenario).step_time
+    q["trough depth"] = Quantity(
+        "trough depth",
+        depth,
+        "1",
+        False,
+        f"bounded, not resolved: the preset's {step:.3g}-s step is kept with its trough at most "
+        f"{depth:.3g} (the preset's {scenario.workload.trough_depth:g}), so that seen through the "
+        f"sensor it swings by at most the trace's running spread, {spread:.3g} W (std) less its "
+        f"{noise:.3g}-W noise",
+        "workload.trough_depth",
+    )
+
+
+def _mean_levels(
+    scenario: Scenario, depth: np.ndarray, mean: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The compute level (one per trough ``depth``) that makes the scenario's phases average
+    ``mean`` [W], and the phase levels (depth × phase), both as fractions of TDP (levels are
+    affine in the compute level; phases of their own power keep it)."""
+    wl, gpu = scenario.workload, scenario.gpu
+    kinds, powers = [p.kind for p in wl.phases], [p.power for p in wl.phases]
+    shares = scenario.phase_shares()
+    depth = np.atleast_1d(depth)
+    zero = np.array([workload.phase_levels(kinds, powers, 0.0, d) for d in depth])
+    one = np.array([workload.phase_levels(kinds, powers, 1.0, d) for d in depth])
+    compute = (mean / gpu.tdp - zero @ shares) / ((one - zero) @ shares)
+    return compute, zero + compute[:, None] * (one - zero)
+
+
+def _seen_spread(
+    scenario: Scenario, depth: np.ndarray, mean: float, response: StepResponse
+) -> np.ndarray:
+    """Standard deviation [W] of the scenario's iteration at each trough ``depth``, levels set
+    to average ``mean`` [W], seen through the chain (convolved circularly with its response)."""
+    step = derive(scenario).step_time
+    n = FOLD_BINS * 16
+    cell = step / n
+    kernel = response.kernel(cell, max(n, int(np.ceil(response.settle / cell)) + 1))
+    spectrum = np.fft.rfft(np.bincount(np.arange(kernel.size) % n, kernel, minlength=n))
+    shares = scenario.phase_shares()
+    shapes = np.array(
+        [  # one waveform per candidate depth: a hundred, each vectorised
+            workload.iteration_waveform(shares, levels, step, scenario.workload.edge_rate, n)
+            for levels in _mean_levels(scenario, depth, mean)[1]
+        ]
+    )
+    seen = np.fft.irfft(np.fft.rfft(shapes, axis=1) * spectrum, n=n, axis=1)
+    return seen.std(axis=1) * scenario.gpu.tdp
 
 
 def _timing(q, add, line: Timeline, lengths: np.ndarray, scenario: Scenario) -> None:
@@ -1383,7 +1632,12 @@ def summary(result: Fit) -> pd.DataFrame:
 def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
     """A scenario that ``extends`` ``preset`` with the fitted values, each tagged ``[C]`` with
     the trace it was fitted to; unresolved values stay at the preset's, with why."""
-    base = load_scenario(preset)
+    choice, given = result.gpu, load_scenario(preset)
+    overrides = {f"gpu.{k}": v for k, (v, _) in choice.table.items()}
+    if choice.table:  # the preset's start-up, as the model holds it, at least the built idle
+        idle_share = _share_at_least(overrides["gpu.idle"], overrides["gpu.tdp"])
+        overrides["workload.startup_power"] = max(given.workload.startup_power, idle_share)
+    base = load_scenario(given, {"cluster.gpu": choice.name, **overrides})
     trace_name = re.sub(r"[\x00-\x1f\x7f]", "?", trace_name)[:100]  # a name is one comment line
     tag = f"[C] fit of {trace_name}"
     tables: dict[str, list[tuple[str, object, str]]] = {}
@@ -1404,15 +1658,27 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
     for name, level in (("idle", idle), ("stalled", stalled), ("start-up", v("start-up level"))):
         if level is not None:
             _drawable(level, f"{name} level", base)
-    if idle is not None:
-        put("gpu.idle", round(min(max(idle, 1.0), gpu.tdp), 1), "median idle level")
+    if choice.named and choice.name != given.cluster.gpu:
+        put("cluster.gpu", choice.name, "--gpu, the catalogue's")
+    if choice.table:  # a GPU built from the trace: its levels are the fitted ones
+        put(
+            "gpu.source",
+            f"built by powermodel fit from {trace_name}: idle {gpu.idle:g} W, TDP {gpu.tdp:g} W "
+            f"(the highest sustained level); peak FLOP/s, levers and cooling the {gpu.name}'s",
+            "what the built GPU rests on",
+        )
+        for key, (value, note) in choice.table.items():
+            put(f"gpu.{key}", value, note)
     else:
-        keep("gpu.idle", result.quantities["idle level"].how)
-    if stalled is not None:
-        low = idle if idle is not None else gpu.idle
-        put("gpu.stalled", round(min(max(stalled, low), gpu.tdp), 1), "median stalled level")
-    else:
-        keep("gpu.stalled", result.quantities["checkpoint stall level"].how)
+        if idle is not None:
+            put("gpu.idle", round(min(max(idle, 1.0), gpu.tdp), 1), "median idle level")
+        else:
+            keep("gpu.idle", result.quantities["idle level"].how)
+        if stalled is not None:
+            low = idle if idle is not None else gpu.idle
+            put("gpu.stalled", round(min(max(stalled, low), gpu.tdp), 1), "median stalled level")
+        else:
+            keep("gpu.stalled", result.quantities["checkpoint stall level"].how)
     _workload_keys(result, base, put, keep)
     stall = v("checkpoint stall")
     if stall is not None:
@@ -1453,12 +1719,13 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
         )
     else:
         keep("workload.startup_time", result.quantities["start-up time"].how)
-        if idle is not None and base.workload.startup_power * gpu.tdp < idle:
+        floor = gpu.idle if choice.table else idle  # the idle written: built, or fitted
+        if floor is not None and given.workload.startup_power * gpu.tdp < floor:
             # the model's start-up holds at least idle: the preset's level under the fitted
             # idle would not load (a trace that begins at launch has no idle before its start-up)
             put(
                 "workload.startup_power",
-                _share_at_least(idle, gpu.tdp),
+                _share_at_least(floor, gpu.tdp),
                 "the preset's start-up level raised to the fitted idle",
             )
     head = [
@@ -1547,13 +1814,16 @@ def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
             f"the preset's step at its own size, kept: {why}",
         )
         if mean is not None:
-            shares, watts = base.phase_powers(capped=False, locked=False)
-            scale = mean / float(shares @ watts)
-            level = _drawable(base.compute_power * scale * tdp, "compute level", base)
+            bound = result.quantities.get("trough depth")
+            depth = base.workload.trough_depth if bound is None else bound.value
+            if depth != base.workload.trough_depth:
+                put("workload.trough_depth", round(depth, 4), bound.how)
+            compute = float(_mean_levels(base, np.array([depth]), mean)[0][0])
+            level = _drawable(compute * tdp, "compute level", base)
             put(
                 "workload.compute_power",
                 round(level, 4),
-                "scaled so that the preset's phases average the measured running mean",
+                "so that the preset's phases average the measured running mean",
             )
     edge = result.value("edge duration")
     if edge is not None and high is not None and low is not None and edge > 0:

@@ -59,6 +59,7 @@ def fit_trace(
     preset: str = REFERENCE,
     sensor: str | None = None,
     report: str | Path | None = None,
+    gpu: str | None = None,
 ) -> FitRun:
     """Read a trace, fit it, check the scenario with every check ``validate`` makes and only
     then write it to ``output`` (a ``.toml``), replay it through the sensor and compare; write
@@ -82,7 +83,7 @@ def fit_trace(
     with warnings.catch_warnings():  # the repairs are in meta["warnings"]: the caller says them
         warnings.simplefilter("ignore", TelemetryWarning)
         data, meta = read_telemetry(trace, format, period, gpus_per_node)
-    result = fit(data, meta, sensor, preset, period, gpus_per_node)
+    result = fit(data, meta, sensor, preset, period, gpus_per_node, gpu)
     text = fitted_toml(result, preset, Path(trace).name)
     scenario = _write_validated(text, output)
     replayed = replay(result, scenario)
