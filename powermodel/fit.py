@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import tomli_w
-from scipy.ndimage import median_filter
+from scipy.ndimage import median_filter, uniform_filter1d
 from scipy.signal import fftconvolve, find_peaks
 
 from powermodel.durations import format_duration
@@ -88,6 +88,10 @@ SUSTAIN_QUANTILE = 0.99  # of the rolling means: the 1 % above it are the spikes
 KEEP_IDLE = 0.5
 KEEP_TDP = 1.1
 MAX_BOARD = 10e3  # W: a sustained level above this is no board (gpu.tdp's bound)
+# An unresolved step's swing is the running samples' spread about their rolling mean over this
+# many of the preset's steps (and this long at least): a slower drift is no step's
+TREND_STEPS = 5
+TREND_MIN = 30.0  # s
 
 
 @dataclass(frozen=True)
@@ -1402,7 +1406,7 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
         add("edge duration", None, "s", why, resolved=False)
         add("step-time spread", None, "1", why, resolved=False)
         add("step-level spread", None, "1", why, resolved=False)
-        _bound_trough(q, y, response, scenario, mean)
+        _bound_trough(q, y, response, scenario, mean, found["period"])
         return
     coarse = _coarse_period(t, y, origin, found["period"])
     step = _best_period(t, y, origin, coarse) if np.isfinite(coarse) else np.nan
@@ -1417,7 +1421,7 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
             add(name, None, "W", why, resolved=False)
         add("step-time spread", None, "1", why, resolved=False)
         add("step-level spread", None, "1", why, resolved=False)
-        _bound_trough(q, y, response, scenario, mean)
+        _bound_trough(q, y, response, scenario, mean, found["period"])
         return
     profile, counts, _ = _fold(t, y, origin, np.array([step]))
     shape = _square_fit(profile[0], counts[0], step, response)
@@ -1431,7 +1435,7 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
     if not strong:
         how = f"unresolved: the folded swing does not stand out of the noise (R² {shape['r2']:.2f})"
     if not strong:
-        _bound_trough(q, y, response, scenario, mean)
+        _bound_trough(q, y, response, scenario, mean, found["period"])
     add("step time", step, "s", how, "workload.step_time", resolved=strong)
     add("compute share", shape["share"], "1", how, "workload.phases", resolved=strong)
     add("compute level", shape["high"], "W", how, "workload.compute_power", resolved=strong)
@@ -1476,21 +1480,25 @@ def _bound_trough(
     response: StepResponse,
     scenario: Scenario,
     mean: float,
+    period: float,
 ) -> None:
     """The trough depth a fit writes where the trace does not resolve the step: the deepest, at
     most the preset's, whose iteration (the preset's step and phases at the running ``mean``
-    [W]) seen through the sensor swings no more than the running samples ``y`` [W] do beyond
-    their noise; added to ``q`` as ``trough depth`` (the preset's depth would draw a swing the
-    trace does not have: a 6.13-s step with a 30 % trough seen as ±75 W where a 0.23-s step
-    left a flat trace)."""
+    [W]) seen through the sensor swings no more than the running samples ``y`` [W], every
+    ``period`` [s], do about their :data:`TREND_STEPS`-step rolling mean (a slow drift, the die
+    warming, is no step's swing) beyond their noise; added to ``q`` as ``trough depth`` (the
+    preset's depth would draw a swing the trace does not have: a 6.13-s step with a 30 %
+    trough seen as ±75 W where a 0.23-s step left a flat trace)."""
     if not np.isfinite(mean) or y.size < 2:
         return
-    spread, noise = float(np.std(y)), _noise(y)
+    step = derive(scenario).step_time
+    window = max(TREND_STEPS * step, TREND_MIN)
+    trend = uniform_filter1d(y, max(1, min(round(window / period), y.size)), mode="nearest")
+    spread, noise = float(np.std(y - trend)), _noise(y)
     target = math.sqrt(max(spread**2 - noise**2, 0.0))
     depths = np.linspace(0.0, scenario.workload.trough_depth, 101)
     seen = _seen_spread(scenario, depths, mean, response)
     depth = float(depths[seen <= target].max(initial=0.0))
-    step = derive(scenario).step_time
     q["trough depth"] = Quantity(
         "trough depth",
         depth,
@@ -1498,8 +1506,8 @@ def _bound_trough(
         False,
         f"bounded, not resolved: the preset's {step:.3g}-s step is kept with its trough at most "
         f"{depth:.3g} (the preset's {scenario.workload.trough_depth:g}), so that seen through the "
-        f"sensor it swings by at most the trace's running spread, {spread:.3g} W (std) less its "
-        f"{noise:.3g}-W noise",
+        f"sensor it swings by at most the trace's running spread, {spread:.3g} W (std about its "
+        f"{format_duration(round(window, 1))} rolling mean) less its {noise:.3g}-W noise",
         "workload.trough_depth",
     )
 
