@@ -217,7 +217,6 @@ def test_an_unresolved_step_adds_no_swing(tmp_path, gpu, step):
     path, at, mean = _log(tmp_path, board, n)
     run = _fit_run(tmp_path, path)
     assert not run.result.quantities["step time"].resolved
-    assert run.result.quantities["trough depth"].how.startswith("bounded, not resolved")
     # the running level's spread once the dies are warm (5 thermal time constants, the
     # catalogue's 60 s: the engine warms them in the trace and in a fresh run alike)
     late = WARM + IDLE_BEFORE + at[0]
@@ -234,7 +233,9 @@ def test_an_unresolved_step_adds_no_swing(tmp_path, gpu, step):
     settled = _settled_running(ds["job_state"].values, polls) & (polls > WARM)
     predicted = float(np.std(seen[settled]))
     # the model's spread through the sensor is within the trace's own (its noise included);
-    # the preset's 6.13-s step with its 30 % trough drew about 50 W
+    # (0.8 W against 2.6 W at 0.23 s; the preset's 6.13-s step with its 30 % trough drew 76 W)
     assert predicted <= measured
+    # and the summary says the trough is bounded, not fitted
+    assert run.result.quantities["trough depth"].how.startswith("bounded, not resolved")
     shares, watts = run.scenario.phase_powers()
     assert float(shares @ watts) == pytest.approx(_running(board, state), rel=0.05)

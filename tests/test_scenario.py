@@ -41,8 +41,17 @@ def test_reference_causes_are_table_5_counts():
 
 def test_gpu_catalogue_entries_validate_and_match_references():
     catalogue = gpu_catalogue()
-    # Board power of each part [P, nvidia_h100], [S, nvidia_blackwell].
-    tdp = {"H100-SXM": 700, "H200": 700, "B200": 1000, "GB200": 1200, "GB300": 1400, "MI300X": 750}
+    # Board power of each part [P, nvidia_h100], [P, nvidia_a100], [S, nvidia_blackwell].
+    tdp = {
+        "H100-SXM": 700,
+        "A100-SXM": 400,
+        "A100-PCIe": 250,
+        "H200": 700,
+        "B200": 1000,
+        "GB200": 1200,
+        "GB300": 1400,
+        "MI300X": 750,
+    }
     assert {name: entry["tdp"] for name, entry in catalogue.items()} == tdp
     for entry in catalogue.values():
         gpu = Gpu.model_validate(entry)
