@@ -1767,9 +1767,10 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
 
 
 def _drawable(watts: float, what: str, base: Scenario) -> float:
-    """``watts`` as a fraction of the preset GPU's TDP, refused outside what a board draws
-    (``workload.compute_power``'s bounds): a level no GPU of the preset reaches says the trace
-    was read with the wrong GPUs per channel, unit or preset, which clipping would hide."""
+    """``watts`` as a fraction of the written GPU's TDP (the preset's, ``--gpu``'s or the one
+    built from a GPU trace, whose TDP spans its levels), refused outside what a board draws
+    (``workload.compute_power``'s bounds): a level that GPU cannot reach says the trace was read
+    with the wrong GPU, GPUs per channel, unit or preset, which clipping would hide."""
     bounds = Workload.model_fields["compute_power"].metadata
     low = next(m.ge for m in bounds if hasattr(m, "ge"))
     top = next(m.le for m in bounds if hasattr(m, "le"))
@@ -1779,8 +1780,9 @@ def _drawable(watts: float, what: str, base: Scenario) -> float:
         raise PowerModelError(
             f"the fitted {what} is {watts:,.1f} W per GPU{rest}, {watts / gpu.tdp:.3g} x the "
             f"{gpu.name}'s {gpu.tdp:,.0f} W TDP, outside the {low:g} to {top:g} x a board "
-            "draws: check --gpus-per-node and the trace's unit, or fit with a preset of this "
-            "GPU and node (--preset)"
+            "draws: check --gpus-per-node and the trace's unit, or give --gpu of this GPU (or "
+            "none, to build it from a GPU trace), or fit with a preset of this GPU and node "
+            "(--preset)"
         )
     return watts / gpu.tdp
 

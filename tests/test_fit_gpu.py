@@ -199,7 +199,9 @@ def test_a_named_gpu_that_cannot_draw_the_trace_is_refused(tmp_path):
     # board draws (workload.compute_power); named, the H100 is not replaced, so it is refused
     board, _, _ = _job(*LARGE)
     path, _, _ = _log(tmp_path, board, LARGE[2])
-    with pytest.raises(PowerModelError, match=r"x the H100-SXM's 700 W TDP.*--gpu"):
+    with pytest.raises(
+        PowerModelError, match=r"x the H100-SXM's 700 W TDP.*give --gpu of this GPU"
+    ):
         _fit_run(tmp_path, path, gpu="H100-SXM")
 
 
