@@ -1244,7 +1244,8 @@ def choose_gpu(
         if lowest >= KEEP_IDLE * entry["idle"] and top <= KEEP_TDP * entry["tdp"]
     ]
     hint = (
-        f"; the catalogue's {nearest[0]} spans these levels: --gpu {nearest[0]} uses it"
+        f"; the catalogue's {nearest[0]} spans these levels: if it is that GPU, --gpu "
+        f"{nearest[0]} uses it"
         if nearest
         else ""
     )
