@@ -38,6 +38,8 @@ from powermodel.simulate import derive, preflight, prepare, shape_tables, simula
 
 __all__ = [
     "ANCHORS",
+    "KINDS",
+    "MISSES",
     "NOT_USED",
     "Anchor",
     "check_report_path",
@@ -1266,25 +1268,23 @@ ANCHORS: tuple[Callable[[], Anchor], ...] = (
 # with its reason here; one not here is a regression)
 MISSES = {
     "Fault-tolerant HSDP at ~100K GPUs": (
-        "74.6 % (71.9-77.5 % with the 3-min stall as printed) against 80 %: the abstract gives "
-        "neither the failure rate nor the work lost a failure, so the rate fitted to the "
-        "synchronous 44 % also absorbs the lost work and checkpoint overheads the source does not "
-        "state; 80 % with a 3-min stall needs an MTBF of at least 12 min (12 / (12 + 3), before "
-        "any checkpoint cost), not the fitted 9.9"
+        "the abstract gives neither the failure rate nor the work a failure loses, so the rate "
+        "fitted to the synchronous 44 % also absorbs overheads the source does not state; 80 % "
+        "with a 3-min stall needs a mean time between failures of at least 12 min (12 / (12 + "
+        "3), before any checkpoint cost), where the fitted one is 9.9 min"
     ),
     "MLPerf Training v4.0 node power, Llama 2 70B LoRA": (
-        "the model's node power does not depend on the job's nodes (6.81 kW at 1, 8 and 64), "
-        "where the measured falls 27 % from 1 to 64 nodes: the scale law of issue 27, made on "
-        "another branch"
+        "the model's node power does not fall with the job's nodes as the measured does (27 % "
+        "from 1 to 64 nodes): the model has no law of the running level in the job's scale yet"
     ),
     "GB200 cap 1,200 to 1,000 W: mean power": (
-        "a 1,000 W cap cuts only the phases above it, so the model's mean falls 12.3 % (its peak "
-        "17.0 %); 16.7 % is exactly 200 / 1,200, the cap over TDP: if the secondary report's "
-        "'power' is the provisioned power, not the mean, its power half is an identity and "
-        "only the performance half tests the model"
+        "a 1,000 W cap cuts only the phases above it, so the model's mean falls less than its "
+        "peak; 16.7 % is exactly 200 / 1,200, the cap over TDP: if the secondary report's "
+        "'power' is the provisioned power, not the mean, its power half is an identity and only "
+        "the performance half tests the model"
     ),
     "WUE, outside-air-evaporative plant": (
-        "0.091 L/kWh at Golden with Prineville 1's published settings against 0.22: no shipped "
+        "Prineville 1's published settings at Golden draw well under 0.22 L/kWh: no shipped "
         "weather is Prineville's and no published water balance of the plant (blow-down, "
         "reverse-osmosis reject, humidification hours) reconciles 0.22 with Meta's 2021 0.26 "
         "(docs/model/cooling.md); it stays a miss until that data exists"

@@ -129,8 +129,15 @@ def test_the_anchors_are_the_pinned_ones_with_ten_predictions(anchors):
     assert set(anchors) == set(EXPECTED)
     kinds = [a.kind for a in anchors.values()]
     # issue 27: at least 10 predictions against measurements; every kind in use
-    assert kinds.count(reproduce.PREDICTION) == 13
+    assert kinds.count(PREDICTION) == 13
     assert set(kinds) == set(reproduce.KINDS)
+    # the guide's count of each kind is this run's
+    stated = re.search(
+        r"There are (\d+) predictions, (\d+) calibrations, (\d+) identities and (\d+) formula",
+        " ".join(GUIDE.read_text(encoding="utf-8").split()),
+    )
+    assert stated, "docs/guides/reproduce.md counts the anchors of each kind"
+    assert [int(n) for n in stated.groups()] == [kinds.count(k) for k in reproduce.KINDS]
     # an anchor of no known kind is refused, not left out of the report's sections
     with pytest.raises(ValueError, match="kind is one of prediction, calibration"):
         reproduce.Anchor("a", "b", "1", "1", "±0", "predicted", "-", True, go.Figure())
@@ -142,7 +149,8 @@ def test_the_whole_run_fits_the_budget(command, anchors):
     assert all(a.seconds > 0 for a in anchors.values())
     # the guide's runtime is this run's: its CPU time (what the load of other work on the cores
     # does not change, as it does the wall time) within a factor 2 of the figure it states
-    stated = re.search(r"about (\d+) s of CPU time", GUIDE.read_text(encoding="utf-8"))
+    guide = " ".join(GUIDE.read_text(encoding="utf-8").split())
+    stated = re.search(r"The anchors take about (\d+) s of CPU time", guide)
     assert stated, "docs/guides/reproduce.md states the command's CPU time"
     assert 0.5 <= command[4] / float(stated[1]) <= 2.0, (command[4], stated[1])
 
