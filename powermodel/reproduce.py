@@ -2,10 +2,14 @@
 
 Each anchor is one function that runs the model at run time (nothing here is a stored result)
 and returns an :class:`Anchor`: the published value in its own form, the model's, the tolerance
-and why, whether the model was fitted to it (*calibrated*: the check is that the fit still
-holds) or not (*predicted*: a real test of the model), and the plot behind it. Timelines stand
-in for whole simulations wherever the anchor is about the job's states (a 54-day timeline is a
-millisecond), and each simulation runs at the coarsest step its anchor resolves.
+and why, what kind of check it is (:data:`KINDS`: a *prediction* against a measurement no
+coefficient was fitted to, a *calibration* a coefficient was fitted to, an *identity* that gives
+the model the source's own figure and compares what the source computed from it, or a *formula*
+the simulation is compared with, no measurement), what the model's coefficients behind it were
+fitted on, and the plot behind it. Anchors the model misses are listed with the reason in
+:data:`MISSES`. Timelines stand in for whole simulations wherever the anchor is about the job's
+states (a 54-day timeline is a millisecond), and each simulation runs at the coarsest step its
+anchor resolves.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from powermodel.simulate import derive, preflight, prepare, shape_tables, simula
 
 __all__ = [
     "ANCHORS",
+    "KINDS",
+    "MISSES",
     "NOT_USED",
     "Anchor",
     "check_report_path",
@@ -43,7 +49,25 @@ __all__ = [
 ]
 
 REFERENCE = "llama3-405b-16k-h100"
-CALIBRATED, PREDICTED = "calibrated", "predicted"
+PREDICTION, CALIBRATION, IDENTITY, FORMULA = "prediction", "calibration", "identity", "formula"
+# What each kind of anchor tells, in the order the report shows them
+KINDS = {
+    PREDICTION: (
+        "prediction against a measurement: no coefficient of the model was fitted to the measured "
+        "figure, so these test the model"
+    ),
+    CALIBRATION: (
+        "a coefficient of the model was fitted to the figure: these check that the fit still holds"
+    ),
+    IDENTITY: (
+        "the model is given the source's own figure and compared with what the source computed "
+        "from it: these check the model's arithmetic, not the model"
+    ),
+    FORMULA: (
+        "the simulation against a closed-form result, no measurement: these check the simulator "
+        "agrees with theory"
+    ),
+}
 SEEDS = 200  # job timelines per Monte Carlo anchor: a few ms each
 HOUR = 3600.0
 
@@ -53,9 +77,9 @@ class Anchor:
     """One published figure against the model.
 
     ``published`` and ``model`` are in the source's own form (a count, a share, a range);
-    ``tolerance`` says the band and why; ``kind`` is ``"calibrated"`` when a coefficient of the
-    model was fitted to this figure, ``"predicted"`` when nothing was; ``seconds`` is the time the
-    anchor took, set by :func:`run_anchors`.
+    ``tolerance`` says the band and why; ``kind`` is one of :data:`KINDS`; ``fitted`` says what
+    the coefficients behind the model's figure were fitted on (for a prediction: none on this
+    measurement); ``seconds`` is the time the anchor took, set by :func:`run_anchors`.
     """
 
     name: str
@@ -64,9 +88,14 @@ class Anchor:
     model: str
     tolerance: str
     kind: str
+    fitted: str
     passed: bool
     figure: go.Figure
     seconds: float = float("nan")
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:  # a programming error: the report files anchors by kind
+            raise ValueError(f"an anchor's kind is one of {', '.join(KINDS)}, not {self.kind!r}")
 
 
 # --- Llama 3: the reliability snapshot --------------------------------------------------------
@@ -137,7 +166,11 @@ def llama3_interruption_counts() -> Anchor:
             f"mean of {len(lines)} seeds within ±{band_u:.1f} and ±{band_p:.1f}: 3 standard "
             "errors of a Poisson count's mean (one run spreads ±sqrt(count))"
         ),
-        kind=CALIBRATED,
+        kind=CALIBRATION,
+        fitted=(
+            "the interruption rates: Table 5's counts over the running GPU-hours of these 54 days "
+            "(reliability.exposure_gpu_hours, powermodel.calibration.exposure_gpu_hours)"
+        ),
         passed=passed,
         figure=fig,
     )
@@ -182,7 +215,8 @@ def llama3_interruption_mix() -> Anchor:
             f"each share within 3 binomial standard errors of the published one (n = "
             f"{total:.0f}; GPU ±{100 * band['GPU']:.1f} points); closest to its band: {worst}"
         ),
-        kind=CALIBRATED,
+        kind=CALIBRATION,
+        fitted="each cause's rate on its Table 5 count",
         passed=passed,
         figure=fig,
     )
@@ -206,7 +240,12 @@ def llama3_effective_training_time() -> Anchor:
         published="> 90 %",
         model=f"{100 * ettr.mean():.1f} % (seeds P5 {100 * low:.1f} %)",
         tolerance="a bound: 19 seeds in 20 (P5) above 90 %",
-        kind=PREDICTED,
+        kind=PREDICTION,
+        fitted=(
+            "the rates on Table 5's counts (another figure of the same snapshot); the recovery "
+            "times from Kokolis' 5-20 min and the checkpoint interval from Young/Daly, none on "
+            "the effective training time"
+        ),
         passed=low > 0.90,
         figure=fig,
     )
@@ -235,7 +274,8 @@ def llama3_step_time() -> Anchor:
             "±2 %: the model's MFU input is Table 4's 41 % (of 989 TFLOP/s: 406 against the "
             "400 measured), so this checks the 6·N·D arithmetic, not a prediction"
         ),
-        kind=CALIBRATED,
+        kind=IDENTITY,
+        fitted="the MFU input is Table 4's 41 % at 16,384 GPUs: the same row's 400 TFLOP/s",
         passed=abs(model / published - 1.0) <= 0.02,
         figure=fig,
     )
@@ -274,7 +314,8 @@ def llama3_8k_row() -> Anchor:
             "±2 %: the paper rounds MFU to the percent (±1.2 % at 43 %); the 16K row's layout "
             "(TP 8, PP 16) at DP 64 and 32 micro-batches, nothing fitted at 8K"
         ),
-        kind=PREDICTED,
+        kind=PREDICTION,
+        fitted="the MFU input on Table 4's 16,384-GPU row; nothing on the 8,192-GPU row",
         passed=abs(model / 0.43 - 1.0) <= 0.02 and abs(step / published_step - 1.0) <= 0.02,
         figure=fig,
     )
@@ -302,7 +343,8 @@ def llama3_diurnal_swing() -> Anchor:
             f"{100 * DIURNAL_SWING_TARGET:g} % over this week "
             "(powermodel.calibration.leakage_coefficient)"
         ),
-        kind=CALIBRATED,
+        kind=CALIBRATION,
+        fitted="the GPU leakage coefficient on this swing (1.5 %, the middle of 1-2 %)",
         passed=0.01 <= swing <= 0.02,
         figure=fig,
     )
@@ -328,7 +370,11 @@ def llama3_power_swings() -> Anchor:
         published="on the order of tens of MW",
         model=f"{swing:.1f} MW within 5 s (the iterations alone: {training:.1f} MW at the grid)",
         tolerance="the order of tens: the largest swing between 10 and 100 MW",
-        kind=PREDICTED,
+        kind=PREDICTION,
+        fitted=(
+            "nothing on the swings: the running level at 405e9 parameters is the power cap "
+            "[P, choukse], the trough Ko & Zhu's 30 %, rates on Table 5's counts"
+        ),
         passed=10.0 <= swing < 100.0,
         figure=fig,
     )
@@ -392,13 +438,19 @@ FT_HSDP = {
 }
 FT_HSDP_SEEDS = 20  # 30 days of ~2,200 failures each: the mean's standard error is ~0.2 points
 FT_HSDP_PUBLISHED = {"job": 0.44, "replica": 0.80}
+# The stall a failure costs the other replicas, as printed (3 min, one digit): 2.5-3.5 min
+FT_HSDP_STALLS = (150.0, 210.0)  # s
 
 
 @cache
-def ft_hsdp_training_time(scope: str) -> np.ndarray:
+def ft_hsdp_training_time(scope: str, survivor_stall: float | None = None) -> np.ndarray:
     """Effective training time of the FT-HSDP scenario (:data:`FT_HSDP`) with failures that
-    stop the whole job or one replica, one value per seed."""
-    scenario = load_scenario(REFERENCE, {**FT_HSDP, "reliability.scope": scope})
+    stop the whole job or one replica, one value per seed; ``survivor_stall`` [s] replaces the
+    preset's 3 min the others stall at a replica's failure."""
+    over = {**FT_HSDP, "reliability.scope": scope}
+    if survivor_stall is not None:
+        over["reliability.survivor_stall"] = f"{survivor_stall:g}s"
+    scenario = load_scenario(REFERENCE, over)
     inputs = preflight(scenario, memory=False)  # the seed changes none of them
     kept = []
     for seed in range(FT_HSDP_SEEDS):
@@ -421,63 +473,79 @@ def _ft_hsdp_figure() -> go.Figure:
                 name=f"published, {label}",
             )
         )
+    low, high = (100 * ft_hsdp_training_time("replica", s).mean() for s in FT_HSDP_STALLS)
+    fig.add_hrect(y0=min(low, high), y1=max(low, high), fillcolor="green", opacity=0.1)
     fig.update_layout(
-        title="Effective training time at 98,304 GPUs, 30 days, one value per seed",
+        title=(
+            "Effective training time at 98,304 GPUs, 30 days, one value per seed (band: replica "
+            "restarts with a 2.5-3.5 min stall)"
+        ),
         yaxis_title="training time kept [%]",
     )
     return fig
 
 
+def _ft_hsdp_model(kept: np.ndarray) -> str:
+    return (
+        f"{100 * kept.mean():.1f} % ({FT_HSDP_SEEDS} seeds, P5-P95 "
+        f"{100 * np.percentile(kept, 5):.1f}-{100 * np.percentile(kept, 95):.1f} %)"
+    )
+
+
 def ft_hsdp_synchronous() -> Anchor:
     """Fully synchronous training at O(100K) GPUs kept 44 % of its time training [P, ft_hsdp]:
     the failure rate is fitted to it."""
-    return _ft_hsdp_anchor(
-        "job",
-        "Synchronous training at ~100K GPUs",
-        "44 % effective training time, 10 min a failure",
-        "within 2 points: the failure rate (2.9 times the reference's, an MTBF of 9.9 min) is "
-        "fitted to it; the 10 min a failure is the source's",
-        CALIBRATED,
-        0.02,
+    kept = ft_hsdp_training_time("job")
+    return Anchor(
+        name="Synchronous training at ~100K GPUs",
+        source="P, ft_hsdp",
+        published="44 % effective training time, 10 min a failure",
+        model=_ft_hsdp_model(kept),
+        tolerance=(
+            "within 2 points: the failure rate (2.9 times the reference's, an MTBF of 9.9 min) is "
+            "fitted to it; the 10 min a failure is the source's"
+        ),
+        kind=CALIBRATION,
+        fitted="the failure rate at ~100K GPUs (reliability.rate_scale 2.9) on this 44 %",
+        passed=abs(kept.mean() - FT_HSDP_PUBLISHED["job"]) <= 0.02,
+        figure=_ft_hsdp_figure(),
     )
 
 
 def ft_hsdp_replicas() -> Anchor:
     """Restarting only the failed replica (FT-HSDP) raised it to 80 % [P, ft_hsdp]: predicted
     with the rate fitted to the synchronous 44 % and the published 3-min stall a failure."""
-    return _ft_hsdp_anchor(
-        "replica",
-        "Fault-tolerant HSDP at ~100K GPUs",
-        "80 % effective training time, 3 min a failure",
-        "within 10 points: the abstract gives no failure rate or other overheads; inputs are "
-        "the source's 3-min stall and the rate fitted to its 44 %, the rest (the failed "
-        "replica's share while it recovers, no work lost) is the model's",
-        PREDICTED,
-        0.10,
-    )
-
-
-def _ft_hsdp_anchor(
-    scope: str, name: str, published: str, tolerance: str, kind: str, band: float
-) -> Anchor:
-    """An FT-HSDP anchor: the effective training time with failures of ``scope`` against the
-    published figure, within ``band``."""
-    kept = ft_hsdp_training_time(scope)
+    kept = ft_hsdp_training_time("replica")
+    ends = [ft_hsdp_training_time("replica", s).mean() for s in FT_HSDP_STALLS]
+    # the published 80 % (whole percent: ±0.5 point) against the model over the stall as
+    # printed, plus the Monte Carlo means' standard error, 3 of them
+    error = 3.0 * kept.std(ddof=1) / np.sqrt(kept.size)
+    low, high = min(ends) - 0.005 - error, max(ends) + 0.005 + error
     return Anchor(
-        name=name,
+        name="Fault-tolerant HSDP at ~100K GPUs",
         source="P, ft_hsdp",
-        published=published,
-        model=f"{100 * kept.mean():.1f} % ({FT_HSDP_SEEDS} seeds, P5-P95 "
-        f"{100 * np.percentile(kept, 5):.1f}-{100 * np.percentile(kept, 95):.1f} %)",
-        tolerance=tolerance,
-        kind=kind,
-        passed=abs(kept.mean() - FT_HSDP_PUBLISHED[scope]) <= band,
+        published="80 % effective training time, 3 min a failure",
+        model=(
+            f"{_ft_hsdp_model(kept)}; {100 * min(ends):.1f}-{100 * max(ends):.1f} % with a "
+            "2.5-3.5 min stall"
+        ),
+        tolerance=(
+            f"80 % inside {100 * low:.1f}-{100 * high:.1f} %: the model with the stall as printed "
+            "(3 min: 2.5-3.5 min), the published figure's half point and 3 standard errors of "
+            "the seeds' mean"
+        ),
+        kind=PREDICTION,
+        fitted=(
+            "the failure rate on the synchronous 44 % of the same abstract; nothing on the 80 %"
+        ),
+        passed=bool(low <= FT_HSDP_PUBLISHED["replica"] <= high),
         figure=_ft_hsdp_figure(),
     )
 
 
 def kokolis_mttf() -> Anchor:
-    """Mean time to failure projected at 16,384 and 131,072 GPUs [P, kokolis]."""
+    """Mean time to failure projected at 16,384 and 131,072 GPUs [P, kokolis]: an identity,
+    the timelines at Kokolis' own rate against that rate through Kokolis' closed form."""
     rows = []
     for n_gpus, published in KOKOLIS_MTTF.items():
         model, failures = simulated_mttf(n_gpus)
@@ -523,7 +591,12 @@ def kokolis_mttf() -> Anchor:
             "half the printed last digit plus 3 standard errors of the mean: "
             + ", ".join(f"±{b:.3f} h" for _, _, _, b, _ in rows)
         ),
-        kind=PREDICTED,
+        kind=IDENTITY,
+        fitted=(
+            "the timelines run at Kokolis' 6.50 failures per 1,000 node-days, and the printed "
+            "MTTFs are that rate through 1 / (nodes · rate), not measured: this checks the "
+            "timeline's failure process, not the model against a measurement"
+        ),
         passed=passed,
         figure=fig,
     )
@@ -533,7 +606,8 @@ YOUNG_DALY_GRID = np.geomspace(0.4, 2.5, 10)  # checkpoint intervals over √(2�
 
 
 def young_daly_optimum() -> Anchor:
-    """The checkpoint interval that keeps most training, found by simulation [P, young; daly]."""
+    """The checkpoint interval that keeps most training, found by simulation, against the
+    Young/Daly formula [P, young; daly] (a formula: no measurement)."""
     scenario = load_scenario(REFERENCE)
     derived = derive(scenario)
     mtbf = 1.0 / derived.rates[:-1].sum()  # unexpected only: planned stops lose nothing
@@ -583,7 +657,11 @@ def young_daly_optimum() -> Anchor:
             f"within 20 %, as the issue asks; {SEEDS} seeds with common random numbers, "
             "intervals in whole steps"
         ),
-        kind=PREDICTED,
+        kind=FORMULA,
+        fitted=(
+            "the reference's rates (on Table 5's counts) and checkpoint stall; compared with "
+            "√(2·MTBF·C), a first-order optimum, not a measured interval"
+        ),
         passed=passed,
         figure=fig,
     )
@@ -617,7 +695,8 @@ def node_peak() -> Anchor:
             "±1 %: rest_power_active was derived from this peak through the supplies' curve and "
             "rounded to 2.6 kW (0.4 % of the node)"
         ),
-        kind=CALIBRATED,
+        kind=CALIBRATION,
+        fitted="rest_power_active (2.6 kW) on this peak through the supplies' curve",
         passed=abs(peak / 8400.0 - 1.0) <= 0.01,
         figure=_node_figure(ac, {"Latif: measured peak": 8400.0}),
     )
@@ -636,7 +715,11 @@ def node_training_share() -> Anchor:
             "±2 points: Newkirk's figure is an average over intensive workloads, printed to "
             "whole percent, and the reference's compute share is the middle of a 55-80 % range"
         ),
-        kind=PREDICTED,
+        kind=PREDICTION,
+        fitted=(
+            "rest_power_active on Latif's 8.4 kW peak (another measurement), the compute share "
+            "Ko & Zhu's midpoint; nothing on the 76 %"
+        ),
         passed=abs(share - 0.76) <= 0.02,
         figure=_node_figure(ac, {"Newkirk: 76 % of the rating": 0.76 * NODE_RATING}),
     )
@@ -656,39 +739,152 @@ def _node_figure(ac: np.ndarray, lines: dict[str, float]) -> go.Figure:
     return fig
 
 
-def mlperf_power_per_gpu() -> Anchor:
-    """0.7-0.97 kW per H100 with the rest of the server and network [D, mlperf_training_v4]."""
-    scenario = load_scenario(REFERENCE)
-    cl = scenario.cluster
+def _mlperf_measured() -> pd.DataFrame:
+    """MLPerf Training v4.0's node power, AC and DC, as derived in the shipped
+    ``published/mlperf_training_v4_power.csv`` [D, mlperf_training_v4_smc]."""
+    return pd.read_csv(data_dir() / "published" / "mlperf_training_v4_power.csv")
+
+
+# The file's two language-model benchmarks as Sustainable Metal Cloud ran them, from the
+# submission's configs [D, mlperf_training_v4_smc]: for each node count the tensor-, pipeline- and
+# context-parallel degrees and the global batch in sequences (MINIBS times the data-parallel
+# ranks); micro-batches of one sequence (LoRA, MBS 1) or two (GPT-3, MICRO_BATCH_SIZE 2)
+MLPERF_LAYOUTS = {
+    "llama2_70b_lora": {1: (4, 1, 1, 8), 8: (4, 1, 2, 8), 64: (4, 1, 2, 64)},
+    "gpt3": {64: (4, 8, 1, 2048)},
+}
+MLPERF_NAMES = {"llama2_70b_lora": "Llama 2 70B LoRA", "gpt3": "GPT-3 175B"}
+MLPERF_BAND = 0.05  # relative, each condition
+
+
+def mlperf_scenario(benchmark: str, nodes: int) -> Scenario:
+    """The reference's H100 node running an MLPerf Training v4.0 language-model benchmark at
+    one of the submission's node counts (:data:`MLPERF_LAYOUTS`).
+
+    Llama 2 70B LoRA fine-tunes 70e9 parameters on 8,192-token sequences: its step is a 0.5 Hz
+    fine-tuning cycle, compute 80 % of it and the trough 20 % below (Ko & Zhu's fine-tuning
+    midpoints [P, ko_zhu Table I]) at one node, carried to more nodes by the layout at the same
+    global batch (strong scaling); only the adapters are trained, so the data-parallel
+    collectives move none of the frozen weights (bytes_per_param 0). GPT-3 175B pre-trains on
+    2,048-token sequences with the reference's iteration and MFU.
+    """
+    tp, pp, cp, sequences = MLPERF_LAYOUTS[benchmark][nodes]
+    base = load_scenario(REFERENCE)
+    gpus = nodes * base.cluster.gpus_per_node
+    if benchmark == "llama2_70b_lora":
+        one_node = MLPERF_LAYOUTS[benchmark][1]
+        over = {
+            "workload.model_params": 70e9,
+            "workload.tokens_per_step": sequences * 8192,
+            "workload.step_time": "2s",
+            "workload.trough_depth": 0.2,
+            "workload.phases": [
+                {"name": "forward-backward", "kind": "compute", "share": 0.8},
+                {"name": "exposed communication", "kind": "communication", "share": 0.2},
+            ],
+            "workload.parallelism": {
+                "reference_gpus": base.cluster.gpus_per_node,
+                "reference_tokens": one_node[3] * 8192,
+                "tp": tp,
+                "pp": pp,
+                "cp": cp,
+                "microbatch_tokens": 8192,
+                "bytes_per_param": 0.0,
+            },
+        }
+    else:
+        over = {
+            "workload.model_params": 175e9,
+            "workload.tokens_per_step": sequences * 2048,
+            "workload.parallelism": {
+                "reference_gpus": gpus,
+                "tp": tp,
+                "pp": pp,
+                "cp": cp,
+                "microbatch_tokens": 2 * 2048,
+            },
+        }
+    return load_scenario(base, {"cluster.n_gpus": gpus, **over})
+
+
+def mlperf_node_power(benchmark: str, nodes: int) -> float:
+    """Mean DC power of one node [W] of :func:`mlperf_scenario` while it trains, without the
+    server fans (those nodes were immersion-cooled)."""
+    scenario = mlperf_scenario(benchmark, nodes)
     dc, _ = _node_power(scenario)
-    # like with like: those systems were immersion-cooled, so the node without its fans
-    node = cl.psu.input_power(dc - cl.fans.power)
-    per_gpu = float(node.mean()) / cl.gpus_per_node + cl.network_power
-    fig = go.Figure(go.Bar(x=["model, reference step, no server fans"], y=[per_gpu / 1e3]))
-    fig.add_hrect(y0=0.7, y1=0.97, fillcolor="green", opacity=0.15, line_width=0)
+    return float(dc.mean()) - scenario.cluster.fans.power
+
+
+def _mlperf_anchor(benchmark: str) -> Anchor:
+    measured = _mlperf_measured().query("benchmark == @benchmark").set_index("nodes")
+    nodes = sorted(MLPERF_LAYOUTS[benchmark])
+    published = measured.loc[nodes, "node_dc"].to_numpy(dtype=float)
+    model = np.array([mlperf_node_power(benchmark, n) for n in nodes])
+    error = model / published - 1.0
+    name = MLPERF_NAMES[benchmark]
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=nodes,
+                y=published / 1e3,
+                mode="markers",
+                marker_symbol="x",
+                marker_size=12,
+                error_y={"type": "data", "array": MLPERF_BAND * published / 1e3},
+                name="MLPerf Training v4.0, measured (bars: the tolerance)",
+            ),
+            go.Scatter(x=nodes, y=model / 1e3, mode="lines+markers", name="model"),
+        ]
+    )
     fig.update_layout(
-        title="Power per H100 with its share of server and network (band: MLPerf v4.0)",
-        yaxis_title="power per GPU [kW]",
+        title=f"{name}: DC power of an 8 × H100 node against the job's nodes",
+        xaxis={"type": "log", "title": "nodes"},
+        yaxis_title="node DC power [kW]",
     )
     return Anchor(
-        name="MLPerf Training v4.0 power per H100",
-        source="D, mlperf_training_v4",
-        published="0.7-0.97 kW",
-        model=f"{per_gpu / 1e3:.3f} kW",
-        tolerance=(
-            "inside the published range (1-64 nodes, several benchmarks); the model's node "
-            "without fans, as those systems were immersion-cooled"
+        name=f"MLPerf Training v4.0 node power, {name}",
+        source="D, mlperf_training_v4_smc",
+        published=(
+            "; ".join(f"{p / 1e3:.2f} kW at {n}" for n, p in zip(nodes, published, strict=True))
+            + " nodes (DC)"
         ),
-        kind=PREDICTED,
-        passed=0.7e3 <= per_gpu <= 0.97e3,
+        model="; ".join(
+            f"{m / 1e3:.2f} kW ({100 * e:+.0f} %)" for m, e in zip(model, error, strict=True)
+        ),
+        tolerance=(
+            f"each node count within ±{100 * MLPERF_BAND:g} %: a condition's runs spread 0.2-2.1 % "
+            "(max - min of their means over training) and the one-node logs take in the "
+            "initialisation, 3 % of their mean, which the running state leaves out; narrower "
+            "than the 13 % the LoRA node falls from 8 to 64 nodes, so the trend with scale is "
+            "tested. DC, so the supplies' losses (fitted on these runs' AC/DC) play no part"
+        ),
+        kind=PREDICTION,
+        fitted=(
+            "rest_power_active on Latif's air-cooled peak less the fans; the running level's "
+            "size law placed at 1e9 parameters on the 0.7 kW low end of MLPerf's H100 results, "
+            "not on these rows; the layouts are the submission's"
+        ),
+        passed=bool(np.all(np.abs(error) <= MLPERF_BAND)),
         figure=fig,
     )
+
+
+def mlperf_lora_node_power() -> Anchor:
+    """Node power of Llama 2 70B LoRA fine-tuning at 1, 8 and 64 nodes, MLPerf Training v4.0
+    [D, mlperf_training_v4_smc]."""
+    return _mlperf_anchor("llama2_70b_lora")
+
+
+def mlperf_gpt3_node_power() -> Anchor:
+    """Node power of GPT-3 175B pre-training at 64 nodes, MLPerf Training v4.0
+    [D, mlperf_training_v4_smc]."""
+    return _mlperf_anchor("gpt3")
 
 
 def ac_dc_ratio() -> Anchor:
     """AC over DC energy of H100 nodes' supplies, measured on both sides in MLPerf Training
     v4.0 [D, mlperf_training_v4_smc]: the model's supply curve at each measured DC load."""
-    measured = pd.read_csv(data_dir() / "published" / "mlperf_training_v4_power.csv")
+    measured = _mlperf_measured()
     dc = measured["node_dc"].to_numpy(dtype=float)
     model = load_scenario(REFERENCE).cluster.psu.input_power(dc) / dc
     low, high = measured["ac_dc_ratio"].min(), measured["ac_dc_ratio"].max()
@@ -718,7 +914,8 @@ def ac_dc_ratio() -> Anchor:
             "supplies' losses were scaled to the pooled conditions "
             "(powermodel.calibration.psu_loss_scale)"
         ),
-        kind=CALIBRATED,
+        kind=CALIBRATION,
+        fitted="the supplies' losses (psu_loss_scale 0.467) on these runs' AC/DC ratios",
         passed=bool(np.all((model >= low) & (model <= high))),
         figure=fig,
     )
@@ -735,40 +932,88 @@ GB200 = {
 }
 
 
-def gb200_power_cap() -> Anchor:
-    """GB200 capped from 1,200 to 1,000 W: -16.7 % power for -5 % performance
-    [S, meta_gb200_cap]."""
+@cache
+def gb200_cap_changes() -> dict[str, float]:
+    """Relative changes [1] over the running time of :data:`GB200` when the cap goes from
+    1,200 to 1,000 W: mean and peak GPU power, mean throughput (one pair of runs a process)."""
     full = simulate(load_scenario(REFERENCE, GB200))
     capped = simulate(load_scenario(REFERENCE, {**GB200, "mitigation.power_cap": 1000.0}))
-    running = full["job_state"].values == State.RUNNING
-    # the provisioned figure is the peak GPU draw while running; performance is throughput
-    power = capped["gpu_power"].values[running].max() / full["gpu_power"].values[running].max()
-    work = capped["throughput"].values[running].mean() / full["throughput"].values[running].mean()
-    power, work = power - 1.0, work - 1.0
-    passed = abs(power + 0.167) <= 0.015 and abs(work + 0.05) <= 0.015
+    running = full["job_state"].values == State.RUNNING  # the cap moves no state
+
+    def change(variable: str, how: Callable[[np.ndarray], float]) -> float:
+        return float(how(capped[variable].values[running]) / how(full[variable].values[running]))
+
+    return {
+        "mean": change("gpu_power", np.mean) - 1.0,
+        "peak": change("gpu_power", np.max) - 1.0,
+        "work": change("throughput", np.mean) - 1.0,
+    }
+
+
+def _gb200_figure() -> go.Figure:
+    found = gb200_cap_changes()
+    what = ["mean power", "peak power", "performance"]
+    model = [100 * found[k] for k in ("mean", "peak", "work")]
     fig = go.Figure(
         [
-            go.Bar(x=["power", "performance"], y=[-16.7, -5.0], name="Meta, as reported"),
-            go.Bar(x=["power", "performance"], y=[100 * power, 100 * work], name="model"),
+            go.Bar(x=[what[0], what[2]], y=[-16.7, -5.0], name="Meta, as reported"),
+            go.Bar(x=what, y=model, name="model"),
         ]
     )
     fig.update_layout(
-        title="GB200 capped from 1,200 W to 1,000 W (a July day, liquid plant)",
+        title="GB200 capped from 1,200 W to 1,000 W (a July day, liquid plant, running time)",
         yaxis_title="change [%]",
         barmode="group",
     )
+    return fig
+
+
+GB200_FITTED = (
+    "the clock law's leakage coefficient on Llama 3's diurnal swing (H100, reused for the GB200); "
+    "nothing on the cap"
+)
+
+
+def gb200_cap_power() -> Anchor:
+    """GB200 capped from 1,200 to 1,000 W: -16.7 % power [S, meta_gb200_cap], a statement of
+    the cluster's mean power, against the model's mean GPU power while running."""
+    found = gb200_cap_changes()
     return Anchor(
-        name="GB200 cap 1,200 to 1,000 W",
+        name="GB200 cap 1,200 to 1,000 W: mean power",
         source="S, meta_gb200_cap",
-        published="-16.7 % power, -5 % performance",
-        model=f"{100 * power:.1f} % power, {100 * work:.1f} % performance",
-        tolerance=(
-            "±1.5 points each: 16.7 % is 200/1,200 (the provisioned peak), 5 % is printed to "
-            "one digit, and the clock law's leakage depends on the die temperature of the day"
+        published="-16.7 % power",
+        model=(
+            f"{100 * found['mean']:.1f} % mean GPU power while running (the peak "
+            f"{100 * found['peak']:.1f} %, the cap over the uncapped peak)"
         ),
-        kind=PREDICTED,
-        passed=passed,
-        figure=fig,
+        tolerance=(
+            "±1.5 points: the figure is printed to a tenth; the model's mean depends on the die "
+            "temperature of the day and on how much of the step sits at the cap"
+        ),
+        kind=PREDICTION,
+        fitted=GB200_FITTED,
+        passed=abs(found["mean"] + 0.167) <= 0.015,
+        figure=_gb200_figure(),
+    )
+
+
+def gb200_cap_performance() -> Anchor:
+    """GB200 capped from 1,200 to 1,000 W: -5 % performance [S, meta_gb200_cap], against the
+    model's throughput while running."""
+    found = gb200_cap_changes()
+    return Anchor(
+        name="GB200 cap 1,200 to 1,000 W: performance",
+        source="S, meta_gb200_cap",
+        published="-5 % performance",
+        model=f"{100 * found['work']:.1f} % throughput while running",
+        tolerance=(
+            "±1.5 points: 5 % is printed to one digit, and the clock law's leakage depends on "
+            "the die temperature of the day"
+        ),
+        kind=PREDICTION,
+        fitted=GB200_FITTED,
+        passed=abs(found["work"] + 0.05) <= 0.015,
+        figure=_gb200_figure(),
     )
 
 
@@ -845,7 +1090,8 @@ def choukse_smoothing_floor() -> Anchor:
             "10.5 % inside the model's range over Ko & Zhu's waveforms (compute share 55-80 %, "
             "trough 30 % ± one σ): the measured waveform's shape is not published"
         ),
-        kind=PREDICTED,
+        kind=PREDICTION,
+        fitted="nothing: the floor acts on waveforms over Ko & Zhu's published ranges",
         passed=passed,
         figure=fig,
     )
@@ -858,11 +1104,13 @@ SITES = ("chicago", "sterling", "tampa")
 # chain, the others a double-conversion UPS) and the published PUE range of its kind
 PLANTS = {
     "outside-air-evaporative": (
-        "meta-outside-air-evaporative", "standby", (1.07, 1.09), "S, meta_datacenters", CALIBRATED
+        "meta-outside-air-evaporative", "standby", (1.07, 1.09), "S, meta_datacenters", CALIBRATION
     ),
-    "liquid": ("liquid-dry-cooler", "double-conversion", (1.1, 1.3), "S, uptime_survey", PREDICTED),
+    "liquid": (
+        "liquid-dry-cooler", "double-conversion", (1.1, 1.3), "S, uptime_survey", PREDICTION
+    ),
     "chilled-water": (
-        "enterprise-chilled-water", "double-conversion", (1.5, 1.6), "S, uptime_survey", PREDICTED
+        "enterprise-chilled-water", "double-conversion", (1.5, 1.6), "S, uptime_survey", PREDICTION
     ),
 }  # fmt: skip
 WHY_PUE = {
@@ -872,6 +1120,18 @@ WHY_PUE = {
     ),
     "liquid": "every site inside the 1.1-1.3 quoted for direct-to-chip liquid cooling",
     "chilled-water": "every site inside the 1.5-1.6 of typical enterprise halls",
+}
+FITTED_PUE = {
+    "outside-air-evaporative": "the plant's fan fraction on Meta's fleet PUE of 1.08",
+    "liquid": (
+        "none of the plant's coefficients: its fans and pumps are assumed [A] "
+        "(presets/plants.toml), its trim chillers on DOE-2 curves; powermodel.calibration fits "
+        "nothing of it"
+    ),
+    "chilled-water": (
+        "none of the plant's coefficients: CRAH fans and pumps assumed [A], the chiller a DOE-2 "
+        "curve; powermodel.calibration fits nothing of it"
+    ),
 }
 META_WUE = 0.22  # L/kWh, Prineville building 1, a year to mid-2012 [S, ocp_prineville_wue]
 META_WUE_2021 = 0.26  # L/kWh, Meta's buildings completed in 2021 [P, meta_water]
@@ -914,6 +1174,7 @@ def _pue_anchor(kind: str) -> Anchor:
         model=", ".join(f"{site} {p:.3f}" for site, p in zip(SITES, pue, strict=True)),
         tolerance=WHY_PUE[kind],
         kind=fitted,
+        fitted=FITTED_PUE[kind],
         passed=bool(np.all((pue >= low) & (pue <= high))),
         figure=fig,
     )
@@ -971,7 +1232,8 @@ def wue_outside_air() -> Anchor:
             "Meta counts it; no coefficient fitted (docs/model/cooling.md: none reconciles 0.22 "
             "with Meta's 2021 0.26 and the Los Lunas pilot)"
         ),
-        kind=PREDICTED,
+        kind=PREDICTION,
+        fitted="nothing on water: the plant as Prineville 1 published its settings",
         passed=low <= at <= high,
         figure=fig,
     )
@@ -991,9 +1253,11 @@ ANCHORS: tuple[Callable[[], Anchor], ...] = (
     young_daly_optimum,
     node_peak,
     node_training_share,
-    mlperf_power_per_gpu,
+    mlperf_lora_node_power,
+    mlperf_gpt3_node_power,
     ac_dc_ratio,
-    gb200_power_cap,
+    gb200_cap_power,
+    gb200_cap_performance,
     choukse_smoothing_floor,
     pue_outside_air,
     pue_liquid,
@@ -1001,8 +1265,49 @@ ANCHORS: tuple[Callable[[], Anchor], ...] = (
     wue_outside_air,
 )
 
+# The anchors the model misses at this version, and why (the report lists each failing anchor
+# with its reason here; one not here is a regression)
+MISSES = {
+    "Fault-tolerant HSDP at ~100K GPUs": (
+        "the abstract gives neither the failure rate nor the work a failure loses, so the rate "
+        "fitted to the synchronous 44 % also absorbs overheads the source does not state; 80 % "
+        "with a 3-min stall needs a mean time between failures of at least 12 min (12 / (12 + "
+        "3), before any checkpoint cost), where the fitted one is 9.9 min"
+    ),
+    "MLPerf Training v4.0 node power, Llama 2 70B LoRA": (
+        "the model's node power does not fall with the job's nodes as the measured does (27 % "
+        "from 1 to 64 nodes): the model has no law of the running level in the job's scale yet"
+    ),
+    "GB200 cap 1,200 to 1,000 W: mean power": (
+        "a 1,000 W cap cuts only the phases above it, so the model's mean falls less than its "
+        "peak; 16.7 % is exactly 200 / 1,200, the cap over TDP: if the secondary report's "
+        "'power' is the provisioned power, not the mean, its power half is an identity and only "
+        "the performance half tests the model"
+    ),
+    "WUE, outside-air-evaporative plant": (
+        "Prineville 1's published settings at Golden draw well under 0.22 L/kWh: no shipped "
+        "weather is Prineville's and no published water balance of the plant (blow-down, "
+        "reverse-osmosis reject, humidification hours) reconciles 0.22 with Meta's 2021 0.26 "
+        "(docs/model/cooling.md); it stays a miss until that data exists"
+    ),
+}
+
 # Published measurements found and not used as anchors, and why
 NOT_USED = (
+    (
+        "0.7-0.97 kW per H100 with the rest of the server and network, MLPerf Training v4.0 "
+        "(a summary of the results)",
+        "the project's own reading of the logs (data/published/mlperf_training_v4_power.csv) "
+        "gives 0.54-0.88 kW of node AC a GPU over its 12 conditions, so the band is not "
+        "supported: the anchors compare the language-model benchmarks' node power row by row",
+    ),
+    (
+        "MLPerf Training v4.0 node power of BERT, DLRM, ResNet, SSD and U-Net3D "
+        "[D, mlperf_training_v4_smc]",
+        "not the transformer training the model's workload describes; BERT's and DLRM's one-node "
+        "0.72 kW a GPU is about the 0.7 kW low end the running level's size law was placed on, "
+        "so it would be a calibration",
+    ),
     (
         "Microsoft's 0.27 L/kWh for 2025 (as reported; no primary text read)",
         "a fleet figure over mixed plant types and climates: no one plant type compares",
@@ -1048,13 +1353,16 @@ def run_anchors(
     return out
 
 
-COLUMNS = ("anchor", "source", "published", "model", "tolerance (why)", "kind", "result", "s")
+COLUMNS = (
+    "anchor", "source", "published", "model", "tolerance (why)", "kind", "fitted on", "result",
+    "s",
+)  # fmt: skip
 
 
 def table(anchors: Sequence[Anchor]) -> pd.DataFrame:
     """One row an anchor: the columns of :data:`COLUMNS`."""
     rows = [
-        (a.name, a.source, a.published, a.model, a.tolerance, a.kind,
+        (a.name, a.source, a.published, a.model, a.tolerance, a.kind, a.fitted,
          "pass" if a.passed else "FAIL", round(a.seconds, 2))
         for a in anchors
     ]  # fmt: skip
@@ -1075,7 +1383,8 @@ body { font-family: system-ui, sans-serif; margin: 2em; max-width: 80em; }
 table { border-collapse: collapse; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.3em 0.5em; vertical-align: top; text-align: left; }
 .pass { color: #1a7f37; font-weight: bold; } .fail { color: #cf222e; font-weight: bold; }
-.calibrated { background: #f6f0ff; } .predicted { background: #f0f7ff; }
+.prediction { background: #f0f7ff; } .calibration { background: #f6f0ff; }
+.identity, .formula { background: #f6f6f6; }
 section { margin-top: 2em; border-top: 1px solid #ddd; }
 """
 
@@ -1088,18 +1397,15 @@ def report_html(anchors: Sequence[Anchor]) -> str:
     rows = "".join(
         f'<tr class="{a.kind}"><td><a href="#anchor-{i}">{esc(a.name)}</a></td>'
         f"<td>{esc(a.source)}</td><td>{esc(a.published)}</td><td>{esc(a.model)}</td>"
-        f"<td>{esc(a.tolerance)}</td><td>{a.kind}</td>"
+        f"<td>{esc(a.tolerance)}</td><td>{a.kind}</td><td>{esc(a.fitted)}</td>"
         f'<td class="{"pass" if a.passed else "fail"}">{"pass" if a.passed else "FAIL"}</td>'
         f"<td>{a.seconds:.2f}</td></tr>"
         for i, a in enumerate(anchors)
     )
     head = "".join(f"<th>{esc(c)}</th>" for c in COLUMNS)
     sections = []
-    for kind, meaning in (
-        (CALIBRATED, "a coefficient of the model was fitted to these: they check the fit holds"),
-        (PREDICTED, "nothing was fitted to these: they test the model"),
-    ):
-        parts = [f"<h2>{kind.capitalize()} anchors</h2><p>{meaning}.</p>"]
+    for kind, meaning in KINDS.items():
+        parts = [f"<h2>{kind.capitalize()} anchors</h2><p>{esc(meaning.capitalize())}.</p>"]
         for i, a in enumerate(anchors):
             if a.kind != kind:
                 continue
@@ -1109,19 +1415,28 @@ def report_html(anchors: Sequence[Anchor]) -> str:
                 f'<section id="anchor-{i}" class="{kind}"><h3>{esc(a.name)} '
                 f'<span class="{verdict.lower()}">{verdict}</span></h3><p>'
                 f"<b>{kind}</b> · source [{esc(a.source)}] · published {esc(a.published)} · "
-                f"model {esc(a.model)}<br>tolerance: {esc(a.tolerance)} · {a.seconds:.2f} s</p>"
+                f"model {esc(a.model)}<br>tolerance: {esc(a.tolerance)}<br>fitted on: "
+                f"{esc(a.fitted)} · {a.seconds:.2f} s</p>"
                 f"{div}</section>"
             )
         sections.append("".join(parts))
     unused = "".join(f"<li>{esc(what)}: {esc(why)}</li>" for what, why in NOT_USED)
+    missed = "".join(
+        f"<li>{esc(a.name)}: {esc(MISSES.get(a.name, 'not a known miss: a regression'))}</li>"
+        for a in anchors
+        if not a.passed
+    )
+    counts = ", ".join(f"{sum(a.kind == k for a in anchors)} {k}" for k in KINDS)
     return offline_page(
         "powermodel reproduce",
         STYLE,
         f"<h1>powermodel {esc(__version__)} against published figures</h1>"
         f"<p>{passed} of {len(anchors)} anchors pass in "
-        f"{sum(a.seconds for a in anchors):.1f} s. Sources are keys of docs/references.toml; "
-        "P: primary text read, S: quoted by a secondary source, D: derived from the source's "
-        f"numbers.</p><table><tr>{head}</tr>{rows}</table>{''.join(sections)}"
+        f"{sum(a.seconds for a in anchors):.1f} s ({counts}). Sources are keys of "
+        "docs/references.toml; P: primary text read, S: quoted by a secondary source, D: derived "
+        f"from the source's numbers.</p><table><tr>{head}</tr>{rows}</table>"
+        f"<h2>Anchors the model misses</h2><ul>{missed or '<li>none</li>'}</ul>"
+        f"{''.join(sections)}"
         "<footer><h2>Published measurements not used</h2>"
         f"<ul>{unused}</ul></footer>",
     )

@@ -183,7 +183,9 @@ def out(tmp_path) -> Iterator[Path]:
 def cheap_anchors(monkeypatch):
     """``reproduce`` with one anchor: its report (plotly.js embedded, 4.6 MB) is written as
     every run's is, without the minutes the published anchors take."""
-    anchor = reproduce.Anchor("a", "b", "1", "1", "±0", "predicted", True, go.Figure(), 0.1)
+    anchor = reproduce.Anchor(
+        "a", "b", "1", "1", "±0", reproduce.PREDICTION, "-", True, go.Figure(), 0.1
+    )
     monkeypatch.setattr(reproduce, "run_anchors", lambda progress=None: [anchor])
 
 
