@@ -274,8 +274,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     fitting.add_argument(
         "--holdout",
-        type=_share,
-        default=fit_report.HOLDOUT,
+        default=str(fit_report.HOLDOUT),
         help="share of the trace held out at its end: fit the rest, predict it "
         f"(default {fit_report.HOLDOUT:g}; 0 for none)",
     )
@@ -767,14 +766,17 @@ def _period(text: str | None) -> float | None:
     return seconds
 
 
-def _share(text: str) -> float:
-    """A share given on the command line: a finite number (its range is the command's)."""
+def _holdout(text: str) -> float:
+    """``--holdout``: a finite number (its range is :func:`fit_trace`'s to check)."""
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
     if not np.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number, e.g. 0.5")
+        raise PowerModelError(
+            f"--holdout {text!r} is not a number: give the share of the trace held out at its "
+            "end, e.g. --holdout 0.5, or 0 for none"
+        )
     return value
 
 
@@ -788,7 +790,7 @@ def _fit(args: argparse.Namespace) -> int:
         preset=args.preset,
         sensor=args.sensor,
         report=args.report,
-        holdout=args.holdout,
+        holdout=_holdout(args.holdout),
     )
     for warning in run.result.warnings:
         print(f"powermodel: warning: {warning}", file=sys.stderr)

@@ -40,37 +40,43 @@ from powermodel.simulate import (
 )
 
 __all__ = [
+    "FAILURES_OFF",
     "HOLDOUT",
     "MAX_PREDICTED_STEPS",
     "MAX_REPLAY_STEPS",
+    "PREDICTED",
+    "REPLAYED",
     "FitRun",
-    "Prediction",
     "PredictRun",
+    "Prediction",
     "against",
+    "comparison_table",
+    "fit_trace",
     "fresh_run",
+    "holdout",
     "holdout_words",
+    "predict",
+    "predict_trace",
     "prediction_words",
     "proof_table",
     "prove",
-    "comparison_table",
-    "fit_trace",
-    "holdout",
-    "predict",
-    "predict_trace",
     "replay",
     "write_report",
 ]
 
 MAX_REPLAY_STEPS = 20_000_000  # fine steps of a replay (160 MB of float64)
-# Steps of a prediction's fresh run: the engine holds about 256 B a step
-# (powermodel.simulate.BYTES_PER_STEP), so about 1 GB; a longer trace is read on a coarser grid
-# down to the step its sensor needs, then refused
+# Steps of a prediction's fresh run: tracemalloc measured about 400 B a step (a 900-s fit's
+# run of 4,500 and 18,000 steps), so about 1.6 GB; a longer trace is run on a coarser grid down
+# to the step its sensor needs, then refused before the run (and simulate's preflight refuses
+# a run the machine's memory cannot hold)
 MAX_PREDICTED_STEPS = 4_000_000
 HOLDOUT = 0.5  # share of a trace held out at its end by default: fit the first half
 MAX_HOLDOUT = 0.9  # the part fitted keeps at least a tenth of the trace
 SECOND = 1.0  # s: the means the RMSE compares, and the span of a ramp
 PLOTTED = 20_000  # points a time-series trace shows at most
-LEVEL_BINS = 80  # bins of the level histograms
+# bins of the level histograms: about 15 W on an H100's 80-700 W, wider than a sensor's noise
+LEVEL_BINS = 40
+MIN_COMPARED = 20  # samples a comparison needs (the fit's MIN_SAMPLES)
 RAMP_QUANTILES = (1.0, 50.0, 99.0)  # percentiles of the 1-s ramps compared
 # failures off, through the keys any run takes: the fresh run shows the job as fitted, not a
 # failure drawn where the trace had none
@@ -82,12 +88,13 @@ REPLAYED = "replay (the trace's own timeline)"
 @dataclass(frozen=True)
 class Prediction:
     """A fresh run of a scenario read as a trace was: per-GPU power [W] at the trace's sample
-    instants (NaN outside ``compared``), which samples are compared, the trace time [s] of the
-    run's time 0 (``shift``: the two aligned on the first rise into running), the scenario as
-    run, and the comparison (:func:`against`)."""
+    instants (NaN where the run does not reach), the trace time [s] the comparison starts at
+    (``since``: a hold-out's cut), the trace time [s] of the run's time 0 (``shift``: the two
+    aligned on the first rise into running), the scenario as run, and the comparison
+    (:func:`against`)."""
 
     power: np.ndarray
-    compared: np.ndarray
+    since: float
     shift: float
     scenario: Scenario
     numbers: dict
@@ -198,15 +205,18 @@ def prove(
     every sample of the trace."""
     predicted = predict(result, scenario, most=most)
     replayed = replay(result, scenario)
-    return predicted, replayed, against(result, replayed, None, "replayed")
+    return predicted, replayed, against(result, replayed, "replayed")
 
 
 def proof_table(result: Fit, predicted: Prediction, replayed: np.ndarray) -> pd.DataFrame:
     """The prediction and the replay against the trace, over the samples the prediction
     compares (:func:`comparison_table`)."""
-    return comparison_table(
-        predicted.numbers, against(result, replayed, predicted.compared, "replayed")
-    )
+    return comparison_table(predicted.numbers, _replay_beside(result, predicted, replayed))
+
+
+def _replay_beside(result: Fit, predicted: Prediction, replayed: np.ndarray) -> dict:
+    """The replay against the trace over the samples the prediction compares."""
+    return against(result, replayed, "replayed", predicted.since, np.isfinite(predicted.power))
 
 
 def _check_report(report: str | Path | None) -> None:
@@ -333,13 +343,13 @@ def predict(
     ds = simulate(run)
     per_gpu = ds["gpu_power"].values * 1e6 / run.cluster.n_gpus  # W
     at = result.times - shift
-    compared = (result.times >= since) & (at >= 0.0) & (at <= run.simulation.duration)
+    overlap = (at >= 0.0) & (at <= run.simulation.duration)
     power = np.full(result.times.size, np.nan)
-    power[compared] = sensors.read(
-        per_gpu, run.simulation.dt, result.sensor, at=at[compared], held_before=True
+    power[overlap] = sensors.read(
+        per_gpu, run.simulation.dt, result.sensor, at=at[overlap], held_before=True
     )
-    numbers = against(result, power, compared, "predicted")
-    return Prediction(power, compared, shift, run, numbers)
+    numbers = against(result, power, "predicted", since)
+    return Prediction(power, since, shift, run, numbers)
 
 
 def _held_out(data, meta, share, result, sensor, preset, period, gpus_per_node):
@@ -374,25 +384,28 @@ def holdout(
     return predict(result, scenario, since=cut)
 
 
-def _features(times: np.ndarray, x: np.ndarray, response: StepResponse) -> dict:
-    """What a trace shows, found by the fit's own detector (:func:`powermodel.fit.detect`):
-    energy [Wh per GPU], running level [W] (the running samples once the sensor settled), the
-    checkpoint stalls between two running runs (count, durations [s], median period [s]),
-    the dip depth (running less stalled level) [W] and the start-up (from the job's first
-    state the detector finds above idle, a start-up level's start or a rise's midpoint, until its
-    power is nine tenths of the way up from idle to running) [s]."""
+def _features(times: np.ndarray, x: np.ndarray, response: StepResponse, since: float) -> dict:
+    """What a trace shows from ``since`` [s] on, found by the fit's own detector
+    (:func:`powermodel.fit.detect`) over all of it (the states before give the detector its
+    levels): energy [Wh per GPU], running level [W] (the running samples once the sensor
+    settled), the checkpoint stalls between two running runs (count, durations [s], median
+    period [s]), the dip depth (running less stalled level) [W] and the start-up (from the job's
+    first state the detector finds above idle, a start-up level's start or a rise's midpoint,
+    until its power is nine tenths of the way up from idle to running) [s], if it begins after
+    ``since``."""
     dt = float(np.median(np.diff(times)))
     line, _ = detect(times, x, response)
-    rel = times - times[0]
+    rel, cut = times - times[0], since - times[0]
     seg = np.clip(np.searchsorted(line.start, rel, side="right") - 1, 0, line.state.size - 1)
-    settled = rel >= line.start[seg] + response.settle
+    use = rel >= cut
+    settled = use & (rel >= line.start[seg] + response.settle)
     state = line.state[seg]
 
     def level(s: State) -> float:
         inside = settled & (state == s)
         return float(np.mean(x[inside])) if inside.any() else np.nan
 
-    inner = line.state == State.CHECKPOINT
+    inner = (line.state == State.CHECKPOINT) & (line.start >= cut)
     inner[0] = inner[-1] = False
     starts = line.start[inner]
     running = level(State.RUNNING)
@@ -401,12 +414,12 @@ def _features(times: np.ndarray, x: np.ndarray, response: StepResponse) -> dict:
     # the power first comes within a tenth of the way from idle to the running level
     active = np.flatnonzero(line.state != State.FAILED_IDLE)
     idle = level(State.FAILED_IDLE)
-    floor = float(np.min(x)) if not np.isfinite(idle) else idle
-    begin = line.start[active[0]] if active.size else np.nan
+    floor = float(np.min(x[use])) if not np.isfinite(idle) else idle
+    begin = line.start[active[0]] if active.size and line.start[active[0]] >= cut else np.nan
     reached = (rel >= begin) & (x >= floor + 0.9 * (running - floor))
     startup_length = float(rel[np.argmax(reached)] - begin) if reached.any() else np.nan
     return {
-        "energy_wh": float(x.sum() * dt / 3600.0),
+        "energy_wh": float(x[use].sum() * dt / 3600.0),
         "running_w": running,
         "dips": line.lengths()[inner],
         "period_s": float(np.median(np.diff(starts))) if starts.size > 1 else np.nan,
@@ -415,24 +428,33 @@ def _features(times: np.ndarray, x: np.ndarray, response: StepResponse) -> dict:
     }
 
 
-def against(result: Fit, model: np.ndarray, compared: np.ndarray | None, name: str) -> dict:
+def against(
+    result: Fit,
+    model: np.ndarray,
+    name: str,
+    since: float = 0.0,
+    within: np.ndarray | None = None,
+) -> dict:
     """The trace measured against a model's view of it (``model`` [W per GPU] at the trace's
-    samples) over the samples ``compared`` (all by default), both sides measured the same way
-    (:func:`_features`, the same detector); keys ``<what>_measured`` and ``<what>_<name>``.
+    samples, NaN where it has none) from ``since`` [s] on, both sides measured the same way
+    (:func:`_features`: the same detector, over the samples both have, or those ``within``);
+    keys ``<what>_measured`` and ``<what>_<name>``.
 
     Returns energy [Wh per GPU] of each and their relative difference (``energy_error``), the
     RMSE of 1-s means [W], running level [W] and its relative error, checkpoint dips (count
-    and durations [s]), their period [s] and depth [W], the start-up [s], the level histograms
-    and their overlap coefficient (the shared area of the two normalised histograms, 1 when
-    equal), and the 1-s ramps [W/s] of each with their percentiles :data:`RAMP_QUANTILES`.
+    and durations [s]) and the difference of the counts (``checkpoint_error``), their period
+    [s] and depth [W], the start-up [s], the level histograms and their overlap coefficient
+    (the shared area of the two normalised histograms, 1 when equal), and the 1-s ramps [W/s]
+    of each with their percentiles :data:`RAMP_QUANTILES`.
     """
-    ok = np.isfinite(result.power) & np.isfinite(model)
-    if compared is not None:
-        ok &= compared
-    if np.count_nonzero(ok) < 20:
+    seen = np.isfinite(result.power) & np.isfinite(model)
+    if within is not None:
+        seen &= within
+    ok = seen & (result.times >= since)
+    if np.count_nonzero(ok) < MIN_COMPARED:
         raise PowerModelError(
             f"{result.source or 'the trace'}: {np.count_nonzero(ok)} samples overlap the "
-            f"{name} run: too few to compare (give a longer trace)"
+            f"{name} run: too few to compare, at least {MIN_COMPARED} (give a longer trace)"
         )
     t, m, r = result.times[ok], result.power[ok], model[ok]
     second = np.floor((t - t[0]) / SECOND).astype(np.int64)
@@ -440,7 +462,10 @@ def against(result: Fit, model: np.ndarray, compared: np.ndarray | None, name: s
     has = counts > 0
     m1 = np.bincount(second, m)[has] / counts[has]
     r1 = np.bincount(second, r)[has] / counts[has]
-    seen, made = _features(t, m, result.response), _features(t, r, result.response)
+    tt = result.times[seen]
+    response = result.response
+    measured = _features(tt, result.power[seen], response, since)
+    made = _features(tt, model[seen], response, since)
     bins = np.linspace(min(m.min(), r.min()), max(m.max(), r.max()) + 1e-9, LEVEL_BINS + 1)
     hm, hr = np.histogram(m, bins)[0], np.histogram(r, bins)[0]
     ramps = {"measured": _ramps(t, m), name: _ramps(t, r)}
@@ -455,7 +480,7 @@ def against(result: Fit, model: np.ndarray, compared: np.ndarray | None, name: s
         f"histogram_{name}": hr,
         "level_overlap": float(np.minimum(hm / hm.sum(), hr / hr.sum()).sum()),
     }
-    for side, found in (("measured", seen), (name, made)):
+    for side, found in (("measured", measured), (name, made)):
         out[f"energy_{side}_wh"] = found["energy_wh"]
         out[f"running_{side}_w"] = found["running_w"]
         out[f"dips_{side}"] = found["dips"]
@@ -564,7 +589,7 @@ def write_report(
     path = Path(path)
     numbers = [predicted.numbers]
     if replayed is not None:
-        numbers.append(against(result, replayed, predicted.compared, "replayed"))
+        numbers.append(_replay_beside(result, predicted, replayed))
     table = comparison_table(*numbers)
     models = {PREDICTED: predicted.power, **({REPLAYED: replayed} if replayed is not None else {})}
     figures = [

@@ -61,6 +61,7 @@ from powermodel.webapp import downloads, figures, ids, layout
 from powermodel.webapp.cache import (
     BANDS_BYTES_PER_RUN,
     FIT_BYTES,
+    PREDICTION_BYTES_PER_STEP,
     RESULTS_BYTES_PER_CELL,
     SECONDS_PER_DISTURBANCE,
     SECONDS_PER_RUN,
@@ -118,7 +119,7 @@ VIOLATION_ROWS = 20_000  # violations sent to the table: the largest, the rest i
 FIT_CELLS = 4_000_000
 FIT_REPLAY_STEPS = 2_000_000  # a day at 50 ms, 16 MB a series
 # the fit's fresh run (its prediction) on a coarser grid, down to the step the sensor needs:
-# at 256 B a step (simulate.BYTES_PER_STEP), 128 MB; 27.8 h (the replay's bound) at 0.2 s
+# 27.8 h (the replay's bound) at 0.2 s, 256 MB (PREDICTION_BYTES_PER_STEP)
 FIT_PREDICTED_STEPS = 500_000
 FIT_SHOWN_WARNINGS = 3  # repairs of a trace named in its message (the rest counted)
 # The readers' and the fit's advice names the command line's options; the page has boxes
@@ -481,7 +482,8 @@ class Dashboard:
         key = _upload_key("fit", contents, filename, period, gpus)
         size = upload_size(contents)
         fitting_it = Work(
-            FIT_BYTES[0] + FIT_BYTES[1] * size,
+            # and the prediction's fresh run, at most FIT_PREDICTED_STEPS steps
+            FIT_BYTES[0] + FIT_BYTES[1] * size + FIT_PREDICTED_STEPS * PREDICTION_BYTES_PER_STEP,
             deadline_of(size, SECONDS_PER_UPLOAD_BYTE),
             f"{size / 1e6:.1f} MB",
             "upload a shorter span or fewer channels, or fit it with `powermodel fit`",
