@@ -186,7 +186,8 @@ def predict_trace(
     if sensor is not None:
         sensors.lookup(sensor)
     chosen = load_scenario(scenario, overrides)
-    preflight(chosen)
+    # its checks before the trace is read; memory is the fresh run's, checked when it runs
+    preflight(chosen, memory=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TelemetryWarning)
         data, meta = read_telemetry(trace, format, period, gpus_per_node)
