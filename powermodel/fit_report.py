@@ -24,7 +24,16 @@ import plotly.graph_objects as go
 from powermodel.analysis import offline_page
 from powermodel.durations import format_duration
 from powermodel.errors import PowerModelError
-from powermodel.fit import REFERENCE, Fit, StepResponse, detect, fit, fitted_toml, summary
+from powermodel.fit import (
+    REFERENCE,
+    Fit,
+    StepResponse,
+    chain_of,
+    detect,
+    fit,
+    fitted_toml,
+    summary,
+)
 from powermodel.iotools.telemetry import TelemetryWarning, read_telemetry
 from powermodel.models import render, sensors
 from powermodel.models.events import State
@@ -156,6 +165,7 @@ def fit_trace(
     with warnings.catch_warnings():  # the repairs are in meta["warnings"]: the caller says them
         warnings.simplefilter("ignore", TelemetryWarning)
         data, meta = read_telemetry(trace, format, period, gpus_per_node)
+    _check_span(data, meta, sensor, load_scenario(preset), period)
     result = fit(data, meta, sensor, preset, period, gpus_per_node)
     text = fitted_toml(result, preset, Path(trace).name)
     scenario = _write_validated(text, output)
@@ -191,6 +201,7 @@ def predict_trace(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TelemetryWarning)
         data, meta = read_telemetry(trace, format, period, gpus_per_node)
+    _check_span(data, meta, sensor, chosen, period)
     result = fit(data, meta, sensor, chosen, period, gpus_per_node)
     predicted = predict(result, chosen)
     if report is not None:
@@ -246,21 +257,42 @@ def _write_validated(text: str, output: Path) -> Scenario:
     return scenario
 
 
-def _fine_step(duration: float, result: Fit, most: int, what: str) -> float:
-    """The step [s] a model's per-GPU power is rendered at before the trace's sensor reads it:
-    half the trace's sampling, at most 50 ms and what the sensor needs; coarser where
-    ``duration`` [s] would take more than ``most`` steps, down to what the sensor needs."""
-    needed = sensors.step_needed(result.sensor)
-    fine = min(result.period / 2.0, 0.05, needed)
+def _fine_step(
+    duration: float, period: float, sensor: sensors.Sensor, most: int, what: str
+) -> float:
+    """The step [s] a model's per-GPU power is rendered at before a trace's ``sensor`` reads it
+    at its sampling ``period`` [s]: half the period, at most 50 ms and what the sensor needs;
+    coarser where ``duration`` [s] would take more than ``most`` steps, down to what the sensor
+    needs, and refused beyond."""
+    needed = sensors.step_needed(sensor)
+    fine = min(period / 2.0, 0.05, needed)
     if duration / fine > most:
         fine = duration / most
         if fine > needed:
             raise PowerModelError(
-                f"a trace of {format_duration(duration)} is too long to {what} through the "
-                f"{result.sensor.label} sensor ({most:,} steps of at most "
+                f"a trace of {format_duration(round(duration, 3))} is too long to {what} "
+                f"through the {sensor.label} sensor ({most:,} steps of at most "
                 f"{format_duration(needed)}): fit a shorter span"
             )
     return fine
+
+
+def _check_span(
+    data: pd.DataFrame,
+    meta: dict,
+    sensor: str | None,
+    scenario: Scenario,
+    period: float | None,
+) -> None:
+    """Refuse, once a trace is read and before it is fitted, one whose prediction's fresh run
+    would take more than :data:`MAX_PREDICTED_STEPS` (:func:`_fine_step`; a run a little longer,
+    by its start-up, is still refused before it starts, by :func:`fresh_run`)."""
+    step = float(period or meta.get("step") or 0.0)
+    if not step > 0.0 or data.empty:  # the fit names what is missing
+        return
+    chain = sensors.lookup(sensor) if sensor else chain_of(meta, step, scenario.gpu.name)
+    span = float((data["time"].max() - data["time"].min()) / np.timedelta64(1, "s")) + step
+    _fine_step(span, step, chain, MAX_PREDICTED_STEPS, "predict")
 
 
 def replay(result: Fit, scenario: Scenario) -> np.ndarray:
@@ -278,7 +310,7 @@ def replay(result: Fit, scenario: Scenario) -> np.ndarray:
     derived = derive(scenario)
     cells, rate = shape_tables(scenario, derived)
     line = result.timeline
-    fine = _fine_step(line.duration, result, MAX_REPLAY_STEPS, "replay")
+    fine = _fine_step(line.duration, result.period, result.sensor, MAX_REPLAY_STEPS, "replay")
     n = int(np.ceil(line.duration / fine - 1e-9))
     edges = np.arange(n + 1) * fine
     steps = drawn_steps(scenario, derived, line, cells)  # with workload.variation, each step
@@ -321,7 +353,7 @@ def fresh_run(
     shift = trace - engine
     plant = float(off.cooling.dt)
     duration = max(np.ceil((line.duration - shift) / plant - 1e-9), 1.0) * plant
-    fine = _fine_step(duration, result, most, "predict")
+    fine = _fine_step(duration, result.period, result.sensor, most, "predict")
     k = int(np.ceil(plant / fine - 1e-9))
     run = load_scenario(
         off, {"simulation.duration": _seconds(duration), "simulation.dt": _seconds(plant / k)}

@@ -241,6 +241,16 @@ def test_a_fresh_run_is_bounded_before_it_starts(tmp_path, monkeypatch):
     # the 900-s trace's fresh run is refused before the engine runs
     with pytest.raises(PowerModelError, match=r"too long to predict through the NVML .*500 "):
         predict(run.result, run.scenario, most=500)
+    # and a trace whose fresh run would exceed the bound is refused once read, before its fit
+    monkeypatch.setattr(fit_report, "MAX_PREDICTED_STEPS", 500)
+    monkeypatch.setattr(fit_report, "fit", lambda *a: pytest.fail("fitted"))
+    for make in (
+        lambda: fit_trace(path, tmp_path / "again.toml"),
+        lambda: predict_trace(tmp_path / "fitted.toml", path),
+    ):
+        with pytest.raises(PowerModelError, match=r"a trace of 899.8s is too long to predict"):
+            make()
+    assert not (tmp_path / "again.toml").exists()
     monkeypatch.undo()
     # within the bound on a coarser grid (0.5 s, under the window): the same answer
     coarse = predict(run.result, run.scenario, most=2040).numbers
