@@ -400,7 +400,7 @@ def holdout(
     share: float,
     result: Fit,
     sensor: str | None = None,
-    preset: str | Scenario = REFERENCE,
+    preset: str = REFERENCE,
     period: float | None = None,
     gpus_per_node: int | None = None,
 ) -> Prediction:
@@ -411,8 +411,7 @@ def holdout(
     cut = (1.0 - share) * result.timeline.duration
     first = data[data["time"] < result.start + np.timedelta64(int(round(cut * 1e9)), "ns")]
     part = fit(first.reset_index(drop=True), meta, sensor, preset, period, gpus_per_node)
-    name = preset if isinstance(preset, str) else REFERENCE
-    scenario = loads_scenario(fitted_toml(part, name, "the first part"), label="the hold-out fit")
+    scenario = loads_scenario(fitted_toml(part, preset, "the first part"), label="the hold-out fit")
     preflight(scenario)
     return predict(result, scenario, since=cut)
 
