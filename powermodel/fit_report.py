@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -166,13 +167,17 @@ def fit_trace(
         warnings.simplefilter("ignore", TelemetryWarning)
         data, meta = read_telemetry(trace, format, period, gpus_per_node)
     _check_span(data, meta, sensor, load_scenario(preset), period)
-    result = fit(data, meta, sensor, preset, period, gpus_per_node)
+
+    def fit_part(frame: pd.DataFrame) -> Fit:  # the whole trace, or a hold-out's first part
+        return fit(frame, meta, sensor, preset, period, gpus_per_node)
+
+    result = fit_part(data)
     text = fitted_toml(result, preset, Path(trace).name)
     scenario = _write_validated(text, output)
     predicted, replayed, numbers = prove(result, scenario)
     held = None
     if holdout:
-        held = _held_out(data, meta, holdout, result, sensor, preset, period, gpus_per_node)
+        held = _held_out(data, holdout, result, fit_part, preset)
     if report is not None:
         write_report(result, report, text, predicted, replayed, held)
     return FitRun(result, scenario, text, predicted, replayed, numbers, held)
@@ -385,32 +390,44 @@ def predict(
     return Prediction(power, since, shift, run, numbers)
 
 
-def _held_out(data, meta, share, result, sensor, preset, period, gpus_per_node):
+def _held_out(
+    data: pd.DataFrame, share: float, result: Fit, fit_part: Callable[[pd.DataFrame], Fit], preset
+) -> Prediction | str:
     """The hold-out of :func:`fit_trace`: :func:`holdout` on the trace, or why it could not be
-    made (the first part too short to fit, or to hold a state)."""
+    made (the first part too short to fit, or fitted to no scenario that loads)."""
     try:
-        return holdout(data, meta, share, result, sensor, preset, period, gpus_per_node)
+        return holdout(data, share, result, fit_part, preset)
     except PowerModelError as exc:
         return f"no hold-out: {exc}"
 
 
 def holdout(
     data: pd.DataFrame,
-    meta: dict,
     share: float,
     result: Fit,
-    sensor: str | None = None,
+    fit_part: Callable[[pd.DataFrame], Fit],
     preset: str = REFERENCE,
-    period: float | None = None,
-    gpus_per_node: int | None = None,
 ) -> Prediction:
-    """Fit the first ``1 - share`` of a trace (``data``, ``meta`` as read; ``result`` its whole
-    fit) and predict the rest: the scenario fitted to the first part, run afresh over the
-    whole trace, compared on the samples held out."""
+    """Fit the first ``1 - share`` of a trace and predict the rest: the scenario fitted to the
+    first part, run afresh over the whole trace, compared on the samples held out.
+
+    Parameters
+    ----------
+    data
+        The trace as read (:func:`~powermodel.iotools.telemetry.read_telemetry`).
+    share
+        The share of the trace held out at its end, above 0 and at most :data:`MAX_HOLDOUT`.
+    result
+        The fit of the whole trace (its samples are the ones compared).
+    fit_part
+        Fits a part of ``data`` as the whole was fitted (the same options).
+    preset
+        The preset the part's scenario extends.
+    """
     _check_holdout(share)
     cut = (1.0 - share) * result.timeline.duration
     first = data[data["time"] < result.start + np.timedelta64(int(round(cut * 1e9)), "ns")]
-    part = fit(first.reset_index(drop=True), meta, sensor, preset, period, gpus_per_node)
+    part = fit_part(first.reset_index(drop=True))
     scenario = loads_scenario(fitted_toml(part, preset, "the first part"), label="the hold-out fit")
     preflight(scenario)
     return predict(result, scenario, since=cut)

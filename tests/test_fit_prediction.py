@@ -111,6 +111,14 @@ def fitted(request, tmp_path_factory):
     return request.param, _fit(path, folder / "fitted.toml", report=folder / "fit.html"), folder
 
 
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    """The known job's log and its fit without a hold-out: (log, fit, folder)."""
+    folder = tmp_path_factory.mktemp("plain")
+    path = _log(folder / "run1.csv")
+    return path, _fit(path, folder / "fitted.toml", holdout=0), folder
+
+
 def test_a_fresh_run_of_the_fit_predicts_its_engine_trace(fitted):
     keys, run, _ = fitted
     n = run.predicted.numbers
@@ -193,34 +201,33 @@ def test_the_share_held_out_is_chosen(tmp_path, capsys):
     assert (tmp_path / "d.toml").exists()
 
 
-def test_one_key_changed_predicts_another_run_of_the_job(tmp_path, capsys):
+def test_one_key_changed_predicts_another_run_of_the_job(plain, tmp_path, capsys):
     # fit the run with a checkpoint every 2 min; predict a run of the same job with one every
     # minute, the interval changed by --set
-    first = _log(tmp_path / "run1.csv")
+    _, _, folder = plain
+    fitted = folder / "fitted.toml"
     second = _log(tmp_path / "run2.csv", JOBS[1], seed=1)
-    _fit(first, tmp_path / "fitted.toml", holdout=0)
-    args = ["predict", str(tmp_path / "fitted.toml"), str(second)]
+    args = ["predict", str(fitted), str(second)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TelemetryWarning)
         assert cli.main([*args, "--set", "checkpoint.interval=60s"]) == 0
     out = capsys.readouterr().out
     assert "with checkpoint.interval=60s against" in out and PREDICTED in out
-    run = predict_trace(tmp_path / "fitted.toml", second, ["checkpoint.interval=60s"])
+    run = predict_trace(fitted, second, ["checkpoint.interval=60s"])
     n = run.predicted.numbers
     assert run.predicted.scenario.checkpoint.interval == 60.0
     assert abs(n["energy_error"]) < 0.05 and abs(n["running_error"]) < 0.05
     assert abs(n["checkpoint_error"]) <= 1 and n["dips_measured"].size == _checkpoints(JOBS[1])
     # without the key changed, the prediction misses half the other run's checkpoints: the
     # check can fail, and its table says by how many
-    wrong = predict_trace(tmp_path / "fitted.toml", second).predicted.numbers
+    wrong = predict_trace(fitted, second).predicted.numbers
     assert wrong["checkpoint_error"] <= -5
     row = comparison_table(wrong).set_index("what").loc["checkpoint dips", PREDICTED]
     assert row == f"{wrong['dips_predicted'].size} ({wrong['checkpoint_error']:+d})"
 
 
-def test_a_wrong_fit_shows_in_the_prediction_and_not_in_the_replay(tmp_path):
-    path = _log(tmp_path / "smi.csv")
-    run = _fit(path, tmp_path / "fitted.toml", holdout=0)
+def test_a_wrong_fit_shows_in_the_prediction_and_not_in_the_replay(plain):
+    _, run, _ = plain
     # the fitted checkpoint interval doubled: a fit that is wrong
     doubled = 2.0 * run.scenario.checkpoint.interval
     wrong = load_scenario(run.scenario, {"checkpoint.interval": f"{doubled}s"})
@@ -237,9 +244,8 @@ def test_a_wrong_fit_shows_in_the_prediction_and_not_in_the_replay(tmp_path):
     assert table.loc["checkpoint dips", REPLAYED] == "6 (+0)"
 
 
-def test_a_fresh_run_is_bounded_before_it_starts(tmp_path, monkeypatch):
-    path = _log(tmp_path / "smi.csv")
-    run = _fit(path, tmp_path / "fitted.toml", holdout=0)
+def test_a_fresh_run_is_bounded_before_it_starts(plain, tmp_path, monkeypatch):
+    path, run, folder = plain
     monkeypatch.setattr(fit_report, "simulate", lambda *a: pytest.fail("simulated"))
     # at most 500 steps of 1 s (NVML's window, the coarsest its reading allows) cover 500 s:
     # the 900-s trace's fresh run is refused before the engine runs
@@ -250,7 +256,7 @@ def test_a_fresh_run_is_bounded_before_it_starts(tmp_path, monkeypatch):
     monkeypatch.setattr(fit_report, "fit", lambda *a: pytest.fail("fitted"))
     for make in (
         lambda: fit_trace(path, tmp_path / "again.toml"),
-        lambda: predict_trace(tmp_path / "fitted.toml", path),
+        lambda: predict_trace(folder / "fitted.toml", path),
     ):
         with pytest.raises(PowerModelError, match=r"a trace of 899.8s is too long to predict"):
             make()
