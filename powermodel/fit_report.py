@@ -38,6 +38,7 @@ from powermodel.fit import (
 from powermodel.iotools.telemetry import TelemetryWarning, read_telemetry
 from powermodel.models import render, sensors
 from powermodel.models.events import State
+from powermodel.models.signal import FINEST_STEP
 from powermodel.output import check_folder, write_text
 from powermodel.scenario import Scenario, load_scenario, loads_scenario, presets
 from powermodel.simulate import (
@@ -358,7 +359,9 @@ def fresh_run(
     shift = trace - engine
     plant = float(off.cooling.dt)
     duration = max(np.ceil((line.duration - shift) / plant - 1e-9), 1.0) * plant
-    fine = _fine_step(duration, result.period, result.sensor, most, "predict")
+    # no finer than the model's floor (an averaging sensor sampled every 2 ms or faster: its
+    # window still spans many steps; the fit's probe refuses a sample at each poll that fast)
+    fine = max(_fine_step(duration, result.period, result.sensor, most, "predict"), FINEST_STEP)
     k = int(np.ceil(plant / fine - 1e-9))
     run = load_scenario(
         off, {"simulation.duration": _seconds(duration), "simulation.dt": _seconds(plant / k)}

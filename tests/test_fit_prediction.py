@@ -21,6 +21,7 @@ from test_fit import REFERENCE, START, TRUTH
 
 from powermodel import cli, fit_report
 from powermodel.errors import PowerModelError
+from powermodel.fit import fit_cells, fitted_toml
 from powermodel.fit_report import (
     FAILURES_OFF,
     PREDICTED,
@@ -36,7 +37,7 @@ from powermodel.fit_report import (
 from powermodel.iotools.telemetry import TelemetryWarning
 from powermodel.models import sensors
 from powermodel.models.events import State
-from powermodel.scenario import load_scenario
+from powermodel.scenario import load_scenario, loads_scenario
 from powermodel.simulate import derive, simulate
 
 SPAN = 900.0  # s of trace
@@ -295,3 +296,22 @@ def test_bad_input_to_a_prediction_is_one_line(tmp_path, capsys, args, said):
     # written
     assert code == 1 and len(err.splitlines()) == 1 and said in err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_trace_sampled_faster_than_the_model_steps_is_predicted_on_its_floor():
+    # NVML's 1-s average sampled every 0.5 ms: a fresh run at a quarter of that would be under
+    # the model's 1-ms floor (powermodel.models.signal.FINEST_STEP); the window spans a thousand
+    # steps of 1 ms, so the run takes the floor, and predicts what it predicts of the same
+    # signal sampled every 4 ms (run at 2 ms): two minutes of a 6-s square wave, 4 s at 700 W
+    # and 2 s at 300 W, fitted and predicted
+    scenario = load_scenario(REFERENCE)
+    energy = {}
+    for period in (5e-4, 4e-3):
+        t = np.arange(0.0, 120.0, period)
+        x = np.where(t % 6.0 < 4.0, 700.0, 300.0)[None, :]
+        result = fit_cells(t, x, 1, {"source": "fast"}, "nvml", scenario)
+        fitted = loads_scenario(fitted_toml(result, REFERENCE, "fast.csv"))
+        predicted = predict(result, fitted)
+        assert predicted.scenario.simulation.dt == max(period / 2.0, 1e-3)
+        energy[period] = predicted.numbers["energy_predicted_wh"]
+    assert energy[5e-4] == pytest.approx(energy[4e-3], rel=0.005)
