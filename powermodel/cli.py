@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from powermodel import allocator, export, output, reproduce, rules, sizing, sweep
+from powermodel import allocator, export, fit_report, output, reproduce, rules, sizing, sweep
 from powermodel._version import __version__
 from powermodel.analysis import (
     flexibility,
@@ -274,8 +274,32 @@ def _parser() -> argparse.ArgumentParser:
         "instantaneous sample for power.draw.instant)",
     )
     fitting.add_argument("-o", "--output", required=True, help="the fitted scenario (.toml)")
-    fitting.add_argument("--report", help="write an HTML report of measured vs re-simulated")
+    fitting.add_argument(
+        "--report", help="write an HTML report of the trace against the prediction and the replay"
+    )
+    fitting.add_argument(
+        "--holdout",
+        default=str(fit_report.HOLDOUT),
+        help="share of the trace held out at its end: fit the rest, predict it "
+        f"(default {fit_report.HOLDOUT:g}; 0 for none)",
+    )
     fitting.set_defaults(func=_fit)
+    predicting = sub.add_parser(
+        "predict",
+        parents=with_scenario,
+        help="predict another run of a job: a fitted scenario, with the key changed between the "
+        "runs (--set), run afresh against that run's trace (docs: guides/fit)",
+    )
+    predicting.add_argument("scenario", help="the fitted .toml (or any scenario)")
+    predicting.add_argument("trace", help="the other run's trace, as `fit` reads it")
+    predicting.add_argument("--format", choices=FORMATS, help="the trace's format")
+    predicting.add_argument("--period", help="sampling period, e.g. 100ms (dcgmi dmon)")
+    predicting.add_argument(
+        "--gpus-per-node", type=int, help="GPUs behind each channel of a meter trace"
+    )
+    predicting.add_argument("--sensor", help="the chain the trace was read through")
+    predicting.add_argument("--report", help="write an HTML report of the trace and prediction")
+    predicting.set_defaults(func=_predict)
     again = sub.add_parser(
         "reproduce",
         parents=[common],
@@ -747,6 +771,20 @@ def _period(text: str | None) -> float | None:
     return seconds
 
 
+def _holdout(text: str) -> float:
+    """``--holdout``: a finite number (its range is :func:`fit_trace`'s to check)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not np.isfinite(value):
+        raise PowerModelError(
+            f"--holdout {text!r} is not a number: give the share of the trace held out at its "
+            "end, e.g. --holdout 0.5, or 0 for none"
+        )
+    return value
+
+
 def _fit(args: argparse.Namespace) -> int:
     run = fit_trace(
         args.trace,
@@ -758,13 +796,41 @@ def _fit(args: argparse.Namespace) -> int:
         sensor=args.sensor,
         report=args.report,
         gpu=args.gpu,
+        holdout=_holdout(args.holdout),
     )
     for warning in run.result.warnings:
         print(f"powermodel: warning: {warning}", file=sys.stderr)
     print(_table(summary(run.result)))
-    print()
-    print(_table(comparison_table(run.numbers)))
+    print(f"\n{fit_report.prediction_words(run.predicted)}")
+    print(_table(fit_report.proof_table(run.result, run.predicted, run.replayed)))
+    if isinstance(run.holdout, fit_report.Prediction):
+        print(f"\nhold-out: {fit_report.holdout_words(run.holdout)}")
+        print(_table(comparison_table(run.holdout.numbers)))
+    elif run.holdout:
+        print(f"\n{run.holdout}")
     print(f"wrote {args.output}")
+    if args.report:
+        print(f"wrote {args.report}")
+    return 0
+
+
+def _predict(args: argparse.Namespace) -> int:
+    run = fit_report.predict_trace(
+        args.scenario,
+        args.trace,
+        args.overrides,
+        format=args.format,
+        period=_period(args.period),
+        gpus_per_node=args.gpus_per_node,
+        sensor=args.sensor,
+        report=args.report,
+    )
+    for warning in run.result.warnings:
+        print(f"powermodel: warning: {warning}", file=sys.stderr)
+    changed = f" with {', '.join(args.overrides)}" if args.overrides else ""
+    print(f"{args.scenario}{changed} against {args.trace}:")
+    print(fit_report.prediction_words(run.predicted))
+    print(_table(comparison_table(run.predicted.numbers)))
     if args.report:
         print(f"wrote {args.report}")
     return 0

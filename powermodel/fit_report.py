@@ -1,11 +1,20 @@
-"""The fit shown against its trace: the fitted scenario replayed over the trace's own timeline,
-seen through the same sensor at the trace's sample instants, and compared (levels, 1-s means,
-energy, checkpoint dips, ramps) in numbers and in an HTML report."""
+"""The fit shown against its trace, first by prediction, then by replay.
+
+The **prediction** is a fresh run of the fitted scenario by the engine (:func:`powermodel.simulate.
+simulate`: its own timeline and seeds, failures off, the trace's span), each GPU's power read
+through the trace's sensor at the trace's sample instants; it is measured with the same detector
+as the trace (:func:`powermodel.fit.detect`) and compared: energy, running level, checkpoint count
+and period, dip depth, start-up, level histogram, 1-s ramps. The same comparison tells how a fit
+of the first part of a trace predicts the rest (**hold-out**), and how a fitted scenario with one
+key changed predicts another run of the job (``powermodel predict``). The **replay** renders the
+fitted scenario over the trace's own detected timeline, so its energy agrees almost by
+construction: it is kept, labelled as a replay."""
 
 from __future__ import annotations
 
 import html
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,38 +25,114 @@ import plotly.graph_objects as go
 from powermodel.analysis import offline_page
 from powermodel.durations import format_duration
 from powermodel.errors import PowerModelError
-from powermodel.fit import REFERENCE, Fit, detect, fit, fitted_toml, summary
+from powermodel.fit import (
+    REFERENCE,
+    Fit,
+    StepResponse,
+    chain_of,
+    detect,
+    fit,
+    fitted_toml,
+    summary,
+    with_gpu,
+)
 from powermodel.iotools.telemetry import TelemetryWarning, read_telemetry
 from powermodel.models import render, sensors
 from powermodel.models.events import State
+from powermodel.models.signal import FINEST_STEP
 from powermodel.output import check_folder, write_text
-from powermodel.scenario import Scenario, loads_scenario, presets
-from powermodel.simulate import derive, drawn_steps, preflight, shape_tables
+from powermodel.scenario import Scenario, load_scenario, loads_scenario, presets
+from powermodel.simulate import (
+    derive,
+    drawn_steps,
+    preflight,
+    shape_tables,
+    simulate,
+    startup,
+)
 
 __all__ = [
+    "FAILURES_OFF",
+    "HOLDOUT",
+    "MAX_PREDICTED_STEPS",
     "MAX_REPLAY_STEPS",
+    "PREDICTED",
+    "REPLAYED",
     "FitRun",
-    "compare",
+    "PredictRun",
+    "Prediction",
+    "against",
     "comparison_table",
     "fit_trace",
+    "fresh_run",
+    "holdout",
+    "holdout_words",
+    "predict",
+    "predict_trace",
+    "prediction_words",
+    "proof_table",
+    "prove",
     "replay",
     "write_report",
 ]
 
 MAX_REPLAY_STEPS = 20_000_000  # fine steps of a replay (160 MB of float64)
+# Steps of a prediction's fresh run: tracemalloc measured about 400 B a step (a 900-s fit's
+# run of 4,500 and 18,000 steps), so about 1.6 GB; a longer trace is run on a coarser grid down
+# to the step its sensor needs, then refused before the run (and simulate's preflight refuses
+# a run the machine's memory cannot hold)
+MAX_PREDICTED_STEPS = 4_000_000
+HOLDOUT = 0.5  # share of a trace held out at its end by default: fit the first half
+MAX_HOLDOUT = 0.9  # the part fitted keeps at least a tenth of the trace
 SECOND = 1.0  # s: the means the RMSE compares, and the span of a ramp
 PLOTTED = 20_000  # points a time-series trace shows at most
+# bins of the level histograms: about 15 W on an H100's 80-700 W, wider than a sensor's noise
+LEVEL_BINS = 40
+MIN_COMPARED = 20  # samples a comparison needs (the fit's MIN_SAMPLES)
+RAMP_QUANTILES = (1.0, 50.0, 99.0)  # percentiles of the 1-s ramps compared
+# failures off, through the keys any run takes: the fresh run shows the job as fitted, not a
+# failure drawn where the trace had none
+FAILURES_OFF = {"reliability.rate_scale": 0.0, "reliability.planned_count": 0.0}
+PREDICTED = "predicted (fresh run)"
+REPLAYED = "replay (the trace's own timeline)"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A fresh run of a scenario read as a trace was: per-GPU power [W] at the trace's sample
+    instants (NaN where the run does not reach), the trace time [s] the comparison starts at
+    (``since``: a hold-out's cut), the trace time [s] of the run's time 0 (``shift``: the two
+    aligned on the first rise into running), the scenario as run, and the comparison
+    (:func:`against`)."""
+
+    power: np.ndarray
+    since: float
+    shift: float
+    scenario: Scenario
+    numbers: dict
 
 
 @dataclass(frozen=True)
 class FitRun:
-    """A trace fitted, its scenario written and checked, and the comparison."""
+    """A trace fitted, its scenario written and checked, the prediction, the replay and their
+    comparisons, and the hold-out (a :class:`Prediction`, or why none was made)."""
 
     result: Fit
     scenario: Scenario
     text: str
+    predicted: Prediction
     replayed: np.ndarray
     numbers: dict
+    holdout: Prediction | str | None = None
+
+
+@dataclass(frozen=True)
+class PredictRun:
+    """Another trace of a job and a scenario's prediction of it."""
+
+    result: Fit
+    scenario: Scenario
+    predicted: Prediction
 
 
 def fit_trace(
@@ -60,19 +145,19 @@ def fit_trace(
     sensor: str | None = None,
     report: str | Path | None = None,
     gpu: str | None = None,
+    holdout: float | None = HOLDOUT,
 ) -> FitRun:
     """Read a trace, fit it, check the scenario with every check ``validate`` makes and only
-    then write it to ``output`` (a ``.toml``), replay it through the sensor and compare; write
-    the HTML ``report`` if asked. Paths and names are checked before any work; what the reader
-    repaired is in ``result.warnings``."""
+    then write it to ``output`` (a ``.toml``); predict the trace by a fresh run of it, replay it
+    over the trace's timeline, and compare both; fit the first part of the trace and predict
+    the ``holdout`` share at its end (None or 0: no hold-out); write the HTML ``report`` if
+    asked. Paths, names and bounds are checked before any work; what the reader repaired is
+    in ``result.warnings``."""
     output = Path(output)
     if output.suffix.lower() != ".toml":
         raise PowerModelError(f"-o {output}: the fitted scenario is TOML: give a .toml name")
     check_folder(output)
-    if report is not None and Path(report).suffix.lower() != ".html":
-        raise PowerModelError(f"--report {report}: the report is HTML: give a .html name")
-    if report is not None:
-        check_folder(report)
+    _check_report(report)
     if preset not in presets():
         raise PowerModelError(
             f"--preset {preset!r}: the fitted scenario extends a preset, one of "
@@ -80,17 +165,95 @@ def fit_trace(
         )
     if sensor is not None:
         sensors.lookup(sensor)
+    _check_holdout(holdout)
+    base = with_gpu(load_scenario(preset), gpu)  # a GPU name is checked before the trace is read
     with warnings.catch_warnings():  # the repairs are in meta["warnings"]: the caller says them
         warnings.simplefilter("ignore", TelemetryWarning)
         data, meta = read_telemetry(trace, format, period, gpus_per_node)
-    result = fit(data, meta, sensor, preset, period, gpus_per_node, gpu)
+    _check_span(data, meta, sensor, base, period)
+
+    def fit_part(frame: pd.DataFrame) -> Fit:  # the whole trace, or a hold-out's first part
+        return fit(frame, meta, sensor, preset, period, gpus_per_node, gpu)
+
+    result = fit_part(data)
     text = fitted_toml(result, preset, Path(trace).name)
     scenario = _write_validated(text, output)
-    replayed = replay(result, scenario)
-    numbers = compare(result, replayed)
+    predicted, replayed, numbers = prove(result, scenario)
+    held = None
+    if holdout:
+        held = _held_out(data, holdout, result, fit_part, preset)
     if report is not None:
-        write_report(result, replayed, numbers, report, text)
-    return FitRun(result, scenario, text, replayed, numbers)
+        write_report(result, report, text, predicted, replayed, held)
+    return FitRun(result, scenario, text, predicted, replayed, numbers, held)
+
+
+def predict_trace(
+    scenario: str | Path,
+    trace: str | Path,
+    overrides: list[str] | dict | None = None,
+    format: str | None = None,
+    period: float | None = None,
+    gpus_per_node: int | None = None,
+    sensor: str | None = None,
+    report: str | Path | None = None,
+) -> PredictRun:
+    """Predict another run of a job: the scenario (a fitted ``.toml``, or any) with
+    ``overrides`` (the key changed between the runs, e.g. ``checkpoint.interval=...``) run
+    afresh and compared with ``trace``, which is read and measured as a fit reads it (the
+    scenario's node inverts a meter's). Names and bounds are checked before any work."""
+    _check_report(report)
+    if sensor is not None:
+        sensors.lookup(sensor)
+    chosen = load_scenario(scenario, overrides)
+    # its checks before the trace is read; memory is the fresh run's, checked when it runs
+    preflight(chosen, memory=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TelemetryWarning)
+        data, meta = read_telemetry(trace, format, period, gpus_per_node)
+    _check_span(data, meta, sensor, chosen, period)
+    result = fit(data, meta, sensor, chosen, period, gpus_per_node)
+    predicted = predict(result, chosen)
+    if report is not None:
+        write_report(result, report, chosen.to_toml(), predicted)
+    return PredictRun(result, chosen, predicted)
+
+
+def prove(
+    result: Fit, scenario: Scenario, most: int = MAX_PREDICTED_STEPS
+) -> tuple[Prediction, np.ndarray, dict]:
+    """The fitted ``scenario`` against its trace: the prediction (:func:`predict`, a fresh run
+    of at most ``most`` steps), the replay (:func:`replay`) and the replay's comparison over
+    every sample of the trace."""
+    predicted = predict(result, scenario, most=most)
+    replayed = replay(result, scenario)
+    return predicted, replayed, against(result, replayed, "replayed")
+
+
+def proof_table(result: Fit, predicted: Prediction, replayed: np.ndarray) -> pd.DataFrame:
+    """The prediction and the replay against the trace, over the samples the prediction
+    compares (:func:`comparison_table`)."""
+    return comparison_table(predicted.numbers, _replay_beside(result, predicted, replayed))
+
+
+def _replay_beside(result: Fit, predicted: Prediction, replayed: np.ndarray) -> dict:
+    """The replay against the trace over the samples the prediction compares."""
+    return against(result, replayed, "replayed", predicted.since, np.isfinite(predicted.power))
+
+
+def _check_report(report: str | Path | None) -> None:
+    if report is not None and Path(report).suffix.lower() != ".html":
+        raise PowerModelError(f"--report {report}: the report is HTML: give a .html name")
+    if report is not None:
+        check_folder(report)
+
+
+def _check_holdout(share: float | None) -> None:
+    if share is not None and not (share == 0 or 0.0 < share <= MAX_HOLDOUT):
+        raise PowerModelError(
+            f"--holdout {share!r}: the share of the trace held out at its end is a number "
+            f"above 0 and at most {MAX_HOLDOUT:g} (e.g. 0.5: fit the first half, predict the "
+            "rest), or 0 for none"
+        )
 
 
 def _write_validated(text: str, output: Path) -> Scenario:
@@ -103,6 +266,44 @@ def _write_validated(text: str, output: Path) -> Scenario:
     return scenario
 
 
+def _fine_step(
+    duration: float, period: float, sensor: sensors.Sensor, most: int, what: str
+) -> float:
+    """The step [s] a model's per-GPU power is rendered at before a trace's ``sensor`` reads it
+    at its sampling ``period`` [s]: half the period, at most 50 ms and what the sensor needs;
+    coarser where ``duration`` [s] would take more than ``most`` steps, down to what the sensor
+    needs, and refused beyond."""
+    needed = sensors.step_needed(sensor)
+    fine = min(period / 2.0, 0.05, needed)
+    if duration / fine > most:
+        fine = duration / most
+        if fine > needed:
+            raise PowerModelError(
+                f"a trace of {format_duration(round(duration, 3))} is too long to {what} "
+                f"through the {sensor.label} sensor ({most:,} steps of at most "
+                f"{format_duration(needed)}): fit a shorter span"
+            )
+    return fine
+
+
+def _check_span(
+    data: pd.DataFrame,
+    meta: dict,
+    sensor: str | None,
+    scenario: Scenario,
+    period: float | None,
+) -> None:
+    """Refuse, once a trace is read and before it is fitted, one whose prediction's fresh run
+    would take more than :data:`MAX_PREDICTED_STEPS` (:func:`_fine_step`; a run a little longer,
+    by its start-up, is still refused before it starts, by :func:`fresh_run`)."""
+    step = float(period or meta.get("step") or 0.0)
+    if not step > 0.0 or data.empty:  # the fit names what is missing
+        return
+    chain = sensors.lookup(sensor) if sensor else chain_of(meta, step, scenario.gpu.name)
+    span = float((data["time"].max() - data["time"].min()) / np.timedelta64(1, "s")) + step
+    _fine_step(span, step, chain, MAX_PREDICTED_STEPS, "predict")
+
+
 def replay(result: Fit, scenario: Scenario) -> np.ndarray:
     """Per-GPU power [W] of the fitted scenario over the trace's detected timeline, read by the
     trace's sensor at its sample instants.
@@ -112,21 +313,14 @@ def replay(result: Fit, scenario: Scenario) -> np.ndarray:
     the fitted scenario supplies what each state draws: the iteration's waveform, the held
     levels, the start-up ramp, the steps drawn with ``workload.variation`` (their draws are the
     scenario's, not the trace's). Per-GPU board power does not depend on the GPU count (the fit
-    adds no offsets between groups), so the scenario is rendered as written.
+    adds no offsets between groups), so the scenario is rendered as written. Its energy agrees
+    with the trace's almost by construction: :func:`predict` is the test of the fit.
     """
     derived = derive(scenario)
     cells, rate = shape_tables(scenario, derived)
     line = result.timeline
-    fine = min(result.period / 2.0, 0.05, sensors.step_needed(result.sensor))
-    n = int(np.ceil(line.duration / fine))
-    if n > MAX_REPLAY_STEPS:
-        fine = line.duration / MAX_REPLAY_STEPS
-        if fine > sensors.step_needed(result.sensor):
-            raise PowerModelError(
-                f"a trace of {format_duration(line.duration)} is too long to replay through the "
-                f"{result.sensor.label} sensor: fit a shorter span"
-            )
-        n = MAX_REPLAY_STEPS
+    fine = _fine_step(line.duration, result.period, result.sensor, MAX_REPLAY_STEPS, "replay")
+    n = int(np.ceil(line.duration / fine - 1e-9))
     edges = np.arange(n + 1) * fine
     steps = drawn_steps(scenario, derived, line, cells)  # with workload.variation, each step
     means = render.interval_means(
@@ -138,45 +332,226 @@ def replay(result: Fit, scenario: Scenario) -> np.ndarray:
     return sensors.read(per_gpu, fine, result.sensor, at=at, held_before=True)
 
 
-def compare(result: Fit, replayed: np.ndarray) -> dict:
-    """Measured against replayed, on the samples the trace has.
+def fresh_run(
+    scenario: Scenario, result: Fit, most: int = MAX_PREDICTED_STEPS
+) -> tuple[Scenario, float]:
+    """The scenario as a prediction of ``result``'s trace runs it, and the trace time [s] of its
+    time 0.
 
-    Returns energy [Wh per GPU] of each and their relative difference, the RMSE of 1-s means
-    [W], the checkpoint dips each shows (count, durations [s], found by the same detector), the
-    level histograms and the 1-s ramps [W/s] of each.
+    Failures off (:data:`FAILURES_OFF`; a Young/Daly checkpoint interval first fixed at what the
+    failures gave it), the scenario's own seed, its own timeline from its start-up; the run
+    aligned on the trace's first rise into running (its ramp, or, for a trace that begins
+    running, its running) and long enough to cover the trace from there, in whole plant steps
+    (``cooling.dt``), on a grid fine enough for the trace's sensor (:func:`_fine_step`),
+    bounded by ``most`` steps before it starts.
     """
-    ok = np.isfinite(result.power)
-    t, m, r = result.times[ok], result.power[ok], replayed[ok]
-    dt = result.period
-    energy = (float(m.sum() * dt / 3600.0), float(r.sum() * dt / 3600.0))
-    second = np.floor(t / SECOND).astype(np.int64)
+    keys = dict(FAILURES_OFF)
+    if scenario.checkpoint.interval == "young-daly":
+        keys["checkpoint.interval"] = _seconds(derive(scenario).checkpoint_interval)
+    off = load_scenario(scenario, keys)
+    line = result.timeline
+    up = np.flatnonzero(np.isin(line.state, (State.RAMP, State.RUNNING, State.CHECKPOINT)))
+    (_, begin), (_, reload), (_, ramp) = startup(off, derive(off))
+    engine = begin + reload  # the fresh run's rise into running
+    if up.size == 0:  # never up: compare from the start
+        trace = engine
+    elif up[0] == 0 and line.state[0] != State.RAMP:  # the log began with the job running
+        trace, engine = 0.0, engine + ramp
+    else:
+        trace = float(line.start[up[0]])
+    shift = trace - engine
+    plant = float(off.cooling.dt)
+    duration = max(np.ceil((line.duration - shift) / plant - 1e-9), 1.0) * plant
+    # no finer than the model's floor (an averaging sensor sampled every 2 ms or faster: its
+    # window still spans many steps; the fit's probe refuses a sample at each poll that fast)
+    fine = max(_fine_step(duration, result.period, result.sensor, most, "predict"), FINEST_STEP)
+    k = int(np.ceil(plant / fine - 1e-9))
+    run = load_scenario(
+        off, {"simulation.duration": _seconds(duration), "simulation.dt": _seconds(plant / k)}
+    )
+    return run, shift
+
+
+def _seconds(value: float) -> str:
+    """A duration as the scenario's keys take it, exactly: ``'1020.0s'``."""
+    return f"{float(value)!r}s"
+
+
+def predict(
+    result: Fit, scenario: Scenario, since: float = 0.0, most: int = MAX_PREDICTED_STEPS
+) -> Prediction:
+    """A fresh run of ``scenario`` (:func:`fresh_run`) read by ``result``'s sensor at its
+    trace's sample instants, compared with the trace from ``since`` [s] on (a hold-out's
+    cut) where the two overlap."""
+    run, shift = fresh_run(scenario, result, most)
+    ds = simulate(run)
+    per_gpu = ds["gpu_power"].values * 1e6 / run.cluster.n_gpus  # W
+    at = result.times - shift
+    overlap = (at >= 0.0) & (at <= run.simulation.duration)
+    power = np.full(result.times.size, np.nan)
+    power[overlap] = sensors.read(
+        per_gpu, run.simulation.dt, result.sensor, at=at[overlap], held_before=True
+    )
+    numbers = against(result, power, "predicted", since)
+    return Prediction(power, since, shift, run, numbers)
+
+
+def _held_out(
+    data: pd.DataFrame, share: float, result: Fit, fit_part: Callable[[pd.DataFrame], Fit], preset
+) -> Prediction | str:
+    """The hold-out of :func:`fit_trace`: :func:`holdout` on the trace, or why it could not be
+    made (the first part too short to fit, or fitted to no scenario that loads)."""
+    try:
+        return holdout(data, share, result, fit_part, preset)
+    except PowerModelError as exc:
+        return f"no hold-out: {exc}"
+
+
+def holdout(
+    data: pd.DataFrame,
+    share: float,
+    result: Fit,
+    fit_part: Callable[[pd.DataFrame], Fit],
+    preset: str = REFERENCE,
+) -> Prediction:
+    """Fit the first ``1 - share`` of a trace and predict the rest: the scenario fitted to the
+    first part, run afresh over the whole trace, compared on the samples held out.
+
+    Parameters
+    ----------
+    data
+        The trace as read (:func:`~powermodel.iotools.telemetry.read_telemetry`).
+    share
+        The share of the trace held out at its end, above 0 and at most :data:`MAX_HOLDOUT`.
+    result
+        The fit of the whole trace (its samples are the ones compared).
+    fit_part
+        Fits a part of ``data`` as the whole was fitted (the same options).
+    preset
+        The preset the part's scenario extends.
+    """
+    _check_holdout(share)
+    cut = (1.0 - share) * result.timeline.duration
+    first = data[data["time"] < result.start + np.timedelta64(int(round(cut * 1e9)), "ns")]
+    part = fit_part(first.reset_index(drop=True))
+    scenario = loads_scenario(fitted_toml(part, preset, "the first part"), label="the hold-out fit")
+    preflight(scenario)
+    return predict(result, scenario, since=cut)
+
+
+def _features(times: np.ndarray, x: np.ndarray, response: StepResponse, since: float) -> dict:
+    """What a trace shows from ``since`` [s] on, found by the fit's own detector
+    (:func:`powermodel.fit.detect`) over all of it (the states before give the detector its
+    levels): energy [Wh per GPU], running level [W] (the running samples once the sensor
+    settled), the checkpoint stalls between two running runs (count, durations [s], median
+    period [s]), the dip depth (running less stalled level) [W] and the start-up (from the job's
+    first state the detector finds above idle, a start-up level's start or a rise's midpoint,
+    until its power is nine tenths of the way up from idle to running) [s], if it begins after
+    ``since``."""
+    dt = float(np.median(np.diff(times)))
+    line, _ = detect(times, x, response)
+    rel, cut = times - times[0], since - times[0]
+    seg = np.clip(np.searchsorted(line.start, rel, side="right") - 1, 0, line.state.size - 1)
+    use = rel >= cut
+    settled = use & (rel >= line.start[seg] + response.settle)
+    state = line.state[seg]
+
+    def level(s: State) -> float:
+        inside = settled & (state == s)
+        return float(np.mean(x[inside])) if inside.any() else np.nan
+
+    inner = (line.state == State.CHECKPOINT) & (line.start >= cut)
+    inner[0] = inner[-1] = False
+    starts = line.start[inner]
+    running = level(State.RUNNING)
+    stalled = float(np.median(x[settled & (state == State.CHECKPOINT)])) if inner.any() else np.nan
+    # the detector's raw timeline runs a rise on to the next stall: the start-up ends where
+    # the power first comes within a tenth of the way from idle to the running level
+    active = np.flatnonzero(line.state != State.FAILED_IDLE)
+    idle = level(State.FAILED_IDLE)
+    floor = float(np.min(x[use])) if not np.isfinite(idle) else idle
+    begin = line.start[active[0]] if active.size and line.start[active[0]] >= cut else np.nan
+    reached = (rel >= begin) & (x >= floor + 0.9 * (running - floor))
+    startup_length = float(rel[np.argmax(reached)] - begin) if reached.any() else np.nan
+    return {
+        "energy_wh": float(x[use].sum() * dt / 3600.0),
+        "running_w": running,
+        "dips": line.lengths()[inner],
+        "period_s": float(np.median(np.diff(starts))) if starts.size > 1 else np.nan,
+        "depth_w": running - stalled,
+        "startup_s": startup_length,
+    }
+
+
+def against(
+    result: Fit,
+    model: np.ndarray,
+    name: str,
+    since: float = 0.0,
+    within: np.ndarray | None = None,
+) -> dict:
+    """The trace measured against a model's view of it (``model`` [W per GPU] at the trace's
+    samples, NaN where it has none) from ``since`` [s] on, both sides measured the same way
+    (:func:`_features`: the same detector, over the samples both have, or those ``within``);
+    keys ``<what>_measured`` and ``<what>_<name>``.
+
+    Returns energy [Wh per GPU] of each and their relative difference (``energy_error``), the
+    RMSE of 1-s means [W], running level [W] and its relative error, checkpoint dips (count
+    and durations [s]) and the difference of the counts (``checkpoint_error``), their period
+    [s] and depth [W], the start-up [s], the level histograms and their overlap coefficient
+    (the shared area of the two normalised histograms, 1 when equal), and the 1-s ramps [W/s]
+    of each with their percentiles :data:`RAMP_QUANTILES`.
+    """
+    seen = np.isfinite(result.power) & np.isfinite(model)
+    if within is not None:
+        seen &= within
+    ok = seen & (result.times >= since)
+    if np.count_nonzero(ok) < MIN_COMPARED:
+        raise PowerModelError(
+            f"{result.source or 'the trace'}: {np.count_nonzero(ok)} samples overlap the "
+            f"{name} run: too few to compare, at least {MIN_COMPARED} (give a longer trace)"
+        )
+    t, m, r = result.times[ok], result.power[ok], model[ok]
+    second = np.floor((t - t[0]) / SECOND).astype(np.int64)
     counts = np.bincount(second)
     has = counts > 0
     m1 = np.bincount(second, m)[has] / counts[has]
     r1 = np.bincount(second, r)[has] / counts[has]
-    seen, _ = detect(result.times, np.where(np.isfinite(replayed), replayed, 0.0), result.response)
-    bins = np.linspace(min(m.min(), r.min()), max(m.max(), r.max()), 81)
-    return {
-        "energy_measured_wh": energy[0],
-        "energy_replayed_wh": energy[1],
-        "energy_error": energy[1] / energy[0] - 1.0 if energy[0] else np.nan,
+    tt = result.times[seen]
+    response = result.response
+    measured = _features(tt, result.power[seen], response, since)
+    made = _features(tt, model[seen], response, since)
+    bins = np.linspace(min(m.min(), r.min()), max(m.max(), r.max()) + 1e-9, LEVEL_BINS + 1)
+    hm, hr = np.histogram(m, bins)[0], np.histogram(r, bins)[0]
+    ramps = {"measured": _ramps(t, m), name: _ramps(t, r)}
+    out = {
+        "name": name,
+        "samples": int(ok.sum()),
+        "from_s": float(t[0]),
+        "to_s": float(t[-1]),
         "rmse_1s_w": float(np.sqrt(np.mean((m1 - r1) ** 2))),
-        "dips_measured": _dips(result.timeline),
-        "dips_replayed": _dips(seen),
         "histogram_edges": bins,
-        "histogram_measured": np.histogram(m, bins)[0],
-        "histogram_replayed": np.histogram(r, bins)[0],
-        "ramps_measured": _ramps(t, m),
-        "ramps_replayed": _ramps(t, r),
+        "histogram_measured": hm,
+        f"histogram_{name}": hr,
+        "level_overlap": float(np.minimum(hm / hm.sum(), hr / hr.sum()).sum()),
     }
-
-
-def _dips(line) -> np.ndarray:
-    """Durations [s] of the checkpoint stalls of a timeline, leaving out any cut by its ends."""
-    lengths = line.lengths()
-    inner = line.state == State.CHECKPOINT
-    inner[0] = inner[-1] = False
-    return lengths[inner]
+    for side, found in (("measured", measured), (name, made)):
+        out[f"energy_{side}_wh"] = found["energy_wh"]
+        out[f"running_{side}_w"] = found["running_w"]
+        out[f"dips_{side}"] = found["dips"]
+        out[f"period_{side}_s"] = found["period_s"]
+        out[f"depth_{side}_w"] = found["depth_w"]
+        out[f"startup_{side}_s"] = found["startup_s"]
+        out[f"ramps_{side}"] = ramps[side]
+        out[f"ramp_quantiles_{side}"] = (
+            np.percentile(ramps[side], RAMP_QUANTILES) if ramps[side].size else np.full(3, np.nan)
+        )
+    e = out["energy_measured_wh"]
+    out["energy_error"] = out[f"energy_{name}_wh"] / e - 1.0 if e else np.nan
+    level = out["running_measured_w"]
+    out["running_error"] = out[f"running_{name}_w"] / level - 1.0 if level else np.nan
+    out["checkpoint_error"] = int(out[f"dips_{name}"].size - out["dips_measured"].size)
+    return out
 
 
 def _ramps(t: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -186,29 +561,66 @@ def _ramps(t: np.ndarray, x: np.ndarray) -> np.ndarray:
     return change[np.isfinite(change)]
 
 
-def comparison_table(numbers: dict) -> pd.DataFrame:
-    """The comparison as rows: what | measured | re-simulated."""
-    dm, dr = numbers["dips_measured"], numbers["dips_replayed"]
-    rm, rr = numbers["ramps_measured"], numbers["ramps_replayed"]
+LABELS = {"predicted": PREDICTED, "replayed": REPLAYED}  # a model's column in the tables
+
+
+def comparison_table(*numbers: dict) -> pd.DataFrame:
+    """Comparisons (:func:`against`, over the same samples) as rows: what | measured | one
+    column per model, labelled (:data:`LABELS`), each value with its error where it has one."""
 
     def spread(x: np.ndarray) -> str:
         return f"{np.median(x):.2f} s (from {x.min():.2f} to {x.max():.2f})" if x.size else "none"
 
-    def q(x: np.ndarray, p: float) -> str:
-        return f"{np.percentile(x, p):.1f} W/s" if x.size else ""
+    def value(x: float, unit: str, of: float | None = None) -> str:
+        if not np.isfinite(x):
+            return "none"
+        shown = f"{x:.2f} {unit}".strip()
+        if of is not None and np.isfinite(of) and of:
+            shown += f" ({100 * (x / of - 1.0):+.1f} %)"
+        return shown
 
-    rows = [
-        (
-            "energy per GPU",
-            f"{numbers['energy_measured_wh']:.2f} Wh",
-            f"{numbers['energy_replayed_wh']:.2f} Wh ({100 * numbers['energy_error']:+.2f} %)",
-        ),
-        ("RMSE of 1-s means", "", f"{numbers['rmse_1s_w']:.1f} W"),
-        ("checkpoint dips", f"{dm.size}", f"{dr.size}"),
-        ("dip duration", spread(dm), spread(dr)),
-        ("1-s ramp P1 / P99", f"{q(rm, 1)} / {q(rm, 99)}", f"{q(rr, 1)} / {q(rr, 99)}"),
+    def quantiles(q: np.ndarray) -> str:
+        return " / ".join(f"{v:.1f}" for v in q) + " W/s" if np.all(np.isfinite(q)) else "none"
+
+    def count(n: int, of: int | None = None) -> str:
+        return f"{n}" if of is None else f"{n} ({n - of:+d})"
+
+    def rows(n: dict, side: str, measured: bool) -> list[str]:
+        base = numbers[0]
+
+        def of(key: str) -> float | None:
+            return None if measured else base[key.replace(side, "measured")]
+
+        dips = n[f"dips_{side}"]
+        return [
+            value(n[f"energy_{side}_wh"], "Wh", of(f"energy_{side}_wh")),
+            value(n[f"running_{side}_w"], "W", of(f"running_{side}_w")),
+            count(dips.size, None if measured else base["dips_measured"].size),
+            value(n[f"period_{side}_s"], "s", of(f"period_{side}_s")),
+            value(n[f"depth_{side}_w"], "W", of(f"depth_{side}_w")),
+            spread(dips),
+            value(n[f"startup_{side}_s"], "s"),
+            "" if measured else f"{n['level_overlap']:.3f}",
+            quantiles(n[f"ramp_quantiles_{side}"]),
+            "" if measured else f"{n['rmse_1s_w']:.1f} W",
+        ]
+
+    what = [
+        "energy per GPU",
+        "running level",
+        "checkpoint dips",
+        "checkpoint period",
+        "dip depth",
+        "dip duration",
+        "start-up",
+        "level histogram overlap",
+        "1-s ramp P1 / P50 / P99",
+        "RMSE of 1-s means",
     ]
-    return pd.DataFrame(rows, columns=["what", "measured", "re-simulated"])
+    table = {"what": what, "measured": rows(numbers[0], "measured", True)}
+    for n in numbers:
+        table[LABELS.get(n["name"], n["name"])] = rows(n, n["name"], False)
+    return pd.DataFrame(table)
 
 
 STYLE = (
@@ -218,14 +630,25 @@ STYLE = (
 
 
 def write_report(
-    result: Fit, replayed: np.ndarray, numbers: dict, path: str | Path, scenario_text: str
+    result: Fit,
+    path: str | Path,
+    scenario_text: str,
+    predicted: Prediction,
+    replayed: np.ndarray | None = None,
+    held: Prediction | str | None = None,
 ) -> Path:
-    """An HTML report: the fit's table, the comparison, and the figures (measured and
-    re-simulated power through the sensor, level histograms, dip durations, 1-s ramps), with
-    plotly.js embedded once so that it opens offline."""
+    """An HTML report: the fit's table, the prediction (and the replay, labelled) against the
+    trace, the hold-out, and the figures (measured, predicted and replayed power through the
+    sensor, level histograms, dip durations, 1-s ramps), with plotly.js embedded once so that it
+    opens offline."""
     path = Path(path)
+    numbers = [predicted.numbers]
+    if replayed is not None:
+        numbers.append(_replay_beside(result, predicted, replayed))
+    table = comparison_table(*numbers)
+    models = {PREDICTED: predicted.power, **({REPLAYED: replayed} if replayed is not None else {})}
     figures = [
-        _series(result, replayed),
+        _series(result, models),
         _histogram(numbers),
         _dip_figure(numbers),
         _ramp_figure(numbers),
@@ -233,65 +656,105 @@ def write_report(
     body = "\n".join(f.to_html(full_html=False, include_plotlyjs=False) for f in figures)
     title = f"powermodel fit of {result.source or 'a trace'}"
     chain = result.sensor.label
+    if isinstance(held, Prediction):
+        held_part = (
+            f"<h2>Hold-out</h2><p>{html.escape(holdout_words(held))}</p>"
+            f"{comparison_table(held.numbers).to_html(index=False)}"
+        )
+    else:
+        held_part = f"<h2>Hold-out</h2><p>{html.escape(held)}</p>" if held else ""
+    fitted = f"<h2>Fitted</h2>{summary(result).to_html(index=False, escape=True)}"
     page = offline_page(
         title,
         STYLE,
         f"""<h1>{html.escape(title)}</h1>
 <p>{result.kind} trace, {result.n_gpus} GPUs, sampled every {format_duration(result.period)},
 {format_duration(result.timeline.duration)} long, seen through the {html.escape(chain)} sensor
-(averaging window {format_duration(result.response.window)}). The re-simulation replays the states
-and times found in the trace through the model with the fitted values and reads it through
-the same sensor at the trace's sample instants.</p>
-<h2>Fitted</h2>{summary(result).to_html(index=False, escape=True)}
-<h2>Measured and re-simulated</h2>{comparison_table(numbers).to_html(index=False)}
+(averaging window {format_duration(result.response.window)}). {
+            html.escape(prediction_words(predicted))
+        } The replay renders the states and times found in the trace through the model
+with the fitted values: its energy agrees almost by construction.</p>
+{fitted if replayed is not None else ""}
+<h2>Predicted and replayed against the trace</h2>{table.to_html(index=False)}
+{held_part}
 {body}
-<h2>Scenario written</h2><pre>{html.escape(scenario_text)}</pre>""",
+<h2>Scenario</h2><pre>{html.escape(scenario_text)}</pre>""",
     )
     return write_text(path, page)
 
 
-def _series(result: Fit, replayed: np.ndarray) -> go.Figure:
+def prediction_words(predicted: Prediction) -> str:
+    """How the prediction was made, in one sentence."""
+    run, n = predicted.scenario, predicted.numbers
+    return (
+        f"The prediction is a fresh run of the scenario ({format_duration(run.simulation.dt)} "
+        f"steps, seed {run.simulation.seed}, failures off), its own timeline aligned on the "
+        f"trace's first rise into running (its time 0 at {predicted.shift:.1f} s of the trace), "
+        f"read through the same sensor at the trace's sample instants and compared from "
+        f"{n['from_s']:.1f} s to {n['to_s']:.1f} s."
+    )
+
+
+def holdout_words(held: Prediction) -> str:
+    """What the hold-out fitted and what it predicted, in one sentence."""
+    n = held.numbers
+    return (
+        f"Fitted on the trace before {n['from_s']:.1f} s, predicted from there to "
+        f"{n['to_s']:.1f} s: energy {100 * n['energy_error']:+.1f} %, running level "
+        f"{100 * n['running_error']:+.1f} %, checkpoints {n['checkpoint_error']:+d}."
+    )
+
+
+def _series(result: Fit, models: dict[str, np.ndarray]) -> go.Figure:
     stride = max(1, result.times.size // PLOTTED)
     t = result.start + (result.times[::stride] * 1e9).astype("timedelta64[ns]")
     fig = go.Figure()
     fig.add_scatter(x=t, y=result.power[::stride], name="measured", mode="lines")
-    fig.add_scatter(x=t, y=replayed[::stride], name="re-simulated", mode="lines")
+    for name, power in models.items():
+        fig.add_scatter(x=t, y=power[::stride], name=name, mode="lines")
     fig.update_layout(
         title=f"Power per GPU through the {result.sensor.label} sensor", yaxis_title="W", height=380
     )
     return fig
 
 
-def _histogram(numbers: dict) -> go.Figure:
-    edges = numbers["histogram_edges"]
-    centre = 0.5 * (edges[1:] + edges[:-1])
+def _sides(numbers: list[dict]) -> list[tuple[str, str, dict]]:
+    """(key suffix, legend name, numbers) of the measured side and of each model's."""
+    return [("measured", "measured", numbers[0])] + [
+        (n["name"], LABELS.get(n["name"], n["name"]), n) for n in numbers
+    ]
+
+
+def _histogram(numbers: list[dict]) -> go.Figure:
     fig = go.Figure()
-    for name in ("measured", "replayed"):
-        counts = numbers[f"histogram_{name}"]
-        fig.add_bar(x=centre, y=counts / max(counts.sum(), 1), name=name, opacity=0.6)
+    for side, label, n in _sides(numbers):
+        edges = n["histogram_edges"]
+        counts = n[f"histogram_{side}"]
+        centre = 0.5 * (edges[1:] + edges[:-1])
+        fig.add_bar(x=centre, y=counts / max(counts.sum(), 1), name=label, opacity=0.6)
     fig.update_layout(
         title="Levels", barmode="overlay", xaxis_title="W per GPU", yaxis_title="share of samples"
     )
     return fig
 
 
-def _dip_figure(numbers: dict) -> go.Figure:
+def _dip_figure(numbers: list[dict]) -> go.Figure:
     fig = go.Figure()
-    for name in ("measured", "replayed"):
-        dips = numbers[f"dips_{name}"]
-        fig.add_scatter(x=np.arange(1, dips.size + 1), y=dips, mode="markers", name=name)
+    for side, label, n in _sides(numbers):
+        dips = n[f"dips_{side}"]
+        fig.add_scatter(x=np.arange(1, dips.size + 1), y=dips, mode="markers", name=label)
     fig.update_layout(title="Checkpoint dips", xaxis_title="dip", yaxis_title="duration [s]")
     return fig
 
 
-def _ramp_figure(numbers: dict) -> go.Figure:
+def _ramp_figure(numbers: list[dict]) -> go.Figure:
     fig = go.Figure()
-    for name in ("measured", "replayed"):
-        ramps = np.sort(numbers[f"ramps_{name}"])
+    for side, label, n in _sides(numbers):
+        ramps = np.sort(n[f"ramps_{side}"])
         if ramps.size:
             stride = max(1, ramps.size // PLOTTED)
             share = np.arange(1, ramps.size + 1)[::stride] / ramps.size
-            fig.add_scatter(x=ramps[::stride], y=share, mode="lines", name=name)
+            fig.add_scatter(x=ramps[::stride], y=share, mode="lines", name=label)
     fig.update_layout(
         title="Ramps over 1 s", xaxis_title="W/s per GPU", yaxis_title="share at or below"
     )

@@ -264,8 +264,13 @@ def test_an_uploaded_trace_is_fitted_and_overlaid_in_the_compare_view(dash_duo, 
     shown = _wait(dash_duo, lambda: _traces(dash_duo, f"#{ids.FIT_GRAPH}"))
     assert [t["name"] for t in shown] == [
         "measured (as the NVML sensor reported it)",
-        "fit, through the same NVML sensor",
+        "predicted (fresh run), through the same NVML sensor",
+        "replay (the trace's own timeline), through the same NVML sensor",
     ]
+    # the comparison's columns: the prediction before the replay, labelled
+    dash_duo.wait_for_contains_text(f"#{ids.FIT_NUMBERS}", "replay (the trace's own timeline)")
+    header = dash_duo.find_element(f"#{ids.FIT_NUMBERS}").text
+    assert header.index("predicted (fresh run)") < header.index("replay (the trace's own")
     # loaded into the sidebar: the header names the fitted scenario
     dash_duo.find_element(f"#{ids.FIT_LOAD}").click()
     dash_duo.wait_for_text_to_equal(f"#{ids.SCENARIO_NAME}", "fit of smi.csv")

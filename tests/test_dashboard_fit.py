@@ -1,6 +1,7 @@
-"""The compare view's measured trace (issue 12): an uploaded telemetry trace is read and fitted
-on the server, and the page shows it and the fit replayed through the same sensor, the fit's
-table and the comparison, with the fitted scenario to download or to load into the sidebar.
+"""The compare view's measured trace (issues 12, 27): an uploaded telemetry trace is read and
+fitted on the server, and the page shows it, the fit's prediction (a fresh run) and its replay
+over the trace's own timeline, both through the same sensor, the fit's table and the comparison,
+with the fitted scenario to download or to load into the sidebar.
 
 The traces are the model's own per-GPU power through NVML's 1-s average with noise and dropped
 samples, as ``test_fit`` makes them from known parameters (its helpers, not a copy); expected
@@ -26,7 +27,7 @@ from synthetic_telemetry import write
 from test_fit import START, _trace, _truth
 
 from powermodel.fit import summary
-from powermodel.fit_report import comparison_table, fit_trace
+from powermodel.fit_report import PREDICTED, REPLAYED, fit_trace, proof_table
 from powermodel.iotools import TelemetryWarning
 from powermodel.models.events import State
 from powermodel.scenario import load_scenario, loads_scenario
@@ -77,30 +78,39 @@ def _refused(answer: tuple) -> str:
 def test_an_uploaded_trace_and_its_fit_are_overlaid(board, smi, cli_run):
     store, message, figure, table, numbers = _upload(board, smi)
     # the page's figure holds, at full resolution behind its thinned points, the trace as the
-    # sensor reported it (the GPUs' mean) and the fit replayed through the same sensor: those
-    # the command line's fit computes from the same file
-    measured, fitted = figure.hf_data
+    # sensor reported it (the GPUs' mean), the fit's prediction (a fresh run) and its replay,
+    # both through the same sensor: those the command line's fit computes from the same file
+    measured, predicted, replayed = figure.hf_data
     assert measured["name"] == "measured (as the NVML sensor reported it)"
-    assert fitted["name"] == "fit, through the same NVML sensor"
+    assert predicted["name"] == "predicted (fresh run), through the same NVML sensor"
+    assert replayed["name"] == "replay (the trace's own timeline), through the same NVML sensor"
     assert_allclose(measured["y"], cli_run.result.power, rtol=1e-12)
-    assert_allclose(fitted["y"], cli_run.replayed, rtol=1e-12)
+    assert_allclose(predicted["y"], cli_run.predicted.power, rtol=1e-12, equal_nan=True)
+    assert_allclose(replayed["y"], cli_run.replayed, rtol=1e-12)
     times = cli_run.result.start + (cli_run.result.times * 1e9).astype("timedelta64[ns]")
     assert (pd.DatetimeIndex(measured["x"]) == pd.DatetimeIndex(times)).all()
     assert cli_run.result.start == START + np.timedelta64(100, "ms")  # the first poll
     # the browser gets at most SHOWN points of each, re-chosen on each zoom
-    assert [len(t.x) for t in figure.data] == [figures.SHOWN] * 2
-    # the fit's table and the comparison, row for row as the CLI's report prints them
+    assert [len(t.x) for t in figure.data] == [figures.SHOWN] * 3
+    # the fit's table and the comparison, row for row as the CLI's report prints them, the
+    # prediction's column before the replay's
     want = summary(cli_run.result)[["quantity", "fitted", "resolved", "how"]]
     assert table == want.astype(str).to_dict("records")
-    assert numbers == comparison_table(cli_run.numbers).astype(str).to_dict("records")
-    # acceptance 1: energy within 2 % and every checkpoint of the known timeline, re-simulated
+    shown = proof_table(cli_run.result, cli_run.predicted, cli_run.replayed)
+    assert numbers == shown.astype(str).to_dict("records")
+    assert list(numbers[0]) == ["what", "measured", PREDICTED, REPLAYED]
+    assert REPLAYED == "replay (the trace's own timeline)"
+    # acceptance 1: energy within 2 % and every checkpoint of the known timeline, replayed;
+    # the prediction (no failure drawn where the trace has one) within one checkpoint
     _, _, _, state, _, _ = _truth(6.0)
     checkpoints = np.count_nonzero(state == State.CHECKPOINT)
     assert abs(cli_run.numbers["energy_error"]) < 0.02
-    dips = str(checkpoints)
-    assert numbers[2] == {"what": "checkpoint dips", "measured": dips, "re-simulated": dips}
+    assert numbers[2]["what"] == "checkpoint dips"
+    assert numbers[2]["measured"] == numbers[2][REPLAYED].split()[0] == str(checkpoints)
+    assert abs(cli_run.predicted.numbers["checkpoint_error"]) <= 1
     assert message.startswith("fitted smi.csv: gpu trace, 4 GPUs, sampled every 100ms")
-    assert f"checkpoint dips ({checkpoints} measured)" in message and "Repaired:" in message
+    assert f"{checkpoints} dips ({checkpoints} measured)" in message and "Repaired:" in message
+    assert message.index("predicted by a fresh run") < message.index("replay (the trace's own")
     # the store holds the scenario's text, not arrays; nothing of the upload is left on disk
     assert store["toml"] == cli_run.text and store["upload"] == "fit-of-smi.toml"
     assert set(store) == {"key", "upload", "toml"}
@@ -111,9 +121,10 @@ def test_a_zoom_on_the_fit_sends_the_windows_samples(board, smi, cli_run):
     store, *_ = _upload(board, smi)
     window = {"xaxis.range[0]": "2026-03-01 00:05:00", "xaxis.range[1]": "2026-03-01 00:05:30"}
     patch = board.fit_zoom(window, store).to_plotly_json()
-    # 30 s at 100 ms: every sample of the window (about 300 less the 2 % dropped), unthinned
+    # 30 s at 100 ms: every sample of the window (about 300 less the 2 % dropped), unthinned,
+    # of the trace, the prediction and the replay
     shown = [op for op in patch["operations"] if op["location"][-1] == "y"]
-    assert len(shown) == 2
+    assert len(shown) == 3
     assert all(270 <= len(op["params"]["value"]) <= 302 for op in shown)
     with pytest.raises(PreventUpdate):
         board.fit_zoom(window, {"key": "evicted-or-forged"})
@@ -275,7 +286,11 @@ def test_the_same_trace_under_two_names_shows_each_uploader_only_their_own(board
     for name in ("alice-gpus.csv", "bob-gpus.csv"):
         store, message, figure, table, numbers = board.fit_trace(_url(data), None, None, name)
         sent = board.fit_toml(1, store)
-        shown = [store, message, figure.to_plotly_json(), table, numbers, sent]
+        # the figure's words (its traces' names, its layout), not its arrays of numbers, whose
+        # base64 may spell any three letters (a prediction's held "bob" once)
+        words = figure.to_plotly_json()
+        words["data"] = [{k: v for k, v in t.items() if k not in ("x", "y")} for t in words["data"]]
+        shown = [store, message, words, table, numbers, sent]
         seen[name] = json.dumps(shown, cls=plotly.utils.PlotlyJSONEncoder)
         stem = name.removesuffix(".csv")
         assert message.startswith(f"fitted {name}: gpu trace, 4 GPUs")

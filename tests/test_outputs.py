@@ -131,6 +131,10 @@ COMMANDS = {
         ],
         ("fitted.toml", "fit.html"),
     ),
+    "predict --report": Command(
+        lambda o, i: ["predict", REFERENCE, f"{i}/smi.csv", "--report", f"{o}/predicted.html"],
+        ("predicted.html",),
+    ),
     "ride-through --model": Command(
         lambda o, i: [*RIDE_THROUGH, "--model", f"{o}/m"], ("m.dyr", "m.aux")
     ),

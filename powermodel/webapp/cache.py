@@ -65,6 +65,9 @@ RESULTS_BYTES_PER_CELL = 16
 # Peak of reading and fitting a trace [B]: tracemalloc measured 94-107 MB fitting nvidia-smi
 # logs of 1.3-5.2 MB (35,000-141,000 rows), their reading 11 B per byte of the upload
 FIT_BYTES = (128 * 2**20, 16)  # a fixed part, and per byte of the upload
+# Peak of a fit's prediction (its fresh run, powermodel.fit_report.predict) per step [B]:
+# tracemalloc measured 404 B a step more on 18,000 steps than on 4,500, rounded up
+PREDICTION_BYTES_PER_STEP = 512
 # A build's deadline: a floor, and per unit of its input [s]. Measured (two cores shared, the
 # views of 7 days at 1 s): 0.5 s the power view, 1.0 s the grid view with five rules (1.6 us a
 # step); sweep bands 0.3 s on 2 M runs; a fit 1.4-4.8 s; the grid-events view 2-4 s with 2 to

@@ -61,6 +61,7 @@ from powermodel.webapp import downloads, figures, ids, layout
 from powermodel.webapp.cache import (
     BANDS_BYTES_PER_RUN,
     FIT_BYTES,
+    PREDICTION_BYTES_PER_STEP,
     RESULTS_BYTES_PER_CELL,
     SECONDS_PER_DISTURBANCE,
     SECONDS_PER_RUN,
@@ -117,6 +118,9 @@ VIOLATION_ROWS = 20_000  # violations sent to the table: the largest, the rest i
 # min(sampling / 2, 50 ms), the step the fit's replay takes for NVML's and instantaneous chains
 FIT_CELLS = 4_000_000
 FIT_REPLAY_STEPS = 2_000_000  # a day at 50 ms, 16 MB a series
+# the fit's fresh run (its prediction) on a coarser grid, down to the step the sensor needs:
+# 27.8 h (the replay's bound) at 0.2 s, 256 MB (PREDICTION_BYTES_PER_STEP)
+FIT_PREDICTED_STEPS = 500_000
 FIT_SHOWN_WARNINGS = 3  # repairs of a trace named in its message (the rest counted)
 # The readers' and the fit's advice names the command line's options; the page has boxes
 PAGE_OPTIONS = (
@@ -478,7 +482,8 @@ class Dashboard:
         key = _upload_key("fit", contents, filename, period, gpus)
         size = upload_size(contents)
         fitting_it = Work(
-            FIT_BYTES[0] + FIT_BYTES[1] * size,
+            # and the prediction's fresh run, at most FIT_PREDICTED_STEPS steps
+            FIT_BYTES[0] + FIT_BYTES[1] * size + FIT_PREDICTED_STEPS * PREDICTION_BYTES_PER_STEP,
             deadline_of(size, SECONDS_PER_UPLOAD_BYTE),
             f"{size / 1e6:.1f} MB",
             "upload a shorter span or fewer channels, or fit it with `powermodel fit`",
@@ -1184,20 +1189,24 @@ def _unchanged(message: str) -> tuple:
 def fit_of(frame: pd.DataFrame, meta: dict, period: float | None, gpus: int | None) -> dict:
     """A trace read by :func:`~powermodel.iotools.read_telemetry`, bounded, fitted
     (:func:`powermodel.fit.fit`, on the fit's reference preset), its scenario written, and the
-    fit replayed through the trace's sensor and compared (:mod:`powermodel.fit_report`): the
-    fit, the replay, the comparison's numbers, the scenario's text, and the trace's name and
-    repairs (``meta``'s ``source`` and ``warnings``)."""
+    fit predicted by a fresh run (of at most :data:`FIT_PREDICTED_STEPS` steps) and replayed,
+    both through the trace's sensor, and compared (:func:`powermodel.fit_report.prove`): the
+    fit, the prediction, the replay, the replay's comparison, the scenario's text, and the
+    trace's name and repairs (``meta``'s ``source`` and ``warnings``)."""
     label = meta["source"]
     _bound_trace(frame, meta, period)
     result = fitting.fit(frame, meta, None, fitting.REFERENCE, period, gpus)
     deadline.check()
     text = fitting.fitted_toml(result, fitting.REFERENCE, label)
-    replayed = fit_report.replay(result, loads_scenario(text, label=label))
+    predicted, replayed, numbers = fit_report.prove(
+        result, loads_scenario(text, label=label), FIT_PREDICTED_STEPS
+    )
     deadline.check()
     return {
         "result": result,
+        "predicted": predicted,
         "replayed": replayed,
-        "numbers": fit_report.compare(result, replayed),
+        "numbers": numbers,
         "toml": text,
         "label": label,
         "warnings": list(meta.get("warnings", ())),
@@ -1208,6 +1217,8 @@ def fit_view(fit: dict) -> dict[str, Any]:
     """What the page shows of a fit (:func:`fit_of`): the figure, the fit's table and the
     comparison as rows, the scenario's text and the name to save it as, and the message."""
     result, replayed, numbers, label = fit["result"], fit["replayed"], fit["numbers"], fit["label"]
+    predicted = fit["predicted"]
+    guess = predicted.numbers
     sensor = f"{result.sensor.label} sensor"
     repaired = fit["warnings"]
     said = "; ".join(repaired[:FIT_SHOWN_WARNINGS]) + (
@@ -1219,16 +1230,20 @@ def fit_view(fit: dict) -> dict[str, Any]:
         f"fitted {label}: {result.kind} trace, {result.n_gpus} GPUs, sampled every "
         f"{format_duration(result.period)} for "
         f"{format_duration(round(result.timeline.duration, 1))}, "
-        f"through the {sensor}; the fit replayed gives energy "
-        f"{100 * numbers['energy_error']:+.2f} %, RMSE of 1-s means "
-        f"{numbers['rmse_1s_w']:.1f} W, {numbers['dips_replayed'].size} checkpoint dips "
+        f"through the {sensor}; the fit predicted by a fresh run gives energy "
+        f"{100 * guess['energy_error']:+.2f} %, running level "
+        f"{100 * guess['running_error']:+.2f} %, {guess['dips_predicted'].size} checkpoint dips "
+        f"({guess['dips_measured'].size} measured); the {fit_report.REPLAYED} gives energy "
+        f"{100 * numbers['energy_error']:+.2f} %, {numbers['dips_replayed'].size} dips "
         f"({numbers['dips_measured'].size} measured)" + (f". Repaired: {said}" if said else "")
     )
     return {
-        "figure": figures.fit_figure(result.start, result.times, result.power, replayed, sensor),
+        "figure": figures.fit_figure(
+            result.start, result.times, result.power, predicted.power, replayed, sensor
+        ),
         "table": figures.records(fitting.summary(result), layout.TABLES[ids.FIT_TABLE]),
         "numbers": figures.records(
-            fit_report.comparison_table(numbers), layout.TABLES[ids.FIT_NUMBERS]
+            fit_report.proof_table(result, predicted, replayed), layout.TABLES[ids.FIT_NUMBERS]
         ),
         "toml": fit["toml"],
         "name": f"{safe_name(f'fit-of-{Path(label).stem}')}.toml",

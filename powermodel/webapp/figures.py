@@ -790,23 +790,43 @@ def cost_rows(costs: dict[str, float]) -> list[dict[str, str]]:
 
 
 MEASURED_COLOR = "#7f8c8d"
-FITTED_COLOR = SENSOR_COLOR
+FITTED_COLOR = SENSOR_COLOR  # the replay
+PREDICTED_COLOR = SWING_COLOR  # the fresh run, the fit's test
 
 
 def fit_figure(
     start: np.datetime64,
     times: np.ndarray,
     measured: np.ndarray,
-    fitted: np.ndarray,
+    predicted: np.ndarray,
+    replayed: np.ndarray,
     sensor: str,
 ) -> FigureResampler:
     """A measured trace's per-GPU power [W] as its sensor reported it (the mean over its GPUs
-    at each sample) and the fitted model replayed over the trace's timeline through the same
-    sensor, at ``times`` [s after ``start``], overlaid."""
+    at each sample), the fitted model's prediction (a fresh run) and its replay over the
+    trace's own timeline, both through the same sensor, at ``times`` [s after ``start``],
+    overlaid."""
     fig = _resampler(1)
     x = start + (times * 1e9).astype("timedelta64[ns]")
     _line(fig, x, measured, f"measured (as the {sensor} reported it)", 1, MEASURED_COLOR, 1.5)
-    _line(fig, x, fitted, f"fit, through the same {sensor}", 1, FITTED_COLOR, 1.5)
+    _line(
+        fig,
+        x,
+        predicted,
+        f"predicted (fresh run), through the same {sensor}",
+        1,
+        PREDICTED_COLOR,
+        1.5,
+    )
+    _line(
+        fig,
+        x,
+        replayed,
+        f"replay (the trace's own timeline), through the same {sensor}",
+        1,
+        FITTED_COLOR,
+        1.0,
+    )
     fig.update_yaxes(title_text="P per GPU [W]")
     _time_axis(fig, 1)
     return _style(fig)

@@ -8,6 +8,7 @@ import dash_ag_grid as dag
 from dash import dcc, html
 
 from powermodel.export import TOOLS
+from powermodel.fit_report import PREDICTED, REPLAYED
 from powermodel.rules import rule_names
 from powermodel.scenario import format_duration, presets
 from powermodel.webapp import figures, ids
@@ -144,7 +145,7 @@ TABLES = {
     ids.MITIGATION_RULES: ("rule", "limit", "worst without", "worst with", "verdict with"),
     ids.COMPARE_TABLE: ("metric", "this", "other", "change"),
     ids.FIT_TABLE: ("quantity", "fitted", "resolved", "how"),
-    ids.FIT_NUMBERS: ("what", "measured", "re-simulated"),
+    ids.FIT_NUMBERS: ("what", "measured", PREDICTED, REPLAYED),
     ids.SWEEP_FAILED: ("point", "seed", "error"),
     ids.CAMPUS_WORKLOADS: (
         "workload", "kind", "GPUs", "IT mean [MW]", "IT peak [MW]", "IT 5-s swing [MW]",
