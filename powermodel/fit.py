@@ -1580,12 +1580,32 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
         key = "checkpoint.blocking_time"
         if base.checkpoint.mode == "async":
             key = "checkpoint.async_blocking_time"
-        put(key, format_duration(round(stall, 3)), "median stall, edge to edge")
+        n_ck = int(result.value("checkpoint count", 0))
+        put(key, format_duration(round(stall, 3)), f"mean of {n_ck} stalls, edge to edge")
+        spread = v("checkpoint stall spread")
+        if spread is not None and spread >= MIN_SPREAD:
+            # seeded variation of the stalls' lengths, not their median alone
+            put(
+                "checkpoint.blocking_cv",
+                round(min(spread, 3.0), 4),
+                f"spread of the {n_ck} stalls' lengths (lognormal, seeded)",
+            )
+        else:
+            keep(
+                "checkpoint.blocking_cv",
+                f"no spread above {MIN_SPREAD:g} measured"
+                if spread is not None
+                else result.quantities["checkpoint stall spread"].how,
+            )
     else:
         keep("checkpoint.blocking_time", result.quantities["checkpoint stall"].how)
     interval = v("checkpoint interval")
     if interval is not None:
-        put("checkpoint.interval", format_duration(round(interval, 2)), "median period less stall")
+        put(
+            "checkpoint.interval",
+            format_duration(round(interval, 2)),
+            "median training between two stalls",
+        )
     else:
         keep("checkpoint.interval", result.quantities["checkpoint interval"].how)
     teardown, wait = v("teardown"), v("restart wait")
@@ -1597,6 +1617,8 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
         put("reliability.restart_time", format_duration(round(wait, 2)), "median idle wait")
     else:
         keep("reliability.restart_time", result.quantities["restart wait"].how)
+    if v("job end") is not None:
+        kept.append(f"# the job's end: {result.quantities['job end'].how}")
     # the start-up spell holds the model's start-up and its checkpoint read, both at its level
     up, level = v("start-up time"), v("start-up level")
     if up is not None and level is not None:
@@ -1604,7 +1626,8 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
         put(
             "workload.startup_time",
             format_duration(round(max(up - reload, 0.0), 2)),
-            f"median start-up spell less the preset's {reload:.3g}-s checkpoint read",
+            f"{result.quantities['start-up time'].how}, less the preset's {reload:.3g}-s "
+            "checkpoint read",
         )
         low = idle if idle is not None else gpu.idle
         put(
