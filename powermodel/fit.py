@@ -555,7 +555,9 @@ def _bands(
     flat = max(6.0 * sigma, 0.1 * (t_run - x.min()))
     labels = _despeckle(labels, max(1, round(0.2 * response.window / period)))
     labels = _split_rises(labels, x, flat, int(3.0 * response.window / period))
-    runs = _roles(labels, x, two, period, response.window, flat)
+    runs = _idle_stalls(
+        _roles(labels, x, two, period, response.window, flat), response.window / period
+    )
     return labels, runs, levels, two, sigma, high_level
 
 
@@ -639,6 +641,40 @@ def _roles(
         & (length < np.maximum(before, after))
     )
     return _joined(_Runs(start, length, role), (rising & short) | falling | pause)
+
+
+def _idle_stalls(runs: _Runs, window: float) -> _Runs:
+    """``runs`` with the idle spells that are checkpoint stalls read as such: a stall may hold
+    the GPUs at their idle level (waiting on storage), where it reads as an idle spell between
+    two training runs. A failure's is followed by a start-up or a ramp and comes at random; a
+    checkpoint's is followed by training at once and comes after equal training (every so
+    many steps). So an idle spell with training either side, next to a training run between
+    two such spells whose length is their median's within two sensor windows (``window``
+    samples) or 5 %, is a stall, when two or more such runs are alike; the rise after it is
+    running, not a ramp."""
+    role = runs.role
+    training = np.isin(role, (State.RUNNING, State.RAMP))
+    prev = np.concatenate(([False], training[:-1]))
+    nxt = np.concatenate((training[1:], [False]))
+    spell = (role == State.FAILED_IDLE) & prev & nxt
+    # the training runs between two such spells, and whether each is as long as the others
+    between = np.zeros(role.size, bool)
+    between[1:-1] = training[1:-1] & spell[:-2] & spell[2:]
+    if between.sum() < 2:
+        return runs
+    typical = float(np.median(runs.length[between]))
+    alike = between & (np.abs(runs.length - typical) <= max(2.0 * window, 0.05 * typical))
+    if alike.sum() < 2:
+        return runs
+    beside = np.zeros(role.size, bool)
+    beside[:-1] |= alike[1:]
+    beside[1:] |= alike[:-1]
+    stall = spell & beside
+    role = role.copy()
+    role[stall] = State.CHECKPOINT
+    after = np.concatenate(([False], stall[:-1])) & (role == State.RAMP)
+    role[after] = State.RUNNING
+    return _joined(_Runs(runs.start, runs.length, role), np.zeros(role.size, bool))
 
 
 def _joined(runs: _Runs, drop: np.ndarray) -> _Runs:

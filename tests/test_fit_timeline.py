@@ -122,6 +122,25 @@ def test_frequent_checkpoints_are_counted_exactly_and_the_running_level_kept(int
     assert f"mean of {STALLS.size} stalls" in q["checkpoint stall"].how
 
 
+@pytest.mark.parametrize("level", [80.0, 110.0])  # the idle level; between idle and start-up
+@pytest.mark.parametrize("interval", [2.0, 40.0])
+def test_stalls_held_at_idle_are_checkpoints_not_failures(level, interval):
+    # GPUs waiting on storage may draw what they draw at idle: such a stall reads as an idle
+    # spell between two training runs. Training at once after it, after equal training each
+    # time (a checkpoint every so many steps), it is a stall, not a failure and a restart
+    start, state, span = _job(interval, STALLS)
+    board = _board(start, state, span)
+    t = np.arange(board.size) * FINE
+    held = state[np.searchsorted(start, t, side="right") - 1] == State.CHECKPOINT
+    result = _fit(np.where(held, level, board), span)
+    q = result.quantities
+    assert q["checkpoint count"].value == STALLS.size
+    assert q["teardown"].value is None and q["restart wait"].value is None
+    ck = result.timeline.state == State.CHECKPOINT
+    np.testing.assert_allclose(result.timeline.lengths()[ck], STALLS, atol=0.5)  # as above
+    assert q["checkpoint stall level"].value == pytest.approx(level, rel=0.05)
+
+
 @pytest.mark.parametrize("step", ["0.2s", "6s"])
 def test_five_visible_checkpoint_dips_are_five_checkpoints(step):
     # issue 27: "A synthetic NVML-averaged trace with five visible checkpoint dips was fitted
