@@ -120,6 +120,11 @@ def test_frequent_checkpoints_are_counted_exactly_and_the_running_level_kept(int
     cv = STALLS.std(ddof=1) / STALLS.mean()
     assert q["checkpoint stall spread"].value == pytest.approx(cv, rel=0.02)
     assert f"mean of {STALLS.size} stalls" in q["checkpoint stall"].how
+    # written as the scenario's mean stall, its seeded spread and the training between stalls
+    written = loads_scenario(fitted_toml(result, REFERENCE, "smi.csv")).checkpoint
+    assert written.write_time == pytest.approx(STALLS.mean(), abs=0.1)
+    assert written.blocking_cv == pytest.approx(cv, rel=0.02)
+    assert written.interval == pytest.approx(interval, abs=POLL)
 
 
 @pytest.mark.parametrize("level", [80.0, 110.0])  # the idle level; between idle and start-up
