@@ -128,7 +128,7 @@ def test_frequent_checkpoints_are_counted_exactly_and_the_running_level_kept(int
 
 
 @pytest.mark.parametrize("level", [80.0, 110.0])  # the idle level; between idle and start-up
-@pytest.mark.parametrize("interval", [2.0, 40.0])
+@pytest.mark.parametrize("interval", [2.0, 10.0, 40.0])
 def test_stalls_held_at_idle_are_checkpoints_not_failures(level, interval):
     # GPUs waiting on storage may draw what they draw at idle: such a stall reads as an idle
     # spell between two training runs. Training at once after it, after equal training each
