@@ -1533,6 +1533,8 @@ def _timing(q, add, line: Timeline, period: float) -> None:
         f"mean of {starts.size} start-up(s), each one state from leaving idle to the rise into "
         "running"
         if starts.size
+        else "the start-up seen is cut by the trace's start or end: its length is unknown"
+        if np.any(state == State.LOADING)
         else "no start-up level above idle seen (processes loading at idle)",
     )
     add(

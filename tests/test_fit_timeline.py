@@ -208,6 +208,17 @@ def test_a_start_up_is_one_state_with_its_length_and_level(step, interval, scale
     assert written.workload.startup_time == pytest.approx(STARTUP - reload, rel=0.1)
 
 
+def test_a_start_up_cut_by_the_traces_start_has_no_length():
+    # the log begins 60 s into the 110-s start-up: what it holds of it is no start-up length
+    start, state, span = _job(10.0, STALLS[:4])
+    board = _board(start, state, span)[int(round((IDLE_BEFORE + 60.0) / FINE)) :]
+    result = _fit(board, span - IDLE_BEFORE - 60.0)
+    q = result.quantities
+    assert result.timeline.state[0] == State.LOADING
+    assert q["start-up time"].value is None and "cut by the trace's start" in q["start-up time"].how
+    assert q["checkpoint count"].value == 4
+
+
 @pytest.mark.parametrize("end", ["idle", "save"])
 @pytest.mark.parametrize(("step", "interval", "scale"), JOBS)
 def test_a_clean_end_is_fitted_as_an_end(end, step, interval, scale):
