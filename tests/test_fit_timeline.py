@@ -295,6 +295,33 @@ def _stalls(cv: float, seed: int = 3) -> tuple[events.Timeline, np.ndarray]:
     return line, lengths[whole]
 
 
+def _work_as_the_segments_say(line: events.Timeline) -> None:
+    """The running time and lost work a timeline states are its segments' own."""
+    lengths = np.diff(np.append(line.start, line.duration))
+    running = line.state == State.RUNNING
+    assert line.running_time == pytest.approx(lengths[running].sum(), 1e-9)
+    # each failure loses the training since its up period's last completed stall (blocking:
+    # durable when it ends), or since the period began: R(failure) - R(that instant), with R
+    # the training done by each time
+    trained = np.concatenate(([0.0], np.cumsum(np.where(running, lengths, 0.0))))
+
+    def done_by(t: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(line.start, t, side="right") - 1
+        return trained[i] + np.where(running[i], t - line.start[i], 0.0)
+
+    ends = np.append(line.start[1:], line.duration)
+    lossy = line.event_lost_work > 0
+    when = line.event_time[lossy]
+    # the period's start: the first running segment after the failure before (or the run's)
+    before = np.concatenate(([0.0], line.event_time[:-1]))[lossy]
+    first_run = line.start[running][np.searchsorted(line.start[running], before)]
+    stall_end = np.where(line.state == State.CHECKPOINT, ends, -np.inf)
+    # the last stall ended before each failure (one the failure cuts is not durable)
+    last = np.maximum.accumulate(stall_end)[np.searchsorted(ends, when, side="left") - 1]
+    since = np.maximum(last, first_run)
+    np.testing.assert_allclose(line.event_lost_work[lossy], done_by(when) - done_by(since))
+
+
 def test_the_engine_draws_stall_lengths_of_the_given_mean_and_spread():
     # ~2,700 stalls over 20 days: lognormal of mean 40 s and CV 0.4; the sample mean within
     # 4 standard errors (0.4 · 40 / √2700 = 0.31 s), the CV within 10 %
@@ -305,15 +332,14 @@ def test_the_engine_draws_stall_lengths_of_the_given_mean_and_spread():
     # the failures come from their own stream: the same interruptions with and without spread
     plain, fixed = _stalls(0.0)
     np.testing.assert_array_equal(line.event_cause, plain.event_cause)
-    np.testing.assert_allclose(np.diff(line.event_time), np.diff(plain.event_time), rtol=0.05)
+    np.testing.assert_array_equal(line.event_time, plain.event_time)
     assert np.all(fixed == pytest.approx(40.0))  # off (the default): every stall 40 s
     # seeded: the same scenario draws the same stalls
     again, same = _stalls(0.4)
     np.testing.assert_array_equal(same, stalls)
     assert np.array_equal(again.start, line.start)
-    # the running time the timeline states is the running segments' own
-    lengths = np.diff(np.append(line.start, line.duration))
-    assert line.running_time == pytest.approx(lengths[line.state == State.RUNNING].sum(), 1e-9)
+    for drawn in (line, plain):
+        _work_as_the_segments_say(drawn)
 
 
 def _segments(line: Timeline) -> None:
