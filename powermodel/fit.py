@@ -50,6 +50,7 @@ __all__ = [
     "per_gpu_signal",
     "step_response",
     "summary",
+    "well_formed",
     "with_gpu",
 ]
 
@@ -68,6 +69,7 @@ GA100 = ("A100", "A30")
 PERIOD_TOLERANCE = 0.1  # a --period this far from a timed trace's measured step is refused
 MIN_SAMPLES = 20  # a trace shorter than this holds no state to fit
 MIN_SPREAD = 0.002  # a step-to-step spread below this is written as none (variation off)
+MIN_SPELLS = 3  # stalls or start-ups whose lengths' spread is fitted, at least
 RESOLVE_WINDOWS = 4.0  # a step resolves when it spans this many averaging windows
 FOLD_BINS = 64  # phase bins of a folded running profile
 FOLD_SAMPLES = 50_000  # samples folded at most (the longest running segments first)
@@ -76,6 +78,13 @@ RAMP_SAMPLES = 20_000  # samples of the rises a start-up ramp is fitted to, at m
 DUTY = np.linspace(0.03, 0.97, 95)  # compute shares tried
 EDGES = np.array([0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0])  # edge durations tried [s]
 RAMPS = np.concatenate(([0.0], np.geomspace(0.1, 3600.0, 120)))  # start-up ramps tried [s]
+# A dip below the running band held this many sensor windows at no more than this share of the
+# running level is a stall, not an iteration's trough, however often it recurs: an iteration's
+# communication trough that lasts 8 windows belongs to a step of 12 s or more (its share is
+# about a third [P, ko_zhu Table I]), whose trough holds 0.2-0.8 below compute (the same table);
+# both at once (a long step with a trough at half of compute or lower) is read as stalls.
+LONG_DIP = 8.0  # sensor windows
+DEEP_DIP = 0.5  # of the running band's median level
 IDLE, LOW, HIGH = 0, 1, 2  # sample labels: idle band, stalled band, running band
 HELD = (State.FAILED_IDLE, State.CHECKPOINT, State.STALLED, State.LOADING)  # flat levels
 # A GPU trace's highest sustained level is the top of its rolling mean over this long (and at
@@ -134,6 +143,70 @@ class Timeline:
 
     def count(self, state: State) -> int:
         return int(np.count_nonzero(self.state == state))
+
+
+def well_formed(line: Timeline) -> tuple[Timeline, tuple[str, ...]]:
+    """``line`` as a timeline the model can render: the first segment from 0, starts strictly
+    increasing within ``[0, duration)``, every length above 0, no two segments of one state in
+    a row; with a warning for each kind of repair.
+
+    A segment whose start is not finite, or that a later one starts at or before (a zero or
+    negative length: crossed boundaries), is dropped and the segments either side of it meet;
+    segments that begin at or after the trace's end are dropped; a first segment that starts
+    late or early starts at 0. A state that is no job state, or a duration that is not a
+    positive number, is refused: no repair could say what the trace held there.
+    """
+    start, state = np.asarray(line.start, float), np.asarray(line.state)
+    codes = np.array([s.value for s in State])
+    if not (np.isfinite(line.duration) and line.duration > 0):
+        raise PowerModelError(
+            f"the fitted timeline spans {line.duration!r} s: no trace of positive length was "
+            "fitted; check the trace's times"
+        )
+    if start.size == 0 or start.shape != state.shape or not np.isin(state, codes).all():
+        bad = sorted(set(state[~np.isin(state, codes)].tolist()))
+        raise PowerModelError(
+            f"the fitted timeline holds {start.size} start(s) for {state.size} state(s)"
+            + (f", and state code(s) {bad} that are no job state" if bad else "")
+            + ": it cannot be written; report this trace to the project"
+        )
+    said: list[str] = []
+    ok = np.isfinite(start) & (start < line.duration)
+    if not ok.any():
+        raise PowerModelError(
+            f"the fitted timeline has no segment within the trace's {line.duration:.6g} s: it "
+            "cannot be written; report this trace to the project"
+        )
+    if not ok.all():
+        said.append(
+            f"{int((~ok).sum())} segment(s) starting at no time or at or after the trace's end "
+            f"({line.duration:.6g} s) dropped"
+        )
+    start, state = start[ok], state[ok]
+    if np.any(start < 0.0):
+        said.append(f"{int((start < 0).sum())} segment(s) starting before the trace: from 0")
+        start = np.maximum(start, 0.0)
+    # a segment that a later one begins at or before holds nothing (crossed boundaries): it is
+    # dropped and its neighbours meet; what is kept then starts strictly in order
+    end = np.minimum.accumulate(np.append(start[1:], line.duration)[::-1])[::-1]
+    keep = end > start
+    if not keep.all():
+        lost = ", ".join(sorted({State(v).name.lower() for v in state[~keep].tolist()}))
+        said.append(
+            f"{int((~keep).sum())} segment(s) of zero or negative length ({lost}) dropped, "
+            "their neighbours meeting"
+        )
+    start, state = start[keep], state[keep]
+    if start[0] != 0.0:
+        said.append(f"the first segment began {start[0]:.6g} s into the trace: from 0")
+        start = np.concatenate(([0.0], start[1:]))
+    new = np.append(True, state[1:] != state[:-1])
+    if not new.all():
+        said.append(f"{int((~new).sum())} segment(s) joined to the one before, of the same state")
+    fixed = Timeline(
+        start=start[new], state=state[new].astype(line.state.dtype), duration=line.duration
+    )
+    return fixed, tuple(f"the fitted timeline: {s}" for s in said)
 
 
 @dataclass(frozen=True)
@@ -434,7 +507,7 @@ def detect(
     running = _Runs(np.zeros(1, np.int64), np.full(1, x.size), np.full(1, State.RUNNING, np.int8))
     for _ in range(3):  # at most twice, a band of the iteration's troughs is split off
         labels, runs, levels, two, sigma, high_level = _bands(x, t_run, period, response)
-        trough = _trough_level(x, labels)
+        trough = _trough_level(x, labels, high_level, response.window / period)
         if not np.isfinite(trough):
             break
         # dips a few of their lengths apart are the iteration's troughs, not checkpoint stalls:
@@ -469,16 +542,25 @@ def detect(
     return timeline, found
 
 
-def _trough_level(x: np.ndarray, labels: np.ndarray) -> float:
+def _trough_level(x: np.ndarray, labels: np.ndarray, high: float, window: float) -> float:
     """The level of the dips below the running band (runs between two running runs) if they
-    recur a few of their own lengths apart, as the iteration's troughs do (stalls come minutes
-    apart); NaN if they do not. [W]"""
-    start, length, high = _runs((labels == HIGH).astype(np.int8))  # any level below: a dip
-    dip = np.zeros(high.size, bool)
-    dip[1:-1] = high[1:-1] == 0
+    are the iteration's troughs; NaN if they are not (or too few to tell). [W]
+
+    Troughs recur a few of their own lengths apart (stalls, minutes apart, do not), but so do
+    checkpoint stalls when checkpoints come every few stall lengths. What tells them apart is
+    their depth and length against the sensor's resolution: a stall holds the GPUs near a low
+    held level (:data:`DEEP_DIP` of the running level or less) for many averaging windows
+    (:data:`LONG_DIP` or more, ``window`` samples each); an iteration's trough does not do both.
+    """
+    start, length, high_run = _runs((labels == HIGH).astype(np.int8))  # any level below: a dip
+    dip = np.zeros(high_run.size, bool)
+    dip[1:-1] = high_run[1:-1] == 0
     if dip.sum() < 3 or not np.median(np.diff(start[dip])) < 5 * np.median(length[dip]):
         return np.nan
-    return float(np.median(x[np.repeat(dip, length)]))
+    level = float(np.median(x[np.repeat(dip, length)]))
+    if np.median(length[dip]) >= LONG_DIP * max(window, 1.0) and level <= DEEP_DIP * high:
+        return np.nan  # long and deep: checkpoint stalls, however often they come
+    return level
 
 
 def _bands(
@@ -504,7 +586,9 @@ def _bands(
     flat = max(6.0 * sigma, 0.1 * (t_run - x.min()))
     labels = _despeckle(labels, max(1, round(0.2 * response.window / period)))
     labels = _split_rises(labels, x, flat, int(3.0 * response.window / period))
-    runs = _roles(labels, x, two, period, response.window, flat)
+    runs = _idle_stalls(
+        _roles(labels, x, two, period, response.window, flat), response.window / period
+    )
     return labels, runs, levels, two, sigma, high_level
 
 
@@ -568,13 +652,72 @@ def _roles(
     role[rising & ~short] = State.LOADING
     role[low & (prev == -1) & (nxt != HIGH)] = State.FAILED_IDLE  # trace starts in a held level
     role[low & (prev == -1) & (nxt == HIGH) & short] = State.CHECKPOINT  # cut by the start
-    # a short level crossed on the way up is the ramp's, not a state: merge it into the rise
-    keep = ~(rising & short)
     ramp_after = np.zeros(label.size, bool)
     ramp_after[1:] = (label[1:] == HIGH) & np.isin(role[:-1], (State.FAILED_IDLE, State.LOADING))
     ramp_after[1:] |= (label[1:] == HIGH) & rising[:-1] & short[:-1]
     role[ramp_after] = State.RAMP
-    return _Runs(start[keep], length[keep], role[keep])
+    # a short level crossed on the way up is the ramp's, and on the way down from running the
+    # fall's (the window's own smear, not survivors spinning): each joins the run before it
+    falling = low & (prev == HIGH) & (nxt != HIGH) & short
+    # a pause at idle inside a start-up, shorter than the loading either side, is the
+    # start-up's: one start-up is one state, from leaving idle to the rise into running
+    before = np.concatenate(([0], length[:-1]))
+    after = np.concatenate((length[1:], [0]))
+    role_prev = np.concatenate(([-1], role[:-1]))
+    role_next = np.concatenate((role[1:], [-1]))
+    pause = (
+        (role == State.FAILED_IDLE)
+        & (role_prev == State.LOADING)
+        & (role_next == State.LOADING)
+        & (length < np.maximum(before, after))
+    )
+    return _joined(_Runs(start, length, role), (rising & short) | falling | pause)
+
+
+def _idle_stalls(runs: _Runs, window: float) -> _Runs:
+    """``runs`` with the idle spells that are checkpoint stalls read as such: a stall may hold
+    the GPUs at their idle level (waiting on storage), where it reads as an idle spell between
+    two training runs. A failure's is followed by a start-up or a ramp and comes at random; a
+    checkpoint's is followed by training at once and comes after equal training (every so
+    many steps). So an idle spell with training either side, next to a training run between
+    two such spells whose length is their median's within two sensor windows (``window``
+    samples) or 5 %, is a stall, when two or more such runs are alike; the rise after it is
+    running, not a ramp."""
+    role = runs.role
+    training = np.isin(role, (State.RUNNING, State.RAMP))
+    prev = np.concatenate(([False], training[:-1]))
+    nxt = np.concatenate((training[1:], [False]))
+    spell = (role == State.FAILED_IDLE) & prev & nxt
+    # the training runs between two such spells, and whether each is as long as the others
+    between = np.zeros(role.size, bool)
+    between[1:-1] = training[1:-1] & spell[:-2] & spell[2:]
+    if between.sum() < 2:
+        return runs
+    typical = float(np.median(runs.length[between]))
+    alike = between & (np.abs(runs.length - typical) <= max(2.0 * window, 0.05 * typical))
+    if alike.sum() < 2:
+        return runs
+    beside = np.zeros(role.size, bool)
+    beside[:-1] |= alike[1:]
+    beside[1:] |= alike[:-1]
+    stall = spell & beside
+    role = role.copy()
+    role[stall] = State.CHECKPOINT
+    after = np.concatenate(([False], stall[:-1])) & (role == State.RAMP)
+    role[after] = State.RUNNING
+    return _joined(_Runs(runs.start, runs.length, role), np.zeros(role.size, bool))
+
+
+def _joined(runs: _Runs, drop: np.ndarray) -> _Runs:
+    """``runs`` with each ``drop`` run given to the run before it, and runs of one state in a
+    row made one (their lengths summed)."""
+    drop = drop.copy()
+    drop[0] = False  # the first run has none before it
+    index = np.arange(runs.role.size)
+    role = runs.role[np.maximum.accumulate(np.where(drop, 0, index))]
+    new = np.append(True, role[1:] != role[:-1])
+    length = np.bincount(np.cumsum(new) - 1, runs.length).astype(np.int64)
+    return _Runs(runs.start[new], length, role[new])
 
 
 def _level_of(role: np.ndarray, high: float, idle: float, low: float) -> np.ndarray:
@@ -1015,6 +1158,11 @@ def _with_ramps(line: Timeline, ramp: float, shift: float) -> Timeline:
         return line
     start = line.start.copy()
     start[at] += shift
+    if ramp <= 0.0:  # a step into running: no ramp segment of no length
+        state = np.where(line.state == State.RAMP, State.RUNNING, line.state).astype(
+            line.state.dtype
+        )
+        return Timeline(start=start, state=state, duration=line.duration)
     ends = np.append(start[1:], line.duration)
     lo = np.where(at > 0, start[np.maximum(at - 1, 0)], 0.0)  # the segment before the rise
     start[at] = np.maximum(start[at] - 0.5 * ramp, lo)
@@ -1127,11 +1275,12 @@ def fit_cells(
     median = np.interp(times, times[good], median[good])
     filled = np.interp(times, times[good], power[good])
     line, found = detect(times, median, response)
+    line, repaired = well_formed(line)
     if meta.get("kind") == "meter":  # each state's rest of node, now that the states are known
         seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
         shift = rest_share(scenario, line.state[seg])
         power, filled = power + shift, filled + shift
-    quantities, line = _quantities(times, filled, line, found, response, scenario)
+    quantities, line, more = _quantities(times, filled, line, found, response, scenario)
     kind = str(meta.get("kind", "gpu"))
     source = str(meta.get("source", "the trace"))
     gpu, said = choose_gpu(times, filled, quantities, response, scenario, kind, named, source)
@@ -1147,7 +1296,7 @@ def fit_cells(
         timeline=line,
         quantities=quantities,
         response=response,
-        warnings=(*meta.get("warnings", ()), *said),
+        warnings=(*meta.get("warnings", ()), *dict.fromkeys(repaired + more), *said),
         gpu=gpu,
     )
 
@@ -1304,8 +1453,9 @@ def _quantities(
     found: dict[str, float],
     response: StepResponse,
     scenario: Scenario,
-) -> tuple[dict[str, Quantity], Timeline]:
-    """Every quantity the trace resolves, and the timeline with the fitted ramps."""
+) -> tuple[dict[str, Quantity], Timeline, tuple[str, ...]]:
+    """Every quantity the trace resolves, the timeline with the fitted ramps (made well formed)
+    and the warnings of its repairs."""
     q: dict[str, Quantity] = {}
     settle = response.settle
 
@@ -1337,7 +1487,7 @@ def _quantities(
         else "no rise from idle into running seen",
         "workload.startup_ramp",
     )
-    line = _with_ramps(line, ramp, shift)
+    line, repaired = well_formed(_with_ramps(line, ramp, shift))
     mean, n = _running_mean(times, x, line, settle, State.RUNNING)
     add(
         "running mean",
@@ -1346,8 +1496,8 @@ def _quantities(
         f"mean of {n:,} running samples (an average keeps the mean exactly)",
     )
     _running_shape(q, add, times, x, line, found, response, scenario, mean)
-    _timing(q, add, line, line.lengths(), scenario)
-    return q, line
+    _timing(q, add, line, found["period"])
+    return q, line, repaired
 
 
 def _running_mean(
@@ -1550,71 +1700,120 @@ def _seen_spread(
     return seen.std(axis=1) * scenario.gpu.tdp
 
 
-def _timing(q, add, line: Timeline, lengths: np.ndarray, scenario: Scenario) -> None:
-    """Checkpoint period and stall, teardown, restart and start-up times."""
-    ck = line.state == State.CHECKPOINT
-    inner = ck.copy()
-    inner[0] = inner[-1] = False  # a stall cut by the trace's ends has no length
-    n_ck = int(inner.sum())
-    stall = float(np.median(lengths[inner])) if n_ck else np.nan
-    add(
-        "checkpoint count",
-        n_ck,
-        "1",
-        "stalls between two running runs",
-        resolved=True,
+def _timing(q, add, line: Timeline, period: float) -> None:
+    """Checkpoint count, stall lengths (their mean and spread), interval, teardown, restart,
+    start-up times and the job's end; ``period`` the sampling step [s]."""
+    lengths = line.lengths()
+    state = line.state
+    prev = np.concatenate(([-1], state[:-1]))
+    nxt = np.concatenate((state[1:], [-1]))
+    whole = np.ones(state.size, bool)
+    whole[0] = whole[-1] = False  # a segment cut by the trace's ends has no length
+    stalls = lengths[whole & (state == State.CHECKPOINT)]
+    n_ck = stalls.size
+    add("checkpoint count", n_ck, "1", "stalls between two running runs", resolved=True)
+    edges = (
+        "each from where the sensor's view reaches the stalled level (less its window) to where "
+        "it leaves it"
     )
     add(
         "checkpoint stall",
-        stall,
+        float(stalls.mean()) if n_ck else None,
         "s",
-        f"median of {n_ck} stalls, each from where the sensor's view reaches the stalled level "
-        "(less its window) to where it leaves it",
+        f"mean of {n_ck} stalls (median {np.median(stalls):.3g} s, {stalls.min():.3g} to "
+        f"{stalls.max():.3g} s), {edges}"
+        if n_ck
+        else "no stall between two running runs seen",
         "checkpoint.blocking_time",
     )
-    at = np.flatnonzero(ck)
-    gaps = np.diff(line.start[at])
-    # successive checkpoints with one running segment between them: one up period
-    between = (np.diff(at) == 2) & (
-        line.state[np.minimum(at[:-1] + 1, ck.size - 1)] == State.RUNNING
+    add(
+        "checkpoint stall spread",
+        _length_spread(stalls, period),
+        "1",
+        f"coefficient of variation of the {n_ck} stalls' lengths, less what placing each edge "
+        "within a sample gives"
+        if n_ck >= MIN_SPELLS
+        else f"{n_ck} stall(s) seen; a spread needs {MIN_SPELLS}",
+        "checkpoint.blocking_cv",
     )
-    cycle = float(np.median(gaps[between])) if between.any() else np.nan
+    # the training between two stalls: a running segment with a stall either side (the stalls'
+    # own lengths, which vary, stay out of it)
+    up = lengths[(state == State.RUNNING) & (prev == State.CHECKPOINT) & (nxt == State.CHECKPOINT)]
     add(
         "checkpoint interval",
-        cycle - stall if np.isfinite(cycle) and np.isfinite(stall) else None,
+        float(np.median(up)) if up.size else None,
         "s",
-        f"median of {int(between.sum())} periods between stalls, less the stall"
-        if between.any()
-        else "fewer than two checkpoints in one up period",
+        f"median of {up.size} running spells between two stalls"
+        if up.size
+        else "no running spell between two stalls seen",
         "checkpoint.interval",
     )
+    # the job's end: the trace's last training, then idle to its end with no restart (a final
+    # save or teardown at a held level may come between): an end, not a failure
+    active = np.flatnonzero(np.isin(state, (State.RUNNING, State.RAMP, State.CHECKPOINT)))
+    tail = np.arange(state.size) > (active[-1] if active.size else state.size)
+    ended = bool(tail.any() and state[-1] == State.FAILED_IDLE)
+    end = float(line.start[active[-1] + 1]) if ended else None
+    add(
+        "job end",
+        end,
+        "s",
+        f"the last training ends {end:.4g} s into the trace; idle follows to its end, no "
+        "restart: the job's end, not a failure"
+        if ended
+        else "the job trains (or stalls) to the trace's end",
+    )
 
-    def median_spell(name: str, spells: np.ndarray, what: str, none: str, key=None) -> None:
-        found = spells.size > 0
-        how = f"median of {spells.size} {what}" if found else none
-        add(name, float(np.median(spells)) if found else None, "s", how, key)
+    def spells(name: str, use: np.ndarray, what: str, none: str, key=None) -> None:
+        found = lengths[use]
+        how = f"median of {found.size} {what}" if found.size else none
+        add(name, float(np.median(found)) if found.size else None, "s", how, key)
 
-    prev = np.concatenate(([-1], line.state[:-1]))
-    median_spell(
+    spells(
         "teardown",
-        lengths[line.state == State.STALLED],
+        (state == State.STALLED) & whole & ~tail,
         "spells of survivors spinning after a fault",
-        "no failure seen",
+        "no failure seen" + (" (the job's end is no failure)" if ended else ""),
         "reliability.stall_time",
     )
-    median_spell(
+    spells(
         "restart wait",
-        lengths[(line.state == State.FAILED_IDLE) & (prev == State.STALLED)],
+        (state == State.FAILED_IDLE) & (prev == State.STALLED) & ~tail,
         "idle spells after a teardown",
         "no restart after a failure seen",
         "reliability.restart_time",
     )
-    median_spell(
+    starts = lengths[(state == State.LOADING) & whole]
+    add(
         "start-up time",
-        lengths[line.state == State.LOADING],
-        "spells held above idle before training",
-        "no start-up level above idle seen (processes loading at idle)",
+        float(starts.mean()) if starts.size else None,
+        "s",
+        f"mean of {starts.size} start-up(s), each one state from leaving idle to the rise into "
+        "running"
+        if starts.size
+        else "the start-up seen is cut by the trace's start or end: its length is unknown"
+        if np.any(state == State.LOADING)
+        else "no start-up level above idle seen (processes loading at idle)",
     )
+    add(
+        "start-up spread",
+        _length_spread(starts, period),
+        "1",
+        f"coefficient of variation of the {starts.size} start-ups' lengths (reported: the model "
+        "draws one start-up length)"
+        if starts.size >= MIN_SPELLS
+        else f"{starts.size} start-up(s) seen; a spread needs {MIN_SPELLS}",
+    )
+
+
+def _length_spread(lengths: np.ndarray, period: float) -> float:
+    """Coefficient of variation of spell ``lengths`` [s], less the variance that placing each of
+    a spell's two edges within a sample of ``period`` [s] gives (uniform: ``period² / 12``
+    each); NaN for fewer than :data:`MIN_SPELLS`."""
+    if lengths.size < MIN_SPELLS:
+        return np.nan
+    var = max(float(np.var(lengths, ddof=1)) - period**2 / 6.0, 0.0)
+    return float(np.sqrt(var) / np.mean(lengths))
 
 
 def summary(result: Fit) -> pd.DataFrame:
@@ -1694,12 +1893,32 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
         key = "checkpoint.blocking_time"
         if base.checkpoint.mode == "async":
             key = "checkpoint.async_blocking_time"
-        put(key, format_duration(round(stall, 3)), "median stall, edge to edge")
+        n_ck = int(result.value("checkpoint count", 0))
+        put(key, format_duration(round(stall, 3)), f"mean of {n_ck} stalls, edge to edge")
+        spread = v("checkpoint stall spread")
+        if spread is not None and spread >= MIN_SPREAD:
+            # seeded variation of the stalls' lengths, not their median alone
+            put(
+                "checkpoint.blocking_cv",
+                round(min(spread, 3.0), 4),
+                f"spread of the {n_ck} stalls' lengths (lognormal, seeded)",
+            )
+        else:
+            keep(
+                "checkpoint.blocking_cv",
+                f"no spread above {MIN_SPREAD:g} measured"
+                if spread is not None
+                else result.quantities["checkpoint stall spread"].how,
+            )
     else:
         keep("checkpoint.blocking_time", result.quantities["checkpoint stall"].how)
     interval = v("checkpoint interval")
     if interval is not None:
-        put("checkpoint.interval", format_duration(round(interval, 2)), "median period less stall")
+        put(
+            "checkpoint.interval",
+            format_duration(round(interval, 2)),
+            "median training between two stalls",
+        )
     else:
         keep("checkpoint.interval", result.quantities["checkpoint interval"].how)
     teardown, wait = v("teardown"), v("restart wait")
@@ -1711,6 +1930,8 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
         put("reliability.restart_time", format_duration(round(wait, 2)), "median idle wait")
     else:
         keep("reliability.restart_time", result.quantities["restart wait"].how)
+    if v("job end") is not None:
+        kept.append(f"# the job's end: {result.quantities['job end'].how}")
     # the start-up spell holds the model's start-up and its checkpoint read, both at its level
     up, level = v("start-up time"), v("start-up level")
     if up is not None and level is not None:
@@ -1718,7 +1939,8 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
         put(
             "workload.startup_time",
             format_duration(round(max(up - reload, 0.0), 2)),
-            f"median start-up spell less the preset's {reload:.3g}-s checkpoint read",
+            f"{result.quantities['start-up time'].how}, less the preset's {reload:.3g}-s "
+            "checkpoint read",
         )
         low = idle if idle is not None else gpu.idle
         put(

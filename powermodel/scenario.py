@@ -742,6 +742,16 @@ class Checkpoint(Section):
         le=DAY,
         description="Stall of a blocking checkpoint; size / write_bandwidth if absent. [s]",
     )
+    blocking_cv: float = Field(
+        0.0,
+        ge=0,
+        le=3.0,
+        description="Spread of the stalls' lengths: each checkpoint's stall (blocking_time, or "
+        "async_blocking_time) drawn from a lognormal of that mean with this coefficient of "
+        "variation, from the job's own seeded stream; 0, every stall the same [A]. One H100 "
+        "run's stalls measured 16 to 108 s; `powermodel fit` writes the spread its trace's "
+        "stalls show [C]. [1]",
+    )
     mode: Literal["blocking", "async"] = "blocking"
     async_blocking_time: Duration = Field(
         1.0,

@@ -65,6 +65,7 @@ STREAM_FAILURES = 1
 STREAM_STEPS = 2
 STREAM_LAUNCH = 3  # a campus workload's launch: its phase and checkpoint schedule
 STREAM_DEMAND = 4  # an inference fleet's short-term variation
+STREAM_STALLS = 5  # the lengths of a job's checkpoint stalls (checkpoint.blocking_cv)
 NO_CHECKPOINTS = 1e30  # s: an interval no run reaches (the timeline's arithmetic needs a number)
 MAX_INTERRUPTIONS = 1_000_000  # a failure every 5 min for ten years: beyond, no job trains
 # Peak memory of a run per electrical step [B]: the Dataset (its 7 float64 arrays, time and
@@ -548,6 +549,10 @@ def timeline(
         rng=failure_rng(scenario.simulation.seed, job),
         phase=launch[1],
         crashes=disturbances.crashes(scenario, startup(scenario, derived)),
+        stall_cv=scenario.checkpoint.blocking_cv,
+        stall_rng=np.random.default_rng(
+            np.random.SeedSequence(scenario.simulation.seed, spawn_key=(job, STREAM_STALLS))
+        ),
     )
 
 
@@ -589,7 +594,11 @@ def _memory_parts(scenario: Scenario, sensors: int = 0) -> dict[str, float]:
     sim = scenario.simulation
     down = np.array([r.duration for r in recoveries(scenario, derived)])
     interruptions = events.expected_interruptions(sim.duration, derived.rates, down)
-    checkpoints = sim.duration / (derived.checkpoint_interval + derived.checkpoint_stall)
+    # stalls that vary are drawn for as many checkpoints as training alone would hold
+    varied = scenario.checkpoint.blocking_cv > 0.0
+    checkpoints = sim.duration / (
+        derived.checkpoint_interval + (0.0 if varied else derived.checkpoint_stall)
+    )
     batteries = len(scenario.mitigation.storage)
     chunk = sim.n_steps if sequential(scenario) else min(sim.n_steps, CHUNK_STEPS)
     return {

@@ -382,6 +382,8 @@ def job_timeline(
     rng: np.random.Generator,
     phase: float = 0.0,
     crashes: Sequence[tuple[float, tuple[tuple[State, float], ...]]] = (),
+    stall_cv: float = 0.0,
+    stall_rng: np.random.Generator | None = None,
 ) -> Timeline:
     """Draw one job timeline.
 
@@ -413,7 +415,15 @@ def job_timeline(
         the job goes through after it. Each loses the work since the last durable checkpoint,
         whatever the job was doing, and is an event of cause ``len(recoveries)``; the draws
         go on after its states as after a start.
+    stall_cv
+        Coefficient of variation of each checkpoint stall's length: each drawn from a lognormal
+        of mean ``checkpoint_stall`` (the time to durable moves with it), from ``stall_rng``;
+        0, every stall ``checkpoint_stall`` long. [1]
+    stall_rng
+        Random generator of the stalls' lengths (the job's own stream: drawing them leaves the
+        failures' draws as they were); needed when ``stall_cv`` is above 0.
     """
+    stalls = _Stalls(checkpoint_stall, stall_cv, stall_rng)
     if not crashes:
         return _drawn(
             duration,
@@ -421,7 +431,7 @@ def job_timeline(
             recoveries,
             startup,
             interval,
-            checkpoint_stall,
+            stalls,
             checkpoint_done,
             rng,
             phase,
@@ -436,7 +446,7 @@ def job_timeline(
             recoveries,
             states,
             interval,
-            checkpoint_stall,
+            stalls,
             checkpoint_done,
             rng,
             phase if at == 0.0 else 0.0,
@@ -480,13 +490,14 @@ def _drawn(
     recoveries: list[Recovery],
     startup: tuple[tuple[State, float], ...],
     interval: float,
-    checkpoint_stall: float,
+    stalls: _Stalls,
     checkpoint_done: float,
     rng: np.random.Generator,
     phase: float,
 ) -> tuple[Timeline, float]:
     """:func:`job_timeline` without crashes, and the work the job would lose if it crashed at
     ``duration`` (trained since its last durable checkpoint there) [s]."""
+    checkpoint_stall = stalls.mean
     rates = np.asarray(rates, dtype=float)
     down = np.array([r.duration for r in recoveries])
     t0 = sum(d for _, d in startup)
@@ -504,15 +515,23 @@ def _drawn(
     ahead = np.zeros(period_start.size)
     ahead[0] = phase
     length = period_end - (period_start - ahead)
-    n_full = np.floor(length / cycle)
-    rest = length - n_full * cycle
-    running = n_full * interval + np.minimum(rest, interval) - ahead
-    last_done = np.floor((length - interval - checkpoint_done) / cycle)
-    saved = np.maximum(np.maximum(last_done + 1.0, 0.0) * interval - ahead, 0.0)
+    if stalls.cv > 0.0:
+        run_start, run_state, running, durable = _varied_up_segments(
+            period_start - ahead, length, interval, stalls, checkpoint_done - checkpoint_stall
+        )
+        running = running - ahead
+    else:
+        n_full = np.floor(length / cycle)
+        rest = length - n_full * cycle
+        running = n_full * interval + np.minimum(rest, interval) - ahead
+        durable = np.maximum(np.floor((length - interval - checkpoint_done) / cycle) + 1.0, 0.0)
+        run_start, run_state = _up_segments(
+            period_start - ahead, length, n_full, rest, interval, cycle
+        )
+    saved = np.maximum(durable * interval - ahead, 0.0)
     loses = np.array([r.loses_work for r in recoveries], dtype=bool)[cause]
     lost = np.where(loses, running[:n_events] - saved[:n_events], 0.0)
 
-    run_start, run_state = _up_segments(period_start - ahead, length, n_full, rest, interval, cycle)
     run_start = np.maximum(run_start, t0)  # the first running segment from the start
     rec_start, rec_state = _sequence_segments(
         failure[:n_events], [r.steps for r in recoveries], cause
@@ -587,6 +606,58 @@ def _up_segments(
     offset = (index // 2) * cycle + (index % 2) * interval
     state = np.where(index % 2 == 0, State.RUNNING, State.CHECKPOINT).astype(np.int8)
     return start[owner] + offset, state
+
+
+@dataclass(frozen=True)
+class _Stalls:
+    """Checkpoint stalls: their ``mean`` length [s], the coefficient of variation ``cv`` of a
+    lognormal they are drawn from, and the generator ``rng`` that draws them."""
+
+    mean: float
+    cv: float = 0.0
+    rng: np.random.Generator | None = None
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.cv) and self.cv >= 0.0):
+            raise ValueError(f"the stalls' coefficient of variation is {self.cv!r}: give 0 or more")
+        if self.cv > 0.0 and self.rng is None:
+            raise ValueError("stalls that vary (stall_cv above 0) need their stall_rng")
+
+    def draw(self, n: int) -> np.ndarray:
+        """``n`` stall lengths [s], lognormal with mean :attr:`mean` and :attr:`cv`."""
+        sigma2 = np.log1p(self.cv**2)
+        return self.mean * np.exp(np.sqrt(sigma2) * self.rng.standard_normal(n) - 0.5 * sigma2)
+
+
+def _varied_up_segments(
+    start: np.ndarray, length: np.ndarray, interval: float, stalls: _Stalls, persist: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Running and checkpoint segments of each up period (beginning at ``start``, ``length``
+    long [s]), each stall drawn from ``stalls``; with each period's running time [s] and the
+    checkpoints it made durable (``persist`` [s] after its stall ends).
+
+    Checkpoint ``k`` of a period begins after ``k + 1`` intervals of training and the ``k``
+    stalls before it; a period holds at most ``length / interval + 1`` checkpoints, so that
+    many are drawn for it (at once for all periods) and those that begin past its end dropped.
+    """
+    length = np.maximum(length, 0.0)
+    most = np.ceil(length / interval).astype(np.int64) + 1
+    owner = np.repeat(np.arange(start.size), most)
+    k = np.arange(owner.size) - np.repeat(np.cumsum(most) - most, most)
+    drawn = stalls.draw(owner.size)
+    # the stalls before each checkpoint of its period: a cumulative sum restarted per period
+    total = np.concatenate(([0.0], np.cumsum(drawn)))
+    before = total[:-1] - total[np.repeat(np.cumsum(most) - most, most)]
+    run_at = k * interval + before
+    stall_at = run_at + interval
+    trained = np.clip(length[owner] - run_at, 0.0, interval)
+    running = np.bincount(owner, trained, minlength=start.size)
+    made = stall_at + drawn + persist <= length[owner]
+    durable = np.bincount(owner, made, minlength=start.size).astype(float)
+    offset = np.ravel(np.column_stack((run_at, stall_at)))
+    state = np.tile(np.array([State.RUNNING, State.CHECKPOINT], np.int8), owner.size)
+    keep = offset < np.repeat(length[owner], 2)
+    return np.repeat(start[owner], 2)[keep] + offset[keep], state[keep], running, durable
 
 
 def _sequence_segments(
