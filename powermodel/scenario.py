@@ -507,14 +507,14 @@ class Parallelism(Section):
     # the step's wait at a barrier, sync_time + sync_per_doubling · log2(cluster.n_gpus)
     # (powermodel.models.workload.sync_time): none by default, as Llama 3's 8K and 16K rows leave
     # no room for it (with NeMo LoRA's, the 8K row's MFU would be 44.7 % against the published
-    # 43 % [P, llama3 Table 4]); NeMo's Llama 2 70B LoRA on H100 measured 0.0635 s and 0.0204 s
+    # 43 % [P, llama3 Table 4]); NeMo's Llama 2 70B LoRA on H100 measured 0.0641 s and 0.0204 s
     # [C, mlperf_training_v4_smc] (docs/model/workload.md, "The wait at the barrier")
     sync_time: float = Field(
         0.0,
         ge=0,
         le=60,
         description="A step's wait at a barrier on one GPU, at the stalled level, whatever the "
-        "tokens a GPU computes; none [A], 0.0635 s measured for NeMo's LoRA on H100 "
+        "tokens a GPU computes; none [A], 0.0641 s measured for NeMo's LoRA on H100 "
         "[C, mlperf_training_v4_smc]. [s]",
     )
     sync_per_doubling: float = Field(
@@ -529,7 +529,7 @@ class Parallelism(Section):
         ge=0,
         le=1.2,
         description="GPU power while waiting at the barrier, fraction of TDP; none: the GPU's "
-        "stalled level; 0.157 (110 W) measured for NeMo's LoRA on H100 "
+        "stalled level; 0.153 (107 W) measured for NeMo's LoRA on H100 "
         "[C, mlperf_training_v4_smc]. [1]",
     )
 

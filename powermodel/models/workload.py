@@ -267,8 +267,8 @@ def sync_time(n_gpus: int, base: float, per_doubling: float) -> float:
     computes, so a job whose batch per GPU falls (strong scaling) spends a growing share of each
     step in it (Amdahl's law), with its GPUs near the level at which they wait in a blocked
     collective. Calibrated [C] on the steps of NeMo's Llama 2 70B LoRA on H100 in MLPerf
-    Training v4.0 at 1, 8 and 64 nodes [mlperf_training_v4_smc]_ (``base`` 0.0635 s,
-    ``per_doubling`` 0.0204 s: 0.125, 0.186 and 0.248 s of steps of 3.84, 0.651 and 0.712 s); the
+    Training v4.0 at 1, 8 and 64 nodes [mlperf_training_v4_smc]_ (``base`` 0.0641 s,
+    ``per_doubling`` 0.0204 s: 0.125, 0.186 and 0.247 s of steps of 3.838, 0.651 and 0.712 s); the
     running node power it then predicts is checked against the same runs' power logs
     (tests/test_scale_laws.py).
 
@@ -276,8 +276,10 @@ def sync_time(n_gpus: int, base: float, per_doubling: float) -> float:
     ----------
     .. [nccl_tests] NVIDIA, "Performance reported by NCCL tests", nccl-tests,
        doc/PERFORMANCE.md (2024). https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md
-    .. [mlperf_training_v4_smc] MLCommons, MLPerf Training v4.0, Sustainable Metal Cloud's
-       smc-ac-power results, github.com/mlcommons/training_results_v4.0 (2024).
+    .. [mlperf_training_v4_smc] Sustainable Metal Cloud; MLCommons, "MLPerf Training v4.0
+       results: smc-ac-power and smc-dc-power submissions",
+       github.com/mlcommons/training_results_v4.0 (Apache-2.0) (2024).
+       https://github.com/mlcommons/training_results_v4.0
     """
     return base + per_doubling * float(np.log2(n_gpus))
 
