@@ -160,3 +160,15 @@ def test_a_wait_longer_than_the_communication_is_refused():
     with pytest.raises(ScenarioError, match=r"wait at the barrier .* is longer than the") as err:
         load_scenario(LORA, {"workload.parallelism.sync_time": 2.0}).layout()
     assert "\n" not in str(err.value)
+
+
+def test_the_dashboards_compute_share_leaves_room_for_the_wait(measured):
+    # on 8 nodes the wait takes 0.186 s of the 0.6506-s step (no bubble, no exposed traffic with
+    # PP 1 and LoRA's adapters): a compute share above 1 − 0.2867 = 0.713 cannot be shown
+    from powermodel.webapp import controls
+
+    base = load_scenario(LORA, at_nodes(8, measured))
+    with pytest.raises(ScenarioError, match=r"and wait at the barrier .* at most 0\.713"):
+        controls.overrides({"workload.compute_share": 0.75}, base)
+    out = controls.overrides({"workload.compute_share": 0.6}, base)
+    assert load_scenario(base, out).compute_share == pytest.approx(0.6, rel=1e-9)
