@@ -2016,13 +2016,17 @@ class Scenario(Section):
             raise ValueError(
                 f"gpu.name {self.gpu.name!r} differs from cluster.gpu {self.cluster.gpu!r}"
             )
-        starting = self.workload.startup_power * self.gpu.tdp
-        if starting < self.gpu.idle:
-            raise ValueError(
-                f"workload.startup_power {self.workload.startup_power:g} is {starting:.0f} W on "
-                f"the {self.gpu.name}, below its idle {self.gpu.idle:g} W: raise it to at least "
-                f"{self.gpu.idle / self.gpu.tdp:.3g}"
-            )
+        par = self.workload.parallelism
+        for key, level in (
+            ("workload.startup_power", self.workload.startup_power),
+            ("workload.parallelism.sync_power", None if par is None else par.sync_power),
+        ):
+            if level is not None and level * self.gpu.tdp < self.gpu.idle:
+                raise ValueError(
+                    f"{key} {level:g} is {level * self.gpu.tdp:.0f} W on the {self.gpu.name}, "
+                    f"below its idle {self.gpu.idle:g} W: raise it to at least "
+                    f"{self.gpu.idle / self.gpu.tdp:.3g}"
+                )
         # a working GPU draws at least its idle power, and at least its leakage at the die
         # temperature the phases hold at (the simulation moves that leakage with the die): a
         # phase below either is a wrong trough depth or phase power, not a saving

@@ -196,3 +196,13 @@ def test_one_node_runs_train_near_tdp_whatever_the_model():
         first = (table["benchmark"] == bench) & (table["nodes"] == 1)
         assert float(gpu[row].iloc[0]) == pytest.approx(level, abs=1e-3)
         assert float(gpu[row].iloc[0]) < float(gpu[first].iloc[0])
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("workload.parallelism.sync_power", 0.1), ("workload.startup_power", 0.1)]
+)
+def test_a_level_below_idle_is_refused_naming_its_key(key, value):
+    # 0.1 of 700 W is 70 W, under the H100's 80 W idle: the key and the least it may be (0.114)
+    with pytest.raises(ScenarioError, match=rf"{key} 0.1 is 70 W .* at least 0.114") as err:
+        load_scenario(LORA, {key: value})
+    assert "\n" not in str(err.value)
