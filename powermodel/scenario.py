@@ -513,16 +513,16 @@ class Parallelism(Section):
         0.0,
         ge=0,
         le=60,
-        description="A step's wait at a barrier on one GPU, at the stalled level, whatever the "
-        "tokens a GPU computes; none [A], 0.0641 s measured for NeMo's LoRA on H100 "
-        "[C, mlperf_training_v4_smc]. [s]",
+        description="A step's wait at a barrier on one GPU, at sync_power, however few tokens "
+        "a GPU computes; none, as Llama 3's rows leave no room for it [D, llama3], 0.0641 s "
+        "measured for NeMo's LoRA on H100 [C, mlperf_training_v4_smc]. [s]",
     )
     sync_per_doubling: float = Field(
         0.0,
         ge=0,
         le=60,
         description="What each doubling of the job's GPUs adds to the wait at the barrier; none "
-        "[A], 0.0204 s measured for NeMo's LoRA on H100 [C, mlperf_training_v4_smc]. [s]",
+        "[D, llama3], 0.0204 s measured for NeMo's LoRA on H100 [C, mlperf_training_v4_smc]. [s]",
     )
     sync_power: float | None = Field(
         None,
