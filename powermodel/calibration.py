@@ -126,3 +126,75 @@ def scaled_efficiency(
     ``x / (x + scale·x·(1/η − 1))`` [1]."""
     x, eta = np.asarray(load, dtype=float), np.asarray(efficiency, dtype=float)
     return x / (x + scale * x * (1.0 / eta - 1.0))
+
+
+# The node's own meter: MLPerf's node logs read the node, not the fabric or the storage; a steady
+# running window, the die already at its running temperature (no start-up to cool it).
+NODE_METER = {
+    "simulation.duration": "5min",
+    "reliability.rate_scale": 0.0,
+    "workload.startup_time": "0s",
+    "workload.startup_ramp": "0s",
+    "cluster.network_power": 0.0,
+    "cluster.storage_power_per_gpu": 0.0,
+}
+
+
+def running_node_power(scenario: Scenario, overrides: dict | None = None) -> float:
+    """Mean AC power of one node while the job runs, as its own meter reads it [W]."""
+    sc = load_scenario(scenario, {**NODE_METER, **(overrides or {})})
+    ds = simulate(sc)
+    running = ds["job_state"].values == events.State.RUNNING
+    return float(ds["it_power"].values[running].mean()) * 1e6 / sc.cluster.n_nodes
+
+
+def sync_law(tokens_per_gpu: np.ndarray, n_gpus: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """Work, wait at the barrier on one GPU and what a doubling adds to it, from measured steps.
+
+    Parameters
+    ----------
+    tokens_per_gpu
+        Tokens each GPU computes a step, one value per measured job; the first is the reference.
+    n_gpus
+        GPUs of each job. [1]
+    steps
+        Measured step of each job. [s]
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(work, base, per_doubling)`` [s]: the work of a step at the first job's tokens a GPU,
+        and :func:`~powermodel.models.workload.sync_time`'s coefficients.
+
+    Notes
+    -----
+    Least squares on ``t = λ·work + base + per_doubling·log2 n``, ``λ`` the tokens a GPU computes
+    against the first job's; exact with three jobs. For NeMo's Llama 2 70B LoRA on 1, 8 and 64
+    nodes [D, mlperf_training_v4_smc] the preset ``llama2-70b-lora-h100`` carries the result.
+    """
+    tokens = np.asarray(tokens_per_gpu, dtype=float)
+    design = np.c_[tokens / tokens[0], np.ones(tokens.size), np.log2(np.asarray(n_gpus, float))]
+    return np.linalg.lstsq(design, np.asarray(steps, dtype=float), rcond=None)[0]
+
+
+def wait_levels(
+    scenario: Scenario, sizes: list[dict], node_ac: np.ndarray, start: tuple[float, float]
+) -> np.ndarray:
+    """Trough depth and the wait's level [fraction of TDP] that give two measured running node
+    powers (:func:`running_node_power`, ``sizes`` the overrides of each job, ``node_ac`` [W]).
+
+    Newton's method from ``start`` on the two unknowns, in which the running power is affine but
+    for the supplies' curve: three steps reach 1e-6 W.
+    """
+    target = np.asarray(node_ac, dtype=float)
+
+    def power(x: np.ndarray) -> np.ndarray:
+        keys = {"workload.trough_depth": x[0], "workload.parallelism.sync_power": x[1]}
+        return np.array([running_node_power(scenario, {**size, **keys}) for size in sizes])
+
+    x, h = np.array(start, dtype=float), 1e-3
+    for _ in range(3):
+        now = power(x)
+        jacobian = np.c_[(power(x + [h, 0.0]) - now) / h, (power(x + [0.0, h]) - now) / h]
+        x = x + np.linalg.solve(jacobian, target - now)
+    return x

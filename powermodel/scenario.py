@@ -62,6 +62,7 @@ from powermodel.models.workload import (
     layout_work,
     phase_levels,
     running_level,
+    sync_time,
 )
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
@@ -503,6 +504,34 @@ class Parallelism(Section):
         description="Share of the data-parallel communication hidden behind the work: FSDP "
         "prefetches and reduces asynchronously [P, llama3]; 0.9 [A], range 0.5-1. [1]",
     )
+    # the step's wait at a barrier, sync_time + sync_per_doubling · log2(cluster.n_gpus)
+    # (powermodel.models.workload.sync_time): none by default, as Llama 3's 8K and 16K rows leave
+    # no room for it (with NeMo LoRA's, the 8K row's MFU would be 44.7 % against the published
+    # 43 % [P, llama3 Table 4]); NeMo's Llama 2 70B LoRA on H100 measured 0.0641 s and 0.0204 s
+    # [C, mlperf_training_v4_smc] (docs/model/workload.md, "The wait at the barrier")
+    sync_time: float = Field(
+        0.0,
+        ge=0,
+        le=60,
+        description="A step's wait at a barrier on one GPU, at sync_power, however few tokens "
+        "a GPU computes; none, as Llama 3's rows leave no room for it [D, llama3], 0.0641 s "
+        "measured for NeMo's LoRA on H100 [C, mlperf_training_v4_smc]. [s]",
+    )
+    sync_per_doubling: float = Field(
+        0.0,
+        ge=0,
+        le=60,
+        description="What each doubling of the job's GPUs adds to the wait at the barrier; none "
+        "[D, llama3], 0.0204 s measured for NeMo's LoRA on H100 [C, mlperf_training_v4_smc]. [s]",
+    )
+    sync_power: float | None = Field(
+        None,
+        ge=0,
+        le=1.2,
+        description="GPU power while waiting at the barrier, fraction of TDP; none: the GPU's "
+        "stalled level; 0.153 (107 W) measured for NeMo's LoRA on H100 "
+        "[C, mlperf_training_v4_smc]. [1]",
+    )
 
 
 class Variation(Section):
@@ -681,6 +710,7 @@ class Layout(NamedTuple):
     microbatches: float  # a replica runs each step [1]
     times: StepTimes  # work, bubble, exposed communication [s]
     inner: float  # low-power time inside the work [s]
+    wait: np.ndarray  # share of the step each phase spends waiting at the barrier [1]
 
 
 def _replicas(par: Parallelism, gpus: int, key: str, tokens: float, per_gpu: float) -> int:
@@ -1996,13 +2026,17 @@ class Scenario(Section):
             raise ValueError(
                 f"gpu.name {self.gpu.name!r} differs from cluster.gpu {self.cluster.gpu!r}"
             )
-        starting = self.workload.startup_power * self.gpu.tdp
-        if starting < self.gpu.idle:
-            raise ValueError(
-                f"workload.startup_power {self.workload.startup_power:g} is {starting:.0f} W on "
-                f"the {self.gpu.name}, below its idle {self.gpu.idle:g} W: raise it to at least "
-                f"{self.gpu.idle / self.gpu.tdp:.3g}"
-            )
+        par = self.workload.parallelism
+        for key, level in (
+            ("workload.startup_power", self.workload.startup_power),
+            ("workload.parallelism.sync_power", None if par is None else par.sync_power),
+        ):
+            if level is not None and level * self.gpu.tdp < self.gpu.idle:
+                raise ValueError(
+                    f"{key} {level:g} is {level * self.gpu.tdp:.0f} W on the {self.gpu.name}, "
+                    f"below its idle {self.gpu.idle:g} W: raise it to at least "
+                    f"{self.gpu.idle / self.gpu.tdp:.3g}"
+                )
         # a working GPU draws at least its idle power, and at least its leakage at the die
         # temperature the phases hold at (the simulation moves that leakage with the die): a
         # phase below either is a wrong trough depth or phase power, not a saving
@@ -2072,6 +2106,13 @@ class Scenario(Section):
         )
         watts = levels * self.gpu.tdp
         shares = self.phase_shares()
+        layout = self.layout()
+        if layout is not None and layout.wait.any():
+            # the wait at the barrier, held in the communication phases as their time-weighted
+            # level: the mean, the energy and the period are exact
+            given = wl.parallelism.sync_power
+            waiting = self.gpu.stalled if given is None else given * self.gpu.tdp
+            watts = watts + layout.wait / np.where(shares > 0, shares, 1.0) * (waiting - watts)
         lock = self.mitigation.clock_lock
         if (capped if locked is None else locked) and lock is not None:
             compute = np.array(kinds) == "compute"
@@ -2152,29 +2193,41 @@ class Scenario(Section):
             t0 = derived_step_time(wl.model_params, d0, n0, self.gpu.peak_flops, wl.mfu)
         _, m0, c0 = self._replica_step(n0, d0, "workload.parallelism.reference_gpus")
         dp, m, c = self._replica_step(n, d, "cluster.n_gpus")
-        work0 = layout_work(t0, m0, par.pp, c0, par.virtual_stages, par.overlap)
+        # the wait at the barrier lasts the same however few tokens a GPU computes
+        sync0 = sync_time(n0, par.sync_time, par.sync_per_doubling)
+        sync = sync_time(n, par.sync_time, par.sync_per_doubling)
+        work0 = layout_work(t0 - sync0, m0, par.pp, c0, par.virtual_stages, par.overlap)
         anchor = layout_step(work0, m0, par.pp, c0, par.virtual_stages, par.overlap)
         low = given[kinds == "communication"].sum()
-        inner = low * t0 - anchor.bubble - anchor.exposed  # low-power time in the work [C]
+        inner = low * t0 - anchor.bubble - anchor.exposed - sync0  # low-power work time [C]
+        comm = given / (low or 1.0) * (kinds == "communication")  # how they share the wait
+        if sync0 > low * t0:
+            raise ScenarioError(
+                f"at {n0:,} GPUs the wait at the barrier (workload.parallelism.sync_time and "
+                f"sync_per_doubling: {sync0:.3g} s) is longer than the communication phases' "
+                f"{low * t0:.3g} s of the {t0:.3g} s step: lower it, or raise their share"
+            )
         if n == n0 and d == d0:  # where they were measured: the step and shares as given
-            return Layout(t0, given, dp, m, anchor, inner)
+            return Layout(t0, given, dp, m, anchor, inner, comm * sync0 / t0)
         if inner < 0 or par.overlap * c0 > work0:
             raise ScenarioError(
                 f"at {n0:,} GPUs the layout's pipeline bubble ({anchor.bubble:.3g} s) and exposed "
-                f"communication ({anchor.exposed:.3g} s) exceed the communication phases' "
-                f"{low * t0:.3g} s of the {t0:.3g} s step: raise their share, or "
-                "workload.parallelism's virtual_stages, bandwidth or overlap"
+                f"communication ({anchor.exposed:.3g} s)"
+                + (f", with the wait at the barrier ({sync0:.3g} s)," if sync0 else "")
+                + f" exceed the communication phases' {low * t0:.3g} s of the {t0:.3g} s step: "
+                "raise their share, or workload.parallelism's virtual_stages, bandwidth or overlap"
+                + (", or lower its sync_time" if sync0 else "")
             )
         scale = n0 / n * d / d0  # the tokens a GPU computes, against the reference
         times = layout_step(work0 * scale, m, par.pp, c, par.virtual_stages, par.overlap)
-        step = times.step
+        step = times.step + sync
         # compute and other phases are work; communication phases share the low-power time
         shares = np.where(
             kinds == "communication",
-            given / (low or 1.0) * (inner * scale + times.bubble + times.exposed) / step,
+            comm * (inner * scale + times.bubble + times.exposed + sync) / step,
             given * t0 * scale / step,
         )
-        return Layout(step, shares, dp, m, times, inner * scale)
+        return Layout(step, shares, dp, m, times, inner * scale, comm * sync / step)
 
     def _replica_step(self, gpus: int, tokens: float, key: str) -> tuple[int, float, float]:
         """Data-parallel replicas, the micro-batches each runs and the time of their collectives

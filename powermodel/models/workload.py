@@ -242,6 +242,48 @@ def layout_work(
     return (step_time - exposed) / (1.0 + (pp - 1) / (virtual_stages * microbatches))
 
 
+def sync_time(n_gpus: int, base: float, per_doubling: float) -> float:
+    """Time of a step spent waiting at a barrier, however few tokens a GPU computes.
+
+    Parameters
+    ----------
+    n_gpus
+        GPUs of the job, all of which synchronise every step. [1]
+    base
+        The wait of one GPU alone. [s]
+    per_doubling
+        What each doubling of the GPUs adds to it. [s]
+
+    Returns
+    -------
+    float
+        The wait, ``base + per_doubling · log2(n_gpus)``. [s]
+
+    Notes
+    -----
+    Every step ends at a barrier: host-side launch and scheduling, the optimizer's step, the
+    reductions of the gradient norm and of FP8 scales over all GPUs, whose latency grows with the
+    rounds of a tree or ring, ``log2 n`` [nccl_tests]_. It does not shrink with the tokens a GPU
+    computes, so a job whose batch per GPU falls (strong scaling) spends a growing share of each
+    step in it (Amdahl's law), with its GPUs near the level at which they wait in a blocked
+    collective. Calibrated [C] on the steps of NeMo's Llama 2 70B LoRA on H100 in MLPerf
+    Training v4.0 at 1, 8 and 64 nodes [mlperf_training_v4_smc]_ (``base`` 0.0641 s,
+    ``per_doubling`` 0.0204 s: 0.125, 0.186 and 0.247 s of steps of 3.838, 0.651 and 0.712 s); the
+    running node power it then predicts is checked against the same runs' power logs
+    (tests/test_scale_laws.py).
+
+    References
+    ----------
+    .. [nccl_tests] NVIDIA, "Performance reported by NCCL tests", nccl-tests,
+       doc/PERFORMANCE.md (2024). https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md
+    .. [mlperf_training_v4_smc] Sustainable Metal Cloud; MLCommons, "MLPerf Training v4.0
+       results: smc-ac-power and smc-dc-power submissions",
+       github.com/mlcommons/training_results_v4.0 (Apache-2.0) (2024).
+       https://github.com/mlcommons/training_results_v4.0
+    """
+    return base + per_doubling * float(np.log2(n_gpus))
+
+
 def phase_levels(
     kinds: list[str],
     powers: list[float | None],

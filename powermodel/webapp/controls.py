@@ -490,12 +490,16 @@ def _phase_shares(base: Scenario, compute: float) -> dict[str, float]:
         raise ScenarioError(f"compute share: {compute:g} must lie between 0 and 1")
     layout = base.layout()
     if layout is not None:
-        most = 1.0 - (layout.times.bubble + layout.times.exposed) / layout.step_time
+        # the communication phases hold the bubble, the exposed traffic and the wait at the
+        # barrier at least
+        idle = (layout.times.bubble + layout.times.exposed) / layout.step_time + layout.wait.sum()
+        most = 1.0 - idle
         if compute > most:
             raise ScenarioError(
                 f"compute share: {compute:g} leaves less of the step than the parallel layout's "
-                f"pipeline bubble and exposed communication at {base.cluster.n_gpus:,} GPUs: "
-                f"at most {most:.3g}"
+                f"pipeline bubble and exposed communication"
+                + (" and wait at the barrier" if layout.wait.any() else "")
+                + f" at {base.cluster.n_gpus:,} GPUs: at most {most:.3g}"
             )
     phases = base.workload.phases
     given = sum(p.share for p in phases if p.kind == "compute")
