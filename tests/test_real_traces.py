@@ -219,6 +219,30 @@ def test_mlperf_power_log_cut_last_line_dropped(tmp_path, log):
     assert len(data) == len(np.unique(raw_readings(log)[0][:readings]))
 
 
+def test_mlperf_power_logs_of_several_hosts_joined_are_one_channel_each(tmp_path):
+    """mlperf_logging's logs name each reading's host, so nodes' logs may be joined
+    (``cat node_*.txt``): one channel per host, each with all its readings."""
+    text = (DATA / LENOVO_B200_BERT.file).read_text()
+    path = tmp_path / "nodes.txt"
+    path.write_text(text + text.replace('"host": "node_0"', '"host": "node_1"'))
+    data, meta = _read(path)
+    assert meta["channels"] == ["node_0", "node_1"]
+    _, watts = raw_readings(LENOVO_B200_BERT)
+    for channel in meta["channels"]:
+        np.testing.assert_array_equal(data.loc[data["channel"] == channel, "power"], watts)
+
+
+@pytest.mark.parametrize("log", (SMC_1NODE_LORA, SMC_64NODE_LORA), ids=lambda log: log.file)
+def test_mlperf_power_logs_joined_without_host_refused(tmp_path, log):
+    """Logs without a host joined into one file would mix two meters (or two runs) in one
+    channel, read as one trace with a clock jump: refused at the second measurement's start."""
+    lines = (DATA / log.file).read_text().splitlines(keepends=True)
+    path = tmp_path / "nodes.txt"
+    path.write_text("".join(lines + lines))
+    with pytest.raises(DataFileError, match=rf"line {len(lines) + 2}: .*joined without"):
+        _read(path)
+
+
 # --- the fit on them -------------------------------------------------------------------------
 
 GPUS_PER_NODE = 8  # every shipped log is one node of 8 GPUs (the submissions' system files)

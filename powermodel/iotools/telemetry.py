@@ -943,6 +943,23 @@ def _mlperf_power(text: str, path: Path, log: list, meta: dict) -> pd.DataFrame:
     # the host a reading names is a channel's label, never a path: kept to word characters
     host = _mllog_field(samples, "host", r'"[^"]*"').fillna('"node"').str.strip('"')
     host = host.str.replace(r"[^\w.\-]", "_", regex=True).str.slice(0, 64)
+    # Logs joined into one file (cat node_*.txt) repeat the measurement's start: readings of
+    # one host under two starts are two meters, or two runs, that one channel would mix.
+    measurement = np.cumsum(key == '"power_measurement_start"')[reading]
+    mixed = (
+        pd.DataFrame({"host": host.to_numpy(dtype=str), "run": measurement})
+        .groupby("host")["run"]
+        .nunique()
+    )
+    if (mixed > 1).any():
+        name = str(mixed.index[np.argmax(mixed.to_numpy() > 1)])
+        again = np.flatnonzero(np.diff(measurement) != 0)
+        line = number[again[0] + 1] if again.size else number[0]
+        raise DataFileError(
+            f"{path}: line {line}: the readings of {name!r} continue under another "
+            f"power_measurement_start ({int(mixed.max())} measurements in the file): logs "
+            "joined without their host; give one node's log per file"
+        )
     meta["power_field"] = "power_reading"
     meta["timezone"] = "UTC (Unix times in ms)"
     return pd.DataFrame(
