@@ -167,6 +167,9 @@ def _defective(log: Log, case: str) -> str:
     assert '"power_reading"' in lines[i]
     if case == "result log":
         return "\n".join(line for line in lines if '"power_reading"' not in line) + "\n"
+    if case == "srun result log":  # a result_<i>.txt: the job's output, events rank-prefixed
+        events = [line for line in lines if '"power_reading"' not in line]
+        return "\n".join(["+ echo 'Beginning trial 1 of 10'", *("0: " + e for e in events)])
     if case == "junk line":
         lines[i] = "Traceback (most recent call last):"
     elif case == "text value":
@@ -183,7 +186,8 @@ def _defective(log: Log, case: str) -> str:
 
 
 REFUSED = {
-    "result log": "without power_reading lines",
+    "result log": "without power_reading events (its events: power_measurement_start",
+    "srun result log": "without power_reading events (its events: power_measurement_start",
     "junk line": "line 21: 'Traceback",
     "text value": "line 21: power_reading value is 'n/a W'",
     "negative": "line 21: node",
@@ -241,6 +245,17 @@ def test_mlperf_power_logs_joined_without_host_refused(tmp_path, log):
     path.write_text("".join(lines + lines))
     with pytest.raises(DataFileError, match=rf"line {len(lines) + 2}: .*joined without"):
         _read(path)
+
+
+def test_mlperf_power_log_with_rank_labels_is_read(tmp_path):
+    """A power log captured from a job's output under ``srun --label`` carries the task's rank
+    before each line: read as without it."""
+    text = (DATA / SMC_1NODE_LORA.file).read_text()
+    path = tmp_path / "node_0.txt"
+    path.write_text("".join("0: " + line for line in text.splitlines(keepends=True)))
+    np.testing.assert_array_equal(
+        _read(path)[0]["power"], _read(DATA / SMC_1NODE_LORA.file)[0]["power"]
+    )
 
 
 # --- the fit on them -------------------------------------------------------------------------

@@ -345,7 +345,7 @@ def _detect(text: str, path: Path) -> str:
     if re.search(r"^\s*#\s*Entity\b|^\s*GPU \d+\s+\S", head, re.M):
         return "dcgmi-dmon"
     first = next((line.strip() for line in head.splitlines() if line.strip()), "")
-    if first.startswith(_MLLOG):
+    if re.search(rf"^\s*(?:\d+: )?{_MLLOG} ", head, re.M):  # among a job's output, maybe
         return "mlperf-power"
     if re.match(r"timestamp\b|index\s*,|power\.draw", first) or re.match(
         r"\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}", first
@@ -909,9 +909,16 @@ def _mlperf_power(text: str, path: Path, log: list, meta: dict) -> pd.DataFrame:
     energy by, is kept in ``meta`` but not applied: the readings are the meter's."""
     lines, cut = _lines(text)
     strip = lines.str.strip()
-    tagged = strip.str.startswith(_MLLOG).to_numpy(dtype=bool)
+    # srun --label puts the task's rank before each line of a job's output: "0: :::MLLOG {"
+    tagged = strip.str.contains(rf"^(?:\d+: )?{_MLLOG} ").to_numpy(dtype=bool)
     blank = (strip == "").to_numpy(dtype=bool)
     key = _mllog_field(strip, "key", r'"[^"]*"').fillna("").to_numpy(dtype=str)
+    if not (tagged & (key == '"power_reading"')).any():
+        found = ", ".join(pd.unique(np.char.strip(key[tagged & (key != "")], '"'))[:4])
+        raise DataFileError(
+            f"{path}: an MLPerf log without power_reading events (its events: {found}): a "
+            "result or switch log, not a node's power log; give power/<result>/node_<i>.txt"
+        )
     # an event is one JSON object with its key: anything else is junk, or the last line cut
     whole = tagged & (key != "") & strip.str.endswith("}").to_numpy(dtype=bool)
     bad = _bad_rows(
@@ -919,11 +926,6 @@ def _mlperf_power(text: str, path: Path, log: list, meta: dict) -> pd.DataFrame:
     )
     rows, key = lines[whole & ~bad], key[whole & ~bad]
     reading = key == '"power_reading"'
-    if not reading.any():
-        raise DataFileError(
-            f"{path}: an MLPerf log without power_reading lines (a result log, not a power "
-            "log?): give a power log, power/<result>/node_<i>.txt of the submission"
-        )
     eff = to_floats(_mllog_field(rows[key == '"conversion_eff"'], "value", _FLOAT))
     if eff.size:
         meta["conversion_eff"] = float(eff[0])
