@@ -188,7 +188,8 @@ def read_telemetry(
         name), ``start`` (the first time), ``timezone`` (how times became UTC), ``timed``
         (False where the file has no times and ``period`` timed it), ``warnings``
         (each also issued as a :class:`TelemetryWarning`), ``power_field`` (the field read as
-        power), ``gpus_per_node`` when given.
+        power), ``gpus_per_node`` when given, ``conversion_eff`` where an MLPerf power log
+        states one.
 
     Raises
     ------
@@ -340,13 +341,14 @@ def _text(path: Path) -> str:
 
 def _detect(text: str, path: Path) -> str:
     head = text[:65536]
+    # first: a result log's job output may hold lines like the other formats'
+    if re.search(rf"^\s*(?:\d+: )?{_MLLOG} ", head, re.M):
+        return "mlperf-power"
     if re.search(r"^(?:# (?:HELP|TYPE) )?DCGM_FI_\w+", head, re.M):
         return "dcgm-exporter"
     if re.search(r"^\s*#\s*Entity\b|^\s*GPU \d+\s+\S", head, re.M):
         return "dcgmi-dmon"
     first = next((line.strip() for line in head.splitlines() if line.strip()), "")
-    if re.search(rf"^\s*(?:\d+: )?{_MLLOG} ", head, re.M):  # among a job's output, maybe
-        return "mlperf-power"
     if re.match(r"timestamp\b|index\s*,|power\.draw", first) or re.match(
         r"\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}", first
     ):
