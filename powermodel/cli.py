@@ -256,7 +256,9 @@ def _parser() -> argparse.ArgumentParser:
         parents=[common],
         help="calibrate a scenario on a measured GPU or meter trace (docs: guides/fit)",
     )
-    fitting.add_argument("trace", help="nvidia-smi log, dcgmi dmon, dcgm-exporter or meter CSV")
+    fitting.add_argument(
+        "trace", help="nvidia-smi log, dcgmi dmon, dcgm-exporter, meter CSV or MLPerf power log"
+    )
     fitting.add_argument("--format", choices=FORMATS, help="the trace's format (default: detected)")
     fitting.add_argument("--period", help="sampling period, e.g. 100ms (needed by dcgmi dmon)")
     fitting.add_argument(

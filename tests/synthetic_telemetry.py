@@ -18,6 +18,9 @@ Formats and their options:
   may), ``hostname="node1"`` (a channel ``"<host>/gpu<i>"`` gives its own host).
 - ``"meter"``: ``time`` (ISO 8601, ``Z``) and one ``"<channel> [<unit>]"`` column per
   channel; ``unit="W"`` (``"kW"``, ``"MW"``); ``offset=True`` (False writes naive times).
+- ``"mlperf-power"``: an MLPerf Training power log as mlperf_logging's power_measurement.py
+  writes it: ``:::MLLOG {...}`` events, the measurement's start, ``conversion_eff`` and stop
+  around one ``power_reading`` per sample, its channel as the ``host`` of its metadata.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ def write(data: pd.DataFrame, path: str | Path, format: str, **options) -> Path:
         "dcgmi-dmon": _dcgmi_dmon,
         "dcgm-exporter": _exporter,
         "meter": _meter,
+        "mlperf-power": _mlperf_power,
     }[format]
     path.write_text(writer(data.sort_values(["time", "channel"]), **options), encoding="utf-8")
     return path
@@ -166,4 +170,40 @@ def _meter(data: pd.DataFrame, unit: str = "W", offset: bool = True) -> str:
     lines = [",".join(["time"] + [f"{c} [{unit}]" for c in wide.columns])]
     cells = wide.map(lambda v: "" if np.isnan(v) else repr(float(v)))
     lines += [",".join([s, *row]) for s, row in zip(stamp, cells.to_numpy().tolist(), strict=True)]
+    return "\n".join(lines) + "\n"
+
+
+def _mlperf_power(data: pd.DataFrame, conversion_eff: float = 0.94) -> str:
+    ms = pd.to_datetime(data["time"]).astype("int64") // 1_000_000
+    where = '"metadata": {"file": "power_measurement.py", "lineno": 88, "host": "'
+
+    def event(time_ms, kind: str, key: str, value: str, metadata: str = "{}") -> str:
+        return (
+            f':::MLLOG {{"namespace": "", "time_ms": {time_ms}, "event_type": "{kind}", '
+            f'"key": "{key}", "value": {value}, "metadata": {metadata}}}'
+        )
+
+    first, last = int(ms.min()), int(ms.max())
+    readings = (
+        ':::MLLOG {"namespace": "", "time_ms": '
+        + ms.astype(str)
+        + ', "event_type": "POINT_IN_TIME", "key": "power_reading", "value": '
+        + data["power"].map("{:.1f}".format)
+        + ", "
+        + where
+        + data["channel"]
+        + '"}}'
+    )
+    lines = [
+        event(first, "INTERVAL_START", "power_measurement_start", "null"),
+        event(
+            first,
+            "POINT_IN_TIME",
+            "conversion_eff",
+            f"{conversion_eff}",
+            '{"measurement_type": "AC"}',
+        ),
+        *readings,
+        event(last, "INTERVAL_END", "power_measurement_stop", "null"),
+    ]
     return "\n".join(lines) + "\n"

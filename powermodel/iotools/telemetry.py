@@ -1,6 +1,6 @@
 """Measured GPU and meter telemetry as one tidy frame: ``nvidia-smi`` CSV logs, DCGM's
-``dcgmi dmon`` text and dcgm-exporter's Prometheus scrapes, and CSVs of node, rack, PDU or
-facility meters.
+``dcgmi dmon`` text and dcgm-exporter's Prometheus scrapes, CSVs of node, rack, PDU or
+facility meters, and MLPerf Training's node power logs.
 
 :func:`read_telemetry` returns ``(data, meta)``. ``data`` is long: one row per sample and
 channel, with ``time`` (datetime64[ns], timezone-naive UTC), ``channel`` (``"gpu<i>"``, or
@@ -43,7 +43,8 @@ from powermodel.iotools.trace import (
 
 __all__ = ["FORMATS", "NVIDIA_SMI_QUERY", "TelemetryWarning", "read_telemetry", "to_grid"]
 
-FORMATS = ("nvidia-smi", "dcgmi-dmon", "dcgm-exporter", "meter")
+FORMATS = ("nvidia-smi", "dcgmi-dmon", "dcgm-exporter", "meter", "mlperf-power")
+METER_FORMATS = ("meter", "mlperf-power")  # formats whose channels are meters, not GPUs
 # The query the docs tell users to record, and the column order taken for a log written with
 # --format=csv,noheader when no ``columns`` are given.
 NVIDIA_SMI_QUERY = (
@@ -91,6 +92,8 @@ _PROMETHEUS = re.compile(
 _NUMBER = r"^(?P<number>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-z%°]*)$"
 # Readings a tool prints when it has none (nvidia-smi: [N/A], [Not Supported], [GPU is lost]…)
 _MISSING = r"^(?:\[.*\]|N/A|NaN|nan|)$"
+_MLLOG = ":::MLLOG"  # the tag of MLPerf's log lines (mlperf_logging's mllog)
+_FLOAT = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 
 # Field → (vocabulary name, unit → factor to the vocabulary's unit)
 # ACTIVE_UNITS are factors to MW; W first, the unit a file without units is read in.
@@ -159,6 +162,10 @@ def read_telemetry(
         - ``meter``: a CSV of a time column and one power column per meter, each headed with
           its unit, ``rack1 [kW]``; times as :func:`powermodel.iotools.trace.read_trace`
           reads them.
+        - ``mlperf-power``: an MLPerf Training power log (``power/<result>/node_<i>.txt`` of a
+          submission): ``:::MLLOG {...}`` lines whose ``power_reading`` events carry a node
+          meter's reading [W] and its Unix time in ms; one channel per ``host`` the readings'
+          metadata name (``node`` where they name none), read as meters.
     period
         The sampling period of a file without times: ``dcgmi dmon``'s ``-d`` over 1000, or
         the scrape interval; a file with times is timed by them, not by this. [s]
@@ -181,7 +188,8 @@ def read_telemetry(
         name), ``start`` (the first time), ``timezone`` (how times became UTC), ``timed``
         (False where the file has no times and ``period`` timed it), ``warnings``
         (each also issued as a :class:`TelemetryWarning`), ``power_field`` (the field read as
-        power), ``gpus_per_node`` when given.
+        power), ``gpus_per_node`` when given, ``conversion_eff`` where an MLPerf power log
+        states one.
 
     Raises
     ------
@@ -230,6 +238,8 @@ def read_telemetry(
         meta["power_field"] = "POWER (155)"
     elif format == "dcgm-exporter":
         raw = _exporter(text, path, period, log, meta)
+    elif format == "mlperf-power":
+        raw = _mlperf_power(text, path, log, meta)
     else:
         raw = _meter(path, text, log, meta)
     data, meta = _finish(raw, meta, log, path, gpus_per_node)
@@ -331,6 +341,9 @@ def _text(path: Path) -> str:
 
 def _detect(text: str, path: Path) -> str:
     head = text[:65536]
+    # first: a result log's job output may hold lines like the other formats'
+    if re.search(rf"^\s*(?:\d+: )?{_MLLOG} ", head, re.M):
+        return "mlperf-power"
     if re.search(r"^(?:# (?:HELP|TYPE) )?DCGM_FI_\w+", head, re.M):
         return "dcgm-exporter"
     if re.search(r"^\s*#\s*Entity\b|^\s*GPU \d+\s+\S", head, re.M):
@@ -881,13 +894,95 @@ def _meter(path: Path, text: str, log: list, meta: dict) -> pd.DataFrame:
     )
 
 
+# --- MLPerf power logs ------------------------------------------------------------------------
+
+
+def _mllog_field(rows: pd.Series, name: str, value: str, after: str = "") -> pd.Series:
+    """The text of one JSON field of each MLLOG line (NaN where a line has none, or its text
+    does not match ``value`` followed by ``after``), matched by pattern rather than parsed line
+    by line: a field's place in the line varies by logger."""
+    return rows.str.extract(rf'"{name}"\s*:\s*(?P<v>{value}){after}')["v"]
+
+
+def _mlperf_power(text: str, path: Path, log: list, meta: dict) -> pd.DataFrame:
+    """The readings of an MLPerf power log: each ``power_reading`` line's ``value`` [W] at its
+    ``time_ms``. The other events (the measurement's start and stop, ``conversion_eff``) are no
+    samples; ``conversion_eff``, the efficiency MLPerf's result summarizer multiplies the
+    energy by, is kept in ``meta`` but not applied: the readings are the meter's."""
+    lines, cut = _lines(text)
+    strip = lines.str.strip()
+    # srun --label puts the task's rank before each line of a job's output: "0: :::MLLOG {"
+    tagged = strip.str.contains(rf"^(?:\d+: )?{_MLLOG} ").to_numpy(dtype=bool)
+    blank = (strip == "").to_numpy(dtype=bool)
+    key = _mllog_field(strip, "key", r'"[^"]*"').fillna("").to_numpy(dtype=str)
+    if not (tagged & (key == '"power_reading"')).any():
+        found = ", ".join(pd.unique(np.char.strip(key[tagged & (key != "")], '"'))[:4])
+        raise DataFileError(
+            f"{path}: an MLPerf log without power_reading events (its events: {found}): a "
+            "result or switch log, not a node's power log; give power/<result>/node_<i>.txt"
+        )
+    # an event is one JSON object with its key: anything else is junk, or the last line cut
+    whole = tagged & (key != "") & strip.str.endswith("}").to_numpy(dtype=bool)
+    bad = _bad_rows(
+        ~(whole | blank), lines, cut, log, path, f"an MLPerf log event ('{_MLLOG} {{...}}')"
+    )
+    rows, key = lines[whole & ~bad], key[whole & ~bad]
+    reading = key == '"power_reading"'
+    eff = to_floats(_mllog_field(rows[key == '"conversion_eff"'], "value", _FLOAT))
+    if eff.size:
+        meta["conversion_eff"] = float(eff[0])
+    samples = rows[reading]
+    # whole milliseconds of 15 digits at most (to the year 33658): a longer one is no time
+    ms = to_floats(_mllog_field(samples, "time_ms", r"-?\d{1,15}", after=r"\s*[,}]"))
+    value = _mllog_field(samples, "value", r'"[^"]*"|[^,}\s]+')
+    missing = np.isnan(ms) | value.isna().to_numpy(dtype=bool)
+    if missing.any():
+        i = int(np.flatnonzero(missing)[0])
+        raise DataFileError(
+            f"{path}: line {samples.index[i]}: a power_reading without its "
+            f'"time_ms" or "value" ({int(missing.sum())} such); mend or delete the line'
+        )
+    number = samples.index.to_numpy()
+    power = _values(value.str.strip('"'), _POWER, "W", "power_reading value", number, path, log)
+    # the host a reading names is a channel's label, never a path: kept to word characters
+    host = _mllog_field(samples, "host", r'"[^"]*"').fillna('"node"').str.strip('"')
+    host = host.str.replace(r"[^\w.\-]", "_", regex=True).str.slice(0, 64)
+    # Logs joined into one file (cat node_*.txt) repeat the measurement's start: readings of
+    # one host under two starts are two meters, or two runs, that one channel would mix.
+    measurement = np.cumsum(key == '"power_measurement_start"')[reading]
+    mixed = (
+        pd.DataFrame({"host": host.to_numpy(dtype=str), "run": measurement})
+        .groupby("host")["run"]
+        .nunique()
+    )
+    if (mixed > 1).any():
+        name = str(mixed.index[np.argmax(mixed.to_numpy() > 1)])
+        again = np.flatnonzero(np.diff(measurement) != 0)
+        line = number[again[0] + 1] if again.size else number[0]
+        raise DataFileError(
+            f"{path}: line {line}: the readings of {name!r} continue under another "
+            f"power_measurement_start ({int(mixed.max())} measurements in the file): logs "
+            "joined without their host; give one node's log per file"
+        )
+    meta["power_field"] = "power_reading"
+    meta["timezone"] = "UTC (Unix times in ms)"
+    return pd.DataFrame(
+        {
+            "line": number,
+            "time": EPOCH + (ms.astype(np.int64) * 1_000_000).astype("m8[ns]"),
+            "channel": host.to_numpy(dtype=str),
+            "power": power,
+        }
+    )
+
+
 # --- common checks and repairs ---------------------------------------------------------------
 
 
 def _finish(
     raw: pd.DataFrame, meta: dict, log: list, path: Path, gpus_per_node: int | None
 ) -> tuple[pd.DataFrame, dict]:
-    kind = "meter" if meta["format"] == "meter" else "gpu"
+    kind = "meter" if meta["format"] in METER_FORMATS else "gpu"
     channels = pd.unique(raw["channel"])
     if len(channels) > MAX_CHANNELS:
         raise DataFileError(

@@ -371,7 +371,8 @@ def fit_section() -> list[Any]:
             [
                 dcc.Upload(
                     html.Div(
-                        "upload telemetry (nvidia-smi CSV, dcgmi dmon, dcgm-exporter, meter CSV)"
+                        "upload telemetry (nvidia-smi CSV, dcgmi dmon, dcgm-exporter, meter "
+                        "CSV, MLPerf power log)"
                     ),
                     id=ids.UPLOAD_TRACE,
                     className="upload",
