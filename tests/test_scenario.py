@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 
 import numpy as np
@@ -354,3 +355,20 @@ def test_scenario_rule_and_sweep_files_are_bounded_before_they_are_read(tmp_path
         load_rules(str(big))
     with pytest.raises(PowerModelError, match="not a file: give a sweep file"):
         read_sweep(folder)
+
+
+@pytest.mark.parametrize("idle", [106.4, 80.0, 17.3, 120.3, 99.9])
+def test_a_start_up_share_written_at_the_idle_loads(idle):
+    # A fit writes the start-up level as a share of TDP rounded up to four places
+    # (fit._share_at_least) where the trace's start-up sits at idle; the share times the TDP
+    # can fall a rounding error short of the idle it equals (0.152 x 700 W is
+    # 106.39999999999999 W): MLPerf logs fitted by bench/bench_real_logs.py were refused so.
+    share = math.ceil(idle / 700.0 * 1e4) / 1e4
+    scenario = load_scenario(
+        "llama3-405b-16k-h100", {"gpu.idle": idle, "workload.startup_power": share}
+    )
+    assert scenario.workload.startup_power * scenario.gpu.tdp == pytest.approx(idle, abs=0.07)
+    with pytest.raises(ScenarioError, match="below its idle"):
+        load_scenario(
+            "llama3-405b-16k-h100", {"gpu.idle": idle, "workload.startup_power": share - 2e-4}
+        )
