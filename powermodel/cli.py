@@ -256,11 +256,20 @@ def _parser() -> argparse.ArgumentParser:
         parents=[common],
         help="calibrate a scenario on a measured GPU or meter trace (docs: guides/fit)",
     )
-    fitting.add_argument("trace", help="nvidia-smi log, dcgmi dmon, dcgm-exporter or meter CSV")
+    fitting.add_argument(
+        "trace",
+        help="nvidia-smi log, dcgmi dmon, dcgm-exporter, rocm-smi or amd-smi CSV, or meter CSV",
+    )
     fitting.add_argument("--format", choices=FORMATS, help="the trace's format (default: detected)")
     fitting.add_argument("--period", help="sampling period, e.g. 100ms (needed by dcgmi dmon)")
     fitting.add_argument(
         "--gpus-per-node", type=int, help="GPUs behind each channel of a meter trace"
+    )
+    fitting.add_argument(
+        "--gpus",
+        type=int,
+        help="GPUs per poll of an nvidia-smi log without index (default: inferred from the "
+        "per-GPU memory, temperature or idle power)",
     )
     fitting.add_argument("--preset", default=REFERENCE, help=f"preset to extend ({REFERENCE})")
     fitting.add_argument(
@@ -749,6 +758,7 @@ def _fit(args: argparse.Namespace) -> int:
         format=args.format,
         period=_period(args.period),
         gpus_per_node=args.gpus_per_node,
+        gpus=args.gpus,
         preset=args.preset,
         sensor=args.sensor,
         report=args.report,

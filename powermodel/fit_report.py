@@ -59,11 +59,13 @@ def fit_trace(
     preset: str = REFERENCE,
     sensor: str | None = None,
     report: str | Path | None = None,
+    gpus: int | None = None,
 ) -> FitRun:
     """Read a trace, fit it, check the scenario with every check ``validate`` makes and only
     then write it to ``output`` (a ``.toml``), replay it through the sensor and compare; write
     the HTML ``report`` if asked. Paths and names are checked before any work; what the reader
-    repaired is in ``result.warnings``."""
+    repaired is in ``result.warnings``. ``gpus`` states the GPUs per poll of an nvidia-smi log
+    without ``index`` (:func:`~powermodel.iotools.read_telemetry`)."""
     output = Path(output)
     if output.suffix.lower() != ".toml":
         raise PowerModelError(f"-o {output}: the fitted scenario is TOML: give a .toml name")
@@ -81,7 +83,7 @@ def fit_trace(
         sensors.lookup(sensor)
     with warnings.catch_warnings():  # the repairs are in meta["warnings"]: the caller says them
         warnings.simplefilter("ignore", TelemetryWarning)
-        data, meta = read_telemetry(trace, format, period, gpus_per_node)
+        data, meta = read_telemetry(trace, format, period, gpus_per_node, gpus=gpus)
     result = fit(data, meta, sensor, preset, period, gpus_per_node)
     text = fitted_toml(result, preset, Path(trace).name)
     scenario = _write_validated(text, output)

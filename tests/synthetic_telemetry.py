@@ -96,7 +96,7 @@ def node_power(
     running: float = 600.0,
     swing: float = 150.0,
     step: float = 1.2,
-    loading: float = 0.1,
+    loading: float = 0.2,
     seed: int = 0,
 ) -> pd.DataFrame:
     """A node's GPUs idle, then training: per poll and GPU (columns ``poll``, ``gpu``,

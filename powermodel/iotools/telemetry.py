@@ -70,16 +70,26 @@ MAX_GRID = 100_000_000
 # without ``index`` [A] (8 in an HGX node, 4 in a GB200 compute tray [S, nvidia_blackwell]).
 _MAX_NODE_GPUS = 64
 # A per-GPU field "repeats every N lines" when, in a window of lines, the differences between
-# lines N, 2N, ... apart are all under a third of the smallest difference at any other lag: a
-# margin that the noise of a field without a signature (power in training, utilisation) does not
-# reach in its windows, and that a GPU's own memory, temperature or idle level clears by far [A].
+# lines N and 2N apart are both under a third of the smallest difference at any other lag: a
+# margin that the noise of a field without a signature (power in training) does not reach in
+# its windows, and that a GPU's own memory, temperature or idle level clears by far [A]. The
+# differences at each lag are a mean without its top 5 %: the few pairs that straddle a step of
+# every GPU at once (memory allocated at start-up) would outweigh the GPUs' own differences.
 _CONTRAST = 3.0
+_TRIM = 0.95
+# Power and temperature also follow the workload, which repeats with the iteration: a count is
+# theirs only where lines next to each other (different GPUs at the same time) differ at least
+# this share of the most that lines under 2N apart do; a single GPU's waveform, smooth from one
+# line to the next, does not [A].
+_ADJACENT = 0.3
 _WINDOWS = 64  # windows of lines searched for the signature, spread over the file
-_WINDOW_POLLS = 4  # each window holds this many polls of the largest count searched
-# Times of polls are regular when the 10 % and 90 % quantiles of the time between polls' first
-# lines are within a fifth of its median: nvidia-smi's own jitter is milliseconds, 1 % of polls
-# are slow [A]; a wrong count mixes the short steps within a poll with the long ones between.
+_WINDOW_POLLS = 3  # each window holds this many polls of the largest count searched
+# Polls are told apart by time when the 10 % and 90 % quantiles of the time between polls'
+# first lines are within a fifth of its median (nvidia-smi's own jitter is milliseconds [A])
+# and 98 % of polls span under half of it (the other 2 %: slow polls); a wrong count mixes
+# the short steps within a poll with the long ones between.
 _REGULAR = 0.8
+_TIGHT = 0.98
 # [W] per GPU: seven times the largest board power, 1,400 W of a B300
 # [S, nvidia_blackwell]; above it a reading is a unit mix-up (kW read as W) [A].
 MAX_GPU_POWER = 10e3
@@ -702,20 +712,21 @@ def _polls(
 def _signature(raw: pd.DataFrame, run: np.ndarray, path: Path) -> tuple[str | None, int]:
     """The field whose values repeat with the GPUs, and every how many lines (0: none).
 
-    Each field is searched in windows spread over the file; in each window the count is the
-    smallest N whose lag-N, 2N... mean differences are all under 1/_CONTRAST of the smallest
-    at any other lag (a field steady within each GPU and different between them). A window
-    where some GPUs share a value (idle memory) finds a divisor of the count: the field's
-    count is the one that the most windows' counts divide, and two thirds of them must. The
-    steadiest field found decides; another whose count is neither a divisor nor a multiple of
-    it makes the count ambiguous."""
+    Each field is searched in windows spread over the file (:func:`_window_counts`). A window
+    where some GPUs share a value (idle memory) finds a divisor of the count: a field's count is
+    the one that the most windows' counts divide, and two thirds of them must, in an eighth of
+    the windows or more. The steadiest field found decides (power also repeats with a
+    periodic workload); another whose count is neither a divisor nor a multiple of it makes the
+    count ambiguous."""
     found = {}
     for var in _SIGNATURE:  # three fields at most, each searched with whole-array operations
         if var not in raw:
             continue
-        counts = _window_counts(raw[var].to_numpy(dtype=float), run)
-        counts = counts[counts > 0]
-        if counts.size:
+        counts = _window_counts(raw[var].to_numpy(dtype=float), run, var == "memory_used")
+        windows, counts = counts.size, counts[counts > 0]
+        # An eighth of the windows at least: a field without a signature clears the contrast
+        # in a window now and then by chance, a start-up's idle minutes fill several.
+        if 8 * counts.size >= windows > 0:
             values = np.unique(counts)
             agree = (values[:, None] % counts[None, :] == 0).sum(axis=1)
             if 3 * agree.max() >= 2 * counts.size:
@@ -723,18 +734,18 @@ def _signature(raw: pd.DataFrame, run: np.ndarray, path: Path) -> tuple[str | No
     if not found:
         return None, 0
     field = next(iter(found))
-    n = found[field]
-    if any(n % m and m % n for m in found.values()):
+    if any(found[field] % m and m % found[field] for m in found.values()):
         said = ", ".join(f"{_SIGNATURE[v]} every {m} lines" for v, m in found.items())
         raise DataFileError(
             f"{path}: a log without index whose GPU count is ambiguous: {said}; give the GPUs "
             "per poll, --gpus N (gpus=N), or record with --query-gpu=timestamp,index,..."
         )
-    return field, n
+    return field, found[field]
 
 
-def _window_counts(values: np.ndarray, run: np.ndarray) -> np.ndarray:
-    """Per window of lines, the smallest count N ≥ 2 with which ``values`` repeat (0: none)."""
+def _window_counts(values: np.ndarray, run: np.ndarray, steady: bool) -> np.ndarray:
+    """Per window of lines, the smallest count N ≥ 2 with which ``values`` repeat (0: none);
+    a field not ``steady`` must also differ between adjacent lines (see _ADJACENT)."""
     n = len(values)
     lags = min(2 * _MAX_NODE_GPUS, n // 4)
     if lags < 4:
@@ -746,29 +757,43 @@ def _window_counts(values: np.ndarray, run: np.ndarray) -> np.ndarray:
     mean = np.full((len(starts), lags), np.nan)
     for lag in range(1, lags + 1):  # candidate lags (at most 128), each over all windows
         diff = np.abs(x[:, lag:] - x[:, :-lag])
-        ok = (r[:, lag:] == r[:, :-lag]) & np.isfinite(diff)
-        pairs = ok.sum(axis=1)
-        with np.errstate(invalid="ignore"):
-            mean[:, lag - 1] = np.where(ok, diff, 0.0).sum(axis=1) / np.where(pairs, pairs, np.nan)
+        diff[(r[:, lag:] != r[:, :-lag])] = np.nan
+        with warnings.catch_warnings():  # a window without a pair at this lag: NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            top = np.nanquantile(diff, _TRIM, axis=1, keepdims=True)
+            kept = diff <= top
+            mean[:, lag - 1] = np.where(kept, diff, 0.0).sum(axis=1) / kept.sum(axis=1)
     lag = np.arange(1, lags + 1)
     count = np.arange(2, lags // 2 + 1)
-    multiple = lag[None, :] % count[:, None] == 0  # (count, lag): at least two multiples each
-    at = np.where(multiple[None], mean[:, None, :], -np.inf).max(axis=2)
+    multiple = lag[None, :] % count[:, None] == 0  # (count, lag)
+    near = lag[None, :] < 2 * count[:, None]
+    at = np.maximum(mean[:, count - 1], mean[:, 2 * count - 1])  # lags N and 2N
     other = np.where(~multiple[None], mean[:, None, :], np.inf).min(axis=2)
+    widest = np.where(~multiple[None] & near[None], mean[:, None, :], -np.inf).max(axis=2)
     with np.errstate(invalid="ignore"):
         clear = (other > 0) & (other >= _CONTRAST * at)
+        if not steady:
+            clear &= mean[:, :1] >= _ADJACENT * widest
     return np.where(clear.any(axis=1), count[np.argmax(clear, axis=1)], 0)
 
 
 def _regular(t: np.ndarray, run: np.ndarray, place: np.ndarray, gpus: int) -> bool:
-    """Whether polls of ``gpus`` lines start at regular times (eight polls or more)."""
+    """Whether polls of ``gpus`` lines start at regular times and are short beside the time
+    between them (eight polls or more; see _REGULAR)."""
     first = place % gpus == 0
+    last = np.flatnonzero(place % gpus == gpus - 1)  # a poll's last line, its first g-1 before
     starts, runs = t[first], run[first]
     between = np.diff(starts)[runs[1:] == runs[:-1]]
     if between.size < 8:
         return False
+    span = t[last] - t[last - (gpus - 1)]
     low, typical, high = np.quantile(between, [0.1, 0.5, 0.9])
-    return bool(typical > 0 and low > _REGULAR * typical and high * _REGULAR < typical)
+    return bool(
+        typical > 0
+        and low > _REGULAR * typical
+        and high * _REGULAR < typical
+        and np.quantile(span, _TIGHT) < 0.5 * typical
+    )
 
 
 def _backward(t: np.ndarray, run: np.ndarray, gpus: int) -> int:
