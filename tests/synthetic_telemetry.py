@@ -76,6 +76,8 @@ def smi_stamps(
     its query completes, the queries of a poll filling ``spread`` of the period [s] with
     jitter; a poll in ``slow`` spreads over 1–9 s (the next starts when it ends); after a poll
     in ``overlap`` the next poll's first line is stamped 5 ms before its last one."""
+    if overlap and gpus < 2:
+        raise ValueError("an overlap puts one GPU's line before another's: give 2 GPUs or more")
     rng = np.random.default_rng(seed)
     offsets = np.cumsum(rng.uniform(0.5, 1.5, (polls, gpus)) * period * spread / gpus, axis=1)
     slow = np.asarray(slow, dtype=int)

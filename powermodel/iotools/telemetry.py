@@ -283,13 +283,15 @@ def read_telemetry(
     new run) is GPU k mod N, and each sample keeps its own stamp. N is ``gpus`` when given,
     else inferred from the per-GPU signature: the smallest N for which a field's values
     (memory used, temperature, idle power and clock levels, in that order) differ little
-    between lines N, 2N, ... apart and clearly more at every other lag, in the windows of
-    the file where they differ at all; fields that repeat with different N must divide the
-    largest. Without a signature, N is the smallest count whose polls start at regular
-    times. Either way the times must agree: each GPU's time goes back no more than clock
-    jumps do. Refused, naming ``gpus``: no field repeats and no count gives regular polls;
-    fields that repeat with N that do not divide one another; ``gpus`` that is no multiple
-    of a field's N. A poll cut short at the end of a run is dropped with a warning.
+    between lines N and 2N apart and clearly more at every other lag, in the windows of the
+    file where they differ at all (power must also differ between adjacent lines: a periodic
+    workload repeats too); the steadiest field found decides. Without a signature, N is the
+    smallest count whose polls start at regular times and are short beside the time between
+    them (the GPUs' lines close together, as they are where queries are fast). Either way
+    the times must agree: each GPU's time goes back no more than clock jumps do. Refused,
+    naming ``gpus``: no field repeats and no count gives such polls; fields whose N are
+    neither divisors nor multiples of one another; ``gpus`` that is no multiple of a field's
+    N. A poll cut short at the end of a run is dropped with a warning.
     """
     path = Path(path)
     text = _text(path)
@@ -305,7 +307,9 @@ def read_telemetry(
     log: list[str] = []
     meta = {"format": format, "source": path.name, "timezone": "UTC (as written)", "timed": True}
     if gpus is not None and not (
-        isinstance(gpus, (int, np.integer)) and 1 <= gpus <= _MAX_NODE_GPUS
+        isinstance(gpus, (int, np.integer))
+        and not isinstance(gpus, bool)
+        and 1 <= gpus <= _MAX_NODE_GPUS
     ):
         raise DataFileError(
             f"{path}: gpus {gpus!r} is not a whole number of GPUs from 1 to "
@@ -662,7 +666,7 @@ def _polls(
     size = np.diff(np.r_[start, len(run)])
     place = np.arange(len(run)) - np.repeat(start, size)
     largest = min(_MAX_NODE_GPUS, int(size.max()))
-    field, period = _signature(raw, run, path)
+    found = _signature(raw, run)
     fix = (
         "give the GPUs per poll, --gpus N (gpus=N), or record with "
         "--query-gpu=timestamp,index,... so each line names its GPU"
@@ -673,14 +677,23 @@ def _polls(
                 f"{path}: --gpus {gpus} is more than the {int(size.max())} lines of the log's "
                 f"longest run: no poll is whole; {fix}"
             )
-        if period and gpus % period:
+        field = next((var for var, n in found.items() if gpus % n), None)
+        if field is not None:
             raise DataFileError(
                 f"{path}: --gpus {gpus} does not fit the log: {_SIGNATURE[field]} "
-                f"repeats every {period} lines, one per GPU; give --gpus {period}"
+                f"repeats every {found[field]} lines, one per GPU; give --gpus {found[field]}"
             )
         source = "given"
-    elif period:
-        gpus, source = period, _SIGNATURE[field]
+    elif found:
+        # The steadiest field decides (power also repeats with a periodic workload); another
+        # whose count is neither a divisor nor a multiple of it leaves the count ambiguous.
+        field = next(iter(found))
+        gpus, source = found[field], _SIGNATURE[field]
+        if any(gpus % m and m % gpus for m in found.values()):
+            said = ", ".join(f"{_SIGNATURE[v]} every {m} lines" for v, m in found.items())
+            raise DataFileError(
+                f"{path}: a log without index whose GPU count is ambiguous: {said}; {fix}"
+            )
     else:
         regular = next((g for g in range(1, largest + 1) if _regular(t, run, place, g)), None)
         if regular is None:
@@ -709,15 +722,13 @@ def _polls(
     return raw.assign(channel=np.char.add("gpu", (place[complete] % gpus).astype(str)))
 
 
-def _signature(raw: pd.DataFrame, run: np.ndarray, path: Path) -> tuple[str | None, int]:
-    """The field whose values repeat with the GPUs, and every how many lines (0: none).
+def _signature(raw: pd.DataFrame, run: np.ndarray) -> dict[str, int]:
+    """Each field whose values repeat with the GPUs, and every how many lines, steadiest first.
 
     Each field is searched in windows spread over the file (:func:`_window_counts`). A window
     where some GPUs share a value (idle memory) finds a divisor of the count: a field's count is
     the one that the most windows' counts divide, and two thirds of them must, in an eighth of
-    the windows or more. The steadiest field found decides (power also repeats with a
-    periodic workload); another whose count is neither a divisor nor a multiple of it makes the
-    count ambiguous."""
+    the windows or more."""
     found = {}
     for var in _SIGNATURE:  # three fields at most, each searched with whole-array operations
         if var not in raw:
@@ -731,16 +742,7 @@ def _signature(raw: pd.DataFrame, run: np.ndarray, path: Path) -> tuple[str | No
             agree = (values[:, None] % counts[None, :] == 0).sum(axis=1)
             if 3 * agree.max() >= 2 * counts.size:
                 found[var] = int(values[np.argmax(agree)])
-    if not found:
-        return None, 0
-    field = next(iter(found))
-    if any(found[field] % m and m % found[field] for m in found.values()):
-        said = ", ".join(f"{_SIGNATURE[v]} every {m} lines" for v, m in found.items())
-        raise DataFileError(
-            f"{path}: a log without index whose GPU count is ambiguous: {said}; give the GPUs "
-            "per poll, --gpus N (gpus=N), or record with --query-gpu=timestamp,index,..."
-        )
-    return field, found[field]
+    return found
 
 
 def _window_counts(values: np.ndarray, run: np.ndarray, steady: bool) -> np.ndarray:
