@@ -145,7 +145,7 @@ _EXPORTER_FIELDS = {
     "DCGM_FI_DEV_GPU_TEMP": ("temperature", _CELSIUS, "C"),
 }
 # rocm-smi --csv heads each field with its name and unit; the power is the "Current Socket"
-# package power on MI300 and later, the "Average" one before [S, rocm_smi_lib rocm_smi.py].
+# package power on MI300 and later, the "Average" one before [S, rocm_smi].
 # Each variable's fields in order of preference.
 _ROCM_FIELDS = {
     "power": (
@@ -161,7 +161,7 @@ _ROCM_FIELDS = {
 }
 # amd-smi metric --csv flattens its sections to their keys (socket_power, gfx_activity,
 # hotspot, used_vram); amd-smi monitor --csv names them power_usage, gfx, gfx_clk,
-# hotspot_temperature, vram_used [S, amdsmi amdsmi_commands.py, amdsmi_logger.py].
+# hotspot_temperature, vram_used [S, amd_smi].
 _AMD_FIELDS = {
     "power": (
         ("socket_power", _POWER),
