@@ -398,7 +398,8 @@ def test_untimed_files_need_a_period(tmp_path) -> None:
         (b"timestamp, power.draw [W]\n\xff\xfe, 1 W\n", "line 2 is not UTF-8"),
         (
             b"hello world\n",
-            r"not a telemetry file.*nvidia-smi, dcgmi-dmon, dcgm-exporter, rocm-smi, amd-smi, meter",
+            r"not a telemetry file.*nvidia-smi, dcgmi-dmon, dcgm-exporter, rocm-smi, amd-smi, "
+            "meter",
         ),
         (b"timestamp, index, power.draw [W]\n", "a header and no samples"),
         (b"time,rack1\n2025-01-01T00:00Z,1\n", r"column 'rack1': it has no unit.*'rack1 \[kW\]'"),
