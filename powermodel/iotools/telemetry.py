@@ -1,12 +1,12 @@
-"""Measured GPU and meter telemetry as one tidy frame: ``nvidia-smi`` CSV logs, DCGM's
-``dcgmi dmon`` text and dcgm-exporter's Prometheus scrapes, and CSVs of node, rack, PDU or
-facility meters.
+"""Measured GPU and meter telemetry as one tidy frame: ``nvidia-smi`` CSV logs (with or
+without ``index``), DCGM's ``dcgmi dmon`` text and dcgm-exporter's Prometheus scrapes, AMD's
+``rocm-smi`` and ``amd-smi`` CSV, and CSVs of node, rack, PDU or facility meters.
 
 :func:`read_telemetry` returns ``(data, meta)``. ``data`` is long: one row per sample and
 channel, with ``time`` (datetime64[ns], timezone-naive UTC), ``channel`` (``"gpu<i>"``, or
 ``"<host>/gpu<i>"`` when a file holds several hosts; a meter column's name without its unit),
-``power`` [W] and, where the file has them, ``utilization`` [1] (0–1), ``sm_clock`` [MHz] and
-``temperature`` [°C]; sorted by channel, then time. :func:`to_grid` bins it onto a uniform
+``power`` [W] and, where the file has them, ``utilization`` [1] (0–1), ``sm_clock`` [MHz],
+``temperature`` [°C] and ``memory_used`` [MiB]; sorted by channel, then time. :func:`to_grid` bins it onto a uniform
 time grid, NaN where a channel has no sample.
 
 Everything read is hostile: the file's size, rows and channels are bounded before it is
