@@ -6,8 +6,8 @@ without ``index``), DCGM's ``dcgmi dmon`` text and dcgm-exporter's Prometheus sc
 channel, with ``time`` (datetime64[ns], timezone-naive UTC), ``channel`` (``"gpu<i>"``, or
 ``"<host>/gpu<i>"`` when a file holds several hosts; a meter column's name without its unit),
 ``power`` [W] and, where the file has them, ``utilization`` [1] (0–1), ``sm_clock`` [MHz],
-``temperature`` [°C] and ``memory_used`` [MiB]; sorted by channel, then time. :func:`to_grid` bins it onto a uniform
-time grid, NaN where a channel has no sample.
+``temperature`` [°C] and ``memory_used`` [MiB]; sorted by channel, then time.
+:func:`to_grid` bins it onto a uniform time grid, NaN where a channel has no sample.
 
 Everything read is hostile: the file's size, rows and channels are bounded before it is
 parsed, a defect that can be repaired is repaired and reported as a :class:`TelemetryWarning`
@@ -699,8 +699,8 @@ def _polls(
         if regular is None:
             raise DataFileError(
                 f"{path}: a log without index whose GPUs cannot be told apart: no field "
-                "(memory.used, temperature.gpu, power...) repeats with the GPUs and no count of "
-                f"GPUs gives polls at regular times; {fix}"
+                "(memory.used, temperature.gpu, power) repeats with the GPUs and no count of "
+                f"GPUs gives regular polls whose lines come close together; {fix}"
             )
         gpus, source = regular, "times"
     back = _backward(t, run, gpus)
