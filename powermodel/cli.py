@@ -114,6 +114,21 @@ def _outputs(args: argparse.Namespace) -> list[str]:
     return [name for name in names if name]
 
 
+def _trace_arguments(parser: argparse.ArgumentParser) -> None:
+    """How a trace is read, the same for ``fit`` and ``predict``."""
+    parser.add_argument("--format", choices=FORMATS, help="the trace's format (default: detected)")
+    parser.add_argument("--period", help="sampling period, e.g. 100ms (needed by dcgmi dmon)")
+    parser.add_argument(
+        "--gpus-per-node", type=int, help="GPUs behind each channel of a meter trace"
+    )
+    parser.add_argument(
+        "--gpus",
+        type=int,
+        help="GPUs per poll of an nvidia-smi log without index (default: inferred from the "
+        "per-GPU memory, temperature or idle power)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="powermodel",
@@ -257,13 +272,11 @@ def _parser() -> argparse.ArgumentParser:
         help="calibrate a scenario on a measured GPU or meter trace (docs: guides/fit)",
     )
     fitting.add_argument(
-        "trace", help="nvidia-smi log, dcgmi dmon, dcgm-exporter, meter CSV or MLPerf power log"
+        "trace",
+        help="nvidia-smi log, dcgmi dmon, dcgm-exporter, rocm-smi or amd-smi CSV, meter CSV or "
+        "MLPerf power log",
     )
-    fitting.add_argument("--format", choices=FORMATS, help="the trace's format (default: detected)")
-    fitting.add_argument("--period", help="sampling period, e.g. 100ms (needed by dcgmi dmon)")
-    fitting.add_argument(
-        "--gpus-per-node", type=int, help="GPUs behind each channel of a meter trace"
-    )
+    _trace_arguments(fitting)
     fitting.add_argument("--preset", default=REFERENCE, help=f"preset to extend ({REFERENCE})")
     fitting.add_argument(
         "--gpu",
@@ -294,11 +307,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     predicting.add_argument("scenario", help="the fitted .toml (or any scenario)")
     predicting.add_argument("trace", help="the other run's trace, as `fit` reads it")
-    predicting.add_argument("--format", choices=FORMATS, help="the trace's format")
-    predicting.add_argument("--period", help="sampling period, e.g. 100ms (dcgmi dmon)")
-    predicting.add_argument(
-        "--gpus-per-node", type=int, help="GPUs behind each channel of a meter trace"
-    )
+    _trace_arguments(predicting)
     predicting.add_argument("--sensor", help="the chain the trace was read through")
     predicting.add_argument("--report", help="write an HTML report of the trace and prediction")
     predicting.set_defaults(func=_predict)
@@ -794,6 +803,7 @@ def _fit(args: argparse.Namespace) -> int:
         format=args.format,
         period=_period(args.period),
         gpus_per_node=args.gpus_per_node,
+        gpus=args.gpus,
         preset=args.preset,
         sensor=args.sensor,
         report=args.report,
@@ -824,6 +834,7 @@ def _predict(args: argparse.Namespace) -> int:
         format=args.format,
         period=_period(args.period),
         gpus_per_node=args.gpus_per_node,
+        gpus=args.gpus,
         sensor=args.sensor,
         report=args.report,
     )

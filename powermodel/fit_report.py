@@ -146,13 +146,15 @@ def fit_trace(
     report: str | Path | None = None,
     gpu: str | None = None,
     holdout: float | None = HOLDOUT,
+    gpus: int | None = None,
 ) -> FitRun:
     """Read a trace, fit it, check the scenario with every check ``validate`` makes and only
     then write it to ``output`` (a ``.toml``); predict the trace by a fresh run of it, replay it
     over the trace's timeline, and compare both; fit the first part of the trace and predict
     the ``holdout`` share at its end (None or 0: no hold-out); write the HTML ``report`` if
     asked. Paths, names and bounds are checked before any work; what the reader repaired is
-    in ``result.warnings``."""
+    in ``result.warnings``. ``gpus`` states the GPUs per poll of an nvidia-smi log
+    without ``index`` (:func:`~powermodel.iotools.read_telemetry`)."""
     output = Path(output)
     if output.suffix.lower() != ".toml":
         raise PowerModelError(f"-o {output}: the fitted scenario is TOML: give a .toml name")
@@ -169,7 +171,7 @@ def fit_trace(
     base = with_gpu(load_scenario(preset), gpu)  # a GPU name is checked before the trace is read
     with warnings.catch_warnings():  # the repairs are in meta["warnings"]: the caller says them
         warnings.simplefilter("ignore", TelemetryWarning)
-        data, meta = read_telemetry(trace, format, period, gpus_per_node)
+        data, meta = read_telemetry(trace, format, period, gpus_per_node, gpus=gpus)
     _check_span(data, meta, sensor, base, period)
 
     def fit_part(frame: pd.DataFrame) -> Fit:  # the whole trace, or a hold-out's first part
@@ -194,6 +196,7 @@ def predict_trace(
     format: str | None = None,
     period: float | None = None,
     gpus_per_node: int | None = None,
+    gpus: int | None = None,
     sensor: str | None = None,
     report: str | Path | None = None,
 ) -> PredictRun:
@@ -209,7 +212,7 @@ def predict_trace(
     preflight(chosen, memory=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TelemetryWarning)
-        data, meta = read_telemetry(trace, format, period, gpus_per_node)
+        data, meta = read_telemetry(trace, format, period, gpus_per_node, gpus=gpus)
     _check_span(data, meta, sensor, chosen, period)
     result = fit(data, meta, sensor, chosen, period, gpus_per_node)
     predicted = predict(result, chosen)

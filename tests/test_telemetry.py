@@ -396,7 +396,11 @@ def test_untimed_files_need_a_period(tmp_path) -> None:
         (b"  \n\n", "the file is empty"),
         (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "a binary file"),
         (b"timestamp, power.draw [W]\n\xff\xfe, 1 W\n", "line 2 is not UTF-8"),
-        (b"hello world\n", r"not a telemetry file.*nvidia-smi, dcgmi-dmon, dcgm-exporter, meter"),
+        (
+            b"hello world\n",
+            r"not a telemetry file.*nvidia-smi, dcgmi-dmon, dcgm-exporter, rocm-smi, amd-smi, "
+            "meter",
+        ),
         (b"timestamp, index, power.draw [W]\n", "a header and no samples"),
         (b"time,rack1\n2025-01-01T00:00Z,1\n", r"column 'rack1': it has no unit.*'rack1 \[kW\]'"),
         (

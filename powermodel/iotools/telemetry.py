@@ -1,13 +1,14 @@
-"""Measured GPU and meter telemetry as one tidy frame: ``nvidia-smi`` CSV logs, DCGM's
-``dcgmi dmon`` text and dcgm-exporter's Prometheus scrapes, CSVs of node, rack, PDU or
-facility meters, and MLPerf Training's node power logs.
+"""Measured GPU and meter telemetry as one tidy frame: ``nvidia-smi`` CSV logs (with or
+without ``index``), DCGM's ``dcgmi dmon`` text and dcgm-exporter's Prometheus scrapes, AMD's
+``rocm-smi`` and ``amd-smi`` CSV, CSVs of node, rack, PDU or facility meters, and MLPerf
+Training's node power logs.
 
 :func:`read_telemetry` returns ``(data, meta)``. ``data`` is long: one row per sample and
 channel, with ``time`` (datetime64[ns], timezone-naive UTC), ``channel`` (``"gpu<i>"``, or
 ``"<host>/gpu<i>"`` when a file holds several hosts; a meter column's name without its unit),
-``power`` [W] and, where the file has them, ``utilization`` [1] (0–1), ``sm_clock`` [MHz] and
-``temperature`` [°C]; sorted by channel, then time. :func:`to_grid` bins it onto a uniform
-time grid, NaN where a channel has no sample.
+``power`` [W] and, where the file has them, ``utilization`` [1] (0–1), ``sm_clock`` [MHz],
+``temperature`` [°C] and ``memory_used`` [MiB]; sorted by channel, then time.
+:func:`to_grid` bins it onto a uniform time grid, NaN where a channel has no sample.
 
 Everything read is hostile: the file's size, rows and channels are bounded before it is
 parsed, a defect that can be repaired is repaired and reported as a :class:`TelemetryWarning`
@@ -43,7 +44,15 @@ from powermodel.iotools.trace import (
 
 __all__ = ["FORMATS", "NVIDIA_SMI_QUERY", "TelemetryWarning", "read_telemetry", "to_grid"]
 
-FORMATS = ("nvidia-smi", "dcgmi-dmon", "dcgm-exporter", "meter", "mlperf-power")
+FORMATS = (
+    "nvidia-smi",
+    "dcgmi-dmon",
+    "dcgm-exporter",
+    "rocm-smi",
+    "amd-smi",
+    "meter",
+    "mlperf-power",
+)
 METER_FORMATS = ("meter", "mlperf-power")  # formats whose channels are meters, not GPUs
 # The query the docs tell users to record, and the column order taken for a log written with
 # --format=csv,noheader when no ``columns`` are given.
@@ -70,6 +79,27 @@ MAX_GRID = 100_000_000
 # One nvidia-smi lists one node's GPUs; 64 bounds the search for GPUs per poll in a log
 # without ``index`` [A] (8 in an HGX node, 4 in a GB200 compute tray [S, nvidia_blackwell]).
 _MAX_NODE_GPUS = 64
+# A per-GPU field "repeats every N lines" when, in a window of lines, the differences between
+# lines N and 2N apart are both under a third of the smallest difference at any other lag: a
+# margin that the noise of a field without a signature (power in training) does not reach in
+# its windows, and that a GPU's own memory, temperature or idle level clears by far [A]. The
+# differences at each lag are a mean without its top 5 %: the few pairs that straddle a step of
+# every GPU at once (memory allocated at start-up) would outweigh the GPUs' own differences.
+_CONTRAST = 3.0
+_TRIM = 0.95
+# Power and temperature also follow the workload, which repeats with the iteration: a count is
+# theirs only where lines next to each other (different GPUs at the same time) differ at least
+# this share of the most that lines under 2N apart do; a single GPU's waveform, smooth from one
+# line to the next, does not [A].
+_ADJACENT = 0.3
+_WINDOWS = 64  # windows of lines searched for the signature, spread over the file
+_WINDOW_POLLS = 3  # each window holds this many polls of the largest count searched
+# Polls are told apart by time when the 10 % and 90 % quantiles of the time between polls'
+# first lines are within a fifth of its median (nvidia-smi's own jitter is milliseconds [A])
+# and 98 % of polls span under half of it (the other 2 %: slow polls); a wrong count mixes
+# the short steps within a poll with the long ones between.
+_REGULAR = 0.8
+_TIGHT = 0.98
 # [W] per GPU: seven times the largest board power, 1,400 W of a B300
 # [S, nvidia_blackwell]; above it a reading is a unit mix-up (kW read as W) [A].
 MAX_GPU_POWER = 10e3
@@ -101,6 +131,8 @@ _POWER = {u: f * 1e6 for u, f in sorted(ACTIVE_UNITS.items(), key=lambda item: i
 _PERCENT = {"%": 0.01}
 _MHZ = {"MHz": 1.0, "MHZ": 1.0, "GHz": 1e3}
 _CELSIUS = {"C": 1.0, "°C": 1.0}
+# [MiB]: nvidia-smi prints MiB; amd-smi's "MB" are MiB (bytes // 2**20); rocm-smi prints bytes.
+_MIB = {"MiB": 1.0, "MB": 1.0, "GiB": 1024.0, "B": 2.0**-20}
 _SMI_FIELDS = {
     "power.draw.instant": ("power", _POWER),
     "power.draw": ("power", _POWER),
@@ -109,6 +141,7 @@ _SMI_FIELDS = {
     "clocks.sm": ("sm_clock", _MHZ),
     "clocks.current.sm": ("sm_clock", _MHZ),
     "temperature.gpu": ("temperature", _CELSIUS),
+    "memory.used": ("memory_used", _MIB),
 }
 # dcgmi dmon prints each field's short name and unit; field ids 155, 203, 100, 150.
 _DMON_FIELDS = {
@@ -123,7 +156,42 @@ _EXPORTER_FIELDS = {
     "DCGM_FI_DEV_SM_CLOCK": ("sm_clock", _MHZ, "MHz"),
     "DCGM_FI_DEV_GPU_TEMP": ("temperature", _CELSIUS, "C"),
 }
-OPTIONAL = ("utilization", "sm_clock", "temperature")
+# rocm-smi --csv heads each field with its name and unit; the power is the "Current Socket"
+# package power on MI300 and later, the "Average" one before [S, rocm_smi].
+# Each variable's fields in order of preference.
+_ROCM_FIELDS = {
+    "power": (
+        ("Current Socket Graphics Package Power", _POWER),
+        ("Average Graphics Package Power", _POWER),
+    ),
+    "utilization": (("GPU use", _PERCENT),),
+    "temperature": (
+        ("Temperature (Sensor junction)", _CELSIUS),
+        ("Temperature (Sensor edge)", _CELSIUS),
+    ),
+    "memory_used": (("VRAM Total Used Memory", _MIB),),
+}
+# amd-smi metric --csv flattens its sections to their keys (socket_power, gfx_activity,
+# hotspot, used_vram); amd-smi monitor --csv names them power_usage, gfx, gfx_clk,
+# hotspot_temperature, vram_used [S, amd_smi].
+_AMD_FIELDS = {
+    "power": (
+        ("socket_power", _POWER),
+        ("power_usage", _POWER),
+        ("current_socket_power", _POWER),
+        ("average_socket_power", _POWER),
+    ),
+    "utilization": (("gfx_activity", _PERCENT), ("gfx_usage", _PERCENT), ("gfx", _PERCENT)),
+    "sm_clock": (("gfx_clk", _MHZ), ("gfx_0_clk", _MHZ)),
+    "temperature": (("hotspot_temperature", _CELSIUS), ("hotspot", _CELSIUS)),
+    "memory_used": (("used_vram", _MIB), ("vram_used", _MIB)),
+}
+OPTIONAL = ("utilization", "sm_clock", "temperature", "memory_used")
+# The fields whose repeating per-GPU values tell the GPUs of a log without index apart, the
+# steadiest first: the memory a GPU holds, its temperature, its idle power level. Utilisation
+# and clocks are left out: GPUs in step share them, and a periodic workload makes them repeat
+# with the iteration, not with the GPUs.
+_SIGNATURE = {"memory_used": "memory.used", "temperature": "temperature.gpu", "power": "power"}
 
 
 class TelemetryWarning(UserWarning):
@@ -138,6 +206,7 @@ def read_telemetry(
     gpus_per_node: int | None = None,
     *,
     columns: Sequence[str] | None = None,
+    gpus: int | None = None,
 ) -> tuple[pd.DataFrame, dict]:
     """Read GPU or meter telemetry into a tidy frame.
 
@@ -146,19 +215,26 @@ def read_telemetry(
     path
         The file: UTF-8 text written by one of the tools below.
     format
-        ``"nvidia-smi"``, ``"dcgmi-dmon"``, ``"dcgm-exporter"`` or ``"meter"``; detected from
-        the first lines when None.
+        One of :data:`FORMATS`; detected from the first lines when None.
 
         - ``nvidia-smi``: ``nvidia-smi --query-gpu=timestamp,index,power.draw,
-          utilization.gpu,clocks.sm,temperature.gpu --format=csv -lms 100``, with or without
-          ``index``, ``noheader`` or ``nounits``; ``power.draw.instant`` (preferred) or
-          ``power.draw.average`` may replace ``power.draw``. Without ``index`` the GPUs of one
-          poll are told apart by time (see Notes). Timestamps are read as UTC.
+          utilization.gpu,clocks.sm,temperature.gpu,memory.used --format=csv -lms 100``,
+          with or without ``index``, ``noheader`` or ``nounits``; ``power.draw.instant``
+          (preferred) or ``power.draw.average`` may replace ``power.draw``. Without ``index``
+          line k of a logger run is GPU k mod N (see Notes). Timestamps are read as UTC.
         - ``dcgmi-dmon``: ``dcgmi dmon -e 155,203,100,150 -d 100`` output; it prints no times,
           so ``period`` is required.
         - ``dcgm-exporter``: concatenated Prometheus scrapes of dcgm-exporter
           (``DCGM_FI_DEV_POWER_USAGE``, ``_GPU_UTIL``, ``_SM_CLOCK``, ``_GPU_TEMP``; other
           metrics are ignored); samples without a timestamp need ``period``.
+        - ``rocm-smi``: ``rocm-smi --showpower --showuse --showtemp --showmeminfo vram
+          --csv`` run in a loop: a ``device`` column (``card0``...), fields headed with their
+          unit, ``Average Graphics Package Power (W)`` or ``Current Socket Graphics Package
+          Power (W)``; it prints no times, so ``period`` (the loop's) is required.
+        - ``amd-smi``: ``amd-smi metric --csv`` (``socket_power``, ``gfx_activity``,
+          ``hotspot``, ``used_vram``) or ``amd-smi monitor --csv`` (``power_usage``, ``gfx``,
+          ``gfx_clk``, ``hotspot_temperature``, ``vram_used``), a ``gpu`` column; with
+          ``-w`` (watch) a ``timestamp`` column (Unix seconds) times it, else ``period``.
         - ``meter``: a CSV of a time column and one power column per meter, each headed with
           its unit, ``rack1 [kW]``; times as :func:`powermodel.iotools.trace.read_trace`
           reads them.
@@ -175,12 +251,17 @@ def read_telemetry(
     columns
         The fields of an nvidia-smi log written with ``noheader``, in the order of its
         ``--query-gpu`` list (default :data:`NVIDIA_SMI_QUERY`).
+    gpus
+        GPUs per poll of an nvidia-smi log without ``index`` (the GPUs of the node the log
+        was recorded on); inferred when None (see Notes). Logs that name each line's GPU
+        do not use it.
 
     Returns
     -------
     data : pandas.DataFrame
         ``time``, ``channel``, ``power`` [W], and ``utilization`` [1], ``sm_clock`` [MHz],
-        ``temperature`` [°C] where the file has them; sorted by ``(channel, time)``.
+        ``temperature`` [°C], ``memory_used`` [MiB] where the file has them; sorted by
+        ``(channel, time)``.
         ``data.attrs["step"]`` is ``meta["step"]``.
     meta : dict
         ``format``, ``kind`` (``"gpu"`` or ``"meter"``), ``channels``, ``step`` (the median
@@ -189,7 +270,9 @@ def read_telemetry(
         (False where the file has no times and ``period`` timed it), ``warnings``
         (each also issued as a :class:`TelemetryWarning`), ``power_field`` (the field read as
         power), ``gpus_per_node`` when given, ``conversion_eff`` where an MLPerf power log
-        states one.
+        states one; for an nvidia-smi log without ``index``, ``gpus`` (GPUs per poll) and
+        ``gpus_from`` (how it was known: ``"given"``, the field whose values repeat, or
+        ``"times"``).
 
     Raises
     ------
@@ -210,11 +293,22 @@ def read_telemetry(
     A time jumping forward cannot be told from lost samples and is kept as a gap; past
     one day it is refused.
 
-    Without ``index``, nvidia-smi prints one line per GPU per poll, in index order, with
-    times milliseconds apart within a poll and one period apart between polls. The number
-    of GPUs is the smallest whose polls are regular: between-poll times all within a factor
-    of two of their median, each poll spanning under half of it. A poll that spans more (a
-    GPU missing, a slow query) is refused: record with ``index`` then.
+    Without ``index``, nvidia-smi prints one line per GPU per poll, in index order, each
+    stamped when its own query completed: a poll's lines spread over most of a period, a slow
+    poll over seconds, and the next poll's first line may be stamped before the last one's.
+    So the GPUs are counted, not timed: line k of a logger run (a repeated header starts a
+    new run) is GPU k mod N, and each sample keeps its own stamp. N is ``gpus`` when given,
+    else inferred from the per-GPU signature: the smallest N for which a field's values
+    (memory used, temperature, idle power and clock levels, in that order) differ little
+    between lines N and 2N apart and clearly more at every other lag, in the windows of the
+    file where they differ at all (power must also differ between adjacent lines: a periodic
+    workload repeats too); the steadiest field found decides. Without a signature, N is the
+    smallest count whose polls start at regular times and are short beside the time between
+    them (the GPUs' lines close together, as they are where queries are fast). Either way
+    the times must agree: each GPU's time goes back no more than clock jumps do. Refused,
+    naming ``gpus``: no field repeats and no count gives such polls; fields whose N are
+    neither divisors nor multiples of one another; ``gpus`` that is no multiple of a field's
+    N. A poll cut short at the end of a run is dropped with a warning.
     """
     path = Path(path)
     text = _text(path)
@@ -229,8 +323,17 @@ def read_telemetry(
         raise DataFileError(f"{path}: period {period!r} s is not within 1 ms to 1 day")
     log: list[str] = []
     meta = {"format": format, "source": path.name, "timezone": "UTC (as written)", "timed": True}
+    if gpus is not None and not (
+        isinstance(gpus, (int, np.integer))
+        and not isinstance(gpus, bool)
+        and 1 <= gpus <= _MAX_NODE_GPUS
+    ):
+        raise DataFileError(
+            f"{path}: gpus {gpus!r} is not a whole number of GPUs from 1 to "
+            f"{_MAX_NODE_GPUS} (one node's); give the GPUs the log's node has"
+        )
     if format == "nvidia-smi":
-        raw = _nvidia_smi(text, path, columns, log, meta)
+        raw = _nvidia_smi(text, path, columns, gpus, log, meta)
     elif format == "dcgmi-dmon":
         raw = _dcgmi_dmon(text, path, period, log)
         meta["timezone"] = f"none in the file: {period} s steps from 1970-01-01T00:00"
@@ -240,6 +343,8 @@ def read_telemetry(
         raw = _exporter(text, path, period, log, meta)
     elif format == "mlperf-power":
         raw = _mlperf_power(text, path, log, meta)
+    elif format in ("rocm-smi", "amd-smi"):
+        raw = _device_csv(text, path, format, period, log, meta)
     else:
         raw = _meter(path, text, log, meta)
     data, meta = _finish(raw, meta, log, path, gpus_per_node)
@@ -349,6 +454,10 @@ def _detect(text: str, path: Path) -> str:
     if re.search(r"^\s*#\s*Entity\b|^\s*GPU \d+\s+\S", head, re.M):
         return "dcgmi-dmon"
     first = next((line.strip() for line in head.splitlines() if line.strip()), "")
+    if re.match(r"device\s*,", first):
+        return "rocm-smi"
+    if re.match(r"(?:timestamp\s*,\s*)?gpu\s*,", first):
+        return "amd-smi"
     if re.match(r"timestamp\b|index\s*,|power\.draw", first) or re.match(
         r"\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}", first
     ):
@@ -451,7 +560,12 @@ def _values(
 
 
 def _nvidia_smi(
-    text: str, path: Path, columns: Sequence[str] | None, log: list, meta: dict
+    text: str,
+    path: Path,
+    columns: Sequence[str] | None,
+    gpus: int | None,
+    log: list,
+    meta: dict,
 ) -> pd.DataFrame:
     lines, cut = _lines(text)
     lines = lines[lines.str.strip() != ""]
@@ -560,67 +674,157 @@ def _nvidia_smi(
             )
         raw["channel"] = np.char.add("gpu", index.astype(np.int64).astype(str))
     else:
-        raw = _polls(raw, run, path, log)
+        raw = _polls(raw, run, gpus, path, log, meta)
     return raw
 
 
-def _polls(raw: pd.DataFrame, run: np.ndarray, path: Path, log: list) -> pd.DataFrame:
-    """Name the GPUs of a log without ``index`` by their place in each poll (see
-    :func:`read_telemetry`'s Notes)."""
+def _polls(
+    raw: pd.DataFrame, run: np.ndarray, gpus: int | None, path: Path, log: list, meta: dict
+) -> pd.DataFrame:
+    """Name the GPUs of a log without ``index`` by their place in each poll: line k of a
+    logger run is GPU k mod N (see :func:`read_telemetry`'s Notes)."""
     t = raw["time"].to_numpy().astype(np.int64)
-    prefix = t[: 20 * _MAX_NODE_GPUS]
-    gpus = next((g for g in range(1, _MAX_NODE_GPUS + 1) if _regular(prefix, g)), None)
-    if gpus is None:
-        raise DataFileError(
-            f"{path}: a log without index whose polls cannot be told apart by time (GPUs "
-            "sampled as far apart as polls): record with --query-gpu=timestamp,index,... so "
-            "each line names its GPU"
-        )
-    # Place within its run of the logger; a run's unfinished last poll is dropped.
     start = np.r_[0, np.flatnonzero(np.diff(run)) + 1]
-    first = np.repeat(start, np.diff(np.r_[start, len(run)]))
-    place = np.arange(len(run)) - first
     size = np.diff(np.r_[start, len(run)])
+    place = np.arange(len(run)) - np.repeat(start, size)
+    largest = min(_MAX_NODE_GPUS, int(size.max()))
+    found = _signature(raw, run)
+    fix = (
+        "give the GPUs per poll, --gpus N (gpus=N), or record with "
+        "--query-gpu=timestamp,index,... so each line names its GPU"
+    )
+    if gpus is not None:
+        if gpus > int(size.max()):
+            raise DataFileError(
+                f"{path}: --gpus {gpus} is more than the {int(size.max())} lines of the log's "
+                f"longest run: no poll is whole; {fix}"
+            )
+        field = next((var for var, n in found.items() if gpus % n), None)
+        if field is not None:
+            raise DataFileError(
+                f"{path}: --gpus {gpus} does not fit the log: {_SIGNATURE[field]} "
+                f"repeats every {found[field]} lines, one per GPU; give --gpus {found[field]}"
+            )
+        source = "given"
+    elif found:
+        # The steadiest field decides (power also repeats with a periodic workload); another
+        # whose count is neither a divisor nor a multiple of it leaves the count ambiguous.
+        field = next(iter(found))
+        gpus, source = found[field], _SIGNATURE[field]
+        if any(gpus % m and m % gpus for m in found.values()):
+            said = ", ".join(f"{_SIGNATURE[v]} every {m} lines" for v, m in found.items())
+            raise DataFileError(
+                f"{path}: a log without index whose GPU count is ambiguous: {said}; {fix}"
+            )
+    else:
+        regular = next((g for g in range(1, largest + 1) if _regular(t, run, place, g)), None)
+        if regular is None:
+            raise DataFileError(
+                f"{path}: a log without index whose GPUs cannot be told apart: no field "
+                "(memory.used, temperature.gpu, power) repeats with the GPUs and no count of "
+                f"GPUs gives regular polls whose lines come close together; {fix}"
+            )
+        gpus, source = regular, "times"
+    back = _backward(t, run, gpus)
+    if back > _MAX_JUMPS * gpus:
+        said = "given" if source == "given" else f"from {source}"
+        raise DataFileError(
+            f"{path}: with {gpus} GPUs per poll ({said}) their times go back {back} times, "
+            f"more than clock jumps do: the count is wrong or the lines are out of order; {fix}"
+        )
+    meta.update(gpus=int(gpus), gpus_from=source)
+    # A run's unfinished last poll (the logger stopped or restarted mid-poll) is dropped.
     complete = place < np.repeat(size - size % gpus, size)
     if not complete.all():
         log.append(
-            f"{int((~complete).sum())} line(s) of an unfinished poll (at line "
+            f"{int((~complete).sum())} line(s) of an unfinished poll of {gpus} GPUs (at line "
             f"{raw['line'].iloc[int(np.flatnonzero(~complete)[0])]}) dropped"
         )
-    raw, place, t = raw[complete], place[complete], t[complete]
-    polls = t.reshape(-1, gpus)
-    span = polls[:, -1] - polls[:, 0]
-    between = np.median(np.diff(polls[:, 0])) if len(polls) > 1 else np.inf
-    wide = span >= 0.5 * between
-    if wide.any():
-        i = int(np.flatnonzero(wide)[0]) * gpus
-        raise DataFileError(
-            f"{path}: line {raw['line'].iloc[i]}: the poll of {gpus} GPUs starting here spans "
-            f"{span[wide][0] / 1e9:g} s, half the period or more: a GPU is missing or the "
-            "query was slow, and GPUs cannot be told apart; record with index"
-        )
-    if (span > 0.25 * between).any():
-        log.append(
-            f"{gpus} GPUs per poll, told apart by time with little margin (a poll spans "
-            f"up to {span.max() / 1e9:g} s of a {between / 1e9:g} s period): record "
-            "with index to be sure"
-        )
-    raw = raw.assign(channel=np.char.add("gpu", (place % gpus).astype(str)))
-    return raw
+    raw = raw[complete]
+    return raw.assign(channel=np.char.add("gpu", (place[complete] % gpus).astype(str)))
 
 
-def _regular(t: np.ndarray, gpus: int) -> bool:
-    polls = t[: len(t) // gpus * gpus].reshape(-1, gpus)
-    if len(polls) < 3:
+def _signature(raw: pd.DataFrame, run: np.ndarray) -> dict[str, int]:
+    """Each field whose values repeat with the GPUs, and every how many lines, steadiest first.
+
+    Each field is searched in windows spread over the file (:func:`_window_counts`). A window
+    where some GPUs share a value (idle memory) finds a divisor of the count: a field's count is
+    the one that the most windows' counts divide, and two thirds of them must, in an eighth of
+    the windows or more."""
+    found = {}
+    for var in _SIGNATURE:  # three fields at most, each searched with whole-array operations
+        if var not in raw:
+            continue
+        counts = _window_counts(raw[var].to_numpy(dtype=float), run, var == "memory_used")
+        windows, counts = counts.size, counts[counts > 0]
+        # An eighth of the windows at least: a field without a signature clears the contrast
+        # in a window now and then by chance, a start-up's idle minutes fill several.
+        if 8 * counts.size >= windows > 0:
+            values = np.unique(counts)
+            agree = (values[:, None] % counts[None, :] == 0).sum(axis=1)
+            if 3 * agree.max() >= 2 * counts.size:
+                found[var] = int(values[np.argmax(agree)])
+    return found
+
+
+def _window_counts(values: np.ndarray, run: np.ndarray, steady: bool) -> np.ndarray:
+    """Per window of lines, the smallest count N ≥ 2 with which ``values`` repeat (0: none);
+    a field not ``steady`` must also differ between adjacent lines (see _ADJACENT)."""
+    n = len(values)
+    lags = min(2 * _MAX_NODE_GPUS, n // 4)
+    if lags < 4:
+        return np.zeros(0, dtype=int)
+    width = min(n, _WINDOW_POLLS * lags)
+    starts = np.unique(np.linspace(0, n - width, _WINDOWS).astype(np.int64))
+    rows = starts[:, None] + np.arange(width)
+    x, r = values[rows], run[rows]
+    mean = np.full((len(starts), lags), np.nan)
+    for lag in range(1, lags + 1):  # candidate lags (at most 128), each over all windows
+        diff = np.abs(x[:, lag:] - x[:, :-lag])
+        diff[(r[:, lag:] != r[:, :-lag])] = np.nan
+        # the mean of each window's smallest _TRIM of its pairs (NaN sorts last)
+        ranked = np.sort(diff, axis=1)
+        keep = np.ceil(_TRIM * np.isfinite(ranked).sum(axis=1)).astype(np.int64)
+        total = np.nancumsum(ranked, axis=1)[np.arange(len(starts)), np.maximum(keep, 1) - 1]
+        mean[:, lag - 1] = np.where(keep > 0, total / np.maximum(keep, 1), np.nan)
+    lag = np.arange(1, lags + 1)
+    count = np.arange(2, lags // 2 + 1)
+    multiple = lag[None, :] % count[:, None] == 0  # (count, lag)
+    near = lag[None, :] < 2 * count[:, None]
+    at = np.maximum(mean[:, count - 1], mean[:, 2 * count - 1])  # lags N and 2N
+    other = np.where(~multiple[None], mean[:, None, :], np.inf).min(axis=2)
+    widest = np.where(~multiple[None] & near[None], mean[:, None, :], -np.inf).max(axis=2)
+    with np.errstate(invalid="ignore"):
+        clear = (other > 0) & (other >= _CONTRAST * at)
+        if not steady:
+            clear &= mean[:, :1] >= _ADJACENT * widest
+    return np.where(clear.any(axis=1), count[np.argmax(clear, axis=1)], 0)
+
+
+def _regular(t: np.ndarray, run: np.ndarray, place: np.ndarray, gpus: int) -> bool:
+    """Whether polls of ``gpus`` lines start at regular times and are short beside the time
+    between them (eight polls or more; see _REGULAR)."""
+    first = place % gpus == 0
+    last = np.flatnonzero(place % gpus == gpus - 1)  # a poll's last line, its first g-1 before
+    starts, runs = t[first], run[first]
+    between = np.diff(starts)[runs[1:] == runs[:-1]]
+    if between.size < 8:
         return False
-    between = np.diff(polls[:, 0])
-    typical = np.median(between)
+    span = t[last] - t[last - (gpus - 1)]
+    low, typical, high = np.quantile(between, [0.1, 0.5, 0.9])
     return bool(
         typical > 0
-        and np.quantile(between, 0.1) > 0.5 * typical
-        and np.quantile(between, 0.9) < 2 * typical
-        and (polls[:, -1] - polls[:, 0]).max() < 0.5 * typical
+        and low > _REGULAR * typical
+        and high * _REGULAR < typical
+        and np.quantile(span, _TIGHT) < 0.5 * typical
     )
+
+
+def _backward(t: np.ndarray, run: np.ndarray, gpus: int) -> int:
+    """Lines whose time is before that of the same GPU's line a poll earlier."""
+    if len(t) <= gpus:
+        return 0
+    return int(((t[gpus:] < t[:-gpus]) & (run[gpus:] == run[:-gpus])).sum())
 
 
 # --- DCGM ------------------------------------------------------------------------------------
@@ -682,12 +886,7 @@ def _dcgmi_dmon(text: str, path: Path, period: float | None, log: list) -> pd.Da
         path,
         "dcgmi dmon prints no times (no release does): the rows are timed by dmon's -d delay",
     )
-    # A poll prints each GPU once, in a fixed order (by id in current dcgmi): a row whose GPU
-    # comes no later in that order than the row before starts the next poll.
-    order = pd.Index(pd.unique(gpu[: _first_repeat(gpu)]))
-    rank = order.get_indexer(gpu)
-    rank = np.where(rank >= 0, rank, len(order) + gpu)  # GPUs first seen later: by id
-    poll = np.cumsum(np.r_[True, np.diff(rank) <= 0]) - 1
+    poll = _poll_numbers(gpu)
     time = EPOCH + (np.round(poll * period * 1e9).astype(np.int64)).astype("m8[ns]")
     out = {"line": number, "time": time, "channel": np.char.add("gpu", gpu.astype(str))}
     for j, (name, unit) in enumerate(zip(names, units, strict=True)):
@@ -700,6 +899,16 @@ def _dcgmi_dmon(text: str, path: Path, period: float | None, log: list) -> pd.Da
             "(dcgmi dmon -e 155,203,100,150 -d 100)"
         )
     return pd.DataFrame(out)
+
+
+def _poll_numbers(gpu: np.ndarray) -> np.ndarray:
+    """The poll of each row of a tool that prints each GPU once per poll, in a fixed order (by
+    id in current dcgmi, rocm-smi and amd-smi): a row whose GPU comes no later in that order
+    than the row before starts the next poll."""
+    order = pd.Index(pd.unique(gpu[: _first_repeat(gpu)]))
+    rank = order.get_indexer(gpu)
+    rank = np.where(rank >= 0, rank, len(order) + gpu)  # GPUs first seen later: by id
+    return np.cumsum(np.r_[True, np.diff(rank) <= 0]) - 1
 
 
 def _expand(flags: np.ndarray, where: np.ndarray, n: int) -> np.ndarray:
@@ -810,6 +1019,101 @@ def _exporter(text: str, path: Path, period: float | None, log: list, meta: dict
     else:
         out["time"] = EPOCH + np.round(key * period * 1e9).astype(np.int64).astype("m8[ns]")
     return out
+
+
+# --- AMD: rocm-smi and amd-smi ----------------------------------------------------------------
+
+
+def _device_csv(
+    text: str, path: Path, format: str, period: float | None, log: list, meta: dict
+) -> pd.DataFrame:
+    """rocm-smi's or amd-smi's CSV, printed once per poll in a loop (each poll its header,
+    then one row per GPU) or once by amd-smi's watch mode (one header, a timestamp column)."""
+    rocm = format == "rocm-smi"
+    device, table = ("device", _ROCM_FIELDS) if rocm else ("gpu", _AMD_FIELDS)
+    lines, cut = _lines(text)
+    lines = lines[lines.str.strip() != ""]
+    # amd-smi quotes a field that holds commas (a list of engines' activity): none is read.
+    lines = lines.str.replace(r'"[^"]*,[^"]*"', "[list]", regex=True).str.replace(
+        '"', "", regex=False
+    )
+    first = lines.iloc[0].strip()
+    header = [h.strip() for h in first.split(",")]
+    if device not in header:
+        raise DataFileError(
+            f"{path}: line {lines.index[0]}: no {device!r} column in the header "
+            f"{first[:60]!r}: not {format} --csv output; give format= if it is another tool's"
+        )
+    head = lines.str.match(rf"\s*(?:timestamp\s*,\s*)?{device}\s*,").to_numpy(dtype=bool)
+    is_header = (lines.str.strip() == first).to_numpy(dtype=bool)
+    if (head & ~is_header).any():
+        i = int(np.flatnonzero(head & ~is_header)[0])
+        raise DataFileError(
+            f"{path}: line {lines.index[i]}: a header {lines.iloc[i][:60]!r} unlike line "
+            f"{lines.index[0]}'s: {format} was run with other fields; record one field list per "
+            "file, or split the file there"
+        )
+    body = lines[~is_header]
+    count = body.str.count(",").to_numpy() + 1
+    bad = _bad_rows(
+        count != len(header), body, cut, log, path, f"{len(header)} comma-separated fields"
+    )
+    body = body[~bad]
+    if body.empty:
+        raise DataFileError(f"{path}: a header and no samples; give a log with its rows")
+    number = body.index.to_numpy()
+    fields = body.str.split(",", expand=True)
+    label = fields[header.index(device)].str.strip()
+    gpu = label.str.extract(r"^(?:card)?(?P<gpu>\d{1,6})$" if rocm else r"^(?P<gpu>\d{1,6})$")[
+        "gpu"
+    ]
+    if gpu.isna().any():
+        i = int(np.flatnonzero(gpu.isna().to_numpy())[0])
+        want = "card0, card1..." if rocm else "0, 1..."
+        raise DataFileError(
+            f"{path}: line {number[i]}: {device} {label.iloc[i][:20]!r} is not a GPU ({want}); "
+            "mend or delete the line"
+        )
+    gpu = gpu.astype(np.int64).to_numpy()
+    out = {"line": number, "channel": np.char.add("gpu", gpu.astype(str))}
+    if "timestamp" in header:
+        stamp = fields[header.index("timestamp")].str.strip()
+        seconds = to_floats(stamp)
+        bad = ~(np.abs(seconds) < 1e10)  # Unix seconds before the year 2286
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataFileError(
+                f"{path}: line {number[i]}: timestamp {stamp.iloc[i][:30]!r} is not Unix "
+                "seconds; mend or delete the line"
+            )
+        out["time"] = EPOCH + np.round(seconds * 1e9).astype(np.int64).astype("m8[ns]")
+        meta["timezone"] = "UTC (Unix timestamps)"
+    else:
+        period = _need_period(
+            period,
+            path,
+            f"{format} prints no times: the polls are timed by the loop that ran it",
+        )
+        poll = _poll_numbers(gpu)
+        out["time"] = EPOCH + np.round(poll * period * 1e9).astype(np.int64).astype("m8[ns]")
+        meta["timezone"] = f"none in the file: {period} s polls from 1970-01-01T00:00"
+        meta["timed"] = False
+    names = {split_unit(h)[0] if rocm else h: (j, split_unit(h)[1]) for j, h in enumerate(header)}
+    for var, choices in table.items():
+        name, units = next(((n, u) for n, u in choices if n in names), (None, None))
+        if name is None:
+            continue
+        j, unit = names[name]
+        out[var] = _values(fields[j], units, unit, name, number, path, log)
+        if var == "power":
+            meta["power_field"] = header[j]
+    if "power" not in out:
+        wanted = " or ".join(n for n, _ in table["power"][:2])
+        how = "--showpower" if rocm else "metric --power (or monitor -p)"
+        raise DataFileError(
+            f"{path}: no power field among {', '.join(header)}: record {wanted} ({format} {how})"
+        )
+    return pd.DataFrame(out)
 
 
 # --- meters ----------------------------------------------------------------------------------
