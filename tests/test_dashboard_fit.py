@@ -23,7 +23,7 @@ import pytest
 from dash import no_update
 from dash.exceptions import PreventUpdate
 from numpy.testing import assert_allclose
-from synthetic_telemetry import write
+from synthetic_telemetry import shape, write
 from test_fit import START, _trace, _truth
 
 from powermodel.fit import summary
@@ -63,8 +63,10 @@ def _url(data: bytes | str) -> str:
     return "data:text/csv;base64," + base64.b64encode(raw).decode()
 
 
-def _upload(board, path: Path, period=None, gpus=None, name: str | None = None) -> tuple:
-    return board.fit_trace(_url(path.read_bytes()), period, gpus, name or path.name)
+def _upload(
+    board, path: Path, period=None, gpus=None, name: str | None = None, poll=None, gpu=None
+) -> tuple:
+    return board.fit_trace(_url(path.read_bytes()), period, gpus, poll, gpu, name or path.name)
 
 
 def _refused(answer: tuple) -> str:
@@ -205,7 +207,7 @@ def test_a_trace_over_the_upload_limit_is_refused_before_it_is_read(board, monke
     read = []
     monkeypatch.setattr(uploads, "read_telemetry", lambda *a: read.append(a))
     big = _url(b"x" * (board.upload_limit + 3))
-    said = _refused(board.fit_trace(big, None, None, "big.csv"))
+    said = _refused(board.fit_trace(big, None, None, None, None, "big.csv"))
     assert said.startswith("big.csv is 5.0 MB; the dashboard takes files up to 5 MB")
     assert read == []
 
@@ -284,7 +286,7 @@ def test_the_same_trace_under_two_names_shows_each_uploader_only_their_own(board
     data = smi.read_bytes()
     seen = {}
     for name in ("alice-gpus.csv", "bob-gpus.csv"):
-        store, message, figure, table, numbers = board.fit_trace(_url(data), None, None, name)
+        store, message, figure, table, numbers = board.fit_trace(_url(data), None, None, None, None, name)
         sent = board.fit_toml(1, store)
         # the figure's words (its traces' names, its layout), not its arrays of numbers, whose
         # base64 may spell any three letters (a prediction's held "bob" once)
@@ -305,3 +307,24 @@ def test_the_same_trace_under_two_names_shows_each_uploader_only_their_own(board
     first = board.cache.find(json.loads(seen["alice-gpus.csv"])[0]["key"])
     assert first is not None and first.nbytes > first.ds["result"].power.nbytes
     assert board.cache.nbytes <= board.cache.max_bytes
+
+
+def test_a_log_without_index_and_a_gpu_named_fit_in_the_compare_view(board, tmp_path):
+    # issue 27: the page takes what `powermodel fit --gpus N --gpu NAME` takes. A 2-GPU log
+    # without index of a 250-W part (synthetic_telemetry's "250w-x2" shape: stamps spread over
+    # the poll, slow polls, overlaps) is counted by line, its GPU count inferred from the
+    # memory each GPU holds or stated in the box, and fitted on the GPU chosen in the list
+    frame, fmt, options = shape("250w-x2", polls=1200)
+    path = write(frame, tmp_path / "smi-noindex.csv", fmt, **options)
+    inferred = _upload(board, path)
+    stated = _upload(board, path, poll=2)
+    for store, message, *_ in (inferred, stated):
+        assert store is not no_update, message
+        assert "2 GPUs" in message or "2 GPU" in message
+    # a 250-W part is not the preset's H100: without a GPU named the fit builds one
+    assert "[gpu]" in inferred[0]["toml"]
+    named = _upload(board, path, gpu="A100-PCIe")
+    assert 'gpu = "A100-PCIe"' in named[0]["toml"].replace("  ", " ")
+    # a count the lines do not hold is refused with the box's name, not the CLI option's
+    said = _refused(_upload(board, path, poll=3))
+    assert "'GPUs per poll'" in said and "--gpus" not in said

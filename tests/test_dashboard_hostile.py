@@ -740,7 +740,9 @@ FIT_UPLOAD = (
 )
 
 
-def _trace_upload(board, contents: str, filename: object, period=None, gpus=None) -> dict:
+def _trace_upload(
+    board, contents: str, filename: object, period=None, gpus=None, poll=None, gpu=None
+) -> dict:
     status, body = call(
         board,
         FIT_UPLOAD,
@@ -748,6 +750,8 @@ def _trace_upload(board, contents: str, filename: object, period=None, gpus=None
             ("upload-trace", "contents", contents),
             ("trace-period", "value", period),
             ("trace-gpus", "value", gpus),
+            ("trace-poll-gpus", "value", poll),
+            ("trace-gpu", "value", gpu),
         ],
         [("upload-trace", "filename", filename)],
     )
@@ -778,6 +782,22 @@ def test_a_trace_upload_is_bounded_and_read_from_the_servers_own_file(board, ope
     ):  # fmt: skip
         said = _trace_upload(board, _data_url(text), "t.csv", period, gpus)
         assert "is not a number" in said["fit-message"]["children"]
+    # the GPUs-per-poll box and the GPU list (issue 27) are as hostile: a number box sends a
+    # number, the list one of the catalogue's names, and anything else is refused before the
+    # trace is read
+    for poll, gpu, words in (
+        ("8", None, "GPUs per poll: '8' is not a number"),
+        (2.5, None, "GPUs per poll: 2.5 is not a whole number"),
+        (True, None, "GPUs per poll: True is not a number"),
+        (None, str(secret), "is not in the catalogue"),
+        (None, ["H100-SXM"], "is not in the catalogue"),
+        (None, "h100-sxm", "is not in the catalogue"),
+        (None, 7, "is not in the catalogue"),
+    ):
+        opened.clear()
+        said = _trace_upload(board, _data_url(text), "t.csv", None, None, poll, gpu)
+        assert words in said["fit-message"]["children"]
+        assert list(board.traces.iterdir()) == [] and str(secret) not in opened
 
 
 def test_a_forged_fit_store_is_checked_as_an_uploaded_scenario(board, tmp_path, opened):

@@ -48,6 +48,7 @@ from powermodel.iotools.netcdf import VARIABLE_ITEMS
 from powermodel.scenario import (
     Scenario,
     format_duration,
+    gpu_catalogue,
     load_scenario,
     loads_scenario,
     names_a_file,
@@ -126,6 +127,10 @@ FIT_SHOWN_WARNINGS = 3  # repairs of a trace named in its message (the rest coun
 PAGE_OPTIONS = (
     ("--gpus-per-node N", "'GPUs per meter channel'"),
     ("--gpus-per-node", "'GPUs per meter channel'"),
+    ("--gpus N", "'GPUs per poll'"),
+    ("--gpus ", "'GPUs per poll' "),
+    ("--gpu NAME", "'GPU'"),
+    ("--gpu ", "'GPU' "),
     ("period= in seconds", "'period [s]'"),
     ("--period", "'period [s]'"),
 )
@@ -454,7 +459,9 @@ class Dashboard:
 
     # --- a measured trace and its fit (compare view) ------------------------------------------
 
-    def fit_trace(self, contents: Any, period: Any, gpus: Any, filename: Any) -> tuple:
+    def fit_trace(
+        self, contents: Any, period: Any, gpus: Any, poll_gpus: Any, gpu: Any, filename: Any
+    ) -> tuple:
         """Read an uploaded trace, fit it and replay the fit through the trace's sensor: the
         fit's store (the fitted scenario's text and the fit's key), message, figure, table and
         comparison. A trace refused says why, and what was shown stays."""
@@ -463,10 +470,12 @@ class Dashboard:
         try:
             period = _number(period, "period [s]")
             gpus = _number(gpus, "GPUs per meter channel", whole=True)
+            poll_gpus = _number(poll_gpus, "GPUs per poll", whole=True)
+            gpu = _catalogue_gpu(gpu)
             if not self._fitting.acquire(timeout=SLOT_WAIT):
                 raise UploadError("busy: another trace is being fitted; upload it again shortly")
             try:
-                shown = self._fitted(contents, filename, period, gpus)
+                shown = self._fitted(contents, filename, period, gpus, poll_gpus, gpu)
             finally:
                 self._fitting.release()
         except PowerModelError as exc:
@@ -475,11 +484,19 @@ class Dashboard:
         store = {"key": shown["key"], "upload": shown["name"], "toml": shown["toml"]}
         return store, shown["message"], shown["figure"], shown["table"], shown["numbers"]
 
-    def _fitted(self, contents: Any, filename: Any, period: Any, gpus: Any) -> dict[str, Any]:
+    def _fitted(
+        self,
+        contents: Any,
+        filename: Any,
+        period: float | None,
+        gpus: int | None,
+        poll_gpus: int | None,
+        gpu: str | None,
+    ) -> dict[str, Any]:
         """The fit of an upload and what the page shows of it, each made once and kept in the
         cache (counted by what it holds): by its bytes, the name it came with and the boxes'
         values, everything that is shown of it, so that nobody sees another's name."""
-        key = _upload_key("fit", contents, filename, period, gpus)
+        key = _upload_key("fit", contents, filename, period, gpus, poll_gpus, gpu)
         size = upload_size(contents)
         fitting_it = Work(
             # and the prediction's fresh run, at most FIT_PREDICTED_STEPS steps
@@ -494,10 +511,10 @@ class Dashboard:
 
         def fit() -> tuple[dict[str, Any], Work]:
             frame, meta, _ = read_trace(
-                contents, filename, self.upload_limit, self.traces, period, gpus
+                contents, filename, self.upload_limit, self.traces, period, gpus, poll_gpus
             )
             deadline.check()
-            return fit_of(frame, meta, period, gpus), drawing
+            return fit_of(frame, meta, period, gpus, gpu), drawing
 
         entry = self.cache.upload(key, fit, fitting_it)
         return {"key": key, **self.cache.view(entry, "fit", lambda e: fit_view(e.ds), cheap=True)}
@@ -1041,6 +1058,8 @@ class Dashboard:
             Input(ids.UPLOAD_TRACE, "contents"),
             Input(ids.TRACE_PERIOD, "value"),
             Input(ids.TRACE_GPUS, "value"),
+            Input(ids.TRACE_POLL_GPUS, "value"),
+            Input(ids.TRACE_GPU, "value"),
             State(ids.UPLOAD_TRACE, "filename"),
             prevent_initial_call=True,
         )(self.fit_trace)
@@ -1186,7 +1205,13 @@ def _unchanged(message: str) -> tuple:
     return (no_update, *page_values(nothing), no_update, no_update, message)
 
 
-def fit_of(frame: pd.DataFrame, meta: dict, period: float | None, gpus: int | None) -> dict:
+def fit_of(
+    frame: pd.DataFrame,
+    meta: dict,
+    period: float | None,
+    gpus: int | None,
+    gpu: str | None = None,
+) -> dict:
     """A trace read by :func:`~powermodel.iotools.read_telemetry`, bounded, fitted
     (:func:`powermodel.fit.fit`, on the fit's reference preset), its scenario written, and the
     fit predicted by a fresh run (of at most :data:`FIT_PREDICTED_STEPS` steps) and replayed,
@@ -1195,7 +1220,7 @@ def fit_of(frame: pd.DataFrame, meta: dict, period: float | None, gpus: int | No
     trace's name and repairs (``meta``'s ``source`` and ``warnings``)."""
     label = meta["source"]
     _bound_trace(frame, meta, period)
-    result = fitting.fit(frame, meta, None, fitting.REFERENCE, period, gpus)
+    result = fitting.fit(frame, meta, None, fitting.REFERENCE, period, gpus, gpu)
     deadline.check()
     text = fitting.fitted_toml(result, fitting.REFERENCE, label)
     predicted, replayed, numbers = fit_report.prove(
@@ -1287,6 +1312,19 @@ def _number(value: Any, name: str, whole: bool = False) -> float | int | None:
             raise UploadError(f"{name}: {value:g} is not a whole number")
         return int(value)
     return float(value)
+
+
+def _catalogue_gpu(value: Any) -> str | None:
+    """The GPU box's value from the browser: None when empty, else a name of the catalogue
+    (a forged value of any other kind or name is refused before any work)."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or value not in gpu_catalogue():
+        raise UploadError(
+            f"GPU: {shorten(value)} is not in the catalogue; choose one of "
+            f"{', '.join(gpu_catalogue())} or leave it empty"
+        )
+    return value
 
 
 def _page_words(message: str) -> str:

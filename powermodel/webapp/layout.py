@@ -10,7 +10,7 @@ from dash import dcc, html
 from powermodel.export import TOOLS
 from powermodel.fit_report import PREDICTED, REPLAYED
 from powermodel.rules import rule_names
-from powermodel.scenario import format_duration, presets
+from powermodel.scenario import format_duration, gpu_catalogue, presets
 from powermodel.webapp import figures, ids
 from powermodel.webapp.controls import BASE, GROUPS, Control, options
 
@@ -371,8 +371,8 @@ def fit_section() -> list[Any]:
             [
                 dcc.Upload(
                     html.Div(
-                        "upload telemetry (nvidia-smi CSV, dcgmi dmon, dcgm-exporter, meter "
-                        "CSV, MLPerf power log)"
+                        "upload telemetry (nvidia-smi CSV, dcgmi dmon, dcgm-exporter, rocm-smi "
+                        "or amd-smi CSV, meter CSV, MLPerf power log)"
                     ),
                     id=ids.UPLOAD_TRACE,
                     className="upload",
@@ -381,6 +381,14 @@ def fit_section() -> list[Any]:
                 dcc.Input(id=ids.TRACE_PERIOD, type="number", step="any", debounce=True),
                 html.Label("GPUs per meter channel (meter CSV)"),
                 dcc.Input(id=ids.TRACE_GPUS, type="number", step=1, debounce=True),
+                html.Label("GPUs per poll (nvidia-smi without index; default: inferred)"),
+                dcc.Input(id=ids.TRACE_POLL_GPUS, type="number", step=1, debounce=True),
+                html.Label("GPU (default: the preset's, or built from the trace)"),
+                dcc.Dropdown(
+                    id=ids.TRACE_GPU,
+                    options=list(gpu_catalogue()),
+                    placeholder="the preset's, or built from the trace",
+                ),
             ],
             className="control wide inline",
         ),

@@ -72,6 +72,7 @@ def read_trace(
     folder: Path,
     period: float | None = None,
     gpus_per_node: int | None = None,
+    gpus: int | None = None,
 ) -> tuple[pd.DataFrame, dict, bytes]:
     """An uploaded telemetry trace, read by :func:`powermodel.iotools.read_telemetry` (format
     detected) from a file of the server's naming in ``folder``, deleted once read. Returns the
@@ -93,7 +94,7 @@ def read_trace(
     try:
         with warnings.catch_warnings():  # the repairs are in meta["warnings"]: the page says them
             warnings.simplefilter("ignore", TelemetryWarning)
-            frame, meta = read_telemetry(staged, None, period, gpus_per_node)
+            frame, meta = read_telemetry(staged, None, period, gpus_per_node, gpus=gpus)
     except PowerModelError as exc:
         text = str(exc).replace(str(staged), label).replace(staged.name, label)
         raise type(exc)(text) from None
