@@ -512,3 +512,24 @@ def test_to_grid_of_an_empty_frame_says_so(tmp_path) -> None:
     data, _, _ = _read(write(_frame(polls=10), tmp_path / "log.csv", "nvidia-smi"))
     with pytest.raises(DataFileError, match="the frame has no samples"):
         to_grid(data.iloc[:0], step=1.0)
+
+
+@pytest.mark.parametrize("back_ms", [2, 38, 130, 900])
+def test_a_stamp_a_little_before_the_one_before_is_jitter_not_a_clock_jump(tmp_path, back_ms):
+    # MLPerf v4.0's SMC node logs (bench/bench_real_logs.py over 1,432 of them): after a pause of
+    # 15-19 s in the 2-s readings, the next reading is stamped 2-130 ms before the one before;
+    # read as a clock jump, every later time moved by a whole 2-s step (seven times in one log:
+    # 14 s). A step back by under half the channel's step is put in time order, each time as
+    # written; one by half a step or more is still a clock jump (the test above).
+    t = np.r_[np.arange(20) * 2.0, 40.0 + 17.0, 57.0 - back_ms / 1e3 + np.arange(20) * 2.0]
+    lines = ["time,node [W]"] + [
+        f"{(START + np.timedelta64(round(s * 1e3), 'ms')).astype('M8[ms]')}Z,{5000 + i}"
+        for i, s in enumerate(t)
+    ]
+    data, _, messages = _read(_put(tmp_path / "meter.csv", lines))
+    assert any("stamped up to" in m and "the stamps' jitter" in m for m in messages)
+    assert not any("time goes back" in m for m in messages)  # no clock jump repaired
+    seconds = (data["time"] - np.datetime64(START)).dt.total_seconds().to_numpy()
+    assert_allclose(seconds, np.sort(t), atol=1e-9)  # every time as written, in order
+    # the two readings swapped into time order keep their own values
+    assert data["power"].iloc[21] == 5000 + 20 and data["power"].iloc[20] == 5000 + 21
