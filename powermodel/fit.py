@@ -16,6 +16,7 @@ import difflib
 import math
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import tomli_w
 from scipy.ndimage import median_filter, uniform_filter1d
 from scipy.signal import fftconvolve, find_peaks
 
+from powermodel import facility
 from powermodel.durations import format_duration
 from powermodel.errors import DataFileError, PowerModelError
 from powermodel.iotools.telemetry import to_grid
@@ -2064,6 +2066,49 @@ def _share_at_least(watts: float, tdp: float) -> float:
     return math.ceil(watts / tdp * 1e4) / 1e4
 
 
+def _running_leakage(result: Fit, scenario: Scenario) -> float:
+    """The leakage [W per GPU] the engine adds to ``scenario``'s phase powers over the trace's
+    running samples: its die path (:func:`powermodel.facility.plant_path`: the scenario's
+    weather and plant, the die through its thermal mass) driven by the trace's own board power
+    in plant steps (``cooling.dt``). The phase powers hold at the nominal die (steadily
+    running); a job that spends most of its time stalled runs cooler and leaks less, so a
+    measured running level is that level plus this (negative) amount."""
+    plant = float(scenario.cooling.dt)
+    ok = np.isfinite(result.power)
+    block = np.floor(result.times / plant).astype(np.int64)
+    counts = np.bincount(block[ok], minlength=block.max() + 1)
+    board = np.bincount(block[ok], result.power[ok], minlength=counts.size)
+    board = np.interp(  # a plant step the trace has no sample in takes its neighbours'
+        np.arange(counts.size), np.flatnonzero(counts), board[counts > 0] / counts[counts > 0]
+    )
+    cl = scenario.cluster
+    node = cl.psu.input_power(cl.gpus_per_node * board + cl.rest_power_active)
+    heat = node * cl.n_nodes + cl.network_load + cl.storage_load
+    start = np.datetime64(pd.Timestamp(scenario.simulation.start).to_datetime64(), "ns")
+    middle = start + ((np.arange(counts.size) + 0.5) * plant * 1e9).astype("timedelta64[ns]")
+    path = facility.plant_path(
+        scenario, middle, heat, board, plant, facility.design_it_power(scenario)
+    )
+    leak = path.leak_extra[block]
+    extra, _ = _running_mean(
+        result.times, leak, result.timeline, result.response.settle, State.RUNNING
+    )
+    return float(extra) if np.isfinite(extra) else 0.0
+
+
+LEAKED = "the die's leakage adds over the trace's running (the phases hold at the nominal die)"
+
+
+def _less_leakage(result: Fit, base: Scenario, keys: Callable[[float], dict]) -> float:
+    """The leakage [W per GPU] the engine adds over the trace's running to the levels that
+    ``keys`` (overrides of ``base``) write for that leakage taken off the measured ones
+    (:func:`_running_leakage`), found twice over: the nominal die is the written phases' own."""
+    extra = 0.0
+    for _ in range(2):
+        extra = _running_leakage(result, load_scenario(base, keys(extra)))
+    return extra
+
+
 def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
     """Step time, phase shares and levels, edge rate and start-up ramp."""
     tdp = base.gpu.tdp
@@ -2072,21 +2117,30 @@ def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
     mean = result.value("running mean")
     if step is not None and share is not None and high is not None and low is not None:
         put("workload.step_time", format_duration(round(step, 4)), "folded step time")
-        level = _drawable(high, "compute level", base)
-        put("workload.compute_power", round(level, 4), "compute level / TDP")
+        _drawable(high, "compute level", base)
+        phases = [
+            {"name": "compute", "kind": "compute", "share": round(share, 4)},
+            {"name": "communication", "kind": "communication", "share": round(1 - share, 4)},
+        ]
+
+        def folded(extra: float) -> dict:  # the folded levels, less the die's leakage
+            top, bottom = high - extra, low - extra
+            return {
+                "workload.step_time": format_duration(round(step, 4)),
+                "workload.phases": phases,
+                "workload.compute_power": round(_drawable(top, "compute level", base), 4),
+                "workload.trough_depth": round(min(max(1.0 - bottom / top, 0.0), 0.99), 4),
+            }
+
+        extra = _less_leakage(result, base, folded)
+        keys = folded(extra)
         put(
-            "workload.trough_depth",
-            round(min(max(1.0 - low / high, 0.0), 0.99), 4),
-            "1 - communication / compute level",
+            "workload.compute_power",
+            keys["workload.compute_power"],
+            f"compute level / TDP, less the {extra:+.3g} W {LEAKED}",
         )
-        put(
-            "workload.phases",
-            [
-                {"name": "compute", "kind": "compute", "share": round(share, 4)},
-                {"name": "communication", "kind": "communication", "share": round(1 - share, 4)},
-            ],
-            "compute share of the folded step",
-        )
+        put("workload.trough_depth", keys["workload.trough_depth"], "1 - communication / compute")
+        put("workload.phases", phases, "compute share of the folded step")
     else:
         written = result.quantities["step time"]
         if written.value is not None:  # the step the trace allows (fit._unresolved_step)
@@ -2098,12 +2152,19 @@ def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
             depth = base.workload.trough_depth if bound is None else bound.value
             if depth != base.workload.trough_depth:
                 put("workload.trough_depth", round(depth, 4), bound.how)
-            compute = float(_mean_levels(base, np.array([depth]), mean)[0][0])
-            level = _drawable(compute * tdp, "compute level", base)
+
+            def averaged(extra: float) -> dict:  # the phases at the mean, less the leakage
+                compute = float(_mean_levels(base, np.array([depth]), mean - extra)[0][0])
+                level = _drawable(compute * tdp, "compute level", base)
+                return {"workload.trough_depth": depth, "workload.compute_power": round(level, 4)}
+
+            averaged(0.0)  # a level no board draws is refused as measured
+            extra = _less_leakage(result, base, averaged)
             put(
                 "workload.compute_power",
-                round(level, 4),
-                "so that the preset's phases average the measured running mean",
+                averaged(extra)["workload.compute_power"],
+                "so that the preset's phases average the measured running mean, less the "
+                f"{extra:+.3g} W {LEAKED}",
             )
     edge = result.value("edge duration")
     if edge is not None and high is not None and low is not None and edge > 0:

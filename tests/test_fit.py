@@ -15,6 +15,7 @@ import pytest
 from synthetic_telemetry import write
 
 from powermodel import cli, fit_report
+from powermodel import fit as fitting
 from powermodel.errors import DataFileError, PowerModelError
 from powermodel.fit import (
     REFERENCE,
@@ -372,7 +373,11 @@ def test_a_trace_of_one_level_resolves_its_mean_and_nothing_else():
     assert result.quantities["running mean"].value == pytest.approx(300.0, abs=0.5)
     fitted = loads_scenario(fitted_toml(result, REFERENCE, "flat.csv"))
     shares, watts = fitted.phase_powers()
-    assert float(shares @ watts) == pytest.approx(300.0, abs=0.5)  # the mean kept exactly
+    # the mean kept exactly: the phases hold at the nominal die, and with the leakage the
+    # engine's die path adds to them over the trace's running (a die at the preset site's
+    # inlet, 2.7 W here) they draw the mean measured
+    leak = fitting._running_leakage(result, fitted)
+    assert float(shares @ watts) + leak == pytest.approx(300.0, abs=0.5)
     assert fitted.gpu.idle == scenario.gpu.idle  # unresolved: the preset's
 
 

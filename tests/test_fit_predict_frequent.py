@@ -1,6 +1,7 @@
 """The fresh-run prediction of frequent-checkpoint traces (issue 27, acceptance 2 and 3): a
-fitted scenario run afresh reproduces its trace's energy, checkpoint count and start-up; the job
-ends where the trace's did and idles before its start; a step the sensor cannot resolve is
+fitted scenario run afresh reproduces its trace's energy, checkpoint count, start-up and running
+level; the job ends where the trace's did and idles before its start; a step the sensor cannot
+resolve is
 written as one it cannot resolve either, a whole number of times in the checkpoint interval,
 and adds no swing.
 
@@ -83,9 +84,12 @@ def test_the_fresh_run_idles_before_the_job_and_after_its_end(interval):
 
 @pytest.mark.parametrize("interval", INTERVALS)
 def test_the_fresh_run_reproduces_the_trace_energy(interval):
-    # acceptance 3: within 5 % (measured +0.2, +0.8 and -0.1 %; before, with the fresh run
+    # acceptance 3: within 5 % (measured +1.5, +4.8 and +4.9 %; before, with the fresh run
     # training on over the job's end and its 2-s interval run as one 6.13-s step, +26, +12
-    # and +5.2 % with the known job's preset)
+    # and +5.2 % with the known job's preset). At the fitted scenario's seed: its 12 stalls
+    # drawn afresh (cv 0.64) leave more or less training in the job's span, and over seeds
+    # 0-7 the error spreads from -2.4 to +1.6 % at 2 s, -7.8 to +5.3 % at 10 s and -9.0 to
+    # +8.1 % at 40 s (the count with it, below)
     _, _, predicted, _ = _fitted(interval)
     assert abs(predicted.numbers["energy_error"]) < 0.05
 
@@ -93,8 +97,8 @@ def test_the_fresh_run_reproduces_the_trace_energy(interval):
 DRAWS = pytest.mark.xfail(
     strict=True,
     reason="measured +2: the fresh run draws its 12 stalls afresh from the fitted lognormal "
-    "(cv 0.64), whose sum over 12 varies by about 18 % (seeds 0-5 at 10 s: +2, -2, +2, -1, "
-    "-3, -1), and the count in the job's span with it",
+    "(cv 0.64), whose sum over 12 varies by about 18 %, and the count in the job's span with "
+    "it (seeds 0-7 at 10 s: +2, -2, +2, -1, -3, -1, +1, +2)",
 )
 
 
@@ -108,22 +112,25 @@ def test_the_fresh_run_reproduces_the_trace_checkpoint_count(interval):
     assert abs(predicted.numbers["checkpoint_error"]) <= 1
 
 
-NOISELESS = pytest.mark.xfail(
-    strict=True,
-    reason="measured 1.0 s: the detector finds the noiseless prediction's three low levels at "
-    "139, 141 and 150 W (the start-up's plateau split over two histogram bins, powermodel.fit."
-    "_low_levels keeps three), loses the 80-W idle, and reads idle and start-up as one",
-)
-
-
-@pytest.mark.parametrize("interval", [2.0, pytest.param(10.0, marks=NOISELESS), 40.0])
+@pytest.mark.parametrize("interval", INTERVALS)
 def test_the_fresh_run_reproduces_the_trace_start_up(interval):
     # acceptance 2: the start-up within 10 % of the trace's 110 s, as the same detector
-    # measures both (before: 0.85 s, the fresh run compared from its own start, at 30 s)
+    # measures both (measured 110.9 s; before, 0.85 s: the fresh run was compared from its
+    # own start, at 30 s, with no idle before it to tell its start-up from)
     _, _, predicted, _ = _fitted(interval)
     n = predicted.numbers
     assert n["startup_measured_s"] == pytest.approx(STARTUP, rel=0.1)
     assert n["startup_predicted_s"] == pytest.approx(n["startup_measured_s"], rel=0.1)
+
+
+@pytest.mark.parametrize("interval", INTERVALS)
+def test_the_fresh_run_reproduces_the_trace_running_level(interval):
+    # within 5 % (acceptance 2's bound; measured -0.5, -0.1 and +0.9 %). Before, -9.0, -8.2
+    # and -5.3 %: the phases were written at the running level measured, where they hold at
+    # the nominal die (steadily running), and a job stalled most of the time runs its die
+    # cooler (about 40 C), so the engine's leakage took 52 W off them again
+    _, _, predicted, _ = _fitted(interval)
+    assert abs(predicted.numbers["running_error"]) < 0.05
 
 
 def _spread(times, x, start, state, stop) -> float:
