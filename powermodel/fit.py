@@ -2075,6 +2075,8 @@ def _running_leakage(result: Fit, scenario: Scenario) -> float:
     measured running level is that level plus this (negative) amount."""
     plant = float(scenario.cooling.dt)
     ok = np.isfinite(result.power)
+    if not ok.any():
+        return 0.0
     block = np.floor(result.times / plant).astype(np.int64)
     counts = np.bincount(block[ok], minlength=block.max() + 1)
     board = np.bincount(block[ok], result.power[ok], minlength=counts.size)

@@ -105,14 +105,16 @@ class Prediction:
     """A fresh run of a scenario read as a trace was: per-GPU power [W] at the trace's sample
     instants (NaN where the run does not reach), the trace time [s] the comparison starts at
     (``since``: a hold-out's cut), the trace time [s] of the run's time 0 (``shift``: the two
-    aligned on the first rise into running), the scenario as run, and the comparison
-    (:func:`against`)."""
+    aligned on the first rise into running), the scenario as run, the comparison
+    (:func:`against`), and the trace time [s] the job's work ended (``end``, the fit's job
+    end; None: it trained to the trace's end)."""
 
     power: np.ndarray
     since: float
     shift: float
     scenario: Scenario
     numbers: dict
+    end: float | None = None
 
 
 @dataclass(frozen=True)
@@ -425,7 +427,7 @@ def predict(
     ds = simulate(run)
     power = fresh_view(result, run, shift, ds) * 1e6 / run.cluster.n_gpus  # W per GPU
     numbers = against(result, power, "predicted", since)
-    return Prediction(power, since, shift, run, numbers)
+    return Prediction(power, since, shift, run, numbers, result.value("job end"))
 
 
 def _held_out(
@@ -722,7 +724,13 @@ def prediction_words(predicted: Prediction) -> str:
         f"The prediction is a fresh run of the scenario ({format_duration(run.simulation.dt)} "
         f"steps, seed {run.simulation.seed}, failures off), its own timeline aligned on the "
         f"trace's first rise into running (its time 0 at {predicted.shift:.1f} s of the trace), "
-        f"read through the same sensor at the trace's sample instants and compared from "
+        + (
+            f"its job ending where the trace's did ({predicted.end:.1f} s), its GPUs idle "
+            "before the job's start and after its end, "
+            if predicted.end is not None
+            else "its GPUs idle before the job's start, "
+        )
+        + "read through the same sensor at the trace's sample instants and compared from "
         f"{n['from_s']:.1f} s to {n['to_s']:.1f} s."
     )
 
