@@ -1650,14 +1650,15 @@ def _unresolved_step(
     """The step a fit writes where the trace does not resolve it (``why``), as ``step time``
     (not resolved), and the trough bounded at it (:func:`_bound_trough`).
 
-    The trace says the step is shorter than :data:`RESOLVE_WINDOWS` averaging windows (or
-    sampling ``period`` [s]): the preset's step is kept if it is, else one averaging window
-    (a moving average over a whole iteration sees its mean alone: no swing), or one sampling
-    period for a sensor that does not average; a preset step the sensor would resolve
-    contradicts the trace (issue 27: a 6.13-s step written for a 0.23-s one drew a ±75 W
-    swing). It is then shortened to fit the training between two stalls (the median, to
-    10 ms as :func:`fitted_toml` writes it) a whole number of times: the engine rounds the
-    checkpoint interval to whole steps, and a 2-s interval would run as one 6.13-s step."""
+    The trace shows no step (one shorter than :data:`RESOLVE_WINDOWS` averaging windows or
+    sampling ``period`` [s], or a swing lost in the noise): the preset's step is kept if the
+    sensor could not resolve it either, else one averaging window (a moving average over a
+    whole iteration sees its mean alone: no swing), or one sampling period for a sensor that
+    does not average; a preset step the sensor would resolve contradicts the trace (issue 27:
+    a 6.13-s step written for a 0.23-s one drew a ±75 W swing). It is then shortened to fit
+    the training between two stalls (the median, to 10 ms as :func:`fitted_toml` writes it) a
+    whole number of times: the engine rounds the checkpoint interval to whole steps, and a 2-s
+    interval would run as one 6.13-s step."""
     unit = response.window if response.window > 0.0 else period
     preset = derive(scenario).step_time
     step = preset if preset < RESOLVE_WINDOWS * max(response.window, period) else unit
