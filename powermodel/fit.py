@@ -16,6 +16,7 @@ import difflib
 import math
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import tomli_w
 from scipy.ndimage import median_filter, uniform_filter1d
 from scipy.signal import fftconvolve, find_peaks
 
+from powermodel import facility
 from powermodel.durations import format_duration
 from powermodel.errors import DataFileError, PowerModelError
 from powermodel.iotools.telemetry import to_grid
@@ -98,7 +100,7 @@ KEEP_IDLE = 0.5
 KEEP_TDP = 1.1
 MAX_BOARD = 10e3  # W: a sustained level above this is no board (gpu.tdp's bound)
 # An unresolved step's swing is the running samples' spread about their rolling mean over this
-# many of the preset's steps (and this long at least): a slower drift is no step's
+# many of the written steps (and this long at least): a slower drift is no step's
 TREND_STEPS = 5
 TREND_MIN = 30.0  # s
 
@@ -1557,7 +1559,7 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
         add("edge duration", None, "s", why, resolved=False)
         add("step-time spread", None, "1", why, resolved=False)
         add("step-level spread", None, "1", why, resolved=False)
-        _bound_trough(q, y, response, scenario, mean, found["period"])
+        _unresolved_step(q, y, line, response, scenario, mean, found["period"], why)
         return
     coarse = _coarse_period(t, y, origin, found["period"])
     step = _best_period(t, y, origin, coarse) if np.isfinite(coarse) else np.nan
@@ -1572,7 +1574,7 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
             add(name, None, "W", why, resolved=False)
         add("step-time spread", None, "1", why, resolved=False)
         add("step-level spread", None, "1", why, resolved=False)
-        _bound_trough(q, y, response, scenario, mean, found["period"])
+        _unresolved_step(q, y, line, response, scenario, mean, found["period"], why)
         return
     profile, counts, _ = _fold(t, y, origin, np.array([step]))
     shape = _square_fit(profile[0], counts[0], step, response)
@@ -1585,9 +1587,9 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
     )
     if not strong:
         how = f"unresolved: the folded swing does not stand out of the noise (R² {shape['r2']:.2f})"
-    if not strong:
-        _bound_trough(q, y, response, scenario, mean, found["period"])
     add("step time", step, "s", how, "workload.step_time", resolved=strong)
+    if not strong:
+        _unresolved_step(q, y, line, response, scenario, mean, found["period"], how)
     add("compute share", shape["share"], "1", how, "workload.phases", resolved=strong)
     add("compute level", shape["high"], "W", how, "workload.compute_power", resolved=strong)
     add("communication level", shape["low"], "W", how, "workload.trough_depth", resolved=strong)
@@ -1625,6 +1627,59 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
     )
 
 
+def _between_stalls(line: Timeline) -> np.ndarray:
+    """Lengths [s] of the training between two stalls: the running segments with a checkpoint
+    stall either side (the stalls' own lengths, which vary, stay out of them)."""
+    state = line.state
+    prev = np.concatenate(([-1], state[:-1]))
+    nxt = np.concatenate((state[1:], [-1]))
+    inner = (state == State.RUNNING) & (prev == State.CHECKPOINT) & (nxt == State.CHECKPOINT)
+    return line.lengths()[inner]
+
+
+def _unresolved_step(
+    q: dict[str, Quantity],
+    y: np.ndarray,
+    line: Timeline,
+    response: StepResponse,
+    scenario: Scenario,
+    mean: float,
+    period: float,
+    why: str,
+) -> None:
+    """The step a fit writes where the trace does not resolve it (``why``), as ``step time``
+    (not resolved), and the trough bounded at it (:func:`_bound_trough`).
+
+    The trace shows no step (one shorter than :data:`RESOLVE_WINDOWS` averaging windows or
+    sampling ``period`` [s], or a swing lost in the noise): the preset's step is kept if the
+    sensor could not resolve it either, else one averaging window (a moving average over a
+    whole iteration sees its mean alone: no swing), or one sampling period for a sensor that
+    does not average; a preset step the sensor would resolve contradicts the trace (issue 27:
+    a 6.13-s step written for a 0.23-s one drew a ±75 W swing). It is then shortened to fit
+    the training between two stalls (the median, to 10 ms as :func:`fitted_toml` writes it) a
+    whole number of times: the engine rounds the checkpoint interval to whole steps, and a 2-s
+    interval would run as one 6.13-s step."""
+    unit = response.window if response.window > 0.0 else period
+    preset = derive(scenario).step_time
+    step = preset if preset < RESOLVE_WINDOWS * max(response.window, period) else unit
+    kept = "the preset's, as short as" if step == preset else "one sensor window, as short as"
+    between = _between_stalls(line)
+    fitted = ""
+    if between.size:
+        interval = round(float(np.median(between)), 2)
+        step = interval / math.ceil(interval / step - 1e-9)
+        fitted = f", {interval / step:.0f} in the {interval:g}-s training between two stalls"
+    q["step time"] = Quantity(
+        "step time",
+        step,
+        "s",
+        False,
+        f"{step:.4g} s written ({kept} the trace allows{fitted}); {why}",
+        "workload.step_time",
+    )
+    _bound_trough(q, y, response, scenario, mean, period, step)
+
+
 def _bound_trough(
     q: dict[str, Quantity],
     y: np.ndarray,
@@ -1632,30 +1687,30 @@ def _bound_trough(
     scenario: Scenario,
     mean: float,
     period: float,
+    step: float,
 ) -> None:
     """The trough depth a fit writes where the trace does not resolve the step: the deepest, at
-    most the preset's, whose iteration (the preset's step and phases at the running ``mean``
-    [W]) seen through the sensor swings no more than the running samples ``y`` [W], every
-    ``period`` [s], do about their :data:`TREND_STEPS`-step rolling mean (a slow drift, the die
-    warming, is no step's swing) beyond their noise; added to ``q`` as ``trough depth`` (the
-    preset's depth would draw a swing the trace does not have: a 6.13-s step with a 30 %
-    trough seen as ±75 W where a 0.23-s step left a flat trace)."""
+    most the preset's, whose iteration (the preset's phases at the written ``step`` [s], at
+    the running ``mean`` [W]) seen through the sensor swings no more than the running samples
+    ``y`` [W], every ``period`` [s], do about their :data:`TREND_STEPS`-step rolling mean (a
+    slow drift, the die warming, is no step's swing) beyond their noise; added to ``q`` as
+    ``trough depth`` (the preset's depth would draw a swing the trace does not have: a 6.13-s
+    step with a 30 % trough seen as ±75 W where a 0.23-s step left a flat trace)."""
     if not np.isfinite(mean) or y.size < 2:
         return
-    step = derive(scenario).step_time
     window = max(TREND_STEPS * step, TREND_MIN)
     trend = uniform_filter1d(y, max(1, min(round(window / period), y.size)), mode="nearest")
     spread, noise = float(np.std(y - trend)), _noise(y)
     target = math.sqrt(max(spread**2 - noise**2, 0.0))
     depths = np.linspace(0.0, scenario.workload.trough_depth, 101)
-    seen = _seen_spread(scenario, depths, mean, response)
+    seen = _seen_spread(scenario, depths, mean, response, step)
     depth = float(depths[seen <= target].max(initial=0.0))
     q["trough depth"] = Quantity(
         "trough depth",
         depth,
         "1",
         False,
-        f"bounded, not resolved: the preset's {step:.3g}-s step is kept with its trough at most "
+        f"bounded, not resolved: the written {step:.3g}-s step has its trough at most "
         f"{depth:.3g} (the preset's {scenario.workload.trough_depth:g}), so that seen through the "
         f"sensor it swings by at most the trace's running spread, {spread:.3g} W (std about its "
         f"{format_duration(round(window, 1))} rolling mean) less its {noise:.3g}-W noise",
@@ -1680,11 +1735,11 @@ def _mean_levels(
 
 
 def _seen_spread(
-    scenario: Scenario, depth: np.ndarray, mean: float, response: StepResponse
+    scenario: Scenario, depth: np.ndarray, mean: float, response: StepResponse, step: float
 ) -> np.ndarray:
-    """Standard deviation [W] of the scenario's iteration at each trough ``depth``, levels set
-    to average ``mean`` [W], seen through the chain (convolved circularly with its response)."""
-    step = derive(scenario).step_time
+    """Standard deviation [W] of the scenario's iteration of ``step`` [s] at each trough
+    ``depth``, levels set to average ``mean`` [W], seen through the chain (convolved circularly
+    with its response)."""
     n = FOLD_BINS * 16
     cell = step / n
     kernel = response.kernel(cell, max(n, int(np.ceil(response.settle / cell)) + 1))
@@ -1706,7 +1761,6 @@ def _timing(q, add, line: Timeline, period: float) -> None:
     lengths = line.lengths()
     state = line.state
     prev = np.concatenate(([-1], state[:-1]))
-    nxt = np.concatenate((state[1:], [-1]))
     whole = np.ones(state.size, bool)
     whole[0] = whole[-1] = False  # a segment cut by the trace's ends has no length
     stalls = lengths[whole & (state == State.CHECKPOINT)]
@@ -1736,9 +1790,7 @@ def _timing(q, add, line: Timeline, period: float) -> None:
         else f"{n_ck} stall(s) seen; a spread needs {MIN_SPELLS}",
         "checkpoint.blocking_cv",
     )
-    # the training between two stalls: a running segment with a stall either side (the stalls'
-    # own lengths, which vary, stay out of it)
-    up = lengths[(state == State.RUNNING) & (prev == State.CHECKPOINT) & (nxt == State.CHECKPOINT)]
+    up = _between_stalls(line)
     add(
         "checkpoint interval",
         float(np.median(up)) if up.size else None,
@@ -2015,6 +2067,51 @@ def _share_at_least(watts: float, tdp: float) -> float:
     return math.ceil(watts / tdp * 1e4) / 1e4
 
 
+def _running_leakage(result: Fit, scenario: Scenario) -> float:
+    """The leakage [W per GPU] the engine adds to ``scenario``'s phase powers over the trace's
+    running samples: its die path (:func:`powermodel.facility.plant_path`: the scenario's
+    weather and plant, the die through its thermal mass) driven by the trace's own board power
+    in plant steps (``cooling.dt``). The phase powers hold at the nominal die (steadily
+    running); a job that spends most of its time stalled runs cooler and leaks less, so a
+    measured running level is that level plus this (negative) amount."""
+    plant = float(scenario.cooling.dt)
+    ok = np.isfinite(result.power)
+    if not ok.any():
+        return 0.0
+    block = np.floor(result.times / plant).astype(np.int64)
+    counts = np.bincount(block[ok], minlength=block.max() + 1)
+    board = np.bincount(block[ok], result.power[ok], minlength=counts.size)
+    board = np.interp(  # a plant step the trace has no sample in takes its neighbours'
+        np.arange(counts.size), np.flatnonzero(counts), board[counts > 0] / counts[counts > 0]
+    )
+    cl = scenario.cluster
+    node = cl.psu.input_power(cl.gpus_per_node * board + cl.rest_power_active)
+    heat = node * cl.n_nodes + cl.network_load + cl.storage_load
+    start = np.datetime64(pd.Timestamp(scenario.simulation.start).to_datetime64(), "ns")
+    middle = start + ((np.arange(counts.size) + 0.5) * plant * 1e9).astype("timedelta64[ns]")
+    path = facility.plant_path(
+        scenario, middle, heat, board, plant, facility.design_it_power(scenario)
+    )
+    leak = path.leak_extra[block]
+    extra, _ = _running_mean(
+        result.times, leak, result.timeline, result.response.settle, State.RUNNING
+    )
+    return float(extra) if np.isfinite(extra) else 0.0
+
+
+LEAKED = "the die's leakage adds over the trace's running (the phases hold at the nominal die)"
+
+
+def _less_leakage(result: Fit, base: Scenario, keys: Callable[[float], dict]) -> float:
+    """The leakage [W per GPU] the engine adds over the trace's running to the levels that
+    ``keys`` (overrides of ``base``) write for that leakage taken off the measured ones
+    (:func:`_running_leakage`), found twice over: the nominal die is the written phases' own."""
+    extra = 0.0
+    for _ in range(2):
+        extra = _running_leakage(result, load_scenario(base, keys(extra)))
+    return extra
+
+
 def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
     """Step time, phase shares and levels, edge rate and start-up ramp."""
     tdp = base.gpu.tdp
@@ -2023,40 +2120,54 @@ def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
     mean = result.value("running mean")
     if step is not None and share is not None and high is not None and low is not None:
         put("workload.step_time", format_duration(round(step, 4)), "folded step time")
-        level = _drawable(high, "compute level", base)
-        put("workload.compute_power", round(level, 4), "compute level / TDP")
+        _drawable(high, "compute level", base)
+        phases = [
+            {"name": "compute", "kind": "compute", "share": round(share, 4)},
+            {"name": "communication", "kind": "communication", "share": round(1 - share, 4)},
+        ]
+
+        def folded(extra: float) -> dict:  # the folded levels, less the die's leakage
+            top, bottom = high - extra, low - extra
+            return {
+                "workload.step_time": format_duration(round(step, 4)),
+                "workload.phases": phases,
+                "workload.compute_power": round(_drawable(top, "compute level", base), 4),
+                "workload.trough_depth": round(min(max(1.0 - bottom / top, 0.0), 0.99), 4),
+            }
+
+        extra = _less_leakage(result, base, folded)
+        keys = folded(extra)
         put(
-            "workload.trough_depth",
-            round(min(max(1.0 - low / high, 0.0), 0.99), 4),
-            "1 - communication / compute level",
+            "workload.compute_power",
+            keys["workload.compute_power"],
+            f"compute level / TDP, less the {extra:+.3g} W {LEAKED}",
         )
-        put(
-            "workload.phases",
-            [
-                {"name": "compute", "kind": "compute", "share": round(share, 4)},
-                {"name": "communication", "kind": "communication", "share": round(1 - share, 4)},
-            ],
-            "compute share of the folded step",
-        )
+        put("workload.trough_depth", keys["workload.trough_depth"], "1 - communication / compute")
+        put("workload.phases", phases, "compute share of the folded step")
     else:
-        why = result.quantities["step time"].how
-        preset_step = derive(base).step_time
-        put(
-            "workload.step_time",
-            format_duration(round(preset_step, 4)),
-            f"the preset's step at its own size, kept: {why}",
-        )
+        written = result.quantities["step time"]
+        if written.value is not None:  # the step the trace allows (fit._unresolved_step)
+            put("workload.step_time", format_duration(round(written.value, 6)), written.how)
+        else:
+            keep("workload.step_time", written.how)
         if mean is not None:
             bound = result.quantities.get("trough depth")
             depth = base.workload.trough_depth if bound is None else bound.value
             if depth != base.workload.trough_depth:
                 put("workload.trough_depth", round(depth, 4), bound.how)
-            compute = float(_mean_levels(base, np.array([depth]), mean)[0][0])
-            level = _drawable(compute * tdp, "compute level", base)
+
+            def averaged(extra: float) -> dict:  # the phases at the mean, less the leakage
+                compute = float(_mean_levels(base, np.array([depth]), mean - extra)[0][0])
+                level = _drawable(compute * tdp, "compute level", base)
+                return {"workload.trough_depth": depth, "workload.compute_power": round(level, 4)}
+
+            averaged(0.0)  # a level no board draws is refused as measured
+            extra = _less_leakage(result, base, averaged)
             put(
                 "workload.compute_power",
-                round(level, 4),
-                "so that the preset's phases average the measured running mean",
+                averaged(extra)["workload.compute_power"],
+                "so that the preset's phases average the measured running mean, less the "
+                f"{extra:+.3g} W {LEAKED}",
             )
     edge = result.value("edge duration")
     if edge is not None and high is not None and low is not None and edge > 0:

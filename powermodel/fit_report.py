@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+import xarray as xr
 
 from powermodel.analysis import offline_page
 from powermodel.durations import format_duration
@@ -65,8 +66,10 @@ __all__ = [
     "comparison_table",
     "fit_trace",
     "fresh_run",
+    "fresh_view",
     "holdout",
     "holdout_words",
+    "job_end",
     "predict",
     "predict_trace",
     "prediction_words",
@@ -102,14 +105,16 @@ class Prediction:
     """A fresh run of a scenario read as a trace was: per-GPU power [W] at the trace's sample
     instants (NaN where the run does not reach), the trace time [s] the comparison starts at
     (``since``: a hold-out's cut), the trace time [s] of the run's time 0 (``shift``: the two
-    aligned on the first rise into running), the scenario as run, and the comparison
-    (:func:`against`)."""
+    aligned on the first rise into running), the scenario as run, the comparison
+    (:func:`against`), and the trace time [s] the job's work ended (``end``, the fit's job
+    end; None: it trained to the trace's end)."""
 
     power: np.ndarray
     since: float
     shift: float
     scenario: Scenario
     numbers: dict
+    end: float | None = None
 
 
 @dataclass(frozen=True)
@@ -344,7 +349,8 @@ def fresh_run(
     Failures off (:data:`FAILURES_OFF`; a Young/Daly checkpoint interval first fixed at what the
     failures gave it), the scenario's own seed, its own timeline from its start-up; the run
     aligned on the trace's first rise into running (its ramp, or, for a trace that begins
-    running, its running) and long enough to cover the trace from there, in whole plant steps
+    running, its running) and long enough to cover the trace from there to the job's end
+    (:func:`job_end`; :func:`fresh_view` holds the GPUs idle after it), in whole plant steps
     (``cooling.dt``), on a grid fine enough for the trace's sensor (:func:`_fine_step`),
     bounded by ``most`` steps before it starts.
     """
@@ -364,7 +370,7 @@ def fresh_run(
         trace = float(line.start[up[0]])
     shift = trace - engine
     plant = float(off.cooling.dt)
-    duration = max(np.ceil((line.duration - shift) / plant - 1e-9), 1.0) * plant
+    duration = max(np.ceil((job_end(result) - shift) / plant - 1e-9), 1.0) * plant
     # no finer than the model's floor (an averaging sensor sampled every 2 ms or faster: its
     # window still spans many steps; the fit's probe refuses a sample at each poll that fast)
     fine = max(_fine_step(duration, result.period, result.sensor, most, "predict"), FINEST_STEP)
@@ -373,6 +379,40 @@ def fresh_run(
         off, {"simulation.duration": _seconds(duration), "simulation.dt": _seconds(plant / k)}
     )
     return run, shift
+
+
+def job_end(result: Fit) -> float:
+    """The trace time [s] the job's work ends: the fit's ``job end`` (the last training, then
+    idle to the trace's end with no restart), else the trace's end."""
+    end = result.value("job end")
+    return result.timeline.duration if end is None else float(end)
+
+
+def fresh_view(
+    result: Fit,
+    run: Scenario,
+    shift: float,
+    ds: xr.Dataset,
+    variable: str = "gpu_power",
+    times: np.ndarray | None = None,
+) -> np.ndarray:
+    """A fresh run's ``variable`` (``gpu_power`` or ``it_power`` [MW] of ``ds``, the run of
+    :func:`fresh_run` whose time 0 is at ``shift`` [s] of the trace) as the trace's sensor
+    read it at the trace's sample instants (or ``times`` [s of the trace]): the job from its
+    start-up to the trace's job end (:func:`job_end`) and, before it and after, its GPUs idle
+    as the engine draws the idle state (the run's own shape tables,
+    :func:`powermodel.simulate.shape_tables`), so that the sensor's window sees the job start
+    and end as a trace does."""
+    dt = float(run.simulation.dt)
+    at = (result.times if times is None else np.asarray(times, float)) - shift  # in run time
+    cells, _ = shape_tables(run, derive(run))
+    idle = float(cells[("gpu_power", "it_power").index(variable), State.FAILED_IDLE].mean())
+    values = ds[variable].values
+    stop = int(np.clip(np.ceil((job_end(result) - shift) / dt - 1e-9), 0, values.size))
+    before = int(max(np.ceil(-at.min() / dt - 1e-9), 0)) if at.size else 0
+    after = int(max(np.ceil(at.max() / dt - 1e-9) + 1 - stop, 0)) if at.size else 0
+    series = np.concatenate((np.full(before, idle), values[:stop], np.full(after, idle)))
+    return sensors.read(series, dt, result.sensor, at=at + before * dt, held_before=True)
 
 
 def _seconds(value: float) -> str:
@@ -384,19 +424,13 @@ def predict(
     result: Fit, scenario: Scenario, since: float = 0.0, most: int = MAX_PREDICTED_STEPS
 ) -> Prediction:
     """A fresh run of ``scenario`` (:func:`fresh_run`) read by ``result``'s sensor at its
-    trace's sample instants, compared with the trace from ``since`` [s] on (a hold-out's
-    cut) where the two overlap."""
+    trace's sample instants, idle before the job's start and after its end
+    (:func:`fresh_view`), compared with the trace from ``since`` [s] on (a hold-out's cut)."""
     run, shift = fresh_run(scenario, result, most)
     ds = simulate(run)
-    per_gpu = ds["gpu_power"].values * 1e6 / run.cluster.n_gpus  # W
-    at = result.times - shift
-    overlap = (at >= 0.0) & (at <= run.simulation.duration)
-    power = np.full(result.times.size, np.nan)
-    power[overlap] = sensors.read(
-        per_gpu, run.simulation.dt, result.sensor, at=at[overlap], held_before=True
-    )
+    power = fresh_view(result, run, shift, ds) * 1e6 / run.cluster.n_gpus  # W per GPU
     numbers = against(result, power, "predicted", since)
-    return Prediction(power, since, shift, run, numbers)
+    return Prediction(power, since, shift, run, numbers, result.value("job end"))
 
 
 def _held_out(
@@ -693,7 +727,13 @@ def prediction_words(predicted: Prediction) -> str:
         f"The prediction is a fresh run of the scenario ({format_duration(run.simulation.dt)} "
         f"steps, seed {run.simulation.seed}, failures off), its own timeline aligned on the "
         f"trace's first rise into running (its time 0 at {predicted.shift:.1f} s of the trace), "
-        f"read through the same sensor at the trace's sample instants and compared from "
+        + (
+            f"its job ending where the trace's did ({predicted.end:.1f} s), its GPUs idle "
+            "before the job's start and after its end, "
+            if predicted.end is not None
+            else "its GPUs idle before the job's start, "
+        )
+        + "read through the same sensor at the trace's sample instants and compared from "
         f"{n['from_s']:.1f} s to {n['to_s']:.1f} s."
     )
 
