@@ -2068,8 +2068,13 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
         if idle_rest is not None:  # a node idling under the preset's rest of node
             put("cluster.rest_power_idle", idle_rest, "the idle node's power beyond its GPUs")
         if stalled is not None:
-            low = idle if idle is not None else gpu.idle
-            put("gpu.stalled", round(min(max(stalled, low), gpu.tdp), 1), "median stalled level")
+            put(
+                "gpu.stalled",
+                round(min(max(stalled, written_idle), gpu.tdp), 1),
+                "median stalled level",
+            )
+        elif gpu.stalled < written_idle:  # a GPU stalls at its idle at least (idle <= stalled)
+            put("gpu.stalled", written_idle, "the preset's stalled level raised to the fitted idle")
         else:
             keep("gpu.stalled", result.quantities["checkpoint stall level"].how)
     _workload_keys(result, base, put, keep, written_idle)

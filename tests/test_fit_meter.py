@@ -228,3 +228,37 @@ def test_the_step_spread_of_a_regular_swing_is_its_noise_free_spread():
     x = np.where((t % 2.0) < 1.0, 110.0, 90.0)
     length_cv, level_cv = _step_spread(t, x, np.zeros(t.size), 2.0, 100.0, 0.0, 10.0)
     assert length_cv == pytest.approx(0.0, abs=1e-6) and level_cv == pytest.approx(0.0, abs=1e-6)
+
+
+# --- levels written: no phase under the idle the scenario holds -----------------------------
+
+
+@pytest.mark.parametrize("idle_rest, trough", [(1900.0, 130.0), (2100.0, 150.0), (2300.0, 120.0)])
+def test_a_folded_trough_under_the_idle_fitted_is_bounded_by_it(tmp_path, idle_rest, trough):
+    """A node idling over the preset's rest of node (SMC's idle at 2.2 x the H100's idle, as
+    the fit reads it) whose iteration's communication trough, resolved (a 20-s step read every
+    second), lies under that idle: the trough is written at the idle fitted (before the fix:
+    under it, and the scenario refused, 'phase would draw under idle'), and says so; the
+    step and compute level stay the trace's."""
+    preset = "llama3-405b-16k-h100"
+    idle, _, _, active, _ = _levels(preset)
+    compute, step = 560.0, 20.0
+    spells = [(120.0, idle, idle_rest)]
+    spells += [(14.0, compute, active), (6.0, trough, active)] * 30
+    spells += [(120.0, idle, idle_rest)]
+    out = fit_trace(
+        node_trace(tmp_path, preset, 8, 1.0, "meter", spells),
+        tmp_path / "fit.toml",
+        gpus_per_node=8,
+        preset=preset,
+    )
+    q = out.result.quantities
+    fitted_idle = idle + (idle_rest - load_scenario(preset).cluster.rest_power_idle) / 8
+    assert q["idle level"].value == pytest.approx(fitted_idle, abs=3.0)
+    assert q["communication level"].value < q["idle level"].value  # what the fold sees
+    sc = out.scenario
+    _, watts = sc.phase_powers(capped=False, locked=False)
+    assert watts.min() == pytest.approx(sc.gpu.idle, abs=0.1)  # bounded at the idle written
+    assert "bounded: the folded communication level" in out.text
+    assert sc.workload.step_time == pytest.approx(step, rel=0.01)
+    assert q["compute level"].value == pytest.approx(compute, rel=0.03)
