@@ -1927,17 +1927,26 @@ def _timing(q, add, line: Timeline, period: float) -> None:
         "checkpoint.interval",
     )
     # the job's end: the trace's last training, then idle to its end with no restart (a final
-    # save or teardown at a held level may come between): an end, not a failure
+    # save or teardown at a held level may come between): an end, not a failure. A start-up
+    # after that idle, cut by the trace's end, trains nothing the trace shows: the next job's
+    # (a node's log runs on into the next job's initialisation), or a restart not seen
     active = np.flatnonzero(np.isin(state, (State.RUNNING, State.RAMP, State.CHECKPOINT)))
     tail = np.arange(state.size) > (active[-1] if active.size else state.size)
-    ended = bool(tail.any() and state[-1] == State.FAILED_IDLE)
+    idle_end = state[-1] == State.FAILED_IDLE
+    next_job = state.size > 1 and state[-1] == State.LOADING and state[-2] == State.FAILED_IDLE
+    ended = bool(tail.any() and (idle_end or (next_job and tail[-2])))
     end = float(line.start[active[-1] + 1]) if ended else None
     add(
         "job end",
         end,
         "s",
-        f"the last training ends {end:.4g} s into the trace; idle follows to its end, no "
-        "restart: the job's end, not a failure"
+        f"the last training ends {end:.4g} s into the trace; idle follows"
+        + (
+            " to its end"
+            if idle_end
+            else ", then a start-up cut by the trace's end (the next job's: no training seen)"
+        )
+        + ", no restart: the job's end, not a failure"
         if ended
         else "the job trains (or stalls) to the trace's end",
     )

@@ -262,3 +262,53 @@ def test_a_folded_trough_under_the_idle_fitted_is_bounded_by_it(tmp_path, idle_r
     assert "bounded: the folded communication level" in out.text
     assert sc.workload.step_time == pytest.approx(step, rel=0.01)
     assert q["compute level"].value == pytest.approx(compute, rel=0.03)
+
+
+# --- the job's end, where the log runs on into the next job ---------------------------------
+
+# after the training: (spells, whether the job ended); a node's log runs on past its job
+AFTER = {
+    "idle to the log's end": ([(60.0, "idle")], True),
+    "idle, then the next job's start-up cut by the end": (
+        [(35.0, "idle"), (25.0, "loading")],
+        True,
+    ),
+    "idle, a start-up and training again (a restart)": (
+        [(35.0, "idle"), (60.0, "loading"), (200.0, "run")],
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("node", NODES)
+@pytest.mark.parametrize("after", list(AFTER))
+def test_the_job_end_is_the_last_training_whatever_follows_it_untrained(tmp_path, node, after):
+    """The job's end is where its last training ends when only idle, or idle and a start-up
+    that trains nothing the log shows (the next job's initialisation: MLPerf's BERT log), follow
+    (before the fix: a log ending in a start-up was read as training to its end); a start-up
+    that goes on to train is a restart, no end."""
+    preset, gpus, step, fmt = node
+    idle, _, rest_idle, active, run = _levels(preset)
+    rest_loading = rest_idle + 0.5 * (active - rest_idle)
+    levels = {
+        "idle": (idle, rest_idle),
+        "loading": (idle, rest_loading),
+        "run": (run, active),
+    }
+    spells = [(60.0, idle, rest_idle), (60.0, idle, rest_loading), (300.0, run, active)]
+    spells += [(25.0, 0.4 * run, active), (300.0, run, active)]
+    last = sum(s[0] for s in spells)  # the truth: the last training's end [s]
+    tail, ended = AFTER[after]
+    spells += [(seconds, *levels[what]) for seconds, what in tail]
+    out = fit_trace(
+        node_trace(tmp_path, preset, gpus, step, fmt, spells),
+        tmp_path / "fit.toml",
+        gpus_per_node=gpus,
+        preset=preset,
+    )
+    end = out.result.value("job end")
+    if ended:
+        assert end == pytest.approx(last - step, abs=2.0 * step + 1.0)  # the log's first sample
+    else:
+        assert end is None
+    assert out.result.value("checkpoint count") == 1
