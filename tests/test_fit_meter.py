@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 from synthetic_telemetry import write
 
-from powermodel.fit import _step_spread
+from powermodel.fit import _step_spread, fit_cells, fitted_toml
 from powermodel.fit_report import fit_trace
 from powermodel.models import sensors
 from powermodel.models.events import State
@@ -312,3 +312,28 @@ def test_the_job_end_is_the_last_training_whatever_follows_it_untrained(tmp_path
     else:
         assert end is None
     assert out.result.value("checkpoint count") == 1
+
+
+@pytest.mark.parametrize("pause", (0.45, 0.6))
+@pytest.mark.parametrize("step", (0.1, 1.0))
+def test_a_gpu_log_begun_in_a_pause_keeps_the_gpus_idle(pause, step):
+    """The GPU-trace side of the class (nvidia-smi polled mid-run, NVML's 1-s average): a log
+    that begins in an evaluation at 250-340 W a GPU (over 3 x the H100's idle) shows no idle;
+    its pauses are stalls, the idle is the catalogue's (before the fix: the first pause taken
+    for idle, written as gpu.idle)."""
+    dt, run = 0.05, 560.0
+    spells = [(30.0, pause * run), (240.0, run), (30.0, pause * run), (240.0, run)]
+    spells += [(30.0, pause * run), (240.0, run)]
+    n = np.round(np.array([s[0] for s in spells]) / dt).astype(int)
+    board = np.repeat([s[1] for s in spells], n)
+    at = np.arange(step, n.sum() * dt - step, step)
+    rng = np.random.default_rng(5)
+    cells = sensors.read(np.tile(board, (4, 1)), dt, "nvml", at=at, held_before=True)
+    cells = cells + rng.normal(0.0, 2.0, cells.shape)
+    scenario = load_scenario("llama3-405b-16k-h100")
+    result = fit_cells(at - at[0], cells, 4, {"source": "mid-run"}, "nvml", scenario)
+    assert not result.quantities["idle level"].resolved
+    assert result.quantities["idle level"].how.startswith("no idle seen")
+    assert result.value("checkpoint count") == 2
+    assert result.value("checkpoint stall level") == pytest.approx(pause * run, rel=0.02)
+    assert "\nidle = " not in fitted_toml(result, "llama3-405b-16k-h100", "mid-run")  # kept
