@@ -413,7 +413,7 @@ def rest_share(
     return (rest[State.RUNNING] - rest[states]) / scenario.cluster.gpus_per_node
 
 
-def _segment_medians(times: np.ndarray, x: np.ndarray, line: Timeline, settle: float):
+def _segment_medians(times: np.ndarray, x: np.ndarray, line: Timeline, settle: float) -> np.ndarray:
     """Median of each segment's samples once the sensor settled in it (all its samples where
     none settled) [W]; NaN for a segment with no sample."""
     seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
