@@ -98,6 +98,14 @@ SUSTAIN_QUANTILE = 0.99  # of the rolling means: the 1 % above it are the spikes
 # sustained level is at most this multiple of its TDP (NVML's average reads a little over TDP)
 KEEP_IDLE = 0.5
 KEEP_TDP = 1.1
+# A held level is the GPUs' idle only up to this multiple of the GPU's idle (as idle: a meter's
+# with the rest of node at its idle power). The H100 idles at 60-100 W (80 W in the catalogue);
+# MLPerf's SMC H100 nodes idle at 2.2 x it under the preset's rest of node (2.3 kW AC a node),
+# while their evaluations and first steps' pauses hold 3.4-3.9 x it (3.5-3.6 kW) [D,
+# mlperf_training_v4_smc]: a log that begins mid-run shows no idle, only such a pause
+IDLE_SPAN = 3.0
+# An unresolved step written short gets edges of at most this share of it each (two a step)
+EDGE_SHARE = 0.25
 MAX_BOARD = 10e3  # W: a sustained level above this is no board (gpu.tdp's bound)
 # An unresolved step's swing is the running samples' spread about their rolling mean over this
 # many of the written steps (and this long at least): a slower drift is no step's
@@ -398,12 +406,168 @@ def _meter_to_gpu(values: np.ndarray, scenario: Scenario, gpus: int, source: str
     return (node_dc - rest_power(cl)[State.RUNNING]) / cl.gpus_per_node
 
 
-def rest_share(scenario: Scenario, states: np.ndarray) -> np.ndarray:
+def rest_share(
+    scenario: Scenario, states: np.ndarray, rest: np.ndarray | None = None
+) -> np.ndarray:
     """Per-GPU power [W] to add to a meter's inversion at the running rest-of-node power so
-    that each sample carries its own state's rest (:func:`powermodel.simulate.rest_power`, the
-    model's): ``(rest[RUNNING] - rest[state]) / gpus_per_node``, positive while idle."""
-    rest = rest_power(scenario.cluster)
+    that each sample carries its own state's rest: ``(rest[RUNNING] - rest[state]) /
+    gpus_per_node``, positive while idle; ``rest`` [W per node, by State] the model's
+    (:func:`powermodel.simulate.rest_power`) unless given (:func:`_state_rest`'s)."""
+    rest = rest_power(scenario.cluster) if rest is None else rest
     return (rest[State.RUNNING] - rest[states]) / scenario.cluster.gpus_per_node
+
+
+def _segment_medians(times: np.ndarray, x: np.ndarray, line: Timeline, settle: float) -> np.ndarray:
+    """Median of each segment's samples once the sensor settled in it (all its samples where
+    none settled) [W]; NaN for a segment with no sample."""
+    seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
+    settled = times >= line.start[seg] + settle
+    both = pd.Series(x).groupby(seg).median()
+    late = pd.Series(x[settled]).groupby(seg[settled]).median()
+    out = np.full(line.start.size, np.nan)
+    out[both.index.to_numpy()] = both.to_numpy()
+    out[late.index.to_numpy()] = late.to_numpy()
+    return out
+
+
+def _idle_seen(
+    times: np.ndarray,
+    x: np.ndarray,
+    line: Timeline,
+    scenario: Scenario,
+    response: StepResponse,
+    rest: np.ndarray | None,
+    named: bool,
+) -> tuple[Timeline, str]:
+    """``line`` with the idle spells that cannot be the GPUs' idle read as stalls, and what to
+    say of it ('' if every idle spell may be idle).
+
+    The lowest held level of a trace is its idle only if the trace saw the job idle: a log
+    that begins at the run's start, or mid-run, holds no idle, and its lowest held level is a
+    pause of the job (an evaluation, the first steps' warm-up). Idle is told by its level: a
+    spell is idle when its GPUs, read as idle (a meter's samples with the rest of node at its
+    idle power, ``rest`` [W per node by State], None for a GPU trace), draw at most
+    :data:`IDLE_SPAN` x the GPU's idle. One that draws more is a pause of the running job: a
+    stall (one cut by the trace's start or end is not counted), or part of a start-up beside
+    one; the GPU's idle is then the preset's. Told so where the GPU is the scenario's: a
+    meter's, one ``named``, or a GPU trace's within its TDP (another's is built from the
+    trace, its idle the trace's lowest level)."""
+    gpu = scenario.gpu
+    idle = line.state == State.FAILED_IDLE
+    gpu_idle = gpu.idle
+    own = rest is not None or named  # a meter's GPU is the preset's, as a named one
+    if not idle.any() or not (own or _sustained(times, x, response)[0] <= KEEP_TDP * gpu.tdp):
+        return line, ""
+    level = _segment_medians(times, x, line, response.settle)
+    share = 0.0
+    if rest is not None:
+        share = float(rest_share(scenario, np.array([State.FAILED_IDLE]), rest)[0])
+    as_idle = level + share
+    wrong = idle & (as_idle > IDLE_SPAN * gpu_idle)
+    if not wrong.any():
+        return line, ""
+    role = line.state.copy()
+    prev = np.concatenate(([-1], role[:-1]))
+    nxt = np.concatenate((role[1:], [-1]))
+    loading = (prev == State.LOADING) | (nxt == State.LOADING)
+    role[wrong] = np.where(loading[wrong], State.LOADING, State.CHECKPOINT)
+    after = np.concatenate(([False], wrong[:-1])) & (role == State.RAMP)
+    role[after] = State.RUNNING  # training resuming after a pause: no start-up ramp
+    fixed, _ = well_formed(Timeline(start=line.start, state=role, duration=line.duration))
+    kept = int(np.count_nonzero(idle & ~wrong))
+    how = (
+        f"{int(wrong.sum())} held spell(s) at {float(np.min(as_idle[wrong])):,.1f} W a GPU or "
+        "more read as idle"
+        + (" (the rest of node at its idle power)" if rest is not None else "")
+        + f", over {IDLE_SPAN:g} x the {gpu.name}'s idle ({gpu_idle:g} W), read as pauses of "
+        "the job (stalls; one cut by the trace's start or end is not counted)"
+    )
+    if kept:
+        return fixed, f"{how}; {kept} idle spell(s) kept"
+    return fixed, f"no idle seen: {how}; the GPU's idle is the preset's"
+
+
+def _state_rest(
+    times: np.ndarray,
+    x: np.ndarray,
+    line: Timeline,
+    scenario: Scenario,
+    response: StepResponse,
+    source: str,
+) -> tuple[np.ndarray, dict[str, Quantity], tuple[str, ...]]:
+    """Each state's rest-of-node power [W per node, by State] for a meter inverted at the
+    running rest (``x`` [W per GPU]): the preset's (:func:`powermodel.simulate.rest_power`)
+    unless that would leave the GPUs of a held state drawing less than a powered GPU does, and
+    then inferred from the trace with the GPUs at that floor; the inferred rests as quantities,
+    and what to say of them.
+
+    A node's AC meter reads its GPUs and the rest of the node together, and the preset's split
+    between them is an assumption: at idle its CPUs and memory idle (``rest_power_idle``), in
+    every other state they work (``rest_power_active``). A node may idle lower than the
+    preset's, or load its job (a start-up) with its CPUs far from their running power: 2.5 kW
+    AC where the preset's rest alone is 2.6 kW DC. Its GPUs still draw at least their idle.
+    So a held state whose level, at the preset's rest, is under that floor (idle: half the
+    GPU's idle, :data:`KEEP_IDLE`, the lowest the catalogue's idle ranges admit; any other
+    state: the idle fitted, or the GPU's) is taken at the floor, and its rest of node is what
+    the node draws beyond its GPUs. The idle's is written (``cluster.rest_power_idle``); a
+    start-up's, a stall's or a teardown's is reported, for the model holds one rest of node in
+    every active state (its node then draws more in that state than the trace's)."""
+    cl, gpu = scenario.cluster, scenario.gpu
+    gpus = cl.gpus_per_node
+    rest = rest_power(cl).astype(float)
+    share = rest_share(scenario, np.arange(len(State)), rest)
+
+    def level(state: State) -> float:
+        found, n = _interior_median(times, x + share[state], line, state, response.settle)
+        if not n:  # a spell shorter than the sensor's settling: all its samples
+            found, _ = _interior_median(times, x + share[state], line, state, 0.0)
+        return found
+
+    idle = level(State.FAILED_IDLE)
+    floors = {State.FAILED_IDLE: KEEP_IDLE * gpu.idle}
+    other = max(idle, floors[State.FAILED_IDLE]) if np.isfinite(idle) else gpu.idle
+    names = {
+        State.FAILED_IDLE: ("idle", "cluster.rest_power_idle"),
+        State.LOADING: ("start-up", None),
+        State.CHECKPOINT: ("checkpoint stall", None),
+        State.STALLED: ("teardown", None),
+    }
+    quantities: dict[str, Quantity] = {}
+    said: list[str] = []
+    for state, (what, key) in names.items():
+        found = idle if state == State.FAILED_IDLE else level(state)
+        floor = floors.get(state, other)
+        if not (np.isfinite(found) and found < floor):
+            continue
+        node_dc = gpus * found + rest[state]
+        inferred = node_dc - gpus * floor
+        if inferred < 0.0:
+            raise DataFileError(
+                f"{source}: in its {what} state a node draws {node_dc:,.0f} W DC, less than "
+                f"its {gpus} GPUs at {floor:,.1f} W each with no rest of node: check "
+                "--gpus-per-node and the meter's unit, or fit with a preset of these nodes "
+                "(--preset)"
+            )
+        how = (
+            f"inferred: the {what} level at the preset's rest of node "
+            f"({rest[state]:,.0f} W a node) would be {found:,.1f} W a GPU, under the "
+            f"{floor:,.1f} W a powered GPU draws there; the GPUs are taken at {floor:,.1f} W "
+            f"and the rest of the node's {node_dc:,.0f} W DC is its rest of node"
+        )
+        if key is None:
+            how += (
+                f" (reported: the model holds cluster.rest_power_active, "
+                f"{cl.rest_power_active:,.0f} W, in every active state, so its {what} draws "
+                f"{cl.rest_power_active - inferred:,.0f} W a node more than the trace's)"
+            )
+        quantities[f"{what} rest of node"] = Quantity(
+            f"{what} rest of node", round(float(inferred), 1), "W", key is not None, how, key
+        )
+        said.append(f"{what} rest of node {how}")
+        rest[state] = inferred
+        if state == State.FAILED_IDLE:
+            rest[State.MAINTENANCE] = inferred
+    return rest, quantities, tuple(said)
 
 
 # --- detection ----------------------------------------------------------------------------
@@ -1071,7 +1235,9 @@ def _step_spread(
     y = x - mid
     up = np.flatnonzero((y[:-1] < 0) & (y[1:] >= 0) & (origin[:-1] == origin[1:]))
     when = t[up] + -y[up] / (y[up + 1] - y[up]) * (t[up + 1] - t[up])
-    first = np.append(True, (np.diff(when) > 0.5 * step) | (origin[up][1:] != origin[up][:-1]))
+    # the first crossing of each cluster is kept (a trace may cross none: no mask of one)
+    first = np.ones(up.size, bool)
+    first[1:] = (np.diff(when) > 0.5 * step) | (origin[up][1:] != origin[up][:-1])
     up, when = up[first], when[first]
     same = origin[up][1:] == origin[up][:-1]
     gap = np.diff(when)
@@ -1276,15 +1442,23 @@ def fit_cells(
     _refuse_gaps(times[good], step, meta)
     median = np.interp(times, times[good], median[good])
     filled = np.interp(times, times[good], power[good])
-    line, found = detect(times, median, response)
-    line, repaired = well_formed(line)
-    if meta.get("kind") == "meter":  # each state's rest of node, now that the states are known
-        seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
-        shift = rest_share(scenario, line.state[seg])
-        power, filled = power + shift, filled + shift
-    quantities, line, more = _quantities(times, filled, line, found, response, scenario)
     kind = str(meta.get("kind", "gpu"))
     source = str(meta.get("source", "the trace"))
+    line, found = detect(times, median, response)
+    line, repaired = well_formed(line)
+    rest = rest_power(scenario.cluster) if kind == "meter" else None
+    line, no_idle = _idle_seen(times, median, line, scenario, response, rest, named)
+    inferred: dict[str, Quantity] = {}
+    node: tuple[str, ...] = ()
+    if rest is not None:  # each state's rest of node, now that the states are known
+        rest, inferred, node = _state_rest(times, median, line, scenario, response, source)
+        seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
+        shift = rest_share(scenario, line.state[seg], rest)
+        power, filled = power + shift, filled + shift
+    quantities, line, more = _quantities(times, filled, line, found, response, scenario)
+    if no_idle and not quantities["idle level"].resolved:  # say why none is seen
+        quantities["idle level"] = Quantity("idle level", None, "W", False, no_idle, "gpu.idle")
+    quantities.update(inferred)
     gpu, said = choose_gpu(times, filled, quantities, response, scenario, kind, named, source)
     return Fit(
         source=str(meta.get("source", "")),
@@ -1298,7 +1472,13 @@ def fit_cells(
         timeline=line,
         quantities=quantities,
         response=response,
-        warnings=(*meta.get("warnings", ()), *dict.fromkeys(repaired + more), *said),
+        warnings=(
+            *meta.get("warnings", ()),
+            *dict.fromkeys(repaired + more),
+            *((no_idle,) if no_idle else ()),
+            *node,
+            *said,
+        ),
         gpu=gpu,
     )
 
@@ -1734,6 +1914,19 @@ def _mean_levels(
     return compute, zero + compute[:, None] * (one - zero)
 
 
+def short_step_edge_rate(scenario: Scenario, step: float, mean: float) -> float:
+    """The edge rate [fraction of TDP per s] of ``scenario``'s phases at its trough depth,
+    levels set to average ``mean`` [W], in an unresolved iteration of ``step`` [s]: the
+    preset's, or, where its edges would each take more than :data:`EDGE_SHARE` of a step
+    written short (one sensor window, one sampling period), the rate that makes them that
+    share (the model refuses an edge longer than its step; the edges are as unresolved as the
+    step)."""
+    levels = _mean_levels(scenario, np.array([scenario.workload.trough_depth]), mean)[1][0]
+    swing = float(np.abs(levels - np.roll(levels, 1)).max())
+    need = math.ceil(swing / (EDGE_SHARE * step) * 1e4) / 1e4
+    return max(scenario.workload.edge_rate, need)
+
+
 def _seen_spread(
     scenario: Scenario, depth: np.ndarray, mean: float, response: StepResponse, step: float
 ) -> np.ndarray:
@@ -1745,9 +1938,10 @@ def _seen_spread(
     kernel = response.kernel(cell, max(n, int(np.ceil(response.settle / cell)) + 1))
     spectrum = np.fft.rfft(np.bincount(np.arange(kernel.size) % n, kernel, minlength=n))
     shares = scenario.phase_shares()
+    rate = short_step_edge_rate(scenario, step, mean)
     shapes = np.array(
         [  # one waveform per candidate depth: a hundred, each vectorised
-            workload.iteration_waveform(shares, levels, step, scenario.workload.edge_rate, n)
+            workload.iteration_waveform(shares, levels, step, rate, n)
             for levels in _mean_levels(scenario, depth, mean)[1]
         ]
     )
@@ -1801,17 +1995,26 @@ def _timing(q, add, line: Timeline, period: float) -> None:
         "checkpoint.interval",
     )
     # the job's end: the trace's last training, then idle to its end with no restart (a final
-    # save or teardown at a held level may come between): an end, not a failure
+    # save or teardown at a held level may come between): an end, not a failure. A start-up
+    # after that idle, cut by the trace's end, trains nothing the trace shows: the next job's
+    # (a node's log runs on into the next job's initialisation), or a restart not seen
     active = np.flatnonzero(np.isin(state, (State.RUNNING, State.RAMP, State.CHECKPOINT)))
     tail = np.arange(state.size) > (active[-1] if active.size else state.size)
-    ended = bool(tail.any() and state[-1] == State.FAILED_IDLE)
+    idle_end = state[-1] == State.FAILED_IDLE
+    next_job = state.size > 1 and state[-1] == State.LOADING and state[-2] == State.FAILED_IDLE
+    ended = bool(tail.any() and (idle_end or (next_job and tail[-2])))
     end = float(line.start[active[-1] + 1]) if ended else None
     add(
         "job end",
         end,
         "s",
-        f"the last training ends {end:.4g} s into the trace; idle follows to its end, no "
-        "restart: the job's end, not a failure"
+        f"the last training ends {end:.4g} s into the trace; idle follows"
+        + (
+            " to its end"
+            if idle_end
+            else ", then a start-up cut by the trace's end (the next job's: no training seen)"
+        )
+        + ", no restart: the job's end, not a failure"
         if ended
         else "the job trains (or stalls) to the trace's end",
     )
@@ -1915,6 +2118,10 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
 
     gpu = base.gpu
     idle, stalled = v("idle level"), v("checkpoint stall level") or v("teardown level")
+    if choice.table or idle is None:  # the idle the scenario holds: built, the preset's, fitted
+        written_idle = gpu.idle
+    else:
+        written_idle = round(min(max(idle, 1.0), gpu.tdp), 1)
     for name, level in (("idle", idle), ("stalled", stalled), ("start-up", v("start-up level"))):
         if level is not None:
             _drawable(level, f"{name} level", base)
@@ -1931,15 +2138,23 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
             put(f"gpu.{key}", value, note)
     else:
         if idle is not None:
-            put("gpu.idle", round(min(max(idle, 1.0), gpu.tdp), 1), "median idle level")
+            put("gpu.idle", written_idle, "median idle level")
         else:
             keep("gpu.idle", result.quantities["idle level"].how)
+        idle_rest = v("idle rest of node")
+        if idle_rest is not None:  # a node idling under the preset's rest of node
+            put("cluster.rest_power_idle", idle_rest, "the idle node's power beyond its GPUs")
         if stalled is not None:
-            low = idle if idle is not None else gpu.idle
-            put("gpu.stalled", round(min(max(stalled, low), gpu.tdp), 1), "median stalled level")
+            put(
+                "gpu.stalled",
+                round(min(max(stalled, written_idle), gpu.tdp), 1),
+                "median stalled level",
+            )
+        elif gpu.stalled < written_idle:  # a GPU stalls at its idle at least (idle <= stalled)
+            put("gpu.stalled", written_idle, "the preset's stalled level raised to the fitted idle")
         else:
             keep("gpu.stalled", result.quantities["checkpoint stall level"].how)
-    _workload_keys(result, base, put, keep)
+    _workload_keys(result, base, put, keep, written_idle)
     stall = v("checkpoint stall")
     if stall is not None:
         key = "checkpoint.blocking_time"
@@ -1994,21 +2209,19 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
             f"{result.quantities['start-up time'].how}, less the preset's {reload:.3g}-s "
             "checkpoint read",
         )
-        low = idle if idle is not None else gpu.idle
         put(
             "workload.startup_power",
-            _share_at_least(min(max(level, low), gpu.tdp), gpu.tdp),
+            _share_at_least(min(max(level, written_idle), gpu.tdp), gpu.tdp),
             "median start-up level / TDP",
         )
     else:
         keep("workload.startup_time", result.quantities["start-up time"].how)
-        floor = gpu.idle if choice.table else idle  # the idle written: built, or fitted
-        if floor is not None and given.workload.startup_power * gpu.tdp < floor:
+        if given.workload.startup_power * gpu.tdp < written_idle:
             # the model's start-up holds at least idle: the preset's level under the fitted
             # idle would not load (a trace that begins at launch has no idle before its start-up)
             put(
                 "workload.startup_power",
-                _share_at_least(floor, gpu.tdp),
+                _share_at_least(written_idle, gpu.tdp),
                 "the preset's start-up level raised to the fitted idle",
             )
     head = [
@@ -2112,12 +2325,20 @@ def _less_leakage(result: Fit, base: Scenario, keys: Callable[[float], dict]) ->
     return extra
 
 
-def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
-    """Step time, phase shares and levels, edge rate and start-up ramp."""
+def _depth_floor(depth: float) -> float:
+    """A trough depth to four places, rounded down: its trough never lower than ``depth``'s."""
+    return math.floor(depth * 1e4) / 1e4
+
+
+def _workload_keys(result: Fit, base: Scenario, put, keep, idle: float) -> None:
+    """Step time, phase shares and levels, edge rate and start-up ramp; no phase is written
+    under ``idle`` [W], the idle the scenario holds (a working GPU draws at least that: a
+    deeper trough is bounded, and says so)."""
     tdp = base.gpu.tdp
     step, share = result.value("step time"), result.value("compute share")
     high, low = result.value("compute level"), result.value("communication level")
     mean = result.value("running mean")
+    edges = None  # the edge rate an unresolved step written short needs (short_step_edge_rate)
     if step is not None and share is not None and high is not None and low is not None:
         put("workload.step_time", format_duration(round(step, 4)), "folded step time")
         _drawable(high, "compute level", base)
@@ -2125,24 +2346,33 @@ def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
             {"name": "compute", "kind": "compute", "share": round(share, 4)},
             {"name": "communication", "kind": "communication", "share": round(1 - share, 4)},
         ]
+        note = "1 - communication / compute level"
 
         def folded(extra: float) -> dict:  # the folded levels, less the die's leakage
             top, bottom = high - extra, low - extra
+            depth = min(max(1.0 - bottom / top, 0.0), 0.99)
+            if top * (1.0 - depth) < idle:  # no phase under the idle the scenario holds
+                depth = max(1.0 - idle / top, 0.0)
             return {
                 "workload.step_time": format_duration(round(step, 4)),
                 "workload.phases": phases,
                 "workload.compute_power": round(_drawable(top, "compute level", base), 4),
-                "workload.trough_depth": round(min(max(1.0 - bottom / top, 0.0), 0.99), 4),
+                "workload.trough_depth": _depth_floor(depth) if depth < 0.99 else 0.99,
             }
 
         extra = _less_leakage(result, base, folded)
         keys = folded(extra)
+        if (high - extra) * (1.0 - min(max(1.0 - low / high, 0.0), 0.99)) < idle:
+            note += (
+                f", bounded: the folded communication level, {low:,.1f} W, is under the "
+                f"{idle:g}-W idle the scenario holds, which a working GPU draws at least"
+            )
         put(
             "workload.compute_power",
             keys["workload.compute_power"],
             f"compute level / TDP, less the {extra:+.3g} W {LEAKED}",
         )
-        put("workload.trough_depth", keys["workload.trough_depth"], "1 - communication / compute")
+        put("workload.trough_depth", keys["workload.trough_depth"], note)
         put("workload.phases", phases, "compute share of the folded step")
     else:
         written = result.quantities["step time"]
@@ -2153,8 +2383,20 @@ def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
         if mean is not None:
             bound = result.quantities.get("trough depth")
             depth = base.workload.trough_depth if bound is None else bound.value
+            note = None if bound is None else bound.how
+            # the deepest trough, at most that, whose lowest phase draws at least idle
+            depths = np.linspace(0.0, depth, 101)
+            lowest = _mean_levels(base, depths, mean)[1].min(axis=1) * tdp
+            floored = float(depths[lowest >= idle].max(initial=0.0))
+            if floored < depth:
+                note = (
+                    f"{note + '; ' if note else ''}bounded so that the lowest phase, at the "
+                    f"measured running mean, draws at least the {idle:g}-W idle the scenario "
+                    "holds"
+                )
+                depth = _depth_floor(floored)
             if depth != base.workload.trough_depth:
-                put("workload.trough_depth", round(depth, 4), bound.how)
+                put("workload.trough_depth", round(depth, 4), note)
 
             def averaged(extra: float) -> dict:  # the phases at the mean, less the leakage
                 compute = float(_mean_levels(base, np.array([depth]), mean - extra)[0][0])
@@ -2169,9 +2411,18 @@ def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
                 "so that the preset's phases average the measured running mean, less the "
                 f"{extra:+.3g} W {LEAKED}",
             )
+            if written.value is not None:
+                edges = short_step_edge_rate(base, written.value, mean)
     edge = result.value("edge duration")
     if edge is not None and high is not None and low is not None and edge > 0:
         put("workload.edge_rate", round((high - low) / (edge * tdp), 4), "folded edge")
+    elif edges is not None and edges > base.workload.edge_rate:
+        put(
+            "workload.edge_rate",
+            edges,
+            f"unresolved: the preset's edges would outlast the {written.value:.3g}-s step "
+            f"written; each made {EDGE_SHARE:g} of it",
+        )
     else:
         keep("workload.edge_rate", result.quantities["edge duration"].how)
     cv, level_cv = result.value("step-time spread"), result.value("step-level spread")
@@ -2185,6 +2436,15 @@ def _workload_keys(result: Fit, base: Scenario, put, keep) -> None:
             else result.quantities["step-time spread"].how
         )
         keep("workload.variation", why)
+    par = base.workload.parallelism
+    if par is not None and par.sync_power is not None and par.sync_power * tdp < idle:
+        # the preset's wait at the barrier under the idle the trace shows would not load
+        put(
+            "workload.parallelism.sync_power",
+            _share_at_least(idle, tdp),
+            f"the preset's wait at the barrier ({par.sync_power * tdp:,.0f} W) raised to the "
+            "idle the scenario holds",
+        )
     ramp = result.value("start-up ramp")
     if ramp is not None:
         put("workload.startup_ramp", format_duration(round(ramp, 2)), "fitted rise into running")

@@ -656,8 +656,8 @@ def comparison_table(*numbers: dict) -> pd.DataFrame:
 
     def count(n: int, of: int | None = None, over: dict | None = None) -> str:
         shown = f"{n}" if of is None else f"{n} ({n - of:+d})"
-        if over is not None and over.get("seeds", 1) > 1:
-            low, high = over["dips_range"]
+        if over is not None and over.get("seeds", 1) > 1 and over["dips_range"] != (n, n):
+            low, high = over["dips_range"]  # the seeds' counts differ: say how
             shown += f", {low} to {high} over {over['seeds']} seeds"
         return shown
 

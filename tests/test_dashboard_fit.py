@@ -286,7 +286,9 @@ def test_the_same_trace_under_two_names_shows_each_uploader_only_their_own(board
     data = smi.read_bytes()
     seen = {}
     for name in ("alice-gpus.csv", "bob-gpus.csv"):
-        store, message, figure, table, numbers = board.fit_trace(_url(data), None, None, None, None, name)
+        store, message, figure, table, numbers = board.fit_trace(
+            _url(data), None, None, None, None, name
+        )
         sent = board.fit_toml(1, store)
         # the figure's words (its traces' names, its layout), not its arrays of numbers, whose
         # base64 may spell any three letters (a prediction's held "bob" once)

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from powermodel.errors import DataFileError, PowerModelError, ScenarioError
+from powermodel.errors import DataFileError, PowerModelError
 from powermodel.fit_report import FitRun, fit_trace, fresh_run, fresh_view
 from powermodel.iotools.telemetry import TelemetryWarning, read_telemetry
 from powermodel.models.events import State
@@ -272,27 +272,10 @@ def test_mlperf_power_log_with_rank_labels_is_read(tmp_path):
 GPUS_PER_NODE = 8  # every shipped log is one node of 8 GPUs (the submissions' system files)
 # What the fit does on the logs it does not fit yet, as measured: each test of them fails until
 # the fit learns it (strict), and then says so.
-NO_IDLE = pytest.mark.xfail(
-    strict=True,
-    raises=ScenarioError,
-    reason="measured: the log starts at run_start (no idle seen), the fit takes its lowest "
-    "samples for idle (313.7 W a GPU) and writes a communication phase under it (225 W): the "
-    "fitted scenario does not load",
-)
-LOADING_REST = pytest.mark.xfail(
-    strict=True,
-    raises=PowerModelError,
-    reason="measured: the node draws 2.5 kW AC while loading, 0.4 kW over its idle, where the "
-    "preset's rest of node steps from 1.3 to 2.6 kW: the start-up level comes out at -22.8 W a "
-    "GPU and the fit refuses it",
-)
-CRASH = pytest.mark.xfail(
-    strict=True,
-    raises=IndexError,
-    reason="measured: the fit raises IndexError in its step-spread stage (powermodel.fit."
-    "_step_spread indexes the rising crossings it found, none, with a mask of one): a "
-    "traceback, not a fit or a message",
-)
+# the fresh run's running node power is 5.4-5.7 % over the trace's on each log (LoRA 7.62
+# against 7.23 kW, BERT 7.22 against 6.83, SSD 7.45 against 7.07), where the fitted running
+# level is the trace's within 1 %: the preset's site in July warms the inlet over the fans'
+# nominal (server fans and leakage above the level fitted)
 CLEAN_END = pytest.mark.xfail(
     strict=True,
     reason="measured +5.7 %: the fresh run ends with the job and idles before it (its energy "
@@ -301,6 +284,26 @@ CLEAN_END = pytest.mark.xfail(
     "27 C supply) adds 412 W a node over the 7,170 W of the fitted levels, where the meter's "
     "inversion took the rest of node at nominal fans; and its start-up at idle draws the "
     "active rest of node (4.5 kW against 2.9 kW over the trace's first 16 s)",
+)
+WARM_FANS = pytest.mark.xfail(
+    strict=True,
+    reason="measured +5.5 % (15.78 against 14.96 MJ): the fresh run's running node power is "
+    "5.4-5.7 % over the trace's on each SMC log, where the fitted running level is the trace's "
+    "within 1 %: the run's server fans and leakage at the preset site's July supply add over the "
+    "levels the meter's inversion took at nominal fans",
+)
+NO_START_UP = pytest.mark.xfail(
+    strict=True,
+    reason="measured -18.2 % (130 against 159 Wh): the log starts at run_start, training, and "
+    "the fresh run holds the preset's 120-s start-up and 10-s ramp at 3.9 kW a node over the "
+    "whole 2-min trace (the fit wrote no start-up length: none seen)",
+)
+NEXT_JOB = pytest.mark.xfail(
+    strict=True,
+    reason="measured +23.5 % (731 against 592 Wh): the fit reads the job's end at 325 s (35 s "
+    "of idle, then the next job's start-up to the trace's end), but the fresh run keeps running "
+    "over the last 58 s at 7.2 kW where the node draws 2.2-2.5 kW, and starts its 29-s start-up "
+    "at once where the trace idles 16 s first",
 )
 
 
@@ -317,7 +320,7 @@ def _logs(**marks) -> tuple:
     )
 
 
-FITTED = _logs(smc_64node_llama2_lora=NO_IDLE, smc_1node_bert=LOADING_REST, smc_1node_ssd=CRASH)
+FITTED = _logs()
 
 
 def _fit(log: Log, folder: Path) -> FitRun:
@@ -407,9 +410,9 @@ def fresh_run_node_power(run: FitRun, times: np.ndarray) -> tuple[np.ndarray, in
     "log",
     _logs(
         smc_1node_llama2_lora=CLEAN_END,
-        smc_64node_llama2_lora=NO_IDLE,
-        smc_1node_bert=LOADING_REST,
-        smc_1node_ssd=CRASH,
+        smc_64node_llama2_lora=NO_START_UP,
+        smc_1node_bert=NEXT_JOB,
+        smc_1node_ssd=WARM_FANS,
     ),
 )
 def test_fresh_run_reproduces_the_trace_energy(fitted, log):
