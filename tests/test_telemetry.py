@@ -533,3 +533,29 @@ def test_a_stamp_a_little_before_the_one_before_is_jitter_not_a_clock_jump(tmp_p
     assert_allclose(seconds, np.sort(t), atol=1e-9)  # every time as written, in order
     # the two readings swapped into time order keep their own values
     assert data["power"].iloc[21] == 5000 + 20 and data["power"].iloc[20] == 5000 + 21
+
+
+def _meter_lines(seconds: np.ndarray) -> list[str]:
+    """A meter CSV with one reading [W] at each of ``seconds`` after START, in that order."""
+    return ["time,node [W]"] + [
+        f"{(START + np.timedelta64(round(s * 1e3), 'ms')).astype('M8[ms]')}Z,{5000 + i}"
+        for i, s in enumerate(seconds)
+    ]
+
+
+@pytest.mark.parametrize(
+    "seconds",
+    [
+        np.arange(50)[::-1] * 2.0,  # reversed: no step forward, so no step to be jitter of
+        np.r_[np.arange(30)[::-1] * 2.0, 3600.0 + np.arange(30)[::-1] * 2.0],  # two reversed
+        (np.arange(100) * 2.0).reshape(50, 2)[:, ::-1].ravel(),  # each pair swapped: 1 s back
+        np.r_[0.0, np.arange(1, 200)[::-1] * 2.0 / 200.0 + 60.0],  # reversed, one step forward
+    ],
+    ids=["reversed", "two-reversed-parts", "pairs-swapped", "reversed-after-one-step"],
+)
+def test_a_file_out_of_order_is_refused_not_sorted_as_jitter(tmp_path, seconds):
+    # Jitter is a few readings stamped a little early (seven at most in an MLPerf node log, the
+    # test above); a channel stepping back in a twentieth of its steps or more is out of order,
+    # as it was refused before steps back under half a step were read as jitter
+    with pytest.raises(DataFileError, match=r"goes back \d+ times in \d+ steps.*sort it by time"):
+        read_telemetry(_put(tmp_path / "meter.csv", _meter_lines(seconds)))

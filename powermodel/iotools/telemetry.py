@@ -111,6 +111,11 @@ MAX_METER_POWER = 1e9
 _MAX_GAP = np.timedelta64(1, "D")
 # Backward steps of a channel's time repaired as clock jumps (NTP); more is a shuffled file.
 _MAX_JUMPS = 10
+# Steps back by under half a step (the stamps' jitter) put in time order: a few in a log (seven
+# at most in MLPerf's node logs, 0.8 % of its readings), so a channel whose steps go back more
+# often than this share of its steps, and more than _MAX_JUMPS times, is a file out of order
+# (reversed, shuffled, or joined in the wrong order) whose order no repair should guess [A].
+_OUT_OF_ORDER = 0.05
 # A channel that starts or stops this many of its steps away from the trace's ends is reported.
 _LATE = 3
 _LISTED = 8  # channels named one by one in the warnings
@@ -1377,7 +1382,24 @@ def _jumps(raw: pd.DataFrame, path: Path, log: list) -> pd.DataFrame:
     # stalled stamps its next reading a few ms before the one it held back: MLPerf's node logs
     # after a pause, by 2-130 ms in 2-s steps): put in time order, where moving the times after
     # it by a step would misplace the rest of the log by that step [A]
-    jitter = same & (d < 0) & (-d < 0.5 * np.nan_to_num(typical, nan=np.inf))
+    # (a channel that never steps forward has no step: NaN, and nothing of it is jitter)
+    with np.errstate(invalid="ignore"):
+        jitter = same & (d < 0) & (-d < 0.5 * typical)
+    back = same & (d < 0) & ~jitter
+    channel = raw["channel"].to_numpy()[1:]
+    counts = pd.DataFrame({"back": back, "any": same & (d < 0), "steps": same}).groupby(channel)
+    per = counts.sum()
+    order = (per["back"] > _MAX_JUMPS) | (
+        per["any"] > np.maximum(_MAX_JUMPS, _OUT_OF_ORDER * per["steps"])
+    )
+    if order.any():
+        name = order.index[np.argmax(order.to_numpy())]
+        i = int(np.flatnonzero((channel == name) & (d < 0))[0]) + 1
+        raise DataFileError(
+            f"{path}: line {raw['line'].iloc[i]}: {name}'s time goes back "
+            f"{int(per.loc[name, 'any'])} times in {int(per.loc[name, 'steps'])} steps: not clock "
+            "jumps or the stamps' jitter but a file out of order; sort it by time"
+        )
     if jitter.any():
         i = int(np.flatnonzero(jitter)[0]) + 1
         log.append(
@@ -1385,15 +1407,7 @@ def _jumps(raw: pd.DataFrame, path: Path, log: list) -> pd.DataFrame:
             f"sample before (first at line {raw['line'].iloc[i]}; under half a step: the stamps' "
             "jitter): put in time order"
         )
-    back = same & (d < 0) & ~jitter
     if back.any():
-        per = pd.Series(back).groupby(raw["channel"].to_numpy()[1:]).sum()
-        if per.max() > _MAX_JUMPS:
-            i = int(np.flatnonzero(back)[0]) + 1
-            raise DataFileError(
-                f"{path}: line {raw['line'].iloc[i]}: {raw['channel'].iloc[i]}'s time goes back "
-                f"{int(per.max())} times: not clock jumps but a file out of order; sort it by time"
-            )
         shift = np.where(back, -d + np.nan_to_num(typical).astype(np.int64), 0)
         cum = pd.Series(np.r_[0, shift]).groupby(raw["channel"].to_numpy()).cumsum().to_numpy()
         i = int(np.flatnonzero(back)[0]) + 1
