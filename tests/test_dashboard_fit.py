@@ -286,7 +286,9 @@ def test_the_same_trace_under_two_names_shows_each_uploader_only_their_own(board
     data = smi.read_bytes()
     seen = {}
     for name in ("alice-gpus.csv", "bob-gpus.csv"):
-        store, message, figure, table, numbers = board.fit_trace(_url(data), None, None, None, None, name)
+        store, message, figure, table, numbers = board.fit_trace(
+            _url(data), None, None, None, None, name
+        )
         sent = board.fit_toml(1, store)
         # the figure's words (its traces' names, its layout), not its arrays of numbers, whose
         # base64 may spell any three letters (a prediction's held "bob" once)
@@ -328,3 +330,19 @@ def test_a_log_without_index_and_a_gpu_named_fit_in_the_compare_view(board, tmp_
     # a count the lines do not hold is refused with the box's name, not the CLI option's
     said = _refused(_upload(board, path, poll=3))
     assert "'GPUs per poll'" in said and "--gpus" not in said
+
+
+@pytest.mark.parametrize(
+    ("gpus", "poll", "said"),
+    [
+        (0, None, "'GPUs per meter channel' 0 is not a whole number of GPUs from 1 to 100,000"),
+        (10**6, None, "'GPUs per meter channel' 1000000 is not a whole number of GPUs"),
+        (None, 0, "'GPUs per poll' 0 is not a whole number of GPUs from 1 to 64"),
+        (None, 65, "'GPUs per poll' 65 is not a whole number of GPUs from 1 to 64"),
+    ],
+)
+def test_a_box_out_of_range_is_named_as_the_box(board, smi, gpus, poll, said):
+    # the reader checks its keywords before reading the trace; the page names its boxes, never
+    # the Python keyword (gpus_per_node=, gpus=)
+    message = _refused(_upload(board, smi, gpus=gpus, poll=poll))
+    assert said in message and "gpus_per_node" not in message and ": gpus " not in message

@@ -559,3 +559,26 @@ def test_a_file_out_of_order_is_refused_not_sorted_as_jitter(tmp_path, seconds):
     # as it was refused before steps back under half a step were read as jitter
     with pytest.raises(DataFileError, match=r"goes back \d+ times in \d+ steps.*sort it by time"):
         read_telemetry(_put(tmp_path / "meter.csv", _meter_lines(seconds)))
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"format": "nvidia"}, "format 'nvidia' is not one of"),
+        ({"period": "100ms"}, "period '100ms' is not a number of seconds"),
+        ({"period": [0.1]}, r"period \[0.1\] is not a number of seconds"),
+        ({"period": True}, "period True is not a number of seconds"),
+        ({"period": 0.0}, "period 0.0 s is not within 1 ms to 1 day"),
+        ({"gpus": 0}, "gpus 0 is not a whole number of GPUs from 1 to 64"),
+        ({"gpus": 8.0}, "gpus 8.0 is not a whole number"),
+        ({"gpus_per_node": "8"}, "gpus_per_node '8' is not a whole number of GPUs"),
+        ({"gpus_per_node": 0}, "gpus_per_node 0 is not a whole number of GPUs"),
+        ({"gpus_per_node": 10**7}, "gpus_per_node 10000000 is not a whole number of GPUs"),
+    ],
+)
+def test_a_wrong_option_is_refused_in_one_line_before_the_file_is_read(tmp_path, options, said):
+    # the options are checked before the file (up to MAX_BYTES) is read: a missing file still
+    # gets the option's message, and an option of the wrong type no TypeError
+    with pytest.raises(DataFileError, match=said) as caught:
+        read_telemetry(tmp_path / "not-there.csv", **options)
+    assert "\n" not in str(caught.value)

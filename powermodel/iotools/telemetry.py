@@ -79,6 +79,9 @@ MAX_GRID = 100_000_000
 # One nvidia-smi lists one node's GPUs; 64 bounds the search for GPUs per poll in a log
 # without ``index`` [A] (8 in an HGX node, 4 in a GB200 compute tray [S, nvidia_blackwell]).
 _MAX_NODE_GPUS = 64
+# GPUs behind one meter channel: a whole hall's feeder (the bound powermodel.fit's
+# MAX_METER_GPUS holds too) [A]
+MAX_CHANNEL_GPUS = 100_000
 # A per-GPU field "repeats every N lines" when, in a window of lines, the differences between
 # lines N and 2N apart are both under a third of the smallest difference at any other lag: a
 # margin that the noise of a field without a signature (power in training) does not reach in
@@ -316,27 +319,38 @@ def read_telemetry(
     N. A poll cut short at the end of a run is dropped with a warning.
     """
     path = Path(path)
-    text = _text(path)
-    if format is None:
-        format = _detect(text, path)
-    elif format not in FORMATS:
+    # the options first: a wrong one is refused before a byte of the file is read
+    if format is not None and format not in FORMATS:
         raise DataFileError(
             f"{path}: format {format!r} is not one of {', '.join(FORMATS)}; give one of them "
             "or None to detect it"
         )
-    if period is not None and not (np.isfinite(period) and 1e-3 <= period <= 86400):
-        raise DataFileError(f"{path}: period {period!r} s is not within 1 ms to 1 day")
-    log: list[str] = []
-    meta = {"format": format, "source": path.name, "timezone": "UTC (as written)", "timed": True}
-    if gpus is not None and not (
-        isinstance(gpus, (int, np.integer))
-        and not isinstance(gpus, bool)
-        and 1 <= gpus <= _MAX_NODE_GPUS
+    if period is not None and (
+        isinstance(period, bool) or not isinstance(period, (int, float, np.integer, np.floating))
     ):
         raise DataFileError(
-            f"{path}: gpus {gpus!r} is not a whole number of GPUs from 1 to "
-            f"{_MAX_NODE_GPUS} (one node's); give the GPUs the log's node has"
+            f"{path}: period {period!r} is not a number of seconds; give it as one, e.g. 0.1"
         )
+    if period is not None and not (np.isfinite(period) and 1e-3 <= period <= 86400):
+        raise DataFileError(f"{path}: period {period!r} s is not within 1 ms to 1 day")
+    for name, value, most, which in (
+        ("gpus", gpus, _MAX_NODE_GPUS, "(one node's); give the GPUs the log's node has"),
+        ("gpus_per_node", gpus_per_node, MAX_CHANNEL_GPUS, "; give the GPUs behind a channel"),
+    ):
+        if value is not None and not (
+            isinstance(value, (int, np.integer))
+            and not isinstance(value, bool)
+            and 1 <= value <= most
+        ):
+            raise DataFileError(
+                f"{path}: {name} {value!r} is not a whole number of GPUs from 1 to {most:,} "
+                + which
+            )
+    text = _text(path)
+    if format is None:
+        format = _detect(text, path)
+    log: list[str] = []
+    meta = {"format": format, "source": path.name, "timezone": "UTC (as written)", "timed": True}
     if format == "nvidia-smi":
         raw = _nvidia_smi(text, path, columns, gpus, log, meta)
     elif format == "dcgmi-dmon":
