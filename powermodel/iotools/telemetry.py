@@ -1268,8 +1268,18 @@ def _mlperf_power(text: str, path: Path, log: list, meta: dict) -> pd.DataFrame:
     number = samples.index.to_numpy()
     power = _values(value.str.strip('"'), _POWER, "W", "power_reading value", number, path, log)
     # the host a reading names is a channel's label, never a path: kept to word characters
-    host = _mllog_field(samples, "host", r'"[^"]*"').fillna('"node"').str.strip('"')
-    host = host.str.replace(r"[^\w.\-]", "_", regex=True).str.slice(0, 64)
+    written = _mllog_field(samples, "host", r'"[^"]*"').fillna('"node"').str.strip('"')
+    host = written.str.replace(r"[^\w.\-]", "_", regex=True).str.slice(0, 64)
+    host = host.where(host != "", "node")  # a host written empty names no meter
+    names = pd.DataFrame({"host": host, "written": written}).drop_duplicates()
+    twice = names["host"].duplicated(keep=False).to_numpy(dtype=bool)
+    if twice.any():
+        one, other = names["written"][twice].iloc[:2]
+        raise DataFileError(
+            f"{path}: the hosts {one[:30]!r} and {other[:30]!r} would be one channel "
+            f"({names['host'][twice].iloc[0]!r}: a channel's name keeps letters, digits, '.', "
+            "'-' and '_', 64 at most): two meters' readings mixed; give one node's log per file"
+        )
     # Logs joined into one file (cat node_*.txt) repeat the measurement's start: readings of
     # one host under two starts are two meters, or two runs, that one channel would mix.
     measurement = np.cumsum(key == '"power_measurement_start"')[reading]
