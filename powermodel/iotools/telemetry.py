@@ -707,7 +707,7 @@ def _polls(
     size = np.diff(np.r_[start, len(run)])
     place = np.arange(len(run)) - np.repeat(start, size)
     largest = min(_MAX_NODE_GPUS, int(size.max()))
-    found = _signature(raw, run)
+    found = _signature(raw, run, path)
     fix = (
         "give the GPUs per poll, --gpus N (gpus=N), or record with "
         "--query-gpu=timestamp,index,... so each line names its GPU"
@@ -763,18 +763,22 @@ def _polls(
     return raw.assign(channel=np.char.add("gpu", (place[complete] % gpus).astype(str)))
 
 
-def _signature(raw: pd.DataFrame, run: np.ndarray) -> dict[str, int]:
+def _signature(raw: pd.DataFrame, run: np.ndarray, path: Path) -> dict[str, int]:
     """Each field whose values repeat with the GPUs, and every how many lines, steadiest first.
 
     Each field is searched in windows spread over the file (:func:`_window_counts`). A window
     where some GPUs share a value (idle memory) finds a divisor of the count: a field's count is
     the one that the most windows' counts divide, and two thirds of them must, in an eighth of
-    the windows or more."""
+    the windows or more. The memory the GPUs hold repeats with their count and nothing else, so
+    it repeating every N lines in some windows and every M, neither a divisor of the other, in
+    others (two windows each at least) is a count that changes within the file: refused."""
     found = {}
     for var in _SIGNATURE:  # three fields at most, each searched with whole-array operations
         if var not in raw:
             continue
-        counts = _window_counts(raw[var].to_numpy(dtype=float), run, var == "memory_used")
+        counts, starts = _window_counts(raw[var].to_numpy(dtype=float), run, var == "memory_used")
+        if var == "memory_used":
+            _one_count(counts, raw["line"].to_numpy()[starts], path)
         windows, counts = counts.size, counts[counts > 0]
         # An eighth of the windows at least: a field without a signature clears the contrast
         # in a window now and then by chance, a start-up's idle minutes fill several.
@@ -786,13 +790,34 @@ def _signature(raw: pd.DataFrame, run: np.ndarray) -> dict[str, int]:
     return found
 
 
-def _window_counts(values: np.ndarray, run: np.ndarray, steady: bool) -> np.ndarray:
-    """Per window of lines, the smallest count N ≥ 2 with which ``values`` repeat (0: none);
-    a field not ``steady`` must also differ between adjacent lines (see _ADJACENT)."""
+def _one_count(counts: np.ndarray, lines: np.ndarray, path: Path) -> None:
+    """Refuse windows' counts (0: none found; ``lines``, each window's first line) of which two
+    seen in two windows or more are neither a divisor nor a multiple of each other."""
+    values, seen = np.unique(counts[counts > 0], return_counts=True)
+    common = values[seen >= 2]
+    clash = (common[:, None] % common[None, :] != 0) & (common[None, :] % common[:, None] != 0)
+    if clash.any():
+        pair = common[np.argwhere(clash)[0]]
+        near = np.array([lines[np.flatnonzero(counts == c)[0]] for c in pair])
+        (one, first), (other, then) = sorted(zip(near.tolist(), pair.tolist(), strict=True))
+        raise DataFileError(
+            f"{path}: memory.used repeats every {first} lines near line {one} and every {then} "
+            f"near line {other}: the GPUs per poll change within the log (a GPU lost, hidden or "
+            "added); split the file where the count changes, or record with "
+            "--query-gpu=timestamp,index,... so each line names its GPU"
+        )
+
+
+def _window_counts(
+    values: np.ndarray, run: np.ndarray, steady: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per window of lines, the smallest count N ≥ 2 with which ``values`` repeat (0: none),
+    and the window's first row; a field not ``steady`` must also differ between adjacent lines
+    (see _ADJACENT)."""
     n = len(values)
     lags = min(2 * _MAX_NODE_GPUS, n // 4)
     if lags < 4:
-        return np.zeros(0, dtype=int)
+        return np.zeros(0, dtype=int), np.zeros(0, dtype=np.int64)
     width = min(n, _WINDOW_POLLS * lags)
     starts = np.unique(np.linspace(0, n - width, _WINDOWS).astype(np.int64))
     rows = starts[:, None] + np.arange(width)
@@ -817,7 +842,7 @@ def _window_counts(values: np.ndarray, run: np.ndarray, steady: bool) -> np.ndar
         clear = (other > 0) & (other >= _CONTRAST * at)
         if not steady:
             clear &= mean[:, :1] >= _ADJACENT * widest
-    return np.where(clear.any(axis=1), count[np.argmax(clear, axis=1)], 0)
+    return np.where(clear.any(axis=1), count[np.argmax(clear, axis=1)], 0), starts
 
 
 def _regular(t: np.ndarray, run: np.ndarray, place: np.ndarray, gpus: int) -> bool:
