@@ -316,7 +316,10 @@ def read_telemetry(
     the times must agree: each GPU's time goes back no more than clock jumps do. Refused,
     naming ``gpus``: no field repeats and no count gives such polls; fields whose N are
     neither divisors nor multiples of one another; ``gpus`` that is no multiple of a field's
-    N. A poll cut short at the end of a run is dropped with a warning.
+    N. Refused, naming the lines: memory used repeating every N lines in some windows and every
+    M in others, neither a divisor of the other (the count changes: a GPU lost or added; a
+    change to a divisor, 8 GPUs to 4, is not told from GPUs sharing their memory). A poll cut
+    short at the end of a run is dropped with a warning.
     """
     path = Path(path)
     # the options first: a wrong one is refused before a byte of the file is read
