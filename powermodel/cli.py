@@ -796,22 +796,34 @@ def _holdout(text: str) -> float:
     return value
 
 
+def _read_options(args: argparse.Namespace) -> dict[str, Any]:
+    """How ``fit`` and ``predict`` read the trace (:func:`_trace_arguments`), its sensor and
+    the report: the keywords both take."""
+    return {
+        "format": args.format,
+        "period": _period(args.period),
+        "gpus_per_node": args.gpus_per_node,
+        "gpus": args.gpus,
+        "sensor": args.sensor,
+        "report": args.report,
+    }
+
+
+def _warn(warnings: list[str]) -> None:
+    for warning in warnings:
+        print(f"powermodel: warning: {warning}", file=sys.stderr)
+
+
 def _fit(args: argparse.Namespace) -> int:
     run = fit_trace(
         args.trace,
         args.output,
-        format=args.format,
-        period=_period(args.period),
-        gpus_per_node=args.gpus_per_node,
-        gpus=args.gpus,
         preset=args.preset,
-        sensor=args.sensor,
-        report=args.report,
         gpu=args.gpu,
         holdout=_holdout(args.holdout),
+        **_read_options(args),
     )
-    for warning in run.result.warnings:
-        print(f"powermodel: warning: {warning}", file=sys.stderr)
+    _warn(run.result.warnings)
     print(_table(summary(run.result)))
     print(f"\n{fit_report.prediction_words(run.predicted)}")
     print(_table(fit_report.proof_table(run.result, run.predicted, run.replayed)))
@@ -827,19 +839,8 @@ def _fit(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    run = fit_report.predict_trace(
-        args.scenario,
-        args.trace,
-        args.overrides,
-        format=args.format,
-        period=_period(args.period),
-        gpus_per_node=args.gpus_per_node,
-        gpus=args.gpus,
-        sensor=args.sensor,
-        report=args.report,
-    )
-    for warning in run.result.warnings:
-        print(f"powermodel: warning: {warning}", file=sys.stderr)
+    run = fit_report.predict_trace(args.scenario, args.trace, args.overrides, **_read_options(args))
+    _warn(run.result.warnings)
     changed = f" with {', '.join(args.overrides)}" if args.overrides else ""
     print(f"{args.scenario}{changed} against {args.trace}:")
     print(fit_report.prediction_words(run.predicted))

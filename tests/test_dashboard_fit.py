@@ -330,3 +330,19 @@ def test_a_log_without_index_and_a_gpu_named_fit_in_the_compare_view(board, tmp_
     # a count the lines do not hold is refused with the box's name, not the CLI option's
     said = _refused(_upload(board, path, poll=3))
     assert "'GPUs per poll'" in said and "--gpus" not in said
+
+
+@pytest.mark.parametrize(
+    ("gpus", "poll", "said"),
+    [
+        (0, None, "'GPUs per meter channel' 0 is not a whole number of GPUs from 1 to 100,000"),
+        (10**6, None, "'GPUs per meter channel' 1000000 is not a whole number of GPUs"),
+        (None, 0, "'GPUs per poll' 0 is not a whole number of GPUs from 1 to 64"),
+        (None, 65, "'GPUs per poll' 65 is not a whole number of GPUs from 1 to 64"),
+    ],
+)
+def test_a_box_out_of_range_is_named_as_the_box(board, smi, gpus, poll, said):
+    # the reader checks its keywords before reading the trace; the page names its boxes, never
+    # the Python keyword (gpus_per_node=, gpus=)
+    message = _refused(_upload(board, smi, gpus=gpus, poll=poll))
+    assert said in message and "gpus_per_node" not in message and ": gpus " not in message

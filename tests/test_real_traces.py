@@ -428,3 +428,36 @@ def test_b200_node_refused_by_an_h100_preset_in_one_line(tmp_path):
     assert "\n" not in str(err.value)
     assert "x the H100-SXM's 700 W TDP" in str(err.value)
     assert not (tmp_path / "fit.toml").exists()
+
+
+def _hosts(log: Log, hosts: list[str]) -> str:
+    """The log's first lines, its readings' ``host`` set in turn to each of ``hosts``."""
+    lines = _lines(log)
+    readings = [i for i, line in enumerate(lines) if '"power_reading"' in line]
+    for k, i in enumerate(readings):
+        lines[i] = lines[i].replace(f'"host": "{log.host}"', f'"host": "{hosts[k % len(hosts)]}"')
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("hosts", "channels"),
+    [
+        ([""], ["node"]),  # written empty: no name, the channel of a log without hosts
+        (["node 1", "node_1"], None),  # two meters, one name once kept to word characters
+        (["a/b", "a_b"], None),
+        (["n" * 64 + "1", "n" * 64 + "2"], None),  # the same 64 first characters
+        (["gpu-node.0", "gpu-node.1"], ["gpu-node.0", "gpu-node.1"]),  # names kept as written
+    ],
+)
+def test_mlperf_hosts_are_channels_never_empty_or_merged(tmp_path, hosts, channels):
+    """A reading's host names its channel (kept to word characters, '.' and '-'): a host written
+    empty is the log's one meter, ``node``; two hosts that the names would merge are refused in
+    one line rather than mixed into one channel."""
+    path = tmp_path / "node_0.txt"
+    path.write_text(_hosts(LENOVO_B200_BERT, hosts))
+    if channels is None:
+        with pytest.raises(DataFileError, match="would be one channel") as err:
+            _read(path)
+        assert "\n" not in str(err.value)
+    else:
+        assert _read(path)[1]["channels"] == channels

@@ -533,3 +533,52 @@ def test_a_stamp_a_little_before_the_one_before_is_jitter_not_a_clock_jump(tmp_p
     assert_allclose(seconds, np.sort(t), atol=1e-9)  # every time as written, in order
     # the two readings swapped into time order keep their own values
     assert data["power"].iloc[21] == 5000 + 20 and data["power"].iloc[20] == 5000 + 21
+
+
+def _meter_lines(seconds: np.ndarray) -> list[str]:
+    """A meter CSV with one reading [W] at each of ``seconds`` after START, in that order."""
+    return ["time,node [W]"] + [
+        f"{(START + np.timedelta64(round(s * 1e3), 'ms')).astype('M8[ms]')}Z,{5000 + i}"
+        for i, s in enumerate(seconds)
+    ]
+
+
+@pytest.mark.parametrize(
+    "seconds",
+    [
+        np.arange(50)[::-1] * 2.0,  # reversed: no step forward, so no step to be jitter of
+        np.r_[np.arange(30)[::-1] * 2.0, 3600.0 + np.arange(30)[::-1] * 2.0],  # two reversed
+        (np.arange(100) * 2.0).reshape(50, 2)[:, ::-1].ravel(),  # each pair swapped: 1 s back
+        np.r_[0.0, np.arange(1, 200)[::-1] * 2.0 / 200.0 + 60.0],  # reversed, one step forward
+    ],
+    ids=["reversed", "two-reversed-parts", "pairs-swapped", "reversed-after-one-step"],
+)
+def test_a_file_out_of_order_is_refused_not_sorted_as_jitter(tmp_path, seconds):
+    # Jitter is a few readings stamped a little early (seven at most in an MLPerf node log, the
+    # test above); a channel stepping back in a twentieth of its steps or more is out of order,
+    # as it was refused before steps back under half a step were read as jitter
+    with pytest.raises(DataFileError, match=r"goes back \d+ times in \d+ steps.*sort it by time"):
+        read_telemetry(_put(tmp_path / "meter.csv", _meter_lines(seconds)))
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"format": "nvidia"}, "format 'nvidia' is not one of"),
+        ({"period": "100ms"}, "period '100ms' is not a number of seconds"),
+        ({"period": [0.1]}, r"period \[0.1\] is not a number of seconds"),
+        ({"period": True}, "period True is not a number of seconds"),
+        ({"period": 0.0}, "period 0.0 s is not within 1 ms to 1 day"),
+        ({"gpus": 0}, "gpus 0 is not a whole number of GPUs from 1 to 64"),
+        ({"gpus": 8.0}, "gpus 8.0 is not a whole number"),
+        ({"gpus_per_node": "8"}, "gpus_per_node '8' is not a whole number of GPUs"),
+        ({"gpus_per_node": 0}, "gpus_per_node 0 is not a whole number of GPUs"),
+        ({"gpus_per_node": 10**7}, "gpus_per_node 10000000 is not a whole number of GPUs"),
+    ],
+)
+def test_a_wrong_option_is_refused_in_one_line_before_the_file_is_read(tmp_path, options, said):
+    # the options are checked before the file (up to MAX_BYTES) is read: a missing file still
+    # gets the option's message, and an option of the wrong type no TypeError
+    with pytest.raises(DataFileError, match=said) as caught:
+        read_telemetry(tmp_path / "not-there.csv", **options)
+    assert "\n" not in str(caught.value)

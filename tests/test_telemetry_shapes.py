@@ -210,6 +210,31 @@ def test_time_going_back_under_a_given_count_is_refused(tmp_path) -> None:
         read_telemetry(path, gpus=1)
 
 
+@pytest.mark.parametrize(
+    ("before", "after", "at"),
+    [(8, 7, 0.5), (8, 7, 0.3), (6, 8, 0.6), (8, 6, 0.5), (2, 3, 0.4), (16, 12, 0.5)],
+)
+def test_gpu_count_changing_within_a_log_is_refused(tmp_path, before, after, at) -> None:
+    # A GPU lost (it leaves the poll) or GPUs added mid-log: counted by line with one count,
+    # every later line lands on another GPU's channel (a GPU lost halfway through an 8-GPU log
+    # put 85 W on the wrong channels, in silence). The memory each GPU holds repeats with the
+    # count in each part: refused, naming where, rather than read with either count. (A count
+    # that divides the other, 4 then 8, looks as GPUs sharing their memory do: not told.)
+    polls = 600
+    power = node_power(polls, max(before, after), seed=before + after)
+    times = smi_stamps(polls, max(before, after), slow=(100,), overlap=(200,), seed=after)
+    frame = power.assign(time=times.ravel(), channel="gpu" + power["gpu"].astype(str))
+    late = frame["poll"] >= int(at * polls)
+    frame = frame[np.where(late, frame["gpu"] < after, frame["gpu"] < before)]
+    path = write(frame.drop(columns="gpu"), tmp_path / "smi.csv", "nvidia-smi", index=False)
+    with pytest.raises(DataFileError) as err:
+        read_telemetry(path)
+    said = str(err.value)
+    assert "\n" not in said and "the GPUs per poll change within the log" in said
+    counts = re.findall(r"every (\d+) (?:lines )?near line", said)
+    assert sorted(map(int, counts)) == sorted((before, after))
+
+
 # --- runs, cut polls, missing readings --------------------------------------------------------
 
 

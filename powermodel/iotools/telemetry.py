@@ -79,6 +79,9 @@ MAX_GRID = 100_000_000
 # One nvidia-smi lists one node's GPUs; 64 bounds the search for GPUs per poll in a log
 # without ``index`` [A] (8 in an HGX node, 4 in a GB200 compute tray [S, nvidia_blackwell]).
 _MAX_NODE_GPUS = 64
+# GPUs behind one meter channel: a whole hall's feeder (the bound powermodel.fit's
+# MAX_METER_GPUS holds too) [A]
+MAX_CHANNEL_GPUS = 100_000
 # A per-GPU field "repeats every N lines" when, in a window of lines, the differences between
 # lines N and 2N apart are both under a third of the smallest difference at any other lag: a
 # margin that the noise of a field without a signature (power in training) does not reach in
@@ -111,6 +114,11 @@ MAX_METER_POWER = 1e9
 _MAX_GAP = np.timedelta64(1, "D")
 # Backward steps of a channel's time repaired as clock jumps (NTP); more is a shuffled file.
 _MAX_JUMPS = 10
+# Steps back by under half a step (the stamps' jitter) put in time order: a few in a log (seven
+# at most in MLPerf's node logs, 0.8 % of its readings), so a channel whose steps go back more
+# often than this share of its steps, and more than _MAX_JUMPS times, is a file out of order
+# (reversed, shuffled, or joined in the wrong order) whose order no repair should guess [A].
+_OUT_OF_ORDER = 0.05
 # A channel that starts or stops this many of its steps away from the trace's ends is reported.
 _LATE = 3
 _LISTED = 8  # channels named one by one in the warnings
@@ -308,30 +316,44 @@ def read_telemetry(
     the times must agree: each GPU's time goes back no more than clock jumps do. Refused,
     naming ``gpus``: no field repeats and no count gives such polls; fields whose N are
     neither divisors nor multiples of one another; ``gpus`` that is no multiple of a field's
-    N. A poll cut short at the end of a run is dropped with a warning.
+    N. Refused, naming the lines: memory used repeating every N lines in some windows and every
+    M in others, neither a divisor of the other (the count changes: a GPU lost or added; a
+    change to a divisor, 8 GPUs to 4, is not told from GPUs sharing their memory). A poll cut
+    short at the end of a run is dropped with a warning.
     """
     path = Path(path)
-    text = _text(path)
-    if format is None:
-        format = _detect(text, path)
-    elif format not in FORMATS:
+    # the options first: a wrong one is refused before a byte of the file is read
+    if format is not None and format not in FORMATS:
         raise DataFileError(
             f"{path}: format {format!r} is not one of {', '.join(FORMATS)}; give one of them "
             "or None to detect it"
         )
-    if period is not None and not (np.isfinite(period) and 1e-3 <= period <= 86400):
-        raise DataFileError(f"{path}: period {period!r} s is not within 1 ms to 1 day")
-    log: list[str] = []
-    meta = {"format": format, "source": path.name, "timezone": "UTC (as written)", "timed": True}
-    if gpus is not None and not (
-        isinstance(gpus, (int, np.integer))
-        and not isinstance(gpus, bool)
-        and 1 <= gpus <= _MAX_NODE_GPUS
+    if period is not None and (
+        isinstance(period, bool) or not isinstance(period, (int, float, np.integer, np.floating))
     ):
         raise DataFileError(
-            f"{path}: gpus {gpus!r} is not a whole number of GPUs from 1 to "
-            f"{_MAX_NODE_GPUS} (one node's); give the GPUs the log's node has"
+            f"{path}: period {period!r} is not a number of seconds; give it as one, e.g. 0.1"
         )
+    if period is not None and not (np.isfinite(period) and 1e-3 <= period <= 86400):
+        raise DataFileError(f"{path}: period {period!r} s is not within 1 ms to 1 day")
+    for name, value, most, which in (
+        ("gpus", gpus, _MAX_NODE_GPUS, "(one node's); give the GPUs the log's node has"),
+        ("gpus_per_node", gpus_per_node, MAX_CHANNEL_GPUS, "; give the GPUs behind a channel"),
+    ):
+        if value is not None and not (
+            isinstance(value, (int, np.integer))
+            and not isinstance(value, bool)
+            and 1 <= value <= most
+        ):
+            raise DataFileError(
+                f"{path}: {name} {value!r} is not a whole number of GPUs from 1 to {most:,} "
+                + which
+            )
+    text = _text(path)
+    if format is None:
+        format = _detect(text, path)
+    log: list[str] = []
+    meta = {"format": format, "source": path.name, "timezone": "UTC (as written)", "timed": True}
     if format == "nvidia-smi":
         raw = _nvidia_smi(text, path, columns, gpus, log, meta)
     elif format == "dcgmi-dmon":
@@ -688,7 +710,7 @@ def _polls(
     size = np.diff(np.r_[start, len(run)])
     place = np.arange(len(run)) - np.repeat(start, size)
     largest = min(_MAX_NODE_GPUS, int(size.max()))
-    found = _signature(raw, run)
+    found = _signature(raw, run, path)
     fix = (
         "give the GPUs per poll, --gpus N (gpus=N), or record with "
         "--query-gpu=timestamp,index,... so each line names its GPU"
@@ -744,18 +766,22 @@ def _polls(
     return raw.assign(channel=np.char.add("gpu", (place[complete] % gpus).astype(str)))
 
 
-def _signature(raw: pd.DataFrame, run: np.ndarray) -> dict[str, int]:
+def _signature(raw: pd.DataFrame, run: np.ndarray, path: Path) -> dict[str, int]:
     """Each field whose values repeat with the GPUs, and every how many lines, steadiest first.
 
     Each field is searched in windows spread over the file (:func:`_window_counts`). A window
     where some GPUs share a value (idle memory) finds a divisor of the count: a field's count is
     the one that the most windows' counts divide, and two thirds of them must, in an eighth of
-    the windows or more."""
+    the windows or more. The memory the GPUs hold repeats with their count and nothing else, so
+    it repeating every N lines in some windows and every M, neither a divisor of the other, in
+    others (two windows each at least) is a count that changes within the file: refused."""
     found = {}
     for var in _SIGNATURE:  # three fields at most, each searched with whole-array operations
         if var not in raw:
             continue
-        counts = _window_counts(raw[var].to_numpy(dtype=float), run, var == "memory_used")
+        counts, starts = _window_counts(raw[var].to_numpy(dtype=float), run, var == "memory_used")
+        if var == "memory_used":
+            _one_count(counts, raw["line"].to_numpy()[starts], path)
         windows, counts = counts.size, counts[counts > 0]
         # An eighth of the windows at least: a field without a signature clears the contrast
         # in a window now and then by chance, a start-up's idle minutes fill several.
@@ -767,13 +793,34 @@ def _signature(raw: pd.DataFrame, run: np.ndarray) -> dict[str, int]:
     return found
 
 
-def _window_counts(values: np.ndarray, run: np.ndarray, steady: bool) -> np.ndarray:
-    """Per window of lines, the smallest count N ≥ 2 with which ``values`` repeat (0: none);
-    a field not ``steady`` must also differ between adjacent lines (see _ADJACENT)."""
+def _one_count(counts: np.ndarray, lines: np.ndarray, path: Path) -> None:
+    """Refuse windows' counts (0: none found; ``lines``, each window's first line) of which two
+    seen in two windows or more are neither a divisor nor a multiple of each other."""
+    values, seen = np.unique(counts[counts > 0], return_counts=True)
+    common = values[seen >= 2]
+    clash = (common[:, None] % common[None, :] != 0) & (common[None, :] % common[:, None] != 0)
+    if clash.any():
+        pair = common[np.argwhere(clash)[0]]
+        near = np.array([lines[np.flatnonzero(counts == c)[0]] for c in pair])
+        (one, first), (other, then) = sorted(zip(near.tolist(), pair.tolist(), strict=True))
+        raise DataFileError(
+            f"{path}: memory.used repeats every {first} lines near line {one} and every {then} "
+            f"near line {other}: the GPUs per poll change within the log (a GPU lost, hidden or "
+            "added); split the file where the count changes, or record with "
+            "--query-gpu=timestamp,index,... so each line names its GPU"
+        )
+
+
+def _window_counts(
+    values: np.ndarray, run: np.ndarray, steady: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per window of lines, the smallest count N ≥ 2 with which ``values`` repeat (0: none),
+    and the window's first row; a field not ``steady`` must also differ between adjacent lines
+    (see _ADJACENT)."""
     n = len(values)
     lags = min(2 * _MAX_NODE_GPUS, n // 4)
     if lags < 4:
-        return np.zeros(0, dtype=int)
+        return np.zeros(0, dtype=int), np.zeros(0, dtype=np.int64)
     width = min(n, _WINDOW_POLLS * lags)
     starts = np.unique(np.linspace(0, n - width, _WINDOWS).astype(np.int64))
     rows = starts[:, None] + np.arange(width)
@@ -798,7 +845,7 @@ def _window_counts(values: np.ndarray, run: np.ndarray, steady: bool) -> np.ndar
         clear = (other > 0) & (other >= _CONTRAST * at)
         if not steady:
             clear &= mean[:, :1] >= _ADJACENT * widest
-    return np.where(clear.any(axis=1), count[np.argmax(clear, axis=1)], 0)
+    return np.where(clear.any(axis=1), count[np.argmax(clear, axis=1)], 0), starts
 
 
 def _regular(t: np.ndarray, run: np.ndarray, place: np.ndarray, gpus: int) -> bool:
@@ -1249,8 +1296,18 @@ def _mlperf_power(text: str, path: Path, log: list, meta: dict) -> pd.DataFrame:
     number = samples.index.to_numpy()
     power = _values(value.str.strip('"'), _POWER, "W", "power_reading value", number, path, log)
     # the host a reading names is a channel's label, never a path: kept to word characters
-    host = _mllog_field(samples, "host", r'"[^"]*"').fillna('"node"').str.strip('"')
-    host = host.str.replace(r"[^\w.\-]", "_", regex=True).str.slice(0, 64)
+    written = _mllog_field(samples, "host", r'"[^"]*"').fillna('"node"').str.strip('"')
+    host = written.str.replace(r"[^\w.\-]", "_", regex=True).str.slice(0, 64)
+    host = host.where(host != "", "node")  # a host written empty names no meter
+    names = pd.DataFrame({"host": host, "written": written}).drop_duplicates()
+    twice = names["host"].duplicated(keep=False).to_numpy(dtype=bool)
+    if twice.any():
+        one, other = names["written"][twice].iloc[:2]
+        raise DataFileError(
+            f"{path}: the hosts {one[:30]!r} and {other[:30]!r} would be one channel "
+            f"({names['host'][twice].iloc[0]!r}: a channel's name keeps letters, digits, '.', "
+            "'-' and '_', 64 at most): two meters' readings mixed; give one node's log per file"
+        )
     # Logs joined into one file (cat node_*.txt) repeat the measurement's start: readings of
     # one host under two starts are two meters, or two runs, that one channel would mix.
     measurement = np.cumsum(key == '"power_measurement_start"')[reading]
@@ -1377,7 +1434,24 @@ def _jumps(raw: pd.DataFrame, path: Path, log: list) -> pd.DataFrame:
     # stalled stamps its next reading a few ms before the one it held back: MLPerf's node logs
     # after a pause, by 2-130 ms in 2-s steps): put in time order, where moving the times after
     # it by a step would misplace the rest of the log by that step [A]
-    jitter = same & (d < 0) & (-d < 0.5 * np.nan_to_num(typical, nan=np.inf))
+    # (a channel that never steps forward has no step: NaN, and nothing of it is jitter)
+    with np.errstate(invalid="ignore"):
+        jitter = same & (d < 0) & (-d < 0.5 * typical)
+    back = same & (d < 0) & ~jitter
+    channel = raw["channel"].to_numpy()[1:]
+    counts = pd.DataFrame({"back": back, "any": same & (d < 0), "steps": same}).groupby(channel)
+    per = counts.sum()
+    order = (per["back"] > _MAX_JUMPS) | (
+        per["any"] > np.maximum(_MAX_JUMPS, _OUT_OF_ORDER * per["steps"])
+    )
+    if order.any():
+        name = order.index[np.argmax(order.to_numpy())]
+        i = int(np.flatnonzero((channel == name) & (d < 0))[0]) + 1
+        raise DataFileError(
+            f"{path}: line {raw['line'].iloc[i]}: {name}'s time goes back "
+            f"{int(per.loc[name, 'any'])} times in {int(per.loc[name, 'steps'])} steps: not clock "
+            "jumps or the stamps' jitter but a file out of order; sort it by time"
+        )
     if jitter.any():
         i = int(np.flatnonzero(jitter)[0]) + 1
         log.append(
@@ -1385,15 +1459,7 @@ def _jumps(raw: pd.DataFrame, path: Path, log: list) -> pd.DataFrame:
             f"sample before (first at line {raw['line'].iloc[i]}; under half a step: the stamps' "
             "jitter): put in time order"
         )
-    back = same & (d < 0) & ~jitter
     if back.any():
-        per = pd.Series(back).groupby(raw["channel"].to_numpy()[1:]).sum()
-        if per.max() > _MAX_JUMPS:
-            i = int(np.flatnonzero(back)[0]) + 1
-            raise DataFileError(
-                f"{path}: line {raw['line'].iloc[i]}: {raw['channel'].iloc[i]}'s time goes back "
-                f"{int(per.max())} times: not clock jumps but a file out of order; sort it by time"
-            )
         shift = np.where(back, -d + np.nan_to_num(typical).astype(np.int64), 0)
         cum = pd.Series(np.r_[0, shift]).groupby(raw["channel"].to_numpy()).cumsum().to_numpy()
         i = int(np.flatnonzero(back)[0]) + 1

@@ -125,6 +125,9 @@ FIT_PREDICTED_STEPS = 500_000
 FIT_SHOWN_WARNINGS = 3  # repairs of a trace named in its message (the rest counted)
 # The readers' and the fit's advice names the command line's options; the page has boxes
 PAGE_OPTIONS = (
+    # the reader's own checks of its keywords, each after the trace's name
+    (": gpus_per_node ", ": 'GPUs per meter channel' "),
+    (": gpus ", ": 'GPUs per poll' "),
     ("--gpus-per-node N", "'GPUs per meter channel'"),
     ("--gpus-per-node", "'GPUs per meter channel'"),
     ("--gpus N", "'GPUs per poll'"),
