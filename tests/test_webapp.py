@@ -1071,7 +1071,7 @@ def test_the_fit_of_a_trace_stops_at_its_deadline(monkeypatch, tmp_path):
         for m in range(10)
         for s in range(60)
     ]
-    _, said, *_ = board.fit_trace(_data_url("\n".join(lines)), 1.0, None, "smi.csv")
+    _, said, *_ = board.fit_trace(_data_url("\n".join(lines)), 1.0, None, None, None, "smi.csv")
     assert said.startswith("the fit took over 1 s to build (0.0 MB): upload a shorter span")
     assert board.cache._builds == [0, 0] and board.cache._reserved == 0
 
