@@ -2284,9 +2284,10 @@ def _running_leakage(result: Fit, scenario: Scenario) -> float:
     """The leakage [W per GPU] the engine adds to ``scenario``'s phase powers over the trace's
     running samples: its die path (:func:`powermodel.facility.plant_path`: the scenario's
     weather and plant, the die through its thermal mass) driven by the trace's own board power
-    in plant steps (``cooling.dt``). The phase powers hold at the nominal die (steadily
-    running); a job that spends most of its time stalled runs cooler and leaks less, so a
-    measured running level is that level plus this (negative) amount."""
+    in plant steps (``cooling.dt``), from the trace's own start (its date and time of day).
+    The phase powers hold at the nominal die (steadily running); a job that spends most of its
+    time stalled runs cooler and leaks less, so a measured running level is that level plus
+    this (negative) amount."""
     plant = float(scenario.cooling.dt)
     ok = np.isfinite(result.power)
     if not ok.any():
@@ -2300,7 +2301,8 @@ def _running_leakage(result: Fit, scenario: Scenario) -> float:
     cl = scenario.cluster
     node = cl.psu.input_power(cl.gpus_per_node * board + cl.rest_power_active)
     heat = node * cl.n_nodes + cl.network_load + cl.storage_load
-    start = np.datetime64(pd.Timestamp(scenario.simulation.start).to_datetime64(), "ns")
+    # at the trace's own date and time of day, as the prediction's fresh run is
+    start = np.datetime64(result.start, "ns")
     middle = start + ((np.arange(counts.size) + 0.5) * plant * 1e9).astype("timedelta64[ns]")
     path = facility.plant_path(
         scenario, middle, heat, board, plant, facility.design_it_power(scenario)

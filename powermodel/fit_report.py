@@ -352,7 +352,8 @@ def fresh_run(
     time 0.
 
     Failures off (:data:`FAILURES_OFF`; a Young/Daly checkpoint interval first fixed at what the
-    failures gave it), the scenario's own seed, its own timeline from its start-up; the run
+    failures gave it), the scenario's own seed, its own timeline from its start-up, at the
+    trace's own date and time of day (the site's weather then, as the fit's leakage took); the run
     aligned on the trace's first rise into running (its ramp, or, for a trace that begins
     running, its running) and long enough to cover the trace from there to the job's end
     (:func:`job_end`; :func:`fresh_view` holds the GPUs idle after it), in whole plant steps
@@ -381,7 +382,17 @@ def fresh_run(
     fine = max(_fine_step(duration, result.period, result.sensor, most, "predict"), FINEST_STEP)
     k = int(np.ceil(plant / fine - 1e-9))
     run = load_scenario(
-        off, {"simulation.duration": _seconds(duration), "simulation.dt": _seconds(plant / k)}
+        off,
+        {
+            "simulation.duration": _seconds(duration),
+            "simulation.dt": _seconds(plant / k),
+            # the trace's own date and time of day: the site's weather then, not the preset's
+            "simulation.start": pd.Timestamp(
+                result.start + np.timedelta64(round(shift * 1e9), "ns")
+            )
+            .to_pydatetime()
+            .isoformat(),
+        },
     )
     return run, shift
 

@@ -36,7 +36,9 @@ from powermodel.simulate import derive, drawn_steps, shape_tables
 
 SPAN = 900.0  # s of trace
 FINE = 0.01  # s: the grid the model renders on before the sensor reads it
-START = np.datetime64("2026-03-01T00:00:00", "ns")
+START = np.datetime64(
+    "2024-07-01T00:00:00", "ns"
+)  # the engine run's own start (the preset's): a trace is stamped when it was made
 N_GPUS = 4
 NOISE = 5.0  # W, per GPU and sample
 # The job: idle, a 10-s ramp, training with a 3-s blocking checkpoint every 2 min, a failure at
@@ -650,7 +652,7 @@ def test_a_gap_in_the_trace_is_named_not_folded(tmp_path):
         for s, u in zip(np.datetime_as_string(at, unit="ms"), t.tolist(), strict=True)
     )
     (tmp_path / "node.csv").write_text("time,node [kW]\n" + rows)
-    with pytest.raises(DataFileError, match=r"no sample for 86001s after 2026-03-01T00:19:59"):
+    with pytest.raises(DataFileError, match=r"no sample for 86001s after 2024-07-01T00:19:59"):
         fit_trace(tmp_path / "node.csv", tmp_path / "fit.toml", gpus_per_node=8)
 
 

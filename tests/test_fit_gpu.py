@@ -30,7 +30,9 @@ SPAN = "10min"  # of the job
 IDLE_BEFORE = 30.0  # s of the GPUs idle before the job starts
 NOISE = 2.0  # W per GPU and sample
 WARM = 300.0  # s of running before a die is warm: five of the catalogue's 60-s thermal_tau
-START = np.datetime64("2026-03-01T00:00:00", "ns")
+START = np.datetime64(
+    "2024-07-01T00:00:00", "ns"
+)  # the engine run's own start (the preset's): a trace is stamped when it was made
 # The GPUs of the real logs: (TDP [W], idle [W], GPUs on the node)
 SMALL, LARGE = (250.0, 17.0, 2), (1200.0, 137.0, 8)
 

@@ -26,7 +26,9 @@ from powermodel.models.events import State
 from powermodel.scenario import load_scenario
 from powermodel.simulate import rest_power
 
-START = np.datetime64("2026-03-01T00:00:00", "ns")
+START = np.datetime64(
+    "2024-07-01T00:00:00", "ns"
+)  # the engine run's own start (the preset's): a trace is stamped when it was made
 FINE = 0.05  # s: the grid the node's power is drawn on before the meter averages it
 NOISE = 15.0  # W of AC: a meter's reading noise
 

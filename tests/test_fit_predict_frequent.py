@@ -105,17 +105,7 @@ def test_the_fresh_run_reproduces_the_trace_checkpoint_count(interval):
     assert abs(predicted.numbers["checkpoint_error"]) <= 1
 
 
-# The run shown at 10 s (seed 3, the first of five with their median count, 11) has its idle
-# read at its start-up's level by the detector (idle 138 W where the run idles at 80 W before
-# its 140-W start-up): its start-up reads 0.9 s. A noiseless series trips fit.detect's levels
-MISREAD_IDLE = pytest.mark.xfail(
-    strict=True,
-    reason="measured 0.9 s against 110.9 s: the detector reads seed 3's noiseless fresh run's "
-    "idle at its start-up's 140-W level",
-)
-
-
-@pytest.mark.parametrize("interval", [2.0, pytest.param(10.0, marks=MISREAD_IDLE), 40.0])
+@pytest.mark.parametrize("interval", INTERVALS)
 def test_the_fresh_run_reproduces_the_trace_start_up(interval):
     # acceptance 2: the start-up within 10 % of the trace's 110 s, as the same detector
     # measures both (measured 110.9 s; before, 0.85 s: the fresh run was compared from its
