@@ -179,10 +179,7 @@ def fit_trace(
         sensors.lookup(sensor)
     _check_holdout(holdout)
     base = with_gpu(load_scenario(preset), gpu)  # a GPU name is checked before the trace is read
-    with warnings.catch_warnings():  # the repairs are in meta["warnings"]: the caller says them
-        warnings.simplefilter("ignore", TelemetryWarning)
-        data, meta = read_telemetry(trace, format, period, gpus_per_node, gpus=gpus)
-    _check_span(data, meta, sensor, base, period)
+    data, meta = _read(trace, format, period, gpus_per_node, gpus, sensor, base)
 
     def fit_part(frame: pd.DataFrame) -> Fit:  # the whole trace, or a hold-out's first part
         return fit(frame, meta, sensor, preset, period, gpus_per_node, gpu)
@@ -220,10 +217,7 @@ def predict_trace(
     chosen = load_scenario(scenario, overrides)
     # its checks before the trace is read; memory is the fresh run's, checked when it runs
     preflight(chosen, memory=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TelemetryWarning)
-        data, meta = read_telemetry(trace, format, period, gpus_per_node, gpus=gpus)
-    _check_span(data, meta, sensor, chosen, period)
+    data, meta = _read(trace, format, period, gpus_per_node, gpus, sensor, chosen)
     result = fit(data, meta, sensor, chosen, period, gpus_per_node)
     predicted = predict(result, chosen)
     if report is not None:
@@ -297,6 +291,25 @@ def _fine_step(
                 f"{format_duration(needed)}): fit a shorter span"
             )
     return fine
+
+
+def _read(
+    trace: str | Path,
+    format: str | None,
+    period: float | None,
+    gpus_per_node: int | None,
+    gpus: int | None,
+    sensor: str | None,
+    scenario: Scenario,
+) -> tuple[pd.DataFrame, dict]:
+    """A trace read as ``fit`` and ``predict`` read it, its repairs left to ``meta["warnings"]``
+    (the caller says them), and refused once read if its prediction would be too long
+    (:func:`_check_span`)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TelemetryWarning)
+        data, meta = read_telemetry(trace, format, period, gpus_per_node, gpus=gpus)
+    _check_span(data, meta, sensor, scenario, period)
+    return data, meta
 
 
 def _check_span(
