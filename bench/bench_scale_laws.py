@@ -3,16 +3,17 @@
 1. MLPerf Training v4.0 Llama 2 70B LoRA on 1, 8, 64 nodes of 8 H100 [D, mlperf_training_v4_smc]
    (data/published/mlperf_training_v4_scaling.csv): the running node power of the preset
    ``llama2-70b-lora-h100`` carried to each size with the submission's batch, against the logs'.
-2. NLR's multi-node H100 profiles of the same fine-tuning job on 2-16 nodes of 4 H100 [S,
-   vercellino_genai] (data/published/nlr_h100_training_power.csv, repeat 0 of each size): the
-   preset on 4-GPU nodes at an assumed 1,024 tokens a GPU a step (the batch the derived
-   statistics do not give), from launch over the run's length (to the whole minute) at 0.2 s;
-   the mean and the coefficient of variation of the per-GPU power over the whole trace, as the
-   statistics were computed (their power is GPU and CPU together, the model's the GPU's), and
-   the dips a 5-s rolling mean finds below 95 % of its 75th percentile (their detector).
+2. NLR's multi-node H100 profiles of MLCommons' reference LoRA job (DeepSpeed ZeRO-3) on 2-16
+   nodes of 4 H100 [S, vercellino_genai] (data/published/nlr_h100_training_power.csv, repeat 0
+   of each size; data/published/nlr_h100_lora_16node_drops.csv): the preset
+   ``llama2-70b-lora-zero3-h100`` (calibrated on the 16-node run) from launch over each run's
+   length at 0.2 s, per GPU with the CPUs' 42.7 W; the mean, standard deviation (against the
+   five repeats' range) and coefficient of variation of the whole trace, and the drops NLR's
+   detector finds (a 5-s rolling mean below 90 % of its 75th percentile: count, median depth,
+   length and interval after the start-up).
 
-The NLR rows are not a test: their layout and batch are not published with the statistics, and
-the model's number depends on them. Usage: ``python bench/bench_scale_laws.py``
+The same comparisons are tests in tests/test_scale_laws.py; this prints them side by side.
+Usage: ``python bench/bench_scale_laws.py``
 """
 
 from __future__ import annotations
@@ -20,28 +21,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from powermodel import calibration, load_scenario, simulate
+from powermodel import analysis, calibration
 from powermodel.iotools import data_dir
 
 LORA = "llama2-70b-lora-h100"
 SEQUENCE = 8192
-DT = 0.2  # NLR's aggregation step [s]
-
-
-def dips(power: np.ndarray, window: float = 5.0, threshold: float = 0.05) -> tuple[int, float]:
-    """Events where the centred rolling mean falls below (1 − threshold) of its 75th percentile,
-    and their mean depth against it (the NLR analysis's detector)."""
-    rolling = pd.Series(power).rolling(round(window / DT), center=True, min_periods=1).mean()
-    baseline = np.percentile(rolling, 75)
-    edges = np.diff(np.r_[0, (rolling.to_numpy() < baseline * (1 - threshold)).astype(int), 0])
-    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-    keep = (ends - starts) * DT >= 0.5
-    if not keep.any():
-        return 0, 0.0
-    cumulative = np.r_[0.0, np.cumsum(power)]
-    a, b = starts[keep], ends[keep]
-    depth = 1 - (cumulative[b] - cumulative[a]) / (b - a) / baseline
-    return int(keep.sum()), float(depth.mean())
 
 
 def main() -> None:
@@ -61,28 +45,34 @@ def main() -> None:
         )
     nlr = pd.read_csv(published / "nlr_h100_training_power.csv")
     nlr = nlr[nlr["workload"] == "llama2_70b_lora"]
-    print("NLR LoRA-70B, whole trace per GPU: mean [W], CV, dips (depth): model | measured")
+    print("NLR LoRA-70B (ZeRO-3), whole trace per GPU: mean [W], std [W] (repeats), CV")
+    print("  model | measured")
+    traces = {}
     for _, row in nlr.iterrows():
-        n = int(row["nodes"] * row["gpus_per_node"])
-        sc = load_scenario(
-            LORA,
-            {
-                "cluster.gpus_per_node": int(row["gpus_per_node"]),
-                "cluster.n_gpus": n,
-                "workload.tokens_per_step": n * 1024,
-                "simulation.duration": f"{int(row['duration'] // 60) * 60}s",
-                "simulation.dt": f"{DT * 1000:.0f}ms",
-                "reliability.rate_scale": 0.0,
-            },
-        )
-        gpu = simulate(sc)["gpu_power"].to_numpy() * 1e6 / n
-        count, depth = dips(gpu)
-        measured = (
-            "" if np.isnan(row["dip_depth"]) else f"{int(row['dips'])} ({row['dip_depth']:.3f})"
-        )
+        nodes = int(row["nodes"])
+        traces[nodes] = gpu = calibration.nlr_profile(nodes, row["duration"])
         print(
-            f"  {int(row['nodes']):3d} nodes  {gpu.mean():5.0f} {gpu.std() / gpu.mean():.3f} "
-            f"{count} ({depth:.3f}) | {row['mean']:5.0f} {row['cv']:.3f} {measured}"
+            f"  {nodes:3d} nodes  {gpu.mean():5.0f} {gpu.std():5.1f} "
+            f"{gpu.std() / gpu.mean():.3f} | "
+            f"{row['mean']:5.0f} {row['std']:5.1f} ({row['std_runs_min']:.0f}-"
+            f"{row['std_runs_max']:.0f}) {row['cv']:.3f}"
+        )
+    measured = pd.read_csv(published / "nlr_h100_lora_16node_drops.csv").iloc[1:-1]
+    found = analysis.drops(traces[16], calibration.NLR_DT, threshold=0.10).iloc[1:]
+    print("16 nodes, drops below 90 % of the baseline: count, median depth, length, interval")
+    for label, count, depth, length, start in (
+        ("model", len(found), found["depth"].median(), found["length"].median(), found["start"]),
+        (
+            "measured",
+            len(measured),
+            measured["drop_pct"].median() / 100,
+            measured["duration_s"].median(),
+            measured["start_s"],
+        ),
+    ):
+        print(
+            f"  {label:8s} {count:4d}  {depth:.3f}  {length:.1f} s  "
+            f"{np.median(np.diff(start.to_numpy())):.2f} s"
         )
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "blocks",
     "diurnal_swing",
     "diurnal_throughput",
+    "drops",
     "flexibility",
     "load_duration",
     "local_hours",
@@ -334,6 +335,45 @@ def _ramp_readings(extremes: dict[str, tuple[float, float]]) -> dict[str, float]
             out[name] = high
         else:
             out[f"{name}_up"], out[f"{name}_down"] = high, -low
+    return out
+
+
+def drops(
+    power: np.ndarray,
+    dt: float,
+    window: float = 5.0,
+    threshold: float = 0.05,
+    shortest: float = 0.5,
+) -> pd.DataFrame:
+    """Sustained drops of a power trace, as the NLR profiles' analysis finds them [S,
+    vercellino_genai]: where the centred ``window``-s rolling mean falls below ``1 − threshold``
+    of its own 75th percentile (the baseline) for at least ``shortest`` s.
+
+    Returns one row a drop: ``start`` [s from the first sample], ``length`` [s], ``depth`` (one
+    less the raw power's mean over the drop over the baseline) and ``minimum`` (the raw
+    power's least over the drop), with the ``baseline`` in ``attrs``. A drop still open at the
+    end runs to the last sample.
+    """
+    power = np.asarray(power, dtype=float)
+    width = max(1, round(window / dt))
+    rolling = pd.Series(power).rolling(width, center=True, min_periods=1).mean().to_numpy()
+    baseline = float(np.percentile(rolling, 75))
+    edges = np.diff(np.r_[0, (rolling < baseline * (1.0 - threshold)).astype(np.int8), 0])
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    keep = (ends - starts) * dt >= shortest - 1e-9
+    starts, ends = starts[keep], ends[keep]
+    total = np.r_[0.0, np.cumsum(power)]
+    out = pd.DataFrame(
+        {
+            "start": starts * dt,
+            "length": (ends - starts) * dt,
+            "depth": 1.0 - (total[ends] - total[starts]) / (ends - starts) / baseline,
+            "minimum": np.minimum.reduceat(np.r_[power, np.inf], np.c_[starts, ends].ravel())[::2]
+            if starts.size
+            else np.empty(0),
+        }
+    )
+    out.attrs["baseline"] = baseline
     return out
 
 

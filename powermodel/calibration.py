@@ -198,3 +198,35 @@ def wait_levels(
         jacobian = np.c_[(power(x + [h, 0.0]) - now) / h, (power(x + [0.0, h]) - now) / h]
         x = x + np.linalg.solve(jacobian, target - now)
     return x
+
+
+# NLR's profiles of MLCommons' reference LoRA job [S, vercellino_genai]: job power (the GPUs'
+# NVML power and the CPUs' RAPL power) at 0.2 s, from launch; the preset
+# llama2-70b-lora-zero3-h100 is calibrated on the 16-node run (tests/test_scale_laws.py)
+ZERO3 = "llama2-70b-lora-zero3-h100"
+NLR_DT = 0.2  # s: the profiles' aggregation step
+# W a GPU: the CPUs' share of the job power, the 16-node run's 95th percentile (751.9 W a GPU)
+# less the model's GPU at the cap (709.2 W) [C]
+NLR_CPUS = 42.7
+
+
+def nlr_profile(nodes: int, seconds: float, overrides: dict | None = None) -> np.ndarray:
+    """The ZeRO-3 LoRA job on ``nodes`` nodes of 4 GPUs (a sequence a GPU a step) from launch
+    over ``seconds``, as NLR's profiles measure it: at 0.2 s, per GPU, with the CPUs' share. [W]
+
+    The run goes to the whole minute the plant's step needs and is cut to ``seconds``; failures
+    are off (the profiles' runs had none)."""
+    n = 4 * nodes
+    sc = load_scenario(
+        ZERO3,
+        {
+            "cluster.n_gpus": n,
+            "workload.tokens_per_step": n * 8192,
+            "simulation.duration": f"{60 * int(np.ceil(seconds / 60))}s",
+            "simulation.dt": f"{NLR_DT * 1000:g}ms",
+            "reliability.rate_scale": 0.0,
+            **(overrides or {}),
+        },
+    )
+    gpu = simulate(sc)["gpu_power"].to_numpy()[: round(seconds / NLR_DT)]
+    return gpu * 1e6 / n + NLR_CPUS

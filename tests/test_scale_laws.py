@@ -12,7 +12,7 @@ import pytest
 from conftest import REFERENCE
 from numpy.testing import assert_allclose
 
-from powermodel import calibration, load_scenario
+from powermodel import analysis, calibration, load_scenario
 from powermodel.errors import ScenarioError
 from powermodel.iotools import data_dir
 from powermodel.models import workload
@@ -207,3 +207,99 @@ def test_a_level_below_idle_is_refused_naming_its_key(key, value):
     with pytest.raises(ScenarioError, match=rf"{key} 0.1 is 70 W .* at least 0.114") as err:
         load_scenario(LORA, {key: value})
     assert "\n" not in str(err.value)
+
+
+# NLR's profiles of MLCommons' reference LoRA job (DeepSpeed ZeRO-3) on 2-16 nodes of 4 H100
+# [S, vercellino_genai]: data/published/nlr_h100_training_power.csv (repeat 0 of each size, and
+# the five repeats' spread of the standard deviation read off the source's figure) and
+# data/published/nlr_h100_lora_16node_drops.csv (the 16-node run's drops, 10 % threshold)
+ZERO3, NLR_DT = calibration.ZERO3, calibration.NLR_DT
+
+
+@pytest.fixture(scope="module")
+def nlr() -> pd.DataFrame:
+    table = pd.read_csv(data_dir() / "published" / "nlr_h100_training_power.csv")
+    return table[table["workload"] == "llama2_70b_lora"].set_index("nodes")
+
+
+@pytest.fixture(scope="module")
+def nlr_drops() -> pd.DataFrame:
+    """The 16-node run's drops after its start-up, before its end."""
+    events = pd.read_csv(data_dir() / "published" / "nlr_h100_lora_16node_drops.csv")
+    return events.iloc[1:-1]
+
+
+@pytest.fixture(scope="module")
+def nlr_model(nlr) -> dict[int, np.ndarray]:
+    return {nodes: calibration.nlr_profile(nodes, row["duration"]) for nodes, row in nlr.iterrows()}
+
+
+def test_the_zero3_preset_is_its_calibration(nlr, nlr_drops, nlr_model):
+    # [C] on the 16-node run: the step is its spectrum's peak (10.58 s; its drops come a median
+    # 10.4 s apart), the CPUs' share its 95th percentile (751.9 W) less the model's at the cap,
+    # the forward's level the drops' median raw minimum (38.04 kW over 64 GPUs, 594 W), and the
+    # shares (0.514 at the cap) its mean, 597.5 W
+    # (a hundredth of the share is 1.2 W)
+    row, model = nlr.loc[16], nlr_model[16]
+    assert derive(load_scenario(ZERO3)).step_time == pytest.approx(row["period"], rel=1e-9)
+    assert np.median(np.diff(nlr_drops["start_s"])) == pytest.approx(10.4, abs=0.01)
+    assert np.percentile(model, 95) == pytest.approx(row["p95"], abs=0.5)
+    found = analysis.drops(model, NLR_DT, threshold=0.10).iloc[1:]
+    assert found["minimum"].median() == pytest.approx(
+        np.median(nlr_drops["min_power_W"]) / 64, rel=0.002
+    )
+    assert model.mean() == pytest.approx(row["mean"], rel=0.001)
+
+
+def test_the_16_node_drops_are_the_steps_forward(nlr_drops, nlr_model):
+    # NLR's detector (a 5-s rolling mean below 90 % of its 75th percentile) on the model's
+    # 16-node trace finds its steps' forward passes: as many as the run's 159 between its
+    # start-up and its end (166: the model has neither the run's five evaluations nor its
+    # gaps), as deep (15.9 % against a median 15.9 %, quartiles 15.6-16.3 %), as long (2.8 s
+    # against 2.6 s, 10th-90th percentile 2.4-3.0 s) and as far apart (10.6 s against 10.4 s,
+    # 10.2-11.0 s) [S, vercellino_genai]
+    found = analysis.drops(nlr_model[16], NLR_DT, threshold=0.10)
+    found = found.iloc[1:]  # the start-up
+    assert len(found) == pytest.approx(len(nlr_drops), rel=0.05)
+    depth = nlr_drops["drop_pct"] / 100
+    assert depth.quantile(0.25) <= found["depth"].median() <= depth.quantile(0.75)
+    length = nlr_drops["duration_s"]
+    assert length.quantile(0.1) <= found["length"].median() <= length.quantile(0.9)
+    apart = np.diff(nlr_drops["start_s"])
+    assert np.quantile(apart, 0.1) <= np.median(np.diff(found["start"])) <= np.quantile(apart, 0.9)
+
+
+def test_the_spread_grows_with_the_nodes_as_the_start_up_takes_more_of_the_run(nlr, nlr_model):
+    # The running swing is the same at every size (the batch per GPU is fixed); the start-up,
+    # 313 s from launch measured on 16 nodes, is a growing share of a run that shortens from 89
+    # to 35 min: the coefficient of variation rises from 21.6 % on 2 nodes to 25.6 % on 4 and
+    # 32.1 % on 8 and 16 (as long as each other), against 20.5, 24.9, 29.7 and 33.2 % measured.
+    # On 4 and 16 nodes the standard deviation is within the five repeats' spread
+    # [S, vercellino_genai]: 161 W in 144-169 and 192 W in 188-198
+    cv = {nodes: trace.std() / trace.mean() for nodes, trace in nlr_model.items()}
+    assert cv[2] < cv[4] < cv[8] and cv[8] == pytest.approx(cv[16], abs=1e-3)
+    assert list(nlr["cv"]) == sorted(nlr["cv"])
+    for nodes in (4, 16):
+        row = nlr.loc[nodes]
+        assert row["std_runs_min"] <= nlr_model[nodes].std() <= row["std_runs_max"]
+
+
+@pytest.mark.xfail(strict=True, reason="one start-up for every size: see docs/model/workload.md")
+@pytest.mark.parametrize("nodes", [2, 8])
+def test_the_spread_on_2_and_8_nodes_is_within_the_repeats(nodes, nlr, nlr_model):
+    # The 2- and 8-node runs' means put their start-ups at about 180 and 260 s, not 313 s: with
+    # 313 s the model's standard deviation is 139 W on 2 nodes (131-138 measured) and 192 W on
+    # 8 (172-182), whose repeat 0 is as long as the 16-node one
+    row = nlr.loc[nodes]
+    assert row["std_runs_min"] <= nlr_model[nodes].std() <= row["std_runs_max"]
+
+
+@pytest.mark.parametrize("gpus", [4, 32, 256, 16384])
+def test_the_zero3_job_keeps_its_step_at_any_size(gpus):
+    # one node to 4,096: a sequence a GPU a step, data parallel over all GPUs, so the step
+    # (10.58 s) and its two levels (700 and 542.5 W) hold as the layout carries them
+    sc = load_scenario(ZERO3, {"cluster.n_gpus": gpus, "workload.tokens_per_step": gpus * 8192})
+    assert derive(sc).step_time == pytest.approx(10.58, rel=1e-12)
+    shares, watts = sc.phase_powers()
+    assert_allclose(shares, [0.514, 0.486], rtol=1e-12)
+    assert_allclose(watts, [700.0, 542.5], rtol=1e-12)
