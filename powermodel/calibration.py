@@ -208,14 +208,21 @@ NLR_DT = 0.2  # s: the profiles' aggregation step
 # W a GPU: the CPUs' share of the job power, the 16-node run's 95th percentile (751.9 W a GPU)
 # less the model's GPU at the cap (709.2 W) [C]
 NLR_CPUS = 42.7
+# The job's end, after its last step: 20 s at 188.5 W a GPU with the CPUs, 145.8 W without
+# (the adapters saved, the processes exiting), the 16-node run's last drop [D, vercellino_genai]
+NLR_END = (20.0, 145.8)
 
 
-def nlr_profile(nodes: int, seconds: float, overrides: dict | None = None) -> np.ndarray:
+def nlr_profile(
+    nodes: int, seconds: float, startup: float | None = None, overrides: dict | None = None
+) -> np.ndarray:
     """The ZeRO-3 LoRA job on ``nodes`` nodes of 4 GPUs (a sequence a GPU a step) from launch
     over ``seconds``, as NLR's profiles measure it: at 0.2 s, per GPU, with the CPUs' share. [W]
 
-    The run goes to the whole minute the plant's step needs and is cut to ``seconds``; failures
-    are off (the profiles' runs had none)."""
+    ``startup`` [s] is the launch to the first step, the preset's 312 s if None (the weights'
+    read and the ramp into training keep their lengths, the start-up before them gives); the
+    last :data:`NLR_END` seconds are the job's end. The run goes to the whole minute the plant's
+    step needs and is cut to ``seconds``; failures are off (the profiles' runs had none)."""
     n = 4 * nodes
     sc = load_scenario(
         ZERO3,
@@ -228,5 +235,9 @@ def nlr_profile(nodes: int, seconds: float, overrides: dict | None = None) -> np
             **(overrides or {}),
         },
     )
-    gpu = simulate(sc)["gpu_power"].to_numpy()[: round(seconds / NLR_DT)]
-    return gpu * 1e6 / n + NLR_CPUS
+    if startup is not None:
+        loading = startup - sc.workload.startup_ramp - derive(sc).reload_time
+        sc = load_scenario(sc, {"workload.startup_time": f"{loading!r}s"})
+    gpu = simulate(sc)["gpu_power"].to_numpy()[: round(seconds / NLR_DT)] * 1e6 / n
+    gpu[gpu.size - round(NLR_END[0] / NLR_DT) :] = NLR_END[1]
+    return gpu + NLR_CPUS

@@ -1422,6 +1422,14 @@ NOT_USED = (
 )
 
 
+def clear_caches() -> None:
+    """Forget every run this module keeps for its anchors to share (its ``functools.cache``
+    functions), so that the next :func:`run_anchors` times a first run."""
+    for value in list(globals().values()):
+        if getattr(value, "__module__", None) == __name__ and hasattr(value, "cache_clear"):
+            value.cache_clear()
+
+
 def run_anchors(
     anchors: Sequence[Callable[[], Anchor]] = ANCHORS,
     progress: Callable[[Anchor], None] | None = None,

@@ -94,6 +94,7 @@ def command(tmp_path_factory):
     # Not by replacing builtins.print: numba, when first imported inside the command, registers
     # whatever builtins.print is then and fails on a stand-in, leaving itself half imported.
     out = io.StringIO()
+    reproduce.clear_caches()  # a first run, whatever tests ran before in this process
     start, cpu = time.perf_counter(), time.process_time()
     with contextlib.redirect_stdout(out):
         code = main(["reproduce", "-o", str(report)])

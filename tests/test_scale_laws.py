@@ -224,9 +224,8 @@ def nlr() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def nlr_drops() -> pd.DataFrame:
-    """The 16-node run's drops after its start-up, before its end."""
-    events = pd.read_csv(data_dir() / "published" / "nlr_h100_lora_16node_drops.csv")
-    return events.iloc[1:-1]
+    """The 16-node run's drops: its start-up first, its end last."""
+    return pd.read_csv(data_dir() / "published" / "nlr_h100_lora_16node_drops.csv")
 
 
 @pytest.fixture(scope="module")
@@ -234,62 +233,69 @@ def nlr_model(nlr) -> dict[int, np.ndarray]:
     return {nodes: calibration.nlr_profile(nodes, row["duration"]) for nodes, row in nlr.iterrows()}
 
 
+def _found(trace: np.ndarray) -> pd.DataFrame:
+    """NLR's detector at its 10 % threshold: a 5-s rolling mean below 90 % of its 75th
+    percentile [S, vercellino_genai]."""
+    return analysis.drops(trace, NLR_DT, threshold=0.10)
+
+
 def test_the_zero3_preset_is_its_calibration(nlr, nlr_drops, nlr_model):
-    # [C] on the 16-node run: the step is its spectrum's peak (10.58 s; its drops come a median
-    # 10.4 s apart), the CPUs' share its 95th percentile (751.9 W) less the model's at the cap,
-    # the forward's level the drops' median raw minimum (38.04 kW over 64 GPUs, 594 W), and the
-    # shares (0.514 at the cap) its mean, 597.5 W
-    # (a hundredth of the share is 1.2 W)
+    # [C] on the 16-node run: the step is its spectrum's peak (10.58 s); the CPUs' share its
+    # 95th percentile (751.9 W a GPU) less the model's at the cap; the forward's level (0.218
+    # under the cap) the raw power's mean over its drops (their median, 15.92 % under the
+    # detector's baseline: 15.87 %); the shares (0.542 at the cap) its mean, 597.5 W (597.6).
+    # To the coefficients' third decimals: a thousandth of the share moves the mean 0.12 W, of
+    # the depth the mean 0.27 W and the drops' depth 0.0008
     row, model = nlr.loc[16], nlr_model[16]
+    drops = nlr_drops.iloc[1:-1]
     assert derive(load_scenario(ZERO3)).step_time == pytest.approx(row["period"], rel=1e-9)
-    assert np.median(np.diff(nlr_drops["start_s"])) == pytest.approx(10.4, abs=0.01)
     assert np.percentile(model, 95) == pytest.approx(row["p95"], abs=0.5)
-    found = analysis.drops(model, NLR_DT, threshold=0.10).iloc[1:]
-    assert found["minimum"].median() == pytest.approx(
-        np.median(nlr_drops["min_power_W"]) / 64, rel=0.002
-    )
-    assert model.mean() == pytest.approx(row["mean"], rel=0.001)
+    found = _found(model).iloc[1:-1]
+    assert found["depth"].median() == pytest.approx(drops["drop_pct"].median() / 100, abs=5e-4)
+    assert model.mean() == pytest.approx(row["mean"], abs=0.2)
 
 
 def test_the_16_node_drops_are_the_steps_forward(nlr_drops, nlr_model):
-    # NLR's detector (a 5-s rolling mean below 90 % of its 75th percentile) on the model's
-    # 16-node trace finds its steps' forward passes: as many as the run's 159 between its
-    # start-up and its end (166: the model has neither the run's five evaluations nor its
-    # gaps), as deep (15.9 % against a median 15.9 %, quartiles 15.6-16.3 %), as long (2.8 s
-    # against 2.6 s, 10th-90th percentile 2.4-3.0 s) and as far apart (10.6 s against 10.4 s,
-    # 10.2-11.0 s) [S, vercellino_genai]
-    found = analysis.drops(nlr_model[16], NLR_DT, threshold=0.10)
-    found = found.iloc[1:]  # the start-up
-    assert len(found) == pytest.approx(len(nlr_drops), rel=0.05)
-    depth = nlr_drops["drop_pct"] / 100
-    assert depth.quantile(0.25) <= found["depth"].median() <= depth.quantile(0.75)
-    length = nlr_drops["duration_s"]
-    assert length.quantile(0.1) <= found["length"].median() <= length.quantile(0.9)
-    apart = np.diff(nlr_drops["start_s"])
-    assert np.quantile(apart, 0.1) <= np.median(np.diff(found["start"])) <= np.quantile(apart, 0.9)
+    # Not fitted: the detector's baseline (the 75th percentile of the model's 5-s rolling mean,
+    # 711.5 against 711.2 W a GPU) and, between the start-up and the end, the drops' count (164:
+    # the model has neither the run's five evaluations nor its gaps, hence 159 measured), their
+    # length (2.6 s; 10th-90th percentile 2.4-3.0 s) and spacing (10.6 s against 10.4 s; 10.2-
+    # 11.0 s); the start-up's drop (310.8 against 313.2 s long, 75.7 against 74.4 % deep) and
+    # the end's (22.0 against 20.0 s) [S, vercellino_genai]
+    found, drops = _found(nlr_model[16]), nlr_drops
+    assert found.attrs["baseline"] == pytest.approx(drops["baseline_W"].iloc[0] / 64, rel=0.001)
+    inner, measured = found.iloc[1:-1], drops.iloc[1:-1]
+    assert len(inner) == pytest.approx(len(measured), rel=0.05)
+    length = measured["duration_s"]
+    assert length.quantile(0.1) <= inner["length"].median() <= length.quantile(0.9)
+    apart = np.diff(measured["start_s"])
+    assert np.quantile(apart, 0.1) <= np.median(np.diff(inner["start"])) <= np.quantile(apart, 0.9)
+    for at in (0, -1):  # the start-up and the end: within 2.5 s (half the detector's window)
+        assert found["length"].iloc[at] == pytest.approx(drops["duration_s"].iloc[at], abs=2.5)
+    assert found["depth"].iloc[0] == pytest.approx(drops["drop_pct"].iloc[0] / 100, abs=0.02)
 
 
 def test_the_spread_grows_with_the_nodes_as_the_start_up_takes_more_of_the_run(nlr, nlr_model):
     # The running swing is the same at every size (the batch per GPU is fixed); the start-up,
-    # 313 s from launch measured on 16 nodes, is a growing share of a run that shortens from 89
-    # to 35 min: the coefficient of variation rises from 21.6 % on 2 nodes to 25.6 % on 4 and
-    # 32.1 % on 8 and 16 (as long as each other), against 20.5, 24.9, 29.7 and 33.2 % measured.
-    # On 4 and 16 nodes the standard deviation is within the five repeats' spread
-    # [S, vercellino_genai]: 161 W in 144-169 and 192 W in 188-198
+    # 312 s from launch on 16 nodes, is a growing share of a run that shortens from 89 to 35
+    # min: the coefficient of variation rises from 22.1 % on 2 nodes to 26.4 % on 4 and 33.3 %
+    # on 8 and 16 (as long as each other), against 20.5, 24.9, 29.7 and 33.2 % measured. On 4
+    # nodes the standard deviation, 166.5 W, is within the five repeats' spread, 140.0-170.5 W
+    # [S, vercellino_genai]; on the others it is not (below)
     cv = {nodes: trace.std() / trace.mean() for nodes, trace in nlr_model.items()}
     assert cv[2] < cv[4] < cv[8] and cv[8] == pytest.approx(cv[16], abs=1e-3)
     assert list(nlr["cv"]) == sorted(nlr["cv"])
-    for nodes in (4, 16):
-        row = nlr.loc[nodes]
-        assert row["std_runs_min"] <= nlr_model[nodes].std() <= row["std_runs_max"]
+    row = nlr.loc[4]
+    assert row["std_runs_min"] <= nlr_model[4].std() <= row["std_runs_max"]
 
 
-@pytest.mark.xfail(strict=True, reason="one start-up for every size: see docs/model/workload.md")
-@pytest.mark.parametrize("nodes", [2, 8])
-def test_the_spread_on_2_and_8_nodes_is_within_the_repeats(nodes, nlr, nlr_model):
-    # The 2- and 8-node runs' means put their start-ups at about 180 and 260 s, not 313 s: with
-    # 313 s the model's standard deviation is 139 W on 2 nodes (131-138 measured) and 192 W on
-    # 8 (172-182), whose repeat 0 is as long as the 16-node one
+@pytest.mark.xfail(strict=True, reason="one start-up for every run: see docs/model/workload.md")
+@pytest.mark.parametrize("nodes", [2, 8, 16])
+def test_the_spread_on_2_8_and_16_nodes_is_within_the_repeats(nodes, nlr, nlr_model):
+    # With the 16-node run's start-up at every size, the model's standard deviation is 143.3 W
+    # on 2 nodes (125.1-141.3 measured over the repeats), 198.9 W on 8 (170.9-182.1: its repeat
+    # 0, 181.3 W, is as long as the 16-node one, 198.2 W) and 199.1 W on 16 (186.3-198.5), 0.4 %
+    # over its own run: the runs' start-ups range from about 250 to 330 s (the profiles' figure)
     row = nlr.loc[nodes]
     assert row["std_runs_min"] <= nlr_model[nodes].std() <= row["std_runs_max"]
 
@@ -297,9 +303,9 @@ def test_the_spread_on_2_and_8_nodes_is_within_the_repeats(nodes, nlr, nlr_model
 @pytest.mark.parametrize("gpus", [4, 32, 256, 16384])
 def test_the_zero3_job_keeps_its_step_at_any_size(gpus):
     # one node to 4,096: a sequence a GPU a step, data parallel over all GPUs, so the step
-    # (10.58 s) and its two levels (700 and 542.5 W) hold as the layout carries them
+    # (10.58 s) and its two levels (700 and 547.4 W) hold as the layout carries them
     sc = load_scenario(ZERO3, {"cluster.n_gpus": gpus, "workload.tokens_per_step": gpus * 8192})
     assert derive(sc).step_time == pytest.approx(10.58, rel=1e-12)
     shares, watts = sc.phase_powers()
-    assert_allclose(shares, [0.514, 0.486], rtol=1e-12)
-    assert_allclose(watts, [700.0, 542.5], rtol=1e-12)
+    assert_allclose(shares, [0.542, 0.458], rtol=1e-12)
+    assert_allclose(watts, [700.0, 547.4], rtol=1e-12)
