@@ -355,6 +355,13 @@ def drops(
     end runs to the last sample.
     """
     power = np.asarray(power, dtype=float)
+    if power.ndim != 1 or power.size == 0 or not np.isfinite(power).all():
+        raise ValueError("drops() needs a non-empty 1-D trace of finite values")
+    if not (dt > 0 and window > 0 and 0 < threshold < 1 and shortest >= 0):
+        raise ValueError(
+            f"drops() needs dt > 0, window > 0, 0 < threshold < 1 and shortest >= 0, got dt "
+            f"{dt!r}, window {window!r}, threshold {threshold!r}, shortest {shortest!r}"
+        )
     width = max(1, round(window / dt))
     rolling = pd.Series(power).rolling(width, center=True, min_periods=1).mean().to_numpy()
     baseline = float(np.percentile(rolling, 75))

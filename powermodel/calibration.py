@@ -206,7 +206,7 @@ def wait_levels(
 ZERO3 = "llama2-70b-lora-zero3-h100"
 NLR_DT = 0.2  # s: the profiles' aggregation step
 # W a GPU: the CPUs' share of the job power, the 16-node run's 95th percentile (751.9 W a GPU)
-# less the model's GPU at the cap (709.2 W) [C]
+# less the model's GPU at the cap (708.9 W: 700 W and a warm die's leakage) [C]
 NLR_CPUS = 42.7
 # The job's end, after its last step: 20 s at 188.5 W a GPU with the CPUs, 145.8 W without
 # (the adapters saved, the processes exiting), the 16-node run's last drop [D, vercellino_genai]

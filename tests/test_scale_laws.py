@@ -309,3 +309,25 @@ def test_the_zero3_job_keeps_its_step_at_any_size(gpus):
     shares, watts = sc.phase_powers()
     assert_allclose(shares, [0.542, 0.458], rtol=1e-12)
     assert_allclose(watts, [700.0, 547.4], rtol=1e-12)
+
+
+def test_the_drop_detector_on_a_known_trace():
+    # a 100-s trace at 0.2 s: 10 at 10 W, then a 4-s drop to 5 W at 20 s and a 2-s one to 4 W at
+    # the end; with a 1-s window the baseline (75th percentile) is 10 W, the drops 50 and 60 %
+    # deep, as long as they are (the centred mean crosses 9.5 W half a sample inside)
+    power = np.full(500, 10.0)
+    power[100:120], power[490:] = 5.0, 4.0
+    found = analysis.drops(power, 0.2, window=1.0)
+    assert found.attrs["baseline"] == 10.0
+    assert_allclose(found["start"], [19.6, 97.6], atol=1e-9)
+    assert_allclose(found["length"], [4.8, 2.4], atol=1e-9)
+    assert_allclose(found["minimum"], [5.0, 4.0])
+    assert_allclose(
+        found["depth"], [1 - (5.0 * 20 + 10.0 * 4) / 24 / 10, 1 - (4.0 * 10 + 20) / 12 / 10]
+    )
+    assert analysis.drops(np.ones(10), 0.2).empty
+    for bad in ({"dt": 0.0}, {"dt": 0.2, "threshold": 1.0}, {"dt": float("nan")}):
+        with pytest.raises(ValueError, match="drops\\(\\) needs"):
+            analysis.drops(power, **bad)
+    with pytest.raises(ValueError, match="finite"):
+        analysis.drops(np.r_[power, np.nan], 0.2)
