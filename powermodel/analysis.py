@@ -354,17 +354,29 @@ def drops(
     power's least over the drop), with the ``baseline`` in ``attrs``. A drop still open at the
     end runs to the last sample.
     """
+    numbers = {"dt": dt, "window": window, "threshold": threshold, "shortest": shortest}
+    real = all(
+        isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+        for v in numbers.values()
+    )
+    if not (real and all(np.isfinite(v) for v in numbers.values())):
+        raise ValueError(f"drops() needs finite real numbers, got {numbers}")
+    if not (dt > 0 and window > 0 and 0 < threshold < 1 and shortest >= 0):
+        raise ValueError(
+            f"drops() needs dt > 0, window > 0, 0 < threshold < 1 and shortest >= 0, got {numbers}"
+        )
+    if np.iscomplexobj(power):
+        raise ValueError("drops() needs a real power trace, not a complex one")
     power = np.asarray(power, dtype=float)
     if power.ndim != 1 or power.size == 0 or not np.isfinite(power).all():
         raise ValueError("drops() needs a non-empty 1-D trace of finite values")
-    if not (dt > 0 and window > 0 and 0 < threshold < 1 and shortest >= 0):
-        raise ValueError(
-            f"drops() needs dt > 0, window > 0, 0 < threshold < 1 and shortest >= 0, got dt "
-            f"{dt!r}, window {window!r}, threshold {threshold!r}, shortest {shortest!r}"
-        )
-    width = max(1, round(window / dt))
+    width = int(min(max(1, round(window / dt)), power.size))
     rolling = pd.Series(power).rolling(width, center=True, min_periods=1).mean().to_numpy()
     baseline = float(np.percentile(rolling, 75))
+    if baseline <= 0:
+        raise ValueError(
+            f"drops() measures against a positive baseline; this trace's is {baseline:g}"
+        )
     edges = np.diff(np.r_[0, (rolling < baseline * (1.0 - threshold)).astype(np.int8), 0])
     starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
     keep = (ends - starts) * dt >= shortest - 1e-9

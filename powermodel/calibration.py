@@ -205,12 +205,13 @@ def wait_levels(
 # llama2-70b-lora-zero3-h100 is calibrated on the 16-node run (tests/test_scale_laws.py)
 ZERO3 = "llama2-70b-lora-zero3-h100"
 NLR_DT = 0.2  # s: the profiles' aggregation step
-# W a GPU: the CPUs' share of the job power, the 16-node run's 95th percentile (751.9 W a GPU)
-# less the model's GPU at the cap (708.9 W: 700 W and a warm die's leakage) [C]
-NLR_CPUS = 42.7
-# The job's end, after its last step: 20 s at 188.5 W a GPU with the CPUs, 145.8 W without
+# W a GPU: the CPUs' share of the job power (their RAPL power as the source sums it), taken as
+# constant: the 16-node run's 95th percentile (751.9 W a GPU) less the model's GPU in the
+# backward (708.9 W, which holds the engine's warm-die leakage over the cap) [C]
+NLR_CPUS = 43.0
+# The job's end, after its last step: 20 s at 188.5 W a GPU with the CPUs, 145.5 W without
 # (the adapters saved, the processes exiting), the 16-node run's last drop [D, vercellino_genai]
-NLR_END = (20.0, 145.8)
+NLR_END = (20.0, 145.5)
 
 
 def nlr_profile(
@@ -223,6 +224,17 @@ def nlr_profile(
     read and the ramp into training keep their lengths, the start-up before them gives); the
     last :data:`NLR_END` seconds are the job's end. The run goes to the whole minute the plant's
     step needs and is cut to ``seconds``; failures are off (the profiles' runs had none)."""
+    fixed = {"cluster.n_gpus", "cluster.gpus_per_node", "workload.tokens_per_step"}
+    fixed |= {"simulation.duration", "simulation.dt", "reliability.rate_scale"}
+    if not (isinstance(nodes, (int, np.integer)) and nodes >= 1):
+        raise ValueError(f"nlr_profile() needs a whole number of nodes, at least 1, not {nodes!r}")
+    if not (np.isfinite(seconds) and seconds >= NLR_END[0] + NLR_DT):
+        raise ValueError(
+            f"nlr_profile() needs a run of at least {NLR_END[0] + NLR_DT:g} s (its end is "
+            f"{NLR_END[0]:g} s), not {seconds!r}"
+        )
+    if set(overrides or {}) & fixed:
+        raise ValueError(f"nlr_profile() sets {', '.join(sorted(fixed))} itself")
     n = 4 * nodes
     sc = load_scenario(
         ZERO3,
@@ -236,8 +248,13 @@ def nlr_profile(
         },
     )
     if startup is not None:
-        loading = startup - sc.workload.startup_ramp - derive(sc).reload_time
-        sc = load_scenario(sc, {"workload.startup_time": f"{loading!r}s"})
+        fixed = sc.workload.startup_ramp + derive(sc).reload_time
+        if not (np.isfinite(startup) and startup >= fixed):
+            raise ValueError(
+                f"nlr_profile()'s startup is launch to the first step, at least the weights' "
+                f"read and the ramp into training ({fixed:.4g} s), not {startup!r}"
+            )
+        sc = load_scenario(sc, {"workload.startup_time": f"{startup - fixed!r}s"})
     gpu = simulate(sc)["gpu_power"].to_numpy()[: round(seconds / NLR_DT)] * 1e6 / n
     gpu[gpu.size - round(NLR_END[0] / NLR_DT) :] = NLR_END[1]
     return gpu + NLR_CPUS
