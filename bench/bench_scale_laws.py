@@ -7,7 +7,7 @@
    nodes of 4 H100 [S, vercellino_genai] (data/published/nlr_h100_training_power.csv, repeat 0
    of each size; data/published/nlr_h100_lora_16node_drops.csv): the preset
    ``llama2-70b-lora-zero3-h100`` (calibrated on the 16-node run) from launch over each run's
-   length at 0.2 s, per GPU with the CPUs' 42.7 W; the mean, standard deviation (against the
+   length at 0.2 s, per GPU with the CPUs' 43.0 W; the mean, standard deviation (against the
    five repeats' range; the model's also with start-ups across the runs' range) and
    coefficient of variation of the whole trace, and the drops NLR's
    detector finds (a 5-s rolling mean below 90 % of its 75th percentile: count, median depth,
