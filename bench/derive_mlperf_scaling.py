@@ -60,7 +60,9 @@ def _events(text: str) -> list[dict]:
     return rows
 
 
-def main(repo: str) -> None:
+def _runs(repo: str) -> tuple[dict, dict, dict[str, str]]:
+    """The submission's runs in the clone at ``repo``: the node logs of each run (keyed by system,
+    benchmark and result), its result log, and the text of every one of them."""
     git_dir = repo if repo.endswith(".git") or repo.endswith("/repo") else f"{repo}/.git"
     names = subprocess.run(
         ["git", f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", "HEAD"],
@@ -74,13 +76,25 @@ def main(repo: str) -> None:
         elif m := RESULT_LOG.match(n):
             results[(m[1], m[2], m[3])] = n
     texts = _blobs(git_dir, [p for v in logs.values() for p in v] + list(results.values()))
+    return logs, results, texts
+
+
+def _readings(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """A node log's power readings: their times [s since the epoch] and values [W]."""
+    rows = [e for e in _events(text) if e["key"] == "power_reading"]
+    return (
+        np.array([e["time_ms"] / 1e3 for e in rows]),
+        np.array([float(e["value"]) for e in rows]),
+    )
+
+
+def main(repo: str) -> None:
+    logs, results, texts = _runs(repo)
     table = collections.defaultdict(list)
     for key, paths in logs.items():
         means, readings, spans = [], [], []
         for p in paths:
-            rows = [e for e in _events(texts[p]) if e["key"] == "power_reading"]
-            t = np.array([e["time_ms"] / 1e3 for e in rows])
-            v = np.array([float(e["value"]) for e in rows])
+            t, v = _readings(texts[p])
             if t.size > 1:
                 means.append(np.trapezoid(v, t) / (t[-1] - t[0]))
                 spans.append(t[-1] - t[0])

@@ -20,11 +20,10 @@ by which the run mean falls from 1 to 64 nodes is in these parts.
 from __future__ import annotations
 
 import collections
-import subprocess
 import sys
 
 import numpy as np
-from derive_mlperf_scaling import NODE_LOG, RESULT_LOG, _blobs, _events
+from derive_mlperf_scaling import _events, _readings, _runs
 
 PARTS = ("before the run", "first block", "later blocks", "evaluations", "after the run")
 
@@ -51,27 +50,14 @@ def _parts(events: list[dict]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def main(repo: str) -> None:
-    git_dir = repo if repo.endswith(".git") or repo.endswith("/repo") else f"{repo}/.git"
-    names = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", "HEAD"],
-        capture_output=True,
-        text=True,
-    ).stdout.split()
-    logs, results = collections.defaultdict(list), {}
-    for n in names:
-        if (m := NODE_LOG.match(n)) and m[2] == "llama2_70b_lora":
-            logs[(m[1], m[3])].append(n)
-        elif (m := RESULT_LOG.match(n)) and m[2] == "llama2_70b_lora":
-            results[(m[1], m[3])] = n
-    texts = _blobs(git_dir, [p for v in logs.values() for p in v] + list(results.values()))
+    logs, results, texts = _runs(repo)
+    logs = {k: v for k, v in logs.items() if k[1] == "llama2_70b_lora"}
     table = collections.defaultdict(list)
     for key, paths in logs.items():
         edges, parts = _parts(_events(texts[results[key]]))
         time, energy = np.zeros(len(PARTS)), np.zeros(len(PARTS))
         for p in paths:
-            rows = [e for e in _events(texts[p]) if e["key"] == "power_reading"]
-            t = np.array([e["time_ms"] / 1e3 for e in rows])
-            v = np.array([float(e["value"]) for e in rows])
+            t, v = _readings(texts[p])
             if t.size < 2:
                 continue
             held = np.diff(t, append=t[-1] + np.median(np.diff(t)))  # each reading's interval
