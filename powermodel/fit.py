@@ -87,6 +87,15 @@ RAMPS = np.concatenate(([0.0], np.geomspace(0.1, 3600.0, 120)))  # start-up ramp
 # both at once (a long step with a trough at half of compute or lower) is read as stalls.
 LONG_DIP = 8.0  # sensor windows
 DEEP_DIP = 0.5  # of the running band's median level
+# A long dip that is shallow (a burn or power-smoothing floor holds the GPUs up through a stall)
+# is still a stall when the dips' lengths vary or fill most of the cycle: an iteration's trough
+# lasts the same every step (a step's length varies by 0.5-10 % [A], workload.variation), and
+# its share of the step is about a third [P, ko_zhu Table I], where stalls' lengths spread (one
+# H100 run's from 16 to 108 s, issue 27) and checkpoints every few stall lengths leave the
+# training between them shorter than the stalls. Over LONG_DIP windows, placing each edge within
+# a window spreads a trough's measured length by under 0.1, a quarter of the margin below [A].
+STALL_CV = 0.25  # coefficient of variation of the dips' lengths above which they are stalls
+TROUGH_SHARE = 0.6  # share of the cycle (dip start to dip start) above which dips are stalls
 IDLE, LOW, HIGH = 0, 1, 2  # sample labels: idle band, stalled band, running band
 HELD = (State.FAILED_IDLE, State.CHECKPOINT, State.STALLED, State.LOADING)  # flat levels
 # A GPU trace's highest sustained level is the top of its rolling mean over this long (and at
@@ -670,6 +679,7 @@ def detect(
         found = {"run_threshold": -np.inf, "idle_level": np.nan, "low_level": np.nan}
         return one, {**found, "noise": _noise(x), "period": period}
     t_run = _otsu(x)
+    t_run = _held_in_running(x, t_run, period, response.window)
     running = _Runs(np.zeros(1, np.int64), np.full(1, x.size), np.full(1, State.RUNNING, np.int8))
     for _ in range(3):  # at most twice, a band of the iteration's troughs is split off
         labels, runs, levels, two, sigma, high_level = _bands(x, t_run, period, response)
@@ -708,24 +718,68 @@ def detect(
     return timeline, found
 
 
+def _held_in_running(x: np.ndarray, t_run: float, period: float, window: float) -> float:
+    """The running threshold [W]: ``t_run``, or, where the band above it holds a lower level
+    of its own, the threshold above that level (a burn or power-smoothing floor holding the
+    GPUs up through checkpoint stalls, issue 27: Otsu's threshold on the whole trace falls
+    between idle and both of them, and the stalls read as running).
+
+    The band's own Otsu threshold splits it into two levels that stand apart (by ten times the
+    noise and 5 % of the upper one), whose samples cross between them quickly (under
+    :data:`EDGE_SHARE` of the band's samples lie in the middle half between the levels: a drift
+    of the level, a throttle, does not), and whose lower runs between two running runs are held
+    (flat) for :data:`LONG_DIP` windows or more (a sampled period, ``period`` [s], at least)
+    and read as stalls, not an iteration's troughs (:func:`_trough_level`)."""
+    band = x >= t_run
+    if np.count_nonzero(band) < 2 * MIN_SAMPLES:
+        return t_run
+    t_up = _otsu(x[band])
+    lo, hi = np.median(x[band & (x < t_up)]), np.median(x[x >= t_up])
+    sigma = _noise(x, band)
+    apart = hi - lo > max(10.0 * sigma, 0.05 * abs(hi))
+    middle = band & (x > lo + 0.25 * (hi - lo)) & (x < hi - 0.25 * (hi - lo))
+    if not (apart and np.count_nonzero(middle) < EDGE_SHARE * np.count_nonzero(band)):
+        return t_run
+    labels = np.where(x >= t_up, HIGH, LOW).astype(np.int8)
+    start, length, label = _runs(labels)
+    inner = np.zeros(label.size, bool)
+    inner[1:-1] = label[1:-1] == LOW
+    held = inner & _flat(x, start, length, max(6.0 * sigma, 0.1 * (hi - lo)))
+    windows = max(window, period) / period
+    if not (held.any() and np.median(length[held]) >= LONG_DIP * windows):
+        return t_run
+    if np.isfinite(_trough_level(x, labels, float(hi), windows)):
+        return t_run  # long regular dips of a long step: its troughs, left to the running band
+    return float(t_up)
+
+
 def _trough_level(x: np.ndarray, labels: np.ndarray, high: float, window: float) -> float:
     """The level of the dips below the running band (runs between two running runs) if they
     are the iteration's troughs; NaN if they are not (or too few to tell). [W]
 
     Troughs recur a few of their own lengths apart (stalls, minutes apart, do not), but so do
     checkpoint stalls when checkpoints come every few stall lengths. What tells them apart is
-    their depth and length against the sensor's resolution: a stall holds the GPUs near a low
-    held level (:data:`DEEP_DIP` of the running level or less) for many averaging windows
-    (:data:`LONG_DIP` or more, ``window`` samples each); an iteration's trough does not do both.
+    their depth and length against the sensor's resolution: a stall lasts many averaging
+    windows (:data:`LONG_DIP` or more, ``window`` samples each) and either holds the GPUs near
+    a low held level (:data:`DEEP_DIP` of the running level or less) or, held up by a burn
+    floor, lasts as it will (lengths spreading by more than :data:`STALL_CV`) or longer than
+    the training between (over :data:`TROUGH_SHARE` of the cycle); an iteration's trough does
+    none of these with its length.
     """
     start, length, high_run = _runs((labels == HIGH).astype(np.int8))  # any level below: a dip
     dip = np.zeros(high_run.size, bool)
     dip[1:-1] = high_run[1:-1] == 0
-    if dip.sum() < 3 or not np.median(np.diff(start[dip])) < 5 * np.median(length[dip]):
+    cycle = np.median(np.diff(start[dip])) if dip.sum() >= 3 else np.nan
+    lengths = length[dip].astype(float)
+    if dip.sum() < 3 or not cycle < 5 * np.median(lengths):
         return np.nan
     level = float(np.median(x[np.repeat(dip, length)]))
-    if np.median(length[dip]) >= LONG_DIP * max(window, 1.0) and level <= DEEP_DIP * high:
-        return np.nan  # long and deep: checkpoint stalls, however often they come
+    if np.median(lengths) >= LONG_DIP * max(window, 1.0) and (
+        level <= DEEP_DIP * high
+        or np.std(lengths) > STALL_CV * np.mean(lengths)
+        or np.median(lengths) > TROUGH_SHARE * cycle
+    ):
+        return np.nan  # long, and deep or as long as they will: checkpoint stalls
     return level
 
 
@@ -1144,6 +1198,41 @@ def _best_period(t: np.ndarray, x: np.ndarray, origin: np.ndarray, coarse: float
         shift = 0.5 * (y0 - y2) / (y0 - 2 * y1 + y2) if (y0 - 2 * y1 + y2) != 0 else 0.0
         return float(candidates[k] + shift * (candidates[1] - candidates[0]))
     return float(candidates[k])
+
+
+def _interior(t: np.ndarray, origin: np.ndarray, step: float) -> np.ndarray:
+    """Samples a whole ``step`` [s] or more from both ends of their running spell (the spells'
+    first and last samples given by ``origin``, each spell's start [s])."""
+    spell, where = np.unique(origin, return_inverse=True)
+    last = np.full(spell.size, -np.inf)
+    np.maximum.at(last, where, t)
+    return (t - origin >= step) & (t <= last[where] - step)
+
+
+def _stands_out(shape: dict[str, float], counts: np.ndarray, noise: float) -> bool:
+    """Whether a folded two-level step fits (R² over 0.5) and its swing stands out of the
+    noise of its emptiest phase bin's mean (six standard errors)."""
+    return bool(
+        shape["r2"] > 0.5 and shape["seen_swing"] > 6.0 * noise / np.sqrt(max(counts.min(), 1))
+    )
+
+
+def _stands_out_inside(
+    t: np.ndarray,
+    y: np.ndarray,
+    origin: np.ndarray,
+    step: float,
+    response: StepResponse,
+    found: dict,
+) -> bool:
+    """Whether the samples a step from their spells' ends (:func:`_interior`) are enough to
+    fold and show the step too: a swing made of the spells' own rise and fall does not."""
+    if t.size < 4 * FOLD_BINS:
+        return False
+    profile, counts, _ = _fold(t, y, origin, np.array([step]))
+    return _stands_out(
+        _square_fit(profile[0], counts[0], step, response), counts[0], found["noise"]
+    )
 
 
 def _square_fit(
@@ -1691,13 +1780,19 @@ def _running_mean(
     later_half: bool = False,
 ) -> tuple[float, int]:
     """Mean of the samples of ``state`` segments once the sensor settled in them (or only in
-    their later half) and their count."""
+    their later half), and short of their end by as long, and their count.
+
+    A boundary the fit places is uncertain by about a window (a slow poll's gap, a noisy edge):
+    a running spell's samples just past a late-placed end read the fall into the stall, and
+    between checkpoints every 10 s, 10 % of the samples (issue 27's 250-W board: a running mean
+    2.5 % low). Where a segment is too short to keep any sample so, its end is kept."""
     seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
     ends = np.append(line.start[1:], line.duration)
     begin = line.start + settle
     if later_half:
         begin = np.maximum(begin, 0.5 * (line.start + ends))
-    inside = (line.state[seg] == state) & (times >= begin[seg]) & (times < ends[seg])
+    stop = np.where(ends - settle > begin, ends - settle, ends)
+    inside = (line.state[seg] == state) & (times >= begin[seg]) & (times < stop[seg])
     return (float(np.mean(x[inside])) if inside.any() else np.nan), int(inside.sum())
 
 
@@ -1758,15 +1853,21 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
         return
     profile, counts, _ = _fold(t, y, origin, np.array([step]))
     shape = _square_fit(profile[0], counts[0], step, response)
-    strong = shape["r2"] > 0.5 and shape["seen_swing"] > 6.0 * found["noise"] / np.sqrt(
-        max(counts[0].min(), 1)
-    )
+    inner = _interior(t, origin, step)
+    strong = _stands_out(shape, counts[0], found["noise"])
     how = (
         f"epoch folding of {t.size:,} running samples; a two-level step through the sensor's "
         f"response fits the folded profile (R² {shape['r2']:.3f})"
     )
     if not strong:
         how = f"unresolved: the folded swing does not stand out of the noise (R² {shape['r2']:.2f})"
+    elif not _stands_out_inside(t[inner], y[inner], origin[inner], step, response, found):
+        strong = False
+        how = (
+            f"unresolved: the {step:.3g}-s swing folded from {t.size:,} running samples is not "
+            "seen a step away from the running spells' ends (it is their rise and fall, which "
+            "fold at any period that divides the spells, not an iteration's)"
+        )
     add("step time", step, "s", how, "workload.step_time", resolved=strong)
     if not strong:
         _unresolved_step(q, y, line, response, scenario, mean, found["period"], how)
@@ -2280,18 +2381,17 @@ def _share_at_least(watts: float, tdp: float) -> float:
     return math.ceil(watts / tdp * 1e4) / 1e4
 
 
-def _running_leakage(result: Fit, scenario: Scenario) -> float:
-    """The leakage [W per GPU] the engine adds to ``scenario``'s phase powers over the trace's
-    running samples: its die path (:func:`powermodel.facility.plant_path`: the scenario's
-    weather and plant, the die through its thermal mass) driven by the trace's own board power
-    in plant steps (``cooling.dt``), from the trace's own start (its date and time of day).
-    The phase powers hold at the nominal die (steadily running); a job that spends most of its
-    time stalled runs cooler and leaks less, so a measured running level is that level plus
-    this (negative) amount."""
+def leakage_blocks(result: Fit, scenario: Scenario) -> tuple[float, np.ndarray]:
+    """The leakage [W per GPU] the engine adds to ``scenario``'s phase powers while running, per
+    plant step (``cooling.dt`` [s], returned first) from the trace's start: its die path
+    (:func:`powermodel.facility.plant_path`: the scenario's weather and plant, the die through
+    its thermal mass) driven by the trace's own board power in those steps, at the trace's own
+    date and time of day. The phase powers hold at the nominal die (steadily running); a job
+    that spends most of its time stalled runs cooler and leaks less (a negative amount)."""
     plant = float(scenario.cooling.dt)
     ok = np.isfinite(result.power)
     if not ok.any():
-        return 0.0
+        return plant, np.zeros(1)
     block = np.floor(result.times / plant).astype(np.int64)
     counts = np.bincount(block[ok], minlength=block.max() + 1)
     board = np.bincount(block[ok], result.power[ok], minlength=counts.size)
@@ -2307,9 +2407,18 @@ def _running_leakage(result: Fit, scenario: Scenario) -> float:
     path = facility.plant_path(
         scenario, middle, heat, board, plant, facility.design_it_power(scenario)
     )
-    leak = path.leak_extra[block]
+    return plant, path.leak_extra
+
+
+def _running_leakage(result: Fit, scenario: Scenario) -> float:
+    """The mean over the trace's running samples of :func:`leakage_blocks` [W per GPU]: so a
+    measured running level is the phase powers' plus this."""
+    if not np.isfinite(result.power).any():
+        return 0.0
+    plant, leak = leakage_blocks(result, scenario)
+    block = np.minimum(np.floor(result.times / plant).astype(np.int64), leak.size - 1)
     extra, _ = _running_mean(
-        result.times, leak, result.timeline, result.response.settle, State.RUNNING
+        result.times, leak[block], result.timeline, result.response.settle, State.RUNNING
     )
     return float(extra) if np.isfinite(extra) else 0.0
 
@@ -2386,15 +2495,19 @@ def _workload_keys(result: Fit, base: Scenario, put, keep, idle: float) -> None:
             bound = result.quantities.get("trough depth")
             depth = base.workload.trough_depth if bound is None else bound.value
             note = None if bound is None else bound.how
-            # the deepest trough, at most that, whose lowest phase draws at least idle
+            # the deepest trough, at most that, whose lowest phase draws at least idle and
+            # whose compute phases, at the measured mean, stay within the cap: a GPU built
+            # from a trace whose step it does not resolve has its TDP at that mean (issue 27:
+            # a 250-W board's trace was refused with its compute level at 1.23 x its TDP)
             depths = np.linspace(0.0, depth, 101)
-            lowest = _mean_levels(base, depths, mean)[1].min(axis=1) * tdp
-            floored = float(depths[lowest >= idle].max(initial=0.0))
+            compute, levels = _mean_levels(base, depths, mean)
+            lowest = levels.min(axis=1) * tdp
+            floored = float(depths[(lowest >= idle) & (compute <= 1.0)].max(initial=0.0))
             if floored < depth:
                 note = (
-                    f"{note + '; ' if note else ''}bounded so that the lowest phase, at the "
-                    f"measured running mean, draws at least the {idle:g}-W idle the scenario "
-                    "holds"
+                    f"{note + '; ' if note else ''}bounded so that, at the measured running "
+                    f"mean, the lowest phase draws at least the {idle:g}-W idle the scenario "
+                    f"holds and the compute phases at most the {tdp:g}-W TDP"
                 )
                 depth = _depth_floor(floored)
             if depth != base.workload.trough_depth:

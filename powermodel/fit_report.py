@@ -34,6 +34,7 @@ from powermodel.fit import (
     detect,
     fit,
     fitted_toml,
+    leakage_blocks,
     summary,
     with_gpu,
 )
@@ -338,7 +339,9 @@ def replay(result: Fit, scenario: Scenario) -> np.ndarray:
     model's renderer is given the timeline found in the trace (its states and their times) and
     the fitted scenario supplies what each state draws: the iteration's waveform, the held
     levels, the start-up ramp, the steps drawn with ``workload.variation`` (their draws are the
-    scenario's, not the trace's). Per-GPU board power does not depend on the GPU count (the fit
+    scenario's, not the trace's), and, while running, the leakage the die path adds at the
+    trace's own board power (:func:`powermodel.fit.leakage_blocks`: the fit wrote the phases at
+    the nominal die, less it). Per-GPU board power does not depend on the GPU count (the fit
     adds no offsets between groups), so the scenario is rendered as written. Its energy agrees
     with the trace's almost by construction: :func:`predict` is the test of the fit.
     """
@@ -353,6 +356,11 @@ def replay(result: Fit, scenario: Scenario) -> np.ndarray:
         line.start, line.state.astype(np.int64), rate, render.cumulative_tables(cells), edges, steps
     )
     per_gpu = means[0] * 1e6 / scenario.cluster.n_gpus  # W
+    plant, leak = leakage_blocks(result, scenario)
+    mid = edges[:-1] + 0.5 * fine
+    state = line.state[np.clip(np.searchsorted(line.start, mid, side="right") - 1, 0, None)]
+    block = np.minimum((mid // plant).astype(np.int64), leak.size - 1)
+    per_gpu += np.where(state == State.RUNNING, leak[block], 0.0)
     # the trace's instrument was reading before the log began: its first state held before 0
     at = np.clip(result.times, 0.0, edges[-1])
     return sensors.read(per_gpu, fine, result.sensor, at=at, held_before=True)
