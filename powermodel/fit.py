@@ -1544,7 +1544,7 @@ def fit_cells(
         seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
         shift = rest_share(scenario, line.state[seg], rest)
         power, filled = power + shift, filled + shift
-    quantities, line, more = _quantities(times, filled, line, found, response, scenario)
+    quantities, line, more = _quantities(times, filled, line, found, response, scenario, power)
     if no_idle and not quantities["idle level"].resolved:  # say why none is seen
         quantities["idle level"] = Quantity("idle level", None, "W", False, no_idle, "gpu.idle")
     quantities.update(inferred)
@@ -1714,6 +1714,7 @@ def _interior_median(
     ends = np.append(line.start[1:], line.duration)
     seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
     inside = (line.state[seg] == state) & (times >= line.start[seg] + settle) & (times < ends[seg])
+    inside &= np.isfinite(x)
     return (float(np.median(x[inside])) if inside.any() else np.nan), int(inside.sum())
 
 
@@ -1724,9 +1725,13 @@ def _quantities(
     found: dict[str, float],
     response: StepResponse,
     scenario: Scenario,
+    measured: np.ndarray,
 ) -> tuple[dict[str, Quantity], Timeline, tuple[str, ...]]:
     """Every quantity the trace resolves, the timeline with the fitted ramps (made well formed)
-    and the warnings of its repairs."""
+    and the warnings of its repairs. ``x`` is the signal with its gaps interpolated, on which
+    the ramps, folds and edges are fitted; the levels are of the ``measured`` samples alone
+    (NaN where no channel reported): across a slow poll's gap the line drawn between two
+    lines is no sample (issue 27: 2-s spells between checkpoints read 4 % low on it)."""
     q: dict[str, Quantity] = {}
     settle = response.settle
 
@@ -1735,7 +1740,7 @@ def _quantities(
         q[name] = Quantity(name, float(value) if ok else None, unit, bool(ok), how, key)
 
     def held(state: State, what: str, key: str | None):
-        level, n = _interior_median(times, x, line, state, settle)
+        level, n = _interior_median(times, measured, line, state, settle)
         how = f"median of {n:,} {what} samples once the sensor settled ({format_duration(settle)})"
         add(f"{what} level", level if n else None, "W", how if n else f"no {what} state seen", key)
 
@@ -1745,9 +1750,9 @@ def _quantities(
     held(State.LOADING, "start-up", None)
     # the rises are fitted to the mean of what they rise to: the running segments', or (a trace
     # that only rises into running) the later half of each rise's run
-    mean, _ = _running_mean(times, x, line, settle, State.RUNNING)
+    mean, _ = _running_mean(times, measured, line, settle, State.RUNNING)
     if not np.isfinite(mean):
-        mean, _ = _running_mean(times, x, line, settle, State.RAMP, later_half=True)
+        mean, _ = _running_mean(times, measured, line, settle, State.RAMP, later_half=True)
     ramp, shift = _ramp_length(times, x, line, response, mean, _levels_per_segment(q, line, mean))
     add(
         "start-up ramp",
@@ -1759,13 +1764,19 @@ def _quantities(
         "workload.startup_ramp",
     )
     line, repaired = well_formed(_with_ramps(line, ramp, shift))
-    mean, n = _running_mean(times, x, line, settle, State.RUNNING)
-    add(
-        "running mean",
-        mean,
-        "W",
-        f"mean of {n:,} running samples (an average keeps the mean exactly)",
-    )
+    mean, n = _running_mean(times, measured, line, settle, State.RUNNING)
+    how = f"mean of {n:,} running samples (an average keeps the mean exactly)"
+    spells = line.lengths()[line.state == State.RUNNING]
+    if spells.size and np.median(spells) < 2.0 * settle:
+        # the sensor never settles in them: what it shows of each is the GPUs' level times
+        # the spell over the window, held as long as the window less the spell
+        how = (
+            f"the sensor's view, not the GPUs' own level: the running spells (median "
+            f"{format_duration(round(float(np.median(spells)), 3))}) are shorter than two of "
+            f"its settling times ({format_duration(settle)}), so each reads lower and longer "
+            f"than it was; their energy is kept: the {how}"
+        )
+    add("running mean", mean, "W", how)
     _running_shape(q, add, times, x, line, found, response, scenario, mean)
     _timing(q, add, line, found["period"])
     return q, line, repaired
@@ -1780,19 +1791,14 @@ def _running_mean(
     later_half: bool = False,
 ) -> tuple[float, int]:
     """Mean of the samples of ``state`` segments once the sensor settled in them (or only in
-    their later half), and short of their end by as long, and their count.
-
-    A boundary the fit places is uncertain by about a window (a slow poll's gap, a noisy edge):
-    a running spell's samples just past a late-placed end read the fall into the stall, and
-    between checkpoints every 10 s, 10 % of the samples (issue 27's 250-W board: a running mean
-    2.5 % low). Where a segment is too short to keep any sample so, its end is kept."""
+    their later half) and their count; NaN samples (no channel reported) are none."""
     seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
     ends = np.append(line.start[1:], line.duration)
     begin = line.start + settle
     if later_half:
         begin = np.maximum(begin, 0.5 * (line.start + ends))
-    stop = np.where(ends - settle > begin, ends - settle, ends)
-    inside = (line.state[seg] == state) & (times >= begin[seg]) & (times < stop[seg])
+    inside = (line.state[seg] == state) & (times >= begin[seg]) & (times < ends[seg])
+    inside &= np.isfinite(x)
     return (float(np.mean(x[inside])) if inside.any() else np.nan), int(inside.sum())
 
 
