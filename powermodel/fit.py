@@ -1778,7 +1778,8 @@ def _quantities(
         )
     add("running mean", mean, "W", how)
     _running_shape(q, add, times, x, line, found, response, scenario, mean)
-    _timing(q, add, line, found["period"])
+    sampled = times[np.isfinite(measured)]
+    _timing(q, add, line, found["period"], _sharp(line, sampled, found["period"], response.window))
     return q, line, repaired
 
 
@@ -1914,14 +1915,15 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
     )
 
 
-def _between_stalls(line: Timeline) -> np.ndarray:
+def _between_stalls(line: Timeline, mask: bool = False) -> np.ndarray:
     """Lengths [s] of the training between two stalls: the running segments with a checkpoint
-    stall either side (the stalls' own lengths, which vary, stay out of them)."""
+    stall either side (the stalls' own lengths, which vary, stay out of them); or, with
+    ``mask``, which segments those are."""
     state = line.state
     prev = np.concatenate(([-1], state[:-1]))
     nxt = np.concatenate((state[1:], [-1]))
     inner = (state == State.RUNNING) & (prev == State.CHECKPOINT) & (nxt == State.CHECKPOINT)
-    return line.lengths()[inner]
+    return inner if mask else line.lengths()[inner]
 
 
 def _unresolved_step(
@@ -2056,9 +2058,24 @@ def _seen_spread(
     return seen.std(axis=1) * scenario.gpu.tdp
 
 
-def _timing(q, add, line: Timeline, period: float) -> None:
+def _sharp(line: Timeline, sampled: np.ndarray, period: float, window: float) -> np.ndarray:
+    """Whether each segment's two boundaries lie where samples were measured (``sampled``,
+    their times [s]) closer than two sampling periods and half the sensor's ``window`` [s]
+    apart: a boundary in a slow poll's gap (a line a GPU every second or so, for up to 9 s)
+    is placed anywhere in it, and the spells it bounds read seconds short."""
+    bounds = line.start[1:]
+    after = np.clip(np.searchsorted(sampled, bounds), 1, max(sampled.size - 1, 1))
+    gap = sampled[after] - sampled[after - 1] if sampled.size > 1 else np.full(bounds.size, np.inf)
+    ok = gap <= max(2.0 * period, 0.5 * window)
+    return np.concatenate(([False], ok)) & np.concatenate((ok, [False]))
+
+
+def _timing(q, add, line: Timeline, period: float, sharp: np.ndarray) -> None:
     """Checkpoint count, stall lengths (their mean and spread), interval, teardown, restart,
-    start-up times and the job's end; ``period`` the sampling step [s]."""
+    start-up times and the job's end; ``period`` the sampling step [s]; the training between
+    stalls from the spells whose boundaries were measured closely (``sharp``, :func:`_sharp`)
+    where :data:`MIN_SPELLS` of them are, else from all (a spell's error, seconds in a 10-s
+    spell, is a stall's small share and goes both ways: the stalls keep all)."""
     lengths = line.lengths()
     state = line.state
     prev = np.concatenate(([-1], state[:-1]))
@@ -2091,12 +2108,17 @@ def _timing(q, add, line: Timeline, period: float) -> None:
         else f"{n_ck} stall(s) seen; a spread needs {MIN_SPELLS}",
         "checkpoint.blocking_cv",
     )
-    up = _between_stalls(line)
+    inner = _between_stalls(line, mask=True)
+    every = int(inner.sum())
+    if np.count_nonzero(inner & sharp) >= MIN_SPELLS:
+        inner &= sharp
+    up = lengths[inner]
+    which = f" of the {every}, whose edges were sampled closely" if up.size < every else ""
     add(
         "checkpoint interval",
         float(np.median(up)) if up.size else None,
         "s",
-        f"median of {up.size} running spells between two stalls"
+        f"median of {up.size} running spells between two stalls{which}"
         if up.size
         else "no running spell between two stalls seen",
         "checkpoint.interval",
