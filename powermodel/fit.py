@@ -107,6 +107,9 @@ SUSTAIN_QUANTILE = 0.99  # of the rolling means: the 1 % above it are the spikes
 # sustained level is at most this multiple of its TDP (NVML's average reads a little over TDP)
 KEEP_IDLE = 0.5
 KEEP_TDP = 1.1
+# A GPU channel whose readings span less than this share of the widest channel's (1st to 99th
+# percentile), low in the trace's range, held one level throughout: a GPU outside the job [A]
+OUTSIDE_SPAN = 0.1
 # A held level is the GPUs' idle only up to this multiple of the GPU's idle (as idle: a meter's
 # with the rest of node at its idle power). The H100 idles at 60-100 W (80 W in the catalogue);
 # MLPerf's SMC H100 nodes idle at 2.2 x it under the preset's rest of node (2.3 kW AC a node),
@@ -1521,6 +1524,10 @@ def fit_cells(
     step = float(times[1] - times[0])
     sensor = sensors.lookup(sensor)
     response = step_response(sensor, step)
+    idle_gpus: tuple[str, ...] = ()
+    if meta.get("kind", "gpu") != "meter":
+        cells, idle_gpus = _outside_the_job(cells, meta)
+        n_gpus = cells.shape[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a time no channel reported
         power = np.nanmean(cells, axis=0)
@@ -1563,6 +1570,7 @@ def fit_cells(
         response=response,
         warnings=(
             *meta.get("warnings", ()),
+            *idle_gpus,
             *dict.fromkeys(repaired + more),
             *((no_idle,) if no_idle else ()),
             *node,
@@ -1570,6 +1578,39 @@ def fit_cells(
         ),
         gpu=gpu,
     )
+
+
+def _outside_the_job(cells: np.ndarray, meta: dict) -> tuple[np.ndarray, tuple[str, ...]]:
+    """The GPU channels of the job, and what to say of those left out: a channel that held
+    one level throughout (its 1st to 99th percentile within :data:`OUTSIDE_SPAN` of the widest
+    channel's) under a third of the way from the lowest channel's floor to the highest
+    channel's top is a GPU the job did not use (4 of a node's 8 idle beside a 4-GPU job), whose
+    idle the fit's median and mean would mix into the job's every level."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a channel with no sample
+        low, high = np.nanpercentile(cells, [1.0, 99.0], axis=1)
+    ok = np.isfinite(low) & np.isfinite(high)
+    if np.count_nonzero(ok) < 2:
+        return cells, ()
+    span = high - low
+    floor, top = float(np.min(low[ok])), float(np.max(high[ok]))
+    out = ok & (span < OUTSIDE_SPAN * span[ok].max()) & (high < floor + (top - floor) / 3.0)
+    if not out.any() or out[ok].all():
+        return cells, ()
+    names = np.asarray(meta.get("channels", [f"gpu{i}" for i in range(cells.shape[0])]), str)
+    said = (
+        f"{int(out.sum())} of {cells.shape[0]} GPUs ({_listed(names[out])}) held "
+        f"{np.nanmedian(cells[out]):,.0f} W throughout while the others reached "
+        f"{top:,.0f} W: outside the job, they are left out of its fit (fitted on "
+        f"{int((~out).sum())} GPUs)"
+    )
+    return cells[~out], (said,)
+
+
+def _listed(names: np.ndarray, most: int = 8) -> str:
+    """Up to ``most`` names, then how many more."""
+    shown = ", ".join(names[:most])
+    return shown if names.size <= most else f"{shown} and {names.size - most} more"
 
 
 def _sustained(

@@ -9,7 +9,8 @@ average, printed without ``index`` one line a GPU per 0.1-s poll, each line stam
 query completes (a poll's lines spread over 20-90 ms; 1 % of polls are slow, spread over 1-9 s,
 and the next poll's first line is then stamped before the last one's). The job: 40 s idle, a
 110-s start-up (memory filling), twelve checkpoint stalls drawn from a lognormal (median 35 s,
-sigma 0.5: 10-86 s here, a CV of 0.48) with the same training between each, a clean end and 30 s idle.
+sigma 0.5: 10-86 s here, a CV of 0.48) with the same training between each, a clean end and
+30 s idle.
 """
 
 from __future__ import annotations
@@ -43,8 +44,11 @@ NODES = {
 }
 
 
-def _node_log(path: Path, gpus, compute, idle, steps, burn, seed: int = 2) -> dict:
-    """Write the node's log at ``path``; the truth it was made from."""
+def _node_log(
+    path: Path, gpus, compute, idle, steps, burn, seed: int = 2, outside: int = 0
+) -> dict:
+    """Write the node's log at ``path``, its last ``outside`` GPUs idle throughout (not in
+    the job); the truth it was made from (of the job's GPUs)."""
     rng = np.random.default_rng(seed)
     stalls = rng.lognormal(np.log(35.0), 0.5, STALLS)
     train = steps * STEP
@@ -64,6 +68,7 @@ def _node_log(path: Path, gpus, compute, idle, steps, burn, seed: int = 2) -> di
     )
     offset = rng.normal(0.0, 8.0, gpus)  # the boards differ a little
     power = level[None, :] + offset[:, None] * np.where(kind == 2, 1.0, 0.1)
+    power[gpus - outside :] = idle + offset[gpus - outside :, None] * 0.1
     power += rng.normal(0.0, 3.0, power.shape)
     width = round(1.0 / FINE)  # NVML's 1-s average
     c = np.cumsum(power, axis=1)
@@ -73,6 +78,7 @@ def _node_log(path: Path, gpus, compute, idle, steps, burn, seed: int = 2) -> di
     held = 72_000 + rng.integers(0, 900, gpus)
     fill = np.clip((t - edges[1]) / STARTUP, 0.0, 1.0)
     memory = np.where((kind == 0)[None, :], 1, held[:, None] * np.where(kind == 1, fill, 1.0))
+    memory[gpus - outside :] = 1
     # polls: each line stamped when its query completes
     n = int((edges[-1] - 10.0) / POLL)
     slow = rng.random(n) < 0.01
@@ -93,7 +99,7 @@ def _node_log(path: Path, gpus, compute, idle, steps, burn, seed: int = 2) -> di
     head = "timestamp, power.draw [W], utilization.gpu [%], memory.used [MiB]\n"
     path.write_text(head + "\n".join(lines) + "\n")
     return {
-        "running": float(power[:, kind == 2].mean()),  # the GPUs' own, not NVML's view
+        "running": float(power[: gpus - outside, kind == 2].mean()),  # not NVML's view
         "stall": float(stalls.mean()),
         "end": float(edges[-2] - IDLE_BEFORE),  # the job's end, from its first rise
     }
@@ -179,6 +185,25 @@ def test_a_checkpoint_every_step_is_counted_and_its_level_said_unseen(folder):
     assert q["running mean"].value < 0.5 * truth["running"]  # what the sensor shows of it
     assert q["running mean"].how.startswith("the sensor's view, not the GPUs' own level")
     assert abs(run.predicted.numbers["energy_error"]) <= 0.05
+
+
+def test_gpus_outside_the_job_are_left_out_of_its_fit(folder):
+    # a 4-GPU job on an 8-GPU node, the other four idle: the fit took the median and mean of all
+    # eight as the job's (a running level of 163 W for 574 W, no checkpoint of the 12)
+    log = folder / "half.csv"
+    truth = _node_log(log, 8, 640.0, 70.0, 100, 0.0, outside=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TelemetryWarning)
+        run = fit_trace(log, folder / "half.toml", holdout=0)
+    result = run.result
+    assert result.n_gpus == 4
+    said = next(w for w in result.warnings if "outside the job" in w)
+    assert "4 of 8 GPUs (gpu4, gpu5, gpu6, gpu7)" in said
+    assert result.quantities["checkpoint count"].value == STALLS
+    assert result.quantities["running mean"].value == pytest.approx(truth["running"], rel=0.05)
+    assert result.quantities["idle level"].value == pytest.approx(70.0, abs=2.0)
+    # a node whose GPUs all work keeps them all
+    assert not any("outside the job" in w for w in _fitted("h100-8gpu", folder)[1].result.warnings)
 
 
 def _seen(levels: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
