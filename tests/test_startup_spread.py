@@ -108,6 +108,22 @@ def test_drawn_start_ups_have_the_given_mean_and_spread(cv):
     assert np.all(np.diff(line.start) > 0)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_the_interruptions_drawn_reach_the_runs_end_with_the_start_ups_as_drawn(seed):
+    # the failures' batches are sized by the given start-up length; with start-ups drawn (a CV
+    # of 3: most far shorter than their mean, a few far longer) they are drawn on until the
+    # last interruption, its start-up as drawn, comes after the run's end, so the job trains
+    # after every restart the run holds (a shortfall would leave its last state to the end)
+    down, starting, horizon = np.array([100.0]), np.array([100.0]), 2e5
+    starts = events._Startups(3.0, np.random.default_rng(seed + 100))
+    up, cause, factor = events._draw_interruptions(
+        horizon, np.array([0.1]), down, np.random.default_rng(seed), (starting, starts, horizon)
+    )
+    each = down[cause] + starting[cause] * (factor - 1.0)
+    assert factor.size == up.size and np.all(each > 0)
+    assert float(np.sum(up + each) - each[-1]) > horizon
+
+
 def test_the_scenario_key_draws_every_start_up():
     # the preset's job with failures for 30 days: each start-up (the first, each restart after
     # a failure or a planned stop) of mean startup_time (120 s) and CV 0.5

@@ -520,19 +520,17 @@ def _drawn(
     rates = np.asarray(rates, dtype=float)
     down = np.array([r.duration for r in recoveries])
     t0 = sum(d for _, d in startup)
-    varied = starts is not None and starts.cv > 0.0
-    if varied:  # this start's own length drawn first, then one for each interruption's restart
+    if starts is not None and starts.cv > 0.0:
+        # this start's own length drawn first, then one for each interruption's restart; the
+        # failures' batches sized as at the given lengths (their stream as it was)
         startup = starts.scaled(startup, starts.factors(1)[0])
-        # the draws sized as at the given lengths (the failures' stream as it was), drawn on
-        # until even start-ups of no length would reach the run's end
-        starting = np.array([r.starting for r in recoveries])
-        floor = (down - starting, max(duration - sum(d for _, d in startup), 0.0))
-        up, cause = _draw_interruptions(max(duration - t0, 0.0), rates, down, rng, floor)
-        factor = starts.factors(up.size)
-        down_each = down[cause] + starting[cause] * (factor - 1.0)
-        t0 = sum(d for _, d in startup)
+        drawn = sum(d for _, d in startup)
+        varied = (np.array([r.starting for r in recoveries]), starts, max(duration - drawn, 0.0))
+        up, cause, factor = _draw_interruptions(max(duration - t0, 0.0), rates, down, rng, varied)
+        down_each = down[cause] + varied[0][cause] * (factor - 1.0)
+        t0 = drawn
     else:
-        up, cause = _draw_interruptions(max(duration - t0, 0.0), rates, down, rng)
+        up, cause, _ = _draw_interruptions(max(duration - t0, 0.0), rates, down, rng)
         factor, down_each = None, down[cause]
     period_start = t0 + np.concatenate(([0.0], np.cumsum(up + down_each)))[:-1]
     failure = period_start + up
@@ -607,30 +605,48 @@ def _draw_interruptions(
     rates: np.ndarray,
     down: np.ndarray,
     rng: np.random.Generator,
-    floor: tuple[np.ndarray, float] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
+    varied: tuple[np.ndarray, _Startups, float] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Up times and causes of enough interruptions to pass ``horizon`` [s], drawn in batches
-    sized by the expected count (so memory follows the events, not the rates). Where the down
-    times vary (start-ups of drawn length), ``floor`` holds the least each cause's down time
-    can be [s] and the horizon [s] from the start as drawn: batches are drawn on until those
-    down times would pass it (the batches drawn first stay those of ``down``'s)."""
+    sized by the expected count (so memory follows the events, not the rates).
+
+    With start-ups of drawn length, ``varied`` holds each cause's start-up length [s], the
+    start-ups' draws and the horizon [s] from the start as drawn: each batch's start-ups are
+    drawn with it (a factor on each interruption's start-up, returned third; else None), and
+    batches are drawn until the last interruption, its down time as drawn, passes that horizon.
+    The batches stay those of ``down``'s, so the failures' stream is as it was.
+    """
     if not (np.all(np.isfinite(down)) and np.all(down >= 0) and np.all(np.isfinite(rates))):
         raise ValueError("down times must be finite and non-negative, rates finite")
     total = rates.sum()
     if total <= 0.0:
-        return np.array([np.inf]), np.zeros(1, dtype=np.int64)
+        factor = None if varied is None else varied[1].factors(1)
+        return np.array([np.inf]), np.zeros(1, dtype=np.int64), factor
     p = rates / total
-    up_parts, cause_parts, elapsed = [], [], 0.0
+    up_parts, cause_parts, factor_parts, elapsed = [], [], [], 0.0
     expected = expected_interruptions(horizon + down.max(), rates, down)
     batch = int(expected * 1.2 + 10.0 * np.sqrt(expected) + 16)
-    least, reach = (down, horizon) if floor is None else floor
-    while elapsed <= reach + least.max():  # the last up period must reach past the horizon
+    if varied is None:
+        while elapsed <= horizon + down.max():  # the last up period must reach past the horizon
+            up = rng.exponential(1.0 / total, batch)
+            cause = rng.choice(rates.size, size=batch, p=p)
+            up_parts.append(up)
+            cause_parts.append(cause)
+            elapsed += float(np.sum(up + down[cause]))
+        return np.concatenate(up_parts), np.concatenate(cause_parts), None
+    starting, starts, reach = varied
+    last = 0.0  # where the last interruption drawn comes [s]
+    while last <= reach:  # the last up period must reach past the horizon
         up = rng.exponential(1.0 / total, batch)
         cause = rng.choice(rates.size, size=batch, p=p)
+        factor = starts.factors(batch)
+        each = down[cause] + starting[cause] * (factor - 1.0)
         up_parts.append(up)
         cause_parts.append(cause)
-        elapsed += float(np.sum(up + least[cause]))
-    return np.concatenate(up_parts), np.concatenate(cause_parts)
+        factor_parts.append(factor)
+        last = elapsed + float(np.sum(up + each)) - float(each[-1])
+        elapsed += float(np.sum(up + each))
+    return np.concatenate(up_parts), np.concatenate(cause_parts), np.concatenate(factor_parts)
 
 
 def _up_segments(
