@@ -73,7 +73,8 @@ MIN_SAMPLES = 20  # a trace shorter than this holds no state to fit
 MIN_SPREAD = 0.002  # a step-to-step spread below this is written as none (variation off)
 MIN_SPELLS = 3  # stalls whose lengths' spread is fitted, at least
 # start-ups whose lengths' spread is fitted, at least: a job restarts a few times a trace, and
-# two give a spread (a sample CV of two lengths is uncertain by about its own size: said so)
+# two give a spread (the sample CV of two lengths is uncertain by about three quarters of
+# itself, the standard deviation of |Z| over its mean: said so)
 MIN_STARTUPS = 2
 RESOLVE_WINDOWS = 4.0  # a step resolves when it spans this many averaging windows
 FOLD_BINS = 64  # phase bins of a folded running profile
@@ -2059,7 +2060,7 @@ def _timing(q, add, line: Timeline, period: float) -> None:
         "1",
         f"coefficient of variation of the {starts.size} start-ups' lengths, less what placing "
         "each edge within a sample gives"
-        + (" (two lengths: uncertain by about its own size)" if starts.size == 2 else "")
+        + (" (two: uncertain by about three quarters of itself)" if starts.size == 2 else "")
         if starts.size >= MIN_STARTUPS
         else f"{starts.size} start-up(s) seen; a spread needs {MIN_STARTUPS}",
         "workload.startup_cv",
