@@ -71,7 +71,11 @@ GA100 = ("A100", "A30")
 PERIOD_TOLERANCE = 0.1  # a --period this far from a timed trace's measured step is refused
 MIN_SAMPLES = 20  # a trace shorter than this holds no state to fit
 MIN_SPREAD = 0.002  # a step-to-step spread below this is written as none (variation off)
-MIN_SPELLS = 3  # stalls or start-ups whose lengths' spread is fitted, at least
+MIN_SPELLS = 3  # stalls whose lengths' spread is fitted, at least
+# start-ups whose lengths' spread is fitted, at least: a job restarts a few times a trace, and
+# two give a spread (the sample CV of two lengths is uncertain by about three quarters of
+# itself, the standard deviation of |Z| over its mean: said so)
+MIN_STARTUPS = 2
 RESOLVE_WINDOWS = 4.0  # a step resolves when it spans this many averaging windows
 FOLD_BINS = 64  # phase bins of a folded running profile
 FOLD_SAMPLES = 50_000  # samples folded at most (the longest running segments first)
@@ -2208,7 +2212,7 @@ def _timing(q, add, line: Timeline, period: float, sharp: np.ndarray) -> None:
         "no restart after a failure seen",
         "reliability.restart_time",
     )
-    starts = lengths[(state == State.LOADING) & whole]
+    starts = lengths[_whole_startups(line)]
     add(
         "start-up time",
         float(starts.mean()) if starts.size else None,
@@ -2222,23 +2226,71 @@ def _timing(q, add, line: Timeline, period: float, sharp: np.ndarray) -> None:
     )
     add(
         "start-up spread",
-        _length_spread(starts, period),
+        _length_spread(starts, period, MIN_STARTUPS),
         "1",
-        f"coefficient of variation of the {starts.size} start-ups' lengths (reported: the model "
-        "draws one start-up length)"
-        if starts.size >= MIN_SPELLS
-        else f"{starts.size} start-up(s) seen; a spread needs {MIN_SPELLS}",
+        f"coefficient of variation of the {starts.size} start-ups' lengths, less what placing "
+        "each edge within a sample gives"
+        + (" (two: uncertain by about three quarters of itself)" if starts.size == 2 else "")
+        if starts.size >= MIN_STARTUPS
+        else f"{starts.size} start-up(s) seen; a spread needs {MIN_STARTUPS}",
+        "workload.startup_cv",
     )
 
 
-def _length_spread(lengths: np.ndarray, period: float) -> float:
+def _whole_startups(line: Timeline) -> np.ndarray:
+    """Which of ``line``'s segments are start-ups seen whole (one cut by the trace's start or
+    end has no length)."""
+    whole = np.ones(line.state.size, bool)
+    whole[0] = whole[-1] = False
+    return (line.state == State.LOADING) & whole
+
+
+def _length_spread(lengths: np.ndarray, period: float, least: int = MIN_SPELLS) -> float:
     """Coefficient of variation of spell ``lengths`` [s], less the variance that placing each of
     a spell's two edges within a sample of ``period`` [s] gives (uniform: ``period² / 12``
-    each); NaN for fewer than :data:`MIN_SPELLS`."""
-    if lengths.size < MIN_SPELLS:
+    each); NaN for fewer than ``least``."""
+    if lengths.size < least:
         return np.nan
     var = max(float(np.var(lengths, ddof=1)) - period**2 / 6.0, 0.0)
     return float(np.sqrt(var) / np.mean(lengths))
+
+
+def _startup_spread(result: Fit, written: float, spell: float, put) -> None:
+    """Write ``workload.startup_cv``: the spread of the trace's start-ups, as seeded variation.
+
+    The trace's start-up spell (mean ``spell`` [s]) holds the model's start-up (``written``
+    [s], what ``workload.startup_time`` was given) and its checkpoint read, whose length the
+    model holds fixed; so the spells' spread in seconds is put on the start-up: its CV is the
+    spells' standard deviation over ``written``, at most 3 (the key's bound). One start-up seen,
+    or none of length, writes 0, saying why.
+    """
+    n = int(np.count_nonzero(_whole_startups(result.timeline)))
+    spread = result.value("start-up spread")
+    if spread is None:
+        put(
+            "workload.startup_cv",
+            0.0,
+            f"only {n} start-up seen: the spread of start-up lengths is not seen (0: every "
+            "start-up the fitted length)",
+        )
+        return
+    if spread < MIN_SPREAD or written <= 0.0:
+        why = (
+            f"no spread above {MIN_SPREAD:g} measured over the {n} start-ups"
+            if spread < MIN_SPREAD
+            else f"the {n} start-ups' spread ({spread:.3g}) falls on the checkpoint read (the "
+            "start-up written is 0 s), which the model holds fixed"
+        )
+        put("workload.startup_cv", 0.0, why)
+        return
+    cv = spread * spell / written
+    capped = f", capped at 3 from {cv:.3g}" if cv > 3.0 else ""
+    put(
+        "workload.startup_cv",
+        round(min(cv, 3.0), 4),
+        f"spread of the {n} start-ups' lengths (lognormal, seeded): their standard deviation "
+        f"{spread * spell:.3g} s over the {written:.4g}-s start-up{capped}",
+    )
 
 
 def summary(result: Fit) -> pd.DataFrame:
@@ -2384,8 +2436,10 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
             _share_at_least(min(max(level, written_idle), gpu.tdp), gpu.tdp),
             "median start-up level / TDP",
         )
+        _startup_spread(result, max(up - reload, 0.0), up, put)
     else:
         keep("workload.startup_time", result.quantities["start-up time"].how)
+        keep("workload.startup_cv", result.quantities["start-up spread"].how)
         if given.workload.startup_power * gpu.tdp < written_idle:
             # the model's start-up holds at least idle: the preset's level under the fitted
             # idle would not load (a trace that begins at launch has no idle before its start-up)

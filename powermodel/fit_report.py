@@ -373,15 +373,18 @@ def fresh_run(
     time 0.
 
     Failures off (:data:`FAILURES_OFF`; a Young/Daly checkpoint interval first fixed at what the
-    failures gave it), the scenario's own seed, its own timeline from its start-up, at the
-    trace's own date and time of day (the site's weather then, as the fit's leakage took); the run
-    aligned on the trace's first rise into running (its ramp, or, for a trace that begins
-    running, its running) and long enough to cover the trace from there to the job's end
-    (:func:`job_end`; :func:`fresh_view` holds the GPUs idle after it), in whole plant steps
-    (``cooling.dt``), on a grid fine enough for the trace's sensor (:func:`_fine_step`),
-    bounded by ``most`` steps before it starts.
+    failures gave it), its one start-up of the mean length, the scenario's own seed, its own
+    timeline from its start-up, at the trace's own date and time of day (the site's weather
+    then, as the fit's leakage took); the run aligned on the trace's first rise into running
+    (its ramp, or, for a trace that begins running, its running) and long enough to cover the
+    trace from there to the job's end (:func:`job_end`; :func:`fresh_view` holds the GPUs idle
+    after it), in whole plant steps (``cooling.dt``), on a grid fine enough for the trace's
+    sensor (:func:`_fine_step`), bounded by ``most`` steps before it starts.
     """
     keys = dict(FAILURES_OFF)
+    # without failures the run has one start-up, the one it is aligned on: its mean length
+    # (workload.startup_cv spreads the restarts a run with failures makes)
+    keys["workload.startup_cv"] = 0.0
     if scenario.checkpoint.interval == "young-daly":
         keys["checkpoint.interval"] = _seconds(derive(scenario).checkpoint_interval)
     off = load_scenario(scenario, keys)

@@ -662,6 +662,18 @@ class Workload(Section):
         description="Launch to the checkpoint read at every (re)start: processes start, "
         "communicators form, the model is built; 2 min [A], range 20 s-10 min [P, bootseer]. [s]",
     )
+    startup_cv: float = Field(
+        0.0,
+        ge=0,
+        le=3.0,
+        description="Spread of the start-ups' lengths: each start-up (the job's first, and every "
+        "restart after a failure, a planned stop or a grid crash) lasts startup_time times a "
+        "lognormal factor of mean 1 with this coefficient of variation, from a seeded stream of "
+        "its own (the failures and stalls drawn stay as they were); 0, every start-up "
+        "startup_time long [A]. A failed replica's restart (reliability.scope = 'replica') and "
+        "a flexibility pause's keep startup_time. `powermodel fit` writes the spread its "
+        "trace's start-ups show [C]. [1]",
+    )
     startup_power: float = Field(
         0.15,
         ge=0,

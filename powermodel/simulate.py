@@ -66,6 +66,7 @@ STREAM_STEPS = 2
 STREAM_LAUNCH = 3  # a campus workload's launch: its phase and checkpoint schedule
 STREAM_DEMAND = 4  # an inference fleet's short-term variation
 STREAM_STALLS = 5  # the lengths of a job's checkpoint stalls (checkpoint.blocking_cv)
+STREAM_STARTUPS = 6  # the lengths of a job's start-ups (workload.startup_cv)
 NO_CHECKPOINTS = 1e30  # s: an interval no run reaches (the timeline's arithmetic needs a number)
 MAX_INTERRUPTIONS = 1_000_000  # a failure every 5 min for ten years: beyond, no job trains
 # Peak memory of a run per electrical step [B]: the Dataset (its 7 float64 arrays, time and
@@ -552,6 +553,10 @@ def timeline(
         stall_cv=scenario.checkpoint.blocking_cv,
         stall_rng=np.random.default_rng(
             np.random.SeedSequence(scenario.simulation.seed, spawn_key=(job, STREAM_STALLS))
+        ),
+        startup_cv=scenario.workload.startup_cv,
+        startup_rng=np.random.default_rng(
+            np.random.SeedSequence(scenario.simulation.seed, spawn_key=(job, STREAM_STARTUPS))
         ),
     )
 

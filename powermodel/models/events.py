@@ -58,6 +58,11 @@ class Recovery:
     def duration(self) -> float:
         return sum(d for _, d in self.steps)
 
+    @property
+    def starting(self) -> float:
+        """The length of its start-up (its ``STARTING`` states) [s]."""
+        return sum(d for s, d in self.steps if s == State.STARTING)
+
 
 @dataclass(frozen=True)
 class Timeline:
@@ -384,6 +389,8 @@ def job_timeline(
     crashes: Sequence[tuple[float, tuple[tuple[State, float], ...]]] = (),
     stall_cv: float = 0.0,
     stall_rng: np.random.Generator | None = None,
+    startup_cv: float = 0.0,
+    startup_rng: np.random.Generator | None = None,
 ) -> Timeline:
     """Draw one job timeline.
 
@@ -422,8 +429,17 @@ def job_timeline(
     stall_rng
         Random generator of the stalls' lengths (the job's own stream: drawing them leaves the
         failures' draws as they were); needed when ``stall_cv`` is above 0.
+    startup_cv
+        Coefficient of variation of each start-up's length (every ``STARTING`` state: in
+        ``startup``, in each recovery, after each crash): each one's given length times a
+        lognormal factor of mean 1, from ``startup_rng``, so that the start-ups' mean stays the
+        given length; 0, every start-up as given. [1]
+    startup_rng
+        Random generator of the start-ups' lengths (a stream of their own: drawing them leaves
+        the failures' and the stalls' draws as they were); needed when ``startup_cv`` is above 0.
     """
     stalls = _Stalls(checkpoint_stall, stall_cv, stall_rng)
+    starts = _Startups(startup_cv, startup_rng)
     if not crashes:
         return _drawn(
             duration,
@@ -435,6 +451,7 @@ def job_timeline(
             checkpoint_done,
             rng,
             phase,
+            starts,
         )[0]
     pieces: list[tuple[float, Timeline, float]] = []
     at, states = 0.0, startup
@@ -450,6 +467,7 @@ def job_timeline(
             checkpoint_done,
             rng,
             phase if at == 0.0 else 0.0,
+            starts,
         )
         pieces.append((at, line, tail))
         at, states = when, following
@@ -494,6 +512,7 @@ def _drawn(
     checkpoint_done: float,
     rng: np.random.Generator,
     phase: float,
+    starts: _Startups | None = None,
 ) -> tuple[Timeline, float]:
     """:func:`job_timeline` without crashes, and the work the job would lose if it crashed at
     ``duration`` (trained since its last durable checkpoint there) [s]."""
@@ -501,8 +520,19 @@ def _drawn(
     rates = np.asarray(rates, dtype=float)
     down = np.array([r.duration for r in recoveries])
     t0 = sum(d for _, d in startup)
-    up, cause = _draw_interruptions(max(duration - t0, 0.0), rates, down, rng)
-    period_start = t0 + np.concatenate(([0.0], np.cumsum(up + down[cause])))[:-1]
+    if starts is not None and starts.cv > 0.0:
+        # this start's own length drawn first, then one for each interruption's restart; the
+        # failures' batches sized as at the given lengths (their stream as it was)
+        startup = starts.scaled(startup, starts.factors(1)[0])
+        drawn = sum(d for _, d in startup)
+        varied = (np.array([r.starting for r in recoveries]), starts, max(duration - drawn, 0.0))
+        up, cause, factor = _draw_interruptions(max(duration - t0, 0.0), rates, down, rng, varied)
+        down_each = down[cause] + varied[0][cause] * (factor - 1.0)
+        t0 = drawn
+    else:
+        up, cause, _ = _draw_interruptions(max(duration - t0, 0.0), rates, down, rng)
+        factor, down_each = None, down[cause]
+    period_start = t0 + np.concatenate(([0.0], np.cumsum(up + down_each)))[:-1]
     failure = period_start + up
     n_events = int(np.searchsorted(failure, duration))
     period_start = period_start[: n_events + 1]
@@ -534,7 +564,10 @@ def _drawn(
 
     run_start = np.maximum(run_start, t0)  # the first running segment from the start
     rec_start, rec_state = _sequence_segments(
-        failure[:n_events], [r.steps for r in recoveries], cause
+        failure[:n_events],
+        [r.steps for r in recoveries],
+        cause,
+        None if factor is None else factor[:n_events],
     )
     init_start, init_state = _sequence_segments(np.zeros(1), [startup])
     start = np.concatenate((init_start, run_start, rec_start))
@@ -568,26 +601,52 @@ def expected_interruptions(horizon: float, rates: np.ndarray, down: np.ndarray) 
 
 
 def _draw_interruptions(
-    horizon: float, rates: np.ndarray, down: np.ndarray, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """Up times and causes of enough interruptions to pass ``horizon``, drawn in batches sized
-    by the expected count (so memory follows the events, not the rates)."""
+    horizon: float,
+    rates: np.ndarray,
+    down: np.ndarray,
+    rng: np.random.Generator,
+    varied: tuple[np.ndarray, _Startups, float] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Up times and causes of enough interruptions to pass ``horizon`` [s], drawn in batches
+    sized by the expected count (so memory follows the events, not the rates).
+
+    With start-ups of drawn length, ``varied`` holds each cause's start-up length [s], the
+    start-ups' draws and the horizon [s] from the start as drawn: each batch's start-ups are
+    drawn with it (a factor on each interruption's start-up, returned third; else None), and
+    batches are drawn until the last interruption, its down time as drawn, passes that horizon.
+    The batches stay those of ``down``'s, so the failures' stream is as it was.
+    """
     if not (np.all(np.isfinite(down)) and np.all(down >= 0) and np.all(np.isfinite(rates))):
         raise ValueError("down times must be finite and non-negative, rates finite")
     total = rates.sum()
     if total <= 0.0:
-        return np.array([np.inf]), np.zeros(1, dtype=np.int64)
+        factor = None if varied is None else varied[1].factors(1)
+        return np.array([np.inf]), np.zeros(1, dtype=np.int64), factor
     p = rates / total
-    up_parts, cause_parts, elapsed = [], [], 0.0
+    up_parts, cause_parts, factor_parts, elapsed = [], [], [], 0.0
     expected = expected_interruptions(horizon + down.max(), rates, down)
     batch = int(expected * 1.2 + 10.0 * np.sqrt(expected) + 16)
-    while elapsed <= horizon + down.max():  # the last up period must reach past the horizon
+    if varied is None:
+        while elapsed <= horizon + down.max():  # the last up period must reach past the horizon
+            up = rng.exponential(1.0 / total, batch)
+            cause = rng.choice(rates.size, size=batch, p=p)
+            up_parts.append(up)
+            cause_parts.append(cause)
+            elapsed += float(np.sum(up + down[cause]))
+        return np.concatenate(up_parts), np.concatenate(cause_parts), None
+    starting, starts, reach = varied
+    last = 0.0  # where the last interruption drawn comes [s]
+    while last <= reach:  # the last up period must reach past the horizon
         up = rng.exponential(1.0 / total, batch)
         cause = rng.choice(rates.size, size=batch, p=p)
+        factor = starts.factors(batch)
+        each = down[cause] + starting[cause] * (factor - 1.0)
         up_parts.append(up)
         cause_parts.append(cause)
-        elapsed += float(np.sum(up + down[cause]))
-    return np.concatenate(up_parts), np.concatenate(cause_parts)
+        factor_parts.append(factor)
+        last = elapsed + float(np.sum(up + each)) - float(each[-1])
+        elapsed += float(np.sum(up + each))
+    return np.concatenate(up_parts), np.concatenate(cause_parts), np.concatenate(factor_parts)
 
 
 def _up_segments(
@@ -629,6 +688,35 @@ class _Stalls:
         return self.mean * np.exp(np.sqrt(sigma2) * self.rng.standard_normal(n) - 0.5 * sigma2)
 
 
+@dataclass(frozen=True)
+class _Startups:
+    """Start-ups of drawn length: the coefficient of variation ``cv`` of the lognormal factor
+    (mean 1) on each ``STARTING`` state's length, and the generator ``rng`` that draws them."""
+
+    cv: float = 0.0
+    rng: np.random.Generator | None = None
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.cv) and self.cv >= 0.0):
+            raise ValueError(
+                f"the start-ups' coefficient of variation is {self.cv!r}: give 0 or more"
+            )
+        if self.cv > 0.0 and self.rng is None:
+            raise ValueError("start-ups that vary (startup_cv above 0) need their startup_rng")
+
+    def factors(self, n: int) -> np.ndarray:
+        """``n`` factors on a start-up's length [1], lognormal with mean 1 and :attr:`cv`."""
+        sigma2 = np.log1p(self.cv**2)
+        return np.exp(np.sqrt(sigma2) * self.rng.standard_normal(n) - 0.5 * sigma2)
+
+    @staticmethod
+    def scaled(
+        sequence: tuple[tuple[State, float], ...], factor: float
+    ) -> tuple[tuple[State, float], ...]:
+        """``sequence`` with each ``STARTING`` state's length times ``factor``."""
+        return tuple((s, d * factor if s == State.STARTING else d) for s, d in sequence)
+
+
 def _varied_up_segments(
     start: np.ndarray, length: np.ndarray, interval: float, stalls: _Stalls, persist: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -664,8 +752,11 @@ def _sequence_segments(
     when: np.ndarray,
     sequences: list[tuple[tuple[State, float], ...]],
     which: np.ndarray | None = None,
+    factor: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Segments of ``sequences[which[i]]`` starting at ``when[i]``; zero-length steps dropped."""
+    """Segments of ``sequences[which[i]]`` starting at ``when[i]``, each ``STARTING`` state's
+    length times ``factor[i]`` where given (a start-up of drawn length); zero-length steps
+    dropped."""
     width = max(len(s) for s in sequences)
     states = np.full((len(sequences), width), -1, dtype=np.int8)
     times = np.zeros((len(sequences), width))
@@ -673,8 +764,13 @@ def _sequence_segments(
         for col, (state, seconds) in enumerate(seq):
             states[row, col], times[row, col] = state, seconds
     which = np.zeros(when.size, dtype=np.int64) if which is None else which
-    offsets = np.cumsum(times, axis=1) - times
-    start = when[:, None] + offsets[which]
     state = states[which]
-    keep = (state >= 0) & (times[which] > 0)
+    if factor is None:
+        offsets = np.cumsum(times, axis=1) - times
+        start = when[:, None] + offsets[which]
+        keep = (state >= 0) & (times[which] > 0)
+        return start[keep], state[keep]
+    each = np.where(state == State.STARTING, times[which] * factor[:, None], times[which])
+    start = when[:, None] + np.cumsum(each, axis=1) - each
+    keep = (state >= 0) & (each > 0)
     return start[keep], state[keep]
