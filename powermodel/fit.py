@@ -1824,7 +1824,8 @@ def _quantities(
     add("running mean", mean, "W", how)
     _running_shape(q, add, times, x, line, found, response, scenario, mean)
     sampled = times[np.isfinite(measured)]
-    _timing(q, add, line, found["period"], _sharp(line, sampled, found["period"], response.window))
+    sharp = _sharp(line, sampled, found["period"], response.window)
+    _timing(q, add, line, found["period"], sharp, settle)
     return q, line, repaired
 
 
@@ -2115,12 +2116,13 @@ def _sharp(line: Timeline, sampled: np.ndarray, period: float, window: float) ->
     return np.concatenate(([False], ok)) & np.concatenate((ok, [False]))
 
 
-def _timing(q, add, line: Timeline, period: float, sharp: np.ndarray) -> None:
+def _timing(q, add, line: Timeline, period: float, sharp: np.ndarray, settle: float) -> None:
     """Checkpoint count, stall lengths (their mean and spread), interval, teardown, restart,
     start-up times and the job's end; ``period`` the sampling step [s]; the training between
     stalls from the spells whose boundaries were measured closely (``sharp``, :func:`_sharp`)
     where :data:`MIN_SPELLS` of them are, else from all (a spell's error, seconds in a 10-s
-    spell, is a stall's small share and goes both ways: the stalls keep all)."""
+    spell, is a stall's small share and goes both ways: the stalls keep all). A teardown
+    shorter than the sensor's ``settle`` [s] is the fall's own smear, no survivors spinning."""
     lengths = line.lengths()
     state = line.state
     prev = np.concatenate(([-1], state[:-1]))
@@ -2198,17 +2200,27 @@ def _timing(q, add, line: Timeline, period: float, sharp: np.ndarray) -> None:
         how = f"median of {found.size} {what}" if found.size else none
         add(name, float(np.median(found)) if found.size else None, "s", how, key)
 
+    # a job that stops mid-trace and starts again: idle after a teardown, or straight after
+    # training (a crash that kills the processes at once leaves no survivors spinning)
+    stopped = np.isin(prev, (State.STALLED, State.RUNNING, State.CHECKPOINT, State.RAMP))
+    smear = (state == State.STALLED) & (lengths < settle)
+    came = np.concatenate(([False], smear[:-1]))  # the spell after a smear came from training
+    straight = (state == State.FAILED_IDLE) & ((prev != State.STALLED) | came)
+    straight &= stopped & ~tail & whole
     spells(
         "teardown",
-        (state == State.STALLED) & whole & ~tail,
+        (state == State.STALLED) & whole & ~tail & ~smear,
         "spells of survivors spinning after a fault",
-        "no failure seen" + (" (the job's end is no failure)" if ended else ""),
+        f"no teardown seen: the job stopped straight from training to idle "
+        f"{int(straight.sum())} time(s), and restarted"
+        if straight.any()
+        else "no failure seen" + (" (the job's end is no failure)" if ended else ""),
         "reliability.stall_time",
     )
     spells(
         "restart wait",
-        (state == State.FAILED_IDLE) & (prev == State.STALLED) & ~tail,
-        "idle spells after a teardown",
+        (state == State.FAILED_IDLE) & stopped & ~tail & whole,
+        "idle spells after a teardown or a stop straight from training, before a restart",
         "no restart after a failure seen",
         "reliability.restart_time",
     )

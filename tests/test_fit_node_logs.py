@@ -45,16 +45,28 @@ NODES = {
 
 
 def _node_log(
-    path: Path, gpus, compute, idle, steps, burn, seed: int = 2, outside: int = 0
+    path: Path,
+    gpus,
+    compute,
+    idle,
+    steps,
+    burn,
+    seed: int = 2,
+    outside: int = 0,
+    crash: float = 0.0,
 ) -> dict:
     """Write the node's log at ``path``, its last ``outside`` GPUs idle throughout (not in
-    the job); the truth it was made from (of the job's GPUs)."""
+    the job), and, with ``crash`` [s], the job killed after its sixth stall's training, idle
+    that long and started again; the truth it was made from (of the job's GPUs)."""
     rng = np.random.default_rng(seed)
     stalls = rng.lognormal(np.log(35.0), 0.5, STALLS)
     train = steps * STEP
     lengths = np.r_[IDLE_BEFORE, STARTUP, np.column_stack([np.full(STALLS, train), stalls]).ravel()]
     lengths = np.r_[lengths, train, IDLE_AFTER]
     kinds = np.r_[0, 1, np.tile([2, 3], STALLS), 2, 0]  # idle, loading, training, stall
+    if crash:  # idle, a start-up and the training again, after the sixth training
+        lengths = np.r_[lengths[:13], crash, STARTUP, train, lengths[13:]]
+        kinds = np.r_[kinds[:13], 0, 1, 2, kinds[13:]]
     edges = np.r_[0.0, np.cumsum(lengths)]
     t = np.arange(0.0, edges[-1], FINE)
     seg = np.searchsorted(edges, t, side="right") - 1
@@ -76,7 +88,7 @@ def _node_log(
     seen[:, width:] = (c[:, width:] - c[:, :-width]) / width
     # the GPUs' memory: empty, filling through the start-up, held (a little different a GPU)
     held = 72_000 + rng.integers(0, 900, gpus)
-    fill = np.clip((t - edges[1]) / STARTUP, 0.0, 1.0)
+    fill = np.clip((t - edges[seg]) / STARTUP, 0.0, 1.0)  # through each start-up
     memory = np.where((kind == 0)[None, :], 1, held[:, None] * np.where(kind == 1, fill, 1.0))
     memory[gpus - outside :] = 1
     # polls: each line stamped when its query completes
@@ -204,6 +216,23 @@ def test_gpus_outside_the_job_are_left_out_of_its_fit(folder):
     assert result.quantities["idle level"].value == pytest.approx(70.0, abs=2.0)
     # a node whose GPUs all work keeps them all
     assert not any("outside the job" in w for w in _fitted("h100-8gpu", folder)[1].result.warnings)
+
+
+def test_a_crash_and_restart_is_a_restart(folder):
+    # the job killed in its sixth stall's training (no survivors spinning), 60 s idle, a
+    # start-up and training again: read as a restart with its wait (it read "no restart after a
+    # failure seen"), and the fall's 0.1-s smear through the stalled level as no teardown
+    log = folder / "crash.csv"
+    _node_log(log, 8, 640.0, 70.0, 100, 0.0, crash=60.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TelemetryWarning)
+        run = fit_trace(log, folder / "crash.toml", holdout=0)
+    q = run.result.quantities
+    assert q["restart wait"].value == pytest.approx(60.0, abs=1.5)
+    assert q["teardown"].how.startswith("no teardown seen: the job stopped straight from training")
+    assert q["start-up time"].value == pytest.approx(STARTUP, rel=0.10)
+    assert q["checkpoint count"].value == STALLS
+    assert run.scenario.reliability.restart_time == pytest.approx(60.0, abs=1.5)
 
 
 def _seen(levels: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
