@@ -32,7 +32,7 @@ from powermodel.errors import DataFileError, PowerModelError
 from powermodel.iotools.telemetry import to_grid
 from powermodel.models import sensors, workload
 from powermodel.models.events import State
-from powermodel.scenario import Scenario, Workload, gpu_catalogue, load_scenario
+from powermodel.scenario import MAX_RECOVERY, Scenario, Workload, gpu_catalogue, load_scenario
 from powermodel.simulate import derive, rest_power
 
 __all__ = [
@@ -118,9 +118,15 @@ IDLE_SPAN = 3.0
 MIN_STEP = 0.15  # s
 GOLDEN = (1.0 + math.sqrt(5.0)) / 2.0
 ALIAS_MARGIN = 0.5
+ALIAS_BETTER = 1.25  # an alias folding this much better than the step is named the step
 ALIAS_BINS = 16  # phase bins of each running spell folded on the stamps
 ALIAS_SAMPLES = 20_000  # stamped samples folded at most (an even choice, seeded)
 ALIAS_TRIES = 41  # frequencies tried about each candidate
+# A trace that shows no checkpoint at all bounds the interval from below only (longer than the
+# trace): the interval is written as this many times the trace's span, at most MAX_RECOVERY,
+# so that no run of the trace's span draws one, nor a hold-out's (whose fitted part is at least
+# 1 - fit_report.MAX_HOLDOUT, a tenth, of the trace) [A]
+UNSEEN_SPANS = 10.0
 # An unresolved step written short gets edges of at most this share of it each (two a step)
 EDGE_SHARE = 0.25
 MAX_BOARD = 10e3  # W: a sustained level above this is no board (gpu.tdp's bound)
@@ -1929,7 +1935,8 @@ def _aliased(
     best of each kept (:func:`_stamped_fold`). On a regular grid every alias folds as well as
     the step (their samples are the same): only the stamps' irregularity (jitter, slow polls,
     a poll loop restarted) tells them apart. The step stands when every alias folds to less
-    than :data:`ALIAS_MARGIN` of it."""
+    than :data:`ALIAS_MARGIN` of it; one folding :data:`ALIAS_BETTER` times as well or more
+    is named as what the samples show."""
     found = aliases(step, period)
     if found.size == 0:
         return None
@@ -1969,18 +1976,17 @@ def _aliased(
         return None
     best = float(found[np.argmax(ratio)])
     shown = ", ".join(f"{a:.3g}" for a in found[:4]) + (", ..." if found.size > 4 else "")
-    if ratio.max() > 1.0 / ALIAS_MARGIN:
+    if ratio.max() > ALIAS_BETTER:
         return (
             f"the {step:.3g}-s swing folded from samples every {format_duration(period)} is "
-            f"an alias: the samples' stamps fold a {best:.3g}-s step {ratio.max():.3g} x as well "
-            f"(|1/T - k/dt| = 1/{step:.3g} s); a step that short is not resolved"
+            f"an alias: on the samples' stamps a {best:.3g}-s step folds {ratio.max():.3g} x as "
+            f"well (|1/T - k/dt| = 1/{step:.3g} s); a step that short is not resolved"
         )
     return (
         f"the {step:.3g}-s swing folded from samples every {format_duration(period)} that the "
         f"sensor does not average may be an alias of a step of {shown} s (|1/T - k/dt| = "
-        f"1/{step:.3g} s): the samples' stamps fold the {best:.3g}-s one "
-        f"{ratio.max():.2f} x as well (at least {ALIAS_MARGIN:g} x: too regular to tell them "
-        "apart)"
+        f"1/{step:.3g} s): on the samples' stamps the {best:.3g}-s one folds {ratio.max():.2f} x "
+        f"as well (at least {ALIAS_MARGIN:g} x: the stamps do not tell them apart)"
     )
 
 
@@ -2169,13 +2175,17 @@ def _timing(q, add, line: Timeline, period: float) -> None:
         "checkpoint.blocking_cv",
     )
     up = _between_stalls(line)
+    trained = float(lengths[np.isin(state, (State.RUNNING, State.RAMP))].sum())
     add(
         "checkpoint interval",
         float(np.median(up)) if up.size else None,
         "s",
         f"median of {up.size} running spells between two stalls"
         if up.size
-        else "no running spell between two stalls seen",
+        else "no running spell between two stalls seen"
+        if np.any(state == State.CHECKPOINT)
+        else f"unseen: no checkpoint in the {format_duration(round(trained, 1))} of training the "
+        "trace shows (the interval is longer)",
         "checkpoint.interval",
     )
     # the job's end: the trace's last training, then idle to its end with no restart (a final
@@ -2369,6 +2379,17 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
             "checkpoint.interval",
             format_duration(round(interval, 2)),
             "median training between two stalls",
+        )
+    elif not np.any(result.timeline.state == State.CHECKPOINT):
+        # none seen: an interval longer than the trace, not the preset's (which would draw
+        # checkpoints the trace does not have)
+        span = result.timeline.duration
+        unseen = min(UNSEEN_SPANS * span, MAX_RECOVERY)
+        put(
+            "checkpoint.interval",
+            format_duration(round(unseen, 1)),
+            f"{result.quantities['checkpoint interval'].how}; written as {UNSEEN_SPANS:g} x the "
+            f"trace's {format_duration(round(span, 1))} span, so that a run of it draws none",
         )
     else:
         keep("checkpoint.interval", result.quantities["checkpoint interval"].how)
