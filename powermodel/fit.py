@@ -1931,12 +1931,12 @@ def _aliased(
     ``mean / c``. For each left, the samples as stamped (``stamps``: times [s from the grid's
     start], channel codes, power [W]) in the running spells once the sensor settled, each
     channel less its mean, are folded about the step's frequency and the candidate's
-    (:data:`ALIAS_TRIES` frequencies over ±2 cycles of the longest spell, and ±0.2 %), and the
-    best of each kept (:func:`_stamped_fold`). On a regular grid every alias folds as well as
-    the step (their samples are the same): only the stamps' irregularity (jitter, slow polls,
-    a poll loop restarted) tells them apart. The step stands when every alias folds to less
-    than :data:`ALIAS_MARGIN` of it; one folding :data:`ALIAS_BETTER` times as well or more
-    is named as what the samples show."""
+    (:data:`ALIAS_TRIES` frequencies over the larger of ±2 cycles over the longest spell and
+    ±0.2 %), and the best of each kept (:func:`_stamped_fold`). On a regular grid every alias
+    folds as well as the step (their samples are the same): only the stamps' irregularity
+    (jitter, slow polls, a poll loop restarted) tells them apart. The step stands when every
+    alias folds to less than :data:`ALIAS_MARGIN` of it; one folding :data:`ALIAS_BETTER` times
+    as well or more is named as what the samples show."""
     found = aliases(step, period)
     if found.size == 0:
         return None
@@ -1976,15 +1976,16 @@ def _aliased(
         return None
     best = float(found[np.argmax(ratio)])
     shown = ", ".join(f"{a:.3g}" for a in found[:4]) + (", ..." if found.size > 4 else "")
+    every = format_duration(round(period, 6))
     if ratio.max() > ALIAS_BETTER:
         return (
-            f"the {step:.3g}-s swing folded from samples every {format_duration(period)} is "
+            f"the {step:.3g}-s swing folded from samples every {every} is "
             f"an alias: on the samples' stamps a {best:.3g}-s step folds {ratio.max():.3g} x as "
             f"well (|1/T - k/dt| = 1/{step:.3g} s); a step that short is not resolved"
         )
     return (
-        f"the {step:.3g}-s swing folded from samples every {format_duration(period)} that the "
-        f"sensor does not average may be an alias of a step of {shown} s (|1/T - k/dt| = "
+        f"the {step:.3g}-s swing folded from samples every {every} may be an alias of a step "
+        f"of {shown} s (|1/T - k/dt| = "
         f"1/{step:.3g} s): on the samples' stamps the {best:.3g}-s one folds {ratio.max():.2f} x "
         f"as well (at least {ALIAS_MARGIN:g} x: the stamps do not tell them apart)"
     )
