@@ -32,7 +32,7 @@ from powermodel.errors import DataFileError, PowerModelError
 from powermodel.iotools.telemetry import to_grid
 from powermodel.models import sensors, workload
 from powermodel.models.events import State
-from powermodel.scenario import Scenario, Workload, gpu_catalogue, load_scenario
+from powermodel.scenario import MAX_RECOVERY, Scenario, Workload, gpu_catalogue, load_scenario
 from powermodel.simulate import derive, rest_power
 
 __all__ = [
@@ -68,6 +68,9 @@ GAP_STEPS = 10
 # The GPUs built on GA100, whose NVML power is instantaneous, not the 1-s average of the rest
 # of Ampere and newer [P, nvidia_nvml]: catalogue names that begin so
 GA100 = ("A100", "A30")
+# AMD's power fields that hold the current (instantaneous) socket power of MI300 and later, as
+# rocm-smi and amd-smi head them [P, rocm_smi; P, amd_smi] (lower case): not the average
+AMD_CURRENT = ("current socket", "socket_power", "power_usage", "current_socket_power")
 PERIOD_TOLERANCE = 0.1  # a --period this far from a timed trace's measured step is refused
 MIN_SAMPLES = 20  # a trace shorter than this holds no state to fit
 MIN_SPREAD = 0.002  # a step-to-step spread below this is written as none (variation off)
@@ -120,6 +123,26 @@ OUTSIDE_SPAN = 0.1
 # while their evaluations and first steps' pauses hold 3.4-3.9 x it (3.5-3.6 kW) [D,
 # mlperf_training_v4_smc]: a log that begins mid-run shows no idle, only such a pause
 IDLE_SPAN = 3.0
+# A period folded from samples that a sensor did not average over their interval dt may be an
+# alias of any step T with |1/T - k/dt| = 1/P (k = 1, 2...): the samples of the two are the
+# same on a regular grid. The aliases considered are the steps a training job can take: at
+# least MIN_STEP (three quarters of the shortest, 0.2 s, of issue 27's real logs [A]), and one
+# whose swing, seen through the chain's gain at 1/T, would need a trough below 0 W is none.
+# The rest are told apart only by the samples' own stamps (their jitter, slow polls, restarts
+# of the poll loop): each candidate is folded on the stamps, and P stands only when every
+# alias folds to less than ALIAS_MARGIN of its between-bin variance [A].
+MIN_STEP = 0.15  # s
+GOLDEN = (1.0 + math.sqrt(5.0)) / 2.0
+ALIAS_MARGIN = 0.5
+ALIAS_BETTER = 1.25  # an alias folding this much better than the step is named the step
+ALIAS_BINS = 16  # phase bins of each running spell folded on the stamps
+ALIAS_SAMPLES = 20_000  # stamped samples folded at most (an even choice, seeded)
+ALIAS_TRIES = 41  # frequencies tried about each candidate
+# A trace that shows no checkpoint at all bounds the interval from below only (longer than the
+# trace): the interval is written as this many times the trace's span, at most MAX_RECOVERY,
+# so that no run of the trace's span draws one, nor a hold-out's (whose fitted part is at least
+# 1 - fit_report.MAX_HOLDOUT, a tenth, of the trace) [A]
+UNSEEN_SPANS = 10.0
 # An unresolved step written short gets edges of at most this share of it each (two a step)
 EDGE_SHARE = 0.25
 MAX_BOARD = 10e3  # W: a sustained level above this is no board (gpu.tdp's bound)
@@ -244,6 +267,7 @@ class StepResponse:
     delay: float  # time to half the step [s]
     settle: float  # time to 99 % of the step [s]
     full: float  # time to 99.9 % of the step: a moving average's window [s]
+    instant: bool = False  # each reading the value at one instant (no averaging, no filter)
 
     @property
     def window(self) -> float:
@@ -308,6 +332,7 @@ def step_response(sensor: str | sensors.Sensor, period: float) -> StepResponse:
         delay=float(np.interp(0.5, np.maximum.accumulate(y), t)),
         settle=float(t[np.argmax(y >= 0.99)]),
         full=float(t[np.argmax(y >= 0.999)]),
+        instant=isinstance(sensor, sensors.Sensor) and sensor.window == 0 and sensor.filter is None,
     )
 
 
@@ -1475,8 +1500,20 @@ def fit(
     times, cells, n_gpus, start = per_gpu_signal(data, meta, scenario, period, gpus_per_node)
     step = float(times[1] - times[0])
     chain = chain_of(meta, step, scenario.gpu.name) if sensor is None else sensor
+    # each sample as stamped, for the alias test (fit._aliased): s from the grid's start
+    stamps = (
+        (data["time"].to_numpy(dtype="datetime64[ns]") - start) / np.timedelta64(1, "s"),
+        np.unique(data["channel"].to_numpy(dtype=str), return_inverse=True)[1],
+        data["power"].to_numpy(dtype=float),
+    )
     return fit_cells(
-        times, cells, n_gpus, {**meta, "start": start}, chain, scenario, named=gpu is not None
+        times,
+        cells,
+        n_gpus,
+        {**meta, "start": start, "stamps": stamps},
+        chain,
+        scenario,
+        named=gpu is not None,
     )
 
 
@@ -1499,12 +1536,18 @@ def with_gpu(scenario: Scenario, gpu: str | None) -> Scenario:
 def chain_of(meta: dict, period: float, gpu: str | None = None) -> sensors.Sensor:
     """The sensor chain a trace's power field went through: NVML's 1-s average for
     ``power.draw`` (and DCGM's power field, which reads it) [P, nvidia_nvml]; an instantaneous
-    sample at each poll for nvidia-smi's ``power.draw.instant``, and for ``power.draw`` of a
-    ``gpu`` (catalogue name) on GA100, which NVML reports instantaneously [P, nvidia_nvml]; a
-    1-s average for a meter, whose averaging its file does not say (give ``sensor`` if you
+    sample at each poll for nvidia-smi's ``power.draw.instant``, for ``power.draw`` of a
+    ``gpu`` (catalogue name) on GA100, which NVML reports instantaneously [P, nvidia_nvml], and
+    for AMD's current socket power (rocm-smi's ``Current Socket Graphics Package Power``,
+    amd-smi's ``socket_power``, ``power_usage`` or ``current_socket_power``: MI300 and later
+    report the current socket power, "also known as instant power" [P, rocm_smi; P, amd_smi]);
+    a 1-s average [A] for AMD's average socket power (MI200 and earlier, whose window AMD does
+    not state) and for a meter, whose averaging its file does not say (give ``sensor`` if you
     know it)."""
     ga100 = meta.get("kind") != "meter" and str(gpu or "").upper().startswith(GA100)
-    if ga100 or "instant" in str(meta.get("power_field", "")):
+    field = str(meta.get("power_field", ""))
+    amd = meta.get("format") in ("rocm-smi", "amd-smi") and field.lower().startswith(AMD_CURRENT)
+    if ga100 or amd or "instant" in field:
         return sensors.Sensor(
             "instant", "instantaneous sample", "gpu_power", window=0.0, period=period
         )
@@ -1555,7 +1598,9 @@ def fit_cells(
         seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
         shift = rest_share(scenario, line.state[seg], rest)
         power, filled = power + shift, filled + shift
-    quantities, line, more = _quantities(times, filled, line, found, response, scenario, power)
+    quantities, line, more = _quantities(
+        times, filled, line, found, response, scenario, power, meta.get("stamps")
+    )
     if no_idle and not quantities["idle level"].resolved:  # say why none is seen
         quantities["idle level"] = Quantity("idle level", None, "W", False, no_idle, "gpu.idle")
     quantities.update(inferred)
@@ -1771,12 +1816,14 @@ def _quantities(
     response: StepResponse,
     scenario: Scenario,
     measured: np.ndarray,
+    stamps: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[dict[str, Quantity], Timeline, tuple[str, ...]]:
     """Every quantity the trace resolves, the timeline with the fitted ramps (made well formed)
     and the warnings of its repairs. ``x`` is the signal with its gaps interpolated, on which
     the ramps, folds and edges are fitted; the levels are of the ``measured`` samples alone
     (NaN where no channel reported): across a slow poll's gap the line drawn between two
-    lines is no sample (issue 27: 2-s spells between checkpoints read 4 % low on it)."""
+    lines is no sample (issue 27: 2-s spells between checkpoints read 4 % low on it);
+    ``stamps`` the samples as stamped (:func:`_aliased`)."""
     q: dict[str, Quantity] = {}
     settle = response.settle
 
@@ -1822,7 +1869,7 @@ def _quantities(
             f"than it was; their energy is kept: the {how}"
         )
     add("running mean", mean, "W", how)
-    _running_shape(q, add, times, x, line, found, response, scenario, mean)
+    _running_shape(q, add, times, x, line, found, response, scenario, mean, stamps)
     sampled = times[np.isfinite(measured)]
     sharp = _sharp(line, sampled, found["period"], response.window)
     _timing(q, add, line, found["period"], sharp, settle)
@@ -1875,9 +1922,12 @@ def _too_few_to_fold(line: Timeline, n: int) -> str:
     return f"{n:,} settled samples {where}; folding needs {4 * FOLD_BINS:,}"
 
 
-def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> None:
-    """Step time, compute share, levels, edges and step spread of the running state."""
-    w = response.window
+def _running_shape(q, add, times, x, line, found, response, scenario, mean, stamps=None) -> None:
+    """Step time, compute share, levels, edges and step spread of the running state;
+    ``stamps`` the samples as stamped (:func:`_aliased`), the grid's when None. A sensor that
+    samples instantly averages nothing: its hold between reports is no window, and a step of
+    :data:`RESOLVE_WINDOWS` sampling periods is resolved (or aliased: :func:`_aliased`)."""
+    w = 0.0 if response.instant else response.window
     t, y, origin = _running_samples(times, x, line, response)
     floor = RESOLVE_WINDOWS * max(w, found["period"])
     if t.size < 4 * FOLD_BINS:
@@ -1921,6 +1971,18 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
             "seen a step away from the running spells' ends (it is their rise and fall, which "
             "fold at any period that divides the spells, not an iteration's)"
         )
+    else:
+        aliased = _aliased(
+            (times, x, np.zeros(times.size, np.int64)) if stamps is None else stamps,
+            line,
+            step,
+            found["period"],
+            response,
+            shape,
+            mean,
+        )
+        if aliased:
+            strong, how = False, f"unresolved: {aliased}"
     add("step time", step, "s", how, "workload.step_time", resolved=strong)
     if not strong:
         _unresolved_step(q, y, line, response, scenario, mean, found["period"], how)
@@ -1961,6 +2023,129 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean) -> N
     )
 
 
+def _gain(response: StepResponse, f: np.ndarray) -> np.ndarray:
+    """The chain's gain at frequencies ``f`` [Hz]: the modulus of its impulse response's
+    Fourier transform (1 for a sensor that samples instantaneously)."""
+    if response.instant:
+        return np.ones(np.atleast_1d(f).shape)
+    w = response.kernel(response.dt)
+    t = (np.arange(w.size) + 0.5) * response.dt
+    return np.abs(np.exp(-2j * np.pi * np.outer(np.atleast_1d(f), t)) @ w)
+
+
+def aliases(step: float, period: float) -> np.ndarray:
+    """The steps [s] at least :data:`MIN_STEP` whose samples every ``period`` [s] are those of
+    a ``step`` [s] swing, ``1 / |k / period ± 1 / step|`` for k = 1, 2..., shortest last."""
+    k = np.arange(1, int(np.ceil(period / MIN_STEP)) + 2)
+    f = np.concatenate((k / period - 1.0 / step, k / period + 1.0 / step))
+    f = f[f > 0]
+    out = 1.0 / f
+    return np.sort(out[(out >= MIN_STEP) & (np.abs(out - step) > 1e-6 * step)])[::-1]
+
+
+def _stamped_fold(t: np.ndarray, x: np.ndarray, spell: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """Between-bin share of the variance of ``x`` folded at each frequency ``f`` [Hz] on its
+    stamps ``t`` [s], each running ``spell`` (an integer label) folded on its own phase (a
+    stall restarts the iterations' phase): :data:`ALIAS_BINS` bins per spell."""
+    n_spell = int(spell.max()) + 1
+    size = n_spell * ALIAS_BINS
+    total = float(np.sum((x - x.mean()) ** 2))
+    out = np.empty(f.size)
+    for lo in range(0, f.size, FOLD_CHUNK):  # chunks of candidates, not samples
+        chunk = f[lo : lo + FOLD_CHUNK]
+        phase = (t[None, :] * chunk[:, None]) % 1.0
+        bins = np.minimum((phase * ALIAS_BINS).astype(np.int64), ALIAS_BINS - 1)
+        flat = (bins + ALIAS_BINS * spell[None, :] + size * np.arange(chunk.size)[:, None]).ravel()
+        n = np.bincount(flat, minlength=size * chunk.size).reshape(chunk.size, n_spell, -1)
+        s = np.bincount(flat, np.tile(x, chunk.size), minlength=size * chunk.size)
+        s = s.reshape(chunk.size, n_spell, -1)
+        spell_n = n.sum(axis=2, keepdims=True)
+        spell_mean = s.sum(axis=2, keepdims=True) / np.maximum(spell_n, 1)
+        with np.errstate(all="ignore"):
+            between = np.where(n > 0, s**2 / np.where(n > 0, n, 1), 0.0).sum(axis=(1, 2))
+        between -= (spell_n * spell_mean**2).sum(axis=(1, 2))
+        out[lo : lo + FOLD_CHUNK] = between / total if total > 0 else 0.0
+    return out
+
+
+def _aliased(
+    stamps: tuple[np.ndarray, np.ndarray, np.ndarray],
+    line: Timeline,
+    step: float,
+    period: float,
+    response: StepResponse,
+    shape: dict[str, float],
+    mean: float,
+) -> str | None:
+    """Why the folded ``step`` [s] may be an alias (None: it is not), sampled every
+    ``period`` [s] through ``response``.
+
+    The candidates are :func:`aliases`, less those whose swing would need a trough below 0 W:
+    a step T seen through the chain's gain ``g`` swings by the folded swing × g(1/step) /
+    g(1/T), which a two-level step of compute share c averaging ``mean`` [W] holds only up to
+    ``mean / c``. For each left, the samples as stamped (``stamps``: times [s from the grid's
+    start], channel codes, power [W]) in the running spells once the sensor settled, each
+    channel less its mean, are folded about the step's frequency and the candidate's
+    (:data:`ALIAS_TRIES` frequencies over the larger of ±2 cycles over the longest spell and
+    ±0.2 %), and the best of each kept (:func:`_stamped_fold`). On a regular grid every alias
+    folds as well as the step (their samples are the same): only the stamps' irregularity
+    (jitter, slow polls, a poll loop restarted) tells them apart. The step stands when every
+    alias folds to less than :data:`ALIAS_MARGIN` of it; one folding :data:`ALIAS_BETTER` times
+    as well or more is named as what the samples show."""
+    found = aliases(step, period)
+    if found.size == 0:
+        return None
+    gain = _gain(response, 1.0 / found) / _gain(response, np.array([1.0 / step]))[0]
+    swing = shape["seen_swing"] / np.maximum(gain, 1e-12)
+    found = found[swing <= mean / max(shape["share"], 1e-3)]
+    if found.size == 0:
+        return None
+    t, channel, x = (np.asarray(a) for a in stamps)
+    ends = np.append(line.start[1:], line.duration)
+    seg = np.clip(np.searchsorted(line.start, t, side="right") - 1, 0, line.start.size - 1)
+    use = (line.state[seg] == State.RUNNING) & (t >= line.start[seg] + response.settle)
+    use &= (t < ends[seg]) & np.isfinite(x)
+    if np.count_nonzero(use) > ALIAS_SAMPLES:
+        pick = np.random.default_rng(0).choice(np.flatnonzero(use), ALIAS_SAMPLES, replace=False)
+        use = np.zeros(t.size, bool)
+        use[pick] = True
+    t, channel, x, seg = t[use], channel[use], x[use], seg[use]
+    if t.size < 4 * ALIAS_BINS:
+        return None
+    code = np.unique(channel, return_inverse=True)[1]
+    x = x - (np.bincount(code, x) / np.bincount(code))[code]
+    spell = np.unique(seg, return_inverse=True)[1]
+    first, last = np.full(spell.max() + 1, np.inf), np.full(spell.max() + 1, -np.inf)
+    np.minimum.at(first, spell, t)
+    np.maximum.at(last, spell, t)
+    longest = float(np.max(last - first))
+    candidates = np.concatenate(([step], found))
+    f0 = 1.0 / candidates
+    width = np.maximum(2.0 / max(longest, period), 2e-3 * f0)
+    tries = f0[:, None] + width[:, None] * np.linspace(-1.0, 1.0, ALIAS_TRIES)[None, :]
+    score = _stamped_fold(t, x, spell, tries.ravel()).reshape(tries.shape).max(axis=1)
+    if not score[0] > 0:
+        return None
+    ratio = score[1:] / score[0]
+    if ratio.max() < ALIAS_MARGIN:
+        return None
+    best = float(found[np.argmax(ratio)])
+    shown = ", ".join(f"{a:.3g}" for a in found[:4]) + (", ..." if found.size > 4 else "")
+    every = format_duration(round(period, 6))
+    if ratio.max() > ALIAS_BETTER:
+        return (
+            f"the {step:.3g}-s swing folded from samples every {every} is "
+            f"an alias: on the samples' stamps a {best:.3g}-s step folds {ratio.max():.3g} x as "
+            f"well (|1/T - k/dt| = 1/{step:.3g} s); a step that short is not resolved"
+        )
+    return (
+        f"the {step:.3g}-s swing folded from samples every {every} may be an alias of a step "
+        f"of {shown} s (|1/T - k/dt| = "
+        f"1/{step:.3g} s): on the samples' stamps the {best:.3g}-s one folds {ratio.max():.2f} x "
+        f"as well (at least {ALIAS_MARGIN:g} x: the stamps do not tell them apart)"
+    )
+
+
 def _between_stalls(line: Timeline, mask: bool = False) -> np.ndarray:
     """Lengths [s] of the training between two stalls: the running segments with a checkpoint
     stall either side (the stalls' own lengths, which vary, stay out of them); or, with
@@ -1993,11 +2178,18 @@ def _unresolved_step(
     a 6.13-s step written for a 0.23-s one drew a ±75 W swing). It is then shortened to fit
     the training between two stalls (the median, to 10 ms as :func:`fitted_toml` writes it) a
     whole number of times: the engine rounds the checkpoint interval to whole steps, and a 2-s
-    interval would run as one 6.13-s step."""
-    unit = response.window if response.window > 0.0 else period
-    preset = derive(scenario).step_time
-    step = preset if preset < RESOLVE_WINDOWS * max(response.window, period) else unit
-    kept = "the preset's, as short as" if step == preset else "one sensor window, as short as"
+    interval would run as one 6.13-s step. A sensor that samples instantly hides no step: any
+    step shows, at its own period or as an alias, so it gets ``period / φ`` (φ the golden
+    ratio), whose samples sweep the iteration's phase most evenly (no two samples at one phase,
+    no run of them in its trough: no swing or dip the trace does not have, the mean kept)."""
+    if response.instant:
+        step = period / GOLDEN
+        kept = "one sampling period over the golden ratio, as short as"
+    else:
+        unit = response.window if response.window > 0.0 else period
+        preset = derive(scenario).step_time
+        step = preset if preset < RESOLVE_WINDOWS * max(response.window, period) else unit
+        kept = "the preset's, as short as" if step == preset else "one sensor window, as short as"
     between = _between_stalls(line)
     fitted = ""
     if between.size:
@@ -2161,13 +2353,17 @@ def _timing(q, add, line: Timeline, period: float, sharp: np.ndarray, settle: fl
         inner &= sharp
     up = lengths[inner]
     which = f" of the {every}, whose edges were sampled closely" if up.size < every else ""
+    trained = float(lengths[np.isin(state, (State.RUNNING, State.RAMP))].sum())
     add(
         "checkpoint interval",
         float(np.median(up)) if up.size else None,
         "s",
         f"median of {up.size} running spells between two stalls{which}"
         if up.size
-        else "no running spell between two stalls seen",
+        else "no running spell between two stalls seen"
+        if np.any(state == State.CHECKPOINT)
+        else f"unseen: no checkpoint in the {format_duration(round(trained, 1))} of training the "
+        "trace shows (the interval is longer)",
         "checkpoint.interval",
     )
     # the job's end: the trace's last training, then idle to its end with no restart (a final
@@ -2419,6 +2615,17 @@ def fitted_toml(result: Fit, preset: str, trace_name: str) -> str:
             "checkpoint.interval",
             format_duration(round(interval, 2)),
             "median training between two stalls",
+        )
+    elif not np.any(result.timeline.state == State.CHECKPOINT):
+        # none seen: an interval longer than the trace, not the preset's (which would draw
+        # checkpoints the trace does not have)
+        span = result.timeline.duration
+        unseen = min(UNSEEN_SPANS * span, MAX_RECOVERY)
+        put(
+            "checkpoint.interval",
+            format_duration(round(unseen, 1)),
+            f"{result.quantities['checkpoint interval'].how}; written as {UNSEEN_SPANS:g} x the "
+            f"trace's {format_duration(round(span, 1))} span, so that a run of it draws none",
         )
     else:
         keep("checkpoint.interval", result.quantities["checkpoint interval"].how)

@@ -64,20 +64,11 @@ def test_each_real_log_shape_is_read_and_fitted(name, folder):
         assert fitted.gpu.name == load_scenario("llama3-405b-16k-h100").gpu.name
 
 
-# amd-smi's watch mode stamps whole seconds: node_power's 1.2-s step sampled every second
-# aliases to a 6.0-s one (|1/1.2 - 1| Hz), which the fold takes as resolved (R² 0.988): the
-# fresh run draws that 6-s step with its 41 % trough, and its 3.3-s troughs read as 3 stalls
-ALIASED = pytest.mark.xfail(
-    strict=True,
-    reason="measured: 3 stalls in the fresh run where the trace has none: amd-smi's 1-s samples "
-    "alias the 1.2-s step to a 6.0-s one the fit takes as resolved",
-)
-
-
-@pytest.mark.parametrize(
-    "name",
-    [pytest.param(n, marks=ALIASED) if n == "mi300x-amd-smi" else n for n in sorted(SHAPES)],
-)
+# amd-smi's watch mode stamps whole seconds: node_power's 1.2-s step sampled every second by
+# MI300X's instantaneous socket power aliases to a 6.0-s one (|1/1.2 - 1| Hz), which the fold
+# took as resolved (R² 0.988) and a fresh run drew as 3 stalls the trace does not have; its
+# stamps are too regular to tell the step from its aliases, so the step stays unresolved
+@pytest.mark.parametrize("name", sorted(SHAPES))
 def test_each_real_log_shape_is_predicted(name, folder):
     # a fresh run of the fitted scenario predicts the trace (acceptance 3's bounds): its energy
     # within 5 % and its checkpoint count (none: node_power's job never stalls) within one
