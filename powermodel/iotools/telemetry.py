@@ -716,7 +716,7 @@ def _polls(
     size = np.diff(np.r_[start, len(run)])
     place = np.arange(len(run)) - np.repeat(start, size)
     largest = min(_MAX_NODE_GPUS, int(size.max()))
-    found, together, starts = _signature(raw, run, path)
+    found, per, starts = _signature(raw, run, path)
     fix = (
         "give the GPUs per poll, --gpus N (gpus=N), or record with "
         "--query-gpu=timestamp,index,... so each line names its GPU"
@@ -764,7 +764,7 @@ def _polls(
                 f"GPUs gives regular polls whose lines come close together; {fix}"
             )
         gpus, source = regular, "times"
-    _divisor_change(raw, run, together, starts, gpus, found, path)
+    _divisor_change(raw, run, per, starts, gpus, found, path)
     run = _restarts(raw, run, gpus, found, log)
     start = np.r_[0, np.flatnonzero(np.diff(run)) + 1]
     size = np.diff(np.r_[start, len(run)])
@@ -790,10 +790,9 @@ def _polls(
 
 def _signature(
     raw: pd.DataFrame, run: np.ndarray, path: Path
-) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
+) -> tuple[dict[str, int], dict[str, np.ndarray], np.ndarray]:
     """Each field whose values repeat with the GPUs, and every how many lines, steadiest first;
-    and per window (its first row), the count all fields together show there (the least
-    common multiple of the fields' counts in it; 0 where none shows one).
+    each field's count in each window (0: none), and each window's first row.
 
     Each field is searched in windows spread over the file (:func:`_window_counts`). A window
     where some GPUs share a value (idle memory) finds a divisor of the count: a field's count is
@@ -801,20 +800,15 @@ def _signature(
     the windows or more. The memory the GPUs hold repeats with their count and nothing else, so
     it repeating every N lines in some windows and every M, neither a divisor of the other, in
     others (two windows each at least) is a count that changes within the file: refused."""
-    found = {}
-    together, starts = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    found, per = {}, {}
+    starts = np.zeros(0, dtype=np.int64)
     for var in _SIGNATURE:  # three fields at most, each searched with whole-array operations
         if var not in raw:
             continue
         counts, starts = _window_counts(raw[var].to_numpy(dtype=float), run, var == "memory_used")
         if var == "memory_used":
             _one_count(counts, raw["line"].to_numpy()[starts], path)
-        # the windows are the same rows for every field (they depend on the lines alone)
-        if together.size == 0:
-            together = counts
-        else:  # 0 (no count in a window) leaves the other fields' count
-            both = np.lcm(together, counts)
-            together = np.where(together == 0, counts, np.where(counts == 0, together, both))
+        per[var] = counts  # the windows are the same rows for every field (of the lines alone)
         windows, counts = counts.size, counts[counts > 0]
         # An eighth of the windows at least: a field without a signature clears the contrast
         # in a window now and then by chance, a start-up's idle minutes fill several.
@@ -823,7 +817,7 @@ def _signature(
             agree = (values[:, None] % counts[None, :] == 0).sum(axis=1)
             if 3 * agree.max() >= 2 * counts.size:
                 found[var] = int(values[np.argmax(agree)])
-    return found, together, starts
+    return found, per, starts
 
 
 def _one_count(counts: np.ndarray, lines: np.ndarray, path: Path) -> None:
@@ -847,7 +841,7 @@ def _one_count(counts: np.ndarray, lines: np.ndarray, path: Path) -> None:
 def _divisor_change(
     raw: pd.DataFrame,
     run: np.ndarray,
-    together: np.ndarray,
+    per: dict[str, np.ndarray],
     starts: np.ndarray,
     gpus: int,
     found: dict[str, int],
@@ -856,11 +850,16 @@ def _divisor_change(
     """Refuse a log whose GPUs per poll change to (or from) a divisor of ``gpus`` (8 GPUs, then
     4: a GPU off the bus or the node re-configured). Read with 8, each later GPU's lines would
     be split over two channels, in silence: every field still repeats every 8 lines. Told from
-    GPUs that share a value now and then by the windows (``together``: the count all fields
-    show in each, from :func:`_signature`): those showing a divisor M of the count and none
-    showing the count itself are one block, two windows or more, at the start or the end of
-    the windows that show a count, and those showing the count are two or more. The line is
-    where the lines M apart, in the steadiest field, stop (or start) differing."""
+    GPUs that share a value now and then by the windows (``per``: each field's count in each,
+    from :func:`_signature`; a window's count is the least common multiple of its fields'):
+    those showing a divisor M of the count and none showing the count itself are one block,
+    two windows or more, at the start or the end of the windows that show a count, and those
+    showing the count are two or more; and line by line in one field (:func:`_repeats`). The
+    line is where the lines M apart in that field stop (or start) differing."""
+    if not per:
+        return
+    stack = np.stack(list(per.values()))
+    together = np.lcm.reduce(np.where(stack > 0, stack, 1), axis=0) * (stack > 0).any(axis=0)
     has = together > 0
     short = has & (together < gpus) & (gpus % np.maximum(together, 1) == 0)
     full = has & (together % gpus == 0)
@@ -879,19 +878,31 @@ def _divisor_change(
     # most of its lines are alike, as at idle with the little memory every GPU holds): in the
     # windows of the divisor M, lines M apart match and lines fewer apart differ; in those
     # of the count N, lines M apart differ and lines N apart match.
-    short_rows = np.unique((starts[i_short][:, None] + np.arange(width)).ravel())
-    full_rows = np.unique((starts[i_full][:, None] + np.arange(width)).ravel())
-    var = next(
-        (
-            v
-            for v in _SIGNATURE
-            if v in raw
-            and _repeats(raw[v].to_numpy(dtype=float), run, short_rows, fewer, range(1, fewer))
-            and _repeats(raw[v].to_numpy(dtype=float), run, full_rows, gpus, (fewer,))
-        ),
-        None,
-    )
-    if var is None:
+
+    def rows(windows: np.ndarray) -> np.ndarray:
+        return np.unique((starts[windows][:, None] + np.arange(width)).ravel())
+
+    # each field on the windows where it shows a count of its own (memory says nothing at
+    # idle, power nothing in training): one shows the divisor there, one the count here
+    def shows(windows: np.ndarray, count: int, others: Sequence[int]) -> str | None:
+        return next(
+            (
+                v
+                for v, counts in per.items()
+                if (counts[windows] > 0).any()
+                and _repeats(
+                    raw[v].to_numpy(dtype=float),
+                    run,
+                    rows(windows[counts[windows] > 0]),
+                    count,
+                    others,
+                )
+            ),
+            None,
+        )
+
+    var = shows(i_short, fewer, range(1, fewer))
+    if var is None or shows(i_full, gpus, (fewer,)) is None:
         return
     one, other = (i_full[-1], i_short[0]) if later else (i_short[-1], i_full[0])
     lo, hi = int(starts[one]), min(n, int(starts[other]) + width)
@@ -928,7 +939,9 @@ def _repeats(
 ) -> bool:
     """Whether, over ``rows``, lines ``count`` apart differ (the median of their differences)
     _CONTRAST times less than lines any of ``others`` apart do (the median of each line's
-    least difference at those lags); lines of different runs are not compared."""
+    least difference at those lags). Only lines that differ from one of the count's lines
+    before are weighed (at idle every GPU may hold the same memory: nothing to tell there);
+    lines of different runs are not compared."""
     rows = rows[rows >= max(count, *others)]
     if rows.size == 0:
         return False
@@ -939,8 +952,10 @@ def _repeats(
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all NaN: no median, no repeat
-        same = np.nanmedian(apart(count))
-        differ = np.nanmedian(np.nanmin(np.stack([apart(lag) for lag in others]), axis=0))
+        told = np.nanmax(np.stack([apart(lag) for lag in range(1, count)]), axis=0) > 0
+        same = np.nanmedian(apart(count)[told])
+        least = np.nanmin(np.stack([apart(lag) for lag in others]), axis=0)
+        differ = np.nanmedian(least[told])
     return bool(differ > 0 and differ > _CONTRAST * same)
 
 
