@@ -245,6 +245,8 @@ def read_telemetry(
           --csv`` run in a loop: a ``device`` column (``card0``...), fields headed with their
           unit, ``Average Graphics Package Power (W)`` or ``Current Socket Graphics Package
           Power (W)``; it prints no times, so ``period`` (the loop's) is required.
+          MI250/MI250X GCD pairs that print their package's power on one GCD only are read
+          per package (see Notes).
         - ``amd-smi``: ``amd-smi metric --csv`` (``socket_power``, ``gfx_activity``,
           ``hotspot``, ``used_vram``) or ``amd-smi monitor --csv`` (``power_usage``, ``gfx``,
           ``gfx_clk``, ``hotspot_temperature``, ``vram_used``), a ``gpu`` column; with
@@ -286,7 +288,9 @@ def read_telemetry(
         power), ``gpus_per_node`` when given, ``conversion_eff`` where an MLPerf power log
         states one; for an nvidia-smi log without ``index``, ``gpus`` (GPUs per poll) and
         ``gpus_from`` (how it was known: ``"given"``, the field whose values repeat, or
-        ``"times"``).
+        ``"times"``); for rocm-smi or amd-smi read per MI200-class package, ``power_per``
+        (``"package"``), ``gcds_per_package`` (2), ``packages`` and ``package_devices``
+        (each channel's two devices).
 
     Raises
     ------
@@ -322,10 +326,23 @@ def read_telemetry(
     the times must agree: each GPU's time goes back no more than clock jumps do. Refused,
     naming ``gpus``: no field repeats and no count gives such polls; fields whose N are
     neither divisors nor multiples of one another; ``gpus`` that is no multiple of a field's
-    N. Refused, naming the lines: memory used repeating every N lines in some windows and every
-    M in others, neither a divisor of the other (the count changes: a GPU lost or added; a
-    change to a divisor, 8 GPUs to 4, is not told from GPUs sharing their memory). A poll cut
-    short at the end of a run is dropped with a warning.
+    N; ``gpus`` a multiple of the count every field shows (16 on 8 GPUs: each GPU's lines would
+    be taken in turn by two channels), naming the count. Refused, naming the lines: memory used
+    repeating every N lines in some windows and every M in others, neither a divisor of the
+    other (the count changes: a GPU lost or added). Refused, naming the line: the count
+    changing to or from a divisor of itself (8 GPUs, then 4), where the windows showing the
+    divisor are one block at the start or end of the log and one field repeats with it line by
+    line there and one with the full count in the rest (a divisor now and then is GPUs sharing
+    a value). A logger restarted mid-poll with no header to mark it (``noheader``) is found
+    where the per-GPU signature shifts phase: the N lines from there differ from the poll
+    before but match the last whole poll before the cut; the count starts again at GPU 0 there,
+    with a warning naming the line. A poll cut short at the end of a run is dropped with a
+    warning.
+
+    rocm-smi and amd-smi list each GCD of an MI250/MI250X package as a device but read the
+    package's power on one of them: the other prints ``N/A (Secondary die)``, 0, or (assumed)
+    the same power. Where every pair of devices 2i, 2i+1 does so in 95 % of the polls, the
+    pair is read as one package, channel ``gpu<i>``, its power once, with a warning.
     """
     path = Path(path)
     # the options first: a wrong one is refused before a byte of the file is read
