@@ -89,6 +89,10 @@ def test_noheader_restart_mid_poll_is_rephased(tmp_path, name, at, k, gap, field
     assert_array_equal(data["channel"].to_numpy(), want["channel"].to_numpy())
     assert_array_equal(data["time"].to_numpy(), want["time"].to_numpy())
     assert_allclose(data["power"], want["power"], atol=PRINTED["nvidia-smi"] + 1e-9)
+    # --gpus N given: the same restart found, the same frame read
+    given, meta, said = _read(path, columns=columns, gpus=gpus)
+    assert meta["gpus_from"] == "given" and [m for m in said if RESTART in m] == restart
+    pd.testing.assert_frame_equal(given, data)
 
 
 def test_noheader_restart_after_a_whole_poll_needs_no_rephasing(tmp_path) -> None:
