@@ -222,6 +222,24 @@ def test_gpus_a_multiple_of_the_count_is_refused_with_the_count(tmp_path, name, 
     assert_array_equal(data["channel"].to_numpy(), _expected(frame)["channel"].to_numpy())
 
 
+def test_gpus_with_near_memory_are_not_counted_as_a_divisor(tmp_path) -> None:
+    # Inferred, not given: 4 GPUs whose memory is near in alternate lines (GPUs 0 and 2 hold
+    # 64,749 and 65,237 MiB, GPUs 1 and 3 62,411 and 61,701: a seed of node_power) differ
+    # less 2 lines apart than 1 or 3 apart, but not nothing, as 4 apart. Before, read as 2
+    # GPUs (each channel two GPUs' lines in turn), in silence; now as 4.
+    power = node_power(500, 4, seed=5)
+    held = np.array([64_749.0, 62_411.0, 65_237.0, 61_701.0])
+    power["memory_used"] = np.where(power["memory_used"] > 4, held[power["gpu"]], 4.0)
+    times = smi_stamps(500, 4, slow=(100, 300), overlap=(200,), seed=5)
+    frame = power.assign(time=times.ravel(), channel="gpu" + power["gpu"].astype(str))
+    path = write(frame.drop(columns="gpu"), tmp_path / "smi.csv", "nvidia-smi", index=False)
+    data, meta, _ = _read(path)
+    assert (meta["gpus"], meta["gpus_from"]) == (4, "memory.used")
+    want = _expected(frame.drop(columns="gpu"))
+    assert_array_equal(data["channel"].to_numpy(), want["channel"].to_numpy())
+    assert_allclose(data["power"], want["power"], atol=PRINTED["nvidia-smi"] + 1e-9)
+
+
 def test_fit_cli_refuses_gpus_a_multiple_of_the_count(tmp_path, capsys) -> None:
     from powermodel.cli import main
 

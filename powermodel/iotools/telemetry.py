@@ -1108,6 +1108,11 @@ def _window_counts(
     widest = np.where(~multiple[None] & near[None], mean[:, None, :], -np.inf).max(axis=2)
     with np.errstate(invalid="ignore"):
         clear = (other > 0) & (other >= _CONTRAST * at)
+        # Lines N apart must match about as well as lines 2N apart: a GPU's own values drift
+        # with time, so at the true count the wider lag differs as much or more. Lines N apart
+        # that differ clearly more than lines 2N apart are GPUs k and k + N of a count 2N with
+        # near values (memory of 64,749 and 65,237 MiB against 62,411 and 61,701 between).
+        clear &= mean[:, count - 1] <= _CONTRAST * mean[:, 2 * count - 1]
         if not steady:
             clear &= mean[:, :1] >= _ADJACENT * widest
     return np.where(clear.any(axis=1), count[np.argmax(clear, axis=1)], 0), starts
