@@ -154,7 +154,7 @@ def _changed(before: int, after: int, at: int, polls: int = 600, seed: int = 0):
 
 @pytest.mark.parametrize(
     ("before", "after", "at"),
-    [(8, 4, 300), (8, 4, 180), (8, 2, 400), (4, 2, 300), (16, 8, 300), (4, 8, 300)],
+    [(8, 4, 300), (8, 4, 180), (8, 4, 480), (8, 2, 400), (4, 2, 300), (16, 8, 300), (4, 8, 300)],
 )
 @pytest.mark.parametrize("given", [False, True])
 def test_gpu_count_changing_to_a_divisor_is_refused_naming_the_line(

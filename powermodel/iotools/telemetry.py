@@ -870,9 +870,10 @@ def _divisor_change(
     GPUs that share a value now and then by the windows (``per``: each field's count in each,
     from :func:`_signature`; a window's count is the least common multiple of its fields'):
     those showing a divisor M of the count and none showing the count itself are one block,
-    two windows or more, at the start or the end of the windows that show a count, and those
-    showing the count are two or more; and line by line in one field (:func:`_repeats`). The
-    line is where the lines M apart in that field stop (or start) differing."""
+    two windows or more (or the log's last or first window alone), at the start or the end of
+    the windows that show a count, and those showing the count are two or more; and line by
+    line in one field (:func:`_repeats`). The line is where the lines M apart in that field
+    stop (or start) differing: the change point of their differences."""
     if not per:
         return
     stack = np.stack(list(per.values()))
@@ -880,12 +881,16 @@ def _divisor_change(
     has = together > 0
     short = has & (together < gpus) & (gpus % np.maximum(together, 1) == 0)
     full = has & (together % gpus == 0)
-    if short.sum() < 2 or full.sum() < 2:
+    if not short.any() or full.sum() < 2:
         return
     i_short, i_full = np.flatnonzero(short), np.flatnonzero(full)
     later = i_short[0] > i_full[-1]  # gpus, then fewer
     if not (later or i_short[-1] < i_full[0]):
         return  # a divisor now and then, among windows of the full count: GPUs sharing a value
+    # one window of the divisor will do where it is the log's last (or first): a part of
+    # fewer GPUs at the end, shorter than two windows, is no less misread
+    if i_short.size < 2 and i_short[0] != (together.size - 1 if later else 0):
+        return
     fewer = int(np.lcm.reduce(together[short]))
     if fewer >= gpus:
         return
@@ -927,18 +932,31 @@ def _divisor_change(
     r = run[lo:hi]
     d = np.full(hi - lo, np.nan)
     d[fewer:] = np.where(r[fewer:] == r[:-fewer], np.abs(x[fewer:] - x[:-fewer]), np.nan)
-    # rows of the window of the full count against rows of the window of the divisor
-    in_full = slice(0, width) if later else slice(hi - lo - width, hi - lo)
-    in_short = slice(hi - lo - width, hi - lo) if later else slice(0, width)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a window of NaN: no threshold
-        tau = 0.5 * (np.nanmedian(d[in_full]) + np.nanmedian(d[in_short]))
-    differ = np.flatnonzero(d > tau)
-    if differ.size == 0:
+    # tau: halfway between what lines M apart differ by in the windows of the full count
+    # (different GPUs) and in those of the divisor (one GPU a poll apart), each the median over
+    # the lines that differ from one of the poll's (none at idle, where every GPU may hold the
+    # same memory), and over all of each side's windows where the field shows a count (the two
+    # next to the change hold lines of both sides)
+    counts = per[var]
+    seen = i_full[counts[i_full] > 0]
+    whole = raw[var].to_numpy(dtype=float)
+    tau = 0.5 * (
+        _lag_median(whole, run, rows(seen if seen.size else i_full), fewer, gpus)
+        + _lag_median(whole, run, rows(i_short[counts[i_short] > 0]), fewer, gpus)
+    )
+    if not np.isfinite(tau):
         at = lo if later else hi - 1
-    else:  # the first line M apart from its match is M after the change
-        at = differ[-1] + 1 - fewer if later else differ[0] - fewer
-        at = lo + int(np.clip(at, 0, hi - lo - 1))
+    else:
+        # The change point of lines M apart differing (over tau) on the full count's side
+        # and matching on the divisor's: the extreme of the running count of lines that
+        # differ less those that match, so a step of every GPU at once (memory allocated: M
+        # lines that differ by 60 GiB) or a few near GPUs on the full side move it by no more
+        # than their lines. The first M lines of a poll of M still differ from the poll of N
+        # before, and the first M of a poll of N still match the poll of M before: the
+        # change is M lines before the extreme's end.
+        excess = np.cumsum(np.nan_to_num(np.sign(d - tau), nan=0.0))
+        end = int(np.argmax(excess) if later else np.argmin(excess)) + 1
+        at = lo + int(np.clip(end - fewer, 0, hi - lo - 1))
     line = int(raw["line"].iloc[at])
     then, now = (gpus, fewer) if later else (fewer, gpus)
     raise DataFileError(
@@ -974,6 +992,22 @@ def _repeats(
         least = np.nanmin(np.stack([apart(lag) for lag in others]), axis=0)
         differ = np.nanmedian(least[told])
     return bool(differ > 0 and differ > _CONTRAST * same)
+
+
+def _lag_median(x: np.ndarray, run: np.ndarray, rows: np.ndarray, lag: int, gpus: int) -> float:
+    """The median over ``rows`` of the difference between lines ``lag`` apart, among the lines
+    that differ from one of the ``gpus`` - 1 lines before them (NaN where none does)."""
+    rows = rows[rows >= gpus]
+    if rows.size == 0:
+        return np.nan
+
+    def apart(k: int) -> np.ndarray:
+        return np.where(run[rows] == run[rows - k], np.abs(x[rows] - x[rows - k]), np.nan)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all NaN: no median
+        told = np.nanmax(np.stack([apart(k) for k in range(1, gpus)]), axis=0) > 0
+        return float(np.nanmedian(apart(lag)[told])) if told.any() else np.nan
 
 
 def _restarts(
