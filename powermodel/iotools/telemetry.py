@@ -318,7 +318,8 @@ def read_telemetry(
     new run) is GPU k mod N, and each sample keeps its own stamp. N is ``gpus`` when given,
     else inferred from the per-GPU signature: the smallest N for which a field's values
     (memory used, temperature, idle power and clock levels, in that order) differ little
-    between lines N and 2N apart and clearly more at every other lag, in the windows of the
+    between lines N and 2N apart (those N apart no more than three times those 2N apart) and
+    clearly more at every other lag, in the windows of the
     file where they differ at all (power must also differ between adjacent lines: a periodic
     workload repeats too); the steadiest field found decides. Without a signature, N is the
     smallest count whose polls start at regular times and are short beside the time between
