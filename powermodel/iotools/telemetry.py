@@ -128,8 +128,9 @@ _PROMETHEUS = re.compile(
     r"(?P<value>\S+)(?:\s+(?P<stamp>-?\d+))?\s*$"
 )
 _NUMBER = r"^(?P<number>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-z%°]*)$"
-# Readings a tool prints when it has none (nvidia-smi: [N/A], [Not Supported], [GPU is lost]…)
-_MISSING = r"^(?:\[.*\]|N/A|NaN|nan|)$"
+# Readings a tool prints when it has none (nvidia-smi: [N/A], [Not Supported], [GPU is lost]…;
+# rocm-smi: N/A, "N/A (Secondary die)" for an MI200 package's second GCD [S, rocm_smi_mi200])
+_MISSING = r"^(?:\[.*\]|N/A(?: \([^)]*\))?|NaN|nan|)$"
 _MLLOG = ":::MLLOG"  # the tag of MLPerf's log lines (mlperf_logging's mllog)
 _FLOAT = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 
@@ -194,6 +195,11 @@ _AMD_FIELDS = {
     "temperature": (("hotspot_temperature", _CELSIUS), ("hotspot", _CELSIUS)),
     "memory_used": (("used_vram", _MIB), ("vram_used", _MIB)),
 }
+# MI200-class devices are read in pairs (one package) when, in every pair, one of the two reads
+# nothing (or the same power) in this share of the polls, out of this many at least [A]: a real
+# second GPU reads its own power, and a lone [N/A] now and then is a missed reading.
+_PAIRED = 0.95
+_MIN_PAIRED_POLLS = 5
 OPTIONAL = ("utilization", "sm_clock", "temperature", "memory_used")
 # The fields whose repeating per-GPU values tell the GPUs of a log without index apart, the
 # steadiest first: the memory a GPU holds, its temperature, its idle power level. Utilisation
@@ -239,6 +245,8 @@ def read_telemetry(
           --csv`` run in a loop: a ``device`` column (``card0``...), fields headed with their
           unit, ``Average Graphics Package Power (W)`` or ``Current Socket Graphics Package
           Power (W)``; it prints no times, so ``period`` (the loop's) is required.
+          MI250/MI250X GCD pairs that print their package's power on one GCD only are read
+          per package (see Notes).
         - ``amd-smi``: ``amd-smi metric --csv`` (``socket_power``, ``gfx_activity``,
           ``hotspot``, ``used_vram``) or ``amd-smi monitor --csv`` (``power_usage``, ``gfx``,
           ``gfx_clk``, ``hotspot_temperature``, ``vram_used``), a ``gpu`` column; with
@@ -280,7 +288,9 @@ def read_telemetry(
         power), ``gpus_per_node`` when given, ``conversion_eff`` where an MLPerf power log
         states one; for an nvidia-smi log without ``index``, ``gpus`` (GPUs per poll) and
         ``gpus_from`` (how it was known: ``"given"``, the field whose values repeat, or
-        ``"times"``).
+        ``"times"``); for rocm-smi or amd-smi read per MI200-class package, ``power_per``
+        (``"package"``), ``gcds_per_package`` (2), ``packages`` and ``package_devices``
+        (each channel's two devices).
 
     Raises
     ------
@@ -308,7 +318,8 @@ def read_telemetry(
     new run) is GPU k mod N, and each sample keeps its own stamp. N is ``gpus`` when given,
     else inferred from the per-GPU signature: the smallest N for which a field's values
     (memory used, temperature, idle power and clock levels, in that order) differ little
-    between lines N and 2N apart and clearly more at every other lag, in the windows of the
+    between lines N and 2N apart (those N apart no more than three times those 2N apart) and
+    clearly more at every other lag, in the windows of the
     file where they differ at all (power must also differ between adjacent lines: a periodic
     workload repeats too); the steadiest field found decides. Without a signature, N is the
     smallest count whose polls start at regular times and are short beside the time between
@@ -316,10 +327,23 @@ def read_telemetry(
     the times must agree: each GPU's time goes back no more than clock jumps do. Refused,
     naming ``gpus``: no field repeats and no count gives such polls; fields whose N are
     neither divisors nor multiples of one another; ``gpus`` that is no multiple of a field's
-    N. Refused, naming the lines: memory used repeating every N lines in some windows and every
-    M in others, neither a divisor of the other (the count changes: a GPU lost or added; a
-    change to a divisor, 8 GPUs to 4, is not told from GPUs sharing their memory). A poll cut
-    short at the end of a run is dropped with a warning.
+    N; ``gpus`` a multiple of the count every field shows (16 on 8 GPUs: each GPU's lines would
+    be taken in turn by two channels), naming the count. Refused, naming the lines: memory used
+    repeating every N lines in some windows and every M in others, neither a divisor of the
+    other (the count changes: a GPU lost or added). Refused, naming the line: the count
+    changing to or from a divisor of itself (8 GPUs, then 4), where the windows showing the
+    divisor are one block at the start or end of the log and one field repeats with it line by
+    line there and one with the full count in the rest (a divisor now and then is GPUs sharing
+    a value). A logger restarted mid-poll with no header to mark it (``noheader``) is found
+    where the per-GPU signature shifts phase: the N lines from there differ from the poll
+    before but match the last whole poll before the cut; the count starts again at GPU 0 there,
+    with a warning naming the line. A poll cut short at the end of a run is dropped with a
+    warning.
+
+    rocm-smi and amd-smi list each GCD of an MI250/MI250X package as a device but read the
+    package's power on one of them: the other prints ``N/A (Secondary die)``, 0, or (assumed)
+    the same power. Where every pair of devices 2i, 2i+1 does so in 95 % of the polls, the
+    pair is read as one package, channel ``gpu<i>``, its power once, with a warning.
     """
     path = Path(path)
     # the options first: a wrong one is refused before a byte of the file is read
@@ -710,7 +734,7 @@ def _polls(
     size = np.diff(np.r_[start, len(run)])
     place = np.arange(len(run)) - np.repeat(start, size)
     largest = min(_MAX_NODE_GPUS, int(size.max()))
-    found = _signature(raw, run, path)
+    found, per, starts = _signature(raw, run, path)
     fix = (
         "give the GPUs per poll, --gpus N (gpus=N), or record with "
         "--query-gpu=timestamp,index,... so each line names its GPU"
@@ -726,6 +750,17 @@ def _polls(
             raise DataFileError(
                 f"{path}: --gpus {gpus} does not fit the log: {_SIGNATURE[field]} "
                 f"repeats every {found[field]} lines, one per GPU; give --gpus {found[field]}"
+            )
+        shown = int(np.lcm.reduce(list(found.values()))) if found else gpus
+        if shown < gpus:
+            # Every field repeats at a divisor of the count given: read with it, GPU k and
+            # GPU k + shown would be one GPU's samples taken in turn (half its rate each).
+            said = ", ".join(f"{_SIGNATURE[v]} every {n} lines" for v, n in found.items())
+            raise DataFileError(
+                f"{path}: --gpus {gpus} is {gpus // shown} times the {shown} GPUs the log "
+                f"shows ({said}, throughout): read with {gpus}, each GPU's lines would be "
+                f"split over {gpus // shown} channels; give --gpus {shown}, or record with "
+                "--query-gpu=timestamp,index,... if the node has more GPUs than its fields tell"
             )
         source = "given"
     elif found:
@@ -747,6 +782,11 @@ def _polls(
                 f"GPUs gives regular polls whose lines come close together; {fix}"
             )
         gpus, source = regular, "times"
+    _divisor_change(raw, run, per, starts, gpus, found, path)
+    run = _restarts(raw, run, gpus, found, log)
+    start = np.r_[0, np.flatnonzero(np.diff(run)) + 1]
+    size = np.diff(np.r_[start, len(run)])
+    place = np.arange(len(run)) - np.repeat(start, size)
     back = _backward(t, run, gpus)
     if back > _MAX_JUMPS * gpus:
         said = "given" if source == "given" else f"from {source}"
@@ -766,8 +806,11 @@ def _polls(
     return raw.assign(channel=np.char.add("gpu", (place[complete] % gpus).astype(str)))
 
 
-def _signature(raw: pd.DataFrame, run: np.ndarray, path: Path) -> dict[str, int]:
-    """Each field whose values repeat with the GPUs, and every how many lines, steadiest first.
+def _signature(
+    raw: pd.DataFrame, run: np.ndarray, path: Path
+) -> tuple[dict[str, int], dict[str, np.ndarray], np.ndarray]:
+    """Each field whose values repeat with the GPUs, and every how many lines, steadiest first;
+    each field's count in each window (0: none), and each window's first row.
 
     Each field is searched in windows spread over the file (:func:`_window_counts`). A window
     where some GPUs share a value (idle memory) finds a divisor of the count: a field's count is
@@ -775,13 +818,15 @@ def _signature(raw: pd.DataFrame, run: np.ndarray, path: Path) -> dict[str, int]
     the windows or more. The memory the GPUs hold repeats with their count and nothing else, so
     it repeating every N lines in some windows and every M, neither a divisor of the other, in
     others (two windows each at least) is a count that changes within the file: refused."""
-    found = {}
+    found, per = {}, {}
+    starts = np.zeros(0, dtype=np.int64)
     for var in _SIGNATURE:  # three fields at most, each searched with whole-array operations
         if var not in raw:
             continue
         counts, starts = _window_counts(raw[var].to_numpy(dtype=float), run, var == "memory_used")
         if var == "memory_used":
             _one_count(counts, raw["line"].to_numpy()[starts], path)
+        per[var] = counts  # the windows are the same rows for every field (of the lines alone)
         windows, counts = counts.size, counts[counts > 0]
         # An eighth of the windows at least: a field without a signature clears the contrast
         # in a window now and then by chance, a start-up's idle minutes fill several.
@@ -790,7 +835,7 @@ def _signature(raw: pd.DataFrame, run: np.ndarray, path: Path) -> dict[str, int]
             agree = (values[:, None] % counts[None, :] == 0).sum(axis=1)
             if 3 * agree.max() >= 2 * counts.size:
                 found[var] = int(values[np.argmax(agree)])
-    return found
+    return found, per, starts
 
 
 def _one_count(counts: np.ndarray, lines: np.ndarray, path: Path) -> None:
@@ -809,6 +854,261 @@ def _one_count(counts: np.ndarray, lines: np.ndarray, path: Path) -> None:
             "added); split the file where the count changes, or record with "
             "--query-gpu=timestamp,index,... so each line names its GPU"
         )
+
+
+def _divisor_change(
+    raw: pd.DataFrame,
+    run: np.ndarray,
+    per: dict[str, np.ndarray],
+    starts: np.ndarray,
+    gpus: int,
+    found: dict[str, int],
+    path: Path,
+) -> None:
+    """Refuse a log whose GPUs per poll change to (or from) a divisor of ``gpus`` (8 GPUs, then
+    4: a GPU off the bus or the node re-configured). Read with 8, each later GPU's lines would
+    be split over two channels, in silence: every field still repeats every 8 lines. Told from
+    GPUs that share a value now and then by the windows (``per``: each field's count in each,
+    from :func:`_signature`; a window's count is the least common multiple of its fields'):
+    those showing a divisor M of the count and none showing the count itself are one block,
+    two windows or more (or the log's last or first window alone), at the start or the end of
+    the windows that show a count, and those showing the count are two or more; and line by
+    line in one field (:func:`_repeats`). The line is where the lines M apart in that field
+    stop (or start) differing: the change point of their differences."""
+    if not per:
+        return
+    stack = np.stack(list(per.values()))
+    together = np.lcm.reduce(np.where(stack > 0, stack, 1), axis=0) * (stack > 0).any(axis=0)
+    has = together > 0
+    short = has & (together < gpus) & (gpus % np.maximum(together, 1) == 0)
+    full = has & (together % gpus == 0)
+    if not short.any() or full.sum() < 2:
+        return
+    i_short, i_full = np.flatnonzero(short), np.flatnonzero(full)
+    later = i_short[0] > i_full[-1]  # gpus, then fewer
+    if not (later or i_short[-1] < i_full[0]):
+        return  # a divisor now and then, among windows of the full count: GPUs sharing a value
+    # one window of the divisor will do where it is the log's last (or first): a part of
+    # fewer GPUs at the end, shorter than two windows, is no less misread
+    if i_short.size < 2 and i_short[0] != (together.size - 1 if later else 0):
+        return
+    fewer = int(np.lcm.reduce(together[short]))
+    if fewer >= gpus:
+        return
+    n = len(run)
+    width = min(n, _WINDOW_POLLS * min(2 * _MAX_NODE_GPUS, n // 4))
+    # Confirmed line by line, by medians (a window's trimmed mean can show a divisor where
+    # most of its lines are alike, as at idle with the little memory every GPU holds): in the
+    # windows of the divisor M, lines M apart match and lines fewer apart differ; in those
+    # of the count N, lines M apart differ and lines N apart match.
+
+    def rows(windows: np.ndarray) -> np.ndarray:
+        return np.unique((starts[windows][:, None] + np.arange(width)).ravel())
+
+    # each field on the windows where it shows a count of its own (memory says nothing at
+    # idle, power nothing in training): one shows the divisor there, one the count here
+    def shows(windows: np.ndarray, count: int, others: Sequence[int]) -> str | None:
+        return next(
+            (
+                v
+                for v, counts in per.items()
+                if (counts[windows] > 0).any()
+                and _repeats(
+                    raw[v].to_numpy(dtype=float),
+                    run,
+                    rows(windows[counts[windows] > 0]),
+                    count,
+                    others,
+                )
+            ),
+            None,
+        )
+
+    var = shows(i_short, fewer, range(1, fewer))
+    if var is None or shows(i_full, gpus, (fewer,)) is None:
+        return
+    one, other = (i_full[-1], i_short[0]) if later else (i_short[-1], i_full[0])
+    lo, hi = int(starts[one]), min(n, int(starts[other]) + width)
+    x = raw[var].to_numpy(dtype=float)[lo:hi]
+    r = run[lo:hi]
+    d = np.full(hi - lo, np.nan)
+    d[fewer:] = np.where(r[fewer:] == r[:-fewer], np.abs(x[fewer:] - x[:-fewer]), np.nan)
+    # tau: halfway between what lines M apart differ by in the windows of the full count
+    # (different GPUs) and in those of the divisor (one GPU a poll apart), each the median over
+    # the lines that differ from one of the poll's (none at idle, where every GPU may hold the
+    # same memory), and over all of each side's windows where the field shows a count (the two
+    # next to the change hold lines of both sides)
+    counts = per[var]
+    seen = i_full[counts[i_full] > 0]
+    whole = raw[var].to_numpy(dtype=float)
+    tau = 0.5 * (
+        _lag_median(whole, run, rows(seen if seen.size else i_full), fewer, gpus)
+        + _lag_median(whole, run, rows(i_short[counts[i_short] > 0]), fewer, gpus)
+    )
+    if not np.isfinite(tau):
+        at = lo if later else hi - 1
+    else:
+        # The change point of lines M apart differing (over tau) on the full count's side
+        # and matching on the divisor's: the extreme of the running count of lines that
+        # differ less those that match, so a step of every GPU at once (memory allocated: M
+        # lines that differ by 60 GiB) or a few near GPUs on the full side move it by no more
+        # than their lines. The first M lines of a poll of M still differ from the poll of N
+        # before, and the first M of a poll of N still match the poll of M before: the
+        # change is M lines before the extreme's end.
+        excess = np.cumsum(np.nan_to_num(np.sign(d - tau), nan=0.0))
+        end = int(np.argmax(excess) if later else np.argmin(excess)) + 1
+        at = lo + int(np.clip(end - fewer, 0, hi - lo - 1))
+    line = int(raw["line"].iloc[at])
+    then, now = (gpus, fewer) if later else (fewer, gpus)
+    raise DataFileError(
+        f"{path}: line {line}: the GPUs per poll change from {then} to {now} here "
+        f"({_SIGNATURE[var]} repeats every {then} lines before this line and every {now} from "
+        f"it: a GPU lost, the node re-configured); read with {gpus}, each "
+        f"GPU's lines of the {fewer}-GPU part would be split over {gpus // fewer} channels. "
+        f"Split the file at line {line} and read each part, or record with "
+        "--query-gpu=timestamp,index,... so each line names its GPU"
+    )
+
+
+def _repeats(
+    x: np.ndarray, run: np.ndarray, rows: np.ndarray, count: int, others: Sequence[int]
+) -> bool:
+    """Whether, over ``rows``, lines ``count`` apart differ (the median of their differences)
+    _CONTRAST times less than lines any of ``others`` apart do (the median of each line's
+    least difference at those lags). Only lines that differ from one of the count's lines
+    before are weighed (at idle every GPU may hold the same memory: nothing to tell there);
+    lines of different runs are not compared."""
+    rows = rows[rows >= max(count, *others)]
+    if rows.size == 0:
+        return False
+
+    def apart(lag: int) -> np.ndarray:
+        d = np.abs(x[rows] - x[rows - lag])
+        return np.where(run[rows] == run[rows - lag], d, np.nan)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all NaN: no median, no repeat
+        told = np.nanmax(np.stack([apart(lag) for lag in range(1, count)]), axis=0) > 0
+        same = np.nanmedian(apart(count)[told])
+        least = np.nanmin(np.stack([apart(lag) for lag in others]), axis=0)
+        differ = np.nanmedian(least[told])
+    return bool(differ > 0 and differ > _CONTRAST * same)
+
+
+def _lag_median(x: np.ndarray, run: np.ndarray, rows: np.ndarray, lag: int, gpus: int) -> float:
+    """The median over ``rows`` of the difference between lines ``lag`` apart, among the lines
+    that differ from one of the ``gpus`` - 1 lines before them (NaN where none does)."""
+    rows = rows[rows >= gpus]
+    if rows.size == 0:
+        return np.nan
+
+    def apart(k: int) -> np.ndarray:
+        return np.where(run[rows] == run[rows - k], np.abs(x[rows] - x[rows - k]), np.nan)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all NaN: no median
+        told = np.nanmax(np.stack([apart(k) for k in range(1, gpus)]), axis=0) > 0
+        return float(np.nanmedian(apart(lag)[told])) if told.any() else np.nan
+
+
+def _restarts(
+    raw: pd.DataFrame, run: np.ndarray, gpus: int, found: dict[str, int], log: list
+) -> np.ndarray:
+    """``run`` with a new run from each line where the logger restarted mid-poll with no
+    header to mark it (``noheader``): the old process killed after k of a poll's N lines, the
+    new one starting again at GPU 0. Read as line k is GPU k mod N, every later line lands
+    on another GPU's channel. Found by the per-GPU signature shifting phase there
+    (:func:`_phase_shifts`), in each field whose count divides N, steadiest first."""
+    if gpus < 2 or len(run) < 4 * gpus:
+        return run
+    t = raw["time"].to_numpy().astype(np.int64)
+    lines = raw["line"].to_numpy()
+    at, cut, by = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), []
+    for var, count in found.items():
+        if gpus % count:
+            continue
+        hits, ks = _phase_shifts(raw[var].to_numpy(dtype=float), run, gpus)
+        # the same restart seen in another field (within a poll of one found) is kept once
+        if at.size:
+            near = np.abs(hits[:, None] - at[None, :]).min(axis=1) < gpus
+            hits, ks = hits[~near], ks[~near]
+        at, cut = np.r_[at, hits], np.r_[cut, ks]
+        by += [_SIGNATURE[var]] * hits.size
+    if at.size == 0:
+        return run
+    order = np.argsort(at)
+    at, cut, by = at[order], cut[order], [by[i] for i in order]
+    for i, k, field in list(zip(at, cut, by, strict=True))[:_LISTED]:
+        log.append(
+            f"line {lines[i]}: the per-GPU signature ({field}) shifts by {k} line(s) there: "
+            f"the logger restarted after {k} of the {gpus} lines of a poll with no header to "
+            f"mark it (noheader), {(t[i] - t[i - 1]) / 1e9:g} s after the line before; counted "
+            "from GPU 0 again from that line"
+        )
+    if at.size > _LISTED:
+        log.append(f"{at.size - _LISTED} more restart(s) without a header found and re-phased")
+    flags = np.zeros(len(run), dtype=np.int64)
+    flags[at] = 1
+    return run + np.cumsum(flags)
+
+
+def _phase_shifts(x: np.ndarray, run: np.ndarray, gpus: int) -> tuple[np.ndarray, np.ndarray]:
+    """Lines r where a new run of N = ``gpus`` lines per poll starts after k (1 ≤ k < N) lines
+    of a cut poll, and each k: the N lines from r differ from those a poll (N lines) before,
+    but match those N + k before (the same GPUs in the last whole poll), while the polls
+    before and after r match their previous ones. Each as a sum over the N lines, beyond
+    _CONTRAST times the others and the field's typical sum; and half the N lines (two at
+    least) each so. A step of every GPU at once (memory allocated) differs at both lags, a
+    periodic workload too (the GPUs swing together): neither is a restart."""
+    n = len(x)
+
+    def diff(lag: int) -> np.ndarray:
+        d = np.full(n, np.nan)
+        if lag < n:
+            d[lag:] = np.where(run[lag:] == run[:-lag], np.abs(x[lag:] - x[:-lag]), np.nan)
+        return d
+
+    def window(d: np.ndarray) -> np.ndarray:  # the sum of d over the N lines from each line
+        s = np.full(n, np.nan)
+        m = n - gpus + 1
+        total = np.r_[0.0, np.cumsum(np.nan_to_num(d, nan=0.0))]
+        holes = np.r_[0, np.cumsum(np.isnan(d))]
+        s[:m] = np.where(holes[gpus:] - holes[:m] == 0, total[gpus:] - total[:m], np.nan)
+        return s
+
+    d_n = diff(gpus)
+    s_n = window(d_n)
+    best, cut = np.full(n, np.inf), np.zeros(n, dtype=np.int64)
+    for k in range(1, gpus):  # each cut length (at most 63), over all lines
+        s_k = window(diff(gpus + k))
+        better = s_k < best
+        best, cut = np.where(better, s_k, best), np.where(better, k, cut)
+    before = np.r_[np.full(gpus, np.nan), s_n[:-gpus]]
+    after = np.r_[s_n[gpus:], np.full(gpus, np.nan)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        typical = np.nanmedian(s_n) if np.isfinite(s_n).any() else np.inf
+        hit = (
+            (s_n > _CONTRAST * best)
+            & (s_n > _CONTRAST * before)
+            & (s_n > _CONTRAST * after)
+            & (s_n > _CONTRAST * typical)
+        )
+    at = np.flatnonzero(hit)
+    if at.size:
+        rows = at[:, None] + np.arange(gpus)
+        ks = cut[at]
+        d_k = np.abs(x[rows] - x[rows - gpus - ks[:, None]])
+        each = ((d_n[rows] > _CONTRAST * d_k) & (d_n[rows] > 0)).sum(axis=1)
+        at = at[each >= max(2, -(-gpus // 2))]
+    if at.size == 0:
+        return at, at
+    # one restart per cluster of lines under a poll apart: the one whose poll differs most
+    # (the first on a tie)
+    group = np.cumsum(np.r_[True, np.diff(at) >= gpus])
+    pick = pd.Series(s_n[at]).groupby(group).idxmax().to_numpy()
+    at = at[pick]
+    return at, cut[at]
 
 
 def _window_counts(
@@ -843,6 +1143,11 @@ def _window_counts(
     widest = np.where(~multiple[None] & near[None], mean[:, None, :], -np.inf).max(axis=2)
     with np.errstate(invalid="ignore"):
         clear = (other > 0) & (other >= _CONTRAST * at)
+        # Lines N apart must match about as well as lines 2N apart: a GPU's own values drift
+        # with time, so at the true count the wider lag differs as much or more. Lines N apart
+        # that differ clearly more than lines 2N apart are GPUs k and k + N of a count 2N with
+        # near values (memory of 64,749 and 65,237 MiB against 62,411 and 61,701 between).
+        clear &= mean[:, count - 1] <= _CONTRAST * mean[:, 2 * count - 1]
         if not steady:
             clear &= mean[:, :1] >= _ADJACENT * widest
     return np.where(clear.any(axis=1), count[np.argmax(clear, axis=1)], 0), starts
@@ -1160,6 +1465,84 @@ def _device_csv(
         raise DataFileError(
             f"{path}: no power field among {', '.join(header)}: record {wanted} ({format} {how})"
         )
+    return _packages(pd.DataFrame(out), format, log, meta)
+
+
+def _packages(raw: pd.DataFrame, format: str, log: list, meta: dict) -> pd.DataFrame:
+    """Devices read as MI200-class packages where their power says so, else ``raw`` as it is.
+
+    An MI250 or MI250X OAM package holds two GCDs, and rocm-smi and amd-smi list each GCD as a
+    device, but the package's power is read on one of them: rocm-smi 6.0.2 and later print
+    ``N/A (Secondary die)`` on the other and the package's whole power ("primary + secondary")
+    on the primary, "usually one above or below the secondary" [S, rocm_smi_mi200]; the
+    driver's hwmon reads 0 W there [S, amdgpu_mi200_power], which tools that read hwmon print;
+    a tool that prints the package's power on both is assumed too [A]. Read per device, the
+    secondary is a GPU drawing nothing (the running level halved), or the package counted
+    twice. So devices 2i and 2i+1 are taken as one package when, in every pair and in
+    _PAIRED of the polls where either reads, one of them reads nothing (N/A or 0) and the
+    other a power, or both the same power in _PAIRED of the polls where the power changes
+    (ten at least: two GPUs idling steadily may print the same watts). Each package is a
+    channel ``gpu<i>``: its power the reading one (once), its utilisation and clock the two
+    GCDs' mean, its memory their sum, its temperature the hotter."""
+    gpu = raw["channel"].str.slice(3).astype(np.int64).to_numpy()
+    ids = np.unique(gpu)
+    if ids.size < 2 or ids.size % 2 or ids[-1] != ids.size - 1:
+        return raw
+    t = raw["time"].to_numpy().astype(np.int64)
+    frame = raw.assign(_t=t, _package=gpu // 2, _die=gpu % 2)
+    frame = frame[~frame.duplicated(["_t", "_package", "_die"])]
+    wide = frame.set_index(["_package", "_t", "_die"])["power"].unstack("_die")
+    if wide.shape[1] != 2:
+        return raw
+    a, b = wide[0].to_numpy(dtype=float), wide[1].to_numpy(dtype=float)
+    quiet_a, quiet_b = ~(a > 0), ~(b > 0)  # N/A (NaN) or 0
+    package = wide.index.get_level_values("_package").to_numpy()
+    either = ~(quiet_a & quiet_b)
+    one = either & (quiet_a ^ quiet_b)
+    # the same power on both, where the package's power moved since the pair's last poll
+    moved = np.r_[False, (np.diff(np.nan_to_num(a)) != 0) & (package[1:] == package[:-1])]
+    same = moved & ~quiet_a & (a == b)
+    per = pd.DataFrame(
+        {"either": either, "one": one, "moved": moved & ~quiet_a, "same": same}
+    ).groupby(package)
+    total = per.sum()
+    alone = total["one"] >= _PAIRED * np.maximum(total["either"], 1)
+    twice = (total["moved"] >= 10) & (total["same"] >= _PAIRED * np.maximum(total["moved"], 1))
+    paired = (alone | twice) & (total["either"] >= _MIN_PAIRED_POLLS)
+    if not paired.all():
+        return raw
+    what = "N/A or 0" if alone.all() else "the same power" if twice.all() else "N/A, 0 or the same"
+    optional = [c for c in OPTIONAL if c in frame]
+    group = frame.groupby(["_package", "_t"], sort=False)
+    power = group["power"].max().to_numpy()  # the reading GCD's: the other reads less or NaN
+    out = {
+        "line": group["line"].min().to_numpy(),
+        "time": group["time"].first().to_numpy(),
+        "channel": np.char.add("gpu", group["_package"].first().to_numpy().astype(str)),
+        "power": np.where(power > 0, power, np.nan),  # a package reading 0 read nothing
+    }
+    how = {"utilization": "mean", "sm_clock": "mean", "temperature": "max", "memory_used": "sum"}
+    for var in optional:
+        if how[var] == "sum":
+            out[var] = group[var].sum(min_count=1).to_numpy()
+        else:
+            out[var] = getattr(group[var], how[var])().to_numpy()
+    packages = ids.size // 2
+    meta.update(
+        power_per="package",
+        gcds_per_package=2,
+        packages=packages,
+        package_devices={f"gpu{i}": [2 * i, 2 * i + 1] for i in range(packages)},
+    )
+    hit, of = ("one", "either") if alone.all() else ("same", "moved")
+    share = total[hit].sum() / max(total[of].sum(), 1)
+    log.append(
+        f"{format}: the {ids.size} devices report power in pairs, one of each pair {what} in "
+        f"{share:.0%} of the polls (MI200-class, MI250/MI250X: two GCDs per OAM package, the "
+        f"package's power on one): read as {packages} packages, gpu<i> = devices 2i and "
+        "2i+1, each package's power once (the other's N/A or 0 is no idle GPU); utilisation "
+        "and clock the mean of the two GCDs, memory the sum, temperature the hotter"
+    )
     return pd.DataFrame(out)
 
 
