@@ -1773,7 +1773,9 @@ def _finish(
     step = float(np.median(list(steps.values())))
     if not np.isfinite(step):
         raise DataFileError(f"{path}: no channel has two samples: no sampling period")
-    _coverage(raw, steps, kind, log, gpus_per_node)
+    _coverage(
+        raw, steps, kind, log, gpus_per_node, meta.get("gpus") if "gpus_from" in meta else None
+    )
     columns = ["time", "channel", "power"] + [c for c in OPTIONAL if c in raw]
     data = raw[columns].reset_index(drop=True)
     data["channel"] = data["channel"].astype(object)
@@ -1885,14 +1887,23 @@ def _steps(raw: pd.DataFrame) -> dict:
     return d.groupby(channel[1:]).median().reindex(pd.unique(channel)).to_dict()
 
 
-def _coverage(raw: pd.DataFrame, steps: dict, kind: str, log: list, gpus_per_node) -> None:
-    """Report channels that start late, stop early or leave gaps, and GPUs absent."""
+def _coverage(
+    raw: pd.DataFrame, steps: dict, kind: str, log: list, gpus_per_node, poll: int | None = None
+) -> None:
+    """Report channels that start late, stop early or leave gaps, and GPUs absent; ``poll``
+    the GPUs of a log read by count (its polls' lines, one a GPU: a GPU with a reading in the
+    first or last poll is there from the start or to the end, however far a slow poll spread
+    that poll's stamps)."""
     t = raw["time"]
     span = t.groupby(raw["channel"]).agg(["min", "max", "size"])
     line = raw["line"].groupby(raw["channel"]).agg(["first", "last"])
     step = pd.to_timedelta(pd.Series(steps).fillna(0), unit="s")
     late = span["min"] - t.min() > _LATE * step
     early = t.max() - span["max"] > _LATE * step
+    if poll:
+        numbers = np.sort(raw["line"].unique())
+        late &= ~line["first"].isin(numbers[:poll])
+        early &= ~line["last"].isin(numbers[-poll:])
     # One message per channel, the first few: a file of thousands would flood the log.
     for name in span.index[late][:_LISTED]:
         log.append(
