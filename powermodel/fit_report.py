@@ -411,9 +411,10 @@ def fresh_run(
             "simulation.duration": _seconds(duration),
             "simulation.dt": _seconds(plant / k),
             # the trace's own date and time of day: the site's weather then, not the preset's
-            "simulation.start": pd.Timestamp(
+            "simulation.start": pd.Timestamp(  # to the microsecond a datetime holds
                 result.start + np.timedelta64(round(shift * 1e9), "ns")
             )
+            .floor("us")
             .to_pydatetime()
             .isoformat(),
         },

@@ -300,3 +300,16 @@ def test_a_slow_last_poll_drops_no_gpu(tmp_path):
     assert meta["gpus"] == gpus
     assert not [w for w in caught if "dropped out" in str(w.message)]
     # (a GPU that stops for good is still said to: tests/test_telemetry.py's gpu2)
+
+
+def test_a_fit_warns_only_in_its_own_words(folder):
+    # every warning a fit gives is the reader's or the fit's, in words: pandas' "Discarding
+    # nonzero nanoseconds in conversion" reached the command line from the prediction's start
+    log = folder / "words.csv"
+    _node_log(log, 2, 230.0, 17.0, 50, 0.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit_trace(log, folder / "words.toml", holdout=0.5)
+    assert all(issubclass(w.category, TelemetryWarning) for w in caught), [
+        str(w.message)[:80] for w in caught if not issubclass(w.category, TelemetryWarning)
+    ]
