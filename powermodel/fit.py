@@ -766,13 +766,17 @@ def _held_in_running(x: np.ndarray, t_run: float, period: float, window: float) 
     if np.count_nonzero(band) < 2 * MIN_SAMPLES:
         return t_run
     t_up = _otsu(x[band])
-    lo, hi = np.median(x[band & (x < t_up)]), np.median(x[x >= t_up])
+    lower, upper = band & (x < t_up), x >= t_up
+    if min(np.count_nonzero(lower), np.count_nonzero(upper)) < MIN_SAMPLES:
+        return t_run
+    lo, hi = np.median(x[lower]), np.median(x[upper])
     sigma = _noise(x, band)
     apart = hi - lo > max(10.0 * sigma, 0.05 * abs(hi))
     middle = band & (x > lo + 0.25 * (hi - lo)) & (x < hi - 0.25 * (hi - lo))
     if not (apart and np.count_nonzero(middle) < EDGE_SHARE * np.count_nonzero(band)):
         return t_run
-    labels = np.where(x >= t_up, HIGH, LOW).astype(np.int8)
+    # the dips within the band alone: below it (idle, a start-up) is no part of the question
+    labels = np.where(upper | ~band, HIGH, LOW).astype(np.int8)
     start, length, label = _runs(labels)
     inner = np.zeros(label.size, bool)
     inner[1:-1] = label[1:-1] == LOW
