@@ -805,9 +805,11 @@ def _trough_level(x: np.ndarray, labels: np.ndarray, high: float, window: float)
     start, length, high_run = _runs((labels == HIGH).astype(np.int8))  # any level below: a dip
     dip = np.zeros(high_run.size, bool)
     dip[1:-1] = high_run[1:-1] == 0
-    cycle = np.median(np.diff(start[dip])) if dip.sum() >= 3 else np.nan
+    if dip.sum() < 3:
+        return np.nan
+    cycle = np.median(np.diff(start[dip]))
     lengths = length[dip].astype(float)
-    if dip.sum() < 3 or not cycle < 5 * np.median(lengths):
+    if not cycle < 5 * np.median(lengths):
         return np.nan
     level = float(np.median(x[np.repeat(dip, length)]))
     if np.median(lengths) >= LONG_DIP * max(window, 1.0) and (
@@ -1259,16 +1261,15 @@ def _stands_out_inside(
     origin: np.ndarray,
     step: float,
     response: StepResponse,
-    found: dict,
+    noise: float,
 ) -> bool:
     """Whether the samples a step from their spells' ends (:func:`_interior`) are enough to
-    fold and show the step too: a swing made of the spells' own rise and fall does not."""
+    fold and show the step too, out of the ``noise`` [W]: a swing made of the spells' own
+    rise and fall does not."""
     if t.size < 4 * FOLD_BINS:
         return False
     profile, counts, _ = _fold(t, y, origin, np.array([step]))
-    return _stands_out(
-        _square_fit(profile[0], counts[0], step, response), counts[0], found["noise"]
-    )
+    return _stands_out(_square_fit(profile[0], counts[0], step, response), counts[0], noise)
 
 
 def _square_fit(
@@ -1801,14 +1802,31 @@ def _refuse_gaps(reported: np.ndarray, step: float, meta: dict) -> None:
         )
 
 
+def _settled_in(
+    times: np.ndarray,
+    x: np.ndarray,
+    line: Timeline,
+    state: State,
+    settle: float,
+    later_half: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which samples (at ``times`` [s], values ``x``) lie in ``state`` segments once the chain
+    settled in them (``settle`` [s]; or only in their later half), NaN samples (no channel
+    reported) none; and each sample's segment."""
+    seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
+    ends = np.append(line.start[1:], line.duration)
+    begin = line.start + settle
+    if later_half:
+        begin = np.maximum(begin, 0.5 * (line.start + ends))
+    inside = (line.state[seg] == state) & (times >= begin[seg]) & (times < ends[seg])
+    return inside & np.isfinite(x), seg
+
+
 def _interior_median(
     times: np.ndarray, x: np.ndarray, line: Timeline, state: State, settle: float
 ) -> tuple[float, int]:
     """Median of the samples of ``state`` segments once the chain has settled in them."""
-    ends = np.append(line.start[1:], line.duration)
-    seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
-    inside = (line.state[seg] == state) & (times >= line.start[seg] + settle) & (times < ends[seg])
-    inside &= np.isfinite(x)
+    inside, _ = _settled_in(times, x, line, state, settle)
     return (float(np.median(x[inside])) if inside.any() else np.nan), int(inside.sum())
 
 
@@ -1890,13 +1908,7 @@ def _running_mean(
 ) -> tuple[float, int]:
     """Mean of the samples of ``state`` segments once the sensor settled in them (or only in
     their later half) and their count; NaN samples (no channel reported) are none."""
-    seg = np.clip(np.searchsorted(line.start, times, side="right") - 1, 0, line.start.size - 1)
-    ends = np.append(line.start[1:], line.duration)
-    begin = line.start + settle
-    if later_half:
-        begin = np.maximum(begin, 0.5 * (line.start + ends))
-    inside = (line.state[seg] == state) & (times >= begin[seg]) & (times < ends[seg])
-    inside &= np.isfinite(x)
+    inside, _ = _settled_in(times, x, line, state, settle, later_half)
     return (float(np.mean(x[inside])) if inside.any() else np.nan), int(inside.sum())
 
 
@@ -1968,7 +1980,7 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean, stam
     )
     if not strong:
         how = f"unresolved: the folded swing does not stand out of the noise (R² {shape['r2']:.2f})"
-    elif not _stands_out_inside(t[inner], y[inner], origin[inner], step, response, found):
+    elif not _stands_out_inside(t[inner], y[inner], origin[inner], step, response, found["noise"]):
         strong = False
         how = (
             f"unresolved: the {step:.3g}-s swing folded from {t.size:,} running samples is not "
@@ -2105,10 +2117,7 @@ def _aliased(
     if found.size == 0:
         return None
     t, channel, x = (np.asarray(a) for a in stamps)
-    ends = np.append(line.start[1:], line.duration)
-    seg = np.clip(np.searchsorted(line.start, t, side="right") - 1, 0, line.start.size - 1)
-    use = (line.state[seg] == State.RUNNING) & (t >= line.start[seg] + response.settle)
-    use &= (t < ends[seg]) & np.isfinite(x)
+    use, seg = _settled_in(t, x, line, State.RUNNING, response.settle)
     if np.count_nonzero(use) > ALIAS_SAMPLES:
         pick = np.random.default_rng(0).choice(np.flatnonzero(use), ALIAS_SAMPLES, replace=False)
         use = np.zeros(t.size, bool)
