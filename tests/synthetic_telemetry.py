@@ -37,13 +37,33 @@ logs have (:data:`SHAPES`). NaN readings print as the tools print them (``[N/A]`
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from powermodel.iotools.telemetry import TelemetryWarning, read_telemetry
+
 _DMON_EVERY = 15  # dcgmi dmon prints its header again after 14 further polls
+# Each format's printed precision [W]: nvidia-smi 0.01 W, rocm-smi 0.1 W, amd-smi 1 W: a
+# reading read back is within half of it.
+PRINTED = {"nvidia-smi": 0.005, "rocm-smi": 0.05, "amd-smi": 0.5}
 _UNITS = {"W": 1.0, "kW": 1e3, "MW": 1e6}
+
+
+def read_warned(path, **kwargs) -> tuple[pd.DataFrame, dict, list[str]]:
+    """:func:`~powermodel.iotools.telemetry.read_telemetry` of ``path``, and the texts of the
+    :class:`~powermodel.iotools.telemetry.TelemetryWarning` it gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        data, meta = read_telemetry(path, **kwargs)
+    return data, meta, [str(w.message) for w in caught if w.category is TelemetryWarning]
+
+
+def in_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """A shape's frame in the reader's order: by channel, then time."""
+    return frame.sort_values(["channel", "time"]).reset_index(drop=True)
 
 
 def write(data: pd.DataFrame, path: str | Path, format: str, **options) -> Path:

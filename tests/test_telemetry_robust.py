@@ -8,33 +8,28 @@ expected value is that frame's (named where it is asserted)."""
 from __future__ import annotations
 
 import re
-import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
-from synthetic_telemetry import SHAPES, node_power, shape, smi_stamps, write
+from synthetic_telemetry import (
+    PRINTED,
+    SHAPES,
+    in_order,
+    node_power,
+    read_warned,
+    shape,
+    smi_stamps,
+    write,
+)
 
 from powermodel.errors import DataFileError
-from powermodel.iotools.telemetry import TelemetryWarning, read_telemetry
+from powermodel.iotools.telemetry import read_telemetry
 
-# nvidia-smi prints power to 0.01 W, rocm-smi to 0.1 W, amd-smi to 1 W: read back within half
-PRINTED = {"nvidia-smi": 0.005, "rocm-smi": 0.05, "amd-smi": 0.5}
 # the fields synthetic_telemetry writes for a shape's frame, in its order (noheader needs them)
 COLUMNS = ["timestamp", "power.draw", "utilization.gpu", "memory.used"]
 RESTART = "the per-GPU signature"  # the warning of a restart found without a header
-
-
-def _read(path, **kwargs) -> tuple[pd.DataFrame, dict, list[str]]:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        data, meta = read_telemetry(path, **kwargs)
-    return data, meta, [str(w.message) for w in caught if w.category is TelemetryWarning]
-
-
-def _expected(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.sort_values(["channel", "time"]).reset_index(drop=True)
 
 
 # --- 1. nvidia-smi noheader, the logger restarted mid-poll -------------------------------------
@@ -72,7 +67,7 @@ def test_noheader_restart_mid_poll_is_rephased(tmp_path, name, at, k, gap, field
     frame, kept = _restarted(name, polls, at, k, gap, **loading)
     columns = [c for c in COLUMNS if c != "memory.used" or "memory_used" in frame]
     path = write(frame, tmp_path / "smi.csv", "nvidia-smi", index=False, header=False)
-    data, meta, said = _read(path, columns=columns)
+    data, meta, said = read_warned(path, columns=columns)
     gpus = SHAPES[name]["gpus"]
     line = at * gpus + k + 1  # noheader: the file's line 1 is poll 0's GPU 0
     restart = [m for m in said if RESTART in m]
@@ -84,13 +79,13 @@ def test_noheader_restart_mid_poll_is_rephased(tmp_path, name, at, k, gap, field
     assert f"{shown:g} s after the line before" in restart[0]
     # the k lines of the cut poll dropped, as a poll cut by a repeated header is
     assert any(f"{k} line(s) of an unfinished poll of {gpus} GPUs" in m for m in said)
-    want = _expected(kept)
+    want = in_order(kept)
     assert meta["gpus"] == gpus
     assert_array_equal(data["channel"].to_numpy(), want["channel"].to_numpy())
     assert_array_equal(data["time"].to_numpy(), want["time"].to_numpy())
     assert_allclose(data["power"], want["power"], atol=PRINTED["nvidia-smi"] + 1e-9)
     # --gpus N given: the same restart found, the same frame read
-    given, meta, said = _read(path, columns=columns, gpus=gpus)
+    given, meta, said = read_warned(path, columns=columns, gpus=gpus)
     assert meta["gpus_from"] == "given" and [m for m in said if RESTART in m] == restart
     pd.testing.assert_frame_equal(given, data)
 
@@ -100,9 +95,9 @@ def test_noheader_restart_after_a_whole_poll_needs_no_rephasing(tmp_path) -> Non
     # (the current reader already read this right: a regression test)
     frame, kept = _restarted("h100x8", 300, 150, 0, 2.0)
     path = write(frame, tmp_path / "smi.csv", "nvidia-smi", index=False, header=False)
-    data, meta, said = _read(path, columns=COLUMNS)
+    data, meta, said = read_warned(path, columns=COLUMNS)
     assert not [m for m in said if RESTART in m or "unfinished poll" in m]
-    want = _expected(kept)
+    want = in_order(kept)
     assert_array_equal(data["channel"].to_numpy(), want["channel"].to_numpy())
     assert_allclose(data["power"], want["power"], atol=PRINTED["nvidia-smi"] + 1e-9)
 
@@ -116,12 +111,12 @@ def test_two_noheader_restarts_are_each_rephased(tmp_path) -> None:
         held &= ~((frame["poll"] == poll) & (gpu >= k)).to_numpy()
     frame = frame[held]
     path = write(frame, tmp_path / "smi.csv", "nvidia-smi", index=False, header=False)
-    data, _, said = _read(path, columns=COLUMNS)
+    data, _, said = read_warned(path, columns=COLUMNS)
     # the first restart's line: 120 polls of 8 and 3 lines; the second: 139 more polls, 6 lines
     lines = [120 * 8 + 3 + 1, 120 * 8 + 3 + 139 * 8 + 6 + 1]
     restart = [m for m in said if RESTART in m]
     assert [int(re.search(r": line (\d+):", m).group(1)) for m in restart] == lines
-    want = _expected(frame[~frame["poll"].isin(list(cuts))])
+    want = in_order(frame[~frame["poll"].isin(list(cuts))])
     assert_array_equal(data["channel"].to_numpy(), want["channel"].to_numpy())
     assert_allclose(data["power"], want["power"], atol=PRINTED["nvidia-smi"] + 1e-9)
 
@@ -133,9 +128,9 @@ def test_no_restart_is_found_in_a_log_without_one(tmp_path, name, seed) -> None:
     # every GPU at once: none is a restart (the log is read exactly, as before)
     frame, fmt, options = shape(name, polls=600, seed=seed)
     path = write(frame, tmp_path / "smi.csv", fmt, **options)
-    data, _, said = _read(path)
+    data, _, said = read_warned(path)
     assert not [m for m in said if RESTART in m]
-    assert_array_equal(data["channel"].to_numpy(), _expected(frame)["channel"].to_numpy())
+    assert_array_equal(data["channel"].to_numpy(), in_order(frame)["channel"].to_numpy())
 
 
 # --- 2. the GPU count changing to a divisor ---------------------------------------------------
@@ -191,11 +186,11 @@ def test_each_part_of_a_split_log_is_read_with_its_own_count(tmp_path, at) -> No
     head, tail = lines[: line - 1], [lines[0], *lines[line - 1 :]]
     (tmp_path / "a.csv").write_text("\n".join(head) + "\n")
     (tmp_path / "b.csv").write_text("\n".join(tail) + "\n")
-    first, meta_a, _ = _read(tmp_path / "a.csv")
-    second, meta_b, _ = _read(tmp_path / "b.csv")
+    first, meta_a, _ = read_warned(tmp_path / "a.csv")
+    second, meta_b, _ = read_warned(tmp_path / "b.csv")
     assert (meta_a["gpus"], meta_b["gpus"]) == (8, 4)
-    assert_allclose(first["power"], _expected(frame[frame["poll"] < at])["power"], atol=0.006)
-    assert_allclose(second["power"], _expected(frame[frame["poll"] >= at])["power"], atol=0.006)
+    assert_allclose(first["power"], in_order(frame[frame["poll"] < at])["power"], atol=0.006)
+    assert_allclose(second["power"], in_order(frame[frame["poll"] >= at])["power"], atol=0.006)
 
 
 # --- 3. --gpus a multiple of the GPUs the log holds --------------------------------------------
@@ -217,9 +212,9 @@ def test_gpus_a_multiple_of_the_count_is_refused_with_the_count(tmp_path, name, 
     ):
         read_telemetry(path, gpus=gpus)
     # the count it names reads the log exactly
-    data, meta, _ = _read(path, gpus=true)
+    data, meta, _ = read_warned(path, gpus=true)
     assert meta["gpus_from"] == "given"
-    assert_array_equal(data["channel"].to_numpy(), _expected(frame)["channel"].to_numpy())
+    assert_array_equal(data["channel"].to_numpy(), in_order(frame)["channel"].to_numpy())
 
 
 def test_gpus_with_near_memory_are_not_counted_as_a_divisor(tmp_path) -> None:
@@ -233,9 +228,9 @@ def test_gpus_with_near_memory_are_not_counted_as_a_divisor(tmp_path) -> None:
     times = smi_stamps(500, 4, slow=(100, 300), overlap=(200,), seed=5)
     frame = power.assign(time=times.ravel(), channel="gpu" + power["gpu"].astype(str))
     path = write(frame.drop(columns="gpu"), tmp_path / "smi.csv", "nvidia-smi", index=False)
-    data, meta, _ = _read(path)
+    data, meta, _ = read_warned(path)
     assert (meta["gpus"], meta["gpus_from"]) == (4, "memory.used")
-    want = _expected(frame.drop(columns="gpu"))
+    want = in_order(frame.drop(columns="gpu"))
     assert_array_equal(data["channel"].to_numpy(), want["channel"].to_numpy())
     assert_allclose(data["power"], want["power"], atol=PRINTED["nvidia-smi"] + 1e-9)
 
@@ -303,13 +298,13 @@ def test_mi250x_gcd_pairs_are_read_per_package(tmp_path, fmt, secondary, options
         )
         path.write_text(text)
         assert text.count("N/A (Secondary die)") == 4 * polls
-    data, meta, said = _read(path, period=None if timed else 0.1)
+    data, meta, said = read_warned(path, period=None if timed else 0.1)
     assert meta["channels"] == ["gpu0", "gpu1", "gpu2", "gpu3"]
     assert (meta["power_per"], meta["gcds_per_package"], meta["packages"]) == ("package", 2, 4)
     assert meta["package_devices"]["gpu1"] == [2, 3]
     assert any("read as 4 packages" in m and "MI250" in m for m in said), said
     assert not any("missing GPUs" in m for m in said)
-    want = _expected(packages)
+    want = in_order(packages)
     # each package's power once: the frame's package power, to the printed precision
     assert_allclose(data["power"], want["power"], atol=PRINTED[fmt] + 1e-9)
     assert_allclose(
@@ -329,7 +324,7 @@ def test_mi300x_devices_with_an_odd_missing_reading_stay_devices(tmp_path) -> No
     frame, fmt, options = shape("mi300x-rocm-smi", polls=200)
     missed = frame.index[(frame["channel"] == "gpu1") & (frame["poll"] % 50 == 7)]
     frame.loc[missed, "power"] = np.nan
-    data, meta, said = _read(write(frame, tmp_path / "amd.csv", fmt, **options), period=0.1)
+    data, meta, said = read_warned(write(frame, tmp_path / "amd.csv", fmt, **options), period=0.1)
     assert meta["channels"] == [f"gpu{i}" for i in range(8)] and "power_per" not in meta
     assert not any("packages" in m for m in said)
     assert len(data) == 8 * 200 - len(missed)
@@ -340,6 +335,6 @@ def test_mi300x_idling_at_the_same_watts_is_not_taken_for_pairs(tmp_path) -> Non
     # on both counts as a pair only where it moves (ten polls at least), so eight devices stay
     frame, fmt, options = shape("mi300x-amd-smi", polls=120)
     frame["power"] = 135.0  # every GPU idle at 135 W the whole log
-    data, meta, _ = _read(write(frame, tmp_path / "amd.csv", fmt, **options))
+    data, meta, _ = read_warned(write(frame, tmp_path / "amd.csv", fmt, **options))
     assert meta["channels"] == [f"gpu{i}" for i in range(8)]
     assert_allclose(data.groupby("channel")["power"].mean().sum(), 8 * 135.0)

@@ -6,34 +6,28 @@ written by tests/synthetic_telemetry.py from a known frame and must be read back
 from __future__ import annotations
 
 import re
-import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
-from synthetic_telemetry import SHAPES, node_power, shape, smi_stamps, write
+from synthetic_telemetry import (
+    PRINTED,
+    SHAPES,
+    in_order,
+    node_power,
+    read_warned,
+    shape,
+    smi_stamps,
+    write,
+)
 
 from powermodel.errors import DataFileError
 from powermodel.iotools import telemetry
-from powermodel.iotools.telemetry import TelemetryWarning, read_telemetry
+from powermodel.iotools.telemetry import read_telemetry
 
-# Each format's printed precision [W]: nvidia-smi 0.01 W, rocm-smi 0.1 W, amd-smi 1 W: a
-# reading read back is within half of it.
-PRINTED = {"nvidia-smi": 0.005, "rocm-smi": 0.05, "amd-smi": 0.5}
 # rocm-smi and amd-smi in a loop print no times: the loop's period, as the shape polls
 PERIOD = {"rocm-smi": 0.1}
-
-
-def _read(path, **kwargs) -> tuple[pd.DataFrame, dict, list[str]]:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        data, meta = read_telemetry(path, **kwargs)
-    return data, meta, [str(w.message) for w in caught if w.category is TelemetryWarning]
-
-
-def _expected(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.sort_values(["channel", "time"]).reset_index(drop=True)
 
 
 def _lines(path) -> list[str]:
@@ -52,8 +46,8 @@ def _put(path, lines: list[str]):
 def test_each_real_shape_is_read_exactly(tmp_path, name) -> None:
     frame, fmt, options = shape(name, polls=600)
     path = write(frame, tmp_path / f"{name}.log", fmt, **options)
-    data, meta, _ = _read(path, period=PERIOD.get(fmt))
-    want = _expected(frame)
+    data, meta, _ = read_warned(path, period=PERIOD.get(fmt))
+    want = in_order(frame)
     gpus = SHAPES[name]["gpus"]
     assert meta["format"] == fmt and meta["channels"] == [f"gpu{i}" for i in range(gpus)]
     # every sample on its own GPU, none lost: the channel of each row and its power exact
@@ -85,7 +79,7 @@ def test_the_shapes_have_what_real_logs_have(tmp_path) -> None:
     assert 1.0 <= spread.max() <= 9.0  # a slow poll
     assert (stamps[1:, 0] < stamps[:-1, -1]).any()  # overlap across polls
     # the old reader grouped by time and refused such a log (issue 27): this one reads it
-    data, meta, _ = _read(write(frame, tmp_path / "smi.csv", fmt, **options))
+    data, meta, _ = read_warned(write(frame, tmp_path / "smi.csv", fmt, **options))
     assert meta["gpus"] == 8
 
 
@@ -102,11 +96,11 @@ def test_gpu_count_is_inferred_from_memory_for_any_node(tmp_path, gpus) -> None:
         # naming the fix, rather than read with a count the file does not show
         with pytest.raises(DataFileError, match=r"cannot be told apart.*--gpus N"):
             read_telemetry(path)
-        data, meta, _ = _read(path, gpus=1)
+        data, meta, _ = read_warned(path, gpus=1)
     else:
-        data, meta, _ = _read(path)
+        data, meta, _ = read_warned(path)
         assert (meta["gpus"], meta["gpus_from"]) == (gpus, "memory.used")
-    want = _expected(frame)
+    want = in_order(frame)
     assert_array_equal(data["channel"].to_numpy(), want["channel"].to_numpy())
     assert_array_equal(data["time"].to_numpy(), want["time"].to_numpy())
 
@@ -116,7 +110,7 @@ def test_single_gpu_log_with_steady_polls_is_read_by_its_times(tmp_path) -> None
     power = node_power(200, 1, seed=3).drop(columns="memory_used")
     times = smi_stamps(200, 1, spread=0.05, seed=3)
     frame = power.assign(time=times.ravel(), channel="gpu0").drop(columns="gpu")
-    data, meta, _ = _read(write(frame, tmp_path / "smi.csv", "nvidia-smi", index=False))
+    data, meta, _ = read_warned(write(frame, tmp_path / "smi.csv", "nvidia-smi", index=False))
     assert (meta["gpus"], meta["gpus_from"]) == (1, "times")
     assert len(data) == 200
 
@@ -127,8 +121,8 @@ def test_single_gpu_log_with_steady_polls_is_read_by_its_times(tmp_path) -> None
 def test_gpus_given_reads_what_inference_reads(tmp_path) -> None:
     frame, fmt, options = shape("h100x8", polls=300)
     path = write(frame, tmp_path / "smi.csv", fmt, **options)
-    given, meta, _ = _read(path, gpus=8)
-    inferred, _, _ = _read(path)
+    given, meta, _ = read_warned(path, gpus=8)
+    inferred, _, _ = read_warned(path)
     assert meta["gpus_from"] == "given"
     pd.testing.assert_frame_equal(given, inferred)
 
@@ -144,9 +138,9 @@ def test_log_without_signature_is_refused_and_read_with_gpus(tmp_path) -> None:
         r"--gpus N \(gpus=N\), or record with --query-gpu=timestamp,index",
     ):
         read_telemetry(path)
-    data, meta, _ = _read(path, gpus=8)
+    data, meta, _ = read_warned(path, gpus=8)
     assert meta["gpus_from"] == "given"
-    assert_array_equal(data["channel"].to_numpy(), _expected(frame)["channel"].to_numpy())
+    assert_array_equal(data["channel"].to_numpy(), in_order(frame)["channel"].to_numpy())
 
 
 def test_fields_repeating_with_counts_that_disagree_are_refused(tmp_path) -> None:
@@ -164,7 +158,7 @@ def test_fields_repeating_with_counts_that_disagree_are_refused(tmp_path) -> Non
         r"lines; give the GPUs per poll, --gpus N",
     ):
         read_telemetry(path)
-    data, _, _ = _read(path, gpus=6)
+    data, _, _ = read_warned(path, gpus=6)
     assert data["channel"].nunique() == 6
 
 
@@ -246,18 +240,18 @@ def test_logger_restart_restarts_the_count(tmp_path) -> None:
     # poll, and the new run counts from GPU 0 again
     cut = 1 + 150 * 8
     restarted = [*lines[: cut + 5], lines[0], *lines[cut + 8 :]]
-    data, meta, messages = _read(_put(path, restarted))
+    data, meta, messages = read_warned(_put(path, restarted))
     assert any("5 line(s) of an unfinished poll of 8 GPUs (at line 1202)" in m for m in messages)
     kept = frame[frame["poll"] != 150]
     assert meta["gpus"] == 8
-    assert_array_equal(data["channel"].to_numpy(), _expected(kept)["channel"].to_numpy())
-    assert_allclose(data["power"], _expected(kept)["power"], atol=0.005 + 1e-9)
+    assert_array_equal(data["channel"].to_numpy(), in_order(kept)["channel"].to_numpy())
+    assert_allclose(data["power"], in_order(kept)["power"], atol=0.005 + 1e-9)
 
 
 def test_poll_cut_short_at_the_end_is_dropped_with_a_warning(tmp_path) -> None:
     frame, fmt, options = shape("h100x8", polls=300)
     lines = _lines(write(frame, tmp_path / "smi.csv", fmt, **options))
-    data, _, messages = _read(_put(tmp_path / "smi.csv", lines[:-3]))
+    data, _, messages = read_warned(_put(tmp_path / "smi.csv", lines[:-3]))
     assert any("5 line(s) of an unfinished poll of 8 GPUs (at line 2394)" in m for m in messages)
     assert len(data) == 299 * 8
 
@@ -269,8 +263,8 @@ def test_power_not_available_is_dropped_without_moving_the_count(tmp_path) -> No
     frame.loc[gone, "power"] = np.nan
     path = write(frame, tmp_path / "smi.csv", fmt, **options)
     assert "[N/A]" in path.read_text()
-    data, meta, messages = _read(path)
-    kept = _expected(frame.dropna(subset=["power"]))
+    data, meta, messages = read_warned(path)
+    kept = in_order(frame.dropna(subset=["power"]))
     assert meta["gpus"] == 2
     assert_array_equal(data["channel"].to_numpy(), kept["channel"].to_numpy())
     assert_allclose(data["power"], kept["power"], atol=0.005 + 1e-9)
@@ -295,8 +289,8 @@ def test_amd_loops_without_times_are_read_with_a_period(tmp_path, fmt, options) 
     path = write(frame.assign(temperature=60.0), tmp_path / "amd.csv", fmt, **options)
     with pytest.raises(DataFileError, match=r"prints no times.*give period="):
         read_telemetry(path)
-    data, meta, _ = _read(path, period=0.1)
-    want = _expected(frame)
+    data, meta, _ = read_warned(path, period=0.1)
+    want = in_order(frame)
     assert meta["format"] == fmt and not meta["timed"]
     assert_array_equal(data["channel"].to_numpy(), want["channel"].to_numpy())
     assert_allclose(data["power"], want["power"], atol=PRINTED[fmt] + 1e-9)
@@ -306,7 +300,7 @@ def test_amd_loops_without_times_are_read_with_a_period(tmp_path, fmt, options) 
 
 def test_amd_smi_watch_mode_is_timed_by_its_unix_seconds(tmp_path) -> None:
     frame, fmt, options = shape("mi300x-amd-smi", polls=60)
-    data, meta, _ = _read(write(frame, tmp_path / "amd.csv", fmt, **options))
+    data, meta, _ = read_warned(write(frame, tmp_path / "amd.csv", fmt, **options))
     assert meta["timed"] and meta["timezone"] == "UTC (Unix timestamps)"
     assert meta["start"] == np.datetime64("2024-07-01T12:00:00")
     assert meta["step"] == 1.0
