@@ -17,6 +17,7 @@ import argparse
 import os
 import signal
 import sys
+import textwrap
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -151,8 +152,8 @@ def _parser() -> argparse.ArgumentParser:
     rule_args = argparse.ArgumentParser(add_help=False)
     rule_args.add_argument(
         "--rules",
-        required=True,
-        help="comma-separated rule or group names, or .toml rule files: " + ", ".join(rule_names()),
+        help="comma-separated rule or group names, or .toml rule files (default: the scenario's "
+        "grid.rules): " + ", ".join(rule_names()),
     )
     rule_args.add_argument("--registered-demand", type=float, help="MW, overrides the scenario's")
     parallel = argparse.ArgumentParser(add_help=False)
@@ -175,6 +176,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", help="preset name or path to a .toml scenario")
     run.add_argument("-o", "--output", help="write the profile: .csv, .parquet or .nc")
     run.add_argument("--resample", help="write interval means with min and max, e.g. 1min")
+    run.add_argument(
+        "--timezone",
+        metavar="ZONE",
+        help="a CSV: add the local time beside UTC, as spreadsheets read it; an IANA name "
+        "(America/Chicago) or 'site' (the scenario's site.timezone)",
+    )
     run.add_argument(
         "--sensitivity",
         action="store_true",
@@ -369,6 +376,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     screening.set_defaults(func=_screen)
 
+    starting = sub.add_parser(
+        "init",
+        parents=[common],
+        help="write a site's own scenario to edit: a preset's keys a site engineer changes "
+        "first, with their units and choices",
+    )
+    starting.add_argument(
+        "preset", nargs="?", default=REFERENCE, help=f"the preset it extends (default {REFERENCE})"
+    )
+    starting.add_argument("-o", "--output", required=True, help="the .toml file to write (new)")
+    starting.set_defaults(func=_init)
+
     listing = sub.add_parser("presets", parents=[common], help="list the shipped presets")
     listing.set_defaults(func=_presets)
     reference = sub.add_parser(
@@ -382,8 +401,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, args.overrides)
+    if args.timezone == "site":
+        args.timezone = scenario.site.timezone
+    if args.timezone is not None and not args.output:
+        raise PowerModelError("--timezone is a column of the output: give -o FILE.csv")
     if args.output:
-        export.check_path(args.output)
+        export.check_timezone(args.timezone, export.check_path(args.output))
     if args.resample:
         sim = scenario.simulation
         resample_factor(sim.n_steps, sim.dt, args.resample)
@@ -406,10 +429,9 @@ def _run(args: argparse.Namespace) -> int:
         from powermodel import ride_through  # noqa: PLC0415 - only a disturbed run needs it
 
         print("\ngrid disturbances (powermodel ride-through for each and the requirements):")
-        for key, value in ride_through.summary(ds).items():
-            print(f"  {key}: {_fmt(value) if isinstance(value, float) else value}")
+        _print_ride_through(ride_through.summary(ds))
     if args.output:
-        path = export.write(ds, args.output, resample=args.resample)
+        path = export.write(ds, args.output, resample=args.resample, timezone=args.timezone)
         print(f"wrote {path}")
     if args.sensitivity:
         table = sensitivity(scenario, progress=lambda s: print(f"  running {s}", file=sys.stderr))
@@ -419,6 +441,20 @@ def _run(args: argparse.Namespace) -> int:
         for key, source in table[["key", "source"]].drop_duplicates().values[1:]:
             print(f"  {key}: {source}")
     return 0
+
+
+# what a summary's value that was not seen means (powermodel.ride_through.summary)
+NOT_SEEN = {"return ramp [s]": "none: the site never left the grid (its share never fell to 1 %)"}
+
+
+def _print_ride_through(summary: dict[str, float]) -> None:
+    """The disturbances' summary, one line each; a value not seen says why."""
+    for key, value in summary.items():
+        if isinstance(value, float) and not np.isfinite(value):
+            shown = NOT_SEEN.get(key, "not measured")
+        else:
+            shown = _fmt(value) if isinstance(value, float) else value
+        print(f"  {key}: {shown}")
 
 
 def _ride_through(args: argparse.Namespace) -> int:
@@ -448,8 +484,7 @@ def _ride_through(args: argparse.Namespace) -> int:
     print(f"{scenario.name or args.scenario}: {len(report)} disturbances\n")
     print(_table(report))
     print()
-    for key, value in ride_through.summary(ds).items():
-        print(f"  {key}: {_fmt(value) if isinstance(value, float) else value}")
+    _print_ride_through(ride_through.summary(ds))
     verdicts = ride_through.check(ds, requirements)
     print("\nrequirements:")
     for row in verdicts.itertuples():
@@ -527,7 +562,7 @@ def _stream(args: argparse.Namespace, scenario: Any, budget: float) -> int:
     started = time.perf_counter()
     with bar:
         path = stream.stream(
-            scenario, args.output, stream.chunk_steps(budget), bar.update, measures
+            scenario, args.output, stream.chunk_steps(budget), bar.update, measures, args.timezone
         )
     elapsed = time.perf_counter() - started
     _print_summary(scenario.name or args.scenario, measures.metrics, measures.attrs, elapsed)
@@ -608,7 +643,7 @@ def _check_target(target: str) -> bool:
 
 
 def _check(args: argparse.Namespace) -> int:
-    rule_list = load_rules(args.rules)
+    given = None if args.rules is None else load_rules(args.rules)  # a bad name before any work
     seed_count(args.seeds)
     trace = _check_target(args.target)
     if args.violations:
@@ -626,6 +661,7 @@ def _check(args: argparse.Namespace) -> int:
     if measured is not None and measured.attrs.get("skipped"):
         print(f"powermodel: warning: {measured.attrs['skipped']}", file=sys.stderr)
     scenario = None if trace else load_scenario(args.target, args.overrides)
+    rule_list = given or rules.site_rules(scenario)
     with ExitStack() as stack:  # a cluster asked for is up before anything is said
         runner = None if trace else stack.enter_context(_runs(args, scenario))[0]
         return _print_check(args, rule_list, measured, scenario, runner)
@@ -734,9 +770,10 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _size(args: argparse.Namespace) -> int:
-    rule_list = load_rules(args.rules)
+    given = None if args.rules is None else load_rules(args.rules)
     _check_parallel(args)
     scenario = load_scenario(args.scenario, args.overrides)
+    rule_list = given or rules.site_rules(scenario)
     base = simulate(scenario)  # before a local cluster's workers fork: they start warm
     with _runs(args, scenario) as (runner, width):
         table = sizing.size(
@@ -867,9 +904,33 @@ def _keys(args: argparse.Namespace) -> int:
     return 0
 
 
+def _init(args: argparse.Namespace) -> int:
+    from powermodel.template import site_template  # noqa: PLC0415 - only init writes one
+
+    path = Path(args.output)
+    if path.suffix.lower() != ".toml":
+        raise PowerModelError(f"init writes a .toml scenario; give -o {path.stem or 'site'}.toml")
+    if path.exists():
+        raise PowerModelError(
+            f"{shorten(str(path), 200)} exists: init writes a new file; choose another name or "
+            "remove it"
+        )
+    output.check_folder(path)
+    text = site_template(args.preset, path.stem)
+    with output.staged(path) as temporary:
+        temporary.write_text(text)
+    print(f"wrote {path}: edit it, then `powermodel validate {path}` and `powermodel run {path}`")
+    return 0
+
+
 def _presets(args: argparse.Namespace) -> int:
-    for name in presets():
-        print(f"{name:28s} {load_scenario(name).description}")
+    names = presets()
+    width = max(map(len, names)) + 2  # the longest name sets the column
+    for name in names:
+        lines = textwrap.wrap(load_scenario(name).description, max(100 - width, 40)) or [""]
+        print(f"{name:{width}s}{lines[0]}")
+        for line in lines[1:]:
+            print(" " * width + line)
     return 0
 
 

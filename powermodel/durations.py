@@ -9,18 +9,16 @@ import math
 import re
 from typing import Any
 
-_UNITS = {
-    "ms": 1e-3,
-    "s": 1.0,
-    "sec": 1.0,
-    "min": 60.0,
-    "h": 3600.0,
-    "hr": 3600.0,
-    "d": 86400.0,
-    "day": 86400.0,
-    "days": 86400.0,
-    "w": 7 * 86400.0,
+# each unit as people write it: the short symbol, its abbreviations and its words, one or many
+_NAMES = {
+    1e-3: ("ms", "msec", "millisecond", "milliseconds"),
+    1.0: ("s", "sec", "secs", "second", "seconds"),
+    60.0: ("min", "mins", "minute", "minutes"),
+    3600.0: ("h", "hr", "hrs", "hour", "hours"),
+    86400.0: ("d", "day", "days"),
+    7 * 86400.0: ("w", "wk", "wks", "week", "weeks"),
 }
+_UNITS = {name: size for size, names in _NAMES.items() for name in names}
 _DURATION = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
 _UNIT_HINT = (
     "write a number and a unit, one of ms, s, min, h, d, w (e.g. '100ms', '1s', '10min', '54d')"
@@ -29,7 +27,7 @@ _UNIT_HINT = (
 
 def parse_duration(value: Any) -> float:
     """Seconds from a duration written with its unit: ``"54d"``, ``"1s"``, ``"100ms"``,
-    ``"10min"``, ``"2h"``.
+    ``"10min"``, ``"2h"``, or the unit's word: ``"1 week"``, ``"2 days"``, ``"90 minutes"``.
 
     A bare number is refused: ``duration = 7`` could mean seven seconds or seven days, and a
     scenario must say which. Negative and non-finite durations (``"1e400s"``) are refused too.

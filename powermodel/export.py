@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
+import zoneinfo
 from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
 from typing import NamedTuple
 
@@ -19,18 +22,22 @@ from powermodel.analysis import resample as coarsen
 from powermodel.analysis import step_seconds
 from powermodel.errors import PowerModelError
 from powermodel.output import check_folder, netcdf, staged, staged_folder
-from powermodel.scenario import parse_duration
+from powermodel.scenario import parse_duration, shorten
 from powermodel.variables import Q_SIGN, header
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
 __all__ = [
     "check_path",
+    "check_timezone",
+    "CSV_DIGITS",
+    "csv_table",
     "DATASET_FILES",
     "DEFAULT_GRID",
     "export_tool",
     "FORMATS",
     "iso_times",
     "profile_table",
+    "significant",
     "Tool",
     "TOOLS",
     "write",
@@ -96,7 +103,27 @@ def check_path(path: str | Path) -> Path:
     return check_folder(path)
 
 
-def write(ds: xr.Dataset, path: str | Path, resample: str | None = None) -> Path:
+def check_timezone(timezone: str | None, path: Path) -> None:
+    """A local-time column is asked for a CSV only, in a timezone that exists."""
+    if timezone is None:
+        return
+    if path.suffix != ".csv":
+        raise PowerModelError(
+            f"--timezone adds a local-time column to a CSV; {path.name} is {path.suffix}: its "
+            "times are UTC with the site's timezone in the metadata (site_timezone)"
+        )
+    try:
+        zoneinfo.ZoneInfo(timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        raise PowerModelError(
+            f"unknown timezone {shorten(timezone, 60)}: use an IANA name such as "
+            "'America/New_York', or 'site' for the scenario's site.timezone"
+        ) from None
+
+
+def write(
+    ds: xr.Dataset, path: str | Path, resample: str | None = None, timezone: str | None = None
+) -> Path:
     """Write a Dataset's profile to ``path``: ``.csv``, ``.parquet`` or ``.nc``.
 
     Parameters
@@ -107,19 +134,23 @@ def write(ds: xr.Dataset, path: str | Path, resample: str | None = None) -> Path
         Output file; its extension chooses the format.
     resample
         A coarser step (``"1min"``): interval means plus per-interval min and max.
+    timezone
+        CSV only: an IANA timezone (``"America/New_York"``) whose local time is written beside
+        UTC (:func:`csv_table`).
 
     The file appears whole or not at all (:func:`powermodel.output.staged`): a write that fails
     or is interrupted leaves an earlier file of the name as it was.
     """
     path = check_path(path)
+    check_timezone(timezone, path)
     if resample is not None:
         ds = coarsen(ds, resample)
     with staged(path) as temporary:
-        _profile_file(ds, temporary, path.suffix)
+        _profile_file(ds, temporary, path.suffix, timezone)
     return path
 
 
-def _profile_file(ds: xr.Dataset, path: Path, suffix: str) -> None:
+def _profile_file(ds: xr.Dataset, path: Path, suffix: str, timezone: str | None) -> None:
     """The profile to the file at ``path`` in the format ``suffix`` names (``path`` may be a
     temporary name)."""
     if suffix == ".nc":
@@ -127,9 +158,51 @@ def _profile_file(ds: xr.Dataset, path: Path, suffix: str) -> None:
     elif suffix == ".parquet":
         pq.write_table(profile_table(ds, headers=False), path)
     else:
-        table = profile_table(ds)
-        table = table.set_column(0, "time", iso_times(table["time"], step_seconds(ds)))
-        pacsv.write_csv(table, path, pacsv.WriteOptions(quoting_style="needed"))
+        pacsv.write_csv(csv_table(ds, timezone), path, CSV_OPTIONS)
+
+
+CSV_OPTIONS = pacsv.WriteOptions(quoting_style="needed")
+# What a CSV value keeps: 7 significant digits, a part in ten million of the value (grid power
+# of a 16 MW site to 10 W, of an 8-GPU node to a milliwatt; a voltage to 1e-6 pu; a temperature
+# to 0.0001 K), finer than anything the model resolves, and half the file of all 17.
+CSV_DIGITS = 7
+
+
+def csv_table(ds: xr.Dataset, timezone: str | None = None) -> pa.Table:
+    """The profile as CSV holds it: :func:`profile_table` with headers, ``time`` as ISO 8601
+    UTC (:func:`iso_times`), each float to :data:`CSV_DIGITS` significant digits, and with a
+    ``timezone`` (an IANA name) the local time beside it as spreadsheets read it
+    (``2024-06-30 20:00:00``, no offset: the UTC column says which of a repeated hour)."""
+    table = profile_table(ds)
+    utc = table["time"]
+    table = table.set_column(0, "time", iso_times(utc, step_seconds(ds)))
+    for i, field in enumerate(table.schema):
+        if pa.types.is_floating(field.type):
+            values = significant(table.column(i).to_numpy(), CSV_DIGITS)
+            table = table.set_column(i, field, pa.array(values, field.type))
+    if timezone is not None:
+        unit = "s" if step_seconds(ds).is_integer() else "ms"
+        local = pc.cast(utc.cast(pa.timestamp(unit, tz="UTC")), pa.timestamp(unit, tz=timezone))
+        text = pc.strftime(local, "%Y-%m-%d %H:%M:%S")  # with the fraction where ms
+        table = table.add_column(1, f"local time ({timezone})", text)
+    return table
+
+
+def significant(values: np.ndarray, digits: int) -> np.ndarray:
+    """``values`` rounded to ``digits`` significant digits, each the double nearest its
+    decimal (so it prints with at most ``digits``); zeros, NaN and infinities as they are."""
+    values = np.asarray(values, dtype=np.float64)
+    out = values.copy()
+    shown = np.isfinite(values) & (values != 0.0)
+    x = values[shown]
+    decimals = digits - 1 - np.floor(np.log10(np.abs(x))).astype(np.int64)
+    fine = decimals >= 0  # divide by an exact power of ten, never multiply by an inexact one
+    d = np.minimum(decimals, 300)
+    x[fine] = np.round(x[fine] * 10.0 ** d[fine]) / 10.0 ** d[fine]
+    k = (-decimals[~fine]).astype(np.float64)
+    x[~fine] = np.round(x[~fine] / 10.0**k) * 10.0**k
+    out[shown] = x
+    return out
 
 
 # --- grid tools --------------------------------------------------------------------------------
@@ -177,7 +250,7 @@ def export_tool(
         name = Path(TOOLS[tool].file)
         ds = ds if resample is None else coarsen(ds, resample)
         with staged_folder(directory) as stage:
-            _profile_file(ds, stage / name, name.suffix)
+            _profile_file(ds, stage / name, name.suffix, None)
         return [directory / name]
     for name in ("grid_power", "grid_reactive_power"):
         if name not in ds:
@@ -331,10 +404,31 @@ def _envelope_columns(ds: xr.Dataset) -> dict[str, np.ndarray]:
     }
 
 
+# The PyPSA the folder's layout is tested with (tests/test_exports.py): network.csv says it, or
+# the installed PyPSA's version where that is newer, so the import does not warn of a folder
+# "from PyPSA version v0.0.0" (what PyPSA assumes of a folder without network.csv).
+PYPSA_TESTED = "1.2.4"
+
+
+def _pypsa_version() -> str:
+    """The PyPSA version network.csv states: the installed one if newer than the tested one."""
+    try:
+        installed = metadata.version("pypsa")
+    except metadata.PackageNotFoundError:
+        return PYPSA_TESTED
+
+    def key(version: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
+
+    return max(PYPSA_TESTED, installed, key=key)
+
+
 def _pypsa(ds: xr.Dataset, directory: Path) -> list[Path]:
     p, q, dt = _grid(ds)
     index = pd.DatetimeIndex(ds["time"].values, name="snapshot")
+    title = ds.attrs.get("title") or "powermodel"
     files = {
+        "network.csv": pd.DataFrame({"name": [title], "pypsa_version": [_pypsa_version()]}),
         "snapshots.csv": pd.DataFrame({"snapshot": index, "weightings": dt / 3600.0}),
         "buses.csv": pd.DataFrame({"name": ["poi"], "v_nom": [138.0]}),
         "loads.csv": pd.DataFrame({"name": [LOAD], "bus": ["poi"]}),
@@ -347,9 +441,10 @@ def _pypsa(ds: xr.Dataset, directory: Path) -> list[Path]:
     out = []
     for name, frame in files.items():
         path = directory / name
-        frame.to_csv(path, index=not name.startswith(("snapshots", "buses", "loads.")))
+        frame.to_csv(path, index=not name.startswith(("network", "snapshots", "buses", "loads.")))
         out.append(path)
     notes = [
+        "network.csv: the network's name and the PyPSA version its layout is written for",
         "snapshots.csv: snapshot, the start of each interval in UTC (timezone-naive, as PyPSA "
         "reads it); weightings [h]",
         "buses.csv: v_nom [kV]",

@@ -17,9 +17,11 @@ from pydantic_core import PydanticUndefined
 from powermodel.durations import format_duration
 from powermodel.errors import ScenarioError
 from powermodel.scenario import (
+    CATALOGUES,
     UNIONS,
     UNIT,
     Scenario,
+    catalogue,
     holds_list,
     is_duration,
     table_of,
@@ -57,7 +59,7 @@ def keys(prefix: str = "") -> list[Key]:
     ScenarioError
         No key starts with ``prefix``.
     """
-    found = [k for k in _walk(Scenario, "") if k.key.startswith(prefix)]
+    found = [_named(k) for k in _walk(Scenario, "") if k.key.startswith(prefix)]
     if not found:
         first = sorted({k.key.split(".")[0] for k in _walk(Scenario, "")})
         raise ScenarioError(
@@ -65,6 +67,16 @@ def keys(prefix: str = "") -> list[Key]:
             f"{', '.join(first)}"
         )
     return found
+
+
+def _named(key: Key) -> Key:
+    """A key naming a catalogue's entry (``cluster.gpu``, ``cooling.plant``, and the section's
+    own name field, ``gpu.name``): its description ends with the names the catalogue holds."""
+    for section, entry in CATALOGUES.items():
+        if key.key in (f"{entry.table}.{entry.key}", f"{section}.{entry.field}"):
+            names = ", ".join(catalogue(section))
+            return replace(key, description=f"{key.description} One of: {names}.")
+    return key
 
 
 def text(found: list[Key]) -> str:

@@ -269,7 +269,8 @@ def summary(ds: xr.Dataset) -> dict[str, float]:
 
 
 def _ramp(share: np.ndarray, dt: float) -> float:
-    """The longest rise of the grid's share from near none (1 %) to near all (99 %) [s]."""
+    """The longest rise of the grid's share from near none (1 %) to near all (99 %) [s]; NaN
+    where the share never fell to near none (the site never left the grid)."""
     low = np.flatnonzero(share <= 0.01)
     if low.size == 0:
         return math.nan

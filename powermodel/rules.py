@@ -42,6 +42,7 @@ from powermodel.output import check_folder, staged
 from powermodel.scenario import (
     DAY,
     Duration,
+    Scenario,
     Section,
     explain,
     format_duration,
@@ -61,6 +62,7 @@ __all__ = [
     "describe",
     "load_rules",
     "measure",
+    "site_rules",
     "read_trace",
     "Refusal",
     "Rule",
@@ -169,6 +171,31 @@ def rule_names() -> list[str]:
     shipped = _shipped()
     groups = {g for r in shipped.values() for g in r.get("groups", [])}
     return sorted(set(shipped) | groups)
+
+
+def site_rules(scenario: Scenario | None) -> list[Rule]:
+    """The rules of the site's utility, as the scenario names them (``grid.rules``; shipped
+    names only: a scenario names no rule file), for a command given no ``--rules``. Without
+    them (or without a scenario: a measured trace) the refusal says how to choose: each
+    utility and its shipped rules."""
+    chosen = None if scenario is None else scenario.grid.rules
+    if chosen is None:
+        by_utility: dict[str, list[str]] = {}
+        for name, table in _shipped().items():
+            utility = table["title"].split()[0].rstrip(":")  # "ERCOT NPRR1191: ..."
+            by_utility.setdefault(utility, []).append(name)
+        offered = "; ".join(f"{who}: {', '.join(names)}" for who, names in by_utility.items())
+        raise RuleError(
+            "no rules to measure by: give --rules with your utility's (" + offered + "; or a "
+            ".toml rule file)" + ("" if scenario is None else ", or set grid.rules in the scenario")
+        )
+    unknown = sorted(set(chosen) - set(rule_names()))
+    if unknown:
+        raise RuleError(
+            f"grid.rules names {', '.join(map(repr, unknown))}, not a shipped rule or group: "
+            f"choose from {', '.join(rule_names())} (a rule file is given with --rules)"
+        )
+    return load_rules(chosen)
 
 
 def load_rules(names: str | list[str]) -> list[Rule]:

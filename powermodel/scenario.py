@@ -1238,7 +1238,27 @@ class Grid(Section):
     other_power_factor: float = Field(
         0.95, ge=0.5, le=1, description="Cooling and misc loads (motors, drives), lagging [A]. [1]"
     )
+    rules: list[Annotated[str, Field(max_length=64)]] | None = Field(
+        None,
+        min_length=1,
+        max_length=100,
+        description="The utility's rules, by shipped rule or group name (powermodel/presets/"
+        "rules.toml): what check and size measure when no --rules is given; none: they ask.",
+    )
     source: Text = ""
+
+    @field_validator("rules")
+    @classmethod
+    def _rule_names(cls, names: list[str] | None) -> list[str] | None:
+        # names, never paths: a scenario (an upload) names no file to read
+        odd = [n for n in names or [] if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", n)]
+        if odd:
+            raise ValueError(
+                f"{shorten(odd[0], 80)} is not a rule name: name shipped rules or groups "
+                "(powermodel presets' rules.toml, e.g. 'ercot-5s', 'nprr1191'); a rule file is "
+                "given to check with --rules"
+            )
+        return names
 
 
 class Sag(Section):

@@ -22,7 +22,7 @@ import xarray as xr
 
 from powermodel.analysis import Pieces, StreamedMetrics, step_seconds
 from powermodel.errors import PowerModelError, ScenarioError
-from powermodel.export import check_path, iso_times, profile_table
+from powermodel.export import CSV_OPTIONS, check_path, check_timezone, csv_table, profile_table
 from powermodel.output import staged
 from powermodel.rules import Refusal, Rule, RuleResult, StreamedCheck, check_each
 from powermodel.scenario import Scenario, format_duration
@@ -61,6 +61,7 @@ def stream(
     chunk: int = MAX_CHUNK_STEPS,
     progress: Callable[[int], None] | None = None,
     measures: Measures | None = None,
+    timezone: str | None = None,
 ) -> Path | None:
     """Simulate a scenario in chunks of about ``chunk`` steps, writing its profile to ``path``
     (None: nothing written, the run only measured into ``measures``).
@@ -85,6 +86,8 @@ def stream(
     measures
         Given, the run's metrics and rule verdicts are accumulated as its chunks are made
         (:class:`Measures`); a rule that needs the running median renders the run again.
+    timezone
+        A CSV's local-time column, as :func:`powermodel.export.write`'s.
 
     Returns
     -------
@@ -92,6 +95,8 @@ def stream(
         The file written.
     """
     path = None if path is None else check_path(path)
+    if path is not None:
+        check_timezone(timezone, path)
     if path is not None and path.suffix not in STREAMED:
         raise PowerModelError(
             f"a run streamed in parts writes {' or '.join(STREAMED)}, not {path.suffix}: "
@@ -131,7 +136,7 @@ def stream(
         try:
             for ds in chunks():
                 if temporary is not None:
-                    writer = _write(writer, ds, temporary, path.suffix)
+                    writer = _write(writer, ds, temporary, path.suffix, timezone)
                 throughput += float(ds["throughput"].values.sum())
                 if measures is not None:
                     measures.feed(ds, n)
@@ -173,7 +178,11 @@ def checked(
 
 
 def _write(
-    writer: pq.ParquetWriter | pacsv.CSVWriter | None, ds: xr.Dataset, path: Path, suffix: str
+    writer: pq.ParquetWriter | pacsv.CSVWriter | None,
+    ds: xr.Dataset,
+    path: Path,
+    suffix: str,
+    timezone: str | None,
 ) -> pq.ParquetWriter | pacsv.CSVWriter:
     """Append a chunk's Dataset ``ds`` to the file at ``path`` in the format ``suffix`` names
     (``path`` is the temporary file), opening the writer at the first."""
@@ -181,10 +190,8 @@ def _write(
         table = profile_table(ds, headers=False)
         writer = writer or pq.ParquetWriter(path, table.schema)
     else:
-        table = profile_table(ds)
-        table = table.set_column(0, "time", iso_times(table["time"], step_seconds(ds)))
-        options = pacsv.WriteOptions(quoting_style="needed")
-        writer = writer or pacsv.CSVWriter(path, table.schema, write_options=options)
+        table = csv_table(ds, timezone)
+        writer = writer or pacsv.CSVWriter(path, table.schema, write_options=CSV_OPTIONS)
     writer.write_table(table)
     return writer
 

@@ -644,6 +644,9 @@ def test_the_issues_frequency_only_ride_through_counts_it_and_passes(capsys):
     out = capsys.readouterr().out
     assert "1 disturbances" in out and "ridden through: 1" in out
     assert "ercot-load-loss [study assumption]: pass: largest simultaneous loss 0.0 MW" in out
+    # the site never left the grid: no return ramp, said so (not "nan")
+    assert "return ramp [s]: none: the site never left the grid" in out
+    assert "nan" not in out.lower().replace("nanosecond", "")
 
 
 def test_the_grid_events_view_follows_each_sequence_chosen_in_the_sidebar(tmp_path):
