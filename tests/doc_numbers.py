@@ -10,19 +10,22 @@ is checked with HTML comments on a line of their own, which neither GitHub nor S
     folder that holds the page's files.
 ``<!-- doc-run ID -->``
     before a fenced ``sh`` or ``python`` block: run it, in page order. A ``sh`` block's every
-    command (``\\`` continues a line; ``#`` starts a comment) must be ``powermodel ...``: each
-    is run in this process through :func:`powermodel.cli.main` and must exit 0 or 3 (a rule
-    violated). A ``python`` block is executed as a script. The run's output is its stdout.
+    command (``\\`` continues a line; ``#`` starts a comment) must be ``powermodel ...``, run in
+    this process through :func:`powermodel.cli.main`, which must exit 0 or 3 (a rule violated),
+    or ``python examples/NAME.py ARGS``, a worked example run as from the repository root. A
+    ``python`` block is executed as a script. The run's output is its stdout.
 ``<!-- doc-output ID -->``
     before a fenced block: the block is an excerpt of the output of run ``ID``. Its lines are
     consecutive lines of the output; a line ``...`` stands for any lines left out, and ``...``
     within a line for any text left out of that line; spaces between words may differ in
     number. Every number on the page must be the printed number, character for character.
-``<!-- doc-figure ID "FIGURE" LINE #K -->``
-    before a paragraph: ``FIGURE`` (say ``15.9 MW``) appears in the paragraph, and its number is
-    the ``K``-th number printed after the start ``LINE`` of a line of run ``ID``'s output
-    (``IT power mean / peak / min #1``), rounded half up to the figure's decimals (a sign the
-    figure leaves out, and thousands separators, aside).
+``<!-- doc-figure ID "FIGURE" LINE #K -->``, with ``x100`` after ``#K`` to scale
+    before a paragraph (or a table): ``FIGURE`` (say ``15.9 MW``, or ``| 21 | 7 |`` in a table)
+    appears in it, and its number (the last in ``FIGURE``) is the ``K``-th number printed after
+    the start ``LINE`` of a line of run ``ID``'s output (``IT power mean / peak / min #1``; a
+    ``LINE`` ending in a letter or digit is a whole word), times 100 with ``x100`` (a fraction
+    printed, a percentage written), rounded half up to the figure's decimals (a sign the figure
+    leaves out, and thousands separators, aside).
 ``<!-- doc-not-run: WHY -->``
     before a fenced ``text`` block, or a ``python`` block that prints, that no run gives (an
     input format, a snippet that needs a cluster): every other such block must be a
@@ -42,6 +45,7 @@ import functools
 import io
 import os
 import re
+import runpy
 import shlex
 import sys
 import tempfile
@@ -53,12 +57,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE_GLOBS = ("docs/*.md", "docs/guides/*.md", "docs/examples/*.md", "README.md")
 FENCE = re.compile(r"^(`{3,})([^`\n]*)$")
 MARKER = re.compile(r"^<!--\s*doc-(file|run|output|figure|not-run)\b(.*?)-->\s*$")
-FIGURE = re.compile(r'^\s*(\S+)\s+"([^"]+)"\s+(.+?)\s+#(\d+)\s*$')
+FIGURE = re.compile(r'^\s*(\S+)\s+"([^"]+)"\s+(.+?)\s+#(\d+)(?:\s+x(\d+))?\s*$')
 # A number as printed: not part of a word (the 15 of ieso-15s, the 3 of llama3), an optional
 # sign, thousands separators, decimals and an exponent
 NUMBER = r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])"
 NUMBER_RE = re.compile(NUMBER)
 ELLIPSIS = re.compile(r"\.\.\.|…")
+EXAMPLE_SCRIPT = re.compile(r"examples/[A-Za-z0-9_]+\.py")  # the worked examples' scripts
 EXIT_CODES = (0, 3)  # the commands' success, and "a rule is violated" (check, size, screen)
 
 
@@ -82,6 +87,7 @@ class Figure:
     index: int
     marker_line: int
     paragraph: range
+    scale: int = 1
 
 
 @dataclass
@@ -137,6 +143,7 @@ def parse(path: Path, text: str | None = None) -> Page:
                         int(found.group(4)),
                         i,
                         range(end, para),
+                        int(found.group(5) or 1),
                     )
                 )
             else:
@@ -174,13 +181,34 @@ def _run_command(command: str) -> str:
     from powermodel.cli import main  # noqa: PLC0415 - the check alone imports the package
 
     words = shlex.split(command)
+    if len(words) >= 2 and words[0] == "python" and EXAMPLE_SCRIPT.fullmatch(words[1]):
+        return _run_example(words[1], words[2:])
     if not words or words[0] != "powermodel":
-        raise DocError(f"cannot run {command!r}: a doc-run block holds powermodel commands only")
+        raise DocError(
+            f"cannot run {command!r}: a doc-run block holds powermodel commands and "
+            "python examples/NAME.py only"
+        )
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         code = main(words[1:])
     if code not in EXIT_CODES:
         raise DocError(f"{command!r} exited {code}: {stderr.getvalue().strip()[-2000:]}")
+    return stdout.getvalue()
+
+
+def _run_example(script: str, arguments: list[str]) -> str:
+    """A worked example as ``python examples/NAME.py ARGS`` runs it from the repository root
+    (its outputs in the page's folder): what it prints."""
+    path = ROOT / script
+    if not path.is_file():
+        raise DocError(f"no such example {script}")
+    stdout, argv = io.StringIO(), sys.argv
+    sys.argv = [str(path), *arguments]
+    try:
+        with contextlib.redirect_stdout(stdout):
+            runpy.run_path(str(path), run_name="__main__")
+    finally:
+        sys.argv = argv
     return stdout.getvalue()
 
 
@@ -342,18 +370,31 @@ def figure_value(fig: Figure, printed_text: str) -> str | None:
     start = " ".join(fig.line.split())
     for line in printed_text.split("\n"):
         flat = " ".join(line.split())
-        if flat.startswith(start):
-            numbers = NUMBER_RE.findall(flat[len(start) :])
+        rest = flat[len(start) :]
+        if flat.startswith(start) and not (start[-1].isalnum() and rest[:1].isalnum()):
+            numbers = NUMBER_RE.findall(rest)
             if len(numbers) >= fig.index:
-                return rounded(numbers[fig.index - 1], figure_number(fig.text))
+                value = Decimal(numbers[fig.index - 1].replace(",", "")) * fig.scale
+                return rounded(str(value), figure_number(fig.text))
     return None
 
 
-def figure_number(text: str) -> str:
-    found = NUMBER_RE.search(text)
+def _last_number(text: str) -> re.Match[str]:
+    found = list(NUMBER_RE.finditer(text))
     if not found:
         raise DocError(f"the figure {text!r} holds no number")
-    return found.group(0)
+    return found[-1]
+
+
+def figure_number(text: str) -> str:
+    """The number a figure's text gives: its last (``| 21 | 7 |`` gives 7)."""
+    return _last_number(text).group(0)
+
+
+def with_number(text: str, value: str) -> str:
+    """A figure's text with its number (the last) replaced by ``value``."""
+    found = _last_number(text)
+    return text[: found.start()] + value + text[found.end() :]
 
 
 def rounded(printed: str, like: str) -> str:
@@ -369,17 +410,33 @@ def rounded(printed: str, like: str) -> str:
     return ("+" + text) if like[0] == "+" and value >= 0 else text
 
 
+def _spaced(text: str) -> re.Pattern[str]:
+    """A figure's text as a pattern whose spaces match any run of spaces or a line break (a
+    figure in a paragraph may break across lines)."""
+    return re.compile(_text(text))
+
+
+def _respaced(new: str, found: str) -> str:
+    """``new`` (a figure's text with its number replaced) with the spaces and line breaks of
+    ``found``, the text it replaces."""
+    spaces = re.findall(r"\s+", found)
+    pieces = re.split(r"\s+", new)
+    if len(pieces) != len(spaces) + 1:
+        return new
+    return "".join(p + s for p, s in zip(pieces, [*spaces, ""], strict=True))
+
+
 def check_figure(fig: Figure, page: Page, printed_text: str) -> list[Difference]:
     where = f"{page.name}:{fig.marker_line + 1}"
     paragraph = "\n".join(page.lines[i] for i in fig.paragraph)
-    if fig.text not in paragraph:
+    if not _spaced(fig.text).search(paragraph):
         return [Difference(where, f"{fig.text} (in the paragraph after the marker)", None)]
     value = figure_value(fig, printed_text)
     if value is None:
         return [Difference(where, f"{fig.line} #{fig.index}", None)]
     number = figure_number(fig.text)
     if value != number:
-        return [Difference(where, fig.text, fig.text.replace(number, value, 1))]
+        return [Difference(where, fig.text, with_number(fig.text, value))]
     return []
 
 
@@ -438,15 +495,25 @@ def rewrite(page: Page, outputs: dict[str, str]) -> tuple[str, list[str]]:
         for k, (line, j) in enumerate(zip(block.lines, placed, strict=True)):
             if j is not None:
                 lines[block.start + k] = _rewritten(line, printed[j])
-    for fig in page.figures:
+    texts = [fig.text for fig in page.figures]  # as rewritten so far
+    for k, fig in enumerate(page.figures):
         value = figure_value(fig, outputs[fig.run])
         if value is None:
             left.append(f"{page.name}:{fig.marker_line + 1}: no printed {fig.line} #{fig.index}")
             continue
-        new = fig.text.replace(figure_number(fig.text), value, 1)
-        for i in fig.paragraph:
-            lines[i] = lines[i].replace(fig.text, new)
-        lines[fig.marker_line] = lines[fig.marker_line].replace(f'"{fig.text}"', f'"{new}"')
+        old = texts[k]
+        new = with_number(old, value)
+        if fig.paragraph:
+            paragraph = "\n".join(lines[i] for i in fig.paragraph)
+            paragraph = _spaced(old).sub(lambda m, new=new: _respaced(new, m.group(0)), paragraph)
+            lines[fig.paragraph.start : fig.paragraph.stop] = paragraph.split("\n")
+        # a figure's text may hold another's ("12,412 MWh | 12,111" after "IT energy | 12,412")
+        for j, other in enumerate(page.figures):
+            if old in texts[j]:
+                changed = texts[j].replace(old, new)
+                marker = lines[other.marker_line]
+                lines[other.marker_line] = marker.replace(f'"{texts[j]}"', f'"{changed}"')
+                texts[j] = changed
     return "\n".join(lines), left
 
 
