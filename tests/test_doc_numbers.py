@@ -37,6 +37,9 @@ def test_the_check_reads_every_page_and_the_pages_that_show_runs():
         "docs/guides/campus.md",
         "docs/guides/sweeps.md",
         "docs/examples/first_run.md",
+        "docs/examples/llama3_reference.md",
+        "docs/examples/gb200_ercot_battery.md",
+        "docs/examples/tampa_vs_chicago.md",
     } <= shown
 
 
@@ -164,6 +167,22 @@ def test_a_prose_figure_is_the_printed_one_rounded_as_written(tmp_path):
     assert "1.1 (in the paragraph after the marker)" in difference
 
 
+def test_a_figure_may_be_scaled_and_break_across_lines(tmp_path):
+    text = (
+        '<!-- doc-run r -->\n```python\nprint("share 0.917683")\nprint("share_x 1")\n```\n\n'
+        '<!-- doc-figure r "at **91.8 %**" share #1 x100 -->\ntraining time comes out at\n'
+        "**91.8 %**, as the paper says\n"
+    )
+    assert _checked(text, tmp_path) == []  # 'share' is a whole word: not the share_x line
+    drifted = text.replace("0.917683", "0.91649")
+    page = parse(tmp_path / "p.md", drifted)
+    outputs = run_page(page, tmp_path)
+    (difference,) = check_page(page, outputs)
+    assert str(difference).endswith("the run prints 'at **91.6 %**'")
+    fixed, left = rewrite(page, outputs)
+    assert left == [] and "comes out at\n**91.6 %**, as" in fixed and '"at **91.6 %**"' in fixed
+
+
 def test_rounding_a_printed_figure():
     assert rounded("8.494", "8.9") == "8.5"
     assert rounded("0.4987", "0.50") == "0.50"
@@ -218,8 +237,11 @@ def test_a_command_that_fails_or_is_not_powermodel_is_an_error(tmp_path):
     with pytest.raises(DocError, match="exited 1: .*no-such-preset"):
         run_page(parse(tmp_path / "p.md", bad), tmp_path)
     other = "<!-- doc-run x -->\n```sh\nrm -rf out/\n```\n"
-    with pytest.raises(DocError, match="powermodel commands only"):
+    with pytest.raises(DocError, match="holds powermodel commands and python examples/NAME.py"):
         run_page(parse(tmp_path / "p.md", other), tmp_path)
+    script = "<!-- doc-run x -->\n```sh\npython /tmp/anything.py\n```\n"  # not an example
+    with pytest.raises(DocError, match="holds powermodel commands and python examples/NAME.py"):
+        run_page(parse(tmp_path / "p.md", script), tmp_path)
 
 
 def test_an_unmarked_output_and_a_marker_of_no_run_are_reported(tmp_path):
