@@ -147,6 +147,8 @@ def parse(path: Path, text: str | None = None) -> Page:
                     )
                 )
             else:
+                if kind != "not-run" and not re.fullmatch(r"[\w.\-/]+", argument):
+                    raise DocError(f"{page.name}:{i + 1}: a doc-{kind} marker names one ID or file")
                 pending = (kind, argument)
         elif fence:
             ticks, lang = fence.group(1), fence.group(2).strip()
@@ -247,6 +249,9 @@ def run_page(page: Page, folder: Path) -> dict[str, str]:
                     raise DocError(f"a {block.lang!r} block cannot be run")
             except DocError as exc:
                 raise DocError(f"{where}: {exc}") from None
+            except Exception as exc:  # a snippet's or an example's own error, at its block
+                why = f"{type(exc).__name__}: {exc}"
+                raise DocError(f"{where}: run {ident!r} raised {why}") from exc
     finally:
         os.chdir(here)
     return outputs
@@ -470,8 +475,14 @@ def check_page(page: Page, outputs: dict[str, str]) -> list[Difference]:
     for block in page.blocks:
         if block.marker and block.marker[0] == "output":
             ident = block.marker[1]
+            if ident not in outputs:
+                out.append(Difference(f"{page.name}:{block.start}", f"the run {ident}", None))
+                continue
             out += compare_block(block.lines, outputs[ident], f"{page.name}", block.start + 1)
     for fig in page.figures:
+        if fig.run not in outputs:
+            out.append(Difference(f"{page.name}:{fig.marker_line + 1}", f"the run {fig.run}", None))
+            continue
         out += check_figure(fig, page, outputs[fig.run])
     return out
 
@@ -547,28 +558,37 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [p.resolve() for p in args.pages] or pages()
     status = 0
     for path in chosen:
-        page = parse(path)
-        problems = check_coverage(page)
-        for problem in problems:
-            print(problem)
+        try:
+            status |= _one(path, args.write)
+        except DocError as exc:
+            print(exc)
             status = 1
-        if not any(b.marker and b.marker[0] == "run" for b in page.blocks):
-            continue
-        with tempfile.TemporaryDirectory() as folder:
-            outputs = run_page(page, Path(folder))
-        if args.write:
-            text, left = rewrite(page, outputs)
-            if text != "\n".join(page.lines):
-                path.write_text(text, "utf-8")
-                print(f"rewrote {page.name}")
-            for line in left:
-                print(f"edit by hand: {line}")
-                status = 1
-        else:
-            for difference in check_page(page, outputs):
-                print(difference)
-                status = 1
     return status
+
+
+def _one(path: Path, write: bool) -> int:
+    """Check or rewrite one page; 1 where something differs or is left to edit by hand."""
+    page = parse(path)
+    problems = check_coverage(page)
+    for problem in problems:
+        print(problem)
+    status = int(bool(problems))
+    if not any(b.marker and b.marker[0] == "run" for b in page.blocks):
+        return status
+    with tempfile.TemporaryDirectory() as folder:
+        outputs = run_page(page, Path(folder))
+    if write:
+        text, left = rewrite(page, outputs)
+        if text != "\n".join(page.lines):
+            path.write_text(text, "utf-8")
+            print(f"rewrote {page.name}")
+        for line in left:
+            print(f"edit by hand: {line}")
+        return status | int(bool(left))
+    differences = check_page(page, outputs)
+    for difference in differences:
+        print(difference)
+    return status | int(bool(differences))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ pages from the runs)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from doc_numbers import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN_PAGES = [p for p in pages() if "<!-- doc-run " in p.read_text("utf-8")]
+RUN_PAGES = [p for p in pages() if any(b.marker and b.marker[0] == "run" for b in parse(p).blocks)]
 
 
 def test_the_check_reads_every_page_and_the_pages_that_show_runs():
@@ -239,9 +240,25 @@ def test_a_command_that_fails_or_is_not_powermodel_is_an_error(tmp_path):
     other = "<!-- doc-run x -->\n```sh\nrm -rf out/\n```\n"
     with pytest.raises(DocError, match="holds powermodel commands and python examples/NAME.py"):
         run_page(parse(tmp_path / "p.md", other), tmp_path)
+    raising = '<!-- doc-run x -->\n```python\nraise ValueError("boom")\n```\n'
+    with pytest.raises(DocError, match=r"p\.md:2: run 'x' raised ValueError: boom"):
+        run_page(parse(tmp_path / "p.md", raising), tmp_path)
     script = "<!-- doc-run x -->\n```sh\npython /tmp/anything.py\n```\n"  # not an example
     with pytest.raises(DocError, match="holds powermodel commands and python examples/NAME.py"):
         run_page(parse(tmp_path / "p.md", script), tmp_path)
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("<!-- doc-output -->\n```text\n1\n```\n", "p.md:1: a doc-output marker names one ID"),
+        ('<!-- doc-figure x "1 MW" -->\nit is 1 MW\n', 'p.md:1: a doc-figure is ID "FIGURE"'),
+        ("<!-- doc-run x -->\n\nSome prose.\n", "p.md:3: a doc-run marker not before a block"),
+    ],
+)
+def test_a_malformed_marker_is_one_line_naming_where(tmp_path, text, match):
+    with pytest.raises(DocError, match=re.escape(match)):
+        parse(tmp_path / "p.md", text)
 
 
 def test_an_unmarked_output_and_a_marker_of_no_run_are_reported(tmp_path):
