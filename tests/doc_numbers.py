@@ -501,7 +501,8 @@ def rewrite(page: Page, outputs: dict[str, str]) -> tuple[str, list[str]]:
         printed = outputs[block.marker[1]].rstrip("\n").split("\n")
         placed = align(block.lines, printed)
         if placed is None:
-            left += [str(d) for d in _unplaced(block.lines, printed, page.name, block.start + 1)]
+            unplaced = _unplaced(block.lines, printed, page.name, block.start + 1)
+            left += [f"{d} (run {block.marker[1]})" for d in unplaced]
             continue
         for k, (line, j) in enumerate(zip(block.lines, placed, strict=True)):
             if j is not None:
@@ -510,7 +511,8 @@ def rewrite(page: Page, outputs: dict[str, str]) -> tuple[str, list[str]]:
     for k, fig in enumerate(page.figures):
         value = figure_value(fig, outputs[fig.run])
         if value is None:
-            left.append(f"{page.name}:{fig.marker_line + 1}: no printed {fig.line} #{fig.index}")
+            where = f"{page.name}:{fig.marker_line + 1}"
+            left.append(f"{where}: no printed {fig.line} #{fig.index} (run {fig.run})")
             continue
         old = texts[k]
         new = with_number(old, value)
@@ -584,6 +586,8 @@ def _one(path: Path, write: bool) -> int:
             print(f"rewrote {page.name}")
         for line in left:
             print(f"edit by hand: {line}")
+        for ident in dict.fromkeys(re.findall(r"\(run (\S+)\)$", "\n".join(left), re.M)):
+            print(f"\nrun {ident} of {page.name} printed:\n{outputs[ident]}")
         return status | int(bool(left))
     differences = check_page(page, outputs)
     for difference in differences:
