@@ -149,6 +149,10 @@ def parse(path: Path, text: str | None = None) -> Page:
             else:
                 if kind != "not-run" and not re.fullmatch(r"[\w.\-/]+", argument):
                     raise DocError(f"{page.name}:{i + 1}: a doc-{kind} marker names one ID or file")
+                if kind == "file" and (argument.startswith("/") or ".." in argument.split("/")):
+                    raise DocError(
+                        f"{page.name}:{i + 1}: a doc-file is a path inside the runs' folder"
+                    )
                 pending = (kind, argument)
         elif fence:
             ticks, lang = fence.group(1), fence.group(2).strip()

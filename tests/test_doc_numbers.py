@@ -254,6 +254,7 @@ def test_a_command_that_fails_or_is_not_powermodel_is_an_error(tmp_path):
         ("<!-- doc-output -->\n```text\n1\n```\n", "p.md:1: a doc-output marker names one ID"),
         ('<!-- doc-figure x "1 MW" -->\nit is 1 MW\n', 'p.md:1: a doc-figure is ID "FIGURE"'),
         ("<!-- doc-run x -->\n\nSome prose.\n", "p.md:3: a doc-run marker not before a block"),
+        ("<!-- doc-file ../../etc/x -->\n```\n1\n```\n", "p.md:1: a doc-file is a path inside"),
     ],
 )
 def test_a_malformed_marker_is_one_line_naming_where(tmp_path, text, match):
