@@ -100,6 +100,10 @@ def main(out: pathlib.Path) -> dict[str, float]:
         "floor_top_grid_energy_mwh_per_day": top_cost["grid_energy_mwh_per_day"],
         "floor_top_throughput_cost": top_cost["throughput_cost"],
     }
+    for f, (result, cost) in floor_results.items():  # each floor's row of the page's table
+        numbers[f"floor_{f:.0%}_worst_mw"] = result.worst
+        numbers[f"floor_{f:.0%}_grid_energy_cost"] = cost["grid_energy_cost"]
+        numbers[f"floor_{f:.0%}_throughput_cost"] = cost["throughput_cost"]
     _check(numbers)
     figures = {
         "failure": _event_figure(base, battery_run, floors[FLOORS[-1]][1]),

@@ -60,16 +60,26 @@ def main(out: pathlib.Path) -> dict[str, float]:
         "unexpected_p95_over_seeds": float(np.percentile(counts, 95)),
         "gpu_share_of_unexpected": m["interruptions_by_category"].get("GPU", 0)
         / m["unexpected_interruptions"],
+        **{
+            f"seed0_{category.lower().replace(' ', '_')}": float(count)
+            for category, count in m["interruptions_by_category"].items()
+        },
         "effective_training_time": m["effective_training_time"],
         "diurnal_swing": swing,
         "diurnal_trough_hour": float(trough_hour),
         "it_mean_mw": m["it_mean_mw"],
         "it_peak_mw": m["it_peak_mw"],
+        "it_min_mw": m["it_min_mw"],
         "facility_mean_mw": float(ds["facility_power"].mean()),
         "facility_peak_mw": m["facility_peak_mw"],
         "grid_mean_mw": m["grid_mean_mw"],
+        "grid_peak_mw": m["grid_peak_mw"],
         "grid_min_mw": m["grid_min_mw"],
+        "facility_energy_mwh": m["facility_energy_mwh"],
+        "cooling_energy_mwh": m["cooling_energy_mwh"],
         "pue": m["pue"],
+        "throughput_lost_to_heat": m["throughput_lost_to_heat"],
+        "grid_energy_per_token_j": m["grid_energy_per_token_j"],
         "grid_swing_5s_mw": m["grid_swing_5s_mw"],
         "grid_swing_5s_training_mw": m["grid_swing_5s_training_mw"],
         "tokens": m["tokens"],

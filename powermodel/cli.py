@@ -733,7 +733,7 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.seeds is not None:
         seed_count(args.seeds)
     spec = sweep.read_sweep(args.file)
-    output = sweep.check_output(args.output, spec.series)
+    output = sweep.check_output(args.output)
     started = time.perf_counter()
     ds = sweep.sweep(
         spec.base,
@@ -760,6 +760,8 @@ def _sweep(args: argparse.Namespace) -> int:
     runs = ds["error"].size
     print(f"\n{runs - failed:,} of {runs:,} runs ran in {elapsed:.1f} s")
     print(f"wrote {path}")
+    if note := sweep.dropped_series(ds, path):
+        print(note)
     if failed:
         print(
             f"powermodel: warning: {failed:,} of {runs:,} runs failed: their reasons are in the "

@@ -71,7 +71,9 @@ __all__ = [
     "check_scheduler",
     "check_workers",
     "cluster",
+    "dropped_series",
     "measured",
+    "not_measured_notes",
     "open_results",
     "read_sweep",
     "run_all",
@@ -570,12 +572,14 @@ def _execute(run: _Run) -> dict[str, Any]:
     """One run on a worker: its metrics, rule verdicts and series, or the error it met."""
     try:
         ds = simulate(load_scenario(run.scenario, {"simulation.seed": run.seed}))
+        measured = metrics(ds)
         out: dict[str, Any] = {
             "metrics": {
                 k: float(v)
-                for k, v in metrics(ds).items()
+                for k, v in measured.items()
                 if isinstance(v, numbers.Real) and not isinstance(v, bool)
-            }
+            },
+            "not_measured": _not_measured_text(measured.get("not_measured", {})),
         }
         if run.rule_list:
             out["rules"] = _verdicts(ds, run.rule_list, run.registered_demand)
@@ -586,6 +590,12 @@ def _execute(run: _Run) -> dict[str, Any]:
     except Exception as exc:  # a defect, or the machine (memory): recorded, the sweep goes on
         return {"error": f"internal error: {type(exc).__name__}: {exc}"}
     return out
+
+
+def _not_measured_text(why: Mapping[str, str]) -> str:
+    """A run's metrics that are NaN and why, as one cell: ``key: why; key: why`` (``""`` where
+    every metric was measured); :func:`not_measured_notes` reads it back."""
+    return "; ".join(f"{key}: {reason}" for key, reason in why.items())
 
 
 def _verdicts(
@@ -991,6 +1001,11 @@ def _gather(
         dims,
         np.array([r["error"] if "error" in r else "" for r in flat], dtype=str).reshape(shape),
     )
+    data["not_measured"] = (
+        dims,
+        np.array([r.get("not_measured", "") for r in flat], dtype=str).reshape(shape),
+        {"description": "the run's metrics that are NaN and why: 'key: why; key: why'"},
+    )
     if rule_list:
         data.update(_rule_variables(flat, rule_list, dims, shape))
     coords_out: dict[str, Any] = {"seed": np.arange(seeds)}
@@ -1220,7 +1235,7 @@ def _located_values(key: str, values: Any, folder: Path) -> Any:
     return [_located_value(key, v, folder) for v in values]
 
 
-def check_output(path: str | Path, series: str | None = None) -> Path:
+def check_output(path: str | Path) -> Path:
     """The results file, checked before any run: its extension (``.nc`` or ``.csv``, in any
     case) names a format :func:`write` writes, and a file can be made there
     (:func:`powermodel.output.check_folder`)."""
@@ -1230,18 +1245,27 @@ def check_output(path: str | Path, series: str | None = None) -> Path:
             f"cannot write {str(path)!r}: unknown extension {path.suffix!r}; use .nc (NetCDF) "
             "or .csv (one row per run)"
         )
-    if path.suffix.lower() == ".csv" and series is not None:
-        raise PowerModelError(
-            f"{path}: a CSV holds one row per run, not series: write .nc, or leave out series"
-        )
     return check_folder(path)
 
 
+def dropped_series(ds: xr.Dataset, path: str | Path) -> str:
+    """The note :func:`write` gives for ``path``: a CSV holds one row per run, so a sweep's
+    ``series`` are not in it (``""`` where nothing is dropped)."""
+    series = ds.attrs.get("series") or ""
+    if not series or Path(path).suffix.lower() != ".csv":
+        return ""
+    return (
+        f"note: {Path(path).name} holds one row per run: the runs' grid_power series "
+        f'(series = "{series}") are not in it; write .nc to keep them'
+    )
+
+
 def write(ds: xr.Dataset, path: str | Path) -> Path:
-    """A sweep's results to ``path``: ``.nc`` the Dataset, ``.csv`` :func:`table`. Written
+    """A sweep's results to ``path``: ``.nc`` the Dataset, ``.csv`` :func:`table` (one row
+    per run: a sweep's ``series`` are dropped, which :func:`dropped_series` says). Written
     whole or not at all (:func:`powermodel.output.staged`): a failed write leaves no partial
     file and an earlier file whole."""
-    path = check_output(path, ds.attrs.get("series") or None)
+    path = check_output(path)
     with staged(path) as temporary:
         if path.suffix.lower() == ".nc":
             netcdf(ds, temporary, engine="netcdf4")
@@ -1331,8 +1355,27 @@ def summary(ds: xr.Dataset, width: int = 60) -> pd.DataFrame:
         .agg(lambda e: next((t if len(t) <= width else t[: width - 1] + "…" for t in e if t), ""))
         .values
     )
-    out.attrs["notes"] = notes
+    out.attrs["notes"] = notes + not_measured_notes(ds, SUMMARY)
     return out
+
+
+def not_measured_notes(ds: xr.Dataset, names: Sequence[str] | None = None) -> list[str]:
+    """One line per metric of ``names`` (all by default) that a run which ran did not measure,
+    with why and in how many runs, from the ``not_measured`` variable: ``grid_swing_5s_mw: not
+    measured in 24 runs: not resolved at a 10s step (needs dt <= 2.5s)``."""
+    if "not_measured" not in ds:
+        return []  # results written before the variable was
+    ran = ds["error"].values.ravel() == ""
+    counts: dict[tuple[str, str], int] = {}
+    for cell in ds["not_measured"].values.ravel()[ran]:
+        for item in str(cell).split("; ") if cell else ():
+            key, _, why = item.partition(": ")
+            if names is None or key in names:
+                counts[(key, why)] = counts.get((key, why), 0) + 1
+    return [
+        f"{key}: not measured in {count:,} run{'s' * (count != 1)}: {why}"
+        for (key, why), count in counts.items()
+    ]
 
 
 # --- reading a results file back (the dashboard's sweep view) ---------------------------------

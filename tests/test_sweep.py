@@ -391,6 +391,44 @@ def test_the_command_writes_a_row_per_run_to_csv(tmp_path, capsys):
     assert "ieso-1min worst [MW/min]" in frame and frame["error"].isna().all()
 
 
+def test_a_csv_of_a_sweep_with_series_drops_them_and_says_so(tmp_path, capsys):
+    # issue 28: the sweeps guide's own sweep.toml (series = "1h") with -o results.csv was refused
+    path = _files(tmp_path, SWEEP_FILE.replace("seeds = 2", 'seeds = 2\nseries = "1h"'))
+    out = tmp_path / "results.csv"
+    assert main(["sweep", str(path), "-o", str(out), "--workers", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        'note: results.csv holds one row per run: the runs\' grid_power series (series = "1h") '
+        "are not in it; write .nc to keep them"
+    ) in printed
+    import pandas as pd
+
+    frame = pd.read_csv(out)
+    assert len(frame) == 2 * 2 * 2 and "grid_power" not in frame  # a row per run, no series
+    nc = tmp_path / "results.nc"  # the same file to NetCDF keeps them, and notes nothing
+    assert main(["sweep", str(path), "-o", str(nc), "--workers", "0"]) == 0
+    assert "note:" not in capsys.readouterr().out
+    assert xr.open_dataset(nc)["grid_power"].sizes["elapsed"] == 24  # a day of 1-h means
+
+
+def test_a_metric_the_step_cannot_measure_says_why_in_the_summary_and_the_csv(tmp_path, capsys):
+    # issue 28: at dt = 10 s grid_swing_5s_mw was a blank column with no note
+    path = _files(tmp_path)  # a day at 10 s: a 5-s window is not resolved
+    out = tmp_path / "results.csv"
+    assert main(["sweep", str(path), "-o", str(out), "--workers", "0"]) == 0
+    why = "not resolved at a 10s step (needs dt <= 2.5s)"  # analysis._why_not_measured's words
+    assert f"grid_swing_5s_mw: not measured in 8 runs: {why}" in capsys.readouterr().out
+    import pandas as pd
+
+    frame = pd.read_csv(out)
+    assert frame["grid_swing_5s_mw"].isna().all()
+    assert frame["not_measured"].str.contains(f"grid_swing_5s_mw: {why}", regex=False).all()
+    # at 1 s every metric is measured: no note, an empty cell
+    ds = sweep(REFERENCE, {"cluster.n_gpus": [8192]}, 1, overrides={"simulation.duration": "2h"})
+    assert ds["not_measured"].values.tolist() == [[""]]
+    assert sweep_module.not_measured_notes(ds) == [] and summary(ds).attrs["notes"] == []
+
+
 def test_check_over_seeds_and_ranges_prints_the_same_on_workers(capsys):
     argv = [
         "check",
@@ -430,7 +468,6 @@ def test_check_over_seeds_and_ranges_prints_the_same_on_workers(capsys):
         ),
         (f'base = "{REFERENCE}"\n[[points]]\n[grid]\n"a" = [1]', "one of the two"),
         ('seeds = 2\n[grid]\n"cluster.n_gpus" = [8]', "no base"),
-        (f'base = "{REFERENCE}"\nseries = "1min"\n[grid]\n"cluster.n_gpus" = [8]', "a CSV holds"),
     ],
 )
 def test_a_bad_sweep_file_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch, text, match):
