@@ -371,7 +371,13 @@ class Fans(Section):
 
 class Cluster(Section):
     gpu: str = Field(description="GPU model, a name in the GPU catalogue.")
-    n_gpus: int = Field(gt=0, le=MAX_GPUS, description="Number of GPUs in the job.")
+    n_gpus: int = Field(
+        gt=0,
+        le=MAX_GPUS,
+        description="GPUs in the hall, one node at least: the job takes the largest share its "
+        "layout fits (whole replicas, whole nodes) and the rest wait idle in the hall "
+        "(cluster.idle_gpus); once loaded, the job's (docs/model/workload.md).",
+    )
     gpus_per_node: int = Field(
         8, gt=0, le=1024, description="GPUs per server (or rack domain) [P, nvidia_h100]."
     )
@@ -413,18 +419,34 @@ class Cluster(Section):
             )
         return data
 
+    # GPUs of the hall outside the job, idle (Scenario._fit_job sets them) [1]
+    _idle_gpus: int = PrivateAttr(0)
+
     @model_validator(mode="after")
-    def _whole_nodes(self) -> Cluster:
-        if self.n_gpus % self.gpus_per_node:
+    def _one_node(self) -> Cluster:
+        if self.n_gpus < self.gpus_per_node:
             raise ValueError(
-                f"n_gpus ({self.n_gpus}) must fill whole nodes of {self.gpus_per_node} GPUs: "
-                "a training job takes whole servers (change n_gpus or gpus_per_node)"
+                f"cluster.n_gpus = {self.n_gpus:,} is less than one node of "
+                f"{self.gpus_per_node} GPUs: a server comes whole; give at least "
+                f"{self.gpus_per_node} GPUs, or a smaller server (cluster.gpus_per_node = "
+                f"{self.n_gpus})"
             )
         return self
 
     @property
     def n_nodes(self) -> int:
+        """Nodes of the job (whole nodes once loaded). [1]"""
         return self.n_gpus // self.gpus_per_node
+
+    @property
+    def idle_gpus(self) -> int:
+        """GPUs of the hall outside the job, on and idle. [1]"""
+        return self._idle_gpus
+
+    @property
+    def hall_gpus(self) -> int:
+        """GPUs in the hall: the job's and the idle ones (the nameplate's). [1]"""
+        return self.n_gpus + self._idle_gpus
 
     @property
     def network_load(self) -> float:
@@ -1851,6 +1873,107 @@ class Scenario(Section):
     ride_through: RideThrough | None = None
     _parts: list[Scenario] = PrivateAttr(default_factory=list)
     _halls: list[Scenario] = PrivateAttr(default_factory=list)
+    # what loading chose for the user, each a line in their terms (:attr:`notes`)
+    _notes: list[str] = PrivateAttr(default_factory=list)
+    # the values the user gave where the job's fit changed them, by dotted key (None: unset)
+    _given: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _fit_job(self) -> Scenario:
+        """The job the hall's ``cluster.n_gpus`` hold; the rest of the hall idle.
+
+        The job is the largest count of whole data-parallel replicas (tp·pp·cp GPUs; with
+        ``reliability.scope = "replica"``, whole replicas of ``replica_gpus`` too) in whole
+        nodes within the hall. Below one replica the layout shrinks, tensor parallelism kept
+        first (inside a node), then pipeline stages, then context parallelism, and the global
+        batch follows the GPUs (the reference's tokens a GPU); where the batch would give a
+        replica less than one micro-batch it grows the same way, as a job scaled out does
+        [A]. Fewer than two replicas of a fault-tolerant job fail as one job (scope 'job').
+        Every choice is a line of :attr:`notes`; :meth:`to_dict` gives the user's values back.
+        """
+        cl, wl, rel = self.cluster, self.workload, self.reliability
+        par = wl.parallelism
+        hall, per_node = cl.n_gpus, cl.gpus_per_node
+        given: dict[str, Any] = {}
+        notes: list[str] = []
+        unit, size, shrunk = per_node, None, False
+        if par is not None:
+            size = par.tp * par.pp * par.cp
+            unit = math.lcm(size, per_node)
+            if hall < unit:  # below one replica in whole nodes: the layout shrinks
+                whole = hall // per_node * per_node
+                tp = math.gcd(par.tp, whole)
+                pp = math.gcd(par.pp, whole // tp)
+                cp = math.gcd(par.cp, whole // tp // pp)
+                notes.append(
+                    f"cluster.n_gpus = {hall:,} holds less than one data-parallel replica of "
+                    f"tp·pp·cp = {par.tp}·{par.pp}·{par.cp} = {size:,} GPUs in whole nodes of "
+                    f"{per_node}: the job runs workload.parallelism.tp = {tp}, pp = {pp}"
+                    + (f", cp = {cp}" if par.cp > 1 else "")
+                )
+                for key, new in (("tp", tp), ("pp", pp), ("cp", cp)):
+                    if getattr(par, key) != new:
+                        given[f"workload.parallelism.{key}"] = getattr(par, key)
+                        setattr(par, key, new)
+                size, shrunk = tp * pp * cp, True
+                unit = math.lcm(size, per_node)
+        replica = self.replica_gpus
+        if rel.scope == "replica" and replica is not None and replica % per_node == 0:
+            both = math.lcm(unit, replica)
+            if hall // both >= 2:
+                unit = both
+            else:
+                notes.append(
+                    f"cluster.n_gpus = {hall:,} holds fewer than two replicas of {replica:,} "
+                    "GPUs: a failure stops the whole job (reliability.scope = 'job')"
+                )
+                given["reliability.scope"] = rel.scope
+                rel.scope = "job"
+        job = hall // unit * unit
+        if job < hall:
+            given["cluster.n_gpus"] = hall
+            cl.n_gpus = job
+            cl._idle_gpus = hall - job
+            what = f"whole nodes of {per_node}"
+            if size is not None:
+                what = f"whole replicas of {size:,} GPUs (tp·pp·cp) in {what}"
+            part = hall % per_node
+            notes.append(
+                f"job {job:,} GPUs, {hall - job:,} idle in the hall: the largest job of {what} "
+                f"within cluster.n_gpus = {hall:,}; the idle GPUs draw their idle power with "
+                "their nodes' idle rest-of-node power through the supplies"
+                + (f" ({part} GPU{'s' if part > 1 else ''} of a part node, pro rata)" if part else "")
+            )
+        if par is not None:
+            dp = job // size
+            if shrunk or wl.tokens_per_step < dp * par.microbatch_tokens:
+                d0 = par.reference_tokens or wl.tokens_per_step
+                tokens = float(max(round(d0 / par.reference_gpus * job), dp * par.microbatch_tokens))
+                if tokens != wl.tokens_per_step:
+                    if par.reference_tokens is None:  # the step and shares still hold at d0
+                        given["workload.parallelism.reference_tokens"] = None
+                        par.reference_tokens = d0
+                    notes.append(
+                        f"workload.tokens_per_step {wl.tokens_per_step:,.0f} becomes "
+                        f"{tokens:,.0f}: the global batch follows the job's {job:,} GPUs (the "
+                        f"{d0 / par.reference_gpus:,.4g} tokens a GPU of the reference's "
+                        f"{par.reference_gpus:,}), at least one micro-batch of "
+                        f"{par.microbatch_tokens:,.0f} tokens for each of its {dp:,} replicas"
+                    )
+                    given["workload.tokens_per_step"] = wl.tokens_per_step
+                    wl.tokens_per_step = tokens
+        self._given, self._notes = given, notes
+        return self
+
+    @property
+    def notes(self) -> list[str]:
+        """What loading chose for the user where their scenario left it to the model (the job
+        in the hall, its layout and batch, the node a GPU brings), each a line."""
+        lines = list(self._notes)
+        if self.campus is not None:
+            for w, part in zip(self.campus.workloads, self._parts, strict=True):
+                lines += [f"campus workload {w.name!r}: {line}" for line in part.notes]
+        return lines
 
     @model_validator(mode="after")
     def _disturbed(self) -> Scenario:
@@ -2205,13 +2328,21 @@ class Scenario(Section):
         t0 = wl.step_time
         if t0 is None:
             t0 = derived_step_time(wl.model_params, d0, n0, self.gpu.peak_flops, wl.mfu)
-        _, m0, c0 = self._replica_step(n0, d0, "workload.parallelism.reference_gpus")
-        dp, m, c = self._replica_step(n, d, "cluster.n_gpus")
+        # the reference ran the layout as given; a layout shrunk to fit the hall runs at n
+        ref = par.model_copy(
+            update={
+                key: self._given[f"workload.parallelism.{key}"]
+                for key in ("tp", "pp", "cp")
+                if f"workload.parallelism.{key}" in self._given
+            }
+        )
+        _, m0, c0 = self._replica_step(n0, d0, "workload.parallelism.reference_gpus", ref)
+        dp, m, c = self._replica_step(n, d, "cluster.n_gpus", par)
         # the wait at the barrier lasts the same however few tokens a GPU computes
         sync0 = sync_time(n0, par.sync_time, par.sync_per_doubling)
         sync = sync_time(n, par.sync_time, par.sync_per_doubling)
-        work0 = layout_work(t0 - sync0, m0, par.pp, c0, par.virtual_stages, par.overlap)
-        anchor = layout_step(work0, m0, par.pp, c0, par.virtual_stages, par.overlap)
+        work0 = layout_work(t0 - sync0, m0, ref.pp, c0, par.virtual_stages, par.overlap)
+        anchor = layout_step(work0, m0, ref.pp, c0, par.virtual_stages, par.overlap)
         low = given[kinds == "communication"].sum()
         inner = low * t0 - anchor.bubble - anchor.exposed - sync0  # low-power work time [C]
         comm = given / (low or 1.0) * (kinds == "communication")  # how they share the wait
@@ -2243,10 +2374,12 @@ class Scenario(Section):
         )
         return Layout(step, shares, dp, m, times, inner * scale, comm * sync / step)
 
-    def _replica_step(self, gpus: int, tokens: float, key: str) -> tuple[int, float, float]:
+    def _replica_step(
+        self, gpus: int, tokens: float, key: str, par: Parallelism
+    ) -> tuple[int, float, float]:
         """Data-parallel replicas, the micro-batches each runs and the time of their collectives
-        [s], at ``gpus`` GPUs and a global batch of ``tokens``."""
-        wl, par = self.workload, self.workload.parallelism
+        [s], at ``gpus`` GPUs and a global batch of ``tokens``, in the layout ``par``."""
+        wl = self.workload
         reference = (par.reference_tokens or wl.tokens_per_step) / par.reference_gpus
         dp = _replicas(par, gpus, key, tokens, reference)
         microbatches = tokens / (dp * par.microbatch_tokens)
@@ -2264,7 +2397,19 @@ class Scenario(Section):
         return dp, microbatches, time
 
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True)
+        """The scenario as tables, with the values the user gave where the job's fit changed
+        them (the hall's ``cluster.n_gpus``): loading it again fits the same job."""
+        out = self.model_dump(mode="json", exclude_none=True)
+        for key, value in self._given.items():
+            if value is None:
+                *table, last = key.split(".")
+                node = out
+                for part in table:
+                    node = node[part]
+                node.pop(last, None)
+            else:
+                _set_dotted(out, key, value)
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
