@@ -1875,6 +1875,8 @@ class Scenario(Section):
     _halls: list[Scenario] = PrivateAttr(default_factory=list)
     # what loading chose for the user, each a line in their terms (:attr:`notes`)
     _notes: list[str] = PrivateAttr(default_factory=list)
+    # what loading kept that may not be what the user meant, each a line (:attr:`warnings`)
+    _warnings: list[str] = PrivateAttr(default_factory=list)
     # the values the user gave where the job's fit changed them, by dotted key (None: unset)
     _given: dict[str, Any] = PrivateAttr(default_factory=dict)
 
@@ -1958,12 +1960,23 @@ class Scenario(Section):
                         f"{tokens:,.0f}: the global batch follows the job's {job:,} GPUs (the "
                         f"{d0 / par.reference_gpus:,.4g} tokens a GPU of the reference's "
                         f"{par.reference_gpus:,}), at least one micro-batch of "
-                        f"{par.microbatch_tokens:,.0f} tokens for each of its {dp:,} replicas"
+                        f"{par.microbatch_tokens:,.0f} tokens for "
+                        + ("its one replica" if dp == 1 else f"each of its {dp:,} replicas")
                     )
                     given["workload.tokens_per_step"] = wl.tokens_per_step
                     wl.tokens_per_step = tokens
         self._given, self._notes = given, notes
         return self
+
+    @property
+    def warnings(self) -> list[str]:
+        """What loading kept that may not be what the user meant (node settings a GPU swap
+        kept against the new GPU's node), each a line."""
+        lines = list(self._warnings)
+        if self.campus is not None:
+            for w, part in zip(self.campus.workloads, self._parts, strict=True):
+                lines += [f"campus workload {w.name!r}: {line}" for line in part.warnings]
+        return lines
 
     @property
     def notes(self) -> list[str]:
@@ -2098,7 +2111,7 @@ class Scenario(Section):
                 parts.append(_build(copy.deepcopy(base), keys))
             except ScenarioError as exc:
                 raise ValueError(f"campus workload {w.name!r}: {exc}") from None
-        total = sum(p.cluster.n_gpus for p in parts)
+        total = sum(p.cluster.hall_gpus for p in parts)
         if total > MAX_GPUS:
             raise ValueError(
                 f"the campus's workloads hold {total:,} GPUs, more than {MAX_GPUS:,}: fewer "
@@ -2356,6 +2369,7 @@ class Scenario(Section):
             return Layout(t0, given, dp, m, anchor, inner, comm * sync0 / t0)
         if inner < 0 or par.overlap * c0 > work0:
             raise ScenarioError(
+                f"the layout cannot carry the step to cluster.n_gpus = {self.cluster.hall_gpus:,}: "
                 f"at {n0:,} GPUs the layout's pipeline bubble ({anchor.bubble:.3g} s) and exposed "
                 f"communication ({anchor.exposed:.3g} s)"
                 + (f", with the wait at the barrier ({sync0:.3g} s)," if sync0 else "")
@@ -2471,12 +2485,131 @@ def _catalogue(section: str) -> dict[str, dict[str, Any]]:
     was half of loading a scenario from another); :func:`catalogue` hands out copies."""
     entry = CATALOGUES[section]
     raw = parse_toml(packaged(f"{entry.file}.toml").read_text(), f"{entry.file}.toml")
-    return {name: {entry.field: name, **table} for name, table in raw.items()}
+    return {
+        name: {entry.field: name, **{k: v for k, v in table.items() if k != NODE_TABLE}}
+        for name, table in raw.items()
+    }
 
 
 def gpu_catalogue() -> dict[str, dict[str, Any]]:
     """The GPU catalogue: name -> raw table."""
     return catalogue("gpu")
+
+
+# A GPU's node in its catalogue entry (presets/gpus.toml, [NAME.node]): these cluster keys,
+# taken unless the user sets them where the GPU is chosen, or after
+NODE_TABLE = "node"
+NODE_KEYS = ("gpus_per_node", "rest_power_active", "rest_power_idle", "fans.power", "psu.capacity")
+# where the chain of files and overrides chose another GPU than the one below: a marker on the
+# raw tables, popped before they are validated
+_SWAPPED = "\x00gpu swapped"
+
+
+@lru_cache(maxsize=1)
+def gpu_nodes() -> dict[str, dict[str, Any]]:
+    """Each catalogue GPU's node: name -> {dotted cluster key: value, ``"source"``: text}."""
+    raw = parse_toml(packaged("gpus.toml").read_text(), "gpus.toml")
+    return {name: dict(_flat(table.get(NODE_TABLE, {}))) for name, table in raw.items()}
+
+
+def _get_dotted(table: Any, key: str) -> Any:
+    """The value at ``a.b`` in nested tables; None where a table or the key is missing."""
+    for part in key.split("."):
+        if not isinstance(table, dict) or part not in table:
+            return None
+        table = table[part]
+    return table
+
+
+def _drop_dotted(table: Any, key: str) -> None:
+    """Remove ``a.b`` from nested tables, where it is."""
+    *parents, last = key.split(".")
+    for part in parents:
+        table = table.get(part) if isinstance(table, dict) else None
+    if isinstance(table, dict):
+        table.pop(last, None)
+
+
+def _swap_node(merged: dict[str, Any], base: Any, top: Mapping[str, Any]) -> None:
+    """Where ``top`` (a file's tables over the file it extends, or the overrides as dotted
+    keys) chooses another GPU than ``base``, the node keys ``base`` set were for the GPU it
+    named: dropped from ``merged``, for the new GPU's catalogue node to fill, unless ``top``
+    sets them itself."""
+    flat = _flat(dict(top))  # the dotted keys top sets, its tables walked
+    chosen = flat.get("cluster.gpu")
+    if not isinstance(chosen, str) or chosen == _get_dotted(base, "cluster.gpu"):
+        return
+    for key in NODE_KEYS:
+        if f"cluster.{key}" not in flat:
+            _drop_dotted(merged.get("cluster"), key)
+    swap = {"gpu": chosen}
+    # a plant that cannot cool the new GPU (a liquid-cooled one in an air hall, or the other
+    # way) was the old GPU's too: the new GPU's node brings a plant of its kind
+    plant, new = _get_dotted(merged, "cooling.plant"), gpu_nodes().get(chosen, {}).get("plant")
+    cooling = merged.get("cooling")
+    if "cooling.plant" not in flat and isinstance(new, str) and isinstance(cooling, dict):
+        if _plant_kind(merged) not in (None, _plant_kind({"cooling": {"plant": new}})):
+            for key in list(cooling):
+                if f"cooling.{key}" not in flat:
+                    del cooling[key]
+            cooling["plant"] = new
+            swap["plant"] = f"{plant}"
+    merged[_SWAPPED] = swap
+
+
+def _plant_kind(raw: Any) -> str | None:
+    """Whether a scenario's plant cools liquid-cooled GPUs (``"liquid"``) or air-cooled ones
+    (``"air"``); None where the plant is not named or not known."""
+    kind = _get_dotted(raw, "cooling.type")
+    if kind is None:
+        plant = _get_dotted(raw, "cooling.plant")
+        kind = _catalogue("cooling").get(plant, {}).get("type") if isinstance(plant, str) else None
+    return None if not isinstance(kind, str) else "liquid" if kind == "liquid" else "air"
+
+
+def _fill_node(raw: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The chosen GPU's catalogue node where the scenario leaves its keys unset; the notes
+    naming what it took, and the warnings naming what a GPU swap kept against it."""
+    swapped = raw.pop(_SWAPPED, None)
+    cluster, name = raw.get("cluster"), _get_dotted(raw, "cluster.gpu")
+    node = gpu_nodes().get(name) if isinstance(name, str) else None
+    if not isinstance(cluster, dict) or not node:
+        return [], []
+    taken, kept, notes, warnings = [], [], [], []
+    if swapped is not None:
+        cools = _catalogue("gpu")[name].get("cooling")
+        if "plant" in swapped:
+            notes.append(
+                f"cooling.plant = {_get_dotted(raw, 'cooling.plant')!r}: the {cools}-cooled "
+                f"{name}'s, from the GPU catalogue ({swapped['plant']!r} cannot cool it)"
+            )
+        elif _plant_kind(raw) not in (None, cools):
+            warnings.append(
+                f"cluster.gpu = {name!r} is {cools}-cooled, and cooling.plant "
+                f"{shorten(_get_dotted(raw, 'cooling.plant'))} is not: give a plant of its kind "
+                f"(e.g. cooling.plant = {node.get('plant')!r}), or leave cooling.plant out to "
+                "take it"
+            )
+    for key in NODE_KEYS:
+        if key not in node:
+            continue
+        value = _get_dotted(cluster, key)
+        if value is None:
+            _set_dotted(raw, f"cluster.{key}", node[key])
+            taken.append(f"cluster.{key} = {node[key]:,g}")
+        elif swapped is not None and value != node[key]:
+            kept.append(f"cluster.{key} = {shorten(value)} (the {name}'s node: {node[key]:,g})")
+    if taken:
+        notes.insert(
+            0, f"cluster.gpu = {name!r} brings its node from the GPU catalogue: {', '.join(taken)}"
+        )
+    if kept:
+        warnings.insert(
+            0,
+            f"cluster.gpu = {name!r} keeps node settings given for another GPU or by you: "
+            f"{'; '.join(kept)}: set them to the {name}'s node, or leave them out to take it",
+        )
+    return notes, warnings
 
 
 def load_scenario(
@@ -2530,7 +2663,7 @@ def loads_scenario(
                 f"{label}: 'extends' must name a preset ({', '.join(presets())}), got "
                 f"{shorten(base_name)}"
             )
-        raw = _merge(_load_raw(base_name, seen=(base_name,)), raw)
+        raw = _over(_load_raw(base_name, seen=(base_name,)), raw)
     return _build(raw, overrides)
 
 
@@ -2542,11 +2675,18 @@ def _build(raw: dict[str, Any], overrides: Mapping[str, Any] | Iterable[str] | N
         _weather_brings_site(parsed["site.weather"], brought)
         for key, value in brought.items():
             parsed.setdefault(f"site.{key}", value)
+    base = copy.deepcopy(raw.get("cluster")) if "cluster.gpu" in _flat(parsed) else None
     for key, value in parsed.items():
         _set_dotted(raw, key, value)
+    if base is not None:
+        _swap_node(raw, {"cluster": base}, parsed)
+    notes, warnings = _fill_node(raw)
     for section in CATALOGUES:
         _fill_from_catalogue(raw, section, parsed)
-    return _validate(raw)
+    scenario = _validate(raw)
+    scenario._notes = notes + scenario._notes
+    scenario._warnings = warnings + scenario._warnings
+    return scenario
 
 
 def _load_raw(
@@ -2575,7 +2715,15 @@ def _load_raw(
         raise ScenarioError(f"{label}: 'extends' loops back to {base_name!r}")
     if len(seen) >= MAX_EXTENDS:
         raise ScenarioError(f"{label}: more than {MAX_EXTENDS} files deep in 'extends'")
-    return _merge(_load_raw(base_name, seen + (key,), where), raw)
+    return _over(_load_raw(base_name, seen + (key,), where), raw)
+
+
+def _over(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """A file's tables over those of the file it extends (:func:`_merge`); where it chooses
+    another GPU, the node keys below it were that GPU's (:func:`_swap_node`)."""
+    merged = _merge(base, top)
+    _swap_node(merged, base, top)
+    return merged
 
 
 def names_a_file(weather: str) -> bool:
