@@ -1944,13 +1944,19 @@ class Scenario(Section):
                 f"job {job:,} GPUs, {hall - job:,} idle in the hall: the largest job of {what} "
                 f"within cluster.n_gpus = {hall:,}; the idle GPUs draw their idle power with "
                 "their nodes' idle rest-of-node power through the supplies"
-                + (f" ({part} GPU{'s' if part > 1 else ''} of a part node, pro rata)" if part else "")
+                + (
+                    f" ({part} GPU{'s' if part > 1 else ''} of a part node, pro rata)"
+                    if part
+                    else ""
+                )
             )
         if par is not None:
             dp = job // size
             if shrunk or wl.tokens_per_step < dp * par.microbatch_tokens:
                 d0 = par.reference_tokens or wl.tokens_per_step
-                tokens = float(max(round(d0 / par.reference_gpus * job), dp * par.microbatch_tokens))
+                tokens = float(
+                    max(round(d0 / par.reference_gpus * job), dp * par.microbatch_tokens)
+                )
                 if tokens != wl.tokens_per_step:
                     if par.reference_tokens is None:  # the step and shares still hold at d0
                         given["workload.parallelism.reference_tokens"] = None
