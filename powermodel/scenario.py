@@ -2686,9 +2686,9 @@ def _build(raw: dict[str, Any], overrides: Mapping[str, Any] | Iterable[str] | N
         _set_dotted(raw, key, value)
     if base is not None:
         _swap_node(raw, {"cluster": base}, parsed)
-    notes, warnings = _fill_node(raw)
     for section in CATALOGUES:
         _fill_from_catalogue(raw, section, parsed)
+    notes, warnings = _fill_node(raw)  # after the plant's entry: its type is the plant's
     scenario = _validate(raw)
     scenario._notes = notes + scenario._notes
     scenario._warnings = warnings + scenario._warnings
