@@ -2600,7 +2600,8 @@ def _fill_node(raw: dict[str, Any]) -> tuple[list[str], list[str]]:
         if key not in node:
             continue
         value = _get_dotted(cluster, key)
-        if value is None:
+        parent = _get_dotted(cluster, key.rpartition(".")[0]) if "." in key else cluster
+        if value is None and (isinstance(parent, dict) or parent is None):
             _set_dotted(raw, f"cluster.{key}", node[key])
             taken.append(f"cluster.{key} = {node[key]:,g}")
         elif swapped is not None and value != node[key]:

@@ -325,7 +325,10 @@ def gpu_attrs(scenario: Scenario) -> dict[str, float]:
     members = scenario.parts or [scenario]
     return dict(
         job_gpus=sum(p.cluster.n_gpus for p in members),
-        idle_gpus=sum(idle_nodes(p) * p.cluster.gpus_per_node for p in members),
+        idle_gpus=sum(
+            p.cluster.idle_gpus + p.reliability.spare_nodes * p.cluster.gpus_per_node
+            for p in members
+        ),
         idle_power=sum(idle_power(p) for p in members),
     )
 
