@@ -2114,6 +2114,15 @@ class Scenario(Section):
             hall = self.campus.hall_of(w)
             try:  # in its hall: the hall's cooling and electrical keys, then its own
                 keys = {**halls.get(hall, {}), **_flat(w.set)}
+                if w.kind == "inference":
+                    # a fleet serves on whole nodes, not a training job's replicas: the
+                    # layout and the failure scope are a training job's, unless it sets them
+                    for key, value in (
+                        ("workload.parallelism", None),
+                        ("reliability.scope", "job"),
+                    ):
+                        if not any(k.startswith(key) for k in keys):
+                            keys[key] = value
                 parts.append(_build(copy.deepcopy(base), keys))
             except ScenarioError as exc:
                 raise ValueError(f"campus workload {w.name!r}: {exc}") from None

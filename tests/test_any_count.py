@@ -238,3 +238,19 @@ set = { "cluster.gpu" = "GB200", "cluster.n_gpus" = 30001 }
     assert blackwell.cluster.n_gpus % 128 == 0  # whole reference replicas in whole trays
     assert any(n.startswith("campus workload 'blackwell': ") for n in sc.notes)
     assert np.isfinite(design_it_power(sc))
+
+
+def test_an_inference_fleet_serves_on_whole_nodes():
+    # the mixed campus's fleet at 10,001 GB200: 2,500 trays of 4 and one GPU idle, not the
+    # training layout's replicas of 128 (which would leave 17 idle)
+    sc = load_scenario(
+        "mixed-campus-hopper-blackwell",
+        {"campus.workloads.3.set": {"cluster.gpu": "GB200", "cluster.n_gpus": 10_001}},
+    )
+    fleet = sc.parts[3]
+    assert (fleet.cluster.n_gpus, fleet.cluster.idle_gpus) == (10_000, 1)
+    assert fleet.workload.parallelism is None
+    # at its own 9,216 the campus is as it was: every workload its own count, none idle
+    own = load_scenario("mixed-campus-hopper-blackwell")
+    counts = [(p.cluster.n_gpus, p.cluster.idle_gpus) for p in own.parts]
+    assert counts == [(16_384, 0), (36_864, 0), (512, 0), (9_216, 0)]
