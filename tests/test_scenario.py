@@ -76,7 +76,7 @@ def test_changing_the_gpu_refills_the_gpu_table():
 
 
 def test_overrides_as_mapping_and_as_strings_agree():
-    # 131,072 GPUs: whole replicas of the preset's 128-GPU layout (100,000 is refused)
+    # 131,072 GPUs: whole replicas of the preset's 128-GPU layout (100,000 leave 32 idle)
     a = load_scenario(REFERENCE, {"cluster.n_gpus": 131072, "simulation.duration": "7d"})
     b = load_scenario(REFERENCE, ["cluster.n_gpus=131072", "simulation.duration=7d"])
     assert a == b
