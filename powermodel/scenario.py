@@ -376,7 +376,8 @@ class Cluster(Section):
         le=MAX_GPUS,
         description="GPUs in the hall, one node at least: the job takes the largest share its "
         "layout fits (whole replicas, whole nodes) and the rest wait idle in the hall "
-        "(cluster.idle_gpus); once loaded, the job's (docs/model/workload.md).",
+        "(a loaded scenario's cluster.idle_gpus); once loaded, the job's "
+        "(docs/model/workload.md).",
     )
     gpus_per_node: int = Field(
         8, gt=0, le=1024, description="GPUs per server (or rack domain) [P, nvidia_h100]."
