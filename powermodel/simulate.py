@@ -184,8 +184,8 @@ def derive(scenario: Scenario) -> Derived:
                 else ("workload.parallelism", "and workload.parallelism.reference_gpus")
             )
             raise ScenarioError(
-                f"{how} gives a step of {step:.3g} s, outside "
-                f"{format_duration(shortest)} to {format_duration(longest)}: check "
+                f"{how} gives a step of {step:.3g} s, outside {format_duration(shortest)} to "
+                f"{format_duration(longest)} at cluster.n_gpus = {cl.hall_gpus:,}: check "
                 f"workload.model_params, tokens_per_step and mfu against cluster.n_gpus, {fix}"
             )
     # a locked clock stretches the compute phases of every step
