@@ -145,8 +145,10 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a scenario key, e.g. --set cluster.n_gpus=131072 (repeatable; the Llama 3 "
-        "presets' layout takes whole replicas of 128 GPUs)",
+        help="override a scenario key, e.g. --set cluster.n_gpus=131072 (repeatable; any GPU "
+        "count of a node or more: the job takes the whole replicas of its layout the hall "
+        "holds, the rest idle; cluster.gpu brings the GPU's node; notes on stderr say what was "
+        "chosen)",
     )
     with_scenario = [common, scenario_keys]
     rule_args = argparse.ArgumentParser(add_help=False)
@@ -400,7 +402,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
-    scenario = load_scenario(args.scenario, args.overrides)
+    scenario = _loaded(args.scenario, args.overrides)
     if args.timezone == "site":
         args.timezone = scenario.site.timezone
     if args.timezone is not None and not args.output:
@@ -461,7 +463,7 @@ def _ride_through(args: argparse.Namespace) -> int:
     from powermodel import ride_through  # noqa: PLC0415 - only this command needs it
 
     requirements = ride_through.load_requirements(args.requirements)
-    scenario = load_scenario(args.scenario, args.overrides)
+    scenario = _loaded(args.scenario, args.overrides)
     if scenario.disturbance is None:
         raise PowerModelError(
             f"{args.scenario} has no grid disturbance: give [disturbance] (e.g. --set "
@@ -507,7 +509,7 @@ def _screen(args: argparse.Namespace) -> int:
     from powermodel import oscillation  # noqa: PLC0415 - only this command needs it
 
     modes = oscillation.load_modes(args.modes)
-    scenario = load_scenario(args.scenario, args.overrides)
+    scenario = _loaded(args.scenario, args.overrides)
     check_memory(scenario)
     ds = simulate(scenario)
     table = oscillation.screen_dataset(ds, modes, args.signal)
@@ -571,7 +573,7 @@ def _stream(args: argparse.Namespace, scenario: Any, budget: float) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    scenario = load_scenario(args.scenario, args.overrides)
+    scenario = _loaded(args.scenario, args.overrides)
     derived, _, _ = preflight(scenario)
 
     def checkpoints(derived: Any) -> str:
@@ -584,8 +586,8 @@ def _validate(args: argparse.Namespace) -> int:
 
     if scenario.campus is None:
         print(
-            f"{scenario.name or args.scenario}: ok — step {derived.step_time:.2f} s, "
-            f"{checkpoints(derived)}"
+            f"{scenario.name or args.scenario}: ok — {_gpus(scenario)}, step "
+            f"{derived.step_time:.2f} s, {checkpoints(derived)}"
         )
     else:
         print(f"{scenario.name or args.scenario}: ok — a campus of {len(scenario.parts)} workloads")
@@ -596,7 +598,7 @@ def _validate(args: argparse.Namespace) -> int:
                 if w.kind == "training"
                 else "inference fleet"
             )
-            print(f"  {w.name}: {part.cluster.n_gpus:,} {part.gpu.name}, {what}")
+            print(f"  {w.name}: {_gpus(part)}, {what}")
     if design_conditions(scenario) is not None:
         day = design_day(scenario)
         print(
@@ -660,7 +662,7 @@ def _check(args: argparse.Namespace) -> int:
     measured = rules.read_trace(args.target, args.power) if trace else None
     if measured is not None and measured.attrs.get("skipped"):
         print(f"powermodel: warning: {measured.attrs['skipped']}", file=sys.stderr)
-    scenario = None if trace else load_scenario(args.target, args.overrides)
+    scenario = None if trace else _loaded(args.target, args.overrides)
     rule_list = given or rules.site_rules(scenario)
     with ExitStack() as stack:  # a cluster asked for is up before anything is said
         runner = None if trace else stack.enter_context(_runs(args, scenario))[0]
@@ -774,7 +776,7 @@ def _sweep(args: argparse.Namespace) -> int:
 def _size(args: argparse.Namespace) -> int:
     given = None if args.rules is None else load_rules(args.rules)
     _check_parallel(args)
-    scenario = load_scenario(args.scenario, args.overrides)
+    scenario = _loaded(args.scenario, args.overrides)
     rule_list = given or rules.site_rules(scenario)
     base = simulate(scenario)  # before a local cluster's workers fork: they start warm
     with _runs(args, scenario) as (runner, width):
@@ -793,7 +795,7 @@ def _size(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     output.check_directory(args.output)
-    scenario = load_scenario(args.scenario, args.overrides)
+    scenario = _loaded(args.scenario, args.overrides)
     step = args.resample or export.TOOLS[args.to].step
     if step is not None:
         resample_factor(scenario.simulation.n_steps, scenario.simulation.dt, step)
@@ -851,6 +853,24 @@ def _read_options(args: argparse.Namespace) -> dict[str, Any]:
 def _warn(warnings: list[str]) -> None:
     for warning in warnings:
         print(f"powermodel: warning: {warning}", file=sys.stderr)
+
+
+def _loaded(source: str, overrides: list[str]) -> Any:
+    """The scenario a command runs, with what loading chose (the job in the hall, the node a
+    GPU brings) and kept against it said on stderr."""
+    scenario = load_scenario(source, overrides)
+    for note in scenario.notes:
+        print(f"powermodel: note: {note}", file=sys.stderr)
+    _warn(scenario.warnings)
+    return scenario
+
+
+def _gpus(scenario: Any) -> str:
+    """The hall's GPUs in words: ``job 896 GPUs, 104 idle in the hall``."""
+    cl = scenario.cluster
+    idle = cl.idle_gpus + scenario.reliability.spare_nodes * cl.gpus_per_node
+    spares = " (hot spares included)" if scenario.reliability.spare_nodes else ""
+    return f"job {cl.n_gpus:,} {scenario.gpu.name}, {idle:,} idle in the hall{spares}"
 
 
 def _fit(args: argparse.Namespace) -> int:
@@ -962,8 +982,21 @@ def _print_summary(
         value = result[key]
         return f"{value:.{digits}f} {unit}" if np.isfinite(value) else result["not_measured"][key]
 
+    idle = float(attrs.get("idle_gpus", 0.0))
+    gpus = (
+        [
+            (
+                "GPUs",
+                f"job {float(attrs['job_gpus']):,.0f}, {idle:,.0f} idle in the hall "
+                f"({float(attrs['idle_power']):.3g} MW idle)",
+            )
+        ]
+        if idle
+        else []
+    )
     rows = [
         ("scenario", name),
+        *gpus,
         ("step time", f"{attrs['step_time']:.2f} s"),
         (
             "checkpoint interval",

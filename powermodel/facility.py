@@ -333,9 +333,10 @@ def find_chiller(name: str) -> ChillerCurves:
 
 
 def design_it_power(scenario: Scenario) -> float:
-    """Nameplate IT power the plant and the electrical chain are sized for: every GPU at TDP,
-    the rest of each node active with fans at top speed, network and storage; a campus's, the
-    sum of its workloads'. [W]"""
+    """Nameplate IT power the plant and the electrical chain are sized for: every GPU in the
+    hall at TDP (the job's, the idle ones outside it and the hot spares', a part node's pro
+    rata), the rest of each node active with fans at top speed, the job's network and storage;
+    a campus's, the sum of its workloads'. [W]"""
     if scenario.campus is not None:
         return float(sum(design_it_power(part) for part in scenario.parts))
     cl, gpu = scenario.cluster, scenario.gpu
@@ -345,7 +346,8 @@ def design_it_power(scenario: Scenario) -> float:
         + cooling.server_fan_extra(cl.fans.speed_max, cl.fans.power)
     )
     node_ac = cl.psu.input_power(node_dc)
-    return float(cl.n_nodes * node_ac + cl.network_load + cl.storage_load)
+    nodes = cl.n_nodes + cl.idle_gpus / cl.gpus_per_node + scenario.reliability.spare_nodes
+    return float(nodes * node_ac + cl.network_load + cl.storage_load)
 
 
 def facility_loss(
@@ -523,6 +525,8 @@ def _supplies_reactive(scenario: Scenario, it_power: np.ndarray) -> np.ndarray:
     """Reactive power of a job's server supplies at its IT power [MW]: leading. [Mvar]"""
     cl = scenario.cluster
     psu = cl.psu
+    # every node on in the hall: the job's, the idle ones and the hot spares
+    nodes = cl.n_nodes + cl.idle_gpus / cl.gpus_per_node + scenario.reliability.spare_nodes
     return grid.reactive_power(
-        it_power, cl.n_nodes * psu.capacity / 1e6, psu.load, psu.power_factor, sign=-1.0
+        it_power, nodes * psu.capacity / 1e6, psu.load, psu.power_factor, sign=-1.0
     )

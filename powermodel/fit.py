@@ -19,6 +19,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,7 +33,14 @@ from powermodel.errors import DataFileError, PowerModelError
 from powermodel.iotools.telemetry import to_grid
 from powermodel.models import sensors, workload
 from powermodel.models.events import State
-from powermodel.scenario import MAX_RECOVERY, Scenario, Workload, gpu_catalogue, load_scenario
+from powermodel.scenario import (
+    MAX_RECOVERY,
+    NODE_KEYS,
+    Scenario,
+    Workload,
+    gpu_catalogue,
+    load_scenario,
+)
 from powermodel.simulate import derive, rest_power
 
 __all__ = [
@@ -1535,7 +1543,20 @@ def with_gpu(scenario: Scenario, gpu: str | None) -> Scenario:
             f"--gpu {gpu!r}: no such GPU in the catalogue{hint}; it has {', '.join(entries)}. "
             "Leave --gpu out to build the GPU from the trace"
         )
-    return load_scenario(scenario, {"cluster.gpu": gpu})
+    # the trace's node and plant stay: only the board is another (a swap would bring the
+    # catalogue GPU's node, presets/gpus.toml)
+    cl = scenario.cluster
+    kept = {f"cluster.{key}": _node_value(cl, key) for key in NODE_KEYS}
+    return load_scenario(
+        scenario, {"cluster.gpu": gpu, **kept, "cooling.plant": scenario.cooling.plant}
+    )
+
+
+def _node_value(cluster: Any, key: str) -> Any:
+    """A cluster's value at a dotted node key (``fans.power``)."""
+    for part in key.split("."):
+        cluster = getattr(cluster, part)
+    return cluster
 
 
 def chain_of(meta: dict, period: float, gpu: str | None = None) -> sensors.Sensor:

@@ -371,7 +371,14 @@ class Fans(Section):
 
 class Cluster(Section):
     gpu: str = Field(description="GPU model, a name in the GPU catalogue.")
-    n_gpus: int = Field(gt=0, le=MAX_GPUS, description="Number of GPUs in the job.")
+    n_gpus: int = Field(
+        gt=0,
+        le=MAX_GPUS,
+        description="GPUs in the hall, one node at least: the job takes the largest share its "
+        "layout fits (whole replicas, whole nodes) and the rest wait idle in the hall "
+        "(a loaded scenario's cluster.idle_gpus); once loaded, the job's "
+        "(docs/model/workload.md).",
+    )
     gpus_per_node: int = Field(
         8, gt=0, le=1024, description="GPUs per server (or rack domain) [P, nvidia_h100]."
     )
@@ -413,18 +420,34 @@ class Cluster(Section):
             )
         return data
 
+    # GPUs of the hall outside the job, idle (Scenario._fit_job sets them) [1]
+    _idle_gpus: int = PrivateAttr(0)
+
     @model_validator(mode="after")
-    def _whole_nodes(self) -> Cluster:
-        if self.n_gpus % self.gpus_per_node:
+    def _one_node(self) -> Cluster:
+        if self.n_gpus < self.gpus_per_node:
             raise ValueError(
-                f"n_gpus ({self.n_gpus}) must fill whole nodes of {self.gpus_per_node} GPUs: "
-                "a training job takes whole servers (change n_gpus or gpus_per_node)"
+                f"cluster.n_gpus = {self.n_gpus:,} is less than one node of "
+                f"{self.gpus_per_node} GPUs: a server comes whole; give at least "
+                f"{self.gpus_per_node} GPUs, or a smaller server (cluster.gpus_per_node = "
+                f"{self.n_gpus})"
             )
         return self
 
     @property
     def n_nodes(self) -> int:
+        """Nodes of the job (whole nodes once loaded). [1]"""
         return self.n_gpus // self.gpus_per_node
+
+    @property
+    def idle_gpus(self) -> int:
+        """GPUs of the hall outside the job, on and idle. [1]"""
+        return self._idle_gpus
+
+    @property
+    def hall_gpus(self) -> int:
+        """GPUs in the hall: the job's and the idle ones (the nameplate's). [1]"""
+        return self.n_gpus + self._idle_gpus
 
     @property
     def network_load(self) -> float:
@@ -1871,6 +1894,126 @@ class Scenario(Section):
     ride_through: RideThrough | None = None
     _parts: list[Scenario] = PrivateAttr(default_factory=list)
     _halls: list[Scenario] = PrivateAttr(default_factory=list)
+    # what loading chose for the user, each a line in their terms (:attr:`notes`)
+    _notes: list[str] = PrivateAttr(default_factory=list)
+    # what loading kept that may not be what the user meant, each a line (:attr:`warnings`)
+    _warnings: list[str] = PrivateAttr(default_factory=list)
+    # the values the user gave where the job's fit changed them, by dotted key (None: unset)
+    _given: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _fit_job(self) -> Scenario:
+        """The job the hall's ``cluster.n_gpus`` hold; the rest of the hall idle.
+
+        The job is the largest count of whole data-parallel replicas (tp·pp·cp GPUs; with
+        ``reliability.scope = "replica"``, whole replicas of ``replica_gpus`` too) in whole
+        nodes within the hall. Below one replica the layout shrinks, tensor parallelism kept
+        first (inside a node), then pipeline stages, then context parallelism, and the global
+        batch follows the GPUs (the reference's tokens a GPU); where the batch would give a
+        replica less than one micro-batch it grows the same way, as a job scaled out does
+        [A]. Fewer than two replicas of a fault-tolerant job fail as one job (scope 'job').
+        Every choice is a line of :attr:`notes`; :meth:`to_dict` gives the user's values back.
+        """
+        cl, wl, rel = self.cluster, self.workload, self.reliability
+        par = wl.parallelism
+        hall, per_node = cl.n_gpus, cl.gpus_per_node
+        given: dict[str, Any] = {}
+        notes: list[str] = []
+        unit, size, shrunk = per_node, None, False
+        if par is not None:
+            size = par.tp * par.pp * par.cp
+            unit = math.lcm(size, per_node)
+            if hall < unit:  # below one replica in whole nodes: the layout shrinks
+                whole = hall // per_node * per_node
+                tp = math.gcd(par.tp, whole)
+                pp = math.gcd(par.pp, whole // tp)
+                cp = math.gcd(par.cp, whole // tp // pp)
+                notes.append(
+                    f"cluster.n_gpus = {hall:,} holds less than one data-parallel replica of "
+                    f"tp·pp·cp = {par.tp}·{par.pp}·{par.cp} = {size:,} GPUs in whole nodes of "
+                    f"{per_node}: the job runs workload.parallelism.tp = {tp}, pp = {pp}"
+                    + (f", cp = {cp}" if par.cp > 1 else "")
+                )
+                for key, new in (("tp", tp), ("pp", pp), ("cp", cp)):
+                    if getattr(par, key) != new:
+                        given[f"workload.parallelism.{key}"] = getattr(par, key)
+                        setattr(par, key, new)
+                size, shrunk = tp * pp * cp, True
+                unit = math.lcm(size, per_node)
+        replica = self.replica_gpus
+        if rel.scope == "replica" and replica is not None and replica % per_node == 0:
+            both = math.lcm(unit, replica)
+            if hall // both >= 2:
+                unit = both
+            else:
+                notes.append(
+                    f"cluster.n_gpus = {hall:,} holds fewer than two replicas of {replica:,} "
+                    "GPUs: a failure stops the whole job (reliability.scope = 'job')"
+                )
+                given["reliability.scope"] = rel.scope
+                rel.scope = "job"
+        job = hall // unit * unit
+        if job < hall:
+            given["cluster.n_gpus"] = hall
+            cl.n_gpus = job
+            cl._idle_gpus = hall - job
+            what = f"whole nodes of {per_node}"
+            if size is not None:
+                what = f"whole replicas of {size:,} GPUs (tp·pp·cp) in {what}"
+            part = hall % per_node
+            notes.append(
+                f"job {job:,} GPUs, {hall - job:,} idle in the hall: the largest job of {what} "
+                f"within cluster.n_gpus = {hall:,}; the idle GPUs draw their idle power with "
+                "their nodes' idle rest-of-node power through the supplies"
+                + (
+                    f" ({part} GPU{'s' if part > 1 else ''} of a part node, pro rata)"
+                    if part
+                    else ""
+                )
+            )
+        if par is not None:
+            dp = job // size
+            if shrunk or wl.tokens_per_step < dp * par.microbatch_tokens:
+                d0 = par.reference_tokens or wl.tokens_per_step
+                tokens = float(
+                    max(round(d0 / par.reference_gpus * job), dp * par.microbatch_tokens)
+                )
+                if tokens != wl.tokens_per_step:
+                    if par.reference_tokens is None:  # the step and shares still hold at d0
+                        given["workload.parallelism.reference_tokens"] = None
+                        par.reference_tokens = d0
+                    notes.append(
+                        f"workload.tokens_per_step {wl.tokens_per_step:,.0f} becomes "
+                        f"{tokens:,.0f}: the global batch follows the job's {job:,} GPUs (the "
+                        f"{d0 / par.reference_gpus:,.4g} tokens a GPU of the reference's "
+                        f"{par.reference_gpus:,}), at least one micro-batch of "
+                        f"{par.microbatch_tokens:,.0f} tokens for "
+                        + ("its one replica" if dp == 1 else f"each of its {dp:,} replicas")
+                    )
+                    given["workload.tokens_per_step"] = wl.tokens_per_step
+                    wl.tokens_per_step = tokens
+        self._given, self._notes = given, notes
+        return self
+
+    @property
+    def warnings(self) -> list[str]:
+        """What loading kept that may not be what the user meant (node settings a GPU swap
+        kept against the new GPU's node), each a line."""
+        lines = list(self._warnings)
+        if self.campus is not None:
+            for w, part in zip(self.campus.workloads, self._parts, strict=True):
+                lines += [f"campus workload {w.name!r}: {line}" for line in part.warnings]
+        return lines
+
+    @property
+    def notes(self) -> list[str]:
+        """What loading chose for the user where their scenario left it to the model (the job
+        in the hall, its layout and batch, the node a GPU brings), each a line."""
+        lines = list(self._notes)
+        if self.campus is not None:
+            for w, part in zip(self.campus.workloads, self._parts, strict=True):
+                lines += [f"campus workload {w.name!r}: {line}" for line in part.notes]
+        return lines
 
     @model_validator(mode="after")
     def _disturbed(self) -> Scenario:
@@ -1992,10 +2135,19 @@ class Scenario(Section):
             hall = self.campus.hall_of(w)
             try:  # in its hall: the hall's cooling and electrical keys, then its own
                 keys = {**halls.get(hall, {}), **_flat(w.set)}
+                if w.kind == "inference":
+                    # a fleet serves on whole nodes, not a training job's replicas: the
+                    # layout and the failure scope are a training job's, unless it sets them
+                    for key, value in (
+                        ("workload.parallelism", None),
+                        ("reliability.scope", "job"),
+                    ):
+                        if not any(k.startswith(key) for k in keys):
+                            keys[key] = value
                 parts.append(_build(copy.deepcopy(base), keys))
             except ScenarioError as exc:
                 raise ValueError(f"campus workload {w.name!r}: {exc}") from None
-        total = sum(p.cluster.n_gpus for p in parts)
+        total = sum(p.cluster.hall_gpus for p in parts)
         if total > MAX_GPUS:
             raise ValueError(
                 f"the campus's workloads hold {total:,} GPUs, more than {MAX_GPUS:,}: fewer "
@@ -2225,13 +2377,21 @@ class Scenario(Section):
         t0 = wl.step_time
         if t0 is None:
             t0 = derived_step_time(wl.model_params, d0, n0, self.gpu.peak_flops, wl.mfu)
-        _, m0, c0 = self._replica_step(n0, d0, "workload.parallelism.reference_gpus")
-        dp, m, c = self._replica_step(n, d, "cluster.n_gpus")
+        # the reference ran the layout as given; a layout shrunk to fit the hall runs at n
+        ref = par.model_copy(
+            update={
+                key: self._given[f"workload.parallelism.{key}"]
+                for key in ("tp", "pp", "cp")
+                if f"workload.parallelism.{key}" in self._given
+            }
+        )
+        _, m0, c0 = self._replica_step(n0, d0, "workload.parallelism.reference_gpus", ref)
+        dp, m, c = self._replica_step(n, d, "cluster.n_gpus", par)
         # the wait at the barrier lasts the same however few tokens a GPU computes
         sync0 = sync_time(n0, par.sync_time, par.sync_per_doubling)
         sync = sync_time(n, par.sync_time, par.sync_per_doubling)
-        work0 = layout_work(t0 - sync0, m0, par.pp, c0, par.virtual_stages, par.overlap)
-        anchor = layout_step(work0, m0, par.pp, c0, par.virtual_stages, par.overlap)
+        work0 = layout_work(t0 - sync0, m0, ref.pp, c0, par.virtual_stages, par.overlap)
+        anchor = layout_step(work0, m0, ref.pp, c0, par.virtual_stages, par.overlap)
         low = given[kinds == "communication"].sum()
         inner = low * t0 - anchor.bubble - anchor.exposed - sync0  # low-power work time [C]
         comm = given / (low or 1.0) * (kinds == "communication")  # how they share the wait
@@ -2245,6 +2405,7 @@ class Scenario(Section):
             return Layout(t0, given, dp, m, anchor, inner, comm * sync0 / t0)
         if inner < 0 or par.overlap * c0 > work0:
             raise ScenarioError(
+                f"the layout cannot carry the step to cluster.n_gpus = {self.cluster.hall_gpus:,}: "
                 f"at {n0:,} GPUs the layout's pipeline bubble ({anchor.bubble:.3g} s) and exposed "
                 f"communication ({anchor.exposed:.3g} s)"
                 + (f", with the wait at the barrier ({sync0:.3g} s)," if sync0 else "")
@@ -2263,10 +2424,12 @@ class Scenario(Section):
         )
         return Layout(step, shares, dp, m, times, inner * scale, comm * sync / step)
 
-    def _replica_step(self, gpus: int, tokens: float, key: str) -> tuple[int, float, float]:
+    def _replica_step(
+        self, gpus: int, tokens: float, key: str, par: Parallelism
+    ) -> tuple[int, float, float]:
         """Data-parallel replicas, the micro-batches each runs and the time of their collectives
-        [s], at ``gpus`` GPUs and a global batch of ``tokens``."""
-        wl, par = self.workload, self.workload.parallelism
+        [s], at ``gpus`` GPUs and a global batch of ``tokens``, in the layout ``par``."""
+        wl = self.workload
         reference = (par.reference_tokens or wl.tokens_per_step) / par.reference_gpus
         dp = _replicas(par, gpus, key, tokens, reference)
         microbatches = tokens / (dp * par.microbatch_tokens)
@@ -2284,7 +2447,19 @@ class Scenario(Section):
         return dp, microbatches, time
 
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True)
+        """The scenario as tables, with the values the user gave where the job's fit changed
+        them (the hall's ``cluster.n_gpus``): loading it again fits the same job."""
+        out = self.model_dump(mode="json", exclude_none=True)
+        for key, value in self._given.items():
+            if value is None:
+                *table, last = key.split(".")
+                node = out
+                for part in table:
+                    node = node[part]
+                node.pop(last, None)
+            else:
+                _set_dotted(out, key, value)
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
@@ -2346,12 +2521,132 @@ def _catalogue(section: str) -> dict[str, dict[str, Any]]:
     was half of loading a scenario from another); :func:`catalogue` hands out copies."""
     entry = CATALOGUES[section]
     raw = parse_toml(packaged(f"{entry.file}.toml").read_text(), f"{entry.file}.toml")
-    return {name: {entry.field: name, **table} for name, table in raw.items()}
+    return {
+        name: {entry.field: name, **{k: v for k, v in table.items() if k != NODE_TABLE}}
+        for name, table in raw.items()
+    }
 
 
 def gpu_catalogue() -> dict[str, dict[str, Any]]:
     """The GPU catalogue: name -> raw table."""
     return catalogue("gpu")
+
+
+# A GPU's node in its catalogue entry (presets/gpus.toml, [NAME.node]): these cluster keys,
+# taken unless the user sets them where the GPU is chosen, or after
+NODE_TABLE = "node"
+NODE_KEYS = ("gpus_per_node", "rest_power_active", "rest_power_idle", "fans.power", "psu.capacity")
+# where the chain of files and overrides chose another GPU than the one below: a marker on the
+# raw tables, popped before they are validated
+_SWAPPED = "\x00gpu swapped"
+
+
+@lru_cache(maxsize=1)
+def gpu_nodes() -> dict[str, dict[str, Any]]:
+    """Each catalogue GPU's node: name -> {dotted cluster key: value, ``"source"``: text}."""
+    raw = parse_toml(packaged("gpus.toml").read_text(), "gpus.toml")
+    return {name: dict(_flat(table.get(NODE_TABLE, {}))) for name, table in raw.items()}
+
+
+def _get_dotted(table: Any, key: str) -> Any:
+    """The value at ``a.b`` in nested tables; None where a table or the key is missing."""
+    for part in key.split("."):
+        if not isinstance(table, dict) or part not in table:
+            return None
+        table = table[part]
+    return table
+
+
+def _drop_dotted(table: Any, key: str) -> None:
+    """Remove ``a.b`` from nested tables, where it is."""
+    *parents, last = key.split(".")
+    for part in parents:
+        table = table.get(part) if isinstance(table, dict) else None
+    if isinstance(table, dict):
+        table.pop(last, None)
+
+
+def _swap_node(merged: dict[str, Any], base: Any, top: Mapping[str, Any]) -> None:
+    """Where ``top`` (a file's tables over the file it extends, or the overrides as dotted
+    keys) chooses another GPU than ``base``, the node keys ``base`` set were for the GPU it
+    named: dropped from ``merged``, for the new GPU's catalogue node to fill, unless ``top``
+    sets them itself."""
+    flat = _flat(dict(top))  # the dotted keys top sets, its tables walked
+    chosen = flat.get("cluster.gpu")
+    if not isinstance(chosen, str) or chosen == _get_dotted(base, "cluster.gpu"):
+        return
+    for key in NODE_KEYS:
+        if f"cluster.{key}" not in flat:
+            _drop_dotted(merged.get("cluster"), key)
+    swap = {"gpu": chosen}
+    # a plant that cannot cool the new GPU (a liquid-cooled one in an air hall, or the other
+    # way) was the old GPU's too: the new GPU's node brings a plant of its kind
+    plant, new = _get_dotted(merged, "cooling.plant"), gpu_nodes().get(chosen, {}).get("plant")
+    cooling = merged.get("cooling")
+    if "cooling.plant" not in flat and isinstance(new, str) and isinstance(cooling, dict):
+        if _plant_kind(merged) not in (None, _plant_kind({"cooling": {"plant": new}})):
+            for key in list(cooling):
+                if f"cooling.{key}" not in flat:
+                    del cooling[key]
+            cooling["plant"] = new
+            swap["plant"] = f"{plant}"
+    merged[_SWAPPED] = swap
+
+
+def _plant_kind(raw: Any) -> str | None:
+    """Whether a scenario's plant cools liquid-cooled GPUs (``"liquid"``) or air-cooled ones
+    (``"air"``); None where the plant is not named or not known."""
+    kind = _get_dotted(raw, "cooling.type")
+    if kind is None:
+        plant = _get_dotted(raw, "cooling.plant")
+        kind = _catalogue("cooling").get(plant, {}).get("type") if isinstance(plant, str) else None
+    return None if not isinstance(kind, str) else "liquid" if kind == "liquid" else "air"
+
+
+def _fill_node(raw: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The chosen GPU's catalogue node where the scenario leaves its keys unset; the notes
+    naming what it took, and the warnings naming what a GPU swap kept against it."""
+    swapped = raw.pop(_SWAPPED, None)
+    cluster, name = raw.get("cluster"), _get_dotted(raw, "cluster.gpu")
+    node = gpu_nodes().get(name) if isinstance(name, str) else None
+    if not isinstance(cluster, dict) or not node:
+        return [], []
+    taken, kept, notes, warnings = [], [], [], []
+    if swapped is not None:
+        cools = _catalogue("gpu")[name].get("cooling")
+        if "plant" in swapped:
+            notes.append(
+                f"cooling.plant = {_get_dotted(raw, 'cooling.plant')!r}: the {cools}-cooled "
+                f"{name}'s, from the GPU catalogue ({swapped['plant']!r} cannot cool it)"
+            )
+        elif _plant_kind(raw) not in (None, cools):
+            warnings.append(
+                f"cluster.gpu = {name!r} is {cools}-cooled, and cooling.plant "
+                f"{shorten(_get_dotted(raw, 'cooling.plant'))} is not: give a plant of its kind "
+                f"(e.g. cooling.plant = {node.get('plant')!r}), or leave cooling.plant out to "
+                "take it"
+            )
+    for key in NODE_KEYS:
+        if key not in node:
+            continue
+        value = _get_dotted(cluster, key)
+        parent = _get_dotted(cluster, key.rpartition(".")[0]) if "." in key else cluster
+        if value is None and (isinstance(parent, dict) or parent is None):
+            _set_dotted(raw, f"cluster.{key}", node[key])
+            taken.append(f"cluster.{key} = {node[key]:,g}")
+        elif swapped is not None and value != node[key]:
+            kept.append(f"cluster.{key} = {shorten(value)} (the {name}'s node: {node[key]:,g})")
+    if taken:
+        notes.insert(
+            0, f"cluster.gpu = {name!r} brings its node from the GPU catalogue: {', '.join(taken)}"
+        )
+    if kept:
+        warnings.insert(
+            0,
+            f"cluster.gpu = {name!r} keeps node settings given for another GPU or by you: "
+            f"{'; '.join(kept)}: set them to the {name}'s node, or leave them out to take it",
+        )
+    return notes, warnings
 
 
 def load_scenario(
@@ -2405,7 +2700,7 @@ def loads_scenario(
                 f"{label}: 'extends' must name a preset ({', '.join(presets())}), got "
                 f"{shorten(base_name)}"
             )
-        raw = _merge(_load_raw(base_name, seen=(base_name,)), raw)
+        raw = _over(_load_raw(base_name, seen=(base_name,)), raw)
     return _build(raw, overrides)
 
 
@@ -2417,11 +2712,18 @@ def _build(raw: dict[str, Any], overrides: Mapping[str, Any] | Iterable[str] | N
         _weather_brings_site(parsed["site.weather"], brought)
         for key, value in brought.items():
             parsed.setdefault(f"site.{key}", value)
+    base = copy.deepcopy(raw.get("cluster")) if "cluster.gpu" in _flat(parsed) else None
     for key, value in parsed.items():
         _set_dotted(raw, key, value)
+    if base is not None:
+        _swap_node(raw, {"cluster": base}, parsed)
     for section in CATALOGUES:
         _fill_from_catalogue(raw, section, parsed)
-    return _validate(raw)
+    notes, warnings = _fill_node(raw)  # after the plant's entry: its type is the plant's
+    scenario = _validate(raw)
+    scenario._notes = notes + scenario._notes
+    scenario._warnings = warnings + scenario._warnings
+    return scenario
 
 
 def _load_raw(
@@ -2450,7 +2752,15 @@ def _load_raw(
         raise ScenarioError(f"{label}: 'extends' loops back to {base_name!r}")
     if len(seen) >= MAX_EXTENDS:
         raise ScenarioError(f"{label}: more than {MAX_EXTENDS} files deep in 'extends'")
-    return _merge(_load_raw(base_name, seen + (key,), where), raw)
+    return _over(_load_raw(base_name, seen + (key,), where), raw)
+
+
+def _over(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """A file's tables over those of the file it extends (:func:`_merge`); where it chooses
+    another GPU, the node keys below it were that GPU's (:func:`_swap_node`)."""
+    merged = _merge(base, top)
+    _swap_node(merged, base, top)
+    return merged
 
 
 def names_a_file(weather: str) -> bool:

@@ -184,8 +184,8 @@ def derive(scenario: Scenario) -> Derived:
                 else ("workload.parallelism", "and workload.parallelism.reference_gpus")
             )
             raise ScenarioError(
-                f"{how} gives a step of {step:.3g} s, outside "
-                f"{format_duration(shortest)} to {format_duration(longest)}: check "
+                f"{how} gives a step of {step:.3g} s, outside {format_duration(shortest)} to "
+                f"{format_duration(longest)} at cluster.n_gpus = {cl.hall_gpus:,}: check "
                 f"workload.model_params, tokens_per_step and mfu against cluster.n_gpus, {fix}"
             )
     # a locked clock stretches the compute phases of every step
@@ -302,13 +302,35 @@ def rest_power(cluster: Cluster) -> np.ndarray:
     return rest
 
 
-def spares_power(scenario: Scenario) -> float:
-    """What the hot spare nodes draw, on and idle [MW] (``reliability.spare_nodes``)."""
-    cl, spares = scenario.cluster, scenario.reliability.spare_nodes
-    if not spares:
+def idle_nodes(scenario: Scenario) -> float:
+    """Nodes on and idle outside the job: the hall's idle GPUs (``cluster.idle_gpus``, a part
+    node's pro rata) and the hot spares (``reliability.spare_nodes``). [1]"""
+    cl = scenario.cluster
+    return scenario.reliability.spare_nodes + cl.idle_gpus / cl.gpus_per_node
+
+
+def idle_power(scenario: Scenario) -> float:
+    """What the nodes outside the job draw, on and idle, all the time [MW]: each its GPUs' idle
+    power and its idle rest of node through the supplies' curve (:func:`idle_nodes`)."""
+    cl, nodes = scenario.cluster, idle_nodes(scenario)
+    if not nodes:
         return 0.0
     idle = cl.gpus_per_node * scenario.gpu.idle + cl.rest_power_idle
-    return float(_cluster_mw(cl.psu.input_power(idle), spares))
+    return float(_cluster_mw(cl.psu.input_power(idle), nodes))
+
+
+def gpu_attrs(scenario: Scenario) -> dict[str, float]:
+    """The hall's GPUs in a profile's attrs: the job's, the idle ones outside it (with the hot
+    spares' GPUs) and what they draw [MW]; a campus's, summed over its workloads."""
+    members = scenario.parts or [scenario]
+    return dict(
+        job_gpus=sum(p.cluster.n_gpus for p in members),
+        idle_gpus=sum(
+            p.cluster.idle_gpus + p.reliability.spare_nodes * p.cluster.gpus_per_node
+            for p in members
+        ),
+        idle_power=sum(idle_power(p) for p in members),
+    )
 
 
 def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.ndarray]:
@@ -357,7 +379,7 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
         State.RAMP: starting + u * (per_gpu.mean() - starting),
     }
     rest = rest_power(cl)
-    fixed = (cl.network_load + cl.storage_load) / 1e6 + spares_power(scenario)  # MW
+    fixed = (cl.network_load + cl.storage_load) / 1e6 + idle_power(scenario)  # MW
     gpu_cells, it_cells, tok_cells = [], [], []
     for state in State:
         node_ac = cl.psu.input_power(cl.gpus_per_node * gpu_w[state] + rest[state])
@@ -1174,6 +1196,7 @@ class Run:
             checkpoint_stall=derived.checkpoint_stall,
             token_rate=self.token_rate,
             registered_demand=facility.registered_demand(scenario),
+            **gpu_attrs(scenario),
             powermodel_version=__version__,
         )
 
@@ -1469,6 +1492,7 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
         title=f"powermodel: {scenario.name or 'campus'}",
         registered_demand=facility.registered_demand(scenario),
         campus_aligned=int(scenario.campus.aligned),
+        **gpu_attrs(scenario),
     )
     return annotate(ds)
 
@@ -1694,7 +1718,9 @@ class _Fleet:
         return np.array(
             [
                 _cluster_mw(board, cl.n_gpus),
-                _cluster_mw(node, cl.n_nodes) + (cl.network_load + cl.storage_load) / 1e6,
+                _cluster_mw(node, cl.n_nodes)
+                + (cl.network_load + cl.storage_load) / 1e6
+                + idle_power(self.scenario),
                 served * spec.token_rate * cl.n_gpus,
             ]
         )

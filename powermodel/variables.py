@@ -464,6 +464,9 @@ ATTRIBUTE_UNITS = {
     "clock_lock": "1",
     "token_rate": "token/s",
     "registered_demand": "MW",
+    "job_gpus": "1",
+    "idle_gpus": "1",
+    "idle_power": "MW",
 }
 
 

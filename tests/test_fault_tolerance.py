@@ -180,12 +180,22 @@ def test_effective_training_time_counts_the_failed_replicas_share():
     [
         ({"reliability.scope": "replica", "workload.parallelism": None}, "replica's size"),
         ({"reliability.scope": "replica", "reliability.replica_gpus": 100}, "whole"),
-        ({"reliability.scope": "replica", "reliability.replica_gpus": 16384}, "two or more"),
     ],
 )
 def test_replica_scope_refuses_a_size_that_cannot_be(overrides, message):
     with pytest.raises((ScenarioError, ValueError), match=message):
         load_scenario(REFERENCE, overrides)
+
+
+def test_a_job_of_one_replica_fails_as_one_job():
+    # a replica of all 16,384 GPUs is the whole job: a failure stops it (scope 'job'), and the
+    # note says so; the file written back keeps the scope the user gave
+    sc = load_scenario(
+        REFERENCE, {"reliability.scope": "replica", "reliability.replica_gpus": 16384}
+    )
+    assert sc.reliability.scope == "job" and sc.replica_gpus is None
+    assert any("fewer than two replicas of 16,384" in note for note in sc.notes)
+    assert sc.to_dict()["reliability"]["scope"] == "replica"
 
 
 def test_hot_spares_swap_in_for_the_restart_and_draw_idle_power():

@@ -208,19 +208,8 @@ def test_without_a_layout_the_shares_are_as_given():
 @pytest.mark.parametrize(
     ("changes", "match"),
     [
-        # dp not an integer: 100,000 GPUs over replicas of 8 · 16 = 128
-        (
-            {"cluster.n_gpus": 100_000},
-            r"cluster.n_gpus = 100,000 GPUs is not a whole number of data-parallel replicas of "
-            r"tp·pp·cp = 8·16·1 = 128 GPUs: take 99,968 or 100,096 GPUs",
-        ),
-        # a layout bigger than the cluster
-        (
-            {"cluster.n_gpus": 64},
-            r"64 GPUs is less than one data-parallel replica of tp·pp·cp = 8·16·1 = 128 GPUs: take "
-            r"at least 128 GPUs, or give a layout that fits, e.g. workload.parallelism.tp = 8, "
-            r"pp = 8 \(1 replica of 64 GPUs\)",
-        ),
+        # (a hall of 100,000 GPUs, or of 64, is no longer refused: the job takes the whole
+        # replicas it holds, tests/test_any_count.py)
         ({"workload.parallelism.reference_gpus": 1000}, r"reference_gpus = 1,000 GPUs is not a"),
         ({"workload.parallelism.bandwidth": 0}, r"bandwidth: Input should be greater than 0"),
         (
@@ -228,11 +217,12 @@ def test_without_a_layout_the_shares_are_as_given():
             r"overlap: Input should be less than or equal to 1",
         ),
         ({"workload.parallelism.tp": 2.5}, r"parallelism.tp: Input should be a valid integer"),
-        # fewer tokens than one micro-batch a replica
+        # fewer tokens than one micro-batch a replica at the reference (at cluster.n_gpus the
+        # batch grows with the job, tests/test_any_count.py)
         (
-            {"cluster.n_gpus": 1_048_576},
-            r"8,192 data-parallel replicas get 0.25 micro-batches .* grow the global batch to at "
-            r"least 6.711e\+07 tokens",
+            {"workload.parallelism.reference_gpus": 1_048_576, "cluster.n_gpus": 1_048_576},
+            r"reference_gpus = 1,048,576 the 8,192 data-parallel replicas get 0.25 micro-batches "
+            r".* grow the global batch to at least 6.711e\+07 tokens",
         ),
         # shares that the layout contradicts: 5 % below compute power, less than the bubble
         (
@@ -337,17 +327,16 @@ def test_the_8k_preset_is_its_own_row_and_the_16k_prediction():
     # bubble 3/(8 · 4) of the work (docs/model/workload.md)
     [(8, 1, 5.5269, 0.7492), (32, 4, 5.9825, 0.6921)],
 )
-def test_a_node_or_a_rack_is_refused_with_a_layout_that_fits(n_gpus, pp, step, share):
-    # less than one of the reference's 128-GPU replicas: refused, naming the layout that fits
-    # and the batch that keeps the reference's 1,024 tokens a GPU (16,777,216 / 16,384)
-    batch = f"{1024 * n_gpus:,}"
-    with pytest.raises(
-        ScenarioError,
-        match=rf"tp = 8, pp = {pp} \(1 replica of {n_gpus} GPUs\), with "
-        rf"workload.tokens_per_step = {batch} \(the batch in proportion\)",
-    ):
-        load_scenario(REFERENCE, {"cluster.n_gpus": n_gpus})
-    # the fix the message names, at the reference's batch per GPU (one 8,192-token sequence a
+def test_a_node_or_a_rack_takes_a_layout_that_fits(n_gpus, pp, step, share):
+    # less than one of the reference's 128-GPU replicas: the job takes the layout that fits,
+    # and the batch that keeps the reference's 1,024 tokens a GPU (16,777,216 / 16,384), and
+    # says so (the reference itself ran PP 16: tests/test_any_count.py checks its step)
+    chosen = load_scenario(REFERENCE, {"cluster.n_gpus": n_gpus})
+    par = chosen.workload.parallelism
+    assert (par.tp, par.pp, chosen.workload.tokens_per_step) == (8, pp, 1024 * n_gpus)
+    assert any(f"tp = 8, pp = {pp}" in note for note in chosen.notes)
+    assert any(f"becomes {1024 * n_gpus:,}" in note for note in chosen.notes)
+    # the layout given by hand, at the reference's batch per GPU (one 8,192-token sequence a
     # node), runs: the layout carries the 16K calibration there
     fixed = {
         "cluster.n_gpus": n_gpus,

@@ -39,6 +39,14 @@ CASES: dict[str, dict] = {
     "gb300-smoothing-stop-burn": {
         **SHORT,
         "cluster.gpu": "GB300",
+        # pinned on the reference's node and plant, which a GPU swap kept before the GPU's
+        # catalogue entry brought its own (issue 28): given here, the numbers stay as recorded
+        "cluster.gpus_per_node": 8,
+        "cluster.rest_power_active": 2600.0,
+        "cluster.rest_power_idle": 1300.0,
+        "cluster.fans.power": 600.0,
+        "cluster.psu.capacity": 19800.0,
+        "cooling.plant": "meta-outside-air-evaporative",
         "mitigation.smoothing": {"floor": 0.3, "ramp_up": 2000.0, "ramp_down": 500.0},
         "mitigation.stop_burn": {"ramp_down": 300.0, "delay": "2s"},
         "mitigation.storage": [{"location": "rack", "power": 3.0, "energy": 0.2, "ramp": 2.0}],

@@ -278,6 +278,8 @@ def shown(scenario: Scenario, control: Control, weather: Mapping[str, str] | Non
         value: Any = scenario.compute_share
     elif key == SITE_BATTERY:
         value = sum(s.power for s in scenario.mitigation.storage if s.location == "site") or None
+    elif key == "cluster.n_gpus":  # the hall's, as the user gave it: the job is its share
+        value = scenario.cluster.hall_gpus
     else:
         value = value_at(scenario, key)
     if value is None or value == control.empty:
