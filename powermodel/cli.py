@@ -602,8 +602,9 @@ def _validate(args: argparse.Namespace) -> int:
     if design_conditions(scenario) is not None:
         day = design_day(scenario)
         print(
+            # four significant digits: a 25 MW hall's to 10 kW, one node's to 10 W
             "ASHRAE 0.4 % cooling design day ({design_temp_air:.1f} °C), nameplate IT: facility "
-            "peak {peak_facility_mw:.2f} MW (cooling {peak_cooling_mw:.2f} MW, PUE "
+            "peak {peak_facility_mw:.4g} MW (cooling {peak_cooling_mw:.4g} MW, PUE "
             "{peak_pue:.3f}), supply up to {max_supply_temp:.1f} °C".format(**day)
         )
     elif scenario.grid.registered_demand is None:

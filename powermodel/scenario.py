@@ -303,6 +303,13 @@ class Gpu(Section):
     leakage_coefficient: float = Field(
         ge=0, le=1.0, description="Relative growth of leakage per kelvin (calibrated). [1/K]"
     )
+    memory: float | None = Field(
+        None,
+        gt=0,
+        le=1e5,
+        description="High-bandwidth memory a GPU holds (vendors' datasheets); with it, a job "
+        "whose training state does not fit its GPUs is warned of. [GB]",
+    )
     source: Text = Field("", description="Where the numbers come from.")
 
     @model_validator(mode="after")
@@ -468,6 +475,11 @@ class Phase(Section):
         None, ge=1e-3, le=1.2, description="Power of an 'other' phase, fraction of TDP. [1]"
     )
 
+
+# Bytes of training state a parameter in mixed-precision Adam: BF16 weights and gradients (2 + 2)
+# and FP32 master weights, momentum and variance (12) [P, rajbhandari]
+TRAINING_STATE_BYTES = 16.0
+WEIGHT_BYTES = 2.0  # BF16 weights alone: what a job training adapters (LoRA) must hold
 
 # a training step, given or derived from the model (simulate.derive holds a derived one to it)
 STEP_TIME_BOUNDS = (1e-3, HOUR)  # [s]
@@ -1993,7 +2005,38 @@ class Scenario(Section):
                     given["workload.tokens_per_step"] = wl.tokens_per_step
                     wl.tokens_per_step = tokens
         self._given, self._notes = given, notes
+        self._warnings += self._state_beyond_memory()
         return self
+
+    def _state_beyond_memory(self) -> list[str]:
+        """A warning where the job's training state cannot fit its GPUs' memory, sharded over
+        every GPU of the job at best (activations and buffers left out): weights, gradients
+        and Adam's states in mixed precision, 16 bytes a parameter [P, rajbhandari]; the BF16
+        weights alone, 2 bytes, where no gradient of the weights moves
+        (``workload.parallelism.bytes_per_param = 0``: adapters trained, as LoRA). The run
+        still shows what the layout draws at that size; no real job of that model would."""
+        gpu, cl, wl = self.gpu, self.cluster, self.workload
+        if gpu.memory is None or self.campus is not None:
+            return []
+        par = wl.parallelism
+        adapters = par is not None and par.bytes_per_param == 0
+        per = WEIGHT_BYTES if adapters else TRAINING_STATE_BYTES
+        need = per * wl.model_params / 1e9  # GB
+        have = cl.n_gpus * gpu.memory
+        if need <= have:
+            return []
+        what = (
+            "its BF16 weights (2 bytes a parameter; adapters trained)"
+            if adapters
+            else "16 bytes a parameter (weights, gradients and Adam's states in mixed precision)"
+        )
+        gpus = math.ceil(need / gpu.memory / cl.gpus_per_node) * cl.gpus_per_node
+        return [
+            f"the job's {cl.n_gpus:,} {gpu.name} hold {have:,.0f} GB, and training "
+            f"workload.model_params = {wl.model_params:.3g} needs about {need:,.0f} GB for "
+            f"{what}: no such job fits; the run shows what its layout would draw. Give a model "
+            f"of at most workload.model_params = {have * 1e9 / per:.2g}, or {gpus:,} GPUs or more"
+        ]
 
     @property
     def warnings(self) -> list[str]:

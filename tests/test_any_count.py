@@ -254,3 +254,34 @@ def test_an_inference_fleet_serves_on_whole_nodes():
     own = load_scenario("mixed-campus-hopper-blackwell")
     counts = [(p.cluster.n_gpus, p.cluster.idle_gpus) for p in own.parts]
     assert counts == [(16_384, 0), (36_864, 0), (512, 0), (9_216, 0)]
+
+
+@pytest.mark.parametrize(
+    ("n_gpus", "warned"),
+    # 405e9 parameters at 16 bytes (mixed-precision Adam [P, rajbhandari]) are 6,480 GB; an
+    # H100 holds 80 GB (its datasheet [P, nvidia_h100]): 81 GPUs at least, 88 in whole nodes
+    [(8, True), (64, True), (80, True), (88, False), (16_384, False)],
+)
+def test_a_job_whose_training_state_cannot_fit_its_gpus_is_warned(n_gpus, warned):
+    scenario = load_scenario(REFERENCE, {"cluster.n_gpus": n_gpus})
+    found = [w for w in scenario.warnings if "no such job fits" in w]
+    assert bool(found) == warned
+    if warned:
+        assert f"{n_gpus:,} H100-SXM hold {80 * n_gpus:,} GB" in found[0]
+        assert "needs about 6,480 GB" in found[0] and "88 GPUs or more" in found[0]
+    assert scenario.cluster.n_gpus == n_gpus  # warned, not refused: the hall is the user's
+
+
+def test_adapters_need_the_weights_alone_to_fit():
+    # LoRA moves no gradient of the weights (bytes_per_param = 0): its 70e9 BF16 weights are
+    # 140 GB, which one 8-GPU node's 640 GB holds; full training would need 1,120 GB
+    lora = load_scenario("llama2-70b-lora-h100")
+    assert lora.workload.parallelism.bytes_per_param == 0 and lora.warnings == []
+    full = load_scenario("llama2-70b-lora-h100", {"workload.parallelism.bytes_per_param": 6.0})
+    assert any("needs about 1,120 GB" in w for w in full.warnings)
+    small = load_scenario(
+        "llama2-70b-lora-h100",
+        {"cluster.gpu": "A100-PCIe", "cluster.gpus_per_node": 2, "cluster.n_gpus": 2},
+    )
+    # two 40-GB cards hold 80 GB, short of the 140 GB of weights
+    assert any("needs about 140 GB" in w and "hold 80 GB" in w for w in small.warnings)
