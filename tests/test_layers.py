@@ -36,6 +36,7 @@ LAYERS = (
         "powermodel.oscillation",
         "powermodel.dynamic_model",
         "powermodel.ride_through",
+        "powermodel.template",
     ),
     ("powermodel.sweep",),  # maps runs of the layer below over dask
     ("powermodel.cli", "powermodel.webapp"),
