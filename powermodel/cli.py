@@ -369,6 +369,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     screening.set_defaults(func=_screen)
 
+    # the dashboard's options are the server's own (powermodel.webapp.serve, as app.py takes
+    # them), parsed when the command runs so that building this parser imports no web stack
+    serving = sub.add_parser(
+        "dashboard",
+        add_help=False,
+        prefix_chars="+",  # every word, options too, left for the server's parser
+        help="serve the dashboard at http://127.0.0.1:8050 (powermodel dashboard --help)",
+    )
+    serving.add_argument("argv", nargs="*")
+    serving.format_help = _dashboard_help  # the reference's page shows the server's options
+    serving.set_defaults(func=_dashboard)
+
     listing = sub.add_parser("presets", parents=[common], help="list the shipped presets")
     listing.set_defaults(func=_presets)
     reference = sub.add_parser(
@@ -860,6 +872,26 @@ def _reproduce(args: argparse.Namespace) -> int:
     passed = sum(a.passed for a in anchors)
     print(f"\n{passed} of {len(anchors)} anchors pass; wrote {path}")
     return 0 if passed == len(anchors) else VIOLATED
+
+
+def _dashboard_parser() -> argparse.ArgumentParser:
+    from powermodel.webapp.serve import dashboard_parser  # noqa: PLC0415 - the web stack
+
+    return dashboard_parser("powermodel dashboard")
+
+
+def _dashboard_help() -> str:
+    return _dashboard_parser().format_help()
+
+
+def _dashboard(args: argparse.Namespace) -> int:
+    from powermodel.webapp.serve import check_arguments, serve  # noqa: PLC0415 - the web stack
+
+    options = _dashboard_parser().parse_args(args.argv)
+    refused = check_arguments(options)
+    if refused:
+        raise PowerModelError(refused)
+    return serve(options, options.scenario)
 
 
 def _keys(args: argparse.Namespace) -> int:

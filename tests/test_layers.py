@@ -112,6 +112,7 @@ PUBLIC = (
     "powermodel.fit_report",
     "powermodel.iotools",
     "powermodel.iotools.netcdf",
+    "powermodel.output",  # the server's signals (powermodel.webapp.serve, once app.py's)
     "powermodel.ride_through",
     "powermodel.rules",
     "powermodel.scenario",

@@ -1,5 +1,6 @@
 """The dashboard: ``create_app()`` builds it (``create_dashboard()`` with its cache and working
-folder), ``python app.py`` serves it."""
+folder), ``powermodel dashboard`` and ``python app.py`` serve it
+(:mod:`powermodel.webapp.serve`)."""
 
 from __future__ import annotations
 
