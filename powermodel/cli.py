@@ -369,6 +369,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     screening.set_defaults(func=_screen)
 
+    designing = sub.add_parser(
+        "design",
+        parents=[common],
+        help="the largest site of a preset's kind whose design peak stays within a grid "
+        "connection; writes it as a scenario (docs: guides/scenarios)",
+    )
+    designing.add_argument(
+        "preset", help="the kind of site: a single job grows in whole nodes, a campus by a factor"
+    )
+    designing.add_argument(
+        "--grid-mw", type=float, required=True, help="the connection's rating [MW]"
+    )
+    designing.add_argument(
+        "-o", "--output", required=True, help="the scenario to write (.toml): extends PRESET"
+    )
+    designing.set_defaults(func=_design)
+
     # the dashboard's options are the server's own (powermodel.webapp.serve, as app.py takes
     # them), parsed when the command runs so that building this parser imports no web stack
     serving = sub.add_parser(
@@ -872,6 +889,23 @@ def _reproduce(args: argparse.Namespace) -> int:
     passed = sum(a.passed for a in anchors)
     print(f"\n{passed} of {len(anchors)} anchors pass; wrote {path}")
     return 0 if passed == len(anchors) else VIOLATED
+
+
+def _design(args: argparse.Namespace) -> int:
+    from powermodel import design  # noqa: PLC0415 - only this command needs it
+
+    if Path(args.output).suffix.lower() != ".toml":
+        raise PowerModelError(f"-o {args.output}: a scenario is a .toml file: give site.toml")
+    output.check_folder(args.output)
+    found = design.design(
+        args.preset, args.grid_mw, progress=lambda s: print(f"  {s}", file=sys.stderr)
+    )
+    rows = found.summary()
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+    print(f"wrote {design.write(found, args.output)} ({found.simulations} design runs)")
+    return 0
 
 
 def _dashboard_parser() -> argparse.ArgumentParser:

@@ -41,7 +41,7 @@ from powermodel._version import __version__
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.facility import design_conditions, design_day, design_it_power
 from powermodel.output import write_text
-from powermodel.scenario import Scenario, format_duration, load_scenario, presets
+from powermodel.scenario import Scenario, format_duration, load_scenario, presets, shorten
 from powermodel.simulate import simulate
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
@@ -325,9 +325,11 @@ def design(
         raise PowerModelError(
             f"unknown preset {preset!r}: design starts from one of {', '.join(presets())}"
         )
-    if not isinstance(grid_mw, int | float) or not math.isfinite(grid_mw) or grid_mw <= 0:
+    number = isinstance(grid_mw, int | float) and not isinstance(grid_mw, bool)
+    if not number or not math.isfinite(grid_mw) or grid_mw <= 0:
+        shown = f"{grid_mw:g}" if number else shorten(grid_mw)
         raise PowerModelError(
-            f"--grid-mw {grid_mw!r}: give the connection's rating as a positive number of MW"
+            f"--grid-mw {shown}: give the connection's rating as a positive number of MW"
         )
     grid_mw = float(grid_mw)
     kind = _Kind.of(preset)
@@ -455,7 +457,7 @@ def _design(
     else:
         what = f"the simulated peak of the first {period}"
     if hi is None:
-        binds = f"{what}; no larger size of the kind is accepted"
+        binds = f"{what}; {_refused_above(kind, lo)}"
         next_gpus = next_peak = None
     else:
         next_gpus = sum(kind.site(hi)[1].values())
@@ -487,6 +489,18 @@ def _design(
         simulations=len(runs),
         design_period=period,
     )
+
+
+def _refused_above(kind: _Kind, m: int) -> str:
+    """Why the site does not grow past size ``m``: the preset's own words at the next count."""
+    if sum(kind.site(m)[1].values()) >= MAX_GPUS * 0.999:
+        return f"the {MAX_GPUS:,} GPUs powermodel designs"
+    lead = kind.parts[kind.lead]
+    try:
+        load_scenario(lead, {"cluster.n_gpus": (m + 1) * lead.cluster.gpus_per_node})
+    except ScenarioError as exc:
+        return f"the preset takes no larger site of its kind today ({exc})"
+    return "the preset takes no larger site of its kind today"
 
 
 def scenario_toml(result: Design) -> str:
