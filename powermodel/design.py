@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 import tomli_w
+import xarray as xr
 
 from powermodel._version import __version__
 from powermodel.errors import PowerModelError, ScenarioError
@@ -259,13 +260,18 @@ class _Peaks:
     it_peak: float
 
 
-def _peaks(kind: _Kind, overrides: Mapping[str, Any], period: float) -> _Peaks:
+def _peaks(
+    kind: _Kind,
+    overrides: Mapping[str, Any],
+    period: float,
+    simulator: Callable[[Scenario], xr.Dataset],
+) -> _Peaks:
     """The design figures of a site: simulated over the design period, its IT peak carried
     through the design day's plant."""
     scenario = load_scenario(
         kind.preset, {**overrides, "simulation.duration": format_duration(period)}
     )
-    ds = simulate(scenario)
+    ds = simulator(scenario)
     simulated = float(ds["grid_power"].max())  # [MW]
     it_peak = float(ds["it_power"].max())
     if design_conditions(scenario) is None:
@@ -287,6 +293,7 @@ def design(
     preset: str,
     grid_mw: float,
     progress: Callable[[str], None] | None = None,
+    simulator: Callable[[Scenario], xr.Dataset] = simulate,
 ) -> Design:
     """The largest site of ``preset``'s kind whose design peak at the connection stays
     within ``grid_mw``.
@@ -300,6 +307,9 @@ def design(
         The connection's rating: the most active power the site may draw there. [MW]
     progress
         Called with a line before each design run.
+    simulator
+        Runs a design run (by default :func:`powermodel.simulate.simulate`; the dashboard's
+        goes through its queue and memory bound).
 
     Returns
     -------
@@ -329,7 +339,7 @@ def design(
     if not number or not math.isfinite(grid_mw) or grid_mw <= 0:
         shown = f"{grid_mw:g}" if number else shorten(grid_mw)
         raise PowerModelError(
-            f"--grid-mw {shown}: give the connection's rating as a positive number of MW"
+            f"a connection of {shown} MW: give its rating as a positive number of MW"
         )
     grid_mw = float(grid_mw)
     kind = _Kind.of(preset)
@@ -337,7 +347,7 @@ def design(
     node_mw = _one_node(kind)
     if np.isfinite(node_mw) and grid_mw < node_mw:
         raise PowerModelError(
-            f"--grid-mw {grid_mw:g} is below one node's draw at the connection, {node_mw:.4g} MW "
+            f"a connection of {grid_mw:g} MW is below one node's draw there, {node_mw:.4g} MW "
             f"({_node_words(kind)} on the design day, nameplate): give at least {node_mw:.4g} MW"
         )
     runs: dict[int, _Peaks] = {}
@@ -352,7 +362,7 @@ def design(
             overrides, counts, _ = kind.site(m)
             if progress is not None:
                 progress(f"simulating {sum(counts.values()):,} GPUs")
-            runs[m] = _peaks(kind, overrides, period)
+            runs[m] = _peaks(kind, overrides, period, simulator)
         return runs[m].design_peak
 
     smallest = kind.up(0)
@@ -361,8 +371,9 @@ def design(
     if peak(smallest) > grid_mw:
         gpus = sum(kind.site(smallest)[1].values())
         raise PowerModelError(
-            f"--grid-mw {grid_mw:g}: the smallest site {preset} takes today, {gpus:,} GPUs, peaks "
-            f"at {runs[smallest].design_peak:.4g} MW at the connection: give at least "
+            f"a connection of {grid_mw:g} MW: the smallest site {preset} takes today, "
+            f"{gpus:,} GPUs, peaks at {runs[smallest].design_peak:.4g} MW at the connection: "
+            "give at least "
             f"{runs[smallest].design_peak:.4g} MW (or a preset of smaller jobs)"
         )
     lo, hi = smallest, None
@@ -375,7 +386,7 @@ def design(
     cap = _cap(kind)
     if guess > cap:
         raise PowerModelError(
-            f"--grid-mw {grid_mw:g}: more than the {MAX_GPUS:,} GPUs powermodel designs "
+            f"a connection of {grid_mw:g} MW: more than the {MAX_GPUS:,} GPUs powermodel designs "
             f"(about {cap * per_node:,.0f} MW of {preset}'s kind): design the site in parts"
         )
     width = math.inf

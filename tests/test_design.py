@@ -98,7 +98,7 @@ def test_the_file_names_the_design_in_its_own_words(designed):
 def test_a_connection_below_one_node_is_refused_naming_the_draw():
     with pytest.raises(PowerModelError) as refused:
         design(REFERENCE, 0.001)
-    said = re.search(r"below one node's draw at the connection, ([\d.]+) MW", str(refused.value))
+    said = re.search(r"below one node's draw there, ([\d.]+) MW", str(refused.value))
     assert said, refused.value
     node = float(said[1])
     # a DGX H100 node: 8 × 700 W and its 2.6 kW rest (the preset's), and at most half again
@@ -134,10 +134,14 @@ def test_a_connection_below_the_smallest_site_names_its_peak():
     ("preset", "grid_mw", "said"),
     [
         ("no-such", 50, "unknown preset 'no-such': design starts from one of "),
-        (REFERENCE, float("nan"), "--grid-mw nan: give the connection's rating as a positive"),
-        (REFERENCE, -5, "--grid-mw -5: give the connection's rating as a positive"),
-        (REFERENCE, float("inf"), "--grid-mw inf: give the connection's rating as a positive"),
-        (REFERENCE, 1e6, f"--grid-mw 1e+06: more than the {MAX_GPUS:,} GPUs powermodel designs"),
+        (REFERENCE, float("nan"), "a connection of nan MW: give its rating as a positive number"),
+        (REFERENCE, -5, "a connection of -5 MW: give its rating as a positive number"),
+        (REFERENCE, float("inf"), "a connection of inf MW: give its rating as a positive number"),
+        (
+            REFERENCE,
+            1e6,
+            f"a connection of 1e+06 MW: more than the {MAX_GPUS:,} GPUs powermodel designs",
+        ),
     ],
 )
 def test_what_cannot_be_designed_is_one_line(preset, grid_mw, said):
@@ -177,7 +181,10 @@ def test_the_command_writes_the_site_and_prints_what_binds(tmp_path, capsys):
     [
         (["-o", "site.csv"], "-o site.csv: a scenario is a .toml file: give site.toml"),
         (["-o", "missing/site.toml"], "cannot write 'missing/site.toml': the folder 'missing'"),
-        (["--grid-mw", "0", "-o", "site.toml"], "--grid-mw 0: give the connection's rating"),
+        (
+            ["--grid-mw", "0", "-o", "site.toml"],
+            "a connection of 0 MW: give its rating as a positive number of MW",
+        ),
     ],
 )
 def test_the_command_refuses_in_one_line_before_any_run(argv, said, tmp_path, capsys, monkeypatch):
