@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
+from dataclasses import replace
 from typing import Any
 
 import dash
@@ -87,7 +88,12 @@ def register(app: dash.Dash, board: Any) -> None:
             one.release()
         rows = [html.Div(f"{label}: {value}") for label, value in found.summary() if label in SHOWN]
         name = f"{found.overrides['name']}.toml"
-        return rows, {"filename": name, "toml": scenario_toml(found)}, False
+        # it opens on the period the design simulated: the preset's, at most the first week
+        # (the dashboard's opening period), so the page shows the design's own run
+        opened = replace(
+            found, overrides={**found.overrides, "simulation.duration": found.design_period}
+        )
+        return rows, {"filename": name, "toml": scenario_toml(opened)}, False
 
     app.callback(
         Output(RESULT, "children"),
