@@ -371,7 +371,7 @@ def _parser() -> argparse.ArgumentParser:
 
     designing = sub.add_parser(
         "design",
-        parents=[common],
+        parents=with_scenario,
         help="the largest site of a preset's kind whose design peak stays within a grid "
         "connection; writes it as a scenario (docs: guides/scenarios)",
     )
@@ -898,7 +898,10 @@ def _design(args: argparse.Namespace) -> int:
         raise PowerModelError(f"-o {args.output}: a scenario is a .toml file: give site.toml")
     output.check_folder(args.output)
     found = design.design(
-        args.preset, args.grid_mw, progress=lambda s: print(f"  {s}", file=sys.stderr)
+        args.preset,
+        args.grid_mw,
+        args.overrides,
+        progress=lambda s: print(f"  {s}", file=sys.stderr),
     )
     rows = found.summary()
     width = max(len(k) for k, _ in rows)

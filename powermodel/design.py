@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,14 @@ from powermodel._version import __version__
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.facility import design_conditions, design_day, design_it_power
 from powermodel.output import write_text
-from powermodel.scenario import Scenario, format_duration, load_scenario, presets, shorten
+from powermodel.scenario import (
+    Scenario,
+    format_duration,
+    load_scenario,
+    parse_overrides,
+    presets,
+    shorten,
+)
 from powermodel.simulate import simulate
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
@@ -54,6 +61,7 @@ STEP_DOWN = 512  # whole nodes tried below a count for one the preset accepts
 MAX_SIMULATIONS = 30  # design runs one design may take (a near-linear search takes 4 to 8)
 LEVEL = 0.4  # % of the year's hours above the design day's dry-bulb (ASHRAE)
 LAYOUT_KEY = "workload.parallelism.reference_gpus"
+CHOSEN = ("cluster.n_gpus", "campus")
 
 
 @dataclass(frozen=True)
@@ -117,6 +125,7 @@ class _Kind:
     """How a preset's site grows: the lead workload's nodes ``m`` set every count."""
 
     preset: str
+    given: dict[str, Any]  # the user's keys over the preset (its site, weather, plant ...)
     base: Scenario
     lead: int  # index of the workload whose nodes are the size (a single job: 0)
     parts: list[Scenario]
@@ -127,14 +136,14 @@ class _Kind:
     canon: dict[int, int | None] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, preset: str) -> _Kind:
-        base = load_scenario(preset)
+    def of(cls, preset: str, given: dict[str, Any]) -> _Kind:
+        base = load_scenario(preset, given)
         if base.campus is None:
-            return cls(preset, base, 0, [base], None)
+            return cls(preset, given, base, 0, [base], None)
         parts = base.parts
         workloads = [_plain(w) for w in base.to_dict()["campus"]["workloads"]]
         lead = int(np.argmax([p.cluster.n_gpus for p in parts]))
-        return cls(preset, base, lead, parts, workloads)
+        return cls(preset, given, base, lead, parts, workloads)
 
     @property
     def nodes(self) -> int:
@@ -188,7 +197,7 @@ class _Kind:
                 w["set"] = {**w.get("set", {}), **keys}
             overrides = {"campus.workloads": workloads}
             try:
-                load_scenario(self.preset, overrides)
+                load_scenario(self.preset, {**self.given, **overrides})
             except ScenarioError:
                 return None
         return overrides, counts, tuple(sorted(set(notes)))
@@ -269,7 +278,7 @@ def _peaks(
     """The design figures of a site: simulated over the design period, its IT peak carried
     through the design day's plant."""
     scenario = load_scenario(
-        kind.preset, {**overrides, "simulation.duration": format_duration(period)}
+        kind.preset, {**kind.given, **overrides, "simulation.duration": format_duration(period)}
     )
     ds = simulator(scenario)
     simulated = float(ds["grid_power"].max())  # [MW]
@@ -292,6 +301,7 @@ def _peaks(
 def design(
     preset: str,
     grid_mw: float,
+    overrides: Mapping[str, Any] | Iterable[str] | None = None,
     progress: Callable[[str], None] | None = None,
     simulator: Callable[[Scenario], xr.Dataset] = simulate,
 ) -> Design:
@@ -305,6 +315,11 @@ def design(
         nodes, a campus scales every workload by one factor.
     grid_mw
         The connection's rating: the most active power the site may draw there. [MW]
+    overrides
+        The user's keys over the preset, as :func:`powermodel.scenario.load_scenario` takes
+        them (``{"site.weather": "tampa"}``, ``["cooling.plant=liquid-tower"]``): the site
+        designed is the preset's kind with them; written into the file. Not the counts the
+        design chooses (``cluster.n_gpus``, ``campus.workloads``).
     progress
         Called with a line before each design run.
     simulator
@@ -342,7 +357,7 @@ def design(
             f"a connection of {shown} MW: give its rating as a positive number of MW"
         )
     grid_mw = float(grid_mw)
-    kind = _Kind.of(preset)
+    kind = _Kind.of(preset, _given(overrides))
     period = min(kind.base.simulation.duration, DESIGN_WEEK)
     node_mw = _one_node(kind)
     if np.isfinite(node_mw) and grid_mw < node_mw:
@@ -381,7 +396,9 @@ def design(
     # inside the bracket, a halving where a secant step did not halve it (the peak is near
     # proportional to the size, but a disturbance's recharge or a restart can bend it)
     nameplate = _nameplate(kind.base)
-    per_node = (nameplate if np.isfinite(nameplate) else runs[smallest].design_peak) / kind.nodes
+    per_node = nameplate / kind.nodes
+    if not np.isfinite(per_node):  # no design day: the smallest site's simulated peak
+        per_node = runs[smallest].design_peak / smallest
     guess = max(int(grid_mw / per_node), smallest)
     cap = _cap(kind)
     if guess > cap:
@@ -408,6 +425,24 @@ def design(
         guess = _secant(runs, lo, hi, grid_mw) if now <= width / 2 else (lo + hi) // 2
         width = now
     return _design(kind, grid_mw, lo, hi, runs, nameplate, format_duration(period))
+
+
+def _given(overrides: Mapping[str, Any] | Iterable[str] | None) -> dict[str, Any]:
+    """The user's keys, refused where they are what the design chooses or cannot be written
+    into a file's tables."""
+    given = parse_overrides(overrides)
+    for key in given:
+        if key in CHOSEN or key.startswith(tuple(f"{k}." for k in CHOSEN)):
+            raise PowerModelError(
+                f"{key}: design chooses the counts (cluster.n_gpus, campus.workloads): leave "
+                "it out, or give a preset of that kind"
+            )
+        if any(part.isdigit() for part in key.split(".")):
+            raise PowerModelError(
+                f"{key}: a list item cannot be set over a preset in a file: give the whole "
+                "list in a scenario file and design from its preset, or set it after"
+            )
+    return given
 
 
 def _secant(runs: dict[int, _Peaks], lo: int, hi: int | None, grid_mw: float) -> int:
@@ -462,7 +497,7 @@ def _design(
     at = runs[lo]
     n = sum(counts.values())
     scale = n / sum(p.cluster.n_gpus for p in kind.parts)
-    site_nameplate = _nameplate(load_scenario(kind.preset, overrides))
+    site_nameplate = _nameplate(load_scenario(kind.preset, {**kind.given, **overrides}))
     if at.design_day >= at.simulated:
         what = f"the design day's plant at the site's {at.it_peak:.2f} MW IT peak"
     else:
@@ -477,6 +512,13 @@ def _design(
             f"{what}: the next size up, {next_gpus:,} GPUs, would peak at {next_peak:.2f} MW, "
             f"over the {grid_mw:g} MW connection"
         )
+    if not np.isfinite(at.design_day):
+        notes = (
+            *notes,
+            f"weather {kind.base.site.weather!r} quotes no ASHRAE design day: the design peak is "
+            f"the simulated first {period} alone, not the worst of a year (give an EPW with "
+            "design conditions for that)",
+        )
     name = f"{kind.preset}-{grid_mw:g}mw"
     described = (
         f"{kind.base.description or kind.preset}, sized for a {grid_mw:g} MW connection: "
@@ -487,7 +529,7 @@ def _design(
         grid_mw=grid_mw,
         n_gpus=n,
         counts=counts,
-        overrides={"name": name, "description": described, **overrides},
+        overrides={"name": name, "description": described, **kind.given, **overrides},
         design_peak_mw=at.design_peak,
         design_day_mw=at.design_day,
         simulated_peak_mw=at.simulated,

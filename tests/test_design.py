@@ -194,3 +194,35 @@ def test_the_command_refuses_in_one_line_before_any_run(argv, said, tmp_path, ca
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"powermodel: error: {said}"), line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_users_own_keys_go_into_the_design_and_the_file(tmp_path):
+    # the site at the user's bus: Tampa's weather over the reference, and a name of their own
+    found = design(REFERENCE, GRID_MW, {"site.weather": "tampa", "name": "my hall"})
+    raw = tomllib.loads(write(found, tmp_path / "tampa.toml").read_text())
+    assert raw["site"] == {"weather": "tampa"} and raw["name"] == "my hall"
+    site = load_scenario(tmp_path / "tampa.toml", {"simulation.duration": "7d"})
+    assert site.site.weather == "tampa" and site.cluster.n_gpus == found.n_gpus
+    peak = metrics(simulate(site))["grid_peak_mw"]
+    assert GRID_MW * (1 - TOLERANCE) <= peak <= GRID_MW
+
+
+@pytest.mark.parametrize(
+    ("overrides", "said"),
+    [
+        (["cluster.n_gpus=8"], "cluster.n_gpus: design chooses the counts"),
+        (["campus.aligned=true"], "campus.aligned: design chooses the counts"),
+        (["workload.phases.0.share=0.5"], "workload.phases.0.share: a list item cannot be set"),
+        (["cluster.nope=1"], "unknown key 'cluster.nope'"),
+    ],
+)
+def test_keys_the_design_cannot_take_are_refused(overrides, said):
+    with pytest.raises(PowerModelError) as refused:
+        design(REFERENCE, GRID_MW, overrides)
+    assert str(refused.value).startswith(said), refused.value
+
+
+def test_weather_without_a_design_day_is_said(tmp_path):
+    found = design(REFERENCE, 5.0, {"site.weather": "synthetic"})
+    assert found.design_peak_mw == found.simulated_peak_mw <= 5.0
+    assert any("quotes no ASHRAE design day" in note for note in found.notes)
