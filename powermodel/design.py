@@ -57,7 +57,7 @@ __all__ = ["DESIGN_WEEK", "Design", "design", "scenario_toml", "write"]
 
 DESIGN_WEEK = 7 * 86400.0  # s: the design run is the scenario's period, at most its first week
 MAX_GPUS = 1_000_000  # the largest site designed (issue 28's largest count)
-STEP_DOWN = 512  # whole nodes tried below a count for one the preset accepts
+STEP_DOWN = 64  # whole nodes tried below a count for one the preset accepts (a replica: 16 to 18)
 MAX_SIMULATIONS = 30  # design runs one design may take (a near-linear search takes 4 to 8)
 LEVEL = 0.4  # % of the year's hours above the design day's dry-bulb (ASHRAE)
 LAYOUT_KEY = "workload.parallelism.reference_gpus"
@@ -204,10 +204,11 @@ class _Kind:
 
     def down(self, m: int) -> int | None:
         """The largest size at or below ``m`` whose site the preset accepts (None: none)."""
+        floor = m - STEP_DOWN
         m = self.lead_nodes(m)
-        while m is not None and self.site(m) is None:
+        while m is not None and m > floor and self.site(m) is None:
             m = self.lead_nodes(m - 1)
-        return m
+        return m if m is not None and m > floor else None
 
     def up(self, m: int, limit: int = STEP_DOWN) -> int | None:
         """The smallest size above ``m`` whose site the preset accepts (None: none within
@@ -381,7 +382,7 @@ def design(
             runs[m] = _peaks(kind, keys, period, simulator)
         return runs[m].design_peak
 
-    smallest = kind.up(0)
+    smallest = kind.up(0, kind.nodes)  # a campus's smallest: each workload one replica
     if smallest is None:
         raise PowerModelError(f"{preset} accepts no size of its kind: a defect, please report it")
     if peak(smallest) > grid_mw:
@@ -410,6 +411,9 @@ def design(
     width = math.inf
     while hi is None or kind.up(lo) != hi:
         m = kind.down(min(guess, cap))
+        if m is None and hi is None and guess > lo:
+            cap = _largest(kind, lo, min(guess, cap))  # the preset takes no site that large
+            m = kind.down(cap)
         if hi is not None and (m is None or not lo < m < hi):
             m = kind.down((lo + hi) // 2)
             if m is None or not lo < m < hi:
@@ -426,6 +430,19 @@ def design(
         guess = _secant(runs, lo, hi, grid_mw) if now <= width / 2 else (lo + hi) // 2
         width = now
     return _design(kind, grid_mw, lo, hi, runs, nameplate, format_duration(period))
+
+
+def _largest(kind: _Kind, lo: int, top: int) -> int:
+    """The largest size the preset takes between ``lo`` (taken) and ``top`` (none taken within
+    :data:`STEP_DOWN` nodes below it): a preset's layout that takes counts only up to some
+    size (a batch too small for more replicas) bounds the site there, found by bisection."""
+    while top - lo > 1:
+        mid = (lo + top) // 2
+        if kind.down(mid) is None:
+            top = mid
+        else:
+            lo = mid
+    return kind.down(lo)
 
 
 def _given(overrides: Mapping[str, Any] | Iterable[str] | None) -> dict[str, Any]:
@@ -549,11 +566,14 @@ def _refused_above(kind: _Kind, m: int) -> str:
     """Why the site does not grow past size ``m``: the preset's own words at the next count."""
     if sum(kind.site(m)[1].values()) >= MAX_GPUS * 0.999:
         return f"the {MAX_GPUS:,} GPUs powermodel designs"
+    # in the preset's words at twice the site (a count its layout's replicas divide, as they
+    # divide the site's: the refusal is of the size, not of the count's remainder)
     lead = kind.parts[kind.lead]
     try:
-        load_scenario(lead, {"cluster.n_gpus": (m + 1) * lead.cluster.gpus_per_node})
+        load_scenario(lead, {"cluster.n_gpus": 2 * m * lead.cluster.gpus_per_node})
     except ScenarioError as exc:
-        return f"the preset takes no larger site of its kind today ({exc})"
+        said = exc if kind.workloads is None else f"{kind.names()[kind.lead]}: {exc}"
+        return f"the preset takes no larger site of its kind today ({said})"
     return "the preset takes no larger site of its kind today"
 
 

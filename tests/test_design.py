@@ -226,3 +226,13 @@ def test_weather_without_a_design_day_is_said(tmp_path):
     found = design(REFERENCE, 5.0, {"site.weather": "synthetic"})
     assert found.design_peak_mw == found.simulated_peak_mw <= 5.0
     assert any("quotes no ASHRAE design day" in note for note in found.notes)
+
+
+def test_a_layout_that_takes_no_larger_site_binds_in_its_own_words():
+    # the LoRA preset's batch of 8 sequences feeds at most 64 GPUs today (16 replicas of 4 with
+    # half-sequences, a micro-batch each: powermodel validate --set cluster.n_gpus=72 refuses)
+    found = design("llama2-70b-lora-h100", 17.0)
+    assert found.n_gpus == 64 and found.next_gpus is None
+    assert "the preset takes no larger site of its kind today" in found.binds
+    assert "micro-batches" in found.binds
+    assert found.simulations <= 4  # found by asking the scenario, not by simulating each size
