@@ -231,6 +231,12 @@ def test_weather_without_a_design_day_is_said(tmp_path):
 def test_a_layout_that_takes_no_larger_site_binds_in_its_own_words():
     # the LoRA preset's batch of 8 sequences feeds at most 64 GPUs today (16 replicas of 4 with
     # half-sequences, a micro-batch each: powermodel validate --set cluster.n_gpus=72 refuses)
+    try:
+        load_scenario("llama2-70b-lora-h100", {"cluster.n_gpus": 128})
+    except PowerModelError:
+        pass
+    else:  # every count taken (its GPUs outside the job idle): no layout bounds the site
+        pytest.skip("the preset takes 128 GPUs: no layout bound to design against")
     found = design("llama2-70b-lora-h100", 17.0)
     assert found.n_gpus == 64 and found.next_gpus is None
     assert "the preset takes no larger site of its kind today" in found.binds
