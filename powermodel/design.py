@@ -539,8 +539,9 @@ def _design(
         )
     name = f"{kind.preset}-{grid_mw:g}mw"
     described = (
-        f"{kind.base.description or kind.preset}, sized for a {grid_mw:g} MW connection: "
-        f"{n:,} GPUs ({scale:.3g} of the preset), design peak {at.design_peak:.2f} MW"
+        f"A site of {kind.preset}'s kind sized for a {grid_mw:g} MW connection: {n:,} GPUs "
+        f"({scale:.3g} times the preset's), design peak {at.design_peak:.2f} MW "
+        "(powermodel design)"
     )
     return Design(
         preset=kind.preset,
