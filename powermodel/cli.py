@@ -390,6 +390,35 @@ def _parser() -> argparse.ArgumentParser:
     starting.add_argument("-o", "--output", required=True, help="the .toml file to write (new)")
     starting.set_defaults(func=_init)
 
+    designing = sub.add_parser(
+        "design",
+        parents=with_scenario,
+        help="the largest site of a preset's kind whose design peak stays within a grid "
+        "connection; writes it as a scenario (docs: guides/scenarios)",
+    )
+    designing.add_argument(
+        "preset", help="the kind of site: a single job grows in whole nodes, a campus by a factor"
+    )
+    designing.add_argument(
+        "--grid-mw", type=float, required=True, help="the connection's rating [MW]"
+    )
+    designing.add_argument(
+        "-o", "--output", required=True, help="the scenario to write (.toml): extends PRESET"
+    )
+    designing.set_defaults(func=_design)
+
+    # the dashboard's options are the server's own (powermodel.webapp.serve, as app.py takes
+    # them), parsed when the command runs so that building this parser imports no web stack
+    serving = sub.add_parser(
+        "dashboard",
+        add_help=False,
+        prefix_chars="+",  # every word, options too, left for the server's parser
+        help="serve the dashboard at http://127.0.0.1:8050 (powermodel dashboard --help)",
+    )
+    serving.add_argument("argv", nargs="*")
+    serving.format_help = _dashboard_help  # the reference's page shows the server's options
+    serving.set_defaults(func=_dashboard)
+
     listing = sub.add_parser("presets", parents=[common], help="list the shipped presets")
     listing.set_defaults(func=_presets)
     reference = sub.add_parser(
@@ -920,6 +949,46 @@ def _reproduce(args: argparse.Namespace) -> int:
     passed = sum(a.passed for a in anchors)
     print(f"\n{passed} of {len(anchors)} anchors pass; wrote {path}")
     return 0 if passed == len(anchors) else VIOLATED
+
+
+def _design(args: argparse.Namespace) -> int:
+    from powermodel import design  # noqa: PLC0415 - only this command needs it
+
+    if Path(args.output).suffix.lower() != ".toml":
+        raise PowerModelError(f"-o {args.output}: a scenario is a .toml file: give site.toml")
+    output.check_folder(args.output)
+    found = design.design(
+        args.preset,
+        args.grid_mw,
+        args.overrides,
+        progress=lambda s: print(f"  {s}", file=sys.stderr),
+    )
+    rows = found.summary()
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+    print(f"wrote {design.write(found, args.output)} ({found.simulations} design runs)")
+    return 0
+
+
+def _dashboard_parser() -> argparse.ArgumentParser:
+    from powermodel.webapp.serve import dashboard_parser  # noqa: PLC0415 - the web stack
+
+    return dashboard_parser("powermodel dashboard")
+
+
+def _dashboard_help() -> str:
+    return _dashboard_parser().format_help()
+
+
+def _dashboard(args: argparse.Namespace) -> int:
+    from powermodel.webapp.serve import check_arguments, serve  # noqa: PLC0415 - the web stack
+
+    options = _dashboard_parser().parse_args(args.argv)
+    refused = check_arguments(options)
+    if refused:
+        raise PowerModelError(refused)
+    return serve(options, options.scenario)
 
 
 def _keys(args: argparse.Namespace) -> int:

@@ -4,9 +4,13 @@ powermodel runs from its repository checkout"."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import socket
 import subprocess
 import sys
+import sysconfig
+import time
 from pathlib import Path
 
 import pytest
@@ -29,12 +33,19 @@ for name in presets():
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Path:
-    """The wheel built from this checkout, installed into a folder of its own."""
+def wheel(tmp_path_factory) -> Path:
+    """The wheel built from this checkout."""
     work = tmp_path_factory.mktemp("wheel")
     build = [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation"]
     subprocess.run([*build, "-q", "-w", str(work / "dist")], check=True, timeout=300)
-    (wheel,) = (work / "dist").glob("powermodel-*.whl")
+    (built,) = (work / "dist").glob("powermodel-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(wheel) -> Path:
+    """The wheel installed into a folder of its own."""
+    work = wheel.parents[1]
     target = work / "site"
     install = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q"]
     subprocess.run([*install, "--target", str(target), str(wheel)], check=True, timeout=300)
@@ -84,3 +95,92 @@ def test_the_version_is_one_everywhere(capsys):
     assert "## [Unreleased]" in (ROOT / "CHANGELOG.md").read_text()
     licence = (ROOT / "LICENSE").read_text()
     assert licence.startswith("BSD 3-Clause License") and "license: BSD-3-Clause" in citation
+
+
+def _bench(name: str):
+    """A script of ``bench/`` as a module: the load test's client speaks Dash's protocol as the
+    page does (as tests/test_forged_round.py uses it)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_wheel_in_a_fresh_venv_serves_the_dashboard(wheel, tmp_path):
+    # issue 28: a wheel installs no app.py; `pip install` of the wheel into a fresh venv, then
+    # `powermodel dashboard`, from a folder outside the checkout, serves the reference
+    from powermodel.webapp import REFERENCE_SCENARIO, ids
+
+    # nothing of the checkout on the path (the tests may run with PYTHONPATH on it, and pip
+    # then finds the wheel's package there, installed)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"TMPDIR": str(tmp_path)}
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    install = [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps"]
+    subprocess.run([*install, "--no-index", "-q", str(wheel)], env=env, check=True, timeout=300)
+    # its dependencies from this environment, after the venv's own site-packages (a .pth line:
+    # the folder is appended, and its own .pth files, this checkout's editable install among
+    # them, are not run), so that the powermodel imported is the wheel's
+    found = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    own = Path(found.stdout.strip())
+    deps = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
+    (own / "zz_test_dependencies.pth").write_text("\n".join(sorted(deps)) + "\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    where = subprocess.run(
+        [python, "-c", "import powermodel; print(powermodel.__file__)"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert where.stdout.strip() == str(own / "powermodel" / "__init__.py")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = tmp_path / "server.log"
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [venv / "bin" / "powermodel", "dashboard", "--port", str(port)],
+            cwd=elsewhere,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        protocol = _bench("load_dashboard")
+        started = time.monotonic()
+        while True:  # importing and warming: the port answers within the minute
+            assert server.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() - started < 60, log.read_text()[-3000:]
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        page = protocol.Page(url, protocol.Record())
+        assert page.open(), page.record.errors  # /, its layout and its callbacks
+        assert page.session.get(url + "/", timeout=10).headers["Server"] == "waitress"
+        assert page.props[(ids.PRESET, "value")] == REFERENCE_SCENARIO
+        assert protocol.load(page), page.record.errors
+        # the first summary: the reference's opening week (APP_OVERRIDES), simulated
+        assert page.record.errors == []
+        summary = page.props[(ids.SUMMARY, "children")]
+        assert isinstance(summary, str) and summary.startswith("7d"), summary
+        assert REFERENCE_SCENARIO in str(page.props[(ids.SCENARIO_NAME, "children")])
+    finally:
+        server.terminate()  # SIGTERM: stopped as Ctrl-C stops it
+        server.wait(30)
+    assert server.returncode == 143, log.read_text()[-3000:]
+    assert "Traceback" not in log.read_text()
+    assert f"powermodel dashboard on {url}/" in log.read_text()
+    assert list(tmp_path.glob("powermodel-dashboard-*")) == []  # its working folder removed

@@ -1,5 +1,6 @@
 """The dashboard: ``create_app()`` builds it (``create_dashboard()`` with its cache and working
-folder), ``python app.py`` serves it."""
+folder), ``powermodel dashboard`` and ``python app.py`` serve it
+(:mod:`powermodel.webapp.serve`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import dash
 import flask
 
 from powermodel.scenario import load_scenario, parse_overrides
-from powermodel.webapp import downloads, layout
+from powermodel.webapp import design_panel, downloads, layout
 from powermodel.webapp.cache import DEFAULT_BYTES, SIMULATIONS, SimulationCache
 from powermodel.webapp.callbacks import Dashboard
 
@@ -87,6 +88,7 @@ def create_dashboard(
     app.layout = layout.page(scenario_name, upload_limit)
     board = Dashboard(cache, scenario_name, defaults, workdir, upload_limit)
     board.register(app)
+    design_panel.register(app, board)
     downloads.register(app.server, cache, board.downloads, board.violations, board.uploads)
     app.server.before_request(lambda: _callback_shape(app))
     app.server.register_error_handler(RecursionError, _too_deep)

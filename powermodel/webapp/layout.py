@@ -11,7 +11,7 @@ from powermodel.export import TOOLS
 from powermodel.fit_report import PREDICTED, REPLAYED
 from powermodel.rules import rule_names
 from powermodel.scenario import format_duration, gpu_catalogue, presets
-from powermodel.webapp import figures, ids
+from powermodel.webapp import design_panel, figures, ids
 from powermodel.webapp.controls import BASE, GROUPS, Control, options
 
 DEFAULT_RULES = ["ercot-5s", "nprr1191-down", "nprr1191-up", "ieso-1min", "ieso-15s"]
@@ -128,6 +128,7 @@ def sidebar(preset: str, upload_limit: int) -> html.Aside:
             ),
             html.Div("", id=ids.SCENARIO_ERROR, className="message error", role="alert"),
             html.Div("", id=ids.MESSAGE, className="message", role="alert"),
+            design_panel.panel(),
             *groups,
         ],
         className="sidebar",
