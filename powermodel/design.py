@@ -2,13 +2,9 @@
 peak at the connection stays within the connection's rating.
 
 "Of its kind": a single-job preset grows or shrinks its GPU count in whole nodes; a campus
-preset scales every workload's count by one factor (each to whole nodes). A count the preset
-does not accept (today the Llama 3 layouts take whole replicas of 128 GPUs) is stepped down to
-the nearest it accepts, whole nodes at a time, by asking the scenario; a preset whose layout is
-given at its own count and refuses every other (``gb200-nvl72-100k-campus``) is held as given at
-the count (``workload.parallelism.reference_gpus`` set to it, as
-``nerc-2024-07-virginia-1500mw-campus`` holds the same job at 97,200 GPUs), and the design says
-so.
+preset scales every workload's count by one factor (each to whole nodes). A site is built for
+its job: a count whose job would leave GPUs idle (not whole replicas of the layout) is stepped
+down to the nearest the job takes whole, whole nodes at a time, by asking the scenario.
 
 The design peak at the connection is what the model predicts for the worst of a design year:
 the larger of
@@ -60,7 +56,6 @@ MAX_GPUS = 1_000_000  # the largest site designed (issue 28's largest count)
 STEP_DOWN = 64  # whole nodes tried below a count for one the preset accepts (a replica: 16 to 18)
 MAX_SIMULATIONS = 30  # design runs one design may take (a near-linear search takes 4 to 8)
 LEVEL = 0.4  # % of the year's hours above the design day's dry-bulb (ASHRAE)
-LAYOUT_KEY = "workload.parallelism.reference_gpus"
 CHOSEN = ("cluster.n_gpus", "campus")
 
 
@@ -81,7 +76,7 @@ class Design:
     binds: str  # what limits the site, in words
     next_gpus: int | None  # the next size of the kind up (None: none accepted)
     next_peak_mw: float | None  # its design peak (over the connection)
-    notes: tuple[str, ...] = ()  # what the design chose for the preset (a layout held ...)
+    notes: tuple[str, ...] = ()  # what the site's loading chose (the job and idle GPUs ...)
     simulations: int = 0  # design runs simulated
     design_period: str = "7d"  # the design run's length
 
@@ -162,31 +157,29 @@ class _Kind:
             lead = self.parts[self.lead]
             found = _accepted(lead, m, lead.cluster.gpus_per_node) if m > 0 else None
             self.canon[m] = (
-                None if found is None else found[0]["cluster.n_gpus"] // lead.cluster.gpus_per_node
+                None if found is None else found["cluster.n_gpus"] // lead.cluster.gpus_per_node
             )
         return self.canon[m]
 
-    def site(self, m: int) -> tuple[dict[str, Any], dict[str, int], tuple[str, ...]] | None:
-        """The overrides, counts and notes of size ``m`` (a size the lead accepts: every other
-        count the largest its workload accepts at or below its share), or None where a
-        workload has none."""
+    def site(self, m: int) -> tuple[dict[str, Any], dict[str, int]] | None:
+        """The overrides and counts of size ``m`` (a size the lead accepts: every other count
+        the largest its workload accepts at or below its share), or None where a workload has
+        none."""
         if m not in self.cache:
             self.cache[m] = self._site(m)
         return self.cache[m]
 
-    def _site(self, m: int) -> tuple[dict[str, Any], dict[str, int], tuple[str, ...]] | None:
+    def _site(self, m: int) -> tuple[dict[str, Any], dict[str, int]] | None:
         lead = self.parts[self.lead].cluster
         factor = m * lead.gpus_per_node / lead.n_gpus
-        chosen, notes = [], []
-        for part, label in zip(self.parts, self.names(), strict=True):
+        chosen = []
+        for part in self.parts:
             per = part.cluster.gpus_per_node
             nodes = math.floor(factor * part.cluster.n_gpus / per + 1e-9)
-            found = _accepted(part, nodes, per, label=label) if nodes > 0 else None
+            found = _accepted(part, nodes, per) if nodes > 0 else None
             if found is None:
                 return None
-            chosen.append(found[0])
-            if found[1]:
-                notes.append(found[1])
+            chosen.append(found)
         names = self.names()
         counts = {n: int(c["cluster.n_gpus"]) for n, c in zip(names, chosen, strict=True)}
         if self.workloads is None:
@@ -200,7 +193,7 @@ class _Kind:
                 load_scenario(self.preset, {**self.given, **overrides})
             except ScenarioError:
                 return None
-        return overrides, counts, tuple(sorted(set(notes)))
+        return overrides, counts
 
     def down(self, m: int) -> int | None:
         """The largest size at or below ``m`` whose site the preset accepts (None: none)."""
@@ -231,34 +224,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _accepted(
-    part: Scenario, nodes: int, per: int, steps: int = STEP_DOWN, label: str = "the job"
-) -> tuple[dict[str, Any], str] | None:
+def _accepted(part: Scenario, nodes: int, per: int, steps: int = STEP_DOWN) -> dict | None:
     """The keys of the largest count of whole nodes at or below ``nodes`` that the workload
-    ``part`` accepts, and a note if its layout had to be held as given; None if none does
-    within ``steps`` nodes."""
-    layout = part.workload.parallelism is not None
+    ``part`` runs whole: its job takes every GPU (a hall built for the job leaves none idle:
+    whole replicas where the layout has them); None if none is within ``steps`` nodes."""
     for n in range(nodes, max(nodes - steps, 0), -1):
-        count = n * per
-        keys: dict[str, Any] = {"cluster.n_gpus": count}
+        keys: dict[str, Any] = {"cluster.n_gpus": n * per}
         try:
-            load_scenario(part, keys)
-            return keys, ""
-        except ScenarioError:
-            pass
-        if not layout:
-            continue
-        held = {**keys, LAYOUT_KEY: count}
-        try:
-            load_scenario(part, held)
+            if load_scenario(part, keys).cluster.idle_gpus == 0:
+                return keys
         except ScenarioError:
             continue
-        return held, (
-            f"{label}: its layout refuses other counts than its own "
-            f"({part.cluster.n_gpus:,} GPUs) today, so it is held as given at the count "
-            f"({LAYOUT_KEY} = the count, as nerc-2024-07-virginia-1500mw-campus holds this "
-            "kind of job): the step and its phases as at the preset's size"
-        )
     return None
 
 
@@ -376,7 +352,7 @@ def design(
                     f"design of {preset} for {grid_mw:g} MW did not settle in {MAX_SIMULATIONS} "
                     "runs (a defect: please report it)"
                 )
-            keys, counts, _ = kind.site(m)
+            keys, counts = kind.site(m)
             if progress is not None:
                 progress(f"simulating {sum(counts.values()):,} GPUs")
             runs[m] = _peaks(kind, keys, period, simulator)
@@ -511,11 +487,13 @@ def _design(
     nameplate_mw: float,
     period: str,
 ) -> Design:
-    overrides, counts, notes = kind.site(lo)
+    overrides, counts = kind.site(lo)
     at = runs[lo]
     n = sum(counts.values())
     scale = n / sum(p.cluster.n_gpus for p in kind.parts)
-    site_nameplate = _nameplate(load_scenario(kind.preset, {**kind.given, **overrides}))
+    site = load_scenario(kind.preset, {**kind.given, **overrides})
+    site_nameplate = _nameplate(site)
+    notes: tuple[str, ...] = tuple(site.notes)  # what loading chose: the job, the idle GPUs
     if at.design_day >= at.simulated:
         what = f"the design day's plant at the site's {at.it_peak:.2f} MW IT peak"
     else:

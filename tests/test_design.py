@@ -70,10 +70,13 @@ def test_a_single_job_grows_in_whole_nodes_a_campus_by_one_factor(designed):
         "cluster.n_gpus",
     ]
     gb200 = designed["gb200-nvl72-100k-campus"]
+    # a hall of whole 4-GPU trays: its count is the hall's, the job's layout the model's
     assert gb200.n_gpus % 4 == 0
-    if "workload.parallelism.reference_gpus" in gb200.overrides:  # the layout held as given
-        assert gb200.overrides["workload.parallelism.reference_gpus"] == gb200.n_gpus
-        assert any("held as given" in note for note in gb200.notes)
+    assert list(gb200.overrides) == ["name", "description", "cluster.n_gpus"]
+    site = load_scenario(gb200.preset, gb200.overrides)
+    assert gb200.notes == tuple(site.notes)  # what loading chose, in the user's terms
+    if site.cluster.n_gpus < gb200.n_gpus:  # whole 72-GPU replicas in the job, the rest idle
+        assert any("idle in the hall" in note for note in gb200.notes)
     campus = designed["mixed-campus-hopper-blackwell"]
     preset = load_scenario("mixed-campus-hopper-blackwell")
     shares = [
@@ -228,17 +231,11 @@ def test_weather_without_a_design_day_is_said(tmp_path):
     assert any("quotes no ASHRAE design day" in note for note in found.notes)
 
 
-def test_a_layout_that_takes_no_larger_site_binds_in_its_own_words():
-    # the LoRA preset's batch of 8 sequences feeds at most 64 GPUs today (16 replicas of 4 with
-    # half-sequences, a micro-batch each: powermodel validate --set cluster.n_gpus=72 refuses)
-    try:
-        load_scenario("llama2-70b-lora-h100", {"cluster.n_gpus": 128})
-    except PowerModelError:
-        pass
-    else:  # every count taken (its GPUs outside the job idle): no layout bounds the site
-        pytest.skip("the preset takes 128 GPUs: no layout bound to design against")
+def test_a_small_jobs_preset_grows_to_the_connection_and_says_how():
+    # the LoRA preset is one 8-GPU node of 8 sequences a step: at 17 MW its job grows in whole
+    # 4-GPU replicas with the batch (the reference's 8,192 tokens a GPU), which the notes say
     found = design("llama2-70b-lora-h100", 17.0)
-    assert found.n_gpus == 64 and found.next_gpus is None
-    assert "the preset takes no larger site of its kind today" in found.binds
-    assert "micro-batches" in found.binds
-    assert found.simulations <= 4  # found by asking the scenario, not by simulating each size
+    assert found.n_gpus % 8 == 0 and 0.95 * 17.0 <= found.design_peak_mw <= 17.0
+    assert found.next_gpus == found.n_gpus + 8 and found.next_peak_mw > 17.0
+    assert any("global batch follows the job's" in note for note in found.notes)
+    assert load_scenario("llama2-70b-lora-h100", found.overrides).cluster.idle_gpus == 0
