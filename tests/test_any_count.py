@@ -199,10 +199,9 @@ def test_a_swapped_gpu_brings_its_node_and_the_design_peak_of_its_preset(preset,
         peak = design_day(swapped)["peak_facility_mw"]
         assert_allclose(peak, design_day(own)["peak_facility_mw"], rtol=0.02)
         assert any(f"cluster.gpu = {gpu!r} brings its node" in n for n in swapped.notes)
-        # nothing kept against the new GPU (a small hall's model too large for it is another
-        # warning, the same for the preset built for the GPU)
-        kept = [w for w in swapped.warnings if "no such job fits" not in w]
-        assert not kept and len(swapped.warnings) == len(own.warnings)
+        # nothing kept against the new GPU (a model too large for a small hall is another
+        # warning, about the model)
+        assert not [w for w in swapped.warnings if "no such job fits" not in w]
 
 
 def test_node_settings_kept_over_a_swap_are_warned_by_name():
