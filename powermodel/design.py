@@ -49,10 +49,11 @@ from powermodel.scenario import (
 from powermodel.simulate import simulate
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
-__all__ = ["DESIGN_WEEK", "Design", "design", "scenario_toml", "write"]
+__all__ = ["connection_mw", "DESIGN_WEEK", "Design", "design", "scenario_toml", "write"]
 
 DESIGN_WEEK = 7 * 86400.0  # s: the design run is the scenario's period, at most its first week
 MAX_GPUS = 1_000_000  # the largest site designed (issue 28's largest count)
+MAX_GRID_MW = 1e7  # the largest rating taken [MW]: ten TW; a 1,000,000-GPU site draws ~2,000
 STEP_DOWN = 64  # whole nodes tried below a count for one the preset accepts (a replica: 16 to 18)
 MAX_SIMULATIONS = 30  # design runs one design may take (a near-linear search takes 4 to 8)
 LEVEL = 0.4  # % of the year's hours above the design day's dry-bulb (ASHRAE)
@@ -275,6 +276,24 @@ def _peaks(
     return _Peaks(float(np.nanmax([day, simulated])), day, simulated, it_peak)
 
 
+def connection_mw(value: Any) -> float:
+    """A connection's rating as a design takes it [MW]: a finite number above zero and at most
+    :data:`MAX_GRID_MW`; anything else (text, a bool, NaN, an integer too large for a float)
+    refused, naming it."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    try:
+        rating = float(value) if number else math.nan
+    except OverflowError:  # an integer beyond any float
+        rating = math.inf
+    if not math.isfinite(rating) or not 0 < rating <= MAX_GRID_MW:
+        shown = shorten(value) if not number or not math.isfinite(rating) else f"{rating:g}"
+        raise PowerModelError(
+            f"a connection of {shown} MW: give its rating as a positive number of MW, at most "
+            f"{MAX_GRID_MW:,.0f}"
+        )
+    return rating
+
+
 def design(
     preset: str,
     grid_mw: float,
@@ -328,13 +347,7 @@ def design(
         raise PowerModelError(
             f"unknown preset {preset!r}: design starts from one of {', '.join(presets())}"
         )
-    number = isinstance(grid_mw, int | float) and not isinstance(grid_mw, bool)
-    if not number or not math.isfinite(grid_mw) or grid_mw <= 0:
-        shown = f"{grid_mw:g}" if number else shorten(grid_mw)
-        raise PowerModelError(
-            f"a connection of {shown} MW: give its rating as a positive number of MW"
-        )
-    grid_mw = float(grid_mw)
+    grid_mw = connection_mw(grid_mw)
     kind = _Kind.of(preset, _given(overrides))
     period = min(kind.base.simulation.duration, DESIGN_WEEK)
     node_mw = _one_node(kind)

@@ -9,6 +9,7 @@ user does (``load_scenario(path)``) at the presets' own 1-s step.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 
@@ -239,3 +240,11 @@ def test_a_small_jobs_preset_grows_to_the_connection_and_says_how():
     assert found.next_gpus == found.n_gpus + 8 and found.next_peak_mw > 17.0
     assert any("global batch follows the job's" in note for note in found.notes)
     assert load_scenario("llama2-70b-lora-h100", found.overrides).cluster.idle_gpus == 0
+
+
+@pytest.mark.parametrize("rating", [1e308, 10**400, math.inf, math.nan, -1.0, 0, "50", True])
+def test_a_rating_that_is_no_connection_is_refused_naming_it(rating):
+    # the dashboard's box sends what a page sends (tests/test_forged_round.py): every entry
+    # point takes the rating through connection_mw
+    with pytest.raises(PowerModelError, match="give its rating as a positive number of MW"):
+        design(REFERENCE, rating)

@@ -79,14 +79,15 @@ def test_the_answer_is_the_apis_design_and_loads_as_an_upload(board):
 @pytest.mark.parametrize(
     ("grid_mw", "preset", "said"),
     [
-        ("50", REFERENCE, "give the connection's rating in MW (a positive number)"),
-        (None, REFERENCE, "give the connection's rating in MW (a positive number)"),
-        (True, REFERENCE, "give the connection's rating in MW (a positive number)"),
-        (-1, REFERENCE, "give the connection's rating in MW (a positive number)"),
-        ([50], REFERENCE, "give the connection's rating in MW (a positive number)"),
+        ("50", REFERENCE, "a connection of '50' MW: give its rating as a positive number"),
+        (None, REFERENCE, "a connection of None MW: give its rating as a positive number"),
+        (True, REFERENCE, "a connection of True MW: give its rating as a positive number"),
+        (-1, REFERENCE, "a connection of -1 MW: give its rating as a positive number"),
+        ([50], REFERENCE, "a connection of [50] MW: give its rating as a positive number"),
         (50, "../../etc/passwd", "choose a preset first"),
         (50, {"preset": REFERENCE}, "choose a preset first"),
-        (1e300, REFERENCE, "a connection of 1e+300 MW: more than the 1,000,000 GPUs"),
+        (1e300, REFERENCE, "a connection of 1e+300 MW: give its rating as a positive number"),
+        (10**400, REFERENCE, "a connection of 1000000000"),
         (0.001, REFERENCE, "a connection of 0.001 MW is below one node's draw there, 0.01"),
     ],
 )

@@ -55,7 +55,7 @@ from synthetic_telemetry import write
 from test_fit import START, _trace
 
 from powermodel.sweep import write as write_results
-from powermodel.webapp import ids
+from powermodel.webapp import design_panel, ids
 
 ROOT = Path(__file__).resolve().parents[1]
 OTHER = "llama3-405b-8k-h100"  # the preset the compare view is given
@@ -530,7 +530,10 @@ class Page:
             (protocol.key(ids.resampled("power")), "relayoutData"): _window(start, 600, 1200),
             (ids.FIT_GRAPH, "relayoutData"): _window(START, 60, 120),  # the trace's own time
         }
-        for button in (ids.TOML_BUTTON, ids.PIN, ids.FIT_TOML_BUTTON, ids.FIT_LOAD):
+        # the design panel asked for the smallest connection it designs at once: a node's
+        props[(design_panel.MW, "value")] = 0.05
+        buttons = (ids.TOML_BUTTON, ids.PIN, ids.FIT_TOML_BUTTON, ids.FIT_LOAD, design_panel.RUN)
+        for button in buttons:
             props[(button, "n_clicks")] = 1
         for component, files in uploads.items():
             _, name, data, boxes = files[0]

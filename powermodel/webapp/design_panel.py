@@ -9,7 +9,6 @@ The design's runs go through the dashboard's simulation queue and memory bound a
 
 from __future__ import annotations
 
-import math
 import threading
 from dataclasses import replace
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import dash
 from dash import Input, Output, State, html
 
-from powermodel.design import design, scenario_toml
+from powermodel.design import connection_mw, design, scenario_toml
 from powermodel.errors import PowerModelError
 from powermodel.scenario import presets
 from powermodel.webapp import ids
@@ -71,9 +70,10 @@ def register(app: dash.Dash, board: Any) -> None:
             raise dash.exceptions.PreventUpdate
         if not isinstance(preset, str) or preset not in presets():
             return "choose a preset first", None, True
-        number = isinstance(grid_mw, int | float) and not isinstance(grid_mw, bool)
-        if not number or not math.isfinite(grid_mw) or grid_mw <= 0:
-            return "give the connection's rating in MW (a positive number)", None, True
+        try:
+            grid_mw = connection_mw(grid_mw)
+        except PowerModelError as exc:
+            return board.said(exc), None, True
         if not one.acquire(blocking=False):
             return (
                 "another design is running on this server: try again in a few seconds",
