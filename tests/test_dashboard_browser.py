@@ -356,3 +356,110 @@ def test_the_grid_events_view_shows_the_site_through_the_nerc_sequence(dash_duo)
     _choose(dash_duo, ids.GRID_EVENTS_PICK, "1: 2024-07-10T19:00:16.400000 (sag)")
     _wait(dash_duo, lambda: len(site()) == second.size and np.allclose(site(), second))
     assert dash_duo.get_logs() == []
+
+
+# --- issue 28: defects found in a real browser ----------------------------------------------
+
+
+def _type(dash_duo, key: str, text: str) -> None:
+    """Replace a box's text and press Enter, as a user does."""
+    box = dash_duo.find_element(_selector(ids.control(key)))
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(text, Keys.ENTER)
+
+
+def _expected_line(overrides: dict, preset: str = REFERENCE) -> str:
+    """The header's line for a scenario, over its own period."""
+    scenario = load_scenario(preset, overrides)
+    return summary(metrics(simulate(scenario)), scenario.simulation.duration)
+
+
+def _field(dash_duo, key: str):
+    return dash_duo.find_element(_selector(ids.field(key)))
+
+
+def test_a_refused_box_is_marked_at_its_field_and_later_edits_apply(dash_duo):
+    # issue 28 (1): 90d in period and 99 in supply setpoint showed in their boxes while the
+    # header said 1d, the only error off-screen at the top of the sidebar, and every later
+    # edit was "not applied" with the first box's reason
+    dash_duo.start_server(create_app(overrides=ONE_DAY))
+    dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", _expected_line(ONE_DAY))
+    _type(dash_duo, "simulation.duration", "90d")
+    _type(dash_duo, "cooling.supply_setpoint", "99")
+    # 90 days at 1 s are 7,776,000 steps, over the dashboard's MAX_STEPS (5,000,000); the
+    # schema bounds the supply setpoint to 70 °C (scenario.Plant)
+    period = _selector(ids.field_error("simulation.duration"))
+    dash_duo.wait_for_contains_text(period, "7,776,000 steps is more than the dashboard draws")
+    setpoint = _selector(ids.field_error("cooling.supply_setpoint"))
+    dash_duo.wait_for_contains_text(setpoint, "less than or equal to 70 °C (got 99.0)")
+    for key in ("simulation.duration", "cooling.supply_setpoint"):
+        _wait(dash_duo, lambda k=key: "invalid" in _field(dash_duo, k).get_attribute("class"))
+    dash_duo.wait_for_contains_text(f"#{ids.STALE_FIELDS}", "showing the last valid run")
+    dash_duo.wait_for_contains_text(f"#{ids.STALE_FIELDS}", "period, supply setpoint")
+    # a later edit of another box applies, with both refused boxes still out of the run
+    _type(dash_duo, "cluster.n_gpus", "8192")
+    expected = _expected_line({**ONE_DAY, "cluster.n_gpus": 8192})
+    dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", expected)
+    dash_duo.driver.save_screenshot("/tmp/issue28-refused-boxes.png")
+    assert "invalid" in _field(dash_duo, "cooling.supply_setpoint").get_attribute("class")
+    # the period put right: applied, its mark and the banner's word for it gone
+    _type(dash_duo, "simulation.duration", "12h")
+    expected = _expected_line({"simulation.duration": "12h", "cluster.n_gpus": 8192})
+    dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", expected)
+    _wait(
+        dash_duo,
+        lambda: "invalid" not in _field(dash_duo, "simulation.duration").get_attribute("class"),
+    )
+    assert dash_duo.find_element(period).text == ""
+    dash_duo.wait_for_contains_text(f"#{ids.STALE_FIELDS}", "(supply setpoint)")
+    # and the setpoint put right: nothing stale is left
+    _type(dash_duo, "cooling.supply_setpoint", "20")
+    expected = _expected_line(
+        {"simulation.duration": "12h", "cluster.n_gpus": 8192, "cooling.supply_setpoint": 20}
+    )
+    dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", expected)
+    dash_duo.wait_for_text_to_equal(f"#{ids.STALE_FIELDS}", "")
+    assert dash_duo.get_logs() == []
+
+
+def test_every_control_shows_the_value_the_run_uses(dash_duo, tmp_path):
+    # issue 28 (2): after the liquid dry-cooler plant (from a link) the supply-setpoint box
+    # showed the preset's 18 °C while the plant ran at its own 30 °C (plants.toml), and one
+    # click on + overrode it with 19 °C
+    link = f"/?preset={REFERENCE}&cooling.plant=liquid-dry-cooler"
+    dash_duo.start_server(create_app(overrides=ONE_DAY))
+    dash_duo.driver.get(dash_duo.server_url + link)
+    dry = {**ONE_DAY, "cooling.plant": "liquid-dry-cooler"}
+    ran = load_scenario(REFERENCE, dry).cooling.supply_setpoint
+    assert ran == 30.0
+    setpoint = dash_duo.find_element(_selector(ids.control("cooling.supply_setpoint")))
+    _wait(dash_duo, lambda: setpoint.get_attribute("value") == "30")  # number box
+    dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", _expected_summary(dry)[0])
+    setpoint.send_keys(Keys.ARROW_UP)  # the box's +: 31 °C, from the value the run uses
+    setpoint.send_keys(Keys.ENTER)
+    warmer = {**dry, "cooling.supply_setpoint": 31.0}
+    dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", _expected_summary(warmer)[0])
+
+    # slider: the compute share the parallel layout gives at the GPU count (the phases' own
+    # shares hold at the layout's reference size), 0.675 at 16,384 GPUs
+    share = dash_duo.find_element(
+        f"{_selector(ids.control('workload.compute_share'))} [role=slider]"
+    )
+    _type(dash_duo, "cluster.n_gpus", "8192")
+    fewer = {**warmer, "cluster.n_gpus": 8192}
+    want = load_scenario(REFERENCE, fewer).compute_share
+    assert abs(want - 0.675) > 0.02
+    _wait(dash_duo, lambda: abs(float(share.get_attribute("aria-valuenow")) - want) < 1e-6)
+    dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", _expected_summary(fewer)[0])
+
+    # dropdown and number box after an upload: the file's plant and its setpoint
+    tower = load_scenario(REFERENCE, {"simulation.duration": "2h", "cooling.plant": "liquid-tower"})
+    upload = tmp_path / "tower.toml"
+    upload.write_text(tower.to_toml())
+    dash_duo.find_element(f"#{ids.UPLOAD_SCENARIO} input[type=file]").send_keys(str(upload))
+    dash_duo.wait_for_text_to_equal(_selector(ids.control("cooling.plant")), "liquid-tower")
+    _wait(dash_duo, lambda: float(setpoint.get_attribute("value")) == tower.cooling.supply_setpoint)
+    _wait(dash_duo, lambda: abs(float(share.get_attribute("aria-valuenow")) - 0.675) < 1e-6)
+    dash_duo.wait_for_contains_text(f"#{ids.SUMMARY}", "2h · ")
+    dash_duo.driver.save_screenshot("/tmp/issue28-controls-follow.png")
+    assert dash_duo.get_logs() == []

@@ -24,7 +24,7 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +75,10 @@ from powermodel.webapp.cache import (
     scenario_key,
 )
 from powermodel.webapp.controls import (
+    BASE,
     BY_KEY,
     BY_PROP,
+    CONTROLS,
     Link,
     base_scenario,
     changes,
@@ -86,8 +88,10 @@ from powermodel.webapp.controls import (
     out_of_range,
     overrides,
     page_values,
+    same_value,
     shown_values,
     to_query,
+    typed,
     value_at,
 )
 from powermodel.webapp.layout import compare_options, summary
@@ -241,17 +245,56 @@ class Dashboard:
         values = shown_values(scenario, self.weather) | changed
         return (base, *page_values(values), preset_out, tab, message)
 
-    def assemble(self, base: Any, values: Any, dates: Any) -> tuple[Any, str]:
-        """The scenario of the base and the controls, or why it is refused (the last good
-        scenario stays shown)."""
+    def assemble(
+        self,
+        base: Any,
+        values: Any,
+        dates: Any,
+        previous: Any = None,
+        boxes: Any = None,
+        fired: frozenset[str] = frozenset(),
+    ) -> tuple[Any, str]:
+        """The state of the base and the controls, and why any box is not applied.
+
+        The run takes every box whose value is valid; each refused one is named (``not
+        applied: ...``) and kept out of the run, so that it never blocks an edit of another
+        box (:meth:`assembled`): the state holds them under ``refused``. The state is
+        ``no_update`` when the base does not build, or when it is the run already shown."""
+        state, message, _ = self.assembled(base, values, dates, previous, boxes, fired)
+        return state, message
+
+    def assembled(
+        self,
+        base: Any,
+        values: Any,
+        dates: Any,
+        previous: Any = None,
+        boxes: Any = None,
+        fired: frozenset[str] = frozenset(),
+    ) -> tuple[Any, str, Assembly | None]:
+        """:meth:`assemble`, and what the page's boxes then show (:class:`Assembly`).
+
+        ``previous`` is the page's state before this edit, ``boxes`` the page's record of the
+        boxes the user has set (:data:`~powermodel.webapp.ids.SET_BOXES`) and ``fired`` the
+        keys of the boxes the user changed (or ``base`` when the base itself changed): a box
+        the user has set stays set, every other box shows the value the run uses (the plant's
+        own supply setpoint, the compute share the layout gives at the GPU count) and follows
+        it."""
         if base is None:
             raise PreventUpdate
         try:
-            shown = _by_key(BY_PROP["value"], values) | _by_key(BY_PROP["date"], dates)
-            changed = changes(shown, self.base(base), self.weather)
-            scenario = self.scenario({"base": base, "changes": changed})
+            sent = _by_key(BY_PROP["value"], values) | _by_key(BY_PROP["date"], dates)
+            start = self.base(base)
         except PowerModelError as exc:
-            return no_update, f"not applied: {self.said(exc)}"
+            return no_update, f"not applied: {self.said(exc)}", None
+        before = _previous(previous, boxes, base, fired)
+        chosen = _chosen(sent, start, before, fired, self.weather)
+        try:
+            scenario, changed, refused = self._valid(base, chosen, before, fired)
+        except PowerModelError as exc:
+            return no_update, f"not applied: {self.said(exc)}", None
+        message = f"not applied: {'; '.join(refused.values())}" if refused else ""
+        assembly = Assembly(scenario, sent, chosen, refused)
         state = {
             "key": self.cache.remember(scenario),
             "name": _title(scenario, {"base": base}),
@@ -259,7 +302,65 @@ class Dashboard:
             "changes": changed,
             "query": to_query(base, changed),
         }
-        return state, ""
+        if before is not None and _same_run(before, state):
+            return no_update, message, assembly  # the run shown: its views stay as they are
+        return state, message, assembly
+
+    def _valid(
+        self, base: dict, chosen: dict[str, Any], before: dict | None, fired: frozenset[str]
+    ) -> tuple[Scenario, dict[str, Any], dict[str, str]]:
+        """The scenario of every valid box: all of ``chosen`` if it builds, else each box
+        added in turn, those the page ran before first and the ones just changed last (so
+        that a new value is refused, not an old one), a box that does not build refused with
+        its reason. Returns the scenario, the boxes it takes, and the refused by key."""
+        try:
+            return self.scenario({"base": base, "changes": chosen}), chosen, {}
+        except PowerModelError:
+            pass
+        ran = set(before["changes"]) if before else set()
+        order = sorted(chosen, key=lambda k: (k in fired, k not in ran))  # stable: the sidebar's
+        accepted: dict[str, Any] = {}
+        refused: dict[str, str] = {}
+        scenario = self.base(base)
+        for key in order:
+            trial = {**accepted, key: chosen[key]}
+            try:
+                scenario = self.scenario({"base": base, "changes": trial})
+            except PowerModelError as exc:
+                refused[key] = self.said(exc)
+            else:
+                accepted = trial
+        return scenario, {k: accepted[k] for k in chosen if k in accepted}, refused
+
+    def apply(self, base: Any, values: Any, dates: Any, previous: Any, boxes: Any) -> tuple:
+        """The assemble callback: the state, the refusal at the top of the sidebar, the boxes
+        the run changed (each other ``no_update``), each box's refusal and mark, the banner
+        over the views while a refused box keeps them from showing the boxes, and the record
+        of the boxes the user has set."""
+        fired = _fired(ctx.triggered_prop_ids)
+        state, message, assembly = self.assembled(base, values, dates, previous, boxes, fired)
+        fields = CONTROLS  # in the sidebar's order, as the page lists the pattern's blocks
+        if assembly is None:
+            keep = [no_update] * len(fields)
+            shown_now = page_values(dict.fromkeys(BY_KEY, no_update))
+            return state, message, *shown_now, keep, keep, no_update, no_update
+        now = shown_values(assembly.scenario, self.weather)
+        follow = {
+            key: (no_update if key in assembly.chosen or same_value(now[key], sent) else now[key])
+            for key, sent in assembly.sent.items()
+        }
+        refused = assembly.refused
+        errors = [refused.get(c.key, "") for c in fields]
+        classes = [layout.field_class(c, c.key in refused) for c in fields]
+        banner = (
+            "showing the last valid run: the boxes marked in the sidebar are not applied ("
+            + ", ".join(BY_KEY[k].label for k in refused)
+            + "); the figures use every other box"
+            if refused
+            else ""
+        )
+        chosen = {"base": base, "keys": list(assembly.chosen)}
+        return state, message, *page_values(follow), errors, classes, banner, chosen
 
     def base(self, base: Any) -> Scenario:
         """The scenario a page's base names, checked as :meth:`scenario` checks."""
@@ -363,6 +464,14 @@ class Dashboard:
             why = f"not simulated: {self.said(exc)} (the figures show the last run)"
             return name, why, no_update
         return _title(scenario, state), line, state
+
+    def summarized(self, state: Any) -> tuple[str, str, Any]:
+        """The summary callback: :meth:`summarize`, and the banner over the views that says
+        they show the last run while this one does not simulate."""
+        name, line, ready = self.summarize(state)
+        stale = f"showing the last valid run — {line}" if ready is no_update else ""
+        dash.set_props(ids.STALE_RUN, {"children": stale})
+        return name, line, ready
 
     def progress(self, _: int | None, state: Any) -> str:
         """Where the page's simulation stands while its summary waits: queued, or running."""
@@ -932,11 +1041,22 @@ class Dashboard:
         app.callback(
             Output(ids.SCENARIO, "data"),
             Output(ids.SCENARIO_ERROR, "children"),
+            # the boxes the run changed (the plant's setpoint ...): a callback's own outputs
+            # do not fire it again
+            Output(values, "value", allow_duplicate=True),
+            Output(dates, "date", allow_duplicate=True),
+            Output({"type": "control-error", "key": ALL}, "children"),
+            Output({"type": "control-field", "key": ALL}, "className"),
+            Output(ids.STALE_FIELDS, "children"),
+            Output(ids.SET_BOXES, "data"),
             Input(ids.BASE, "data"),
             Input(values, "value"),
             Input(dates, "date"),
+            State(ids.SCENARIO, "data"),
+            State(ids.SET_BOXES, "data"),
             running=busy,  # shown from the keystroke on, before the scenario reaches the server
-        )(self.assemble)
+            prevent_initial_call=True,  # the base comes with the page's first answer
+        )(self.apply)
         app.clientside_callback(
             """function(state, tab) {
                 if (!state) { return window.dash_clientside.no_update; }
@@ -955,7 +1075,7 @@ class Dashboard:
             Input(ids.SCENARIO, "data"),
             # while the summary waits, the page polls where its run stands in the queue
             running=[*busy, (Output(ids.POLL, "disabled"), False, True)],
-        )(self.summarize)
+        )(self.summarized)
         app.callback(
             Output(ids.STATUS, "children", allow_duplicate=True),
             Input(ids.POLL, "n_intervals"),
@@ -1200,6 +1320,88 @@ def _failed_runs(results: Any, limit: int = MAX_FAILED_ROWS) -> tuple[list[dict[
         why = why if len(why) <= ERROR_CHARACTERS else why[: ERROR_CHARACTERS - 1] + "…"
         rows.append({"point": point, "seed": str(seeds[index[-1]]), "error": why})
     return rows, len(where)
+
+
+@dataclass(frozen=True)
+class Assembly:
+    """What the boxes of a page make: the scenario run (of every valid box), the values the
+    page sent, the boxes the user has set (key -> value, refused ones too) and the refused
+    ones' reasons."""
+
+    scenario: Scenario
+    sent: dict[str, Any]
+    chosen: dict[str, Any]
+    refused: dict[str, str]
+
+
+FIELD_KEYS = {c.key.replace(".", "-"): c.key for c in CONTROLS}  # a control's id -> its key
+BASE_FIRED = "base"  # in ``fired``: the base changed (page load, preset, upload, fit loaded)
+
+
+def _fired(triggered: Any) -> frozenset[str]:
+    """The keys of the boxes that fired a callback (Dash's ``triggered_prop_ids``), and
+    :data:`BASE_FIRED` when the base did."""
+    out = set()
+    for prop, cid in dict(triggered or {}).items():
+        if isinstance(cid, dict):
+            key = FIELD_KEYS.get(cid.get("key"))
+            if key is not None:
+                out.add(key)
+        elif str(prop).startswith(f"{ids.BASE}."):
+            out.add(BASE_FIRED)
+    return frozenset(out)
+
+
+def _previous(previous: Any, boxes: Any, base: Any, fired: frozenset[str]) -> dict | None:
+    """The page's state before this edit, if it is of this base and the base did not change:
+    its key, its changes and the boxes the user has set (keys of this dashboard's controls
+    only; they came from a browser, and only keys are read from them: every value is the
+    boxes')."""
+    if BASE_FIRED in fired or not isinstance(previous, dict) or previous.get("base") != base:
+        return None
+    changed = previous.get("changes")
+    if not isinstance(changed, dict):
+        return None
+    keys = boxes.get("keys") if isinstance(boxes, dict) and boxes.get("base") == base else None
+    set_before = {k for k in keys if isinstance(k, str)} if isinstance(keys, list) else set()
+    return {
+        "key": previous.get("key"),
+        "changes": {k: v for k, v in changed.items() if k in BY_KEY},
+        "set": {k for k in set_before | set(changed) if k in BY_KEY},
+    }
+
+
+def _chosen(
+    sent: dict[str, Any],
+    start: Scenario,
+    before: dict | None,
+    fired: frozenset[str],
+    weather: dict[str, str],
+) -> dict[str, Any]:
+    """The boxes the user has set, by key, in the sidebar's order: with no state before (a
+    page load, a new base) those whose value differs from the base's; else those set before
+    (applied or refused) and those just changed. A box emptied back to the base's value is
+    none: it shows the value the run uses again."""
+    if before is None:
+        return changes(sent, start, weather)
+    explicit = before["set"] | fired
+    out = {}
+    for control in CONTROLS:
+        if control.key not in explicit or control.key not in sent:
+            continue
+        value = sent[control.key]
+        try:
+            emptied = typed(control, value) is None
+        except PowerModelError:
+            emptied = False  # refused, with its reason
+        if not (emptied and control.empty == BASE):
+            out[control.key] = value
+    return out
+
+
+def _same_run(before: dict, state: dict) -> bool:
+    """Whether a new state runs and shows what the page's state before did."""
+    return before["key"] == state["key"] and before["changes"] == state["changes"]
 
 
 def _unchanged(message: str) -> tuple:

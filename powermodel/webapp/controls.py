@@ -312,6 +312,11 @@ def shown_values(scenario: Scenario, weather: Mapping[str, str] | None = None) -
     return {c.key: shown(scenario, c, weather) for c in CONTROLS}
 
 
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two values of a control are the same (numbers to a relative 1e-6)."""
+    return _same(_blank(a), _blank(b))
+
+
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, int | float) and isinstance(b, int | float):
         return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12)

@@ -86,9 +86,20 @@ def _control(control: Control) -> html.Div:
         )
     label = f"{control.label} [{control.unit}]" if control.unit else control.label
     return html.Div(
-        [html.Label(label, title=control.hint or control.key), field],
-        className=f"control control-{control.kind}",
+        [
+            html.Label(label, title=control.hint or control.key),
+            field,
+            # why the box's value is refused, at the box (the run uses every other box)
+            html.Div("", id=ids.field_error(control.key), className="field-error", role="alert"),
+        ],
+        id=ids.field(control.key),
+        className=field_class(control),
     )
+
+
+def field_class(control: Control, refused: bool = False) -> str:
+    """The class of a control's block: ``invalid`` marks a refused value."""
+    return f"control control-{control.kind}" + (" invalid" if refused else "")
 
 
 def sidebar(preset: str, upload_limit: int) -> html.Aside:
@@ -455,6 +466,7 @@ def page(preset: str, upload_limit: int) -> html.Div:
             dcc.Store(id=ids.BASE),
             dcc.Store(id=ids.SCENARIO),
             dcc.Store(id=ids.READY),
+            dcc.Store(id=ids.SET_BOXES),
             dcc.Store(id=ids.COMPARE),
             dcc.Store(id=ids.UPLOADED_WEATHER, data={}),
             dcc.Store(id=ids.FIT),
@@ -469,6 +481,8 @@ def page(preset: str, upload_limit: int) -> html.Div:
                             html.Div(
                                 "", id=ids.VIEW_MESSAGE, className="message error", role="alert"
                             ),
+                            html.Div("", id=ids.STALE_FIELDS, className="stale", role="alert"),
+                            html.Div("", id=ids.STALE_RUN, className="stale", role="alert"),
                             views(),
                         ]
                     ),
