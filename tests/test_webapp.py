@@ -220,8 +220,9 @@ def test_smoothing_on_a_gpu_without_it_is_refused(board):
         "mitigation.smoothing.ramp_down": 1000.0,
     }
     state, error = board.assemble(base, *controls.page_values(values))
-    assert state is dash.no_update
-    assert "the H100-SXM has no power smoothing" in error
+    # issue 28: refused at its boxes, the three together; the run is the base's
+    assert state["changes"] == {}
+    assert error.count("the H100-SXM has no power smoothing") == 1
 
 
 def test_url_query_round_trip():
@@ -795,8 +796,14 @@ def test_bad_control_value_is_refused_with_its_reason(board):
     base = {"preset": REFERENCE}
     values = controls.shown_values(board.base(base)) | {"cluster.n_gpus": -8}
     state, error = board.assemble(base, *controls.page_values(values))
-    assert state is dash.no_update
+    assert state["changes"] == {}  # issue 28: the run takes every other box, none here
     assert error.startswith("not applied: cluster.n_gpus: Input should be greater than 0")
+    # with a valid box beside it, the run takes that one
+    values["simulation.duration"] = "2h"
+    state, error = board.assemble(base, *controls.page_values(values))
+    assert state["changes"] == {"simulation.duration": "2h"}
+    assert error.startswith("not applied: cluster.n_gpus: Input should be greater than 0")
+    assert board.scenario(state).simulation.duration == 7200.0
 
 
 def test_scenario_that_does_not_simulate_is_explained(board):

@@ -79,6 +79,7 @@ from powermodel.webapp.controls import (
     BY_KEY,
     BY_PROP,
     CONTROLS,
+    OPTIONAL_TABLES,
     Link,
     base_scenario,
     changes,
@@ -293,7 +294,7 @@ class Dashboard:
             scenario, changed, refused = self._valid(base, chosen, before, fired)
         except PowerModelError as exc:
             return no_update, f"not applied: {self.said(exc)}", None
-        message = f"not applied: {'; '.join(refused.values())}" if refused else ""
+        message = f"not applied: {'; '.join(dict.fromkeys(refused.values()))}" if refused else ""
         assembly = Assembly(scenario, sent, chosen, refused)
         state = {
             "key": self.cache.remember(scenario),
@@ -318,16 +319,19 @@ class Dashboard:
         except PowerModelError:
             pass
         ran = set(before["changes"]) if before else set()
-        order = sorted(chosen, key=lambda k: (k in fired, k not in ran))  # stable: the sidebar's
+        units: dict[str, list[str]] = {}  # a table's fields go in together (smoothing's three)
+        for key in sorted(chosen, key=lambda k: (k in fired, k not in ran)):  # stable: sidebar's
+            table = next((t for t in OPTIONAL_TABLES if key.startswith(f"{t}.")), key)
+            units.setdefault(table, []).append(key)
         accepted: dict[str, Any] = {}
         refused: dict[str, str] = {}
         scenario = self.base(base)
-        for key in order:
-            trial = {**accepted, key: chosen[key]}
+        for keys in units.values():
+            trial = {**accepted, **{k: chosen[k] for k in keys}}
             try:
                 scenario = self.scenario({"base": base, "changes": trial})
             except PowerModelError as exc:
-                refused[key] = self.said(exc)
+                refused |= dict.fromkeys(keys, self.said(exc))
             else:
                 accepted = trial
         return scenario, {k: accepted[k] for k in chosen if k in accepted}, refused

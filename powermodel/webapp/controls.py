@@ -327,12 +327,19 @@ def changes(
     values: Mapping[str, Any], base: Scenario, weather: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """The controls whose value differs from the base scenario's: key -> shown value. An
-    emptied box of a field without an optional setting is no change: it shows the base's."""
+    emptied box of a field without an optional setting is no change: it shows the base's. A
+    value not of its control's kind is a change (:func:`overrides` refuses it, naming it)."""
     now = shown_values(base, weather)
     out = {}
     for key, value in values.items():
         control = BY_KEY.get(key)
-        if control is None or (typed(control, value) is None and control.empty == BASE):
+        if control is None:
+            continue
+        try:
+            if typed(control, value) is None and control.empty == BASE:
+                continue
+        except ScenarioError:
+            out[key] = value  # a change, which :func:`overrides` refuses with its reason
             continue
         if not _same(_comparable(key, value), now[key]):
             out[key] = value
