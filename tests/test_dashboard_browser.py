@@ -18,15 +18,15 @@ from selenium.webdriver.support.wait import WebDriverWait
 from synthetic_telemetry import write
 from test_fit import _trace
 
-from powermodel import load_scenario, metrics, ride_through, simulate
+from powermodel import load_scenario, metrics, ride_through, rules, simulate
 from powermodel.analysis import resample
 from powermodel.fit import summary as fit_summary
 from powermodel.fit_report import fit_trace
 from powermodel.simulate import sensor_view
 from powermodel.sweep import sweep
 from powermodel.sweep import write as write_sweep
-from powermodel.webapp import create_app, ids
-from powermodel.webapp.layout import summary
+from powermodel.webapp import create_app, figures, ids
+from powermodel.webapp.layout import DEFAULT_RULES, summary
 
 REFERENCE = "llama3-405b-16k-h100"
 ONE_DAY = {"simulation.duration": "1d"}
@@ -204,6 +204,39 @@ def test_choosing_a_violation_shows_it_on_the_time_axis(dash_duo):
         ),
     )
     _wait(dash_duo, lambda: len(_traces(dash_duo, grid)[0]["x"]) < 400)
+
+    # issue 28 (7): the table lists events (a restart's ramp gave 8 rows 2 s apart), each with
+    # its count and worst value; it filters by rule and by cause; the CSV keeps every row
+    ds = simulate(load_scenario(REFERENCE, ONE_DAY))
+    table = rules.violations_table([rules.check(ds, rules.load_rules(DEFAULT_RULES))])
+    events = figures.violation_events(table)
+    dash_duo.wait_for_contains_text(
+        f"#{ids.VIOLATIONS_NOTE}", f"{len(table):,} violations in {len(events):,} events"
+    )
+    assert len(events) < len(table)
+
+    def listed() -> int:
+        text = dash_duo.find_element(f"#{ids.VIOLATIONS} .ag-paging-row-summary-panel").text
+        return int(text.rsplit(" ", 1)[-1].replace(",", ""))
+
+    _wait(dash_duo, lambda: listed() == len(events))
+    rule, cause = dash_duo.driver.find_elements(
+        By.CSS_SELECTOR, f"#{ids.VIOLATIONS} .ag-floating-filter input"
+    )
+    rule.send_keys("nprr1191-up")
+    _wait(dash_duo, lambda: listed() == (events["rule"] == "nprr1191-up").sum())
+    cause.send_keys("restart")
+    restarts = events[(events["rule"] == "nprr1191-up") & (events["cause"] == "restart")]
+    _wait(dash_duo, lambda: listed() == len(restarts))
+    first = f"#{ids.VIOLATIONS} .ag-center-cols-container .ag-row[row-index]"
+    row = dash_duo.find_element(first)
+    count = int(row.find_element(By.CSS_SELECTOR, "[col-id='violations']").text)
+    assert count == restarts["violations"].iloc[0] > 1
+    dash_duo.driver.save_screenshot("/tmp/issue28-violation-events.png")
+    dash_duo.find_element(f"#{ids.VIOLATIONS_NOTE} a").click()
+    target = Path(dash_duo.download_path) / f"{REFERENCE}-violations.csv"
+    _wait(dash_duo, target.is_file)
+    assert len(pd.read_csv(target)) == len(table)  # every violation, not the events
     assert dash_duo.get_logs() == []
 
 

@@ -607,11 +607,14 @@ def test_grid_view_matches_rule_check(board):
         assert row["rule"] == result.rule.name
         assert row["worst"] == f"{result.worst:.3g} {result.rule.unit}"
         assert row["verdict"] == ("violated" if len(result.violations) else "passes")
-    assert len(violations) == sum(len(r.violations) for r in results) > 0
+    # issue 28: grouped into events, each counting its violations (all of them, once)
+    total = sum(len(r.violations) for r in results)
+    assert sum(v["violations"] for v in violations) == total > len(violations) > 0
     assert [v["start"] for v in violations] == sorted(v["start"] for v in violations)
     # worst is a number, so that the table sorts it as one (issue 10: "9.5 MW" > "10 MW")
     assert all(isinstance(v["worst"], float) for v in violations)
-    assert note[0] == f"{len(violations):,} violations; " and "/violations?" in note[1].href
+    assert note[0].startswith(f"{total:,} violations in {len(violations):,} events")
+    assert "/violations?" in note[1].href
     # each violation is marked on the P row
     marked = {t.name: len(t.x) for t in fig.data if "(" in (t.name or "")}
     checkpoints = figures.event_marks(ds)["checkpoint"][0].size
@@ -872,6 +875,33 @@ def test_summary_and_toml(board):
     assert ready is state  # simulated: the views may follow it
     sent = board.toml(1, state)
     assert loads_scenario(sent["content"]) == board.scenario(state)
+
+
+def test_violations_are_grouped_into_events_of_one_rule_and_cause():
+    # issue 28 (7): one restart's ramp gave 8 nprr1191-up violations 2 s apart, each a row
+    t0 = pd.Timestamp("2024-07-01")
+    at = [t0 + pd.Timedelta(seconds=s) for s in (0, 2, 4, 6, 200, 202, 0, 1000)]
+    table = pd.DataFrame(
+        {
+            "run": 1,
+            "rule": ["nprr1191-up"] * 6 + ["ercot-5s", "nprr1191-up"],
+            "start": at,
+            "end": [t + pd.Timedelta(seconds=1) for t in at],
+            "worst": [1.0, 3.0, 2.0, 1.5, 9.0, 4.0, 7.0, 0.5],
+            "unit": ["MW/min"] * 6 + ["MW", "MW/min"],
+            "cause": ["restart"] * 4 + ["checkpoint", "checkpoint", "restart", "restart"],
+        }
+    )
+    events = figures.violation_events(table)
+    # 0-7 s: one event of four (gaps of 1 s <= 60 s); 200-203 s another (another cause);
+    # the ercot-5s one apart (another rule); 1000 s another (999 s after the last restart one)
+    # by start, then rule
+    assert events["violations"].tolist() == [1, 4, 2, 1]
+    assert events["rule"].tolist() == ["ercot-5s", "nprr1191-up", "nprr1191-up", "nprr1191-up"]
+    assert events["worst"].tolist() == [7.0, 3.0, 9.0, 0.5]
+    assert events["end"].iloc[1] == t0 + pd.Timedelta(seconds=7)
+    assert events["cause"].tolist() == ["restart", "restart", "checkpoint", "restart"]
+    assert figures.violation_events(table.iloc[:0]).empty
 
 
 def test_zoom_and_violation_link(board):

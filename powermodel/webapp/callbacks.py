@@ -1618,14 +1618,19 @@ def _grid(
 ) -> dict[str, Any]:
     table = rules.violations_table([results])
     shown = figures.violation_rows(table, VIOLATION_ROWS)
+    events = len(figures.violation_events(table))
     link = downloads.href(key, downloads.VIOLATIONS, None, tuple(r.rule.name for r in results))
-    if len(table) > len(shown):
+    grouped = (
+        f"{len(table):,} violations in {events:,} events (those of one rule and cause within "
+        f"{figures.EVENT_GAP:g} s of each other; filter by rule or cause in the column heads)"
+    )
+    if events > len(shown):
         note = [
-            f"the {len(shown):,} largest of {len(table):,} violations (sort by any column); ",
-            html.A("all of them as CSV", href=link),
+            f"{grouped}: the {len(shown):,} largest events shown; ",
+            html.A("every violation as CSV", href=link),
         ]
     else:
-        note = [f"{len(table):,} violations; ", html.A("as CSV", href=link)] if len(table) else []
+        note = [f"{grouped}; ", html.A("every violation as CSV", href=link)] if len(table) else []
     swing = figures.five_second_swing(entry.ds)  # drawn in both figures, computed once
     return {
         "figure": figures.grid_figure(entry.ds, results, swing),

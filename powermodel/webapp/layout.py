@@ -151,7 +151,7 @@ def _graph(graph_id: Any, **style: str) -> dcc.Graph:
 
 TABLES = {
     ids.COMPLIANCE: ("rule", "verdict", "limit", "worst", "when", "violations per day", "note"),
-    ids.VIOLATIONS: ("rule", "start", "end", "worst", "unit", "cause"),
+    ids.VIOLATIONS: ("rule", "start", "end", "violations", "worst", "unit", "cause"),
     ids.MITIGATION_COSTS: ("cost", "value"),
     ids.MITIGATION_RULES: ("rule", "limit", "worst without", "worst with", "verdict with"),
     ids.COMPARE_TABLE: ("metric", "this", "other", "change"),
@@ -183,10 +183,14 @@ TABLES = {
 HEADERS = {"start": "start (UTC)", "end": "end (UTC)", "when": "when (UTC)"}
 
 
-def _column(field: str) -> dict[str, Any]:
+FILTERED = {ids.VIOLATIONS: ("rule", "cause")}  # columns filtered by text, in their heads
+
+
+def _column(field: str, filtered: bool = False) -> dict[str, Any]:
     """A table column; a rule's name stays on one line (nprr1191-down broke at its hyphen)."""
     wide = {"minWidth": 130} if field == "rule" else {}
-    return {"field": field, "headerName": HEADERS.get(field, field), **wide}
+    found = {"filter": "agTextColumnFilter", "floatingFilter": True} if filtered else {}
+    return {"field": field, "headerName": HEADERS.get(field, field), **wide, **found}
 
 
 def _table(table_id: str, page_size: int = 10) -> dag.AgGrid:
@@ -195,7 +199,7 @@ def _table(table_id: str, page_size: int = 10) -> dag.AgGrid:
     }
     return dag.AgGrid(
         id=table_id,
-        columnDefs=[_column(c) for c in TABLES[table_id]],
+        columnDefs=[_column(c, c in FILTERED.get(table_id, ())) for c in TABLES[table_id]],
         rowData=[],
         columnSize="responsiveSizeToFit",
         defaultColDef={
@@ -271,7 +275,7 @@ def views() -> dcc.Tabs:
             ),
             html.H3("compliance"),
             _table(ids.COMPLIANCE),
-            html.H3("violations (click one to see it on the time axis)"),
+            html.H3("violations, as events (click one to see it on the time axis)"),
             html.P(id=ids.VIOLATIONS_NOTE),
             _table(ids.VIOLATIONS, page_size=10),
         ),
