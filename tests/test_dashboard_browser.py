@@ -19,7 +19,7 @@ from synthetic_telemetry import write
 from test_fit import _trace
 
 from powermodel import load_scenario, metrics, ride_through, rules, simulate
-from powermodel.analysis import resample
+from powermodel.analysis import resample, workloads
 from powermodel.fit import summary as fit_summary
 from powermodel.fit_report import fit_trace
 from powermodel.simulate import sensor_view
@@ -48,6 +48,23 @@ return gd._fullData.map(
   (t) => ({name: t.name, x: Array.from(t.x || []), y: Array.from(t.y || [])})
 );
 """
+
+
+# how many lines a table cell's text takes, and whether it is cut (an ellipsis)
+LINES = """
+const cell = document.querySelector(arguments[0]);
+if (!cell) { return null; }
+const text = cell.querySelector('.ag-cell-value') || cell;
+const range = document.createRange();
+range.selectNodeContents(text);
+const tops = new Set(Array.from(range.getClientRects()).map((r) => Math.round(r.top)));
+return {lines: tops.size, cut: text.scrollWidth > text.clientWidth + 1, text: cell.innerText};
+"""
+
+
+def _cell(dash_duo, table: str, column: str, row: int = 0) -> dict | None:
+    selector = f"#{table} .ag-center-cols-container .ag-row[row-index='{row}'] [col-id='{column}']"
+    return dash_duo.driver.execute_script(LINES, selector)
 
 
 def _traces(dash_duo, selector: str = POWER) -> list[dict] | None:
@@ -232,6 +249,12 @@ def test_choosing_a_violation_shows_it_on_the_time_axis(dash_duo):
     row = dash_duo.find_element(first)
     count = int(row.find_element(By.CSS_SELECTOR, "[col-id='violations']").text)
     assert count == restarts["violations"].iloc[0] > 1
+    for column in ("start", "end"):  # on one line, uncut (issue 28, 6)
+        assert _cell(dash_duo, ids.VIOLATIONS, column) == {
+            "lines": 1,
+            "cut": False,
+            "text": f"{restarts[column].iloc[0]:%Y-%m-%d %H:%M:%S}",
+        }
     dash_duo.driver.save_screenshot("/tmp/issue28-violation-events.png")
     dash_duo.find_element(f"#{ids.VIOLATIONS_NOTE} a").click()
     target = Path(dash_duo.download_path) / f"{REFERENCE}-violations.csv"
@@ -329,6 +352,12 @@ def test_an_uploaded_sweep_is_drawn_in_the_sweep_view(dash_duo, tmp_path):
     assert line["x"] == [0.3, 0.5]
     expected = np.median(ds["grid_swing_5s_mw"].values, axis=-1)
     assert_allclose(line["y"], expected, rtol=1e-9)
+    # issue 28 (6): the axes with their units: the key's from the schema (a fraction), the
+    # metric's from the file
+    script = "return document.querySelector(arguments[0] + ' .js-plotly-plot').layout"
+    axes = dash_duo.driver.execute_script(script, f"#{ids.SWEEP_GRAPH}")
+    assert axes["xaxis"]["title"]["text"] == "workload.trough_depth [1]"
+    assert axes["yaxis"]["title"]["text"] == "grid_swing_5s_mw [MW]"
     assert dash_duo.get_logs() == []
 
 
@@ -350,6 +379,11 @@ def test_the_campus_view_stacks_the_workloads_and_the_halls(dash_duo):
     chat = chat[: chat.size // factor * factor].reshape(-1, factor).mean(axis=1)
     assert_allclose(shown[3]["y"], chat, rtol=1e-9)
     dash_duo.wait_for_contains_text(f"#{ids.CAMPUS_WORKLOADS}", "pretrain-gb200")
+    # issue 28 (6): the training time kept in %, as the summary writes it (it showed 0.9154)
+    kept = workloads(ds).set_index("workload").loc["llama3-405b", "training time kept"]
+    assert _cell(dash_duo, ids.CAMPUS_WORKLOADS, "training time kept")["text"] == (
+        f"{100 * kept:.1f} %"
+    )
     # the picker narrows the stack to the workloads chosen
     _choose(dash_duo, ids.CAMPUS_PICK, "chat")
     _wait(
@@ -384,6 +418,20 @@ def test_the_grid_events_view_shows_the_site_through_the_nerc_sequence(dash_duo)
     first = ride_through.event_response(ds, 0)["p"].to_numpy()
     assert_allclose(site(), first, rtol=1e-9)
     dash_duo.wait_for_contains_text(f"#{ids.GRID_EVENTS_CHECKS}", "ercot-load-loss")
+    # issue 28 (6): a time on one line (it wrapped over four), and hours in h, not 1.445e+04 s
+    report = ride_through.report(ds)
+    dash_duo.wait_for_element(f"#{ids.GRID_EVENTS_TABLE} .ag-row[row-index='2']")
+    when = _cell(dash_duo, ids.GRID_EVENTS_TABLE, "time", 2)
+    assert when == {"lines": 1, "cut": False, "text": "2024-07-10 19:00:32.800"}
+    back = report["back after [s]"].iloc[2]  # after the manual return: hours
+    assert back > 7200.0
+    shown = _cell(dash_duo, ids.GRID_EVENTS_TABLE, "back after", 2)["text"]
+    assert shown == f"{back / 3600:.3g} h"
+    assert _cell(dash_duo, ids.GRID_EVENTS_TABLE, "back after", 0)["text"] == "6.5 s"
+    off = ride_through.summary(ds)["off the grid or without power [s]"]
+    dash_duo.wait_for_contains_text(
+        f"#{ids.GRID_EVENTS_SUMMARY}", f"off the grid or without power\n{off / 3600:.3g} h"
+    )
     # the second disturbance chosen: its own response close up
     second = ride_through.event_response(ds, 1)["p"].to_numpy()
     _choose(dash_duo, ids.GRID_EVENTS_PICK, "1: 2024-07-10T19:00:16.400000 (sag)")

@@ -746,11 +746,14 @@ class Dashboard:
             raise PreventUpdate  # never uploaded here, evicted, or not the results' own
         # an uploaded file's own text: a unit, cut to what an axis title holds
         unit = str(entry.ds[metric].attrs.get("units", "1"))[:UNIT_CHARACTERS]
+        key_unit = figures.schema_unit(key)  # the schema's, not the file's: a key is a name
         try:
             return self.cache.view(
                 entry,
                 f"sweep:{metric}:{key}",
-                lambda e: figures.sweep_figure(bands(e.ds, metric, key), metric, key, unit),
+                lambda e: figures.sweep_figure(
+                    bands(e.ds, metric, key), metric, key, unit, key_unit
+                ),
             )
         except PowerModelError as exc:
             raise Refused(self.said(exc)) from None
@@ -1703,7 +1706,7 @@ def _campus(entry: Entry, picked: list[str]) -> dict[str, Any]:
         "note": shown + (f"; {len(flex)} flexibility events, shaded" if len(flex) else ""),
         "options": [{"label": n, "value": n} for n in names],
         "figure": figures.campus_figure(ds, picked),
-        "workloads": _rows(workloads(ds)),
+        "workloads": _rows(_percent(workloads(ds), "training time kept")),
         "flex": _rows(flex),
     }
 
@@ -1754,14 +1757,27 @@ def _grid_events(entry: Entry, index: int) -> dict[str, Any]:
         ],
         "figure": figures.grid_events_figure(ds),
         "close": figures.disturbance_figure(response, fitted),
-        "table": _rows(report.assign(time=report["time"].astype(str))),
-        "summary": [
-            {"quantity": k, "value": f"{v:.4g}" if isinstance(v, float) else v}
-            for k, v in summary.items()
-        ],
+        "table": _rows(
+            report.assign(
+                time=figures.times_text(report["time"]),
+                duration=report["duration [s]"].map(figures.duration_text),
+                **{"back after": report["back after [s]"].map(figures.duration_text)},
+            ).drop(columns=["duration [s]", "back after [s]"])
+        ),
+        "summary": [_quantity(k, v) for k, v in summary.items()],
         "checks": _rows(checks),
         "model": model,
     }
+
+
+def _quantity(name: str, value: Any) -> dict[str, Any]:
+    """A row of a quantity and its value, as text: a time in seconds in s, min or h (its unit
+    out of its name), other numbers to four digits."""
+    if name.endswith(" [s]") and isinstance(value, float | int):
+        return {"quantity": name.removesuffix(" [s]"), "value": figures.duration_text(value)}
+    # text throughout: the table takes a column's type from its first row (a count), and
+    # showed "Invalid Number" for every value written to four digits below it
+    return {"quantity": name, "value": f"{value:.4g}" if isinstance(value, float) else str(value)}
 
 
 def _rows(table: pd.DataFrame) -> list[dict[str, Any]]:
@@ -1770,6 +1786,11 @@ def _rows(table: pd.DataFrame) -> list[dict[str, Any]]:
         {k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in row.items()}
         for row in table.to_dict("records")
     ]
+
+
+def _percent(table: pd.DataFrame, column: str) -> pd.DataFrame:
+    """A table with a share column [1] written in % (one decimal), as the summary writes it."""
+    return table.assign(**{column: [f"{100 * v:.1f} %" for v in table[column]]})
 
 
 def _timestamp(text: str) -> float:

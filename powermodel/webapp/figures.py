@@ -12,6 +12,7 @@ band of the samples behind each point (the 6-s iteration swing fills it), and bo
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -876,10 +877,50 @@ def fit_figure(
     return _style(fig)
 
 
-def sweep_figure(table: pd.DataFrame, metric: str, key: str, unit: str) -> go.Figure:
+def duration_text(seconds: float) -> str:
+    """A time span as a table shows it: in s below 2 min, in min below 2 h, else in h, to
+    three digits; blank where there is none (NaN)."""
+    if not np.isfinite(seconds):
+        return ""
+    if abs(seconds) < 120.0:
+        return f"{seconds:.3g} s"
+    if abs(seconds) < 7200.0:
+        return f"{seconds / 60.0:.3g} min"
+    return f"{seconds / 3600.0:.3g} h"
+
+
+def times_text(times: pd.Series) -> np.ndarray:
+    """Instants as a table shows them: to the millisecond, on one line."""
+    return pd.to_datetime(times).dt.strftime("%Y-%m-%d %H:%M:%S.%f").str[:-3].to_numpy()
+
+
+@functools.cache
+def schema_unit(key: str) -> str:
+    """The unit of a scenario key from the schema (:func:`powermodel.reference.keys`), a
+    list's item's too (``workload.phases.0.share``: ``workload.phases.N.share``'s); a
+    duration's is s (a sweep's results hold it in seconds); "" for none (a count, a name)."""
+    from powermodel.reference import keys  # noqa: PLC0415 - the schema's walk, once per key
+
+    general = ".".join("N" if part.isdigit() else part for part in key.split("."))
+    try:
+        found = next((k for k in keys(general.partition(".N")[0]) if k.key == general), None)
+    except PowerModelError:
+        return ""
+    if found is None:
+        return ""
+    return "s" if found.kind == "duration" else found.unit
+
+
+def sweep_figure(
+    table: pd.DataFrame, metric: str, key: str, unit: str, key_unit: str = ""
+) -> go.Figure:
     """A metric against a swept key (:func:`powermodel.sweep.bands`'s table): per line (the
-    other keys' values) its P50 over the seeds, with markers, over its P5-P95 band."""
+    other keys' values) its P50 over the seeds, with markers, over its P5-P95 band; the axes
+    titled with the metric's ``unit`` and the key's ``key_unit`` ("" for none)."""
     fig = go.Figure()
+    numeric = pd.api.types.is_numeric_dtype(table["x"]) and not pd.api.types.is_bool_dtype(
+        table["x"]
+    )
     for i, (line, rows) in enumerate(table.groupby("line", sort=False)):
         color = LINE_COLORS[i % len(LINE_COLORS)]
         x = rows["x"].to_numpy()
@@ -915,7 +956,8 @@ def sweep_figure(table: pd.DataFrame, metric: str, key: str, unit: str) -> go.Fi
         )
     fig.update_layout(
         title=f"{metric} against {key}: P50 over the seeds, band P5-P95",
-        xaxis_title=key,
+        # a key's text values ("1d") carry their own unit
+        xaxis_title=f"{key} [{key_unit}]" if key_unit and numeric else key,
         yaxis_title=f"{metric} [{unit}]",
         template=TEMPLATE,
         margin={"l": 64, "r": 16, "t": 72, "b": 48},
