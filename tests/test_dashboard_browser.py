@@ -18,7 +18,7 @@ from selenium.webdriver.support.wait import WebDriverWait
 from synthetic_telemetry import write
 from test_fit import _trace
 
-from powermodel import load_scenario, metrics, ride_through, rules, simulate
+from powermodel import load_scenario, metrics, presets, ride_through, rules, simulate
 from powermodel.analysis import resample, workloads
 from powermodel.fit import summary as fit_summary
 from powermodel.fit_report import fit_trace
@@ -543,4 +543,53 @@ def test_every_control_shows_the_value_the_run_uses(dash_duo, tmp_path):
     _wait(dash_duo, lambda: abs(float(share.get_attribute("aria-valuenow")) - 0.675) < 1e-6)
     dash_duo.wait_for_contains_text(f"#{ids.SUMMARY}", "2h · ")
     dash_duo.driver.save_screenshot("/tmp/issue28-controls-follow.png")
+    assert dash_duo.get_logs() == []
+
+
+LAYOUT = "return document.querySelector(arguments[0] + ' .js-plotly-plot').layout"
+
+
+def _says(dash_duo, selector: str) -> str | None:
+    """What an empty view says in place of its axes; None while it draws axes."""
+    layout = dash_duo.driver.execute_script(LAYOUT, selector)
+    notes = layout.get("annotations") or []
+    hidden = layout.get("xaxis", {}).get("visible") is False
+    return notes[0]["text"].replace("<br>", " ") if notes and hidden else None
+
+
+def test_empty_views_say_what_to_do_and_a_single_job_is_no_campus(dash_duo):
+    # issue 28 (5): the compare view before a choice, the fit's graph before an upload, the
+    # sweep's and the campus view of a single job drew empty axes; (3) the campus tab was
+    # empty for gb200-nvl72-100k-campus, which the campus guide lists as a campus
+    preset = "gb200-nvl72-100k-campus"
+    dash_duo.start_server(create_app(preset, overrides={"simulation.duration": "1h"}))
+    dash_duo.wait_for_text_to_equal(f"#{ids.SCENARIO_NAME}", preset)
+    dash_duo.find_element(f"#{ids.TABS} .tab:nth-child({ids.VIEWS.index('compare') + 1})").click()
+    compare = _selector(ids.resampled("compare"))
+    _wait(dash_duo, lambda: "choose a preset to compare with" in _says(dash_duo, compare))
+    assert "upload a measured trace above" in _says(dash_duo, f"#{ids.FIT_GRAPH}")
+    dash_duo.find_element(f"#{ids.TABS} .tab:nth-child({ids.VIEWS.index('sweep') + 1})").click()
+    _wait(
+        dash_duo, lambda: "upload a sweep's results above" in _says(dash_duo, f"#{ids.SWEEP_GRAPH}")
+    )
+    dash_duo.find_element(f"#{ids.TABS} .tab:nth-child({ids.VIEWS.index('campus') + 1})").click()
+    gpus = load_scenario(preset).cluster.n_gpus
+    with_workloads = [p for p in presets() if load_scenario(p).campus is not None]
+    assert with_workloads == [
+        "mixed-campus-hopper-blackwell",
+        "nerc-2024-07-virginia-1500mw-campus",
+    ]
+    said = (
+        f"{preset} runs one job of {gpus:,} GPUs, not a campus of workloads: its power is in "
+        f"the power view. The presets with workloads are {' and '.join(with_workloads)}"
+    )
+    dash_duo.wait_for_contains_text(f"#{ids.CAMPUS_NOTE}", said)
+    _wait(dash_duo, lambda: said in _says(dash_duo, f"#{ids.CAMPUS_GRAPH}"))
+    dash_duo.driver.save_screenshot("/tmp/issue28-single-job-campus.png")
+    # a choice made, the compare view draws
+    dash_duo.find_element(f"#{ids.TABS} .tab:nth-child({ids.VIEWS.index('compare') + 1})").click()
+    _choose(dash_duo, ids.COMPARE_WITH, f"preset: {REFERENCE}")
+    _wait(
+        dash_duo, lambda: _says(dash_duo, compare) is None and len(_traces(dash_duo, compare)) > 1
+    )
     assert dash_duo.get_logs() == []

@@ -882,6 +882,8 @@ class Dashboard:
         self, state: dict | None, tab: str, compare_with: str | None, pinned: dict | None
     ) -> tuple:
         _only(tab, "compare")
+        if not compare_with or (compare_with == "pinned" and not pinned):
+            return figures.empty_figure(layout.EMPTY["compare"]), []  # nothing chosen: say so
         v = self.view("compare", state, compare_with=compare_with, pinned=pinned)
         return v["figure"], v["table"]
 
@@ -1689,11 +1691,17 @@ def _campus(entry: Entry, picked: list[str]) -> dict[str, Any]:
     """What the campus view shows of a run (``picked``: the workloads stacked, none: all)."""
     ds = entry.ds
     if "workload" not in ds.dims:
+        scenario = entry.scenario
+        name = scenario.name or "this scenario"
+        note = (
+            f"{name} runs one job of {scenario.cluster.n_gpus:,} GPUs, not a campus of "
+            "workloads: its power is in the power view. The presets with workloads are "
+            f"{' and '.join(campus_presets())}; or upload a scenario with [campus] workloads"
+        )
         return {
-            "note": "this scenario runs one job: a campus (a preset named campus, or a file "
-            "with [campus] workloads) shows its workloads and halls here",
+            "note": note,
             "options": [],
-            "figure": go.Figure(),
+            "figure": figures.empty_figure(note),
             "workloads": [],
             "flex": [],
         }
@@ -1709,6 +1717,12 @@ def _campus(entry: Entry, picked: list[str]) -> dict[str, Any]:
         "workloads": _rows(_percent(workloads(ds), "training time kept")),
         "flex": _rows(flex),
     }
+
+
+@functools.cache
+def campus_presets() -> tuple[str, ...]:
+    """The shipped presets with campus workloads (a preset named campus may run one job)."""
+    return tuple(p for p in presets() if load_scenario(p).campus is not None)
 
 
 def _grid_events(entry: Entry, index: int) -> dict[str, Any]:

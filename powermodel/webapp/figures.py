@@ -13,6 +13,7 @@ band of the samples behind each point (the 6-s iteration swing fills it), and bo
 from __future__ import annotations
 
 import functools
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -875,6 +876,31 @@ def fit_figure(
     fig.update_yaxes(title_text="P per GPU [W]")
     _time_axis(fig, 1)
     return _style(fig)
+
+
+def empty_figure(message: str) -> go.Figure:
+    """A view with nothing to draw yet: no axes, and what to do instead, in their place (in
+    lines of at most 90 characters: an annotation does not wrap)."""
+    hidden = {"visible": False}
+    lines = textwrap.wrap(message, 90)
+    return go.Figure(
+        layout={
+            "xaxis": hidden,
+            "yaxis": hidden,
+            "plot_bgcolor": "rgba(0,0,0,0)",
+            "annotations": [
+                {
+                    "text": "<br>".join(lines),
+                    "xref": "paper",
+                    "yref": "paper",
+                    "x": 0.5,
+                    "y": 0.5,
+                    "showarrow": False,
+                    "font": {"size": 15, "color": "#555"},
+                }
+            ],
+        }
+    )
 
 
 def duration_text(seconds: float) -> str:

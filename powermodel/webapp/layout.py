@@ -145,8 +145,27 @@ def sidebar(preset: str, upload_limit: int) -> html.Aside:
     )
 
 
-def _graph(graph_id: Any, **style: str) -> dcc.Graph:
-    return dcc.Graph(id=graph_id, config={"displaylogo": False}, className="graph", style=style)
+# what an empty view says to do, where it would draw empty axes
+EMPTY = {
+    "compare": "choose a preset to compare with above, or pin this scenario and change it",
+    "fit": "upload a measured trace above (nvidia-smi, DCGM, rocm-smi or amd-smi, a meter's "
+    "CSV, an MLPerf power log) to fit it and see it beside the fit",
+    "sweep": "upload a sweep's results above (powermodel sweep SWEEP.toml -o results.nc) to "
+    "draw a metric against a swept key",
+    "campus": "open a campus (a preset with workloads, or a file with [campus] workloads) to "
+    "see its workloads and halls",
+}
+
+
+def _graph(graph_id: Any, empty: str | None = None, **style: str) -> dcc.Graph:
+    figure = figures.empty_figure(EMPTY[empty]) if empty else None
+    return dcc.Graph(
+        id=graph_id,
+        config={"displaylogo": False},
+        className="graph",
+        style=style,
+        **({"figure": figure} if figure else {}),
+    )
 
 
 TABLES = {
@@ -309,7 +328,7 @@ def views() -> dcc.Tabs:
                 ],
                 className="control wide inline",
             ),
-            _graph(ids.resampled("compare"), height="440px"),
+            _graph(ids.resampled("compare"), "compare", height="440px"),
             _table(ids.COMPARE_TABLE, page_size=20),
             *fit_section(),
         ),
@@ -322,7 +341,7 @@ def views() -> dcc.Tabs:
                 ],
                 className="control wide",
             ),
-            _graph(ids.CAMPUS_GRAPH, height="520px"),
+            _graph(ids.CAMPUS_GRAPH, "campus", height="520px"),
             html.H3("workloads"),
             _table(ids.CAMPUS_WORKLOADS),
             html.H3("flexibility (EPRI DCFlex: magnitude, notice, duration, frequency)"),
@@ -416,7 +435,7 @@ def fit_section() -> list[Any]:
             className="control wide inline",
         ),
         html.Div("", id=ids.FIT_MESSAGE, className="message", role="alert"),
-        _graph(ids.FIT_GRAPH, height="400px"),
+        _graph(ids.FIT_GRAPH, "fit", height="400px"),
         html.Div(
             [_table(ids.FIT_TABLE, page_size=20), _table(ids.FIT_NUMBERS)],
             className="two-columns even",
@@ -458,7 +477,7 @@ def sweep_section() -> list[Any]:
             className="control wide inline",
         ),
         html.Div("", id=ids.SWEEP_MESSAGE, className="message", role="alert"),
-        _graph(ids.SWEEP_GRAPH, height="480px"),
+        _graph(ids.SWEEP_GRAPH, "sweep", height="480px"),
         html.H3("runs that failed"),
         _table(ids.SWEEP_FAILED, page_size=10),
     ]
