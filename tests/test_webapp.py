@@ -619,9 +619,11 @@ def test_grid_view_matches_rule_check(board):
     marked = {t.name: len(t.x) for t in fig.data if "(" in (t.name or "")}
     checkpoints = figures.event_marks(ds)["checkpoint"][0].size
     assert marked[f"checkpoint ({checkpoints})"] == checkpoints  # what violations follow
-    assert marked[f"ercot-5s violations ({len(results[0].violations)})"] == len(
-        results[0].violations
-    )
+    # issue 28: one marker an event, as the table lists them
+    ercot = results[0].violations
+    events = figures.violation_events(ercot.assign(rule="ercot-5s", unit="MW"))
+    named = f"ercot-5s violations ({len(ercot):,} in {len(events):,} events)"
+    assert marked[named] == len(events) == sum(v["rule"] == "ercot-5s" for v in violations)
     # rolling 5-s peak-to-peak row
     p_row, q_row, swing = fig.hf_data
     assert_allclose(p_row["y"], ds["grid_power"].values, rtol=0)

@@ -852,13 +852,18 @@ class Dashboard:
         except PowerModelError:
             raise PreventUpdate from None
 
-    def power(self, state: dict | None, tab: str, sensor: Any = None) -> Any:
+    def power(
+        self, state: dict | None, tab: str, sensor: Any = None, chosen_rules: Any = None
+    ) -> Any:
+        """The power view; the page's rules (``chosen_rules``) for the grid view built next
+        (issue 28: without them it was built for no rule, and built again on the tab's first
+        visit)."""
         _only(tab, "power")
-        return self.opened("power", state, sensor=sensor)["figure"]
+        return self.opened("power", state, chosen_rules, sensor=sensor)["figure"]
 
-    def thermal(self, state: dict | None, tab: str) -> tuple:
+    def thermal(self, state: dict | None, tab: str, chosen_rules: Any = None) -> tuple:
         _only(tab, "thermal")
-        v = self.opened("thermal", state)
+        v = self.opened("thermal", state, chosen_rules)
         return v["figure"], v["diurnal"], v["numbers"]
 
     def grid(self, state: dict | None, tab: str, chosen_rules: Any) -> tuple:
@@ -1112,8 +1117,14 @@ class Dashboard:
         # the views follow the state the summary has simulated, not each edit
         scenario, tab = Input(ids.READY, "data"), Input(ids.TABS, "value")
         rules_in = Input(ids.RULES, "value")
+        # the views built ahead take the page's rules: the grid view is built for them
+        rules_now = State(ids.RULES, "value")
         app.callback(
-            Output(ids.resampled("power"), "figure"), scenario, tab, Input(ids.SENSOR, "value")
+            Output(ids.resampled("power"), "figure"),
+            scenario,
+            tab,
+            Input(ids.SENSOR, "value"),
+            rules_now,
         )(_telling(self.power))
         app.callback(
             Output(ids.resampled("thermal"), "figure"),
@@ -1121,6 +1132,7 @@ class Dashboard:
             Output(ids.THERMAL_NUMBERS, "children"),
             scenario,
             tab,
+            rules_now,
         )(_telling(self.thermal))
         app.callback(
             Output(ids.resampled("grid"), "figure"),

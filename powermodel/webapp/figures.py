@@ -216,8 +216,10 @@ def _mark_row(
     y: float,
     color: str | None = None,
     symbol: str = "x-thin-open",
+    counted: str = "",
 ) -> None:
-    """A row of markers at height ``y`` on the top row: events or violations, never thinned."""
+    """A row of markers at height ``y`` on the top row: events or violations, never thinned;
+    the legend counts them (or says ``counted``)."""
     line = {"width": 2 if color is None else 1, **({"color": color} if color else {})}
     fig.add_trace(
         go.Scattergl(
@@ -233,7 +235,7 @@ def _mark_row(
             # an array, not a list: plotly validates and encodes a list item by item (57,000
             # violations on the 54-day reference took seconds)
             text=np.asarray(labels, dtype=object),
-            name=f"{name} ({len(times)})",
+            name=f"{name} ({counted or len(times)})",
             hovertemplate="%{x|" + HOVER_TIME + "}<br>%{text}<extra></extra>",
         ),
         row=1,
@@ -417,8 +419,8 @@ def grid_figure(
     swing: np.ndarray | None = None,
 ) -> FigureResampler:
     """P and Q at the connection and the rolling 5-s peak-to-peak of P (``swing``, computed
-    here when not given); on the P row, the job's events and each rule's violations, marked at
-    their start."""
+    here when not given); on the P row, the job's events and each rule's violations grouped
+    into events (:func:`violation_events`), marked at their start."""
     fig = _resampler(3, row_heights=[0.5, 0.25, 0.25])
     times, dt = ds["time"].values, step_seconds(ds)
     p, q = ds["grid_power"].values, ds["grid_reactive_power"].values
@@ -443,13 +445,20 @@ def grid_figure(
     top = float(p.max())
     used = _marks(fig, ds, top)  # the events, to see what each violation follows
     for i, result in enumerate(results, start=used):
-        v, rule = result.violations, result.rule
+        # one marker an event, as the table lists them (a week marked 12,936 violations)
+        rule = result.rule
+        v = violation_events(result.violations.assign(rule=rule.name, unit=rule.unit))
         labels = [
-            f"{rule.name}: {w:.3g} {rule.unit} ({c})"
+            f"{rule.name}: {n} violation{'s' if n > 1 else ''}, worst {w:.3g} {rule.unit} ({c})"
             # plain arrays: iterating the table's columns element by element is ~20x slower
-            for w, c in zip(v["worst"].to_numpy(), v["cause"].to_numpy(), strict=True)
-        ]
-        _mark_row(fig, v["start"].values, labels, f"{rule.name} violations", _level(top, i))
+            for n, w, c in zip(
+                v["violations"].to_numpy(), v["worst"].to_numpy(), v["cause"].to_numpy(),
+                strict=True,
+            )
+        ]  # fmt: skip
+        counted = f"{len(result.violations):,} in {len(v):,} events"
+        name = f"{rule.name} violations"
+        _mark_row(fig, v["start"].values, labels, name, _level(top, i), counted=counted)
     fig.update_yaxes(title_text="P [MW]", row=1, col=1)
     # the sign rides in the legend: an axis title longer than its panel runs into the next
     fig.update_yaxes(title_text="Q [Mvar]", row=2, col=1)

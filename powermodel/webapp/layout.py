@@ -249,8 +249,22 @@ def _table(table_id: str, page_size: int = 10) -> dag.AgGrid:
     )
 
 
-def _loading(*children: Any) -> dcc.Loading:
-    return dcc.Loading(html.Div(list(children), className="view"), type="default")
+# what a view's spinner says while it is built (the grid view's first visit of a week took
+# 19-20 s behind a bare spinner)
+BUILDING = {
+    "grid": "checking the utility rules over the run and drawing the grid view: a few seconds "
+    "for a week (the rules' verdicts, each violation grouped into events)",
+    "mitigation": "simulating the run without its mitigations, to compare: as long as the run",
+    "compare": "simulating the run compared with, if it is not kept: as long as the run",
+    "grid events": "simulating each disturbance close up and fitting the dynamic model",
+}
+
+
+def _loading(*children: Any, view: str = "") -> dcc.Loading:
+    """A view behind its spinner, which says what is being built."""
+    said = BUILDING.get(view, f"building the {view} view" if view else "building the view")
+    spinner = html.Div([html.Div(className="spinner"), html.P(said)], className="building")
+    return dcc.Loading(html.Div(list(children), className="view"), custom_spinner=spinner)
 
 
 def views() -> dcc.Tabs:
@@ -270,6 +284,7 @@ def views() -> dcc.Tabs:
                 className="control",
             ),
             _graph(ids.resampled("power"), height="calc(100vh - 210px)"),
+            view="power",
         ),
         "thermal": _loading(
             html.Div(
@@ -283,7 +298,8 @@ def views() -> dcc.Tabs:
                     ),
                 ],
                 className="two-columns",
-            )
+            ),
+            view="thermal",
         ),
         "grid": _loading(
             html.Div(
@@ -305,6 +321,7 @@ def views() -> dcc.Tabs:
             html.H3("violations, as events (click one to see it on the time axis)"),
             html.P(id=ids.VIOLATIONS_NOTE),
             _table(ids.VIOLATIONS, page_size=10),
+            view="grid",
         ),
         "mitigation": _loading(
             html.P(id=ids.MITIGATION_NOTE),
@@ -313,6 +330,7 @@ def views() -> dcc.Tabs:
                 [_table(ids.MITIGATION_COSTS), _table(ids.MITIGATION_RULES)],
                 className="two-columns even",
             ),
+            view="mitigation",
         ),
         "compare": _loading(
             html.Div(
@@ -331,6 +349,7 @@ def views() -> dcc.Tabs:
             _graph(ids.resampled("compare"), "compare", height="440px"),
             _table(ids.COMPARE_TABLE, page_size=20),
             *fit_section(),
+            view="compare",
         ),
         "campus": _loading(
             html.P(id=ids.CAMPUS_NOTE),
@@ -346,6 +365,7 @@ def views() -> dcc.Tabs:
             _table(ids.CAMPUS_WORKLOADS),
             html.H3("flexibility (EPRI DCFlex: magnitude, notice, duration, frequency)"),
             _table(ids.CAMPUS_FLEX),
+            view="campus",
         ),
         "grid events": _loading(
             html.P(id=ids.GRID_EVENTS_NOTE),
@@ -366,8 +386,9 @@ def views() -> dcc.Tabs:
             ),
             html.H3("requirements"),
             _table(ids.GRID_EVENTS_CHECKS),
+            view="grid events",
         ),
-        "sweep": _loading(*sweep_section()),
+        "sweep": _loading(*sweep_section(), view="sweep"),
         "export": html.Div(
             [
                 html.Div(
