@@ -36,7 +36,7 @@ SUMMARY = "..scenario-name.children...summary.children...ready.data.."
 ASSEMBLE = "..scenario.data...scenario-error.children..."  # the start of its key
 SET_BASE = (
     '..base.data...{"key":["ALL"],"type":"control"}.value...{"key":["ALL"],"type":"control-date"}'
-    ".date...preset.value...tabs.value...message.children.."
+    ".date...preset.value...tabs.value...message.children...set-boxes.data.."
 )
 
 

@@ -1274,3 +1274,21 @@ def test_the_step_choices_reach_every_rules_band(board):
     board.summarize(state)
     _, _, _, compliance, *_ = board.grid(state, "grid", ["ieso-sso"])
     assert compliance[0]["rule"] == "ieso-sso" and compliance[0]["verdict"] != "cannot say"
+
+
+def test_boxes_not_set_follow_the_run_and_a_link_runs_as_it_was_made(board):
+    # issue 28 (2): the boxes the user has not set show the run's values; a link's own keys
+    # stay set, its value equal to the base's too (18 °C is the preset's setpoint, plants.toml)
+    def opened(search: str) -> tuple:
+        base, values, dates, *_, boxes = board.open_base(None, search, None, None, None)
+        return board.assembled(base, values, dates, None, boxes, frozenset({"base"}))
+
+    dry = f"?preset={REFERENCE}&cooling.plant=liquid-dry-cooler"
+    state, message, made = opened(dry)
+    assert message == "" and board.scenario(state).cooling.supply_setpoint == 30.0
+    assert "cooling.supply_setpoint" not in made.chosen  # it follows the plant: 30 shown
+    assert controls.shown_values(made.scenario)["cooling.supply_setpoint"] == 30.0
+    state, message, made = opened(dry + "&cooling.supply_setpoint=18")
+    assert board.scenario(state).cooling.supply_setpoint == 18.0
+    assert state["changes"]["cooling.supply_setpoint"] == 18.0  # and its link keeps it
+    assert "cooling.supply_setpoint=18" in state["query"]

@@ -246,6 +246,31 @@ class Dashboard:
         values = shown_values(scenario, self.weather) | changed
         return (base, *page_values(values), preset_out, tab, message)
 
+    def open_base(
+        self,
+        trigger: str | None,
+        search: str | None,
+        preset: str | None,
+        contents: str | None,
+        filename: str | None,
+    ) -> tuple:
+        """The set-base callback: :meth:`set_base`'s answer, and the record of the boxes the
+        user has set on the new base: a link's keys (its value equal to the base's too, so that
+        the link runs as it was made), none for a preset chosen or an upload."""
+        answer = self.set_base(trigger, search, preset, contents, filename)
+        base = answer[0]
+        if base is no_update:
+            return (*answer, no_update)
+        keys: list[str] = []
+        if trigger not in (ids.PRESET, ids.UPLOAD_SCENARIO):
+            try:
+                link = from_query(search)
+            except (ScenarioError, ValueError):
+                link = None
+            if link is not None and base == {"preset": link.preset or self.preset}:
+                keys = list(link.changed)
+        return (*answer, {"base": base, "keys": keys})
+
     def assemble(
         self,
         base: Any,
@@ -259,7 +284,7 @@ class Dashboard:
 
         The run takes every box whose value is valid; each refused one is named (``not
         applied: ...``) and kept out of the run, so that it never blocks an edit of another
-        box (:meth:`assembled`): the state holds them under ``refused``. The state is
+        box (:meth:`assembled`, whose :class:`Assembly` says which). The state is
         ``no_update`` when the base does not build, or when it is the run already shown."""
         state, message, _ = self.assembled(base, values, dates, previous, boxes, fired)
         return state, message
@@ -289,7 +314,7 @@ class Dashboard:
         except PowerModelError as exc:
             return no_update, f"not applied: {self.said(exc)}", None
         before = _previous(previous, boxes, base, fired)
-        chosen = _chosen(sent, start, before, fired, self.weather)
+        chosen = _chosen(sent, start, before, fired | _set_on(boxes, base), self.weather)
         try:
             scenario, changed, refused = self._valid(base, chosen, before, fired)
         except PowerModelError as exc:
@@ -1046,11 +1071,12 @@ class Dashboard:
             Output(ids.PRESET, "value"),
             Output(ids.TABS, "value"),
             Output(ids.MESSAGE, "children"),
+            Output(ids.SET_BOXES, "data"),
             Input(ids.URL, "search"),
             Input(ids.PRESET, "value"),
             Input(ids.UPLOAD_SCENARIO, "contents"),
             State(ids.UPLOAD_SCENARIO, "filename"),
-        )(lambda *a: self.set_base(ctx.triggered_id, *a))
+        )(lambda *a: self.open_base(ctx.triggered_id, *a))
         busy = [(Output(ids.STATUS, "children"), "simulating…", "")]
         app.callback(
             Output(ids.SCENARIO, "data"),
@@ -1062,7 +1088,7 @@ class Dashboard:
             Output({"type": "control-error", "key": ALL}, "children"),
             Output({"type": "control-field", "key": ALL}, "className"),
             Output(ids.STALE_FIELDS, "children"),
-            Output(ids.SET_BOXES, "data"),
+            Output(ids.SET_BOXES, "data", allow_duplicate=True),
             Input(ids.BASE, "data"),
             Input(values, "value"),
             Input(dates, "date"),
@@ -1383,12 +1409,10 @@ def _previous(previous: Any, boxes: Any, base: Any, fired: frozenset[str]) -> di
     changed = previous.get("changes")
     if not isinstance(changed, dict):
         return None
-    keys = boxes.get("keys") if isinstance(boxes, dict) and boxes.get("base") == base else None
-    set_before = {k for k in keys if isinstance(k, str)} if isinstance(keys, list) else set()
     return {
         "key": previous.get("key"),
         "changes": {k: v for k, v in changed.items() if k in BY_KEY},
-        "set": {k for k in set_before | set(changed) if k in BY_KEY},
+        "set": set(_set_on(boxes, base)) | {k for k in changed if k in BY_KEY},
     }
 
 
@@ -1400,12 +1424,11 @@ def _chosen(
     weather: dict[str, str],
 ) -> dict[str, Any]:
     """The boxes the user has set, by key, in the sidebar's order: with no state before (a
-    page load, a new base) those whose value differs from the base's; else those set before
-    (applied or refused) and those just changed. A box emptied back to the base's value is
-    none: it shows the value the run uses again."""
-    if before is None:
-        return changes(sent, start, weather)
-    explicit = before["set"] | fired
+    page load, a new base) those whose value differs from the base's and those a link set;
+    else those set before (applied or refused) and those just changed. A box emptied back to
+    the base's value is none: it shows the value the run uses again."""
+    differ = changes(sent, start, weather) if before is None else {}
+    explicit = (before["set"] if before else set()) | fired | set(differ)
     out = {}
     for control in CONTROLS:
         if control.key not in explicit or control.key not in sent:
@@ -1415,9 +1438,16 @@ def _chosen(
             emptied = typed(control, value) is None
         except PowerModelError:
             emptied = False  # refused, with its reason
-        if not (emptied and control.empty == BASE):
+        if control.key in differ or not (emptied and control.empty == BASE):
             out[control.key] = value
     return out
+
+
+def _set_on(boxes: Any, base: Any) -> frozenset[str]:
+    """The keys a page's record of set boxes (:data:`~powermodel.webapp.ids.SET_BOXES`) names
+    for ``base`` (this dashboard's controls only)."""
+    keys = boxes.get("keys") if isinstance(boxes, dict) and boxes.get("base") == base else None
+    return frozenset(k for k in keys if k in BY_KEY) if isinstance(keys, list) else frozenset()
 
 
 def _same_run(before: dict, state: dict) -> bool:

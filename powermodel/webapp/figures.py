@@ -929,7 +929,7 @@ def times_text(times: pd.Series) -> np.ndarray:
     return pd.to_datetime(times).dt.strftime("%Y-%m-%d %H:%M:%S.%f").str[:-3].to_numpy()
 
 
-@functools.cache
+@functools.lru_cache(maxsize=256)  # a key comes from an uploaded file: bounded
 def schema_unit(key: str) -> str:
     """The unit of a scenario key from the schema (:func:`powermodel.reference.keys`), a
     list's item's too (``workload.phases.0.share``: ``workload.phases.N.share``'s); a
