@@ -1292,3 +1292,21 @@ def test_boxes_not_set_follow_the_run_and_a_link_runs_as_it_was_made(board):
     assert board.scenario(state).cooling.supply_setpoint == 18.0
     assert state["changes"]["cooling.supply_setpoint"] == 18.0  # and its link keeps it
     assert "cooling.supply_setpoint=18" in state["query"]
+
+
+def test_a_refused_box_stays_refused_when_the_next_edit_comes_before_its_answer(board):
+    # issue 28 (1): two edits in quick succession: the second is sent with the page's record of
+    # set boxes from before the first's answer; both boxes are still named (neither applies)
+    base, values, dates, *_, boxes = board.open_base(None, f"?preset={REFERENCE}", None, None, None)
+    every = frozenset({"base", *controls.BY_KEY})  # a page load fires every box with the base
+    state, message, made = board.assembled(base, values, dates, None, boxes, every)
+    assert message == "" and made.chosen == {} and state["changes"] == {}
+    shown = controls.shown_values(made.scenario)
+    sent = shown | {"simulation.duration": "90d", "cooling.supply_setpoint": 99}
+    fired = frozenset({"cooling.supply_setpoint"})
+    answer, message, made = board.assembled(base, *controls.page_values(sent), state, boxes, fired)
+    assert answer is dash.no_update  # the run shown stays: nothing of the edits applies
+    assert set(made.refused) == {"simulation.duration", "cooling.supply_setpoint"}
+    # 90 days at 1 s over the dashboard's 5,000,000 steps; the schema's 70 °C
+    assert "7,776,000 steps is more than the dashboard draws" in made.refused["simulation.duration"]
+    assert "less than or equal to 70" in made.refused["cooling.supply_setpoint"]

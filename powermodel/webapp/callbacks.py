@@ -314,7 +314,14 @@ class Dashboard:
         except PowerModelError as exc:
             return no_update, f"not applied: {self.said(exc)}", None
         before = _previous(previous, boxes, base, fired)
-        chosen = _chosen(sent, start, before, fired | _set_on(boxes, base), self.weather)
+        if before is not None:  # what the page's run shows: a box showing it follows the run
+            try:
+                ran = self.scenario({"base": base, "changes": before["changes"]})
+                before["shown"] = shown_values(ran, self.weather)
+            except PowerModelError:
+                before = None  # a state this dashboard did not make: from the boxes alone
+        linked = _set_on(boxes, base)  # on a new base, the keys its link set
+        chosen = _chosen(sent, start, before, fired, linked, self.weather)
         try:
             scenario, changed, refused = self._valid(base, chosen, before, fired)
         except PowerModelError as exc:
@@ -1421,14 +1428,21 @@ def _chosen(
     start: Scenario,
     before: dict | None,
     fired: frozenset[str],
+    linked: frozenset[str],
     weather: dict[str, str],
 ) -> dict[str, Any]:
     """The boxes the user has set, by key, in the sidebar's order: with no state before (a
     page load, a new base) those whose value differs from the base's and those a link set;
-    else those set before (applied or refused) and those just changed. A box emptied back to
-    the base's value is none: it shows the value the run uses again."""
-    differ = changes(sent, start, weather) if before is None else {}
-    explicit = (before["set"] if before else set()) | fired | set(differ)
+    else those set before (applied or refused), those just changed, and those that show
+    neither the base's value nor the page's run's (an edit whose answer has not come back
+    when the next one is sent). A box emptied back to the base's value is none: it shows the
+    value the run uses again."""
+    differ = changes(sent, start, weather)
+    if before is None:  # every box fired with the base: those it sets differently, the link's
+        explicit = set(differ) | linked
+    else:
+        differ = {k: v for k, v in differ.items() if not same_value(v, before["shown"][k])}
+        explicit = before["set"] | fired | set(differ)
     out = {}
     for control in CONTROLS:
         if control.key not in explicit or control.key not in sent:
