@@ -513,7 +513,7 @@ def _ride_through(args: argparse.Namespace) -> int:
     ds = simulate(scenario)
     report = ride_through.report(ds)
     print(f"{scenario.name or args.scenario}: {len(report)} disturbances\n")
-    print(_table(report))
+    print(_table(report, TERMINAL))
     print()
     _print_ride_through(ride_through.summary(ds))
     verdicts = ride_through.check(ds, requirements)
@@ -718,11 +718,11 @@ def _print_check(
         per_seed = [results]
     else:
         per_seed, refused = check_seeds(scenario, rule_list, args.seeds, demand, runner)
-    print(_table(rules.summary(per_seed, refused)))
+    print(_table(rules.summary(per_seed, refused), TERMINAL))
     causes = rules.by_cause(per_seed)
     if not causes.empty:
         print("\nviolations by cause:")
-        print(_table(causes))
+        print(_table(causes, TERMINAL))
     if args.violations:
         rules.write_violations(rules.violations_table(per_seed), args.violations)
         print(f"wrote {args.violations}")
@@ -1126,12 +1126,32 @@ def _fmt(value: float) -> str:
     return f"{value:.4g}"
 
 
-def _table(frame: Any) -> str:
+TERMINAL = 120  # characters a wide table's lines keep to (check, ride-through)
+
+
+def _table(frame: Any, width: int | None = None) -> str:
     """A table as the terminal shows it: four digits, a blank where there is no value (a
-    sensitivity table's base row has no ``value``)."""
+    sensitivity table's base row has no ``value``). With ``width``, a table wider than it is
+    shown in blocks of its columns, each block led by the first column (the row's name)."""
     if "value" in frame:
         frame = frame.assign(value=frame["value"].fillna(""))
-    return frame.to_string(index=False, float_format=_fmt, na_rep="")
+
+    def shown(columns: list) -> str:
+        return frame[columns].to_string(index=False, float_format=_fmt, na_rep="")
+
+    whole = shown(list(frame.columns))
+    if width is None or len(frame.columns) < 3 or _widest(whole) <= width:
+        return whole
+    first, blocks = frame.columns[0], [[]]
+    for column in frame.columns[1:]:
+        if blocks[-1] and _widest(shown([first, *blocks[-1], column])) > width:
+            blocks.append([])
+        blocks[-1].append(column)
+    return "\n\n".join(shown([first, *block]) for block in blocks)
+
+
+def _widest(text: str) -> int:
+    return max(map(len, text.splitlines()), default=0)
 
 
 if __name__ == "__main__":

@@ -314,3 +314,32 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_run(tmp_path, ca
     code = main(["run", "llama3-405b-16k-h100", "-o", str(tmp_path / "afile" / "out.csv")])
     assert code == 1
     assert "afile' is a file, not a folder: give an output in a folder" in capsys.readouterr().err
+
+
+def test_check_and_ride_through_tables_keep_to_a_terminal(capsys):
+    # issue 28 (6): the check and ride-through tables were 320-340 characters wide; wider than
+    # 120 they are printed in blocks of their columns, each led by the row's name
+    from powermodel import rules
+    from powermodel.cli import TERMINAL
+
+    assert main(["check", REFERENCE, *SHORT, "--rules", "ercot-5s,nprr1191-up,ieso-15s"]) == 3
+    out = capsys.readouterr().out
+    tables = out.split("\n\n", 1)[1]  # after the rules' own descriptions
+    assert max(map(len, tables.splitlines())) <= TERMINAL == 120
+    blocks = tables.split("\nviolations by cause:")[0].strip("\n").split("\n\n")
+    assert len(blocks) > 1 and all(b.lstrip().startswith("rule ") for b in blocks)
+    heads = " ".join(b.splitlines()[0] for b in blocks)
+    ds = simulate(load_scenario(REFERENCE, {"simulation.duration": "2h"}))
+    summary = rules.summary(
+        [rules.check(ds, rules.load_rules(["ercot-5s", "nprr1191-up", "ieso-15s"]))], []
+    )
+    assert all(column in heads for column in summary.columns)  # every column, once
+    assert sum(h.split().count("verdict") for h in heads.split("rule")) == 1
+
+    assert main(["ride-through", "nerc-2024-07-virginia-1500mw-campus"]) == 0  # no fail
+    out = capsys.readouterr().out
+    table = out.split("\n\n", 1)[1].split("\n\n  disturbances:")[0]
+    assert max(map(len, table.splitlines())) <= TERMINAL
+    blocks = table.split("\n\n")
+    assert len(blocks) > 2 and all(b.lstrip().startswith("time ") for b in blocks)
+    assert all(len(b.splitlines()) == 1 + 6 for b in blocks)  # the head and six disturbances

@@ -33,10 +33,10 @@ CALLBACK = "/_dash-update-component"
 JSON = "application/json"
 HOUR = {"simulation.duration": "1h"}
 SUMMARY = "..scenario-name.children...summary.children...ready.data.."
-ASSEMBLE = "..scenario.data...scenario-error.children.."
+ASSEMBLE = "..scenario.data...scenario-error.children..."  # the start of its key
 SET_BASE = (
     '..base.data...{"key":["ALL"],"type":"control"}.value...{"key":["ALL"],"type":"control-date"}'
-    ".date...preset.value...tabs.value...message.children.."
+    ".date...preset.value...tabs.value...message.children...set-boxes.data.."
 )
 
 
@@ -75,8 +75,12 @@ def call(
     """One callback request as the page sends it: ``inputs`` and ``state`` are
     ``(id, property, value)`` (or, for a pattern-matching group, the list of its items), the
     ``changed``-th input the one that fired; returns the status and the parsed answer."""
+    if output not in board.app.callback_map:  # a key with Dash's hashes: found by its start
+        output = next(k for k in board.app.callback_map if k.startswith(output.rstrip(".")))
     spec = board.app.callback_map[output]
     outputs = [_output(board, _id(o), o.rsplit(".", 1)[1]) for o in _outputs(output)]
+    # the states not given are the page's before anything is stored: empty
+    state = [*state, *((_id_of(s), s["property"], None) for s in spec["state"][len(state) :])]
     fired = inputs[changed]
     payload = {
         "output": output,
@@ -89,6 +93,12 @@ def call(
     response = board.app.server.test_client().post("/_dash-update-component", json=payload)
     body = json.loads(response.data) if response.status_code == 200 else None
     return response.status_code, body
+
+
+def _id_of(item: dict) -> object:
+    """A callback map's id of an input or state (a pattern's id is JSON)."""
+    cid = item["id"]
+    return json.loads(cid) if cid.startswith("{") else cid
 
 
 def _outputs(key: str) -> list[str]:

@@ -1323,9 +1323,11 @@ def test_dashboard_assemble_returns_a_state_or_why_not(board, inputs):
         return
     state, message = answer
     if message:
-        assert message.startswith("not applied: ") and state is dash.no_update
+        assert message.startswith("not applied: ")
         assert_one_line(message)
-        return
+        if state is dash.no_update:  # the base itself refused
+            return
+        # issue 28: the boxes refused are named, the run takes every other one
     scenario = board.scenario(state)  # a state the dashboard made is one it takes back
     assert scenario.simulation.n_steps <= MAX_STEPS
     assert state["key"] in board.cache.scenarios

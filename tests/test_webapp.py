@@ -220,8 +220,9 @@ def test_smoothing_on_a_gpu_without_it_is_refused(board):
         "mitigation.smoothing.ramp_down": 1000.0,
     }
     state, error = board.assemble(base, *controls.page_values(values))
-    assert state is dash.no_update
-    assert "the H100-SXM has no power smoothing" in error
+    # issue 28: refused at its boxes, the three together; the run is the base's
+    assert state["changes"] == {}
+    assert error.count("the H100-SXM has no power smoothing") == 1
 
 
 def test_url_query_round_trip():
@@ -606,18 +607,23 @@ def test_grid_view_matches_rule_check(board):
         assert row["rule"] == result.rule.name
         assert row["worst"] == f"{result.worst:.3g} {result.rule.unit}"
         assert row["verdict"] == ("violated" if len(result.violations) else "passes")
-    assert len(violations) == sum(len(r.violations) for r in results) > 0
+    # issue 28: grouped into events, each counting its violations (all of them, once)
+    total = sum(len(r.violations) for r in results)
+    assert sum(v["violations"] for v in violations) == total > len(violations) > 0
     assert [v["start"] for v in violations] == sorted(v["start"] for v in violations)
     # worst is a number, so that the table sorts it as one (issue 10: "9.5 MW" > "10 MW")
     assert all(isinstance(v["worst"], float) for v in violations)
-    assert note[0] == f"{len(violations):,} violations; " and "/violations?" in note[1].href
+    assert note[0].startswith(f"{total:,} violations in {len(violations):,} events")
+    assert "/violations?" in note[1].href
     # each violation is marked on the P row
     marked = {t.name: len(t.x) for t in fig.data if "(" in (t.name or "")}
     checkpoints = figures.event_marks(ds)["checkpoint"][0].size
     assert marked[f"checkpoint ({checkpoints})"] == checkpoints  # what violations follow
-    assert marked[f"ercot-5s violations ({len(results[0].violations)})"] == len(
-        results[0].violations
-    )
+    # issue 28: one marker an event, as the table lists them
+    ercot = results[0].violations
+    events = figures.violation_events(ercot.assign(rule="ercot-5s", unit="MW"))
+    named = f"ercot-5s violations ({len(ercot):,} in {len(events):,} events)"
+    assert marked[named] == len(events) == sum(v["rule"] == "ercot-5s" for v in violations)
     # rolling 5-s peak-to-peak row
     p_row, q_row, swing = fig.hf_data
     assert_allclose(p_row["y"], ds["grid_power"].values, rtol=0)
@@ -796,8 +802,14 @@ def test_bad_control_value_is_refused_with_its_reason(board):
     base = {"preset": REFERENCE}
     values = controls.shown_values(board.base(base)) | {"cluster.n_gpus": -8}
     state, error = board.assemble(base, *controls.page_values(values))
-    assert state is dash.no_update
+    assert state["changes"] == {}  # issue 28: the run takes every other box, none here
     assert error.startswith("not applied: cluster.n_gpus: Input should be greater than 0")
+    # with a valid box beside it, the run takes that one
+    values["simulation.duration"] = "2h"
+    state, error = board.assemble(base, *controls.page_values(values))
+    assert state["changes"] == {"simulation.duration": "2h"}
+    assert error.startswith("not applied: cluster.n_gpus: Input should be greater than 0")
+    assert board.scenario(state).simulation.duration == 7200.0
 
 
 def test_scenario_that_does_not_simulate_is_explained(board):
@@ -866,6 +878,33 @@ def test_summary_and_toml(board):
     assert ready is state  # simulated: the views may follow it
     sent = board.toml(1, state)
     assert loads_scenario(sent["content"]) == board.scenario(state)
+
+
+def test_violations_are_grouped_into_events_of_one_rule_and_cause():
+    # issue 28 (7): one restart's ramp gave 8 nprr1191-up violations 2 s apart, each a row
+    t0 = pd.Timestamp("2024-07-01")
+    at = [t0 + pd.Timedelta(seconds=s) for s in (0, 2, 4, 6, 200, 202, 0, 1000)]
+    table = pd.DataFrame(
+        {
+            "run": 1,
+            "rule": ["nprr1191-up"] * 6 + ["ercot-5s", "nprr1191-up"],
+            "start": at,
+            "end": [t + pd.Timedelta(seconds=1) for t in at],
+            "worst": [1.0, 3.0, 2.0, 1.5, 9.0, 4.0, 7.0, 0.5],
+            "unit": ["MW/min"] * 6 + ["MW", "MW/min"],
+            "cause": ["restart"] * 4 + ["checkpoint", "checkpoint", "restart", "restart"],
+        }
+    )
+    events = figures.violation_events(table)
+    # 0-7 s: one event of four (gaps of 1 s <= 60 s); 200-203 s another (another cause);
+    # the ercot-5s one apart (another rule); 1000 s another (999 s after the last restart one)
+    # by start, then rule
+    assert events["violations"].tolist() == [1, 4, 2, 1]
+    assert events["rule"].tolist() == ["ercot-5s", "nprr1191-up", "nprr1191-up", "nprr1191-up"]
+    assert events["worst"].tolist() == [7.0, 3.0, 9.0, 0.5]
+    assert events["end"].iloc[1] == t0 + pd.Timedelta(seconds=7)
+    assert events["cause"].tolist() == ["restart", "restart", "checkpoint", "restart"]
+    assert figures.violation_events(table.iloc[:0]).empty
 
 
 def test_zoom_and_violation_link(board):
@@ -1236,3 +1275,39 @@ def test_the_step_choices_reach_every_rules_band(board):
     board.summarize(state)
     _, _, _, compliance, *_ = board.grid(state, "grid", ["ieso-sso"])
     assert compliance[0]["rule"] == "ieso-sso" and compliance[0]["verdict"] != "cannot say"
+
+
+def test_boxes_not_set_follow_the_run_and_a_link_runs_as_it_was_made(board):
+    # issue 28 (2): the boxes the user has not set show the run's values; a link's own keys
+    # stay set, its value equal to the base's too (18 °C is the preset's setpoint, plants.toml)
+    def opened(search: str) -> tuple:
+        base, values, dates, *_, boxes = board.open_base(None, search, None, None, None)
+        return board.assembled(base, values, dates, None, boxes, frozenset({"base"}))
+
+    dry = f"?preset={REFERENCE}&cooling.plant=liquid-dry-cooler"
+    state, message, made = opened(dry)
+    assert message == "" and board.scenario(state).cooling.supply_setpoint == 30.0
+    assert "cooling.supply_setpoint" not in made.chosen  # it follows the plant: 30 shown
+    assert controls.shown_values(made.scenario)["cooling.supply_setpoint"] == 30.0
+    state, message, made = opened(dry + "&cooling.supply_setpoint=18")
+    assert board.scenario(state).cooling.supply_setpoint == 18.0
+    assert state["changes"]["cooling.supply_setpoint"] == 18.0  # and its link keeps it
+    assert "cooling.supply_setpoint=18" in state["query"]
+
+
+def test_a_refused_box_stays_refused_when_the_next_edit_comes_before_its_answer(board):
+    # issue 28 (1): two edits in quick succession: the second is sent with the page's record of
+    # set boxes from before the first's answer; both boxes are still named (neither applies)
+    base, values, dates, *_, boxes = board.open_base(None, f"?preset={REFERENCE}", None, None, None)
+    every = frozenset({"base", *controls.BY_KEY})  # a page load fires every box with the base
+    state, message, made = board.assembled(base, values, dates, None, boxes, every)
+    assert message == "" and made.chosen == {} and state["changes"] == {}
+    shown = controls.shown_values(made.scenario)
+    sent = shown | {"simulation.duration": "90d", "cooling.supply_setpoint": 99}
+    fired = frozenset({"cooling.supply_setpoint"})
+    answer, message, made = board.assembled(base, *controls.page_values(sent), state, boxes, fired)
+    assert answer is dash.no_update  # the run shown stays: nothing of the edits applies
+    assert set(made.refused) == {"simulation.duration", "cooling.supply_setpoint"}
+    # 90 days at 1 s over the dashboard's 5,000,000 steps; the schema's 70 °C
+    assert "7,776,000 steps is more than the dashboard draws" in made.refused["simulation.duration"]
+    assert "less than or equal to 70" in made.refused["cooling.supply_setpoint"]

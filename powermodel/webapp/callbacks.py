@@ -24,7 +24,7 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +75,11 @@ from powermodel.webapp.cache import (
     scenario_key,
 )
 from powermodel.webapp.controls import (
+    BASE,
     BY_KEY,
     BY_PROP,
+    CONTROLS,
+    OPTIONAL_TABLES,
     Link,
     base_scenario,
     changes,
@@ -86,8 +89,10 @@ from powermodel.webapp.controls import (
     out_of_range,
     overrides,
     page_values,
+    same_value,
     shown_values,
     to_query,
+    typed,
     value_at,
 )
 from powermodel.webapp.layout import compare_options, summary
@@ -241,17 +246,88 @@ class Dashboard:
         values = shown_values(scenario, self.weather) | changed
         return (base, *page_values(values), preset_out, tab, message)
 
-    def assemble(self, base: Any, values: Any, dates: Any) -> tuple[Any, str]:
-        """The scenario of the base and the controls, or why it is refused (the last good
-        scenario stays shown)."""
+    def open_base(
+        self,
+        trigger: str | None,
+        search: str | None,
+        preset: str | None,
+        contents: str | None,
+        filename: str | None,
+    ) -> tuple:
+        """The set-base callback: :meth:`set_base`'s answer, and the record of the boxes the
+        user has set on the new base: a link's keys (its value equal to the base's too, so that
+        the link runs as it was made), none for a preset chosen or an upload."""
+        answer = self.set_base(trigger, search, preset, contents, filename)
+        base = answer[0]
+        if base is no_update:
+            return (*answer, no_update)
+        keys: list[str] = []
+        if trigger not in (ids.PRESET, ids.UPLOAD_SCENARIO):
+            try:
+                link = from_query(search)
+            except (ScenarioError, ValueError):
+                link = None
+            if link is not None and base == {"preset": link.preset or self.preset}:
+                keys = list(link.changed)
+        return (*answer, {"base": base, "keys": keys})
+
+    def assemble(
+        self,
+        base: Any,
+        values: Any,
+        dates: Any,
+        previous: Any = None,
+        boxes: Any = None,
+        fired: frozenset[str] = frozenset(),
+    ) -> tuple[Any, str]:
+        """The state of the base and the controls, and why any box is not applied.
+
+        The run takes every box whose value is valid; each refused one is named (``not
+        applied: ...``) and kept out of the run, so that it never blocks an edit of another
+        box (:meth:`assembled`, whose :class:`Assembly` says which). The state is
+        ``no_update`` when the base does not build, or when it is the run already shown."""
+        state, message, _ = self.assembled(base, values, dates, previous, boxes, fired)
+        return state, message
+
+    def assembled(
+        self,
+        base: Any,
+        values: Any,
+        dates: Any,
+        previous: Any = None,
+        boxes: Any = None,
+        fired: frozenset[str] = frozenset(),
+    ) -> tuple[Any, str, Assembly | None]:
+        """:meth:`assemble`, and what the page's boxes then show (:class:`Assembly`).
+
+        ``previous`` is the page's state before this edit, ``boxes`` the page's record of the
+        boxes the user has set (:data:`~powermodel.webapp.ids.SET_BOXES`) and ``fired`` the
+        keys of the boxes the user changed (or ``base`` when the base itself changed): a box
+        the user has set stays set, every other box shows the value the run uses (the plant's
+        own supply setpoint, the compute share the layout gives at the GPU count) and follows
+        it."""
         if base is None:
             raise PreventUpdate
         try:
-            shown = _by_key(BY_PROP["value"], values) | _by_key(BY_PROP["date"], dates)
-            changed = changes(shown, self.base(base), self.weather)
-            scenario = self.scenario({"base": base, "changes": changed})
+            sent = _by_key(BY_PROP["value"], values) | _by_key(BY_PROP["date"], dates)
+            start = self.base(base)
         except PowerModelError as exc:
-            return no_update, f"not applied: {self.said(exc)}"
+            return no_update, f"not applied: {self.said(exc)}", None
+        before = _previous(previous, boxes, base, fired)
+        if before is not None:  # what the page's run shows: a box showing it follows the run
+            try:
+                ran = self.scenario({"base": base, "changes": before["changes"]})
+                before["shown"] = shown_values(ran, self.weather)
+            except PowerModelError:
+                before = None  # a state this dashboard did not make: from the boxes alone
+        linked = _set_on(boxes, base)  # on a new base, the keys its link set
+        chosen = _chosen(sent, start, before, fired, linked, self.weather)
+        try:
+            scenario, changed, refused = self._valid(base, chosen, before, fired)
+        except PowerModelError as exc:
+            return no_update, f"not applied: {self.said(exc)}", None
+        message = f"not applied: {'; '.join(dict.fromkeys(refused.values()))}" if refused else ""
+        assembly = Assembly(scenario, sent, chosen, refused)
         state = {
             "key": self.cache.remember(scenario),
             "name": _title(scenario, {"base": base}),
@@ -259,7 +335,68 @@ class Dashboard:
             "changes": changed,
             "query": to_query(base, changed),
         }
-        return state, ""
+        if before is not None and _same_run(before, state):
+            return no_update, message, assembly  # the run shown: its views stay as they are
+        return state, message, assembly
+
+    def _valid(
+        self, base: dict, chosen: dict[str, Any], before: dict | None, fired: frozenset[str]
+    ) -> tuple[Scenario, dict[str, Any], dict[str, str]]:
+        """The scenario of every valid box: all of ``chosen`` if it builds, else each box
+        added in turn, those the page ran before first and the ones just changed last (so
+        that a new value is refused, not an old one), a box that does not build refused with
+        its reason. Returns the scenario, the boxes it takes, and the refused by key."""
+        try:
+            return self.scenario({"base": base, "changes": chosen}), chosen, {}
+        except PowerModelError:
+            pass
+        ran = set(before["changes"]) if before else set()
+        units: dict[str, list[str]] = {}  # a table's fields go in together (smoothing's three)
+        for key in sorted(chosen, key=lambda k: (k in fired, k not in ran)):  # stable: sidebar's
+            table = next((t for t in OPTIONAL_TABLES if key.startswith(f"{t}.")), key)
+            units.setdefault(table, []).append(key)
+        accepted: dict[str, Any] = {}
+        refused: dict[str, str] = {}
+        scenario = self.base(base)
+        for keys in units.values():
+            trial = {**accepted, **{k: chosen[k] for k in keys}}
+            try:
+                scenario = self.scenario({"base": base, "changes": trial})
+            except PowerModelError as exc:
+                refused |= dict.fromkeys(keys, self.said(exc))
+            else:
+                accepted = trial
+        return scenario, {k: accepted[k] for k in chosen if k in accepted}, refused
+
+    def apply(self, base: Any, values: Any, dates: Any, previous: Any, boxes: Any) -> tuple:
+        """The assemble callback: the state, the refusal at the top of the sidebar, the boxes
+        the run changed (each other ``no_update``), each box's refusal and mark, the banner
+        over the views while a refused box keeps them from showing the boxes, and the record
+        of the boxes the user has set."""
+        fired = _fired(ctx.triggered_prop_ids)
+        state, message, assembly = self.assembled(base, values, dates, previous, boxes, fired)
+        fields = CONTROLS  # in the sidebar's order, as the page lists the pattern's blocks
+        if assembly is None:
+            keep = [no_update] * len(fields)
+            shown_now = page_values(dict.fromkeys(BY_KEY, no_update))
+            return state, message, *shown_now, keep, keep, no_update, no_update
+        now = shown_values(assembly.scenario, self.weather)
+        follow = {
+            key: (no_update if key in assembly.chosen or same_value(now[key], sent) else now[key])
+            for key, sent in assembly.sent.items()
+        }
+        refused = assembly.refused
+        errors = [refused.get(c.key, "") for c in fields]
+        classes = [layout.field_class(c, c.key in refused) for c in fields]
+        banner = (
+            "showing the last valid run: the boxes marked in the sidebar are not applied ("
+            + ", ".join(BY_KEY[k].label for k in refused)
+            + "); the figures use every other box"
+            if refused
+            else ""
+        )
+        chosen = {"base": base, "keys": list(assembly.chosen)}
+        return state, message, *page_values(follow), errors, classes, banner, chosen
 
     def base(self, base: Any) -> Scenario:
         """The scenario a page's base names, checked as :meth:`scenario` checks."""
@@ -363,6 +500,14 @@ class Dashboard:
             why = f"not simulated: {self.said(exc)} (the figures show the last run)"
             return name, why, no_update
         return _title(scenario, state), line, state
+
+    def summarized(self, state: Any) -> tuple[str, str, Any]:
+        """The summary callback: :meth:`summarize`, and the banner over the views that says
+        they show the last run while this one does not simulate."""
+        name, line, ready = self.summarize(state)
+        stale = f"showing the last valid run — {line}" if ready is no_update else ""
+        dash.set_props(ids.STALE_RUN, {"children": stale})
+        return name, line, ready
 
     def progress(self, _: int | None, state: Any) -> str:
         """Where the page's simulation stands while its summary waits: queued, or running."""
@@ -633,11 +778,14 @@ class Dashboard:
             raise PreventUpdate  # never uploaded here, evicted, or not the results' own
         # an uploaded file's own text: a unit, cut to what an axis title holds
         unit = str(entry.ds[metric].attrs.get("units", "1"))[:UNIT_CHARACTERS]
+        key_unit = figures.schema_unit(key)  # the schema's, not the file's: a key is a name
         try:
             return self.cache.view(
                 entry,
                 f"sweep:{metric}:{key}",
-                lambda e: figures.sweep_figure(bands(e.ds, metric, key), metric, key, unit),
+                lambda e: figures.sweep_figure(
+                    bands(e.ds, metric, key), metric, key, unit, key_unit
+                ),
             )
         except PowerModelError as exc:
             raise Refused(self.said(exc)) from None
@@ -736,13 +884,18 @@ class Dashboard:
         except PowerModelError:
             raise PreventUpdate from None
 
-    def power(self, state: dict | None, tab: str, sensor: Any = None) -> Any:
+    def power(
+        self, state: dict | None, tab: str, sensor: Any = None, chosen_rules: Any = None
+    ) -> Any:
+        """The power view; the page's rules (``chosen_rules``) for the grid view built next
+        (issue 28: without them it was built for no rule, and built again on the tab's first
+        visit)."""
         _only(tab, "power")
-        return self.opened("power", state, sensor=sensor)["figure"]
+        return self.opened("power", state, chosen_rules, sensor=sensor)["figure"]
 
-    def thermal(self, state: dict | None, tab: str) -> tuple:
+    def thermal(self, state: dict | None, tab: str, chosen_rules: Any = None) -> tuple:
         _only(tab, "thermal")
-        v = self.opened("thermal", state)
+        v = self.opened("thermal", state, chosen_rules)
         return v["figure"], v["diurnal"], v["numbers"]
 
     def grid(self, state: dict | None, tab: str, chosen_rules: Any) -> tuple:
@@ -766,6 +919,8 @@ class Dashboard:
         self, state: dict | None, tab: str, compare_with: str | None, pinned: dict | None
     ) -> tuple:
         _only(tab, "compare")
+        if not compare_with or (compare_with == "pinned" and not pinned):
+            return figures.empty_figure(layout.EMPTY["compare"]), []  # nothing chosen: say so
         v = self.view("compare", state, compare_with=compare_with, pinned=pinned)
         return v["figure"], v["table"]
 
@@ -923,20 +1078,32 @@ class Dashboard:
             Output(ids.PRESET, "value"),
             Output(ids.TABS, "value"),
             Output(ids.MESSAGE, "children"),
+            Output(ids.SET_BOXES, "data"),
             Input(ids.URL, "search"),
             Input(ids.PRESET, "value"),
             Input(ids.UPLOAD_SCENARIO, "contents"),
             State(ids.UPLOAD_SCENARIO, "filename"),
-        )(lambda *a: self.set_base(ctx.triggered_id, *a))
+        )(lambda *a: self.open_base(ctx.triggered_id, *a))
         busy = [(Output(ids.STATUS, "children"), "simulating…", "")]
         app.callback(
             Output(ids.SCENARIO, "data"),
             Output(ids.SCENARIO_ERROR, "children"),
+            # the boxes the run changed (the plant's setpoint ...): a callback's own outputs
+            # do not fire it again
+            Output(values, "value", allow_duplicate=True),
+            Output(dates, "date", allow_duplicate=True),
+            Output({"type": "control-error", "key": ALL}, "children"),
+            Output({"type": "control-field", "key": ALL}, "className"),
+            Output(ids.STALE_FIELDS, "children"),
+            Output(ids.SET_BOXES, "data", allow_duplicate=True),
             Input(ids.BASE, "data"),
             Input(values, "value"),
             Input(dates, "date"),
+            State(ids.SCENARIO, "data"),
+            State(ids.SET_BOXES, "data"),
             running=busy,  # shown from the keystroke on, before the scenario reaches the server
-        )(self.assemble)
+            prevent_initial_call=True,  # the base comes with the page's first answer
+        )(self.apply)
         app.clientside_callback(
             """function(state, tab) {
                 if (!state) { return window.dash_clientside.no_update; }
@@ -955,7 +1122,7 @@ class Dashboard:
             Input(ids.SCENARIO, "data"),
             # while the summary waits, the page polls where its run stands in the queue
             running=[*busy, (Output(ids.POLL, "disabled"), False, True)],
-        )(self.summarize)
+        )(self.summarized)
         app.callback(
             Output(ids.STATUS, "children", allow_duplicate=True),
             Input(ids.POLL, "n_intervals"),
@@ -983,8 +1150,14 @@ class Dashboard:
         # the views follow the state the summary has simulated, not each edit
         scenario, tab = Input(ids.READY, "data"), Input(ids.TABS, "value")
         rules_in = Input(ids.RULES, "value")
+        # the views built ahead take the page's rules: the grid view is built for them
+        rules_now = State(ids.RULES, "value")
         app.callback(
-            Output(ids.resampled("power"), "figure"), scenario, tab, Input(ids.SENSOR, "value")
+            Output(ids.resampled("power"), "figure"),
+            scenario,
+            tab,
+            Input(ids.SENSOR, "value"),
+            rules_now,
         )(_telling(self.power))
         app.callback(
             Output(ids.resampled("thermal"), "figure"),
@@ -992,6 +1165,7 @@ class Dashboard:
             Output(ids.THERMAL_NUMBERS, "children"),
             scenario,
             tab,
+            rules_now,
         )(_telling(self.thermal))
         app.callback(
             Output(ids.resampled("grid"), "figure"),
@@ -1200,6 +1374,99 @@ def _failed_runs(results: Any, limit: int = MAX_FAILED_ROWS) -> tuple[list[dict[
         why = why if len(why) <= ERROR_CHARACTERS else why[: ERROR_CHARACTERS - 1] + "…"
         rows.append({"point": point, "seed": str(seeds[index[-1]]), "error": why})
     return rows, len(where)
+
+
+@dataclass(frozen=True)
+class Assembly:
+    """What the boxes of a page make: the scenario run (of every valid box), the values the
+    page sent, the boxes the user has set (key -> value, refused ones too) and the refused
+    ones' reasons."""
+
+    scenario: Scenario
+    sent: dict[str, Any]
+    chosen: dict[str, Any]
+    refused: dict[str, str]
+
+
+FIELD_KEYS = {c.key.replace(".", "-"): c.key for c in CONTROLS}  # a control's id -> its key
+BASE_FIRED = "base"  # in ``fired``: the base changed (page load, preset, upload, fit loaded)
+
+
+def _fired(triggered: Any) -> frozenset[str]:
+    """The keys of the boxes that fired a callback (Dash's ``triggered_prop_ids``), and
+    :data:`BASE_FIRED` when the base did."""
+    out = set()
+    for prop, cid in dict(triggered or {}).items():
+        if isinstance(cid, dict):
+            key = FIELD_KEYS.get(cid.get("key"))
+            if key is not None:
+                out.add(key)
+        elif str(prop).startswith(f"{ids.BASE}."):
+            out.add(BASE_FIRED)
+    return frozenset(out)
+
+
+def _previous(previous: Any, boxes: Any, base: Any, fired: frozenset[str]) -> dict | None:
+    """The page's state before this edit, if it is of this base and the base did not change:
+    its key, its changes and the boxes the user has set (keys of this dashboard's controls
+    only; they came from a browser, and only keys are read from them: every value is the
+    boxes')."""
+    if BASE_FIRED in fired or not isinstance(previous, dict) or previous.get("base") != base:
+        return None
+    changed = previous.get("changes")
+    if not isinstance(changed, dict):
+        return None
+    return {
+        "key": previous.get("key"),
+        "changes": {k: v for k, v in changed.items() if k in BY_KEY},
+        "set": set(_set_on(boxes, base)) | {k for k in changed if k in BY_KEY},
+    }
+
+
+def _chosen(
+    sent: dict[str, Any],
+    start: Scenario,
+    before: dict | None,
+    fired: frozenset[str],
+    linked: frozenset[str],
+    weather: dict[str, str],
+) -> dict[str, Any]:
+    """The boxes the user has set, by key, in the sidebar's order: with no state before (a
+    page load, a new base) those whose value differs from the base's and those a link set;
+    else those set before (applied or refused), those just changed, and those that show
+    neither the base's value nor the page's run's (an edit whose answer has not come back
+    when the next one is sent). A box emptied back to the base's value is none: it shows the
+    value the run uses again."""
+    differ = changes(sent, start, weather)
+    if before is None:  # every box fired with the base: those it sets differently, the link's
+        explicit = set(differ) | linked
+    else:
+        differ = {k: v for k, v in differ.items() if not same_value(v, before["shown"][k])}
+        explicit = before["set"] | fired | set(differ)
+    out = {}
+    for control in CONTROLS:
+        if control.key not in explicit or control.key not in sent:
+            continue
+        value = sent[control.key]
+        try:
+            emptied = typed(control, value) is None
+        except PowerModelError:
+            emptied = False  # refused, with its reason
+        if control.key in differ or not (emptied and control.empty == BASE):
+            out[control.key] = value
+    return out
+
+
+def _set_on(boxes: Any, base: Any) -> frozenset[str]:
+    """The keys a page's record of set boxes (:data:`~powermodel.webapp.ids.SET_BOXES`) names
+    for ``base`` (this dashboard's controls only)."""
+    keys = boxes.get("keys") if isinstance(boxes, dict) and boxes.get("base") == base else None
+    return frozenset(k for k in keys if k in BY_KEY) if isinstance(keys, list) else frozenset()
+
+
+def _same_run(before: dict, state: dict) -> bool:
+    """Whether a new state runs and shows what the page's state before did."""
+    return before["key"] == state["key"] and before["changes"] == state["changes"]
 
 
 def _unchanged(message: str) -> tuple:
@@ -1412,14 +1679,19 @@ def _grid(
 ) -> dict[str, Any]:
     table = rules.violations_table([results])
     shown = figures.violation_rows(table, VIOLATION_ROWS)
+    events = len(figures.violation_events(table))
     link = downloads.href(key, downloads.VIOLATIONS, None, tuple(r.rule.name for r in results))
-    if len(table) > len(shown):
+    grouped = (
+        f"{len(table):,} violations in {events:,} events (those of one rule and cause within "
+        f"{figures.EVENT_GAP:g} s of each other; filter by rule or cause in the column heads)"
+    )
+    if events > len(shown):
         note = [
-            f"the {len(shown):,} largest of {len(table):,} violations (sort by any column); ",
-            html.A("all of them as CSV", href=link),
+            f"{grouped}: the {len(shown):,} largest events shown; ",
+            html.A("every violation as CSV", href=link),
         ]
     else:
-        note = [f"{len(table):,} violations; ", html.A("as CSV", href=link)] if len(table) else []
+        note = [f"{grouped}; ", html.A("every violation as CSV", href=link)] if len(table) else []
     swing = figures.five_second_swing(entry.ds)  # drawn in both figures, computed once
     return {
         "figure": figures.grid_figure(entry.ds, results, swing),
@@ -1475,11 +1747,17 @@ def _campus(entry: Entry, picked: list[str]) -> dict[str, Any]:
     """What the campus view shows of a run (``picked``: the workloads stacked, none: all)."""
     ds = entry.ds
     if "workload" not in ds.dims:
+        scenario = entry.scenario
+        name = scenario.name or "this scenario"
+        note = (
+            f"{name} runs one job of {scenario.cluster.n_gpus:,} GPUs, not a campus of "
+            "workloads: its power is in the power view. The presets with workloads are "
+            f"{' and '.join(campus_presets())}; or upload a scenario with [campus] workloads"
+        )
         return {
-            "note": "this scenario runs one job: a campus (a preset named campus, or a file "
-            "with [campus] workloads) shows its workloads and halls here",
+            "note": note,
             "options": [],
-            "figure": go.Figure(),
+            "figure": figures.empty_figure(note),
             "workloads": [],
             "flex": [],
         }
@@ -1492,9 +1770,15 @@ def _campus(entry: Entry, picked: list[str]) -> dict[str, Any]:
         "note": shown + (f"; {len(flex)} flexibility events, shaded" if len(flex) else ""),
         "options": [{"label": n, "value": n} for n in names],
         "figure": figures.campus_figure(ds, picked),
-        "workloads": _rows(workloads(ds)),
+        "workloads": _rows(_percent(workloads(ds), "training time kept")),
         "flex": _rows(flex),
     }
+
+
+@functools.cache
+def campus_presets() -> tuple[str, ...]:
+    """The shipped presets with campus workloads (a preset named campus may run one job)."""
+    return tuple(p for p in presets() if load_scenario(p).campus is not None)
 
 
 def _grid_events(entry: Entry, index: int) -> dict[str, Any]:
@@ -1543,14 +1827,27 @@ def _grid_events(entry: Entry, index: int) -> dict[str, Any]:
         ],
         "figure": figures.grid_events_figure(ds),
         "close": figures.disturbance_figure(response, fitted),
-        "table": _rows(report.assign(time=report["time"].astype(str))),
-        "summary": [
-            {"quantity": k, "value": f"{v:.4g}" if isinstance(v, float) else v}
-            for k, v in summary.items()
-        ],
+        "table": _rows(
+            report.assign(
+                time=figures.times_text(report["time"]),
+                duration=report["duration [s]"].map(figures.duration_text),
+                **{"back after": report["back after [s]"].map(figures.duration_text)},
+            ).drop(columns=["duration [s]", "back after [s]"])
+        ),
+        "summary": [_quantity(k, v) for k, v in summary.items()],
         "checks": _rows(checks),
         "model": model,
     }
+
+
+def _quantity(name: str, value: Any) -> dict[str, Any]:
+    """A row of a quantity and its value, as text: a time in seconds in s, min or h (its unit
+    out of its name), other numbers to four digits."""
+    if name.endswith(" [s]") and isinstance(value, float | int):
+        return {"quantity": name.removesuffix(" [s]"), "value": figures.duration_text(value)}
+    # text throughout: the table takes a column's type from its first row (a count), and
+    # showed "Invalid Number" for every value written to four digits below it
+    return {"quantity": name, "value": f"{value:.4g}" if isinstance(value, float) else str(value)}
 
 
 def _rows(table: pd.DataFrame) -> list[dict[str, Any]]:
@@ -1559,6 +1856,11 @@ def _rows(table: pd.DataFrame) -> list[dict[str, Any]]:
         {k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in row.items()}
         for row in table.to_dict("records")
     ]
+
+
+def _percent(table: pd.DataFrame, column: str) -> pd.DataFrame:
+    """A table with a share column [1] written in % (one decimal), as the summary writes it."""
+    return table.assign(**{column: [f"{100 * v:.1f} %" for v in table[column]]})
 
 
 def _timestamp(text: str) -> float:

@@ -314,6 +314,11 @@ def shown_values(scenario: Scenario, weather: Mapping[str, str] | None = None) -
     return {c.key: shown(scenario, c, weather) for c in CONTROLS}
 
 
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two values of a control are the same (numbers to a relative 1e-6)."""
+    return _same(_blank(a), _blank(b))
+
+
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, int | float) and isinstance(b, int | float):
         return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12)
@@ -324,12 +329,19 @@ def changes(
     values: Mapping[str, Any], base: Scenario, weather: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """The controls whose value differs from the base scenario's: key -> shown value. An
-    emptied box of a field without an optional setting is no change: it shows the base's."""
+    emptied box of a field without an optional setting is no change: it shows the base's. A
+    value not of its control's kind is a change (:func:`overrides` refuses it, naming it)."""
     now = shown_values(base, weather)
     out = {}
     for key, value in values.items():
         control = BY_KEY.get(key)
-        if control is None or (typed(control, value) is None and control.empty == BASE):
+        if control is None:
+            continue
+        try:
+            if typed(control, value) is None and control.empty == BASE:
+                continue
+        except ScenarioError:
+            out[key] = value  # a change, which :func:`overrides` refuses with its reason
             continue
         if not _same(_comparable(key, value), now[key]):
             out[key] = value

@@ -12,6 +12,8 @@ band of the samples behind each point (the 6-s iteration swing fills it), and bo
 
 from __future__ import annotations
 
+import functools
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -214,8 +216,10 @@ def _mark_row(
     y: float,
     color: str | None = None,
     symbol: str = "x-thin-open",
+    counted: str = "",
 ) -> None:
-    """A row of markers at height ``y`` on the top row: events or violations, never thinned."""
+    """A row of markers at height ``y`` on the top row: events or violations, never thinned;
+    the legend counts them (or says ``counted``)."""
     line = {"width": 2 if color is None else 1, **({"color": color} if color else {})}
     fig.add_trace(
         go.Scattergl(
@@ -231,7 +235,7 @@ def _mark_row(
             # an array, not a list: plotly validates and encodes a list item by item (57,000
             # violations on the 54-day reference took seconds)
             text=np.asarray(labels, dtype=object),
-            name=f"{name} ({len(times)})",
+            name=f"{name} ({counted or len(times)})",
             hovertemplate="%{x|" + HOVER_TIME + "}<br>%{text}<extra></extra>",
         ),
         row=1,
@@ -415,8 +419,8 @@ def grid_figure(
     swing: np.ndarray | None = None,
 ) -> FigureResampler:
     """P and Q at the connection and the rolling 5-s peak-to-peak of P (``swing``, computed
-    here when not given); on the P row, the job's events and each rule's violations, marked at
-    their start."""
+    here when not given); on the P row, the job's events and each rule's violations grouped
+    into events (:func:`violation_events`), marked at their start."""
     fig = _resampler(3, row_heights=[0.5, 0.25, 0.25])
     times, dt = ds["time"].values, step_seconds(ds)
     p, q = ds["grid_power"].values, ds["grid_reactive_power"].values
@@ -441,13 +445,20 @@ def grid_figure(
     top = float(p.max())
     used = _marks(fig, ds, top)  # the events, to see what each violation follows
     for i, result in enumerate(results, start=used):
-        v, rule = result.violations, result.rule
+        # one marker an event, as the table lists them (a week marked 12,936 violations)
+        rule = result.rule
+        v = violation_events(result.violations.assign(rule=rule.name, unit=rule.unit))
         labels = [
-            f"{rule.name}: {w:.3g} {rule.unit} ({c})"
+            f"{rule.name}: {n} violation{'s' if n > 1 else ''}, worst {w:.3g} {rule.unit} ({c})"
             # plain arrays: iterating the table's columns element by element is ~20x slower
-            for w, c in zip(v["worst"].to_numpy(), v["cause"].to_numpy(), strict=True)
-        ]
-        _mark_row(fig, v["start"].values, labels, f"{rule.name} violations", _level(top, i))
+            for n, w, c in zip(
+                v["violations"].to_numpy(), v["worst"].to_numpy(), v["cause"].to_numpy(),
+                strict=True,
+            )
+        ]  # fmt: skip
+        counted = f"{len(result.violations):,} in {len(v):,} events"
+        name = f"{rule.name} violations"
+        _mark_row(fig, v["start"].values, labels, name, _level(top, i), counted=counted)
     fig.update_yaxes(title_text="P [MW]", row=1, col=1)
     # the sign rides in the legend: an axis title longer than its panel runs into the next
     fig.update_yaxes(title_text="Q [Mvar]", row=2, col=1)
@@ -569,21 +580,65 @@ def compliance_rows(results: Sequence[rules_mod.RuleResult]) -> list[dict[str, A
     return rows
 
 
+# Violations of one rule with one cause that follow each other within this gap are one event
+# [A]: one restart's ramp gave 8 nprr1191-up violations 2 s apart, a week 12,936 rows
+EVENT_GAP = 60.0  # [s]
+
+
+def violation_events(table: pd.DataFrame, gap: float = EVENT_GAP) -> pd.DataFrame:
+    """The violations of a table (:func:`powermodel.rules.violations_table`) grouped into
+    events: those of one run, rule and cause each starting within ``gap`` [s] of the end of
+    the one before. Columns ``rule``, ``start`` (the first's), ``end`` (the last's),
+    ``violations`` (how many), ``worst`` (the largest), ``unit``, ``cause``; by start, then
+    rule."""
+    columns = ["rule", "start", "end", "violations", "worst", "unit", "cause"]
+    if not len(table):
+        return pd.DataFrame(columns=columns)
+    run = table["run"] if "run" in table else pd.Series(1, index=table.index)
+    t = table.assign(run=run.to_numpy(), start=pd.to_datetime(table["start"]))
+    t = t.assign(end=pd.to_datetime(t["end"])).sort_values(
+        ["run", "rule", "cause", "start"], kind="stable"
+    )
+    same = (
+        (t["run"].to_numpy()[1:] == t["run"].to_numpy()[:-1])
+        & (t["rule"].to_numpy()[1:] == t["rule"].to_numpy()[:-1])
+        & (t["cause"].to_numpy()[1:] == t["cause"].to_numpy()[:-1])
+    )
+    # the latest end so far of the rule and cause: a long violation covers short ones in it
+    keys = t.groupby(["run", "rule", "cause"], sort=False, observed=True)
+    ends = keys["end"].cummax().to_numpy()
+    after = (t["start"].to_numpy()[1:] - ends[:-1]) / np.timedelta64(1, "s")
+    event = np.concatenate([[0], np.cumsum(~(same & (after <= gap)))])
+    grouped = t.assign(event=event).groupby("event", sort=False)
+    out = grouped.agg(
+        rule=("rule", "first"),
+        start=("start", "min"),
+        end=("end", "max"),
+        violations=("rule", "size"),
+        worst=("worst", "max"),
+        unit=("unit", "first"),
+        cause=("cause", "first"),
+    )
+    return out.sort_values(["start", "rule"], kind="stable").reset_index(drop=True)[columns]
+
+
 def violation_rows(table: pd.DataFrame, limit: int) -> list[dict[str, Any]]:
-    """Rows of a violations table (:func:`powermodel.rules.violations_table`): all of them, or
-    the ``limit`` largest where there are more, by start time. ``worst`` is a number (its unit
-    beside it), so that the table sorts it as one."""
-    if len(table) > limit:
-        table = table.nlargest(limit, "worst").sort_values("start", kind="stable")
+    """Rows of a violations table grouped into events (:func:`violation_events`): all of
+    them, or the ``limit`` largest where there are more, by start time. ``worst`` is a number
+    (its unit beside it), so that the table sorts it as one."""
+    events = violation_events(table)
+    if len(events) > limit:
+        events = events.nlargest(limit, "worst").sort_values("start", kind="stable")
     when = "%Y-%m-%d %H:%M:%S"
     return pd.DataFrame(
         {
-            "rule": table["rule"].to_numpy(),
-            "start": pd.to_datetime(table["start"]).dt.strftime(when).to_numpy(),
-            "end": pd.to_datetime(table["end"]).dt.strftime(when).to_numpy(),
-            "worst": [float(f"{w:.4g}") for w in table["worst"]],
-            "unit": table["unit"].to_numpy(),
-            "cause": table["cause"].to_numpy(),
+            "rule": events["rule"].to_numpy(),
+            "start": pd.to_datetime(events["start"]).dt.strftime(when).to_numpy(),
+            "end": pd.to_datetime(events["end"]).dt.strftime(when).to_numpy(),
+            "violations": events["violations"].astype(int).to_numpy(),
+            "worst": [float(f"{w:.4g}") for w in events["worst"]],
+            "unit": events["unit"].to_numpy(),
+            "cause": events["cause"].to_numpy(),
         }
     ).to_dict("records")
 
@@ -832,10 +887,75 @@ def fit_figure(
     return _style(fig)
 
 
-def sweep_figure(table: pd.DataFrame, metric: str, key: str, unit: str) -> go.Figure:
+def empty_figure(message: str) -> go.Figure:
+    """A view with nothing to draw yet: no axes, and what to do instead, in their place (in
+    lines of at most 90 characters: an annotation does not wrap)."""
+    hidden = {"visible": False}
+    lines = textwrap.wrap(message, 90)
+    return go.Figure(
+        layout={
+            "xaxis": hidden,
+            "yaxis": hidden,
+            "plot_bgcolor": "rgba(0,0,0,0)",
+            "annotations": [
+                {
+                    "text": "<br>".join(lines),
+                    "xref": "paper",
+                    "yref": "paper",
+                    "x": 0.5,
+                    "y": 0.5,
+                    "showarrow": False,
+                    "font": {"size": 15, "color": "#555"},
+                }
+            ],
+        }
+    )
+
+
+def duration_text(seconds: float) -> str:
+    """A time span as a table shows it: in s below 2 min, in min below 2 h, else in h, to
+    three digits; blank where there is none (NaN)."""
+    if not np.isfinite(seconds):
+        return ""
+    if abs(seconds) < 120.0:
+        return f"{seconds:.3g} s"
+    if abs(seconds) < 7200.0:
+        return f"{seconds / 60.0:.3g} min"
+    return f"{seconds / 3600.0:.3g} h"
+
+
+def times_text(times: pd.Series) -> np.ndarray:
+    """Instants as a table shows them: to the millisecond, on one line."""
+    return pd.to_datetime(times).dt.strftime("%Y-%m-%d %H:%M:%S.%f").str[:-3].to_numpy()
+
+
+@functools.lru_cache(maxsize=256)  # a key comes from an uploaded file: bounded
+def schema_unit(key: str) -> str:
+    """The unit of a scenario key from the schema (:func:`powermodel.reference.keys`), a
+    list's item's too (``workload.phases.0.share``: ``workload.phases.N.share``'s); a
+    duration's is s (a sweep's results hold it in seconds); "" for none (a count, a name)."""
+    from powermodel.reference import keys  # noqa: PLC0415 - the schema's walk, once per key
+
+    general = ".".join("N" if part.isdigit() else part for part in key.split("."))
+    try:
+        found = next((k for k in keys(general.partition(".N")[0]) if k.key == general), None)
+    except PowerModelError:
+        return ""
+    if found is None:
+        return ""
+    return "s" if found.kind == "duration" else found.unit
+
+
+def sweep_figure(
+    table: pd.DataFrame, metric: str, key: str, unit: str, key_unit: str = ""
+) -> go.Figure:
     """A metric against a swept key (:func:`powermodel.sweep.bands`'s table): per line (the
-    other keys' values) its P50 over the seeds, with markers, over its P5-P95 band."""
+    other keys' values) its P50 over the seeds, with markers, over its P5-P95 band; the axes
+    titled with the metric's ``unit`` and the key's ``key_unit`` ("" for none)."""
     fig = go.Figure()
+    numeric = pd.api.types.is_numeric_dtype(table["x"]) and not pd.api.types.is_bool_dtype(
+        table["x"]
+    )
     for i, (line, rows) in enumerate(table.groupby("line", sort=False)):
         color = LINE_COLORS[i % len(LINE_COLORS)]
         x = rows["x"].to_numpy()
@@ -871,7 +991,8 @@ def sweep_figure(table: pd.DataFrame, metric: str, key: str, unit: str) -> go.Fi
         )
     fig.update_layout(
         title=f"{metric} against {key}: P50 over the seeds, band P5-P95",
-        xaxis_title=key,
+        # a key's text values ("1d") carry their own unit
+        xaxis_title=f"{key} [{key_unit}]" if key_unit and numeric else key,
         yaxis_title=f"{metric} [{unit}]",
         template=TEMPLATE,
         margin={"l": 64, "r": 16, "t": 72, "b": 48},

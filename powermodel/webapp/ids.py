@@ -3,6 +3,7 @@
 URL = "url"
 BASE = "base"  # store: the preset (with the app's overrides) or the uploaded file
 SCENARIO = "scenario"  # store: base, the controls' changes, the scenario's key and name
+SET_BOXES = "set-boxes"  # store: the boxes the user set on this base (the others follow the run)
 READY = "ready"  # store: the scenario state last simulated, which the views show
 COMPARE = "compare"  # store: the scenario pinned for comparison
 UPLOADED_WEATHER = "uploaded-weather"  # store: label -> path of uploaded weather files
@@ -22,6 +23,10 @@ UPLOAD_WEATHER = "upload-weather"
 MESSAGE = "message"  # what became of an upload
 SCENARIO_ERROR = "scenario-error"  # why the controls' scenario is refused
 VIEW_MESSAGE = "view-message"  # why the open view was not built (too slow, too large)
+# banners over the views while the figures are not those of the boxes: a box refused (the run
+# uses every other box), or the scenario not simulated (the figures are the last run's)
+STALE_FIELDS = "stale-fields"
+STALE_RUN = "stale-run"
 POLL = "poll"  # interval: where the page's run stands in the queue, while its summary waits
 
 # pattern-matched controls, by the property holding their value: callbacks take each kind's
@@ -33,6 +38,16 @@ def control(key: str, prop: str = "value") -> dict[str, str]:
     """Id of the control setting ``key``, whose value is in ``prop``. Dash escapes dots in
     ids and then cannot parse them back: they become dashes."""
     return {"type": CONTROL_TYPES[prop], "key": key.replace(".", "-")}
+
+
+def field(key: str) -> dict[str, str]:
+    """Id of the block holding the control of ``key``: marked (its class) when refused."""
+    return {"type": "control-field", "key": key.replace(".", "-")}
+
+
+def field_error(key: str) -> dict[str, str]:
+    """Id of the line under the control of ``key`` that says why its value is refused."""
+    return {"type": "control-error", "key": key.replace(".", "-")}
 
 
 def resampled(view: str) -> dict[str, str]:

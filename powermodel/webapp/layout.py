@@ -86,9 +86,20 @@ def _control(control: Control) -> html.Div:
         )
     label = f"{control.label} [{control.unit}]" if control.unit else control.label
     return html.Div(
-        [html.Label(label, title=control.hint or control.key), field],
-        className=f"control control-{control.kind}",
+        [
+            html.Label(label, title=control.hint or control.key),
+            field,
+            # why the box's value is refused, at the box (the run uses every other box)
+            html.Div("", id=ids.field_error(control.key), className="field-error", role="alert"),
+        ],
+        id=ids.field(control.key),
+        className=field_class(control),
     )
+
+
+def field_class(control: Control, refused: bool = False) -> str:
+    """The class of a control's block: ``invalid`` marks a refused value."""
+    return f"control control-{control.kind}" + (" invalid" if refused else "")
 
 
 def sidebar(preset: str, upload_limit: int) -> html.Aside:
@@ -135,13 +146,32 @@ def sidebar(preset: str, upload_limit: int) -> html.Aside:
     )
 
 
-def _graph(graph_id: Any, **style: str) -> dcc.Graph:
-    return dcc.Graph(id=graph_id, config={"displaylogo": False}, className="graph", style=style)
+# what an empty view says to do, where it would draw empty axes
+EMPTY = {
+    "compare": "choose a preset to compare with above, or pin this scenario and change it",
+    "fit": "upload a measured trace above (nvidia-smi, DCGM, rocm-smi or amd-smi, a meter's "
+    "CSV, an MLPerf power log) to fit it and see it beside the fit",
+    "sweep": "upload a sweep's results above (powermodel sweep SWEEP.toml -o results.nc) to "
+    "draw a metric against a swept key",
+    "campus": "open a campus (a preset with workloads, or a file with [campus] workloads) to "
+    "see its workloads and halls",
+}
+
+
+def _graph(graph_id: Any, empty: str | None = None, **style: str) -> dcc.Graph:
+    figure = figures.empty_figure(EMPTY[empty]) if empty else None
+    return dcc.Graph(
+        id=graph_id,
+        config={"displaylogo": False},
+        className="graph",
+        style=style,
+        **({"figure": figure} if figure else {}),
+    )
 
 
 TABLES = {
     ids.COMPLIANCE: ("rule", "verdict", "limit", "worst", "when", "violations per day", "note"),
-    ids.VIOLATIONS: ("rule", "start", "end", "worst", "unit", "cause"),
+    ids.VIOLATIONS: ("rule", "start", "end", "violations", "worst", "unit", "cause"),
     ids.MITIGATION_COSTS: ("cost", "value"),
     ids.MITIGATION_RULES: ("rule", "limit", "worst without", "worst with", "verdict with"),
     ids.COMPARE_TABLE: ("metric", "this", "other", "change"),
@@ -158,11 +188,11 @@ TABLES = {
         "tokens lost",
     ),
     ids.GRID_EVENTS_TABLE: (
-        "time", "kind", "duration [s]", "connection worst phase [pu]",
+        "time", "kind", "duration", "connection worst phase [pu]",
         "connection positive sequence [pu]", "supplies worst phase [pu]",
         "supplies positive sequence [pu]", "immunity, worst phase",
         "immunity, positive sequence", "UPS left the grid", "latched on backup",
-        "servers lost power", "load lost [MW]", "back after [s]",
+        "servers lost power", "load lost [MW]", "back after",
     ),
     ids.GRID_EVENTS_SUMMARY: ("quantity", "value"),
     ids.GRID_EVENTS_CHECKS: ("requirement", "status", "verdict", "detail", "source"),
@@ -173,10 +203,22 @@ TABLES = {
 HEADERS = {"start": "start (UTC)", "end": "end (UTC)", "when": "when (UTC)"}
 
 
-def _column(field: str) -> dict[str, Any]:
-    """A table column; a rule's name stays on one line (nprr1191-down broke at its hyphen)."""
+FILTERED = {ids.VIOLATIONS: ("rule", "cause")}  # columns filtered by text, in their heads
+
+
+# a time stays on one line (the disturbances' wrapped over four): its column's least width
+# [px], the text "2024-07-10 19:00:16.400" at the page's 14 px and the cell's padding
+TIME_WIDTH = {"start": 180, "end": 180, "when": 180, "time": 215}
+
+
+def _column(field: str, filtered: bool = False) -> dict[str, Any]:
+    """A table column; a rule's name stays on one line (nprr1191-down broke at its hyphen),
+    and so does a time."""
     wide = {"minWidth": 130} if field == "rule" else {}
-    return {"field": field, "headerName": HEADERS.get(field, field), **wide}
+    if field in TIME_WIDTH:
+        wide = {"minWidth": TIME_WIDTH[field], "wrapText": False}
+    found = {"filter": "agTextColumnFilter", "floatingFilter": True} if filtered else {}
+    return {"field": field, "headerName": HEADERS.get(field, field), **wide, **found}
 
 
 def _table(table_id: str, page_size: int = 10) -> dag.AgGrid:
@@ -185,7 +227,7 @@ def _table(table_id: str, page_size: int = 10) -> dag.AgGrid:
     }
     return dag.AgGrid(
         id=table_id,
-        columnDefs=[_column(c) for c in TABLES[table_id]],
+        columnDefs=[_column(c, c in FILTERED.get(table_id, ())) for c in TABLES[table_id]],
         rowData=[],
         columnSize="responsiveSizeToFit",
         defaultColDef={
@@ -208,8 +250,22 @@ def _table(table_id: str, page_size: int = 10) -> dag.AgGrid:
     )
 
 
-def _loading(*children: Any) -> dcc.Loading:
-    return dcc.Loading(html.Div(list(children), className="view"), type="default")
+# what a view's spinner says while it is built (the grid view's first visit of a week took
+# 19-20 s behind a bare spinner)
+BUILDING = {
+    "grid": "checking the utility rules over the run and drawing the grid view: a few seconds "
+    "for a week (the rules' verdicts, each violation grouped into events)",
+    "mitigation": "simulating the run without its mitigations, to compare: as long as the run",
+    "compare": "simulating the run compared with, if it is not kept: as long as the run",
+    "grid events": "simulating each disturbance close up and fitting the dynamic model",
+}
+
+
+def _loading(*children: Any, view: str = "") -> dcc.Loading:
+    """A view behind its spinner, which says what is being built."""
+    said = BUILDING.get(view, f"building the {view} view" if view else "building the view")
+    spinner = html.Div([html.Div(className="spinner"), html.P(said)], className="building")
+    return dcc.Loading(html.Div(list(children), className="view"), custom_spinner=spinner)
 
 
 def views() -> dcc.Tabs:
@@ -229,6 +285,7 @@ def views() -> dcc.Tabs:
                 className="control",
             ),
             _graph(ids.resampled("power"), height="calc(100vh - 210px)"),
+            view="power",
         ),
         "thermal": _loading(
             html.Div(
@@ -242,7 +299,8 @@ def views() -> dcc.Tabs:
                     ),
                 ],
                 className="two-columns",
-            )
+            ),
+            view="thermal",
         ),
         "grid": _loading(
             html.Div(
@@ -261,9 +319,10 @@ def views() -> dcc.Tabs:
             ),
             html.H3("compliance"),
             _table(ids.COMPLIANCE),
-            html.H3("violations (click one to see it on the time axis)"),
+            html.H3("violations, as events (click one to see it on the time axis)"),
             html.P(id=ids.VIOLATIONS_NOTE),
             _table(ids.VIOLATIONS, page_size=10),
+            view="grid",
         ),
         "mitigation": _loading(
             html.P(id=ids.MITIGATION_NOTE),
@@ -272,6 +331,7 @@ def views() -> dcc.Tabs:
                 [_table(ids.MITIGATION_COSTS), _table(ids.MITIGATION_RULES)],
                 className="two-columns even",
             ),
+            view="mitigation",
         ),
         "compare": _loading(
             html.Div(
@@ -287,9 +347,10 @@ def views() -> dcc.Tabs:
                 ],
                 className="control wide inline",
             ),
-            _graph(ids.resampled("compare"), height="440px"),
+            _graph(ids.resampled("compare"), "compare", height="440px"),
             _table(ids.COMPARE_TABLE, page_size=20),
             *fit_section(),
+            view="compare",
         ),
         "campus": _loading(
             html.P(id=ids.CAMPUS_NOTE),
@@ -300,11 +361,12 @@ def views() -> dcc.Tabs:
                 ],
                 className="control wide",
             ),
-            _graph(ids.CAMPUS_GRAPH, height="520px"),
+            _graph(ids.CAMPUS_GRAPH, "campus", height="520px"),
             html.H3("workloads"),
             _table(ids.CAMPUS_WORKLOADS),
             html.H3("flexibility (EPRI DCFlex: magnitude, notice, duration, frequency)"),
             _table(ids.CAMPUS_FLEX),
+            view="campus",
         ),
         "grid events": _loading(
             html.P(id=ids.GRID_EVENTS_NOTE),
@@ -325,8 +387,9 @@ def views() -> dcc.Tabs:
             ),
             html.H3("requirements"),
             _table(ids.GRID_EVENTS_CHECKS),
+            view="grid events",
         ),
-        "sweep": _loading(*sweep_section()),
+        "sweep": _loading(*sweep_section(), view="sweep"),
         "export": html.Div(
             [
                 html.Div(
@@ -394,7 +457,7 @@ def fit_section() -> list[Any]:
             className="control wide inline",
         ),
         html.Div("", id=ids.FIT_MESSAGE, className="message", role="alert"),
-        _graph(ids.FIT_GRAPH, height="400px"),
+        _graph(ids.FIT_GRAPH, "fit", height="400px"),
         html.Div(
             [_table(ids.FIT_TABLE, page_size=20), _table(ids.FIT_NUMBERS)],
             className="two-columns even",
@@ -436,7 +499,7 @@ def sweep_section() -> list[Any]:
             className="control wide inline",
         ),
         html.Div("", id=ids.SWEEP_MESSAGE, className="message", role="alert"),
-        _graph(ids.SWEEP_GRAPH, height="480px"),
+        _graph(ids.SWEEP_GRAPH, "sweep", height="480px"),
         html.H3("runs that failed"),
         _table(ids.SWEEP_FAILED, page_size=10),
     ]
@@ -456,6 +519,7 @@ def page(preset: str, upload_limit: int) -> html.Div:
             dcc.Store(id=ids.BASE),
             dcc.Store(id=ids.SCENARIO),
             dcc.Store(id=ids.READY),
+            dcc.Store(id=ids.SET_BOXES),
             dcc.Store(id=ids.COMPARE),
             dcc.Store(id=ids.UPLOADED_WEATHER, data={}),
             dcc.Store(id=ids.FIT),
@@ -470,6 +534,8 @@ def page(preset: str, upload_limit: int) -> html.Div:
                             html.Div(
                                 "", id=ids.VIEW_MESSAGE, className="message error", role="alert"
                             ),
+                            html.Div("", id=ids.STALE_FIELDS, className="stale", role="alert"),
+                            html.Div("", id=ids.STALE_RUN, className="stale", role="alert"),
                             views(),
                         ]
                     ),
