@@ -27,7 +27,7 @@ from powermodel.sizing import costs, ramp_limit, size
 
 EXAMPLE = "gb200_ercot_battery"
 # a 100,000-GPU site: the job runs on whole replicas of Llama 3's 128-GPU layout (TP 8, PP 16
-# [llama3]), 781 of them; the other 32 GPUs are spares, outside the job
+# [llama3]), 781 of them; a hall of 100,000 would leave 32 idle: the site is the job's 99,968
 N_GPUS = 99_968
 SITE = {
     "cluster.gpu": "GB200",

@@ -896,9 +896,12 @@ def _loaded(source: str, overrides: list[str]) -> Any:
 
 
 def _gpus(scenario: Any) -> str:
-    """The hall's GPUs in words: ``job 896 GPUs, 104 idle in the hall``."""
+    """The hall's GPUs in words: ``job 896 H100-SXM, 104 idle in the hall``, or ``32,768
+    H100-SXM`` where the job takes them all."""
     cl = scenario.cluster
     idle = cl.idle_gpus + scenario.reliability.spare_nodes * cl.gpus_per_node
+    if not idle:
+        return f"{cl.n_gpus:,} {scenario.gpu.name}"
     spares = " (hot spares included)" if scenario.reliability.spare_nodes else ""
     return f"job {cl.n_gpus:,} {scenario.gpu.name}, {idle:,} idle in the hall{spares}"
 
