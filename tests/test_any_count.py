@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+import tomli_w
 from conftest import REFERENCE
 from numpy.testing import assert_allclose
 
@@ -287,3 +288,22 @@ def test_adapters_need_the_weights_alone_to_fit():
     )
     # two 40-GB cards hold 80 GB, short of the 140 GB of weights
     assert any("needs about 140 GB" in w and "hold 80 GB" in w for w in small.warnings)
+
+
+CAMPUSES = [p for p in presets() if load_scenario(p).campus is not None]
+
+
+@pytest.mark.parametrize("preset", CAMPUSES)
+@pytest.mark.parametrize("hall", [72, 1_000, 4_097, 20_016, 99_936])
+def test_every_campus_workload_takes_any_count_of_its_own(preset, hall):
+    # each workload's own count (its `set`, as a user's file gives it), not the site's default:
+    # the mixed campus's GB200 job refused every count but its own before it ran 14 virtual
+    # stages (its 1F1B bubble was longer than the communication phases of its step)
+    raw = load_scenario(preset).to_dict()
+    for w in raw["campus"]["workloads"]:
+        w.setdefault("set", {})["cluster.n_gpus"] = hall
+    sc = loads_scenario(tomli_w.dumps(raw))
+    for part in sc.parts:
+        cl = part.cluster
+        assert cl.hall_gpus == hall and cl.n_gpus % cl.gpus_per_node == 0, (preset, hall)
+        derive(part)  # the step, checkpoints and rates: within their bounds
