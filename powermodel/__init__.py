@@ -13,9 +13,9 @@ after any site battery).
 Beyond these names, the public modules are those with an ``__all__``: ``powermodel.scenario``,
 ``powermodel.simulate``, ``powermodel.analysis`` (also the measurement chain's filters and the
 job states), ``powermodel.rules``, ``powermodel.sizing``, ``powermodel.export``,
-``powermodel.iotools`` (the weather readers), ``powermodel.ride_through`` (grid
-disturbances: the report, requirements, the dynamic model) and ``powermodel.errors``. The
-dashboard uses nothing else (tests/test_layers.py).
+``powermodel.iotools`` (the weather readers), ``powermodel.reference`` (the scenario's keys),
+``powermodel.ride_through`` (grid disturbances: the report, requirements, the dynamic model)
+and ``powermodel.errors``. The dashboard uses nothing else (tests/test_layers.py).
 """
 
 from powermodel._version import __version__

@@ -28,6 +28,9 @@ from powermodel.scenario import (
     union_members,
 )
 
+# The public surface: the dashboard calls only this (tests/test_layers.py checks it)
+__all__ = ["Key", "keys", "text"]
+
 # where a default comes from, inside a description: [A] assumed, [P, young; daly], [D, nrel_tmy3]
 _SOURCE = re.compile(r"\s*\[((?:[PSDAC])(?:, [^\]]+)?)\]")
 _BOUNDS = (

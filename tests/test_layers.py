@@ -116,6 +116,7 @@ PUBLIC = (
     "powermodel.iotools",
     "powermodel.iotools.netcdf",
     "powermodel.output",  # the server's signals (powermodel.webapp.serve, once app.py's)
+    "powermodel.reference",  # the keys' units, for the sweep's axes
     "powermodel.ride_through",
     "powermodel.rules",
     "powermodel.scenario",
