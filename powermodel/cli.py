@@ -38,7 +38,7 @@ from powermodel.analysis import (
     workloads,
 )
 from powermodel.errors import PowerModelError
-from powermodel.facility import design_conditions, design_day
+from powermodel.facility import design_conditions, design_day, idle_gpus
 from powermodel.fit import REFERENCE, summary
 from powermodel.fit_report import comparison_table, fit_trace
 from powermodel.iotools.telemetry import FORMATS
@@ -898,8 +898,7 @@ def _loaded(source: str, overrides: list[str]) -> Any:
 def _gpus(scenario: Any) -> str:
     """The hall's GPUs in words: ``job 896 H100-SXM, 104 idle in the hall``, or ``32,768
     H100-SXM`` where the job takes them all."""
-    cl = scenario.cluster
-    idle = cl.idle_gpus + scenario.reliability.spare_nodes * cl.gpus_per_node
+    cl, idle = scenario.cluster, idle_gpus(scenario)
     if not idle:
         return f"{cl.n_gpus:,} {scenario.gpu.name}"
     spares = " (hot spares included)" if scenario.reliability.spare_nodes else ""

@@ -126,9 +126,7 @@ class _Kind:
     lead: int  # index of the workload whose nodes are the size (a single job: 0)
     parts: list[Scenario]
     workloads: list[dict] | None  # a campus's workloads as its file gives them
-    cache: dict[int, tuple[dict[str, Any], dict[str, int], tuple[str, ...]] | None] = field(
-        default_factory=dict
-    )
+    cache: dict[int, tuple[dict[str, Any], dict[str, int]] | None] = field(default_factory=dict)
     canon: dict[int, int | None] = field(default_factory=dict)
 
     @classmethod

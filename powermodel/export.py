@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import zoneinfo
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -22,7 +21,7 @@ from powermodel.analysis import resample as coarsen
 from powermodel.analysis import step_seconds
 from powermodel.errors import PowerModelError
 from powermodel.output import check_folder, netcdf, staged, staged_folder
-from powermodel.scenario import parse_duration, shorten
+from powermodel.scenario import is_timezone, parse_duration, shorten
 from powermodel.variables import Q_SIGN, header
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
@@ -112,13 +111,11 @@ def check_timezone(timezone: str | None, path: Path) -> None:
             f"--timezone adds a local-time column to a CSV; {path.name} is {path.suffix}: its "
             "times are UTC with the site's timezone in the metadata (site_timezone)"
         )
-    try:
-        zoneinfo.ZoneInfo(timezone)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+    if not is_timezone(timezone):
         raise PowerModelError(
             f"unknown timezone {shorten(timezone, 60)}: use an IANA name such as "
             "'America/New_York', or 'site' for the scenario's site.timezone"
-        ) from None
+        )
 
 
 def write(

@@ -332,6 +332,18 @@ def find_chiller(name: str) -> ChillerCurves:
     return found
 
 
+def idle_gpus(scenario: Scenario) -> int:
+    """GPUs on and idle outside the job: the hall's idle GPUs (``cluster.idle_gpus``) and the
+    hot spares' (``reliability.spare_nodes``). [1]"""
+    cl = scenario.cluster
+    return cl.idle_gpus + scenario.reliability.spare_nodes * cl.gpus_per_node
+
+
+def idle_nodes(scenario: Scenario) -> float:
+    """Nodes on and idle outside the job (:func:`idle_gpus`; a part node's pro rata). [1]"""
+    return idle_gpus(scenario) / scenario.cluster.gpus_per_node
+
+
 def design_it_power(scenario: Scenario) -> float:
     """Nameplate IT power the plant and the electrical chain are sized for: every GPU in the
     hall at TDP (the job's, the idle ones outside it and the hot spares', a part node's pro
@@ -346,7 +358,7 @@ def design_it_power(scenario: Scenario) -> float:
         + cooling.server_fan_extra(cl.fans.speed_max, cl.fans.power)
     )
     node_ac = cl.psu.input_power(node_dc)
-    nodes = cl.n_nodes + cl.idle_gpus / cl.gpus_per_node + scenario.reliability.spare_nodes
+    nodes = cl.n_nodes + idle_nodes(scenario)
     return float(nodes * node_ac + cl.network_load + cl.storage_load)
 
 
@@ -525,8 +537,7 @@ def _supplies_reactive(scenario: Scenario, it_power: np.ndarray) -> np.ndarray:
     """Reactive power of a job's server supplies at its IT power [MW]: leading. [Mvar]"""
     cl = scenario.cluster
     psu = cl.psu
-    # every node on in the hall: the job's, the idle ones and the hot spares
-    nodes = cl.n_nodes + cl.idle_gpus / cl.gpus_per_node + scenario.reliability.spare_nodes
+    nodes = cl.n_nodes + idle_nodes(scenario)  # every node on: the job's and those outside it
     return grid.reactive_power(
         it_power, nodes * psu.capacity / 1e6, psu.load, psu.power_factor, sign=-1.0
     )

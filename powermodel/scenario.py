@@ -71,6 +71,7 @@ __all__ = [
     "format_duration",
     "gpu_catalogue",
     "is_duration",
+    "is_timezone",
     "load_scenario",
     "loads_scenario",
     "names_a_file",
@@ -248,6 +249,15 @@ class Synthetic(Section):
         return self
 
 
+def is_timezone(name: str) -> bool:
+    """Whether ``name`` is a timezone this machine knows (an IANA name)."""
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        return False
+    return True
+
+
 class Site(Section):
     name: str = Field("", max_length=200, description="Where the site is.")
     timezone: str = Field("UTC", description="IANA timezone of the site (local hour).")
@@ -261,12 +271,10 @@ class Site(Section):
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, value: str) -> str:
-        try:
-            zoneinfo.ZoneInfo(value)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        if not is_timezone(value):
             raise ValueError(
                 f"unknown timezone {value!r}: use an IANA name such as 'America/New_York'"
-            ) from None
+            )
         return value
 
 
@@ -760,6 +768,16 @@ class Layout(NamedTuple):
     wait: np.ndarray  # share of the step each phase spends waiting at the barrier [1]
 
 
+def _fitting_layout(par: Parallelism, gpus: int) -> tuple[int, int, int]:
+    """The largest layout within ``par``'s degrees that ``gpus`` GPUs hold, as (tp, pp, cp):
+    tensor parallelism first (inside a node), then pipeline stages, then context
+    parallelism."""
+    tp = math.gcd(par.tp, gpus)
+    pp = math.gcd(par.pp, gpus // tp)
+    cp = math.gcd(par.cp, gpus // tp // pp)
+    return tp, pp, cp
+
+
 def _replicas(par: Parallelism, gpus: int, key: str, tokens: float, per_gpu: float) -> int:
     """Data-parallel replicas of ``gpus`` GPUs, refused unless whole: the job runs on whole
     replicas, and GPUs left over are not in it (docs/model/workload.md, "parallel layout").
@@ -773,11 +791,7 @@ def _replicas(par: Parallelism, gpus: int, key: str, tokens: float, per_gpu: flo
         return f"workload.tokens_per_step = {tokens:,.0f}"
 
     if gpus < size:
-        # the largest layout within the given degrees that fits: tensor parallelism first
-        # (inside a node), then pipeline stages, then context parallelism
-        tp = math.gcd(par.tp, gpus)
-        pp = math.gcd(par.pp, gpus // tp)
-        cp = math.gcd(par.cp, gpus // tp // pp)
+        tp, pp, cp = _fitting_layout(par, gpus)
         fits = gpus // (tp * pp * cp)
         raise ScenarioError(
             f"{key} = {gpus:,} GPUs is less than one data-parallel replica of tp·pp·cp = "
@@ -1936,10 +1950,7 @@ class Scenario(Section):
             size = par.tp * par.pp * par.cp
             unit = math.lcm(size, per_node)
             if hall < unit:  # below one replica in whole nodes: the layout shrinks
-                whole = hall // per_node * per_node
-                tp = math.gcd(par.tp, whole)
-                pp = math.gcd(par.pp, whole // tp)
-                cp = math.gcd(par.cp, whole // tp // pp)
+                tp, pp, cp = _fitting_layout(par, hall // per_node * per_node)
                 notes.append(
                     f"cluster.n_gpus = {hall:,} holds less than one data-parallel replica of "
                     f"tp·pp·cp = {par.tp}·{par.pp}·{par.cp} = {size:,} GPUs in whole nodes of "
@@ -2495,11 +2506,7 @@ class Scenario(Section):
         out = self.model_dump(mode="json", exclude_none=True)
         for key, value in self._given.items():
             if value is None:
-                *table, last = key.split(".")
-                node = out
-                for part in table:
-                    node = node[part]
-                node.pop(last, None)
+                _drop_dotted(out, key)
             else:
                 _set_dotted(out, key, value)
         return out

@@ -302,17 +302,11 @@ def rest_power(cluster: Cluster) -> np.ndarray:
     return rest
 
 
-def idle_nodes(scenario: Scenario) -> float:
-    """Nodes on and idle outside the job: the hall's idle GPUs (``cluster.idle_gpus``, a part
-    node's pro rata) and the hot spares (``reliability.spare_nodes``). [1]"""
-    cl = scenario.cluster
-    return scenario.reliability.spare_nodes + cl.idle_gpus / cl.gpus_per_node
-
-
 def idle_power(scenario: Scenario) -> float:
     """What the nodes outside the job draw, on and idle, all the time [MW]: each its GPUs' idle
-    power and its idle rest of node through the supplies' curve (:func:`idle_nodes`)."""
-    cl, nodes = scenario.cluster, idle_nodes(scenario)
+    power and its idle rest of node through the supplies' curve
+    (:func:`powermodel.facility.idle_nodes`)."""
+    cl, nodes = scenario.cluster, facility.idle_nodes(scenario)
     if not nodes:
         return 0.0
     idle = cl.gpus_per_node * scenario.gpu.idle + cl.rest_power_idle
@@ -325,10 +319,7 @@ def gpu_attrs(scenario: Scenario) -> dict[str, float]:
     members = scenario.parts or [scenario]
     return dict(
         job_gpus=sum(p.cluster.n_gpus for p in members),
-        idle_gpus=sum(
-            p.cluster.idle_gpus + p.reliability.spare_nodes * p.cluster.gpus_per_node
-            for p in members
-        ),
+        idle_gpus=sum(facility.idle_gpus(p) for p in members),
         idle_power=sum(idle_power(p) for p in members),
     )
 
