@@ -246,3 +246,19 @@ def test_replicas_down_never_exceed_the_job_and_a_pause_stops_failures():
     assert_allclose(paused, floor, rtol=1e-9)
     hours = (ds.event_time.values - ds.time.values[0]) / np.timedelta64(3600, "s")
     assert not np.any((hours >= 2) & (hours < 8))
+
+
+def test_replica_scope_with_no_failure_causes_runs_without_failures():
+    # no cause, no failure (the hypothesis search of tests/test_hostile.py found the empty
+    # list of causes' sequences refused with a traceback, not run)
+    sc = load_scenario(
+        REFERENCE,
+        {
+            "reliability.scope": "replica",
+            "reliability.causes": [],
+            "simulation.duration": "10min",
+        },
+    )
+    ds = simulate(sc)
+    assert ds.sizes["event"] == 0  # no interruption of any kind in ten minutes without causes
+    assert np.isfinite(ds["grid_power"].values).all() and float(ds["grid_power"].min()) > 0

@@ -756,7 +756,9 @@ def _sequence_segments(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Segments of ``sequences[which[i]]`` starting at ``when[i]``, each ``STARTING`` state's
     length times ``factor[i]`` where given (a start-up of drawn length); zero-length steps
-    dropped."""
+    dropped; none where no event starts (a scope with no failure causes has no sequences)."""
+    if when.size == 0:
+        return np.zeros(0), np.zeros(0, dtype=np.int8)
     width = max(len(s) for s in sequences)
     states = np.full((len(sequences), width), -1, dtype=np.int8)
     times = np.zeros((len(sequences), width))
