@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -128,34 +128,10 @@ def part(ds: xr.Dataset, workload: str | None = None, hall: str | None = None) -
     A ``hall``: its own plant and chain (``hall_*``), the misc loads in its losses; its
     workloads' GPU power and tokens trained, the states of its largest training job.
     """
-    if (workload is None) == (hall is None):
-        raise PowerModelError("a part is one workload or one hall: give workload or hall")
-    dim, name = ("workload", workload) if hall is None else ("hall", hall)
-    if dim not in ds.dims:
-        raise PowerModelError(f"the run has no {dim}s: it is not a campus (with halls)")
-    names = [str(n) for n in ds[dim].values]
-    if name not in names:
-        raise PowerModelError(f"no {dim} {name!r} in the run: choose one of {', '.join(names)}")
-    site_it = ds["it_power"].values
-    if hall is None:
-        mine = [workload]
-        it = ds["workload_it_power"].sel(workload=workload).values
-        with np.errstate(invalid="ignore", divide="ignore"):
-            share = np.where(site_it > 0, it / site_it, 0.0)
-        around = {k: ds[k].values * share for k in ("facility_loss", "cooling_power", "misc_power")}
-        facility = it + sum(around.values())
-    else:
-        mine = [str(w) for w in ds["workload"].values[ds["workload_hall"].values == hall]]
-        it = ds["hall_it_power"].sel(hall=hall).values
-        facility = ds["hall_facility_power"].sel(hall=hall).values
-        cooling = ds["hall_cooling_power"].sel(hall=hall).values
-        around = {
-            "facility_loss": facility - it - cooling,
-            "cooling_power": cooling,
-            "misc_power": np.zeros_like(it),
-        }
-        with np.errstate(invalid="ignore", divide="ignore"):
-            share = np.where(site_it > 0, it / site_it, 0.0)
+    dim, name = _chosen_part(ds, workload, hall)
+    mine, it, share, around, facility = (
+        _workload_power(ds, workload) if hall is None else _hall_power(ds, hall)
+    )
     members = ds[["workload_gpus", "workload_kind", "workload_goodput"]].sel(workload=mine)
     training = members["workload_kind"].values == "training"
     largest = mine[int(np.argmax(members["workload_gpus"].values * training))]
@@ -164,19 +140,11 @@ def part(ds: xr.Dataset, workload: str | None = None, hall: str | None = None) -
     tokens = tokens.values if hall is None else tokens.values[training].sum(axis=0)
     kept = ds["workload_effective_training_time"].sel(workload=mine).values
     gpus = members["workload_gpus"].values
-    out = ds.drop_dims([d for d in ("workload", "hall", "flex") if d in ds.dims])
-    out = out.drop_vars([v for v in PART_DROPPED if v in out])
-    events = ds["event_workload"].values
-    out = out.isel(event=np.flatnonzero(np.isin(events, mine)))
-    out = out.drop_vars("event_workload", errors="ignore")
+    out = _without_the_site(ds, mine)
     reactive = ds["grid_reactive_power"].values * share
-    g = json.loads(ds.attrs["scenario"])["grid"]
     out = out.assign(
         # the voltage change the part's own load makes at the site's connection
-        grid_voltage=(
-            "time",
-            1.0 + voltage_change(facility, reactive, float(g["short_circuit"]), float(g["x_r"])),
-        ),
+        grid_voltage=("time", connection_voltage(facility, reactive, *recorded_grid(ds.attrs))),
         gpu_power=("time", gpu),
         it_power=("time", it),
         **{k: ("time", v) for k, v in around.items()},
@@ -195,16 +163,103 @@ def part(ds: xr.Dataset, workload: str | None = None, hall: str | None = None) -
     for key in ("job_state", *ds.data_vars):
         if key in out and key in ds:
             out[key].attrs = dict(ds[key].attrs)
-    # its own job's step, clock and checkpoints (its largest training job's, in a hall)
+    out.attrs = _part_attrs(ds, largest, f"{dim} {name}")
+    return out
+
+
+def _chosen_part(ds: xr.Dataset, workload: str | None, hall: str | None) -> tuple[str, str]:
+    """The dimension and name of the part :func:`part` is asked for, checked against the run."""
+    if (workload is None) == (hall is None):
+        raise PowerModelError("a part is one workload or one hall: give workload or hall")
+    dim, name = ("workload", workload) if hall is None else ("hall", hall)
+    if dim not in ds.dims:
+        raise PowerModelError(f"the run has no {dim}s: it is not a campus (with halls)")
+    names = [str(n) for n in ds[dim].values]
+    if name not in names:
+        raise PowerModelError(f"no {dim} {name!r} in the run: choose one of {', '.join(names)}")
+    return dim, name
+
+
+class _PartPower(NamedTuple):
+    """What a part of a campus draws, at each step."""
+
+    workloads: list[str]  # the part's workloads
+    it: np.ndarray  # its IT power [MW]
+    share: np.ndarray  # of the site's IT power [1]
+    around: dict[str, np.ndarray]  # facility_loss, cooling_power, misc_power [MW]
+    facility: np.ndarray  # its facility power [MW]
+
+
+def _it_share(ds: xr.Dataset, it: np.ndarray) -> np.ndarray:
+    """A part's share of the site's IT power at each step [1] (none where the site draws none)."""
+    site_it = ds["it_power"].values
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(site_it > 0, it / site_it, 0.0)
+
+
+def _workload_power(ds: xr.Dataset, workload: str) -> _PartPower:
+    """A workload's part of the site (:class:`_PartPower`): itself; its IT power [MW] and share
+    of the site's; the site's losses, cooling and misc loads [MW] allocated by that share; its
+    facility power [MW]."""
+    it = ds["workload_it_power"].sel(workload=workload).values
+    share = _it_share(ds, it)
+    around = {k: ds[k].values * share for k in ("facility_loss", "cooling_power", "misc_power")}
+    return [workload], it, share, around, it + sum(around.values())
+
+
+def _hall_power(ds: xr.Dataset, hall: str) -> _PartPower:
+    """A hall's part of the site (:class:`_PartPower`): its workloads; its own chain's IT power
+    [MW] and share of the site's; its losses (the misc loads among them) and cooling [MW]; its
+    facility power [MW]."""
+    mine = [str(w) for w in ds["workload"].values[ds["workload_hall"].values == hall]]
+    it = ds["hall_it_power"].sel(hall=hall).values
+    facility = ds["hall_facility_power"].sel(hall=hall).values
+    cooling = ds["hall_cooling_power"].sel(hall=hall).values
+    around = {
+        "facility_loss": facility - it - cooling,
+        "cooling_power": cooling,
+        "misc_power": np.zeros_like(it),
+    }
+    return mine, it, _it_share(ds, it), around, facility
+
+
+def _without_the_site(ds: xr.Dataset, mine: list[str]) -> xr.Dataset:
+    """The run without its campus dimensions, the site's batteries and the events of workloads
+    other than ``mine``."""
+    out = ds.drop_dims([d for d in ("workload", "hall", "flex") if d in ds.dims])
+    out = out.drop_vars([v for v in PART_DROPPED if v in out])
+    events = ds["event_workload"].values
+    out = out.isel(event=np.flatnonzero(np.isin(events, mine)))
+    return out.drop_vars("event_workload", errors="ignore")
+
+
+def _part_attrs(ds: xr.Dataset, largest: str, part: str) -> dict:
+    """The run's attrs with a part's own job's step, clock and checkpoints (those of the
+    workload ``largest``: a hall's largest training job) and its title."""
     own = {
         str(k).removeprefix("workload_"): float(ds[k].sel(workload=largest))
         for k in ds.data_vars
         if ds[k].dims == ("workload",) and ds[k].dtype.kind == "f" and k != "workload_goodput"
     }
     own = {k: v for k, v in own.items() if k in ds.attrs}
-    title = f"{ds.attrs.get('title', 'powermodel')}: {dim} {name}"
-    out.attrs = {**ds.attrs, **own, "title": title}
-    return out
+    return {**ds.attrs, **own, "title": f"{ds.attrs.get('title', 'powermodel')}: {part}"}
+
+
+def recorded_grid(attrs: dict) -> tuple[float, float]:
+    """The short-circuit power [MVA] and X/R ratio [1] of the connection a run was simulated
+    at, from the scenario its ``attrs`` record (``attrs["scenario"]``, its ``[grid]``)."""
+    g = json.loads(attrs["scenario"])["grid"]
+    return float(g["short_circuit"]), float(g["x_r"])
+
+
+def connection_voltage(
+    load: np.ndarray, reactive: np.ndarray, short_circuit: float, x_r: float
+) -> np.ndarray:
+    """The voltage at the connection [p.u.] with ``load`` [MW] and ``reactive`` power [Mvar]
+    drawn through a grid of ``short_circuit`` power [MVA] and X/R ratio ``x_r`` [1]: one plus
+    the first-order change :func:`powermodel.models.grid.voltage_change`, as the engine's
+    connection computes ``grid_voltage``."""
+    return 1.0 + voltage_change(load, reactive, short_circuit, x_r)
 
 
 def workloads(ds: xr.Dataset) -> pd.DataFrame:
