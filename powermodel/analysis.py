@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -26,6 +26,7 @@ from powermodel.models.signal import (
     spectrum,
 )
 from powermodel.models.thermal import step_stretch
+from powermodel.piecewise import Neighbours, Windowed, ramp_stages
 from powermodel.scenario import format_duration, parse_duration
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
@@ -311,6 +312,7 @@ def flexibility(ds: xr.Dataset) -> pd.DataFrame:
         end = min(begin + max(round(duration / dt), 1), grid.size)
         before = grid[max(begin - round(3600.0 / dt), 0) : begin]
         at_grid = float(before.mean() - grid[begin:end].mean()) if before.size else np.nan
+        shed = ds["flex_shed"].values[mine].sum()
         rows.append(
             {
                 "event": name,
@@ -319,10 +321,8 @@ def flexibility(ds: xr.Dataset) -> pd.DataFrame:
                 "notice [h]": float(ds["flex_notice"].values[first]) / 3600.0,
                 "duration [h]": duration / 3600.0,
                 "asked [share]": float(ds["flex_reduction"].values[first]),
-                "shed by workloads [MW]": float(ds["flex_shed"].values[mine].sum()),
-                "shed share": float(
-                    ds["flex_shed"].values[mine].sum() / ds["flex_baseline"].values[mine].sum()
-                ),
+                "shed by workloads [MW]": float(shed),
+                "shed share": float(shed / ds["flex_baseline"].values[mine].sum()),
                 "shed at connection [MW]": at_grid,
                 "events a month": per_month,
                 "tokens lost": float(ds["flex_tokens_lost"].values[mine].sum()),
@@ -638,126 +638,6 @@ def offline_page(title: str, style: str, body: str) -> str:
     )
 
 
-# Chunk-wise statistics (a run streamed in parts, issue 13). Each stage takes a run's samples
-# piece after piece (``x`` from the run's sample ``at``) and returns what its in-memory
-# counterpart returns for those samples, carrying the state the next piece needs: exact, the
-# same operations in the same order, so bit-identical where the first piece holds at least a
-# window (the reflected readings at the run's start are then the in-memory ones).
-
-
-class RollingMean:
-    """:func:`powermodel.models.signal.rolling_mean` over ``n`` samples, piece by piece: the
-    run's cumulative sum is continued across pieces (one accumulate from its last value, as
-    ``np.cumsum`` adds over the whole run), so each quotient is the in-memory one to the bit."""
-
-    def __init__(self, n: int) -> None:
-        self.n, self.sums = n, np.zeros(1)  # the cumulative sums up to the piece, the last n + 1
-
-    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
-        n, held = self.n, self.sums.size
-        c = np.concatenate((self.sums, np.empty(x.size)))
-        np.cumsum(np.concatenate((self.sums[-1:], x)), dtype=np.float64, out=c[held - 1 :])
-        out = np.empty(x.size)
-        head = max(min(n - at, x.size), 0)  # readings over fewer samples, at the run's start
-        np.divide(c[held : held + head], np.arange(at + 1, at + head + 1), out=out[:head])
-        # c[held + i] is the sum to sample at + i; the sum n before it is n places back
-        np.subtract(c[held + head :], c[held + head - n : c.size - n], out=out[head:])
-        out[head:] /= n
-        self.sums = c[-(n + 1) :] if c.size > n + 1 else c
-        return out
-
-
-class Lagged:
-    """:func:`powermodel.models.signal.net_change` over ``n`` samples, piece by piece."""
-
-    def __init__(self, n: int) -> None:
-        self.n, self.tail = n, np.empty(0)
-
-    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
-        n, k = self.n, self.tail.size
-        joined = np.concatenate((self.tail, x))
-        out = np.zeros(x.size)
-        first = min(max(n - at, 0), x.size)  # zero for the run's first n samples
-        np.subtract(joined[k + first :], joined[k + first - n : joined.size - n], out=out[first:])
-        self.tail = joined[-n:]
-        return out
-
-
-class Windowed:
-    """A trailing filter over ``n`` samples (``rolling_range``, ``rolling_max``,
-    ``rolling_min``, or any of the ``n`` samples ending at each), piece by piece: each piece
-    with the ``n − 1`` before it, whose readings are whole windows (max and min are exact in
-    any order)."""
-
-    def __init__(self, statistic: Callable[[np.ndarray, int], np.ndarray], n: int) -> None:
-        self.statistic, self.n, self.tail = statistic, n, None
-
-    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
-        joined = x if self.tail is None else np.concatenate((self.tail, x))
-        out = self.statistic(joined, self.n)[joined.size - x.size :]
-        self.tail = joined[max(joined.size - (self.n - 1), 0) :]
-        return out
-
-
-class Filtered:
-    """:func:`powermodel.models.signal.band` piece by piece: each first-order filter's state
-    (scipy's ``lfilter`` ``zi``) carried from one piece to the next, from the steady state on
-    the run's first sample as the in-memory filters start."""
-
-    def __init__(self, dt: float, low: float | None, high: float | None) -> None:
-        self.filters = signal.band_stages(dt, low, high)
-        self.state: list[np.ndarray | None] = [None] * len(self.filters)
-
-    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
-        for i, (b, den, passes_high) in enumerate(self.filters):
-            out, self.state[i] = signal.first_order_filter(x, b, den, self.state[i])
-            x = x - out if passes_high else out
-        return x
-
-
-class Chained:
-    """Stages applied in turn, piece by piece."""
-
-    def __init__(self, *stages: Callable[[np.ndarray, int], np.ndarray]) -> None:
-        self.stages = stages
-
-    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
-        for stage in self.stages:
-            x = stage(x, at)
-        return x
-
-
-def ramp_stages(n: int) -> dict[str, Callable[[np.ndarray, int], np.ndarray]]:
-    """The chunk-wise stages of :data:`RAMPS` over ``n`` samples (each run longer than two
-    windows, as :func:`ramps` and the rules measure)."""
-    return {
-        "net_change": Lagged(n),
-        "average_slope": Chained(RollingMean(n), Lagged(n)),
-        "range": Windowed(signal.rolling_range, n),
-    }
-
-
-class Neighbours:
-    """A per-sample flag's neighbours either side, piece by piece: each piece is given with the
-    run's sample after it (None at the run's end) and keeps its last for the next."""
-
-    def __init__(self) -> None:
-        self.before: np.ndarray = np.empty(0, bool)
-
-    def __call__(
-        self, flag: np.ndarray, after: np.ndarray | None, end: bool
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Each sample's flag before it and after it, ``end`` where the run has no sample."""
-        first = self.before if self.before.size else np.array([end])
-        before = np.concatenate((first, flag[:-1])).astype(bool)
-        behind = np.concatenate((flag[1:], [end] if after is None else after)).astype(bool)
-        self.before = flag[-1:]
-        return before, behind
-
-
-PIECE_STEPS = 1 << 20  # samples a piece holds at least (unless the run is shorter)
-
-
 class Pieces:
     """A run's chunks (consecutive Datasets on ``time``, of any lengths) as pieces of at least
     ``least`` samples: each piece is given with the run's first sample after it, so that
@@ -877,6 +757,14 @@ class StreamedMetrics:
     def _add(self, key: str, values: np.ndarray) -> None:
         self.sums[key] = self.sums.get(key, 0.0) + float(np.sum(values))
 
+    def _energy(self, key: str) -> float:
+        """The energy of a power summed over the run. [MWh]"""
+        return self.sums[key] * self.dt / 3600.0
+
+    def _mean(self, key: str) -> float:
+        """A variable's mean over the run, from its sum."""
+        return self.sums[key] / self.size
+
     def _extremes(self, key: str, values: np.ndarray) -> None:
         self.peaks[key] = max(self.peaks.get(key, -np.inf), float(np.max(values)))
         self.lows[key] = min(self.lows.get(key, np.inf), float(np.min(values)))
@@ -925,17 +813,17 @@ class StreamedMetrics:
     def result(self, totals: xr.Dataset) -> dict[str, Any]:
         """The :func:`metrics` dict of the whole run, from its scalars and events
         (``totals``)."""
-        dt, n = self.dt, self.size
+        dt = self.dt
         nan = float("nan")
         kinds = totals["event_kind"].values if "event_kind" in totals else np.array([])
         unexpected = kinds == "unexpected"
         categories, counts = np.unique(
             totals["event_category"].values[unexpected], return_counts=True
         )
-        it_mwh = self.sums["it_power"] * dt / 3600.0
+        it_mwh = self._energy("it_power")
         out: dict[str, Any] = {
             "it_energy_mwh": it_mwh,
-            "it_mean_mw": self.sums["it_power"] / n,
+            "it_mean_mw": self._mean("it_power"),
             "it_peak_mw": self.peaks["it_power"],
             "it_min_mw": self.lows["it_power"],
             "it_swing_5s_mw": self.peaks.get("swing_it_power", nan),
@@ -948,11 +836,11 @@ class StreamedMetrics:
             "tokens": float(totals["goodput"]),
         }
         if "facility_power" in self.sums:
-            facility_mwh = self.sums["facility_power"] * dt / 3600.0
+            facility_mwh = self._energy("facility_power")
             nominal = self.sums["nominal"]
             out |= {
                 "facility_energy_mwh": facility_mwh,
-                "cooling_energy_mwh": self.sums["cooling_power"] * dt / 3600.0,
+                "cooling_energy_mwh": self._energy("cooling_power"),
                 "facility_peak_mw": self.peaks["facility_power"],
                 "pue": facility_mwh / it_mwh,
                 "wue_l_per_kwh": self.sums["water_use"] * dt / (it_mwh * 1000.0),
@@ -972,10 +860,10 @@ class StreamedMetrics:
 
     def _grid(self, totals: xr.Dataset) -> dict[str, float]:
         """The ``grid_`` figures of :func:`metrics`, from the sums and extremes."""
-        dt, n, nan = self.dt, self.size, float("nan")
-        energy = self.sums["grid_power"] * dt / 3600.0
+        nan = float("nan")
+        energy = self._energy("grid_power")
         tokens = float(totals["goodput"]) if "goodput" in totals else 0.0
-        mean, peak = self.sums["grid_power"] / n, self.peaks["grid_power"]
+        mean, peak = self._mean("grid_power"), self.peaks["grid_power"]
         minute = _ramp_readings(
             {k: (self.peaks[f"ramp_{k}"], self.lows[f"ramp_{k}"]) for k in self.minute}
         )
@@ -993,5 +881,5 @@ class StreamedMetrics:
         if "grid_voltage" in self.seen:
             out["grid_voltage_swing_5s_pct"] = 100.0 * self.peaks.get("swing_grid_voltage", nan)
         if "grid_reactive_power" in self.sums:
-            out["grid_reactive_mean_mvar"] = self.sums["grid_reactive_power"] / n
+            out["grid_reactive_mean_mvar"] = self._mean("grid_reactive_power")
         return out

@@ -278,16 +278,12 @@ class Measures:
         """Take the run's next chunk (``size``: the run's samples in all)."""
         if not self._started:
             self._start(ds, size)
-        for piece in self._pieces.feed(ds):
-            self._metrics.feed(*piece)
-            self._check.feed(*piece)
+        self._take(self._pieces.feed(ds))
 
     def finish(self, totals: xr.Dataset, chunks: Callable[[], Iterable[xr.Dataset]]) -> None:
         """Complete the measures: ``totals`` the run's scalars and events, ``chunks`` gives
         the run's chunks again (for a rule that needs the running median)."""
-        for piece in self._pieces.finish():
-            self._metrics.feed(*piece)
-            self._check.feed(*piece)
+        self._take(self._pieces.finish())
         self.metrics = self._metrics.result(totals)
 
         def replay() -> Iterator[tuple]:
@@ -297,3 +293,9 @@ class Measures:
             yield from pieces.finish()
 
         self.results, self.refused = self._check.finish(replay)
+
+    def _take(self, pieces: Iterable[tuple[dict, int, dict | None]]) -> None:
+        """Feed each piece to the metrics and to the rules, in order."""
+        for piece in pieces:
+            self._metrics.feed(*piece)
+            self._check.feed(*piece)

@@ -17,9 +17,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from powermodel.analysis import RAMPS, Chained, Filtered, RollingMean, ramp_stages
+from powermodel.analysis import RAMPS
 from powermodel.models import signal
 from powermodel.models.events import STATE_RANK
+from powermodel.piecewise import Chained, Filtered, RollingMean, ramp_stages
 from powermodel.rules.rule import Rule, RuleError
 from powermodel.scenario import format_duration, parse_duration
 

@@ -14,10 +14,11 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import xarray as xr
 
-from powermodel.analysis import Neighbours, Windowed, blocks, step_seconds
+from powermodel.analysis import blocks, step_seconds
 from powermodel.errors import PowerModelError
 from powermodel.models import signal
 from powermodel.models.events import State
+from powermodel.piecewise import Neighbours, Windowed
 from powermodel.rules.measurement import (
     _STATE_CODE,
     CAUSES,
