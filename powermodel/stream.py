@@ -107,7 +107,7 @@ def stream(
             part = run.profile(plant, run.render(lo, hi), lo)
             yield run.dataset(plant, {name: part[name] for name in ORDER if name in part}, lo)
 
-    throughput = _written(chunks(), path, timezone, measures, n, done)
+    throughput = _write_chunks(chunks(), path, timezone, measures, n, done)
     if measures is not None:
         realised = (
             run.realised(np.zeros((3, 0))) if run.steps is None else share_of(trained, nominal)
@@ -168,7 +168,7 @@ def _plant_pass(
     return run.plant(plant_gpu, plant_heat), trained, nominal
 
 
-def _written(
+def _write_chunks(
     chunks: Iterable[xr.Dataset],
     path: Path | None,
     timezone: str | None,
