@@ -42,7 +42,11 @@ import json, resource, sys, time
 start = time.perf_counter()
 import powermodel
 from powermodel import load_scenario, metrics, simulate
-from powermodel.rules import check, load_rules, rule_names, _shipped
+from powermodel.rules import check, load_rules, rule_names
+try:
+    from powermodel.rules.rule import _shipped
+except ImportError:  # the code of before: rules one module
+    from powermodel.rules import _shipped
 elapsed = {"imports": time.perf_counter() - start}
 try:
     from powermodel.allocator import keep_freed_memory

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,7 @@ from powermodel.models.signal import (
     spectrum,
 )
 from powermodel.models.thermal import step_stretch
+from powermodel.piecewise import Neighbours, Windowed, ramp_stages
 from powermodel.scenario import format_duration, parse_duration
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
@@ -128,34 +129,10 @@ def part(ds: xr.Dataset, workload: str | None = None, hall: str | None = None) -
     A ``hall``: its own plant and chain (``hall_*``), the misc loads in its losses; its
     workloads' GPU power and tokens trained, the states of its largest training job.
     """
-    if (workload is None) == (hall is None):
-        raise PowerModelError("a part is one workload or one hall: give workload or hall")
-    dim, name = ("workload", workload) if hall is None else ("hall", hall)
-    if dim not in ds.dims:
-        raise PowerModelError(f"the run has no {dim}s: it is not a campus (with halls)")
-    names = [str(n) for n in ds[dim].values]
-    if name not in names:
-        raise PowerModelError(f"no {dim} {name!r} in the run: choose one of {', '.join(names)}")
-    site_it = ds["it_power"].values
-    if hall is None:
-        mine = [workload]
-        it = ds["workload_it_power"].sel(workload=workload).values
-        with np.errstate(invalid="ignore", divide="ignore"):
-            share = np.where(site_it > 0, it / site_it, 0.0)
-        around = {k: ds[k].values * share for k in ("facility_loss", "cooling_power", "misc_power")}
-        facility = it + sum(around.values())
-    else:
-        mine = [str(w) for w in ds["workload"].values[ds["workload_hall"].values == hall]]
-        it = ds["hall_it_power"].sel(hall=hall).values
-        facility = ds["hall_facility_power"].sel(hall=hall).values
-        cooling = ds["hall_cooling_power"].sel(hall=hall).values
-        around = {
-            "facility_loss": facility - it - cooling,
-            "cooling_power": cooling,
-            "misc_power": np.zeros_like(it),
-        }
-        with np.errstate(invalid="ignore", divide="ignore"):
-            share = np.where(site_it > 0, it / site_it, 0.0)
+    dim, name = _chosen_part(ds, workload, hall)
+    mine, it, share, around, facility = (
+        _workload_power(ds, workload) if hall is None else _hall_power(ds, hall)
+    )
     members = ds[["workload_gpus", "workload_kind", "workload_goodput"]].sel(workload=mine)
     training = members["workload_kind"].values == "training"
     largest = mine[int(np.argmax(members["workload_gpus"].values * training))]
@@ -164,19 +141,11 @@ def part(ds: xr.Dataset, workload: str | None = None, hall: str | None = None) -
     tokens = tokens.values if hall is None else tokens.values[training].sum(axis=0)
     kept = ds["workload_effective_training_time"].sel(workload=mine).values
     gpus = members["workload_gpus"].values
-    out = ds.drop_dims([d for d in ("workload", "hall", "flex") if d in ds.dims])
-    out = out.drop_vars([v for v in PART_DROPPED if v in out])
-    events = ds["event_workload"].values
-    out = out.isel(event=np.flatnonzero(np.isin(events, mine)))
-    out = out.drop_vars("event_workload", errors="ignore")
+    out = _without_the_site(ds, mine)
     reactive = ds["grid_reactive_power"].values * share
-    g = json.loads(ds.attrs["scenario"])["grid"]
     out = out.assign(
         # the voltage change the part's own load makes at the site's connection
-        grid_voltage=(
-            "time",
-            1.0 + voltage_change(facility, reactive, float(g["short_circuit"]), float(g["x_r"])),
-        ),
+        grid_voltage=("time", connection_voltage(facility, reactive, *recorded_grid(ds.attrs))),
         gpu_power=("time", gpu),
         it_power=("time", it),
         **{k: ("time", v) for k, v in around.items()},
@@ -195,16 +164,103 @@ def part(ds: xr.Dataset, workload: str | None = None, hall: str | None = None) -
     for key in ("job_state", *ds.data_vars):
         if key in out and key in ds:
             out[key].attrs = dict(ds[key].attrs)
-    # its own job's step, clock and checkpoints (its largest training job's, in a hall)
+    out.attrs = _part_attrs(ds, largest, f"{dim} {name}")
+    return out
+
+
+def _chosen_part(ds: xr.Dataset, workload: str | None, hall: str | None) -> tuple[str, str]:
+    """The dimension and name of the part :func:`part` is asked for, checked against the run."""
+    if (workload is None) == (hall is None):
+        raise PowerModelError("a part is one workload or one hall: give workload or hall")
+    dim, name = ("workload", workload) if hall is None else ("hall", hall)
+    if dim not in ds.dims:
+        raise PowerModelError(f"the run has no {dim}s: it is not a campus (with halls)")
+    names = [str(n) for n in ds[dim].values]
+    if name not in names:
+        raise PowerModelError(f"no {dim} {name!r} in the run: choose one of {', '.join(names)}")
+    return dim, name
+
+
+class _PartPower(NamedTuple):
+    """What a part of a campus draws, at each step."""
+
+    workloads: list[str]  # the part's workloads
+    it: np.ndarray  # its IT power [MW]
+    share: np.ndarray  # of the site's IT power [1]
+    around: dict[str, np.ndarray]  # facility_loss, cooling_power, misc_power [MW]
+    facility: np.ndarray  # its facility power [MW]
+
+
+def _it_share(ds: xr.Dataset, it: np.ndarray) -> np.ndarray:
+    """A part's share of the site's IT power at each step [1] (none where the site draws none)."""
+    site_it = ds["it_power"].values
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(site_it > 0, it / site_it, 0.0)
+
+
+def _workload_power(ds: xr.Dataset, workload: str) -> _PartPower:
+    """A workload's part of the site (:class:`_PartPower`): itself; its IT power [MW] and share
+    of the site's; the site's losses, cooling and misc loads [MW] allocated by that share; its
+    facility power [MW]."""
+    it = ds["workload_it_power"].sel(workload=workload).values
+    share = _it_share(ds, it)
+    around = {k: ds[k].values * share for k in ("facility_loss", "cooling_power", "misc_power")}
+    return [workload], it, share, around, it + sum(around.values())
+
+
+def _hall_power(ds: xr.Dataset, hall: str) -> _PartPower:
+    """A hall's part of the site (:class:`_PartPower`): its workloads; its own chain's IT power
+    [MW] and share of the site's; its losses (the misc loads among them) and cooling [MW]; its
+    facility power [MW]."""
+    mine = [str(w) for w in ds["workload"].values[ds["workload_hall"].values == hall]]
+    it = ds["hall_it_power"].sel(hall=hall).values
+    facility = ds["hall_facility_power"].sel(hall=hall).values
+    cooling = ds["hall_cooling_power"].sel(hall=hall).values
+    around = {
+        "facility_loss": facility - it - cooling,
+        "cooling_power": cooling,
+        "misc_power": np.zeros_like(it),
+    }
+    return mine, it, _it_share(ds, it), around, facility
+
+
+def _without_the_site(ds: xr.Dataset, mine: list[str]) -> xr.Dataset:
+    """The run without its campus dimensions, the site's batteries and the events of workloads
+    other than ``mine``."""
+    out = ds.drop_dims([d for d in ("workload", "hall", "flex") if d in ds.dims])
+    out = out.drop_vars([v for v in PART_DROPPED if v in out])
+    events = ds["event_workload"].values
+    out = out.isel(event=np.flatnonzero(np.isin(events, mine)))
+    return out.drop_vars("event_workload", errors="ignore")
+
+
+def _part_attrs(ds: xr.Dataset, largest: str, part: str) -> dict:
+    """The run's attrs with a part's own job's step, clock and checkpoints (those of the
+    workload ``largest``: a hall's largest training job) and its title."""
     own = {
         str(k).removeprefix("workload_"): float(ds[k].sel(workload=largest))
         for k in ds.data_vars
         if ds[k].dims == ("workload",) and ds[k].dtype.kind == "f" and k != "workload_goodput"
     }
     own = {k: v for k, v in own.items() if k in ds.attrs}
-    title = f"{ds.attrs.get('title', 'powermodel')}: {dim} {name}"
-    out.attrs = {**ds.attrs, **own, "title": title}
-    return out
+    return {**ds.attrs, **own, "title": f"{ds.attrs.get('title', 'powermodel')}: {part}"}
+
+
+def recorded_grid(attrs: dict) -> tuple[float, float]:
+    """The short-circuit power [MVA] and X/R ratio [1] of the connection a run was simulated
+    at, from the scenario its ``attrs`` record (``attrs["scenario"]``, its ``[grid]``)."""
+    g = json.loads(attrs["scenario"])["grid"]
+    return float(g["short_circuit"]), float(g["x_r"])
+
+
+def connection_voltage(
+    load: np.ndarray, reactive: np.ndarray, short_circuit: float, x_r: float
+) -> np.ndarray:
+    """The voltage at the connection [p.u.] with ``load`` [MW] and ``reactive`` power [Mvar]
+    drawn through a grid of ``short_circuit`` power [MVA] and X/R ratio ``x_r`` [1]: one plus
+    the first-order change :func:`powermodel.models.grid.voltage_change`, as the engine's
+    connection computes ``grid_voltage``."""
+    return 1.0 + voltage_change(load, reactive, short_circuit, x_r)
 
 
 def workloads(ds: xr.Dataset) -> pd.DataFrame:
@@ -256,6 +312,7 @@ def flexibility(ds: xr.Dataset) -> pd.DataFrame:
         end = min(begin + max(round(duration / dt), 1), grid.size)
         before = grid[max(begin - round(3600.0 / dt), 0) : begin]
         at_grid = float(before.mean() - grid[begin:end].mean()) if before.size else np.nan
+        shed = ds["flex_shed"].values[mine].sum()
         rows.append(
             {
                 "event": name,
@@ -264,10 +321,8 @@ def flexibility(ds: xr.Dataset) -> pd.DataFrame:
                 "notice [h]": float(ds["flex_notice"].values[first]) / 3600.0,
                 "duration [h]": duration / 3600.0,
                 "asked [share]": float(ds["flex_reduction"].values[first]),
-                "shed by workloads [MW]": float(ds["flex_shed"].values[mine].sum()),
-                "shed share": float(
-                    ds["flex_shed"].values[mine].sum() / ds["flex_baseline"].values[mine].sum()
-                ),
+                "shed by workloads [MW]": float(shed),
+                "shed share": float(shed / ds["flex_baseline"].values[mine].sum()),
                 "shed at connection [MW]": at_grid,
                 "events a month": per_month,
                 "tokens lost": float(ds["flex_tokens_lost"].values[mine].sum()),
@@ -583,126 +638,6 @@ def offline_page(title: str, style: str, body: str) -> str:
     )
 
 
-# Chunk-wise statistics (a run streamed in parts, issue 13). Each stage takes a run's samples
-# piece after piece (``x`` from the run's sample ``at``) and returns what its in-memory
-# counterpart returns for those samples, carrying the state the next piece needs: exact, the
-# same operations in the same order, so bit-identical where the first piece holds at least a
-# window (the reflected readings at the run's start are then the in-memory ones).
-
-
-class RollingMean:
-    """:func:`powermodel.models.signal.rolling_mean` over ``n`` samples, piece by piece: the
-    run's cumulative sum is continued across pieces (one accumulate from its last value, as
-    ``np.cumsum`` adds over the whole run), so each quotient is the in-memory one to the bit."""
-
-    def __init__(self, n: int) -> None:
-        self.n, self.sums = n, np.zeros(1)  # the cumulative sums up to the piece, the last n + 1
-
-    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
-        n, held = self.n, self.sums.size
-        c = np.concatenate((self.sums, np.empty(x.size)))
-        np.cumsum(np.concatenate((self.sums[-1:], x)), dtype=np.float64, out=c[held - 1 :])
-        out = np.empty(x.size)
-        head = max(min(n - at, x.size), 0)  # readings over fewer samples, at the run's start
-        np.divide(c[held : held + head], np.arange(at + 1, at + head + 1), out=out[:head])
-        # c[held + i] is the sum to sample at + i; the sum n before it is n places back
-        np.subtract(c[held + head :], c[held + head - n : c.size - n], out=out[head:])
-        out[head:] /= n
-        self.sums = c[-(n + 1) :] if c.size > n + 1 else c
-        return out
-
-
-class Lagged:
-    """:func:`powermodel.models.signal.net_change` over ``n`` samples, piece by piece."""
-
-    def __init__(self, n: int) -> None:
-        self.n, self.tail = n, np.empty(0)
-
-    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
-        n, k = self.n, self.tail.size
-        joined = np.concatenate((self.tail, x))
-        out = np.zeros(x.size)
-        first = min(max(n - at, 0), x.size)  # zero for the run's first n samples
-        np.subtract(joined[k + first :], joined[k + first - n : joined.size - n], out=out[first:])
-        self.tail = joined[-n:]
-        return out
-
-
-class Windowed:
-    """A trailing filter over ``n`` samples (``rolling_range``, ``rolling_max``,
-    ``rolling_min``, or any of the ``n`` samples ending at each), piece by piece: each piece
-    with the ``n − 1`` before it, whose readings are whole windows (max and min are exact in
-    any order)."""
-
-    def __init__(self, statistic: Callable[[np.ndarray, int], np.ndarray], n: int) -> None:
-        self.statistic, self.n, self.tail = statistic, n, None
-
-    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
-        joined = x if self.tail is None else np.concatenate((self.tail, x))
-        out = self.statistic(joined, self.n)[joined.size - x.size :]
-        self.tail = joined[max(joined.size - (self.n - 1), 0) :]
-        return out
-
-
-class Filtered:
-    """:func:`powermodel.models.signal.band` piece by piece: each first-order filter's state
-    (scipy's ``lfilter`` ``zi``) carried from one piece to the next, from the steady state on
-    the run's first sample as the in-memory filters start."""
-
-    def __init__(self, dt: float, low: float | None, high: float | None) -> None:
-        self.filters = signal.band_stages(dt, low, high)
-        self.state: list[np.ndarray | None] = [None] * len(self.filters)
-
-    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
-        for i, (b, den, passes_high) in enumerate(self.filters):
-            out, self.state[i] = signal.first_order_filter(x, b, den, self.state[i])
-            x = x - out if passes_high else out
-        return x
-
-
-class Chained:
-    """Stages applied in turn, piece by piece."""
-
-    def __init__(self, *stages: Callable[[np.ndarray, int], np.ndarray]) -> None:
-        self.stages = stages
-
-    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
-        for stage in self.stages:
-            x = stage(x, at)
-        return x
-
-
-def ramp_stages(n: int) -> dict[str, Callable[[np.ndarray, int], np.ndarray]]:
-    """The chunk-wise stages of :data:`RAMPS` over ``n`` samples (each run longer than two
-    windows, as :func:`ramps` and the rules measure)."""
-    return {
-        "net_change": Lagged(n),
-        "average_slope": Chained(RollingMean(n), Lagged(n)),
-        "range": Windowed(signal.rolling_range, n),
-    }
-
-
-class Neighbours:
-    """A per-sample flag's neighbours either side, piece by piece: each piece is given with the
-    run's sample after it (None at the run's end) and keeps its last for the next."""
-
-    def __init__(self) -> None:
-        self.before: np.ndarray = np.empty(0, bool)
-
-    def __call__(
-        self, flag: np.ndarray, after: np.ndarray | None, end: bool
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Each sample's flag before it and after it, ``end`` where the run has no sample."""
-        first = self.before if self.before.size else np.array([end])
-        before = np.concatenate((first, flag[:-1])).astype(bool)
-        behind = np.concatenate((flag[1:], [end] if after is None else after)).astype(bool)
-        self.before = flag[-1:]
-        return before, behind
-
-
-PIECE_STEPS = 1 << 20  # samples a piece holds at least (unless the run is shorter)
-
-
 class Pieces:
     """A run's chunks (consecutive Datasets on ``time``, of any lengths) as pieces of at least
     ``least`` samples: each piece is given with the run's first sample after it, so that
@@ -822,6 +757,14 @@ class StreamedMetrics:
     def _add(self, key: str, values: np.ndarray) -> None:
         self.sums[key] = self.sums.get(key, 0.0) + float(np.sum(values))
 
+    def _energy(self, key: str) -> float:
+        """The energy of a power summed over the run. [MWh]"""
+        return self.sums[key] * self.dt / 3600.0
+
+    def _mean(self, key: str) -> float:
+        """A variable's mean over the run, from its sum."""
+        return self.sums[key] / self.size
+
     def _extremes(self, key: str, values: np.ndarray) -> None:
         self.peaks[key] = max(self.peaks.get(key, -np.inf), float(np.max(values)))
         self.lows[key] = min(self.lows.get(key, np.inf), float(np.min(values)))
@@ -870,17 +813,17 @@ class StreamedMetrics:
     def result(self, totals: xr.Dataset) -> dict[str, Any]:
         """The :func:`metrics` dict of the whole run, from its scalars and events
         (``totals``)."""
-        dt, n = self.dt, self.size
+        dt = self.dt
         nan = float("nan")
         kinds = totals["event_kind"].values if "event_kind" in totals else np.array([])
         unexpected = kinds == "unexpected"
         categories, counts = np.unique(
             totals["event_category"].values[unexpected], return_counts=True
         )
-        it_mwh = self.sums["it_power"] * dt / 3600.0
+        it_mwh = self._energy("it_power")
         out: dict[str, Any] = {
             "it_energy_mwh": it_mwh,
-            "it_mean_mw": self.sums["it_power"] / n,
+            "it_mean_mw": self._mean("it_power"),
             "it_peak_mw": self.peaks["it_power"],
             "it_min_mw": self.lows["it_power"],
             "it_swing_5s_mw": self.peaks.get("swing_it_power", nan),
@@ -893,11 +836,11 @@ class StreamedMetrics:
             "tokens": float(totals["goodput"]),
         }
         if "facility_power" in self.sums:
-            facility_mwh = self.sums["facility_power"] * dt / 3600.0
+            facility_mwh = self._energy("facility_power")
             nominal = self.sums["nominal"]
             out |= {
                 "facility_energy_mwh": facility_mwh,
-                "cooling_energy_mwh": self.sums["cooling_power"] * dt / 3600.0,
+                "cooling_energy_mwh": self._energy("cooling_power"),
                 "facility_peak_mw": self.peaks["facility_power"],
                 "pue": facility_mwh / it_mwh,
                 "wue_l_per_kwh": self.sums["water_use"] * dt / (it_mwh * 1000.0),
@@ -917,10 +860,10 @@ class StreamedMetrics:
 
     def _grid(self, totals: xr.Dataset) -> dict[str, float]:
         """The ``grid_`` figures of :func:`metrics`, from the sums and extremes."""
-        dt, n, nan = self.dt, self.size, float("nan")
-        energy = self.sums["grid_power"] * dt / 3600.0
+        nan = float("nan")
+        energy = self._energy("grid_power")
         tokens = float(totals["goodput"]) if "goodput" in totals else 0.0
-        mean, peak = self.sums["grid_power"] / n, self.peaks["grid_power"]
+        mean, peak = self._mean("grid_power"), self.peaks["grid_power"]
         minute = _ramp_readings(
             {k: (self.peaks[f"ramp_{k}"], self.lows[f"ramp_{k}"]) for k in self.minute}
         )
@@ -938,5 +881,5 @@ class StreamedMetrics:
         if "grid_voltage" in self.seen:
             out["grid_voltage_swing_5s_pct"] = 100.0 * self.peaks.get("swing_grid_voltage", nan)
         if "grid_reactive_power" in self.sums:
-            out["grid_reactive_mean_mvar"] = self.sums["grid_reactive_power"] / n
+            out["grid_reactive_mean_mvar"] = self._mean("grid_reactive_power")
         return out

@@ -20,7 +20,7 @@ import xarray as xr
 from powermodel import rules
 from powermodel.analysis import step_seconds
 from powermodel.models import signal
-from powermodel.scenario import Scenario, format_duration, load_scenario
+from powermodel.scenario import Gpu, Scenario, format_duration, load_scenario
 from powermodel.sensitivity import Runner, in_turn
 from powermodel.simulate import simulate
 
@@ -56,7 +56,15 @@ def levers(scenario: Scenario, rule: rules.Rule, reference: float | None) -> lis
     """The mitigations this scenario's hardware and site have ([nvidia_nvml],
     [nvidia_gb300_power]); the battery's controller holds the grid to 80 % of the rule's limit,
     as a ramp."""
-    gpu = scenario.gpu
+    return [
+        *_gpu_levers(scenario.gpu),
+        *_job_levers(scenario),
+        _site_battery(scenario, ramp_limit(rule, reference)),
+    ]
+
+
+def _gpu_levers(gpu: Gpu) -> list[Lever]:
+    """The GPU's own settings, where it has them: a power cap and a clock lock."""
     out = []
     if "power_cap" in gpu.levers:
         out.append(
@@ -72,6 +80,14 @@ def levers(scenario: Scenario, rule: rules.Rule, reference: float | None) -> lis
         out.append(
             Lever("clock lock", "of nominal", 1.0, 0.5, lambda v: {"mitigation.clock_lock": v})
         )
+    return out
+
+
+def _job_levers(scenario: Scenario) -> list[Lever]:
+    """What the job and its software can change: the checkpoint's stall, a burn that fills
+    the dips, a burn on stop (the GPU's, or software's slower to react), a graceful start."""
+    gpu = scenario.gpu
+    out = []
     # Asynchronous checkpointing shortens the stall to the copy into host memory. (Staggering a
     # blocking write across groups does not help a synchronous job: the others wait for it at
     # the next collective, at the stalled level, so the dip lengthens instead of shallowing.)
@@ -119,23 +135,26 @@ def levers(scenario: Scenario, rule: rules.Rule, reference: float | None) -> lis
             lambda v: {"workload.startup_ramp": format_duration(v)},
         )
     )
-    design = scenario.cluster.n_gpus * gpu.tdp / 1e6
-    controller = {"tau": "0s", "ramp": 0.8 * ramp_limit(rule, reference)}
-    out.append(
-        Lever(
-            f"site battery ({STORAGE_HOURS * 60:g} min)",
-            "MW",
-            0.01 * design,
-            2.0 * design,
-            lambda v: {
-                "mitigation.storage": [
-                    {"location": "site", "power": v, "energy": v * STORAGE_HOURS, **controller}
-                ]
-            },
-            log=True,
-        )
-    )
     return out
+
+
+def _site_battery(scenario: Scenario, ramp: float) -> Lever:
+    """A site battery of :data:`STORAGE_HOURS`, sized from 1 % to twice the cluster's TDP, its
+    controller holding the grid to 80 % of the rule's ``ramp`` limit [MW/min]."""
+    design = scenario.cluster.n_gpus * scenario.gpu.tdp / 1e6
+    controller = {"tau": "0s", "ramp": 0.8 * ramp}
+    return Lever(
+        f"site battery ({STORAGE_HOURS * 60:g} min)",
+        "MW",
+        0.01 * design,
+        2.0 * design,
+        lambda v: {
+            "mitigation.storage": [
+                {"location": "site", "power": v, "energy": v * STORAGE_HOURS, **controller}
+            ]
+        },
+        log=True,
+    )
 
 
 def ramp_limit(rule: rules.Rule, reference: float | None) -> float:
@@ -191,22 +210,7 @@ def size(
     unmitigated = _summary(base)
     del base
     measure = partial(_measured, scenario=scenario, rule_list=rule_list, reference=reference)
-    runs: dict[str, tuple[Scenario, _Outcome]] = {}
-
-    def run_each(settings: list[dict]) -> None:
-        """Each setting not yet run, run (all in one call of the runner)."""
-        new = {}
-        for one in settings:
-            key = json.dumps(one, sort_keys=True)
-            if key not in runs and key not in new:
-                if progress:
-                    progress(key)
-                new[key] = one
-        runs.update(zip(new, (runner or in_turn)(measure, list(new.values())), strict=True))
-
-    def outcome(settings: dict) -> tuple[Scenario, _Outcome]:
-        return runs[json.dumps(settings, sort_keys=True)]
-
+    runs = _Runs(measure, runner or in_turn, progress)
     searches = {
         (i, lever.name): (i, lever)
         for i, rule in enumerate(rule_list)
@@ -216,33 +220,75 @@ def size(
     groups = [list(searches.values())] if runner else [[s] for s in searches.values()]
     found: dict[tuple[int, str], float | None] = {}
     for group in groups:
-        found |= _search(group, run_each, outcome, width if runner else 1)
-
-    rows = []
-    for i, rule in enumerate(rule_list):
-        for lever in levers(scenario, rule, reference):
-            row = {"rule": rule.name, "lever": lever.name}
-            if base_results[i].passed:
-                rows.append({**row, "setting unit": lever.unit, "verdict": "passes unmitigated"})
-                continue
-            setting = found[i, lever.name]
-            varied, measured = outcome(lever.settings(lever.strong if setting is None else setting))
-            result = measured.results[i]
-            rows.append(
-                {
-                    **row,
-                    "setting": np.nan if setting is None else setting,
-                    "setting unit": lever.unit,
-                    "verdict": "cannot" if setting is None else "pass",
-                    "worst": result.worst,
-                    "limit": result.limit,
-                    "rule unit": rule.unit,
-                    # at the strongest setting, what still breaks the rule
-                    "still violated by": ", ".join(result.by_cause),
-                    **({} if setting is None else _costs(varied, unmitigated, measured)),
-                }
-            )
+        found |= _search(group, runs.run_each, runs.outcome, width if runner else 1)
+    rows = [
+        _row(rule, i, lever, base_results[i].passed, found, runs, unmitigated)
+        for i, rule in enumerate(rule_list)
+        for lever in levers(scenario, rule, reference)
+    ]
     return pd.DataFrame(rows)
+
+
+class _Runs:
+    """The runs of the settings searched, each run once and kept by its settings: what the
+    rules' searches share (``measure`` runs a setting, mapped by ``runner``; ``progress`` is
+    told each setting before it runs)."""
+
+    def __init__(
+        self,
+        measure: Callable[[dict], tuple[Scenario, _Outcome]],
+        runner: Runner,
+        progress: Callable[[str], None] | None,
+    ) -> None:
+        self.measure, self.runner, self.progress = measure, runner, progress
+        self.done: dict[str, tuple[Scenario, _Outcome]] = {}
+
+    def run_each(self, settings: list[dict]) -> None:
+        """Each setting not yet run, run (all in one call of the runner)."""
+        new = {}
+        for one in settings:
+            key = json.dumps(one, sort_keys=True)
+            if key not in self.done and key not in new:
+                if self.progress:
+                    self.progress(key)
+                new[key] = one
+        self.done.update(zip(new, self.runner(self.measure, list(new.values())), strict=True))
+
+    def outcome(self, settings: dict) -> tuple[Scenario, _Outcome]:
+        """The run of ``settings``, once run."""
+        return self.done[json.dumps(settings, sort_keys=True)]
+
+
+def _row(
+    rule: rules.Rule,
+    i: int,
+    lever: Lever,
+    passed: bool,
+    found: dict[tuple[int, str], float | None],
+    runs: _Runs,
+    unmitigated: _Outcome,
+) -> dict:
+    """:func:`size`'s row of a rule (the ``i``-th) and a lever: the rule ``passed``
+    unmitigated, or the gentlest passing setting ``found`` (None: none) with its verdict, worst
+    value and costs against the ``unmitigated`` run."""
+    row = {"rule": rule.name, "lever": lever.name}
+    if passed:
+        return {**row, "setting unit": lever.unit, "verdict": "passes unmitigated"}
+    setting = found[i, lever.name]
+    varied, measured = runs.outcome(lever.settings(lever.strong if setting is None else setting))
+    result = measured.results[i]
+    return {
+        **row,
+        "setting": np.nan if setting is None else setting,
+        "setting unit": lever.unit,
+        "verdict": "cannot" if setting is None else "pass",
+        "worst": result.worst,
+        "limit": result.limit,
+        "rule unit": rule.unit,
+        # at the strongest setting, what still breaks the rule
+        "still violated by": ", ".join(result.by_cause),
+        **({} if setting is None else _costs(varied, unmitigated, measured)),
+    }
 
 
 @dataclass(frozen=True)

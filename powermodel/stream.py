@@ -23,12 +23,14 @@ import xarray as xr
 from powermodel.analysis import Pieces, StreamedMetrics, step_seconds
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.export import CSV_OPTIONS, check_path, check_timezone, csv_table, profile_table
+from powermodel.facility import PlantPath
 from powermodel.output import staged
 from powermodel.rules import Refusal, Rule, RuleResult, StreamedCheck, check_each
 from powermodel.scenario import Scenario, format_duration
 from powermodel.simulate import (
     BYTES_PER_STEP,
     ORDER,
+    Run,
     available_memory,
     event_variables,
     memory_estimate,
@@ -94,6 +96,39 @@ def stream(
     pathlib.Path or None
         The file written.
     """
+    path = _checked_target(scenario, path, timezone)
+    done = progress or (lambda steps: None)
+    run = prepare(scenario, *preflight(scenario, memory=False))
+    n = scenario.simulation.n_steps
+    plant, trained, nominal = _plant_pass(run, n, chunk, done)
+
+    def chunks() -> Iterator[xr.Dataset]:
+        for lo, hi in run.chunks(0, n, chunk):
+            part = run.profile(plant, run.render(lo, hi), lo)
+            yield run.dataset(plant, {name: part[name] for name in ORDER if name in part}, lo)
+
+    throughput = _write_chunks(chunks(), path, timezone, measures, n, done)
+    if measures is not None:
+        realised = (
+            run.realised(np.zeros((3, 0))) if run.steps is None else share_of(trained, nominal)
+        )
+        totals = xr.Dataset(
+            {
+                **run_totals(run, plant, realised, np.array([throughput])),
+                **event_variables(scenario, run.line),
+                "effective_training_time": ((), run.effective_training_time),
+            }
+        )
+        measures.finish(totals, chunks)
+    return path
+
+
+def _checked_target(
+    scenario: Scenario, path: str | Path | None, timezone: str | None
+) -> Path | None:
+    """The file a streamed run of ``scenario`` is to write (None: none), checked before any
+    work: a name that can be written in a format written a chunk at a time, and a run whose
+    filters can be carried across chunks."""
     path = None if path is None else check_path(path)
     if path is not None:
         check_timezone(timezone, path)
@@ -110,9 +145,16 @@ def stream(
             f"across them: run it in memory (about {need:.1f} GB), shortening "
             "simulation.duration or lengthening simulation.dt to fit"
         )
-    done = progress or (lambda steps: None)
-    run = prepare(scenario, *preflight(scenario, memory=False))
-    n, k = scenario.simulation.n_steps, run.k
+    return path
+
+
+def _plant_pass(
+    run: Run, n: int, chunk: int, done: Callable[[int], None]
+) -> tuple[PlantPath, np.ndarray, np.ndarray]:
+    """The first pass: the run of ``n`` steps rendered in whole plant steps of about ``chunk``
+    steps for the plant-step means the plant path needs, then the plant path; with the tokens
+    over the run, trained and nominal (one-element arrays)."""
+    k = run.k
     plant_gpu, plant_heat = np.empty(n // k), np.empty(n // k)
     trained, nominal = np.zeros(1), np.zeros(1)  # tokens over the run, trained and nominal
     per_pass = max(chunk // k, 1) * k  # whole plant steps: each chunk's block means are whole
@@ -123,40 +165,35 @@ def stream(
         done(hi - lo)
         trained[0] += float(means[3].sum()) if means.shape[0] > 3 else 0.0
         nominal[0] += float(means[2].sum())
-    plant = run.plant(plant_gpu, plant_heat)
+    return run.plant(plant_gpu, plant_heat), trained, nominal
 
-    def chunks() -> Iterator[xr.Dataset]:
-        for lo, hi in run.chunks(0, n, chunk):
-            part = run.profile(plant, run.render(lo, hi), lo)
-            yield run.dataset(plant, {name: part[name] for name in ORDER if name in part}, lo)
 
+def _write_chunks(
+    chunks: Iterable[xr.Dataset],
+    path: Path | None,
+    timezone: str | None,
+    measures: Measures | None,
+    size: int,
+    done: Callable[[int], None],
+) -> float:
+    """The second pass: each chunk appended to the file at ``path`` (through a temporary
+    file, renamed after the writer's close; None: nothing written) and fed to ``measures``
+    (``size``: the run's steps in all); the tokens of the run's ``throughput`` summed."""
     throughput = 0.0
     with nullcontext() if path is None else staged(path) as temporary:
         writer = None
         try:
-            for ds in chunks():
+            for ds in chunks:
                 if temporary is not None:
                     writer = _write(writer, ds, temporary, path.suffix, timezone)
                 throughput += float(ds["throughput"].values.sum())
                 if measures is not None:
-                    measures.feed(ds, n)
+                    measures.feed(ds, size)
                 done(ds.sizes["time"])
         finally:
             if writer is not None:
                 writer.close()
-    if measures is not None:
-        realised = (
-            run.realised(np.zeros((3, 0))) if run.steps is None else share_of(trained, nominal)
-        )
-        totals = xr.Dataset(
-            {
-                **run_totals(run, plant, realised, np.array([throughput])),
-                **event_variables(scenario, run.line),
-                "effective_training_time": ((), run.effective_training_time),
-            }
-        )
-        measures.finish(totals, chunks)
-    return path
+    return throughput
 
 
 def checked(
@@ -241,16 +278,12 @@ class Measures:
         """Take the run's next chunk (``size``: the run's samples in all)."""
         if not self._started:
             self._start(ds, size)
-        for piece in self._pieces.feed(ds):
-            self._metrics.feed(*piece)
-            self._check.feed(*piece)
+        self._take(self._pieces.feed(ds))
 
     def finish(self, totals: xr.Dataset, chunks: Callable[[], Iterable[xr.Dataset]]) -> None:
         """Complete the measures: ``totals`` the run's scalars and events, ``chunks`` gives
         the run's chunks again (for a rule that needs the running median)."""
-        for piece in self._pieces.finish():
-            self._metrics.feed(*piece)
-            self._check.feed(*piece)
+        self._take(self._pieces.finish())
         self.metrics = self._metrics.result(totals)
 
         def replay() -> Iterator[tuple]:
@@ -260,3 +293,9 @@ class Measures:
             yield from pieces.finish()
 
         self.results, self.refused = self._check.finish(replay)
+
+    def _take(self, pieces: Iterable[tuple[dict, int, dict | None]]) -> None:
+        """Feed each piece to the metrics and to the rules, in order."""
+        for piece in pieces:
+            self._metrics.feed(*piece)
+            self._check.feed(*piece)

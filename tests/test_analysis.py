@@ -104,3 +104,19 @@ def test_max_swing_in_blocks_is_the_largest_rolling_range():
     seen = np.isfinite(power)
     whole = signal.rolling_mean(seen, 50) == 1.0
     assert max_swing(power, 0.1, where=seen) == signal.rolling_range(power, 50)[whole].max()
+
+
+def test_a_parts_voltage_is_the_engines_formula_with_the_grid_the_run_records():
+    # issue 29: part() reads the connection from the run's own record and computes the voltage
+    # as the engine does: on a run without a site battery, the site's own voltage is that of its
+    # grid power and reactive power, to the bit
+    from powermodel.analysis import connection_voltage, recorded_grid
+
+    ds = simulate(load_scenario(REFERENCE, {**QUIET, "simulation.duration": "1h"}))
+    short_circuit, x_r = recorded_grid(ds.attrs)
+    scenario = load_scenario(REFERENCE)
+    assert (short_circuit, x_r) == (scenario.grid.short_circuit, scenario.grid.x_r)
+    seen = connection_voltage(
+        ds["grid_power"].values, ds["grid_reactive_power"].values, short_circuit, x_r
+    )
+    assert np.array_equal(seen, ds["grid_voltage"].values)

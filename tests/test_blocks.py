@@ -15,16 +15,9 @@ from powermodel import analysis, load_scenario, metrics, simulate
 from powermodel.analysis import max_swing, ramps, step_seconds
 from powermodel.models import signal
 from powermodel.models.events import State
-from powermodel.rules import (
-    _STATE_CODE,
-    LABELS,
-    _attribute,
-    _judgeable,
-    _warm_up,
-    check,
-    load_rules,
-    measure,
-)
+from powermodel.rules import check, load_rules, measure
+from powermodel.rules.measurement import _STATE_CODE, LABELS, _attribute, _judgeable, _warm_up
+from powermodel.rules.median import _histogram, _medians, _running_median
 
 # 2 days at 1 s, failures three times as often, variation on; and a day of 99,968 GPUs, whose
 # iteration swing alone breaks ERCOT's and IESO's limits (where the plant's moves are blamed on
@@ -182,9 +175,9 @@ def test_verdicts_in_blocks_are_the_whole_runs(runs, small_blocks):
 def test_the_streamed_median_is_numpys_in_memory_bounded_by_distinct_values(size, monkeypatch):
     # a plateau's values repeat: the middle bucket's values are kept once with their counts,
     # merged when over a bound (here 50, so that merging happens many times)
-    from powermodel import rules
+    from powermodel.rules.median import _Tally
 
-    monkeypatch.setattr(rules._Tally, "MERGE", 50)
+    monkeypatch.setattr(_Tally, "MERGE", 50)
     rng = np.random.default_rng(3)
     x = np.round(24.0 + rng.normal(scale=0.02, size=size), 4)  # few distinct values
     state = np.where(rng.random(size) < 0.9, State.RUNNING, State.CHECKPOINT).astype(np.int8)
@@ -196,14 +189,14 @@ def test_the_streamed_median_is_numpys_in_memory_bounded_by_distinct_values(size
 
     histograms: dict = {}
     for columns, _, _ in pieces():
-        rules._histogram(histograms, columns, {"grid_power"})
-    median = rules._medians(pieces, histograms, {"grid_power"})["grid_power"]
+        _histogram(histograms, columns, {"grid_power"})
+    median = _medians(pieces, histograms, {"grid_power"})["grid_power"]
     assert median == np.median(x[state == State.RUNNING])
-    assert np.isnan(rules._medians(pieces, {}, {"grid_power"})["grid_power"])  # never running
+    assert np.isnan(_medians(pieces, {}, {"grid_power"})["grid_power"])  # never running
 
 
 def test_a_signal_with_nan_is_held_at_the_median_a_streamed_run_finds(monkeypatch):
-    # the streamed run's histograms (rules._medians) are the reference: they order NaN past the
+    # the streamed run's histograms (_medians) are the reference: they order NaN past the
     # infinities and give a number where np.median gives NaN; an in-memory check takes theirs
     from powermodel import rules
 
@@ -225,11 +218,11 @@ def test_a_signal_with_nan_is_held_at_the_median_a_streamed_run_finds(monkeypatc
         yield {"grid_power": grid, "job_state": state}, 0, None
 
     histograms: dict = {}
-    rules._histogram(histograms, {"grid_power": grid, "job_state": state}, {"grid_power"})
-    expected = rules._medians(pieces, histograms, {"grid_power"})["grid_power"]
+    _histogram(histograms, {"grid_power": grid, "job_state": state}, {"grid_power"})
+    expected = _medians(pieces, histograms, {"grid_power"})["grid_power"]
     assert np.isfinite(expected) and seen["grid_power"] == expected
-    assert rules._running_median(grid, running) is None
-    assert rules._running_median(ds["it_power"].values, running) == np.median(
+    assert _running_median(grid, running) is None
+    assert _running_median(ds["it_power"].values, running) == np.median(
         ds["it_power"].values[running]
     )
 

@@ -23,6 +23,7 @@ LAYERS = (
     ("powermodel.scenario", "powermodel.reference"),
     ("powermodel.facility", "powermodel.disturbances", "powermodel.simulate"),
     (
+        "powermodel.piecewise",
         "powermodel.analysis",
         "powermodel.rules",
         "powermodel.export",

@@ -1,0 +1,128 @@
+"""Chunk-wise statistics, for a run measured piece by piece (a run streamed in parts, or one
+in memory read in cache-sized blocks; issue 13).
+
+Each stage takes a run's samples piece after piece (``x`` from the run's sample ``at``) and
+returns what its in-memory counterpart of :mod:`powermodel.models.signal` returns for those
+samples, carrying the state the next piece needs: exact, the same operations in the same order,
+so bit-identical where the first piece holds at least a window (the reflected readings at the
+run's start are then the in-memory ones). :class:`powermodel.analysis.StreamedMetrics` and the
+rules' streamed check (:mod:`powermodel.rules.streamed`) are built of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from powermodel.models import signal
+
+
+class RollingMean:
+    """:func:`powermodel.models.signal.rolling_mean` over ``n`` samples, piece by piece: the
+    run's cumulative sum is continued across pieces (one accumulate from its last value, as
+    ``np.cumsum`` adds over the whole run), so each quotient is the in-memory one to the bit."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.sums = n, np.zeros(1)  # the cumulative sums up to the piece, the last n + 1
+
+    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
+        n, held = self.n, self.sums.size
+        c = np.concatenate((self.sums, np.empty(x.size)))
+        np.cumsum(np.concatenate((self.sums[-1:], x)), dtype=np.float64, out=c[held - 1 :])
+        out = np.empty(x.size)
+        head = max(min(n - at, x.size), 0)  # readings over fewer samples, at the run's start
+        np.divide(c[held : held + head], np.arange(at + 1, at + head + 1), out=out[:head])
+        # c[held + i] is the sum to sample at + i; the sum n before it is n places back
+        np.subtract(c[held + head :], c[held + head - n : c.size - n], out=out[head:])
+        out[head:] /= n
+        self.sums = c[-(n + 1) :] if c.size > n + 1 else c
+        return out
+
+
+class Lagged:
+    """:func:`powermodel.models.signal.net_change` over ``n`` samples, piece by piece."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.tail = n, np.empty(0)
+
+    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
+        n, k = self.n, self.tail.size
+        joined = np.concatenate((self.tail, x))
+        out = np.zeros(x.size)
+        first = min(max(n - at, 0), x.size)  # zero for the run's first n samples
+        np.subtract(joined[k + first :], joined[k + first - n : joined.size - n], out=out[first:])
+        self.tail = joined[-n:]
+        return out
+
+
+class Windowed:
+    """A trailing filter over ``n`` samples (``rolling_range``, ``rolling_max``,
+    ``rolling_min``, or any of the ``n`` samples ending at each), piece by piece: each piece
+    with the ``n − 1`` before it, whose readings are whole windows (max and min are exact in
+    any order)."""
+
+    def __init__(self, statistic: Callable[[np.ndarray, int], np.ndarray], n: int) -> None:
+        self.statistic, self.n, self.tail = statistic, n, None
+
+    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
+        joined = x if self.tail is None else np.concatenate((self.tail, x))
+        out = self.statistic(joined, self.n)[joined.size - x.size :]
+        self.tail = joined[max(joined.size - (self.n - 1), 0) :]
+        return out
+
+
+class Filtered:
+    """:func:`powermodel.models.signal.band` piece by piece: each first-order filter's state
+    (scipy's ``lfilter`` ``zi``) carried from one piece to the next, from the steady state on
+    the run's first sample as the in-memory filters start."""
+
+    def __init__(self, dt: float, low: float | None, high: float | None) -> None:
+        self.filters = signal.band_stages(dt, low, high)
+        self.state: list[np.ndarray | None] = [None] * len(self.filters)
+
+    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
+        for i, (b, den, passes_high) in enumerate(self.filters):
+            out, self.state[i] = signal.first_order_filter(x, b, den, self.state[i])
+            x = x - out if passes_high else out
+        return x
+
+
+class Chained:
+    """Stages applied in turn, piece by piece."""
+
+    def __init__(self, *stages: Callable[[np.ndarray, int], np.ndarray]) -> None:
+        self.stages = stages
+
+    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
+        for stage in self.stages:
+            x = stage(x, at)
+        return x
+
+
+def ramp_stages(n: int) -> dict[str, Callable[[np.ndarray, int], np.ndarray]]:
+    """The chunk-wise stages of :data:`RAMPS` over ``n`` samples (each run longer than two
+    windows, as :func:`ramps` and the rules measure)."""
+    return {
+        "net_change": Lagged(n),
+        "average_slope": Chained(RollingMean(n), Lagged(n)),
+        "range": Windowed(signal.rolling_range, n),
+    }
+
+
+class Neighbours:
+    """A per-sample flag's neighbours either side, piece by piece: each piece is given with the
+    run's sample after it (None at the run's end) and keeps its last for the next."""
+
+    def __init__(self) -> None:
+        self.before: np.ndarray = np.empty(0, bool)
+
+    def __call__(
+        self, flag: np.ndarray, after: np.ndarray | None, end: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each sample's flag before it and after it, ``end`` where the run has no sample."""
+        first = self.before if self.before.size else np.array([end])
+        before = np.concatenate((first, flag[:-1])).astype(bool)
+        behind = np.concatenate((flag[1:], [end] if after is None else after)).astype(bool)
+        self.before = flag[-1:]
+        return before, behind
