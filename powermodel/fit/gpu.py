@@ -16,12 +16,7 @@ from powermodel.durations import format_duration
 from powermodel.errors import DataFileError, PowerModelError
 from powermodel.fit.result import GpuChoice, Quantity
 from powermodel.fit.sensor import StepResponse
-from powermodel.scenario import (
-    NODE_KEYS,
-    Scenario,
-    gpu_catalogue,
-    load_scenario,
-)
+from powermodel.scenario import NODE_KEYS, Scenario, gpu_catalogue, load_scenario
 
 # A GPU trace's highest sustained level is the top of its rolling mean over this long (and at
 # least two sensor windows): a poll's spike is no level a board holds
@@ -111,20 +106,8 @@ def choose_gpu(
         f"{format_duration(round(window, 3))} rolling mean, which a spike does not reach)"
     )
     own = f"the {gpu.name}'s idle {gpu.idle:g} W and TDP {gpu.tdp:g} W"
-    within = lowest >= KEEP_IDLE * gpu.idle and top <= KEEP_TDP * gpu.tdp
-    if named or kind == "meter" or within:
-        if named:
-            how = f"--gpu {gpu.name}: the catalogue's, {own}"
-        elif kind == "meter":
-            how = (
-                f"the preset's {gpu.name} ({own}): a meter's per-GPU level comes through the "
-                "preset's node, so its GPU is kept (--gpu names another)"
-            )
-        else:
-            how = (
-                f"the preset's {gpu.name} ({own}) is kept: the trace's levels, {span}, lie "
-                f"within {KEEP_IDLE:g} x its idle to {KEEP_TDP:g} x its TDP"
-            )
+    if named or kind == "meter" or _spans(lowest, top, gpu.idle, gpu.tdp):
+        how = _why_kept(gpu.name, own, span, named, kind)
         # the catalogue's TDP, not the trace's: reported, not resolved
         q["GPU TDP"] = Quantity("GPU TDP", gpu.tdp, "W", False, how)
         return GpuChoice(gpu.name, {}, named, how), []
@@ -134,10 +117,60 @@ def choose_gpu(
             f"{MAX_BOARD:,.0f} W any board draws: check the trace's power unit (and, for a "
             "node's power logged as a GPU's, read it as a meter with --gpus-per-node)"
         )
+    scaled = f"the {gpu.name}'s, scaled by TDP (an assumption: the trace does not show it)"
+    table = _built_gpu(q, scenario, top, bottom, scaled)
+    tdp, idle = table["tdp"][0], table["idle"][0]
+    hint = _catalogue_hint(lowest, top)
+    how = (
+        f"built from the trace: its levels, {span}, lie outside {own}; TDP the highest "
+        f"sustained level{' (the compute level, higher)' if tdp > math.ceil(top * 10) / 10 else ''}"
+        f", the rest {scaled}{hint}"
+    )
+    q["GPU TDP"] = Quantity("GPU TDP", tdp, "W", True, how, "gpu.tdp")
+    said = (
+        f"GPU built from the trace: idle {idle:g} W, TDP {tdp:g} W (highest sustained level); "
+        f"its levels lie outside {own}{hint}"
+    )
+    return GpuChoice(gpu.name, table, False, how), [said]
+
+
+def _spans(lowest: float, top: float, idle: float, tdp: float) -> bool:
+    """Whether a GPU of ``idle`` and ``tdp`` [W] spans a trace's levels, ``lowest`` to ``top``
+    [W]: the lowest at least :data:`KEEP_IDLE` of its idle, the top at most :data:`KEEP_TDP` of
+    its TDP."""
+    return lowest >= KEEP_IDLE * idle and top <= KEEP_TDP * tdp
+
+
+def _why_kept(name: str, own: str, span: str, named: bool, kind: str) -> str:
+    """Why the scenario's GPU ``name`` (``own``: its idle and TDP) is kept: named, a meter's,
+    or spanning the trace's levels (``span``)."""
+    if named:
+        return f"--gpu {name}: the catalogue's, {own}"
+    if kind == "meter":
+        return (
+            f"the preset's {name} ({own}): a meter's per-GPU level comes through the "
+            "preset's node, so its GPU is kept (--gpu names another)"
+        )
+    return (
+        f"the preset's {name} ({own}) is kept: the trace's levels, {span}, lie "
+        f"within {KEEP_IDLE:g} x its idle to {KEEP_TDP:g} x its TDP"
+    )
+
+
+def _built_gpu(
+    q: dict[str, Quantity], scenario: Scenario, top: float, bottom: float, scaled: str
+) -> dict[str, tuple[object, str]]:
+    """The ``[gpu]`` keys of a GPU built from a trace whose highest and lowest sustained levels
+    are ``top`` and ``bottom`` [W], each ``(value, note)``: its TDP the highest of those, the
+    compute level and the running mean; its idle and stalled levels the fitted ones (else the
+    scenario's GPU's shares of TDP); the rest the scenario's GPU's scaled by TDP (``scaled``
+    their note)."""
+    gpu = scenario.gpu
     high = q["compute level"].value if q["compute level"].resolved else top
     mean = q["running mean"].value if q["running mean"].resolved else top
     tdp = float(math.ceil(max(top, high, mean) * 10.0) / 10.0)
     ratio = tdp / gpu.tdp
+    idle_q = q["idle level"]
     if idle_q.resolved:
         idle, idle_note = idle_q.value, "median idle level"
     else:
@@ -149,24 +182,7 @@ def choose_gpu(
     )
     stalled = stall_q.value if stall_q is not None else gpu.stalled * ratio
     stall_note = "median stalled level" if stall_q else f"the {gpu.name}'s stalled share of TDP"
-    scaled = f"the {gpu.name}'s, scaled by TDP (an assumption: the trace does not show it)"
-    nearest = [
-        name
-        for name, entry in sorted(gpu_catalogue().items(), key=lambda e: e[1]["tdp"])
-        if lowest >= KEEP_IDLE * entry["idle"] and top <= KEEP_TDP * entry["tdp"]
-    ]
-    hint = (
-        f"; the catalogue's {nearest[0]} spans these levels: if it is that GPU, --gpu "
-        f"{nearest[0]} uses it"
-        if nearest
-        else ""
-    )
-    how = (
-        f"built from the trace: its levels, {span}, lie outside {own}; TDP the highest "
-        f"sustained level{' (the compute level, higher)' if tdp > math.ceil(top * 10) / 10 else ''}"
-        f", the rest {scaled}{hint}"
-    )
-    table: dict[str, tuple[object, str]] = {
+    return {
         "tdp": (tdp, "highest sustained level (GPU built from the trace)"),
         "idle": (idle, idle_note),
         "stalled": (round(min(max(stalled, idle), tdp), 1), stall_note),
@@ -175,9 +191,19 @@ def choose_gpu(
         # the die rises as much at this TDP as the model's GPU at its own
         "thermal_resistance": (round(gpu.thermal_resistance / ratio, 5), scaled),
     }
-    q["GPU TDP"] = Quantity("GPU TDP", tdp, "W", True, how, "gpu.tdp")
-    said = (
-        f"GPU built from the trace: idle {idle:g} W, TDP {tdp:g} W (highest sustained level); "
-        f"its levels lie outside {own}{hint}"
+
+
+def _catalogue_hint(lowest: float, top: float) -> str:
+    """A hint naming the catalogue's smallest GPU that spans a trace's levels, ``lowest`` to
+    ``top`` [W] (:func:`_spans`); '' where none does."""
+    nearest = [
+        name
+        for name, entry in sorted(gpu_catalogue().items(), key=lambda e: e[1]["tdp"])
+        if _spans(lowest, top, entry["idle"], entry["tdp"])
+    ]
+    if not nearest:
+        return ""
+    return (
+        f"; the catalogue's {nearest[0]} spans these levels: if it is that GPU, --gpu "
+        f"{nearest[0]} uses it"
     )
-    return GpuChoice(gpu.name, table, False, how), [said]

@@ -7,6 +7,8 @@ node, the preset's unless it would leave the GPUs under their idle (:func:`_stat
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from powermodel.errors import DataFileError
@@ -21,9 +23,7 @@ from powermodel.fit.timeline import (
     well_formed,
 )
 from powermodel.models.events import State
-from powermodel.scenario import (
-    Scenario,
-)
+from powermodel.scenario import Scenario
 from powermodel.simulate import rest_power
 
 # A held level is the GPUs' idle only up to this multiple of the GPU's idle (as idle: a meter's
@@ -127,17 +127,11 @@ def _state_rest(
     start-up's, a stall's or a teardown's is reported, for the model holds one rest of node in
     every active state (its node then draws more in that state than the trace's)."""
     cl, gpu = scenario.cluster, scenario.gpu
-    gpus = cl.gpus_per_node
     rest = rest_power(cl).astype(float)
     share = rest_share(scenario, np.arange(len(State)), rest)
 
     def level(state: State) -> float:
-        found, n = _settled_level(
-            times, x + share[state], line, state, response.settle, average=np.median
-        )
-        if not n:  # a spell shorter than the sensor's settling: all its samples
-            found, _ = _settled_level(times, x + share[state], line, state, 0.0, average=np.median)
-        return found
+        return _held_median(times, x + share[state], line, state, response.settle)
 
     idle = level(State.FAILED_IDLE)
     floors = {State.FAILED_IDLE: KEEP_IDLE * gpu.idle}
@@ -155,27 +149,7 @@ def _state_rest(
         floor = floors.get(state, other)
         if not (np.isfinite(found) and found < floor):
             continue
-        node_dc = gpus * found + rest[state]
-        inferred = node_dc - gpus * floor
-        if inferred < 0.0:
-            raise DataFileError(
-                f"{source}: in its {what} state a node draws {node_dc:,.0f} W DC, less than "
-                f"its {gpus} GPUs at {floor:,.1f} W each with no rest of node: check "
-                "--gpus-per-node and the meter's unit, or fit with a preset of these nodes "
-                "(--preset)"
-            )
-        how = (
-            f"inferred: the {what} level at the preset's rest of node "
-            f"({rest[state]:,.0f} W a node) would be {found:,.1f} W a GPU, under the "
-            f"{floor:,.1f} W a powered GPU draws there; the GPUs are taken at {floor:,.1f} W "
-            f"and the rest of the node's {node_dc:,.0f} W DC is its rest of node"
-        )
-        if key is None:
-            how += (
-                f" (reported: the model holds cluster.rest_power_active, "
-                f"{cl.rest_power_active:,.0f} W, in every active state, so its {what} draws "
-                f"{cl.rest_power_active - inferred:,.0f} W a node more than the trace's)"
-            )
+        inferred, how = _inferred_rest(what, key is None, found, floor, rest[state], cl, source)
         quantities[f"{what} rest of node"] = Quantity(
             f"{what} rest of node", round(float(inferred), 1), "W", key is not None, how, key
         )
@@ -184,3 +158,53 @@ def _state_rest(
         if state == State.FAILED_IDLE:
             rest[State.MAINTENANCE] = inferred
     return rest, quantities, tuple(said)
+
+
+def _held_median(
+    times: np.ndarray, x: np.ndarray, line: Timeline, state: State, settle: float
+) -> float:
+    """Median [W] of the samples of ``state`` segments once the sensor settled in them
+    (``settle`` [s]), or of all their samples where the spells are shorter than that."""
+    found, n = _settled_level(times, x, line, state, settle, average=np.median)
+    if not n:  # a spell shorter than the sensor's settling: all its samples
+        found, _ = _settled_level(times, x, line, state, 0.0, average=np.median)
+    return found
+
+
+def _inferred_rest(
+    what: str,
+    reported: bool,
+    found: float,
+    floor: float,
+    rest: float,
+    cluster: Any,
+    source: str,
+) -> tuple[float, str]:
+    """A node's rest of node [W] in a held state (``what``) whose level at the preset's
+    ``rest`` [W a node] is ``found`` [W a GPU], under the ``floor`` [W] a powered GPU draws:
+    what the node draws beyond its GPUs at that floor, and how it was found (``reported``:
+    the model holds one active rest of node, and the inferred one is not written). Refused
+    where it would be negative."""
+    gpus = cluster.gpus_per_node
+    node_dc = gpus * found + rest
+    inferred = node_dc - gpus * floor
+    if inferred < 0.0:
+        raise DataFileError(
+            f"{source}: in its {what} state a node draws {node_dc:,.0f} W DC, less than "
+            f"its {gpus} GPUs at {floor:,.1f} W each with no rest of node: check "
+            "--gpus-per-node and the meter's unit, or fit with a preset of these nodes "
+            "(--preset)"
+        )
+    how = (
+        f"inferred: the {what} level at the preset's rest of node "
+        f"({rest:,.0f} W a node) would be {found:,.1f} W a GPU, under the "
+        f"{floor:,.1f} W a powered GPU draws there; the GPUs are taken at {floor:,.1f} W "
+        f"and the rest of the node's {node_dc:,.0f} W DC is its rest of node"
+    )
+    if reported:
+        how += (
+            f" (reported: the model holds cluster.rest_power_active, "
+            f"{cluster.rest_power_active:,.0f} W, in every active state, so its {what} draws "
+            f"{cluster.rest_power_active - inferred:,.0f} W a node more than the trace's)"
+        )
+    return inferred, how

@@ -15,10 +15,7 @@ from powermodel import facility
 from powermodel.fit.result import Fit
 from powermodel.fit.timeline import _settled_level
 from powermodel.models.events import State
-from powermodel.scenario import (
-    Scenario,
-    load_scenario,
-)
+from powermodel.scenario import Scenario, load_scenario
 
 LEAKED = "the die's leakage adds over the trace's running (the phases hold at the nominal die)"
 

@@ -34,10 +34,7 @@ from powermodel.fit.timing import _ramp_length, _sharp, _timing, _with_ramps
 from powermodel.fit.trace import MIN_SAMPLES, _outside_the_job, _refuse_gaps, per_gpu_signal
 from powermodel.models import sensors
 from powermodel.models.events import State
-from powermodel.scenario import (
-    Scenario,
-    load_scenario,
-)
+from powermodel.scenario import Scenario, load_scenario
 from powermodel.simulate import rest_power
 
 REFERENCE = "llama3-405b-16k-h100"  # the preset a fit extends by default
@@ -248,5 +245,5 @@ def _quantities(
     _running_shape(q, add, times, x, line, found, response, scenario, mean, stamps)
     sampled = times[np.isfinite(measured)]
     sharp = _sharp(line, sampled, found["period"], response.window)
-    _timing(q, add, line, found["period"], sharp, settle)
+    _timing(add, line, found["period"], sharp, settle)
     return q, line, repaired

@@ -35,9 +35,7 @@ from powermodel.fit.states import EDGE_SHARE, _noise
 from powermodel.fit.timeline import Timeline, _between_stalls, _neighbours, _segment_of
 from powermodel.models import workload
 from powermodel.models.events import State
-from powermodel.scenario import (
-    Scenario,
-)
+from powermodel.scenario import Scenario
 from powermodel.simulate import derive
 
 GOLDEN = (1.0 + math.sqrt(5.0)) / 2.0
@@ -130,11 +128,7 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean, stam
     floor = RESOLVE_WINDOWS * max(w, found["period"])
     if t.size < 4 * FOLD_BINS:
         why = _too_few_to_fold(line, t.size)
-        for name in ("step time", "compute share", "compute level", "communication level"):
-            add(name, None, "s" if name == "step time" else "W", why, resolved=False)
-        add("edge duration", None, "s", why, resolved=False)
-        add("step-time spread", None, "1", why, resolved=False)
-        add("step-level spread", None, "1", why, resolved=False)
+        _none_resolved(add, why)
         _unresolved_step(q, y, line, response, scenario, mean, found["period"], why)
         return
     coarse = _coarse_period(t, y, origin, found["period"])
@@ -145,42 +139,15 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean, stam
             f"unresolved: {seen} is shorter than {RESOLVE_WINDOWS:g} averaging windows of the "
             f"sensor ({format_duration(w)}) or sampling periods; the running mean is fitted"
         )
-        add("step time", None, "s", why, "workload.step_time", resolved=False)
-        for name in ("compute share", "compute level", "communication level", "edge duration"):
-            add(name, None, "W", why, resolved=False)
-        add("step-time spread", None, "1", why, resolved=False)
-        add("step-level spread", None, "1", why, resolved=False)
+        _none_resolved(add, why)
         _unresolved_step(q, y, line, response, scenario, mean, found["period"], why)
         return
     profile, counts, _ = _fold(t, y, origin, np.array([step]))
     shape = _square_fit(profile[0], counts[0], step, response)
-    inner = _interior(t, origin, step)
-    strong = _stands_out(shape, counts[0], found["noise"])
-    how = (
-        f"epoch folding of {t.size:,} running samples; a two-level step through the sensor's "
-        f"response fits the folded profile (R² {shape['r2']:.3f})"
+    stamped = (times, x, np.zeros(times.size, np.int64)) if stamps is None else stamps
+    strong, how = _step_seen(
+        (t, y, origin), counts[0], step, shape, stamped, line, found, response, mean
     )
-    if not strong:
-        how = f"unresolved: the folded swing does not stand out of the noise (R² {shape['r2']:.2f})"
-    elif not _stands_out_inside(t[inner], y[inner], origin[inner], step, response, found["noise"]):
-        strong = False
-        how = (
-            f"unresolved: the {step:.3g}-s swing folded from {t.size:,} running samples is not "
-            "seen a step away from the running spells' ends (it is their rise and fall, which "
-            "fold at any period that divides the spells, not an iteration's)"
-        )
-    else:
-        aliased = _aliased(
-            (times, x, np.zeros(times.size, np.int64)) if stamps is None else stamps,
-            line,
-            step,
-            found["period"],
-            response,
-            shape,
-            mean,
-        )
-        if aliased:
-            strong, how = False, f"unresolved: {aliased}"
     add("step time", step, "s", how, "workload.step_time", resolved=strong)
     if not strong:
         _unresolved_step(q, y, line, response, scenario, mean, found["period"], how)
@@ -199,8 +166,76 @@ def _running_shape(q, add, times, x, line, found, response, scenario, mean, stam
         "workload.edge_rate",
         resolved=edge_ok,
     )
+    _spread_quantities(add, (t, y, origin), step, shape, strong, w, found)
+
+
+def _none_resolved(add, why: str) -> None:
+    """The running shape's quantities, each unresolved for ``why``: the trace shows no step to
+    fold (:func:`_unresolved_step` then writes the step the trace allows)."""
+    for name, unit in (
+        ("step time", "s"),
+        ("compute share", "1"),
+        ("compute level", "W"),
+        ("communication level", "W"),
+        ("edge duration", "s"),
+        ("step-time spread", "1"),
+        ("step-level spread", "1"),
+    ):
+        add(name, None, unit, why, resolved=False)
+
+
+def _step_seen(
+    samples: tuple[np.ndarray, np.ndarray, np.ndarray],
+    counts: np.ndarray,
+    step: float,
+    shape: dict[str, float],
+    stamps: tuple[np.ndarray, np.ndarray, np.ndarray],
+    line: Timeline,
+    found: dict[str, float],
+    response: StepResponse,
+    mean: float,
+) -> tuple[bool, str]:
+    """Whether the ``step`` [s] folded from the running ``samples`` (times, values, spell
+    origins; ``counts`` per phase bin) into ``shape`` is the iteration's, and how it was found
+    or why not: its swing stands out of the noise (:func:`_stands_out`), also a step away from
+    the spells' ends (:func:`_stands_out_inside`), and it is no alias on the samples' ``stamps``
+    (:func:`_aliased`)."""
+    t, y, origin = samples
+    inner = _interior(t, origin, step)
+    if not _stands_out(shape, counts, found["noise"]):
+        return False, (
+            f"unresolved: the folded swing does not stand out of the noise (R² {shape['r2']:.2f})"
+        )
+    if not _stands_out_inside(t[inner], y[inner], origin[inner], step, response, found["noise"]):
+        return False, (
+            f"unresolved: the {step:.3g}-s swing folded from {t.size:,} running samples is not "
+            "seen a step away from the running spells' ends (it is their rise and fall, which "
+            "fold at any period that divides the spells, not an iteration's)"
+        )
+    aliased = _aliased(stamps, line, step, found["period"], response, shape, mean)
+    if aliased:
+        return False, f"unresolved: {aliased}"
+    return True, (
+        f"epoch folding of {t.size:,} running samples; a two-level step through the sensor's "
+        f"response fits the folded profile (R² {shape['r2']:.3f})"
+    )
+
+
+def _spread_quantities(
+    add,
+    samples: tuple[np.ndarray, np.ndarray, np.ndarray],
+    step: float,
+    shape: dict[str, float],
+    strong: bool,
+    window: float,
+    found: dict[str, float],
+) -> None:
+    """The step-to-step spreads of the steps' lengths and levels (:func:`_step_spread`) of a
+    resolved (``strong``) step; NaN, unresolved, where it is not. ``window`` [s]: the sensor's
+    averaging window (0 for one that samples instantly)."""
     mid = 0.5 * (shape["high"] + shape["low"])
-    slope = shape["seen_swing"] / max(w, found["period"])
+    slope = shape["seen_swing"] / max(window, found["period"])
+    t, y, origin = samples
     lengths, levels = (
         _step_spread(t, y, origin, step, mid, found["noise"], slope) if strong else (np.nan,) * 2
     )

@@ -40,7 +40,9 @@ STALL_CV = 0.25  # coefficient of variation of the dips' lengths above which the
 TROUGH_SHARE = 0.6  # share of the cycle (dip start to dip start) above which dips are stalls
 IDLE, LOW, HIGH = 0, 1, 2  # sample labels: idle band, stalled band, running band
 HELD = (State.FAILED_IDLE, State.CHECKPOINT, State.STALLED, State.LOADING)  # flat levels
-# An unresolved step written short gets edges of at most this share of it each (two a step)
+# An unresolved step written short gets edges of at most this share of it each (two a step,
+# fit.running.short_step_edge_rate); a running band holds two levels only where fewer than
+# this share of its samples lie between them (_held_in_running)
 EDGE_SHARE = 0.25
 
 

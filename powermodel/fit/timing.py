@@ -119,18 +119,24 @@ def _sharp(line: Timeline, sampled: np.ndarray, period: float, window: float) ->
     return np.concatenate(([False], ok)) & np.concatenate((ok, [False]))
 
 
-def _timing(q, add, line: Timeline, period: float, sharp: np.ndarray, settle: float) -> None:
+def _timing(add, line: Timeline, period: float, sharp: np.ndarray, settle: float) -> None:
     """Checkpoint count, stall lengths (their mean and spread), interval, teardown, restart,
     start-up times and the job's end; ``period`` the sampling step [s]; the training between
     stalls from the spells whose boundaries were measured closely (``sharp``, :func:`_sharp`)
     where :data:`MIN_SPELLS` of them are, else from all (a spell's error, seconds in a 10-s
     spell, is a stall's small share and goes both ways: the stalls keep all). A teardown
     shorter than the sensor's ``settle`` [s] is the fall's own smear, no survivors spinning."""
+    _stall_timing(add, line, period)
+    _interval_timing(add, line, sharp)
+    ended, tail = _job_end(add, line)
+    _failure_timing(add, line, settle, ended, tail)
+    _startup_timing(add, line, period)
+
+
+def _stall_timing(add, line: Timeline, period: float) -> None:
+    """The checkpoint stalls seen whole: their count, mean length and lengths' spread."""
     lengths = line.lengths()
-    state = line.state
-    prev, _ = _neighbours(state)
-    whole = _whole(line)  # a segment cut by the trace's ends has no length
-    stalls = lengths[whole & (state == State.CHECKPOINT)]
+    stalls = lengths[_whole(line) & (line.state == State.CHECKPOINT)]
     n_ck = stalls.size
     add("checkpoint count", n_ck, "1", "stalls between two running runs", resolved=True)
     edges = (
@@ -157,6 +163,12 @@ def _timing(q, add, line: Timeline, period: float, sharp: np.ndarray, settle: fl
         else f"{n_ck} stall(s) seen; a spread needs {MIN_SPELLS}",
         "checkpoint.blocking_cv",
     )
+
+
+def _interval_timing(add, line: Timeline, sharp: np.ndarray) -> None:
+    """The checkpoint interval: the median training between two stalls, of the spells whose
+    edges were sampled closely (``sharp``) where :data:`MIN_SPELLS` are."""
+    lengths, state = line.lengths(), line.state
     inner = _between_stalls(line, mask=True)
     every = int(inner.sum())
     if np.count_nonzero(inner & sharp) >= MIN_SPELLS:
@@ -176,10 +188,16 @@ def _timing(q, add, line: Timeline, period: float, sharp: np.ndarray, settle: fl
         "trace shows (the interval is longer)",
         "checkpoint.interval",
     )
+
+
+def _job_end(add, line: Timeline) -> tuple[bool, np.ndarray]:
+    """The job's end, if the trace shows it; returns whether it does and which segments follow
+    the last training (its tail)."""
     # the job's end: the trace's last training, then idle to its end with no restart (a final
     # save or teardown at a held level may come between): an end, not a failure. A start-up
     # after that idle, cut by the trace's end, trains nothing the trace shows: the next job's
     # (a node's log runs on into the next job's initialisation), or a restart not seen
+    state = line.state
     active = np.flatnonzero(np.isin(state, (State.RUNNING, State.RAMP, State.CHECKPOINT)))
     tail = np.arange(state.size) > (active[-1] if active.size else state.size)
     idle_end = state[-1] == State.FAILED_IDLE
@@ -200,6 +218,16 @@ def _timing(q, add, line: Timeline, period: float, sharp: np.ndarray, settle: fl
         if ended
         else "the job trains (or stalls) to the trace's end",
     )
+    return ended, tail
+
+
+def _failure_timing(add, line: Timeline, settle: float, ended: bool, tail: np.ndarray) -> None:
+    """A failure's teardown (survivors spinning) and the idle wait before the restart, as
+    medians of the spells seen whole before the job's ``tail`` (``ended``: the job's end is
+    seen)."""
+    lengths, state = line.lengths(), line.state
+    prev, _ = _neighbours(state)
+    whole = _whole(line)  # a segment cut by the trace's ends has no length
 
     def spells(name: str, use: np.ndarray, what: str, none: str, key=None) -> None:
         found = lengths[use]
@@ -230,7 +258,11 @@ def _timing(q, add, line: Timeline, period: float, sharp: np.ndarray, settle: fl
         "no restart after a failure seen",
         "reliability.restart_time",
     )
-    starts = lengths[_whole_startups(line)]
+
+
+def _startup_timing(add, line: Timeline, period: float) -> None:
+    """The start-ups seen whole: their mean length and their lengths' spread."""
+    starts = line.lengths()[_whole_startups(line)]
     add(
         "start-up time",
         float(starts.mean()) if starts.size else None,
@@ -239,7 +271,7 @@ def _timing(q, add, line: Timeline, period: float, sharp: np.ndarray, settle: fl
         "running"
         if starts.size
         else "the start-up seen is cut by the trace's start or end: its length is unknown"
-        if np.any(state == State.LOADING)
+        if np.any(line.state == State.LOADING)
         else "no start-up level above idle seen (processes loading at idle)",
     )
     add(

@@ -18,9 +18,7 @@ from powermodel.durations import format_duration
 from powermodel.errors import DataFileError, PowerModelError
 from powermodel.iotools.telemetry import to_grid
 from powermodel.models.events import State
-from powermodel.scenario import (
-    Scenario,
-)
+from powermodel.scenario import Scenario
 from powermodel.simulate import rest_power
 
 MAX_CHANNELS = 4096  # GPUs or meters in one trace
