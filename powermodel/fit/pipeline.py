@@ -31,7 +31,13 @@ from powermodel.fit.timeline import (
     well_formed,
 )
 from powermodel.fit.timing import _ramp_length, _sharp, _timing, _with_ramps
-from powermodel.fit.trace import MIN_SAMPLES, _outside_the_job, _refuse_gaps, per_gpu_signal
+from powermodel.fit.trace import (
+    MIN_SAMPLES,
+    _outside_the_job,
+    _refuse_gaps,
+    _trace_start,
+    per_gpu_signal,
+)
 from powermodel.models import sensors
 from powermodel.models.events import State
 from powermodel.scenario import Scenario, load_scenario
@@ -148,7 +154,7 @@ def fit_cells(
         source=str(meta.get("source", "")),
         sensor=sensor,
         kind=kind,
-        start=np.datetime64(pd.Timestamp(meta.get("start", 0)), "ns"),
+        start=_trace_start(meta),
         period=step,
         n_gpus=n_gpus,
         times=times,

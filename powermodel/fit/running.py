@@ -38,6 +38,8 @@ from powermodel.models.events import State
 from powermodel.scenario import Scenario
 from powermodel.simulate import derive
 
+# The golden ratio: a step a sensor that samples instantly does not resolve is written one
+# sampling period over it, whose samples sweep the iteration's phase most evenly
 GOLDEN = (1.0 + math.sqrt(5.0)) / 2.0
 # An unresolved step's swing is the running samples' spread about their rolling mean over this
 # many of the written steps (and this long at least): a slower drift is no step's

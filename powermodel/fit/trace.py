@@ -185,7 +185,7 @@ def _refuse_gaps(reported: np.ndarray, step: float, meta: dict) -> None:
     gaps = np.diff(reported)
     i = int(np.argmax(gaps))
     if gaps[i] > max(MAX_GAP, GAP_STEPS * step):
-        at = pd.Timestamp(np.datetime64(pd.Timestamp(meta.get("start", 0)), "ns"))
+        at = pd.Timestamp(_trace_start(meta))
         begin = at + pd.Timedelta(seconds=float(reported[i]))
         raise DataFileError(
             f"{meta.get('source', 'the trace')}: no sample for {format_duration(round(gaps[i]))} "
@@ -193,3 +193,8 @@ def _refuse_gaps(reported: np.ndarray, step: float, meta: dict) -> None:
             f"gap(s) over {format_duration(MAX_GAP)}): the fit would read a hole as a state; "
             "split the file at the gap and fit each part"
         )
+
+
+def _trace_start(meta: dict) -> np.datetime64:
+    """The time of the trace's first sample (``meta["start"]``; the epoch where none is said)."""
+    return np.datetime64(pd.Timestamp(meta.get("start", 0)), "ns")
