@@ -26,18 +26,9 @@ import xarray as xr
 from powermodel.analysis import offline_page
 from powermodel.durations import format_duration
 from powermodel.errors import PowerModelError
-from powermodel.fit import (
-    REFERENCE,
-    Fit,
-    StepResponse,
-    chain_of,
-    detect,
-    fit,
-    fitted_toml,
-    leakage_blocks,
-    summary,
-    with_gpu,
-)
+from powermodel.fit import REFERENCE, Fit, chain_of, detect, fit, fitted_toml, summary, with_gpu
+from powermodel.fit.leakage import leakage_blocks
+from powermodel.fit.sensor import StepResponse
 from powermodel.iotools.telemetry import TelemetryWarning, read_telemetry
 from powermodel.models import render, sensors
 from powermodel.models.events import State

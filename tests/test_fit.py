@@ -15,7 +15,6 @@ import pytest
 from synthetic_telemetry import write
 
 from powermodel import cli, fit_report
-from powermodel import fit as fitting
 from powermodel.errors import DataFileError, PowerModelError
 from powermodel.fit import (
     REFERENCE,
@@ -27,6 +26,7 @@ from powermodel.fit import (
     step_response,
     summary,
 )
+from powermodel.fit.leakage import _running_leakage
 from powermodel.fit_report import fit_trace
 from powermodel.iotools.telemetry import TelemetryWarning, read_telemetry
 from powermodel.models import render, sensors
@@ -378,7 +378,7 @@ def test_a_trace_of_one_level_resolves_its_mean_and_nothing_else():
     # the mean kept exactly: the phases hold at the nominal die, and with the leakage the
     # engine's die path adds to them over the trace's running (a die at the preset site's
     # inlet, 2.7 W here) they draw the mean measured
-    leak = fitting._running_leakage(result, fitted)
+    leak = _running_leakage(result, fitted)
     assert float(shares @ watts) + leak == pytest.approx(300.0, abs=0.5)
     assert fitted.gpu.idle == scenario.gpu.idle  # unresolved: the preset's
 

@@ -17,7 +17,9 @@ import pandas as pd
 import pytest
 from synthetic_telemetry import START, smi_stamps, write
 
-from powermodel.fit import GOLDEN, Timeline, _aliased, aliases, chain_of, step_response
+from powermodel.fit import Timeline, chain_of, step_response
+from powermodel.fit.fold import _aliased, aliases
+from powermodel.fit.running import GOLDEN
 from powermodel.fit_report import fit_trace
 from powermodel.iotools.telemetry import TelemetryWarning
 from powermodel.models.events import State

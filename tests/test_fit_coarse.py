@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from synthetic_telemetry import START, write
 
-from powermodel.fit import UNSEEN_SPANS
+from powermodel.fit.scenario_toml import UNSEEN_SPANS
 from powermodel.fit_report import MAX_HOLDOUT, Prediction, fit_trace, predict_trace
 from powermodel.iotools.telemetry import TelemetryWarning
 from powermodel.models import sensors

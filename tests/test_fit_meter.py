@@ -19,7 +19,8 @@ import pandas as pd
 import pytest
 from synthetic_telemetry import write
 
-from powermodel.fit import _step_spread, fit_cells, fitted_toml
+from powermodel.fit import fit_cells, fitted_toml
+from powermodel.fit.running import _step_spread
 from powermodel.fit_report import fit_trace
 from powermodel.models import sensors
 from powermodel.models.events import State

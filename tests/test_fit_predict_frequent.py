@@ -22,7 +22,8 @@ import pytest
 from test_fit_timeline import FINE, IDLE_AFTER, NOISE, POLL, STALLS, STARTUP, _board, _job
 from test_fit_timeline import _scenario as _known
 
-from powermodel.fit import REFERENCE, RESOLVE_WINDOWS, fit_cells, fitted_toml
+from powermodel.fit import REFERENCE, fit_cells, fitted_toml
+from powermodel.fit.sensor import RESOLVE_WINDOWS
 from powermodel.fit_report import job_end, predict
 from powermodel.models import sensors
 from powermodel.models.events import State

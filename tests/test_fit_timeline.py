@@ -17,9 +17,8 @@ import tomllib
 import numpy as np
 import pytest
 
-from powermodel import fit as fitting
 from powermodel.errors import PowerModelError
-from powermodel.fit import REFERENCE, Timeline, fit_cells, fitted_toml, well_formed
+from powermodel.fit import REFERENCE, Timeline, fit_cells, fitted_toml, states, well_formed
 from powermodel.models import events, render, sensors
 from powermodel.models.events import State
 from powermodel.scenario import load_scenario, loads_scenario
@@ -402,14 +401,14 @@ def test_a_fit_whose_boundaries_cross_writes_a_well_formed_timeline(monkeypatch)
     # fits): the fit's timeline and what is written from it are well formed, and it says so
     start, state, span = _job(10.0, STALLS[:4])
     board = _board(start, state, span)
-    real = fitting._boundaries
+    real = states._boundaries
 
     def crossed(*args):
         bounds = real(*args)
         bounds[3] = bounds[2] - 5.0  # the first stall's exit 5 s before its entry
         return bounds
 
-    monkeypatch.setattr(fitting, "_boundaries", crossed)
+    monkeypatch.setattr(states, "_boundaries", crossed)
     result = _fit(board, span)
     _segments(result.timeline)
     assert any("zero or negative length" in w for w in result.warnings)
