@@ -33,14 +33,10 @@ from powermodel.errors import DataFileError, PowerModelError
 from powermodel.iotools.telemetry import to_grid
 from powermodel.models import sensors, workload
 from powermodel.models.events import State
-from powermodel.scenario import (
-    MAX_RECOVERY,
-    NODE_KEYS,
-    Scenario,
-    Workload,
-    gpu_catalogue,
-    load_scenario,
-)
+from powermodel.scenario import Scenario, gpu_catalogue, load_scenario
+from powermodel.scenario.base import MAX_RECOVERY
+from powermodel.scenario.catalogues import NODE_KEYS
+from powermodel.scenario.job import Workload
 from powermodel.simulate import derive, rest_power
 
 __all__ = [

@@ -39,18 +39,9 @@ from powermodel.iotools.trace import read_trace  # noqa: F401  (rules.read_trace
 from powermodel.models import signal
 from powermodel.models.events import STATE_RANK, State
 from powermodel.output import check_folder, staged
-from powermodel.scenario import (
-    DAY,
-    Duration,
-    Scenario,
-    Section,
-    explain,
-    format_duration,
-    packaged,
-    parse_duration,
-    parse_toml,
-    shorten,
-)
+from powermodel.scenario import Scenario, format_duration, parse_duration, parse_toml, shorten
+from powermodel.scenario.base import DAY, Duration, Section, packaged
+from powermodel.scenario.root import explain
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
 __all__ = [
