@@ -17,6 +17,11 @@ import numpy as np
 from powermodel.errors import ScenarioError
 from powermodel.models.workload import (
     StepTimes,
+    data_parallel_time,
+    derived_step_time,
+    layout_step,
+    layout_work,
+    sync_time,
 )
 
 
@@ -237,3 +242,128 @@ def _batch_of(
         + ("its one replica" if dp == 1 else f"each of its {dp:,} replicas")
     )
     given["workload.tokens_per_step"], changes["workload.tokens_per_step"] = tokens, new
+
+
+def memory_warnings(
+    gpu: str, memory: float, gpus: int, per_node: int, model_params: float, adapters: bool
+) -> list[str]:
+    """A warning where a job's training state cannot fit the memory of its ``gpus`` GPUs of
+    ``memory`` GB each, sharded over every GPU of the job at best (activations and buffers left
+    out): weights, gradients and Adam's states in mixed precision, 16 bytes a parameter
+    [P, rajbhandari]; the BF16 weights alone, 2 bytes, where no gradient of the weights moves
+    (``adapters``: ``workload.parallelism.bytes_per_param = 0``, adapters trained, as LoRA). The
+    run still shows what the layout draws at that size; no real job of that model would."""
+    per = WEIGHT_BYTES if adapters else TRAINING_STATE_BYTES
+    need = per * model_params / 1e9  # GB
+    have = gpus * memory
+    if need <= have:
+        return []
+    what = (
+        "its BF16 weights (2 bytes a parameter; adapters trained)"
+        if adapters
+        else "16 bytes a parameter (weights, gradients and Adam's states in mixed precision)"
+    )
+    fits = math.ceil(need / memory / per_node) * per_node
+    return [
+        f"the job's {gpus:,} {gpu} hold {have:,.0f} GB, and training "
+        f"workload.model_params = {model_params:.3g} needs about {need:,.0f} GB for "
+        f"{what}: no such job fits; the run shows what its layout would draw. Give a model "
+        f"of at most workload.model_params = {have * 1e9 / per:.2g}, or {fits:,} GPUs or more"
+    ]
+
+
+class TrainingJob(Protocol):
+    """What the layout's step reads of a job (``workload``, a
+    :class:`~powermodel.scenario.job.Workload`)."""
+
+    phases: list[Any]  # each with a kind and a share
+    parallelism: ParallelLayout
+    tokens_per_step: float
+    step_time: float | None
+    model_params: float
+    mfu: float
+
+
+def layout_at(
+    wl: TrainingJob, ref: ParallelLayout, n: int, hall_gpus: int, peak_flops: float
+) -> Layout:
+    """The step of the job ``wl``'s layout at ``n`` GPUs (of a hall of ``hall_gpus``), its
+    reference ``ref`` the layout as the user gave it, on GPUs of ``peak_flops``.
+
+    The step time (given, or 6·N·D at the MFU) and the phases' shares hold at the layout's
+    ``reference_gpus`` and ``reference_tokens``. There they fix the work of a step and the
+    low-power time inside it (the calibration, [C]); elsewhere the work scales with the
+    tokens a GPU computes, while the pipeline bubble and the data-parallel communication
+    follow the layout (docs/model/workload.md). Where they were measured, the step and the
+    shares are returned as given.
+    """
+    par = wl.parallelism
+    kinds = np.array([p.kind for p in wl.phases])
+    given = np.array([p.share for p in wl.phases])
+    n0 = par.reference_gpus
+    d0, d = par.reference_tokens or wl.tokens_per_step, wl.tokens_per_step
+    t0 = wl.step_time
+    if t0 is None:
+        t0 = derived_step_time(wl.model_params, d0, n0, peak_flops, wl.mfu)
+    per_gpu, params = d0 / n0, wl.model_params  # the reference's tokens a GPU
+    _, m0, c0 = replica_step(ref, n0, d0, "workload.parallelism.reference_gpus", per_gpu, params)
+    dp, m, c = replica_step(par, n, d, "cluster.n_gpus", per_gpu, params)
+    # the wait at the barrier lasts the same however few tokens a GPU computes
+    sync0 = sync_time(n0, par.sync_time, par.sync_per_doubling)
+    sync = sync_time(n, par.sync_time, par.sync_per_doubling)
+    work0 = layout_work(t0 - sync0, m0, ref.pp, c0, par.virtual_stages, par.overlap)
+    anchor = layout_step(work0, m0, ref.pp, c0, par.virtual_stages, par.overlap)
+    low = given[kinds == "communication"].sum()
+    inner = low * t0 - anchor.bubble - anchor.exposed - sync0  # low-power work time [C]
+    comm = given / (low or 1.0) * (kinds == "communication")  # how they share the wait
+    if sync0 > low * t0:
+        raise ScenarioError(
+            f"at {n0:,} GPUs the wait at the barrier (workload.parallelism.sync_time and "
+            f"sync_per_doubling: {sync0:.3g} s) is longer than the communication phases' "
+            f"{low * t0:.3g} s of the {t0:.3g} s step: lower it, or raise their share"
+        )
+    if n == n0 and d == d0:  # where they were measured: the step and shares as given
+        return Layout(t0, given, dp, m, anchor, inner, comm * sync0 / t0)
+    if inner < 0 or par.overlap * c0 > work0:
+        raise ScenarioError(
+            f"the layout cannot carry the step to cluster.n_gpus = {hall_gpus:,}: "
+            f"at {n0:,} GPUs the layout's pipeline bubble ({anchor.bubble:.3g} s) and exposed "
+            f"communication ({anchor.exposed:.3g} s)"
+            + (f", with the wait at the barrier ({sync0:.3g} s)," if sync0 else "")
+            + f" exceed the communication phases' {low * t0:.3g} s of the {t0:.3g} s step: "
+            "raise their share, or workload.parallelism's virtual_stages, bandwidth or overlap"
+            + (", or lower its sync_time" if sync0 else "")
+        )
+    scale = n0 / n * d / d0  # the tokens a GPU computes, against the reference
+    times = layout_step(work0 * scale, m, par.pp, c, par.virtual_stages, par.overlap)
+    step = times.step + sync
+    # compute and other phases are work; communication phases share the low-power time
+    shares = np.where(
+        kinds == "communication",
+        comm * (inner * scale + times.bubble + times.exposed + sync) / step,
+        given * t0 * scale / step,
+    )
+    return Layout(step, shares, dp, m, times, inner * scale, comm * sync / step)
+
+
+def replica_step(
+    par: ParallelLayout, gpus: int, tokens: float, key: str, per_gpu: float, model_params: float
+) -> tuple[int, float, float]:
+    """Data-parallel replicas, the micro-batches each runs and the time of their collectives
+    [s], at ``gpus`` GPUs and a global batch of ``tokens``, in the layout ``par`` of a model
+    of ``model_params`` parameters; ``per_gpu`` the reference's tokens a GPU (for the fix
+    :func:`_replicas` names), ``key`` the key a refusal names."""
+    dp = _replicas(par, gpus, key, tokens, per_gpu)
+    microbatches = tokens / (dp * par.microbatch_tokens)
+    if microbatches < 1:
+        raise ScenarioError(
+            f"at {key} = {gpus:,} the {dp:,} data-parallel replicas get "
+            f"{microbatches:.3g} micro-batches of {par.microbatch_tokens:g} tokens each: grow "
+            f"the global batch to at least {dp * par.microbatch_tokens:.4g} tokens "
+            "(workload.tokens_per_step, or reference_tokens), or raise tp, pp or cp"
+        )
+    group = dp * par.cp
+    time = data_parallel_time(
+        model_params, par.bytes_per_param, par.tp, par.pp, group, par.bandwidth * 1e9
+    )
+    return dp, microbatches, time

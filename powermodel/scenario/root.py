@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -34,13 +33,8 @@ from powermodel.errors import ScenarioError
 from powermodel.models.events import teardown_time
 from powermodel.models.thermal import locked_phases, steady_gpu_temperature
 from powermodel.models.workload import (
-    data_parallel_time,
-    derived_step_time,
-    layout_step,
-    layout_work,
     phase_levels,
     running_level,
-    sync_time,
 )
 from powermodel.scenario.base import (
     MAX_GPUS,
@@ -68,17 +62,15 @@ from powermodel.scenario.facility import (
     SensitivityRange,
 )
 from powermodel.scenario.fitting import (
-    TRAINING_STATE_BYTES,
-    WEIGHT_BYTES,
     Layout,
-    _replicas,
     fit_job,
+    layout_at,
+    memory_warnings,
 )
 from powermodel.scenario.job import (
     Checkpoint,
     Cluster,
     Gpu,
-    Parallelism,
     Reliability,
     Simulation,
     Site,
@@ -160,34 +152,17 @@ class Scenario(Section):
         return self
 
     def _state_beyond_memory(self) -> list[str]:
-        """A warning where the job's training state cannot fit its GPUs' memory, sharded over
-        every GPU of the job at best (activations and buffers left out): weights, gradients
-        and Adam's states in mixed precision, 16 bytes a parameter [P, rajbhandari]; the BF16
-        weights alone, 2 bytes, where no gradient of the weights moves
-        (``workload.parallelism.bytes_per_param = 0``: adapters trained, as LoRA). The run
-        still shows what the layout draws at that size; no real job of that model would."""
+        """A warning where the job's training state cannot fit its GPUs' memory
+        (:func:`~powermodel.scenario.fitting.memory_warnings`); none for a campus, whose parts
+        warn for themselves, nor for a GPU of unknown memory."""
         gpu, cl, wl = self.gpu, self.cluster, self.workload
         if gpu.memory is None or self.campus is not None:
             return []
         par = wl.parallelism
         adapters = par is not None and par.bytes_per_param == 0
-        per = WEIGHT_BYTES if adapters else TRAINING_STATE_BYTES
-        need = per * wl.model_params / 1e9  # GB
-        have = cl.n_gpus * gpu.memory
-        if need <= have:
-            return []
-        what = (
-            "its BF16 weights (2 bytes a parameter; adapters trained)"
-            if adapters
-            else "16 bytes a parameter (weights, gradients and Adam's states in mixed precision)"
+        return memory_warnings(
+            gpu.name, gpu.memory, cl.n_gpus, cl.gpus_per_node, wl.model_params, adapters
         )
-        gpus = math.ceil(need / gpu.memory / cl.gpus_per_node) * cl.gpus_per_node
-        return [
-            f"the job's {cl.n_gpus:,} {gpu.name} hold {have:,.0f} GB, and training "
-            f"workload.model_params = {wl.model_params:.3g} needs about {need:,.0f} GB for "
-            f"{what}: no such job fits; the run shows what its layout would draw. Give a model "
-            f"of at most workload.model_params = {have * 1e9 / per:.2g}, or {gpus:,} GPUs or more"
-        ]
 
     @property
     def warnings(self) -> list[str]:
@@ -552,25 +527,13 @@ class Scenario(Section):
         return layout.shares
 
     def layout(self) -> Layout | None:
-        """The step of ``workload.parallelism`` at ``cluster.n_gpus``; None without one.
-
-        The step time (given, or 6·N·D at the MFU) and the phases' shares hold at the layout's
-        ``reference_gpus`` and ``reference_tokens``. There they fix the work of a step and the
-        low-power time inside it (the calibration, [C]); elsewhere the work scales with the
-        tokens a GPU computes, while the pipeline bubble and the data-parallel communication
-        follow the layout (docs/model/workload.md). Where they were measured, the step and the
-        shares are returned as given.
+        """The step of ``workload.parallelism`` at ``cluster.n_gpus``; None without one
+        (:func:`~powermodel.scenario.fitting.layout_at`): at its ``reference_gpus`` and
+        ``reference_tokens`` the step and the shares as given, elsewhere scaled by the layout.
         """
         wl, par = self.workload, self.workload.parallelism
         if par is None:
             return None
-        kinds = np.array([p.kind for p in wl.phases])
-        given = np.array([p.share for p in wl.phases])
-        n0, n = par.reference_gpus, self.cluster.n_gpus
-        d0, d = par.reference_tokens or wl.tokens_per_step, wl.tokens_per_step
-        t0 = wl.step_time
-        if t0 is None:
-            t0 = derived_step_time(wl.model_params, d0, n0, self.gpu.peak_flops, wl.mfu)
         # the reference ran the layout as given; a layout shrunk to fit the hall runs at n
         ref = par.model_copy(
             update={
@@ -579,66 +542,7 @@ class Scenario(Section):
                 if f"workload.parallelism.{key}" in self._given
             }
         )
-        _, m0, c0 = self._replica_step(n0, d0, "workload.parallelism.reference_gpus", ref)
-        dp, m, c = self._replica_step(n, d, "cluster.n_gpus", par)
-        # the wait at the barrier lasts the same however few tokens a GPU computes
-        sync0 = sync_time(n0, par.sync_time, par.sync_per_doubling)
-        sync = sync_time(n, par.sync_time, par.sync_per_doubling)
-        work0 = layout_work(t0 - sync0, m0, ref.pp, c0, par.virtual_stages, par.overlap)
-        anchor = layout_step(work0, m0, ref.pp, c0, par.virtual_stages, par.overlap)
-        low = given[kinds == "communication"].sum()
-        inner = low * t0 - anchor.bubble - anchor.exposed - sync0  # low-power work time [C]
-        comm = given / (low or 1.0) * (kinds == "communication")  # how they share the wait
-        if sync0 > low * t0:
-            raise ScenarioError(
-                f"at {n0:,} GPUs the wait at the barrier (workload.parallelism.sync_time and "
-                f"sync_per_doubling: {sync0:.3g} s) is longer than the communication phases' "
-                f"{low * t0:.3g} s of the {t0:.3g} s step: lower it, or raise their share"
-            )
-        if n == n0 and d == d0:  # where they were measured: the step and shares as given
-            return Layout(t0, given, dp, m, anchor, inner, comm * sync0 / t0)
-        if inner < 0 or par.overlap * c0 > work0:
-            raise ScenarioError(
-                f"the layout cannot carry the step to cluster.n_gpus = {self.cluster.hall_gpus:,}: "
-                f"at {n0:,} GPUs the layout's pipeline bubble ({anchor.bubble:.3g} s) and exposed "
-                f"communication ({anchor.exposed:.3g} s)"
-                + (f", with the wait at the barrier ({sync0:.3g} s)," if sync0 else "")
-                + f" exceed the communication phases' {low * t0:.3g} s of the {t0:.3g} s step: "
-                "raise their share, or workload.parallelism's virtual_stages, bandwidth or overlap"
-                + (", or lower its sync_time" if sync0 else "")
-            )
-        scale = n0 / n * d / d0  # the tokens a GPU computes, against the reference
-        times = layout_step(work0 * scale, m, par.pp, c, par.virtual_stages, par.overlap)
-        step = times.step + sync
-        # compute and other phases are work; communication phases share the low-power time
-        shares = np.where(
-            kinds == "communication",
-            comm * (inner * scale + times.bubble + times.exposed + sync) / step,
-            given * t0 * scale / step,
-        )
-        return Layout(step, shares, dp, m, times, inner * scale, comm * sync / step)
-
-    def _replica_step(
-        self, gpus: int, tokens: float, key: str, par: Parallelism
-    ) -> tuple[int, float, float]:
-        """Data-parallel replicas, the micro-batches each runs and the time of their collectives
-        [s], at ``gpus`` GPUs and a global batch of ``tokens``, in the layout ``par``."""
-        wl = self.workload
-        reference = (par.reference_tokens or wl.tokens_per_step) / par.reference_gpus
-        dp = _replicas(par, gpus, key, tokens, reference)
-        microbatches = tokens / (dp * par.microbatch_tokens)
-        if microbatches < 1:
-            raise ScenarioError(
-                f"at {key} = {gpus:,} the {dp:,} data-parallel replicas get "
-                f"{microbatches:.3g} micro-batches of {par.microbatch_tokens:g} tokens each: grow "
-                f"the global batch to at least {dp * par.microbatch_tokens:.4g} tokens "
-                "(workload.tokens_per_step, or reference_tokens), or raise tp, pp or cp"
-            )
-        group = dp * par.cp
-        time = data_parallel_time(
-            wl.model_params, par.bytes_per_param, par.tp, par.pp, group, par.bandwidth * 1e9
-        )
-        return dp, microbatches, time
+        return layout_at(wl, ref, self.cluster.n_gpus, self.cluster.hall_gpus, self.gpu.peak_flops)
 
     def to_dict(self) -> dict[str, Any]:
         """The scenario as tables, with the values the user gave where the job's fit changed
