@@ -12,14 +12,7 @@ from datetime import datetime
 from importlib import resources
 from typing import Annotated, Any
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    PlainSerializer,
-)
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
 from powermodel.durations import format_duration, parse_duration
 
@@ -96,7 +89,7 @@ def shorten(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
     choices = list(choices)
     folded = {c.casefold(): c for c in choices}
     close = [c for c in folded if word and c.startswith(word.casefold())][:1]

@@ -10,25 +10,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    Field,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, field_validator, model_validator
 
-from powermodel.scenario.base import (
-    DAY,
-    HOUR,
-    Duration,
-    Label,
-    Section,
-)
-from powermodel.scenario.job import (
-    Simulation,
-)
-from powermodel.scenario.tables import (
-    _dotted,
-)
+from powermodel.scenario.base import DAY, HOUR, Duration, Label, Section
+from powermodel.scenario.job import Simulation
+from powermodel.scenario.tables import dotted_keys
 
 # The sections a campus workload may set for itself; the rest (simulation, site, cooling,
 # electrical, grid, prices) is the site's, shared by every workload
@@ -230,7 +216,7 @@ class Campus(Section):
                 raise ValueError(f"campus.{what}: each name once, {', '.join(twice)} repeats")
         halls = [h.name for h in self.halls]
         for h in self.halls:
-            for key in _dotted(h.set):
+            for key in dotted_keys(h.set):
                 if key == "cooling.dt":
                     raise ValueError(
                         f"campus.halls {h.name!r}: cooling.dt is the site's plant step, the "
@@ -262,7 +248,7 @@ class Campus(Section):
                 raise ValueError(
                     f"campus.workloads {w.name!r}: an inference table needs kind 'inference'"
                 )
-            for key in _dotted(w.set):
+            for key in dotted_keys(w.set):
                 if key.split(".")[0] not in JOB_SECTIONS or key.startswith("mitigation.storage"):
                     where = (
                         "a hall's (campus.halls) or " if key.split(".")[0] in HALL_SECTIONS else ""

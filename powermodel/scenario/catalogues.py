@@ -14,24 +14,16 @@ from typing import Any, NamedTuple
 
 from powermodel.errors import DataFileError, ScenarioError
 from powermodel.iotools.weather import SHIPPED, site_of
-from powermodel.scenario.base import (
-    _did_you_mean,
-    packaged,
-    shorten,
-)
-from powermodel.scenario.facility import (
-    CURVES_FILE,
-    REQUIREMENTS_FILE,
-    _plant_type,
-)
+from powermodel.scenario.base import did_you_mean, packaged, shorten
+from powermodel.scenario.facility import CURVES_FILE, REQUIREMENTS_FILE, plant_type
 from powermodel.scenario.tables import (
-    _drop_dotted,
-    _flat,
-    _get_dotted,
-    _merge,
-    _set_dotted,
+    drop_dotted,
+    flat_keys,
+    get_dotted,
+    merge_tables,
     parse_overrides,
     parse_toml,
+    set_dotted,
 )
 
 # --- loading --------------------------------------------------------------------------------
@@ -113,25 +105,25 @@ _SWAPPED = "\x00gpu swapped"
 def gpu_nodes() -> dict[str, dict[str, Any]]:
     """Each catalogue GPU's node: name -> {dotted cluster key: value, ``"source"``: text}."""
     raw = parse_toml(packaged("gpus.toml").read_text(), "gpus.toml")
-    return {name: dict(_flat(table.get(NODE_TABLE, {}))) for name, table in raw.items()}
+    return {name: dict(flat_keys(table.get(NODE_TABLE, {}))) for name, table in raw.items()}
 
 
-def _swap_node(merged: dict[str, Any], base: Any, top: Mapping[str, Any]) -> None:
+def swap_node(merged: dict[str, Any], base: Any, top: Mapping[str, Any]) -> None:
     """Where ``top`` (a file's tables over the file it extends, or the overrides as dotted
     keys) chooses another GPU than ``base``, the node keys ``base`` set were for the GPU it
     named: dropped from ``merged``, for the new GPU's catalogue node to fill, unless ``top``
     sets them itself."""
-    flat = _flat(dict(top))  # the dotted keys top sets, its tables walked
+    flat = flat_keys(dict(top))  # the dotted keys top sets, its tables walked
     chosen = flat.get("cluster.gpu")
-    if not isinstance(chosen, str) or chosen == _get_dotted(base, "cluster.gpu"):
+    if not isinstance(chosen, str) or chosen == get_dotted(base, "cluster.gpu"):
         return
     for key in NODE_KEYS:
         if f"cluster.{key}" not in flat:
-            _drop_dotted(merged.get("cluster"), key)
+            drop_dotted(merged.get("cluster"), key)
     swap = {"gpu": chosen}
     # a plant that cannot cool the new GPU (a liquid-cooled one in an air hall, or the other
     # way) was the old GPU's too: the new GPU's node brings a plant of its kind
-    plant, new = _get_dotted(merged, "cooling.plant"), gpu_nodes().get(chosen, {}).get("plant")
+    plant, new = get_dotted(merged, "cooling.plant"), gpu_nodes().get(chosen, {}).get("plant")
     cooling = merged.get("cooling")
     if "cooling.plant" not in flat and isinstance(new, str) and isinstance(cooling, dict):
         if _plant_kind(merged) not in (None, _plant_kind({"cooling": {"plant": new}})):
@@ -146,9 +138,9 @@ def _swap_node(merged: dict[str, Any], base: Any, top: Mapping[str, Any]) -> Non
 def _plant_kind(raw: Any) -> str | None:
     """Whether a scenario's plant cools liquid-cooled GPUs (``"liquid"``) or air-cooled ones
     (``"air"``); None where the plant is not named or not known."""
-    kind = _get_dotted(raw, "cooling.type")
+    kind = get_dotted(raw, "cooling.type")
     if kind is None:
-        plant = _get_dotted(raw, "cooling.plant")
+        plant = get_dotted(raw, "cooling.plant")
         kind = _catalogue("cooling").get(plant, {}).get("type") if isinstance(plant, str) else None
     return None if not isinstance(kind, str) else "liquid" if kind == "liquid" else "air"
 
@@ -157,7 +149,7 @@ def _fill_node(raw: dict[str, Any]) -> tuple[list[str], list[str]]:
     """The chosen GPU's catalogue node where the scenario leaves its keys unset; the notes
     naming what it took, and the warnings naming what a GPU swap kept against it."""
     swapped = raw.pop(_SWAPPED, None)
-    cluster, name = raw.get("cluster"), _get_dotted(raw, "cluster.gpu")
+    cluster, name = raw.get("cluster"), get_dotted(raw, "cluster.gpu")
     node = gpu_nodes().get(name) if isinstance(name, str) else None
     if not isinstance(cluster, dict) or not node:
         return [], []
@@ -166,23 +158,23 @@ def _fill_node(raw: dict[str, Any]) -> tuple[list[str], list[str]]:
         cools = _catalogue("gpu")[name].get("cooling")
         if "plant" in swapped:
             notes.append(
-                f"cooling.plant = {_get_dotted(raw, 'cooling.plant')!r}: the {cools}-cooled "
+                f"cooling.plant = {get_dotted(raw, 'cooling.plant')!r}: the {cools}-cooled "
                 f"{name}'s, from the GPU catalogue ({swapped['plant']!r} cannot cool it)"
             )
         elif _plant_kind(raw) not in (None, cools):
             warnings.append(
                 f"cluster.gpu = {name!r} is {cools}-cooled, and cooling.plant "
-                f"{shorten(_get_dotted(raw, 'cooling.plant'))} is not: give a plant of its kind "
+                f"{shorten(get_dotted(raw, 'cooling.plant'))} is not: give a plant of its kind "
                 f"(e.g. cooling.plant = {node.get('plant')!r}), or leave cooling.plant out to "
                 "take it"
             )
     for key in NODE_KEYS:
         if key not in node:
             continue
-        value = _get_dotted(cluster, key)
-        parent = _get_dotted(cluster, key.rpartition(".")[0]) if "." in key else cluster
+        value = get_dotted(cluster, key)
+        parent = get_dotted(cluster, key.rpartition(".")[0]) if "." in key else cluster
         if value is None and (isinstance(parent, dict) or parent is None):
-            _set_dotted(raw, f"cluster.{key}", node[key])
+            set_dotted(raw, f"cluster.{key}", node[key])
             taken.append(f"cluster.{key} = {node[key]:,g}")
         elif swapped is not None and value != node[key]:
             kept.append(f"cluster.{key} = {shorten(value)} (the {name}'s node: {node[key]:,g})")
@@ -205,7 +197,7 @@ def names_a_file(weather: str) -> bool:
     return weather.strip().lower() not in {*SHIPPED, "synthetic"}
 
 
-def _weather_brings_site(weather: Any, site: dict[str, Any]) -> None:
+def weather_brings_site(weather: Any, site: dict[str, Any]) -> None:
     """A weather file is a place: where a layer of the scenario names one, the site's name and
     time zone come with it, unless the same layer sets them (``site`` is that layer's table)."""
     if not isinstance(weather, str) or weather == "synthetic":
@@ -239,7 +231,7 @@ def _fill_from_catalogue(raw: dict[str, Any], section: str, overrides: dict[str,
     entries = _catalogue(section)  # read only: the chosen entry is copied below
     if name not in entries:
         raise ScenarioError(
-            f"{selector}: unknown {what} {name!r}{_did_you_mean(name, entries)}; "
+            f"{selector}: unknown {what} {name!r}{did_you_mean(name, entries)}; "
             f"the catalogue has {', '.join(entries)}"
         )
     explicit = raw.get(section, {})
@@ -251,9 +243,9 @@ def _fill_from_catalogue(raw: dict[str, Any], section: str, overrides: dict[str,
     chosen = copy.deepcopy(entries[name])
     if "type" in explicit and explicit["type"] != chosen.get("type"):
         # another plant type than the entry's: of the entry, only what that type takes
-        plant = _plant_type(explicit["type"])
+        plant = plant_type(explicit["type"])
         chosen = {k: v for k, v in chosen.items() if plant and k in plant.model_fields}
-    raw[section] = _merge(chosen, explicit)
+    raw[section] = merge_tables(chosen, explicit)
 
 
 def prepare(
@@ -266,14 +258,14 @@ def prepare(
     if "site.weather" in parsed:
         # the site as the overrides set it: what they set is kept, the rest the file brings
         brought = {k: parsed[f"site.{k}"] for k in ("name", "timezone") if f"site.{k}" in parsed}
-        _weather_brings_site(parsed["site.weather"], brought)
+        weather_brings_site(parsed["site.weather"], brought)
         for key, value in brought.items():
             parsed.setdefault(f"site.{key}", value)
-    base = copy.deepcopy(raw.get("cluster")) if "cluster.gpu" in _flat(parsed) else None
+    base = copy.deepcopy(raw.get("cluster")) if "cluster.gpu" in flat_keys(parsed) else None
     for key, value in parsed.items():
-        _set_dotted(raw, key, value)
+        set_dotted(raw, key, value)
     if base is not None:
-        _swap_node(raw, {"cluster": base}, parsed)
+        swap_node(raw, {"cluster": base}, parsed)
     for section in CATALOGUES:
         _fill_from_catalogue(raw, section, parsed)
     return _fill_node(raw)  # after the plant's entry: its type is the plant's

@@ -15,13 +15,7 @@ from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    Field,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
 
 from powermodel.scenario.base import (
     DAY,
@@ -33,20 +27,13 @@ from powermodel.scenario.base import (
     Name,
     Section,
     Text,
-    _did_you_mean,
+    did_you_mean,
     packaged,
     shorten,
 )
-from powermodel.scenario.job import (
-    Simulation,
-    _check_curve,
-)
-from powermodel.scenario.keys import (
-    _tag,
-)
-from powermodel.scenario.tables import (
-    parse_toml,
-)
+from powermodel.scenario.job import Simulation, check_efficiency_curve
+from powermodel.scenario.keys import tag_of
+from powermodel.scenario.tables import parse_toml
 
 PLANT_TYPE = "Kind of plant, which sets the keys it takes."
 
@@ -174,13 +161,13 @@ def _other_plants_keys(raw: Any) -> Any:
     Switching ``cooling.plant`` leaves the old plant's keys behind (``_fill_from_catalogue``)."""
     if not isinstance(raw, dict):
         return raw
-    plant = _plant_type(raw.get("type"))
+    plant = plant_type(raw.get("type"))
     if plant is None:
         return raw  # validation names the missing or unknown type
     others = {k for m in PLANT_TYPES for k in m.model_fields} - set(plant.model_fields)
     stray = [k for k in raw if k in others and _SAVED_WITH_EVERY_PLANT.get(k, ...) != raw[k]]
     if stray:
-        takers = [_tag(m) for m in PLANT_TYPES if stray[0] in m.model_fields]
+        takers = [tag_of(m) for m in PLANT_TYPES if stray[0] in m.model_fields]
         raise ValueError(
             f"{stray[0]} is a key of {' or '.join(takers)} plants, not of this "
             f"{raw['type']} one: remove it, or choose such a plant with cooling.plant"
@@ -188,9 +175,9 @@ def _other_plants_keys(raw: Any) -> Any:
     return {k: v for k, v in raw.items() if k not in others}
 
 
-def _plant_type(tag: Any) -> type[BaseModel] | None:
+def plant_type(tag: Any) -> type[BaseModel] | None:
     """The plant model a ``cooling.type`` chooses; None for no known type."""
-    return next((m for m in PLANT_TYPES if _tag(m) == tag), None)
+    return next((m for m in PLANT_TYPES if tag_of(m) == tag), None)
 
 
 # A cooling plant, from the plant catalogue (``presets/plants.toml``): one model per plant
@@ -223,7 +210,7 @@ class Electrical(Section):
 
     @model_validator(mode="after")
     def _curve(self) -> Electrical:
-        _check_curve(
+        check_efficiency_curve(
             "electrical.ups_load", self.ups_load, "electrical.ups_efficiency", self.ups_efficiency
         )
         return self
@@ -606,7 +593,7 @@ class RideThrough(Section):
             curves = immunity_curves()
             if value not in curves:
                 raise ValueError(
-                    f"unknown immunity curve {value!r}{_did_you_mean(value, curves)}; the "
+                    f"unknown immunity curve {value!r}{did_you_mean(value, curves)}; the "
                     f"shipped ones are {', '.join(curves)}, or give [duration, voltage] steps"
                 )
             return value

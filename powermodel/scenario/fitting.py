@@ -1,10 +1,11 @@
 """The job a hall holds and the step of its parallel layout: the arithmetic the scenario derives.
 
-Pure functions of numbers and of the layout's degrees (anything with ``tp``, ``pp``, ``cp`` and
-``microbatch_tokens``: a :class:`~powermodel.scenario.job.Parallelism`); they import nothing of
-the scenario. The validators of :class:`~powermodel.scenario.root.Scenario` call them and set
-what they return (docs/model/workload.md, "parallel layout"). Stage: loading, after the tables
-are validated one by one and before the cross-checks.
+Pure functions of numbers and of what they read of the layout and the job
+(:class:`ParallelLayout`, :class:`TrainingJob`: a :class:`~powermodel.scenario.job.Parallelism`,
+a :class:`~powermodel.scenario.job.Workload`); they import nothing of the scenario. The
+validators of :class:`~powermodel.scenario.root.Scenario` call them and set what they return
+(docs/model/workload.md, "parallel layout"). Stage: loading, after the tables are validated one
+by one and before the checks across them.
 """
 
 from __future__ import annotations
@@ -46,13 +47,12 @@ class ParallelLayout(Protocol):
 # Bytes of training state a parameter in mixed-precision Adam: BF16 weights and gradients (2 + 2)
 # and FP32 master weights, momentum and variance (12) [P, rajbhandari]
 TRAINING_STATE_BYTES = 16.0
-
-
 WEIGHT_BYTES = 2.0  # BF16 weights alone: what a job training adapters (LoRA) must hold
 
 
 class Layout(NamedTuple):
-    """A step of the parallel layout at ``cluster.n_gpus`` (:meth:`Scenario.layout`)."""
+    """A step of the parallel layout at ``cluster.n_gpus`` (:meth:`Scenario.layout
+    <powermodel.scenario.root.Scenario.layout>`)."""
 
     step_time: float  # before a clock lock [s]
     shares: np.ndarray  # of each phase [1]
@@ -63,7 +63,7 @@ class Layout(NamedTuple):
     wait: np.ndarray  # share of the step each phase spends waiting at the barrier [1]
 
 
-def _fitting_layout(par: ParallelLayout, gpus: int) -> tuple[int, int, int]:
+def fitting_layout(par: ParallelLayout, gpus: int) -> tuple[int, int, int]:
     """The largest layout within ``par``'s degrees that ``gpus`` GPUs hold, as (tp, pp, cp):
     tensor parallelism first (inside a node), then pipeline stages, then context
     parallelism."""
@@ -73,7 +73,7 @@ def _fitting_layout(par: ParallelLayout, gpus: int) -> tuple[int, int, int]:
     return tp, pp, cp
 
 
-def _replicas(par: ParallelLayout, gpus: int, key: str, tokens: float, per_gpu: float) -> int:
+def whole_replicas(par: ParallelLayout, gpus: int, key: str, tokens: float, per_gpu: float) -> int:
     """Data-parallel replicas of ``gpus`` GPUs, refused unless whole: the job runs on whole
     replicas, and GPUs left over are not in it (docs/model/workload.md, "parallel layout").
     A refusal names a fix that runs: where the global batch ``tokens`` would give a replica less
@@ -86,7 +86,7 @@ def _replicas(par: ParallelLayout, gpus: int, key: str, tokens: float, per_gpu: 
         return f"workload.tokens_per_step = {tokens:,.0f}"
 
     if gpus < size:
-        tp, pp, cp = _fitting_layout(par, gpus)
+        tp, pp, cp = fitting_layout(par, gpus)
         fits = gpus // (tp * pp * cp)
         raise ScenarioError(
             f"{key} = {gpus:,} GPUs is less than one data-parallel replica of tp·pp·cp = "
@@ -136,7 +136,7 @@ def fit_job(
     The job is the largest count of whole data-parallel replicas (tp·pp·cp GPUs of ``par``;
     with ``scope = "replica"``, whole replicas of ``replica_gpus`` too, the given one or else
     tp·pp·cp) in whole nodes within the hall. Below one replica the layout shrinks
-    (:func:`_fitting_layout`) and the global batch of ``tokens`` follows the GPUs
+    (:func:`fitting_layout`) and the global batch of ``tokens`` follows the GPUs
     (:func:`_batch_of`). Fewer than two replicas of a fault-tolerant job fail as one job
     (scope 'job').
     """
@@ -179,10 +179,10 @@ def _shrink(
     given: dict[str, Any],
     notes: list[str],
 ) -> int:
-    """The layout a hall below one replica in whole nodes runs (:func:`_fitting_layout`):
+    """The layout a hall below one replica in whole nodes runs (:func:`fitting_layout`):
     tensor parallelism kept first (inside a node), then pipeline stages, then context
     parallelism. Its tp·pp·cp GPUs. [1]"""
-    tp, pp, cp = _fitting_layout(par, hall // per_node * per_node)
+    tp, pp, cp = fitting_layout(par, hall // per_node * per_node)
     notes.append(
         f"cluster.n_gpus = {hall:,} holds less than one data-parallel replica of "
         f"tp·pp·cp = {par.tp}·{par.pp}·{par.cp} = {par.tp * par.pp * par.cp:,} GPUs in whole "
@@ -352,8 +352,8 @@ def replica_step(
     """Data-parallel replicas, the micro-batches each runs and the time of their collectives
     [s], at ``gpus`` GPUs and a global batch of ``tokens``, in the layout ``par`` of a model
     of ``model_params`` parameters; ``per_gpu`` the reference's tokens a GPU (for the fix
-    :func:`_replicas` names), ``key`` the key a refusal names."""
-    dp = _replicas(par, gpus, key, tokens, per_gpu)
+    :func:`whole_replicas` names), ``key`` the key a refusal names."""
+    dp = whole_replicas(par, gpus, key, tokens, per_gpu)
     microbatches = tokens / (dp * par.microbatch_tokens)
     if microbatches < 1:
         raise ScenarioError(

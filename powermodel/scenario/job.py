@@ -13,12 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import (
-    Field,
-    PrivateAttr,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from powermodel.durations import format_duration
 from powermodel.models import electrical, variation
@@ -254,8 +249,8 @@ class Psu(Section):
 
     @model_validator(mode="after")
     def _curve(self) -> Psu:
-        _check_curve("psu.load", self.load, "psu.efficiency", self.efficiency)
-        _check_curve("psu.load", self.load, "psu.power_factor", self.power_factor)
+        check_efficiency_curve("psu.load", self.load, "psu.efficiency", self.efficiency)
+        check_efficiency_curve("psu.load", self.load, "psu.power_factor", self.power_factor)
         return self
 
     def input_power(self, output: Any) -> Any:
@@ -265,7 +260,9 @@ class Psu(Section):
         )
 
 
-def _check_curve(load_key: str, load: list[float], eff_key: str, efficiency: list[float]) -> None:
+def check_efficiency_curve(
+    load_key: str, load: list[float], eff_key: str, efficiency: list[float]
+) -> None:
     """An efficiency (or power-factor) curve: matching lengths, 3 to 100 increasing loads in
     (0.001, 10], each value in [0.5, 1] (no supply or UPS in service does worse)."""
     if len(load) != len(efficiency) or not 3 <= len(load) <= 100:

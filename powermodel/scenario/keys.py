@@ -11,19 +11,13 @@ import re
 from types import UnionType
 from typing import Any, Union, get_args, get_origin
 
-from pydantic import (
-    BaseModel,
-    ValidationError,
-)
+from pydantic import BaseModel, ValidationError
 
 from powermodel.durations import format_duration, parse_duration
-from powermodel.scenario.base import (
-    _did_you_mean,
-    shorten,
-)
+from powermodel.scenario.base import did_you_mean, shorten
 
 
-def _tag(model: type[BaseModel], key: str = "type") -> str:
+def tag_of(model: type[BaseModel], key: str = "type") -> str:
     """The value of ``key`` (a plant's ``type``) a tagged union's member is chosen by."""
     return get_args(model.model_fields[key].annotation)[0]
 
@@ -55,11 +49,11 @@ def explain_errors(exc: ValidationError, root: type[BaseModel], most: int = 5) -
             parent = ".".join(str(p) for p in loc[:-1] if not isinstance(p, int))
             known = [f"{parent}.{f}" if parent else f for f in _fields_at(tuple(tagged[:-1]), root)]
             guess = f"{parent}.{loc[-1]}" if parent else str(loc[-1])
-            lines[where] = f"unknown key {where!r}{_did_you_mean(guess, known)}"
+            lines[where] = f"unknown key {where!r}{did_you_mean(guess, known)}"
         elif err["type"] in ("missing", "union_tag_not_found"):
             lines[where] = f"missing key {where!r}"
         elif err["type"] == "union_tag_invalid":
-            tags = [repr(t) for t in union_members(_field_at(tuple(tagged), root))]
+            tags = [repr(t) for t in union_members(field_at(tuple(tagged), root))]
             given = err["input"].get(loc[-1]) if isinstance(err["input"], dict) else None
             lines[where] = (
                 f"{where}: Input should be {', '.join(tags[:-1])} or {tags[-1]} "
@@ -89,9 +83,9 @@ UNIT = re.compile(r"\s*\[([^\]]*)\]\s*$")  # a field's description ends with its
 def _in_unit(err: Any, loc: list, root: Any) -> str:
     """The unit a bound or a number is read in, for the message: a limit of 1 is 1 W, and
     "0.6kW" is refused because the key takes plain watts."""
-    field = _field_at(tuple(loc), root)
+    field = field_at(tuple(loc), root)
     unit = UNIT.search(getattr(field, "description", None) or "")
-    if unit is None or unit[1] in ("1", "") or _is_duration(field):
+    if unit is None or unit[1] in ("1", "") or is_duration_field(field):
         return ""
     if err["type"] in _BOUNDS:  # "at least 1 W", "at most 1 (1/K)"
         return f" {unit[1]}" if unit[1][0].isalpha() or unit[1][0] in "°%" else f" ({unit[1]})"
@@ -110,7 +104,7 @@ _BOUNDS = {
 
 def _bound_as_duration(err: Any, loc: list, root: Any) -> str | None:
     """A bound broken by a duration, said in durations: 'must be at most 30d'."""
-    if err["type"] not in _BOUNDS or not _is_duration(_field_at(tuple(loc), root)):
+    if err["type"] not in _BOUNDS or not is_duration_field(field_at(tuple(loc), root)):
         return None
     (limit,) = err["ctx"].values()
     return f"must be {_BOUNDS[err['type']]} {format_duration(float(limit))}"
@@ -120,12 +114,12 @@ def _too_large(err: Any, loc: list, root: Any) -> str | None:
     """A whole number too large to read, said with the field's bound."""
     if err["type"] != "int_parsing_size":
         return None
-    field = _field_at(tuple(loc), root)
+    field = field_at(tuple(loc), root)
     bounds = [m.le for m in getattr(field, "metadata", ()) if hasattr(m, "le")]
     return f"must be at most {bounds[0]:,}" if bounds else "is too large"
 
 
-def _is_duration(field: Any) -> bool:
+def is_duration_field(field: Any) -> bool:
     """Whether a field holds a :data:`Duration` (alone or in a union)."""
     validators = [getattr(m, "func", None) for m in getattr(field, "metadata", ())]
     return field is not None and (
@@ -145,7 +139,7 @@ def _fields_at(loc: tuple[Any, ...], root: Any) -> list[str]:
     return list(dict.fromkeys(f for model in models for f in model.model_fields))
 
 
-def _field_at(loc: tuple[Any, ...], root: Any) -> Any:
+def field_at(loc: tuple[Any, ...], root: Any) -> Any:
     """The schema's FieldInfo at a location (``("cluster", "n_gpus")``) in ``root`` (a table:
     the scenario's, a rule's), or None. In a tagged union (``cooling``) the location may name
     the member (``("cooling", "liquid", "chiller")``); else the first member with the key
@@ -180,14 +174,14 @@ def union_members(field: Any) -> dict[str, Any]:
     key = getattr(field, "discriminator", None)
     if not isinstance(key, str):
         return {}
-    return {_tag(m, key): m for m in tables_of(field.annotation)}
+    return {tag_of(m, key): m for m in tables_of(field.annotation)}
 
 
 def _untagged(loc: list[Any], root: Any) -> list[Any]:
     """A location without the tags pydantic puts after a tagged union's key: the user's key."""
     out: list[Any] = []
     for part in loc:
-        if not union_members(_field_at(tuple(out), root)).get(part):
+        if not union_members(field_at(tuple(out), root)).get(part):
             out.append(part)
     return out
 

@@ -13,22 +13,10 @@ from typing import Any
 from powermodel.errors import ScenarioError
 from powermodel.iotools import exists, is_file, read_text
 from powermodel.iotools.weather import SHIPPED
-from powermodel.scenario.base import (
-    _did_you_mean,
-    packaged,
-    shorten,
-)
-from powermodel.scenario.catalogues import (
-    _swap_node,
-    _weather_brings_site,
-    names_a_file,
-    presets,
-)
-from powermodel.scenario.root import Scenario, _build
-from powermodel.scenario.tables import (
-    _merge,
-    parse_toml,
-)
+from powermodel.scenario.base import did_you_mean, packaged, shorten
+from powermodel.scenario.catalogues import names_a_file, presets, swap_node, weather_brings_site
+from powermodel.scenario.root import Scenario, build_scenario
+from powermodel.scenario.tables import merge_tables, parse_toml
 
 MAX_EXTENDS = 16  # files in a chain of `extends`
 
@@ -56,7 +44,7 @@ def load_scenario(
         raw = name_or_path.to_dict()
     else:
         raw = _load_raw(name_or_path, seen=())
-    return _build(raw, overrides)
+    return build_scenario(raw, overrides)
 
 
 def loads_scenario(
@@ -85,7 +73,7 @@ def loads_scenario(
                 f"{shorten(base_name)}"
             )
         raw = _over(_load_raw(base_name, seen=(base_name,)), raw)
-    return _build(raw, overrides)
+    return build_scenario(raw, overrides)
 
 
 def _load_raw(
@@ -101,7 +89,7 @@ def _load_raw(
         weather = site["weather"]
         if where is not None and isinstance(weather, str) and names_a_file(weather):
             site["weather"] = str(where / Path(weather).expanduser())  # as `extends` is
-        _weather_brings_site(site["weather"], site)
+        weather_brings_site(site["weather"], site)
     base_name = raw.pop("extends", None)
     if base_name is None:
         return raw
@@ -118,10 +106,10 @@ def _load_raw(
 
 
 def _over(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-    """A file's tables over those of the file it extends (:func:`_merge`); where it chooses
-    another GPU, the node keys below it were that GPU's (:func:`_swap_node`)."""
-    merged = _merge(base, top)
-    _swap_node(merged, base, top)
+    """A file's tables over those of the file it extends (:func:`merge_tables`); where it chooses
+    another GPU, the node keys below it were that GPU's (:func:`swap_node`)."""
+    merged = merge_tables(base, top)
+    swap_node(merged, base, top)
     return merged
 
 
@@ -146,7 +134,7 @@ def _read_source(
     name = str(name_or_path)
     if name not in presets():
         raise ScenarioError(
-            f"unknown preset {name!r}{_did_you_mean(name, presets())}; "
+            f"unknown preset {name!r}{did_you_mean(name, presets())}; "
             f"presets: {', '.join(presets())} (or give a path to a .toml file)"
         )
     return packaged(f"{name}.toml").read_text(), name, None

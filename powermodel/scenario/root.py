@@ -32,24 +32,10 @@ from powermodel.durations import format_duration
 from powermodel.errors import ScenarioError
 from powermodel.models.events import teardown_time
 from powermodel.models.thermal import locked_phases, steady_gpu_temperature
-from powermodel.models.workload import (
-    phase_levels,
-    running_level,
-)
-from powermodel.scenario.base import (
-    MAX_GPUS,
-    Name,
-    Section,
-    Text,
-    _did_you_mean,
-)
-from powermodel.scenario.campus import (
-    Campus,
-    FlexEvent,
-)
-from powermodel.scenario.catalogues import (
-    prepare,
-)
+from powermodel.models.workload import phase_levels, running_level
+from powermodel.scenario.base import MAX_GPUS, Name, Section, Text, did_you_mean
+from powermodel.scenario.campus import Campus, FlexEvent
+from powermodel.scenario.catalogues import prepare
 from powermodel.scenario.facility import (
     DISTURBANCE_LEAD,
     Cooling,
@@ -61,12 +47,7 @@ from powermodel.scenario.facility import (
     RideThrough,
     SensitivityRange,
 )
-from powermodel.scenario.fitting import (
-    Layout,
-    fit_job,
-    layout_at,
-    memory_warnings,
-)
+from powermodel.scenario.fitting import Layout, fit_job, layout_at, memory_warnings
 from powermodel.scenario.job import (
     Checkpoint,
     Cluster,
@@ -76,16 +57,8 @@ from powermodel.scenario.job import (
     Site,
     Workload,
 )
-from powermodel.scenario.keys import (
-    _field_at,
-    _is_duration,
-    explain_errors,
-)
-from powermodel.scenario.tables import (
-    _drop_dotted,
-    _flat,
-    _set_dotted,
-)
+from powermodel.scenario.keys import explain_errors, field_at, is_duration_field
+from powermodel.scenario.tables import drop_dotted, flat_keys, set_dotted
 
 
 class Scenario(Section):
@@ -261,7 +234,7 @@ class Scenario(Section):
                 if name not in kinds:
                     raise ValueError(
                         f"flexibility {event.name!r}: no workload {name!r}"
-                        f"{_did_you_mean(name, kinds)}; the campus has {', '.join(kinds)}"
+                        f"{did_you_mean(name, kinds)}; the campus has {', '.join(kinds)}"
                     )
             for other in self.flexibility:
                 # each is measured against the hour before it: none of another in that hour
@@ -292,18 +265,18 @@ class Scenario(Section):
         # cooling.dt is the site's plant step, every hall's: a hall choosing its plant from
         # the catalogue would otherwise take that entry's step (campus steps must agree)
         step = {"cooling.dt": base["cooling"]["dt"]}
-        halls = {h.name: {**_flat(h.set), **step} for h in self.campus.halls}
+        halls = {h.name: {**flat_keys(h.set), **step} for h in self.campus.halls}
         built = {}
         for name, keys in halls.items():
             try:
-                built[name] = _build(copy.deepcopy(base), keys)
+                built[name] = build_scenario(copy.deepcopy(base), keys)
             except ScenarioError as exc:
                 raise ValueError(f"campus hall {name!r}: {exc}") from None
         parts = []
         for w in self.campus.workloads:
             hall = self.campus.hall_of(w)
             try:  # in its hall: the hall's cooling and electrical keys, then its own
-                keys = {**halls.get(hall, {}), **_flat(w.set)}
+                keys = {**halls.get(hall, {}), **flat_keys(w.set)}
                 if w.kind == "inference":
                     # a fleet serves on whole nodes, not a training job's replicas: the
                     # layout and the failure scope are a training job's, unless it sets them
@@ -313,7 +286,7 @@ class Scenario(Section):
                     ):
                         if not any(k.startswith(key) for k in keys):
                             keys[key] = value
-                parts.append(_build(copy.deepcopy(base), keys))
+                parts.append(build_scenario(copy.deepcopy(base), keys))
             except ScenarioError as exc:
                 raise ValueError(f"campus workload {w.name!r}: {exc}") from None
         total = sum(p.cluster.hall_gpus for p in parts)
@@ -550,9 +523,9 @@ class Scenario(Section):
         out = self.model_dump(mode="json", exclude_none=True)
         for key, value in self._given.items():
             if value is None:
-                _drop_dotted(out, key)
+                drop_dotted(out, key)
             else:
-                _set_dotted(out, key, value)
+                set_dotted(out, key, value)
         return out
 
     def to_json(self) -> str:
@@ -562,7 +535,9 @@ class Scenario(Section):
         return tomli_w.dumps(self.to_dict())
 
 
-def _build(raw: dict[str, Any], overrides: Mapping[str, Any] | Iterable[str] | None) -> Scenario:
+def build_scenario(
+    raw: dict[str, Any], overrides: Mapping[str, Any] | Iterable[str] | None
+) -> Scenario:
     """A scenario from raw tables and dotted overrides: the overrides set, the catalogues'
     entries and the GPU's node filled (:func:`~powermodel.scenario.catalogues.prepare`), then
     validated; what the filling chose comes first in its notes and warnings."""
@@ -592,7 +567,7 @@ def _check_range(scenario: Scenario, item: SensitivityRange) -> None:
         fields = type(node).model_fields if isinstance(node, BaseModel) else {}
         if part not in fields:
             raise ScenarioError(
-                f"sensitivity key {item.key!r}: no field {part!r}{_did_you_mean(part, fields)}"
+                f"sensitivity key {item.key!r}: no field {part!r}{did_you_mean(part, fields)}"
             )
         parent, node = type(node), getattr(node, part)
     check = _field_adapter(parent, part)
@@ -623,4 +598,6 @@ def explain(exc: ValidationError, root: type[BaseModel] | None = None, most: int
 
 def is_duration(key: str) -> bool:
     """Whether the dotted scenario key holds a duration (written with a unit)."""
-    return _is_duration(_field_at(tuple(p for p in key.split(".") if not p.isdigit()), Scenario))
+    return is_duration_field(
+        field_at(tuple(p for p in key.split(".") if not p.isdigit()), Scenario)
+    )

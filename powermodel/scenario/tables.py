@@ -13,13 +13,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from powermodel.errors import ScenarioError
-from powermodel.scenario.base import (
-    MAX_DEPTH,
-    shorten,
-)
+from powermodel.scenario.base import MAX_DEPTH, shorten
 
 
-def _flat(keys: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flat_keys(keys: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """A ``set`` table as dotted keys, nested tables walked and merged key by key (``{"mitigation":
     {"clock_lock": 0.8}}`` sets ``mitigation.clock_lock`` alone, as the dotted form does); a key
     given twice, the later wins."""
@@ -27,18 +24,18 @@ def _flat(keys: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     for key, value in keys.items():
         path = f"{prefix}{key}"
         if isinstance(value, dict) and value:
-            out.update(_flat(value, f"{path}."))
+            out.update(flat_keys(value, f"{path}."))
         else:
             out[path] = value
     return out
 
 
-def _dotted(keys: dict[str, Any]) -> list[str]:
-    """The dotted keys a ``set`` table reaches (:func:`_flat`)."""
-    return list(_flat(keys))
+def dotted_keys(keys: dict[str, Any]) -> list[str]:
+    """The dotted keys a ``set`` table reaches (:func:`flat_keys`)."""
+    return list(flat_keys(keys))
 
 
-def _get_dotted(table: Any, key: str) -> Any:
+def get_dotted(table: Any, key: str) -> Any:
     """The value at ``a.b`` in nested tables; None where a table or the key is missing."""
     for part in key.split("."):
         if not isinstance(table, dict) or part not in table:
@@ -47,7 +44,7 @@ def _get_dotted(table: Any, key: str) -> Any:
     return table
 
 
-def _drop_dotted(table: Any, key: str) -> None:
+def drop_dotted(table: Any, key: str) -> None:
     """Remove ``a.b`` from nested tables, where it is."""
     *parents, last = key.split(".")
     for part in parents:
@@ -111,12 +108,12 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+def merge_tables(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     """Deep merge: tables merge key by key, anything else (values, arrays) is replaced."""
     out = copy.deepcopy(base)
     for key, value in top.items():
         if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+            out[key] = merge_tables(out[key], value)
         else:
             out[key] = copy.deepcopy(value)
     return out
@@ -164,7 +161,7 @@ def _toml_value(value: Any) -> Any:
     return _shallow(data, f"override {shorten(value)}")["v"]
 
 
-def _set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
+def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
     """Set ``a.b.c`` in nested tables; a number indexes an array (``workload.phases.0``)."""
     parts = key.split(".")
     node: Any = raw
