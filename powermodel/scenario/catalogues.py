@@ -26,8 +26,6 @@ from powermodel.scenario.tables import (
     set_dotted,
 )
 
-# --- loading --------------------------------------------------------------------------------
-
 
 class Catalogue(NamedTuple):
     """A catalogue that fills a scenario section from a named entry."""
