@@ -592,7 +592,9 @@ def _field_adapter(model: type[BaseModel], name: str) -> TypeAdapter:
 def explain(exc: ValidationError, root: type[BaseModel] | None = None, most: int = 5) -> str:
     """One line per problem (the first ``most``), with the dotted key, the value given and a
     suggestion, for a table of ``root``, the scenario's by default
-    (:func:`~powermodel.scenario.keys.explain_errors`)."""
+    (:func:`~powermodel.scenario.keys.explain_errors`). Here, beside the schema's root: the
+    campus check explains its parts' errors with it, and :mod:`~powermodel.scenario.keys`
+    reads any root, the scenario's among them, without importing it."""
     return explain_errors(exc, root or Scenario, most)
 
 
