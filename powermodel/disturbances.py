@@ -18,7 +18,8 @@ from powermodel import facility
 from powermodel.errors import ScenarioError
 from powermodel.models import disturbance as dm
 from powermodel.models.events import State
-from powermodel.scenario import Disturbance, RideThrough, Scenario
+from powermodel.scenario import Scenario
+from powermodel.scenario.facility import Disturbance, RideThrough
 
 MAX_EXCURSIONS = 1000  # frequency excursions past the deadband or the UPS window, as sags
 # codes of ``grid_event``: what a disturbance does at each step (0: nothing)

@@ -20,7 +20,8 @@ from powermodel.iotools.chillers import AIR_COOLED, WATER_COOLED, chiller, read_
 from powermodel.iotools.weather import read_weather
 from powermodel.models import cooling, electrical, grid, mitigation, plants, thermal, weather
 from powermodel.models.cooling import ChillerCurves
-from powermodel.scenario import Scenario, Synthetic
+from powermodel.scenario import Scenario
+from powermodel.scenario.job import Synthetic
 
 HOURS_PER_YEAR = 8760
 

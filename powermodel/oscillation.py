@@ -19,7 +19,9 @@ from powermodel.errors import DataFileError, PowerModelError
 from powermodel.iotools import read_text
 from powermodel.models import oscillation as model
 from powermodel.models.signal import resolved, step_advice
-from powermodel.scenario import Label, Section, explain, parse_toml
+from powermodel.scenario import parse_toml
+from powermodel.scenario.base import Label, Section
+from powermodel.scenario.root import explain
 
 __all__ = ["GridMode", "load_modes", "pmu_table", "screen_dataset"]
 

@@ -16,17 +16,9 @@ from pydantic_core import PydanticUndefined
 
 from powermodel.durations import format_duration
 from powermodel.errors import ScenarioError
-from powermodel.scenario import (
-    CATALOGUES,
-    UNIONS,
-    UNIT,
-    Scenario,
-    catalogue,
-    holds_list,
-    is_duration,
-    table_of,
-    union_members,
-)
+from powermodel.scenario import Scenario, catalogue, is_duration
+from powermodel.scenario.catalogues import CATALOGUES
+from powermodel.scenario.keys import UNIONS, UNIT, holds_list, table_of, union_members
 
 # The public surface: the dashboard calls only this (tests/test_layers.py checks it)
 __all__ = ["Key", "keys", "text"]

@@ -28,20 +28,10 @@ from powermodel.models import disturbance as dm
 from powermodel.models.events import State
 from powermodel.models.loadmodel import perc1_response
 from powermodel.models.signal import range_reduce
-from powermodel.scenario import (
-    REQUIREMENTS_FILE,
-    CurveDuration,
-    Duration,
-    Name,
-    Scenario,
-    Section,
-    Text,
-    check_curve,
-    curve_steps,
-    explain,
-    packaged,
-    parse_toml,
-)
+from powermodel.scenario import Scenario, parse_toml
+from powermodel.scenario.base import Duration, Name, Section, Text, packaged
+from powermodel.scenario.facility import REQUIREMENTS_FILE, CurveDuration, check_curve, curve_steps
+from powermodel.scenario.root import explain
 from powermodel.simulate import GRID_CAUSE
 
 __all__ = [

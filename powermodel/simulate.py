@@ -33,15 +33,9 @@ from powermodel.models import (
 from powermodel.models.cooling import server_fan_extra
 from powermodel.models.events import Recovery, State
 from powermodel.models.thermal import step_time_factor
-from powermodel.scenario import (
-    STEP_TIME_BOUNDS,
-    Cluster,
-    FlexEvent,
-    Inference,
-    Scenario,
-    format_duration,
-    load_scenario,
-)
+from powermodel.scenario import Scenario, format_duration, load_scenario
+from powermodel.scenario.campus import FlexEvent, Inference
+from powermodel.scenario.job import STEP_TIME_BOUNDS, Cluster
 from powermodel.variables import annotate, sensor_attrs
 from powermodel.variables import attrs as variable_attrs
 

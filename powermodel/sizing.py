@@ -20,7 +20,8 @@ import xarray as xr
 from powermodel import rules
 from powermodel.analysis import step_seconds
 from powermodel.models import signal
-from powermodel.scenario import Gpu, Scenario, format_duration, load_scenario
+from powermodel.scenario import Scenario, format_duration, load_scenario
+from powermodel.scenario.job import Gpu
 from powermodel.sensitivity import Runner, in_turn
 from powermodel.simulate import simulate
 

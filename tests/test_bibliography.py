@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from powermodel import scenario
+from powermodel.scenario.base import packaged
 
 ROOT = Path(__file__).resolve().parents[1]
 BIBLIOGRAPHY = ROOT / "docs" / "references.toml"
@@ -126,7 +127,7 @@ def cited_keys() -> dict[str, list[str]]:
             if entry:
                 keys.setdefault(entry.group(1), []).append(where)
     for name in scenario.presets():
-        raw = tomllib.loads(scenario.packaged(f"{name}.toml").read_text(encoding="utf-8"))
+        raw = tomllib.loads(packaged(f"{name}.toml").read_text(encoding="utf-8"))
         for key in raw.get("sources", {}):
             keys.setdefault(key, []).append(f"preset {name} [sources]")
     return keys

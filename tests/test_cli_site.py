@@ -22,11 +22,12 @@ import pytest
 from powermodel import load_scenario, simulate
 from powermodel.cli import main
 from powermodel.durations import parse_duration
+from powermodel.errors import ScenarioError
 from powermodel.export import CSV_DIGITS, export_tool, profile_table, significant, write
 from powermodel.iotools.weather import SHIPPED
 from powermodel.reference import keys
 from powermodel.rules import RuleError, rule_names, site_rules
-from powermodel.scenario import ScenarioError, catalogue, presets
+from powermodel.scenario import catalogue, presets
 from powermodel.template import FIRST_KEYS, site_template
 
 REFERENCE = "llama3-405b-16k-h100"

@@ -57,15 +57,8 @@ from powermodel.analysis import resample
 from powermodel.errors import PowerModelError
 from powermodel.iotools.trace import read_trace
 from powermodel.iotools.weather import read_epw, read_tmy3, read_weather, shipped_weather, site_of
-from powermodel.scenario import (
-    Scenario,
-    holds_list,
-    load_scenario,
-    loads_scenario,
-    presets,
-    tables_of,
-    union_members,
-)
+from powermodel.scenario import Scenario, load_scenario, loads_scenario, presets
+from powermodel.scenario.keys import holds_list, tables_of, union_members
 from powermodel.simulate import simulate
 from powermodel.webapp import controls, create_dashboard, downloads
 from powermodel.webapp.cache import SimulationCache

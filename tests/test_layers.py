@@ -185,3 +185,12 @@ def test_the_public_check_sees_an_internal_name_and_every_public_name_exists():
     for module in PUBLIC:
         exported = importlib.import_module(module)
         assert all(hasattr(exported, name) for name in exported.__all__), module
+
+
+def test_the_scenario_fitting_arithmetic_is_pure():
+    # what the scenario derives (the job a hall holds, its layout's step) is computed by pure
+    # functions: the fitting module reads numbers and layouts, not the scenario's tables
+    path = PACKAGE / "scenario" / "fitting.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    reached = [target for node in ast.walk(tree) for target in _imported(node)]
+    assert reached and not [t for t in reached if _layer(t) >= _layer("powermodel.scenario")]

@@ -184,3 +184,18 @@ def test_the_wheel_in_a_fresh_venv_serves_the_dashboard(wheel, tmp_path):
     assert "Traceback" not in log.read_text()
     assert f"powermodel dashboard on {url}/" in log.read_text()
     assert list(tmp_path.glob("powermodel-dashboard-*")) == []  # its working folder removed
+
+
+def test_every_package_of_the_source_is_in_the_wheels_list():
+    # pyproject.toml names its packages: a new sub-package left out is missing from the wheel
+    # (the fit and rules packages were, until this test)
+    import tomllib
+
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(p.parent.relative_to(ROOT).parts)
+        for p in (ROOT / "powermodel").rglob("__init__.py")
+    }
+    assert found - listed == set()

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from powermodel import ScenarioError, load_scenario, presets
-from powermodel.scenario import Gpu, format_duration, gpu_catalogue, parse_duration
+from powermodel.scenario import format_duration, gpu_catalogue, parse_duration
+from powermodel.scenario.job import Gpu
 
 REFERENCE = "llama3-405b-16k-h100"
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -261,13 +262,8 @@ def test_a_plant_types_errors_name_the_key_without_pydantics_union_tag(overrides
 
 
 def test_each_plant_type_is_its_own_table_with_only_its_keys():
-    from powermodel.scenario import (
-        ChilledWaterPlant,
-        LiquidPlant,
-        OutsideAirPlant,
-        Scenario,
-        catalogue,
-    )
+    from powermodel.scenario import Scenario, catalogue
+    from powermodel.scenario.facility import ChilledWaterPlant, LiquidPlant, OutsideAirPlant
 
     for name, entry in catalogue("cooling").items():
         plant = load_scenario(REFERENCE, {"cooling.plant": name}).cooling

@@ -16,7 +16,8 @@ from powermodel.durations import format_duration
 from powermodel.errors import DataFileError, PowerModelError
 from powermodel.fit.result import GpuChoice, Quantity
 from powermodel.fit.sensor import StepResponse
-from powermodel.scenario import NODE_KEYS, Scenario, gpu_catalogue, load_scenario
+from powermodel.scenario import Scenario, gpu_catalogue, load_scenario
+from powermodel.scenario.catalogues import NODE_KEYS
 
 # A GPU trace's highest sustained level is the top of its rolling mean over this long (and at
 # least two sensor windows): a poll's spike is no level a board holds

@@ -17,7 +17,8 @@ from powermodel.fit.leakage import LEAKED, _less_leakage
 from powermodel.fit.result import Fit
 from powermodel.fit.running import _mean_levels, short_step_edge_rate
 from powermodel.fit.states import EDGE_SHARE
-from powermodel.scenario import Scenario, Workload
+from powermodel.scenario import Scenario
+from powermodel.scenario.job import Workload
 
 MIN_SPREAD = 0.002  # a step-to-step spread below this is written as none (variation off)
 

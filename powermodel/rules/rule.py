@@ -19,17 +19,9 @@ from powermodel import variables
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.iotools import is_file, read_text
 from powermodel.models import signal
-from powermodel.scenario import (
-    DAY,
-    Duration,
-    Scenario,
-    Section,
-    explain,
-    format_duration,
-    packaged,
-    parse_toml,
-    shorten,
-)
+from powermodel.scenario import Scenario, format_duration, parse_toml, shorten
+from powermodel.scenario.base import DAY, Duration, Section, packaged
+from powermodel.scenario.root import explain
 
 Statistic = Literal["range", "net_change", "rate", "average_slope"]
 PER_MINUTE = ("rate", "average_slope")  # statistics read per minute; the others per window
