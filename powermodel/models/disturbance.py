@@ -26,7 +26,7 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -347,31 +347,12 @@ def respond(
     draws on what the earlier ones left.
     """
     n = len(time)
-    transferred = np.zeros(n, bool)
+    if chain.backup == "none":
+        return _servers_alone(time, duration, voltage, chain)
+    transferred = _ups_transfers(n, duration, voltage, chain, frequency)
     latched = np.zeros(n, bool)
     dropped = np.zeros(n, bool)
-    it: list[Window] = []
-    other: list[Window] = []
-    gen_it: list[tuple[float, float, float, float]] = []
-    lost: list[tuple[float, float]] = []
-    if chain.backup == "none":
-        frequency = np.isnan(voltage)
-        sag = ~frequency
-        bad = np.zeros(n, bool)
-        bad[sag] = ~tolerated(voltage[sag], duration[sag], *chain.immunity)
-        dropped[:] = bad
-        for t, d in zip(time[bad], duration[bad], strict=True):
-            lost.append((float(t), float(t + d)))
-        return Outcome((), (), (), _merged(lost), transferred, latched, dropped)
-    sag = ~np.isnan(voltage)
-    transferred[sag] = ~tolerated(voltage[sag], duration[sag], *chain.transfer)
-    if not sag.all():
-        if frequency is None:
-            raise ValueError("a frequency excursion (voltage NaN) needs its frequency")
-        low, high = chain.frequency_window
-        reached = np.asarray(frequency)[~sag]
-        transferred[~sag] = (reached < low) | (reached > high)
-    spent: list[float] = []  # battery seconds each window spent (at the design load)
+    site = _Backup()
     latch_end = -np.inf
     times = time[transferred]
     for i in np.flatnonzero(transferred):  # a handful of disturbances, not samples
@@ -382,66 +363,168 @@ def respond(
         recent = np.count_nonzero((times > t - chain.count_window) & (times <= t))
         latch = chain.count is not None and recent >= chain.count
         latched[i] = latch
-        begin = t
-        prior: Window | None = None  # the other loads' stretch on the generators, if any
-        if it and t < it[-1].hold + it[-1].ramp:  # still on backup (or coming back): extend
-            begin = it.pop().begin
-            spent.pop()
-            if gen_it and gen_it[-1][0] >= begin:
-                gen_it.pop()
-            if lost and lost[-1][0] >= begin:
-                lost.pop()
-            if other and other[-1].begin >= begin:
-                prior = other.pop()
-        settled = t + d + chain.retransfer_delay  # a latch never returns sooner
-        hold = max(t + chain.manual_return, settled) if latch else settled
+        hold, dropped[i] = site.transfer(t, d, latch, chain)
         if latch:
             latch_end = hold
-        ramp = chain.return_ramp if latch else chain.walk_in
-        # generators still carrying something (the other loads' return) are running already
-        running = max([g[3] for g in gen_it] + [w.hold + w.ramp for w in other], default=-np.inf)
-        started = begin + chain.generator_start if chain.generator else np.inf
-        if running > begin:
-            started = begin
-        # the generators take the IT path over their ramp (cut by the return, at the share
-        # reached), the battery the rest: its seconds at the design load this window needs
-        if started < hold:
-            rise = chain.generator_ramp
-            taken = min(started + rise, hold)
-            reached = (taken - started) / rise if rise > 0 else 1.0
-            need = (started - begin) + (taken - started) * (1 - reached / 2)
-            need += (1 - reached) * (hold - taken + 0.5 * ramp)
-            full = started + rise if reached == 1.0 else np.inf
-        else:
-            reached, taken, full = 0.0, np.inf, np.inf
-            need = hold - begin + 0.5 * ramp
-        left = max(chain.autonomy - sum(spent), 0.0)
-        empty = begin + left if left < need else np.inf
-        spent.append(min(need, left))
-        if np.isfinite(empty):  # the battery runs out: the servers drop until power is back
-            back = min(full, hold)
-            lost.append((empty, back))
-            dropped[i] = True
-            if back == hold:
-                ramp = 0.0  # nothing left to move back: the servers boot on the grid
-        if started < hold:
-            gen_it.append((started, taken, reached, hold + ramp))
-        it.append(Window(begin, hold, ramp))
-        if latch and chain.generator and started < hold:  # the whole site to the generators
-            # once they run and the latch decides, or from when an earlier latch moved it
-            moved = max(started, t) if prior is None else prior.begin
-            other.append(Window(moved, hold, chain.return_ramp))
-        elif prior is not None:  # a transfer in a latch's return: the rest keeps its return
-            other.append(prior)
     return Outcome(
-        tuple(it),
-        tuple(other),
-        tuple(gen_it),
-        _merged(lost),
+        tuple(site.it),
+        tuple(site.other),
+        tuple(site.generator_it),
+        _merged(site.lost),
         transferred,
         latched,
         dropped,
     )
+
+
+def _servers_alone(
+    time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: Chain
+) -> Outcome:
+    """:func:`respond` without a UPS: a sag outside the supplies' immunity curve drops the
+    servers from its start [s] until the voltage returns, its duration [s] later; a frequency
+    excursion (``voltage`` NaN) passes them."""
+    n = len(time)
+    sag = ~np.isnan(voltage)
+    dropped = np.zeros(n, bool)
+    dropped[sag] = ~tolerated(voltage[sag], duration[sag], *chain.immunity)
+    lost = [(float(t), float(t + d)) for t, d in zip(time[dropped], duration[dropped], strict=True)]
+    return Outcome((), (), (), _merged(lost), np.zeros(n, bool), np.zeros(n, bool), dropped)
+
+
+def _ups_transfers(
+    n: int,
+    duration: np.ndarray,
+    voltage: np.ndarray,
+    chain: Chain,
+    frequency: np.ndarray | None,
+) -> np.ndarray:
+    """Which of ``n`` triggers move the IT path to the UPS's battery: a sag [p.u., s] below the
+    UPS's input window (its curve), a frequency excursion whose extreme [Hz] leaves
+    ``chain.frequency_window``."""
+    transferred = np.zeros(n, bool)
+    sag = ~np.isnan(voltage)
+    transferred[sag] = ~tolerated(voltage[sag], duration[sag], *chain.transfer)
+    if not sag.all():
+        if frequency is None:
+            raise ValueError("a frequency excursion (voltage NaN) needs its frequency")
+        low, high = chain.frequency_window
+        reached = np.asarray(frequency)[~sag]
+        transferred[~sag] = (reached < low) | (reached > high)
+    return transferred
+
+
+def _return_to_grid(t: float, d: float, latch: bool, chain: Chain) -> tuple[float, float]:
+    """When the IT path leaves the battery after a transfer at ``t`` lasting ``d`` [s], and the
+    ramp back [s]: ``retransfer_delay`` after the sag ends, over ``walk_in``; after a latch at
+    the earliest ``manual_return`` after the latching sag, over ``return_ramp``."""
+    settled = t + d + chain.retransfer_delay  # a latch never returns sooner
+    hold = max(t + chain.manual_return, settled) if latch else settled
+    ramp = chain.return_ramp if latch else chain.walk_in
+    return hold, ramp
+
+
+def _generator_takeover(
+    begin: float, started: float, hold: float, ramp: float, rise: float
+) -> tuple[float, float, float, float]:
+    """How the generators, started at ``started`` [s], take the IT path from a battery that has
+    carried it since ``begin`` [s], until the return at ``hold`` over ``ramp`` [s].
+
+    Returns ``(taken, reached, full, need)``: when their ramp of ``rise`` [s] ends (cut by the
+    return) [s], the share of the IT path they carry then [1], when they carry all of it [s]
+    (inf if never), and the battery's seconds at the design load this window needs [s].
+    """
+    # the generators take the IT path over their ramp (cut by the return, at the share
+    # reached), the battery the rest: its seconds at the design load this window needs
+    if started < hold:
+        taken = min(started + rise, hold)
+        reached = (taken - started) / rise if rise > 0 else 1.0
+        need = (started - begin) + (taken - started) * (1 - reached / 2)
+        need += (1 - reached) * (hold - taken + 0.5 * ramp)
+        full = started + rise if reached == 1.0 else np.inf
+    else:
+        reached, taken, full = 0.0, np.inf, np.inf
+        need = hold - begin + 0.5 * ramp
+    return taken, reached, full, need
+
+
+@dataclass
+class _Backup:
+    """The stretches a site spends on backup, as :func:`respond` lays them out transfer by
+    transfer (see :class:`Outcome`), and the battery seconds each IT window spent [s]."""
+
+    it: list[Window] = field(default_factory=list)
+    other: list[Window] = field(default_factory=list)
+    generator_it: list[tuple[float, float, float, float]] = field(default_factory=list)
+    lost: list[tuple[float, float]] = field(default_factory=list)
+    spent: list[float] = field(default_factory=list)  # at the design load
+
+    def transfer(self, t: float, d: float, latch: bool, chain: Chain) -> tuple[float, bool]:
+        """The IT path to the battery at ``t`` for a trigger of ``d`` [s] (``latch``: it
+        latches the site on backup); returns when it holds until [s] and whether the servers
+        drop (the battery runs out)."""
+        begin, prior = self._reopened(t)
+        hold, ramp = _return_to_grid(t, d, latch, chain)
+        started = self._generators_started(begin, chain)
+        taken, reached, full, need = _generator_takeover(
+            begin, started, hold, ramp, chain.generator_ramp
+        )
+        empty = self._battery_runs_out(begin, need, chain.autonomy)
+        if np.isfinite(empty):  # the battery runs out: the servers drop until power is back
+            back = min(full, hold)
+            self.lost.append((empty, back))
+            if back == hold:
+                ramp = 0.0  # nothing left to move back: the servers boot on the grid
+        if started < hold:
+            self.generator_it.append((started, taken, reached, hold + ramp))
+        self.it.append(Window(begin, hold, ramp))
+        if latch and chain.generator and started < hold:  # the whole site to the generators
+            # once they run and the latch decides, or from when an earlier latch moved it
+            moved = max(started, t) if prior is None else prior.begin
+            self.other.append(Window(moved, hold, chain.return_ramp))
+        elif prior is not None:  # a transfer in a latch's return: the rest keeps its return
+            self.other.append(prior)
+        return hold, bool(np.isfinite(empty))
+
+    def _reopened(self, t: float) -> tuple[float, Window | None]:
+        """Where the IT path's window of a transfer at ``t`` [s] begins [s]: at ``t``, or, if
+        the site is still on backup (or coming back), the open window's start, that window
+        taken up again with what it laid out; and the other loads' window on the generators
+        it held, if any."""
+        begin = t
+        prior: Window | None = None  # the other loads' stretch on the generators, if any
+        if self.it and t < self.it[-1].hold + self.it[-1].ramp:  # still on backup: extend
+            begin = self.it.pop().begin
+            self.spent.pop()
+            if self.generator_it and self.generator_it[-1][0] >= begin:
+                self.generator_it.pop()
+            if self.lost and self.lost[-1][0] >= begin:
+                self.lost.pop()
+            if self.other and self.other[-1].begin >= begin:
+                prior = self.other.pop()
+        return begin, prior
+
+    def _generators_started(self, begin: float, chain: Chain) -> float:
+        """When the generators run for a window beginning at ``begin`` [s]: ``generator_start``
+        after it, at once if still carrying something (the other loads' return), never (inf)
+        without generators."""
+        running = max(
+            [g[3] for g in self.generator_it] + [w.hold + w.ramp for w in self.other],
+            default=-np.inf,
+        )
+        started = begin + chain.generator_start if chain.generator else np.inf
+        if running > begin:
+            started = begin
+        return started
+
+    def _battery_runs_out(self, begin: float, need: float, autonomy: float) -> float:
+        """When the battery runs out [s] (inf if it does not) in a window beginning at
+        ``begin`` [s] that needs ``need`` battery seconds at the design load [s], with what the
+        earlier windows left of its ``autonomy`` [s] (it is not refilled between
+        disturbances); the seconds it spends are recorded."""
+        left = max(autonomy - sum(self.spent), 0.0)
+        empty = begin + left if left < need else np.inf
+        self.spent.append(min(need, left))
+        return empty
 
 
 def _merged(stretches: list[tuple[float, float]]) -> tuple[tuple[float, float], ...]:

@@ -12,6 +12,7 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 import numpy as np
 
@@ -438,41 +439,62 @@ def job_timeline(
         Random generator of the start-ups' lengths (a stream of their own: drawing them leaves
         the failures' and the stalls' draws as they were); needed when ``startup_cv`` is above 0.
     """
-    stalls = _Stalls(checkpoint_stall, stall_cv, stall_rng)
-    starts = _Startups(startup_cv, startup_rng)
+    job = _Job(
+        np.asarray(rates, dtype=float),
+        recoveries,
+        interval,
+        _Stalls(checkpoint_stall, stall_cv, stall_rng),
+        checkpoint_done,
+        _Startups(startup_cv, startup_rng),
+        rng,
+    )
     if not crashes:
-        return _drawn(
-            duration,
-            rates,
-            recoveries,
-            startup,
-            interval,
-            stalls,
-            checkpoint_done,
-            rng,
-            phase,
-            starts,
-        )[0]
+        return _drawn(job, duration, startup, phase)[0]
+    return _joined(_pieces_between_crashes(job, duration, startup, phase, crashes), job, duration)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What each stretch of a job's timeline is drawn from (:func:`job_timeline`'s arguments
+    of the same names): the interruption rate of each cause [1/s] and its recovery, the
+    training time between checkpoints [s], the checkpoint stalls, the time from a stall's start
+    until its checkpoint is durable [s], the start-ups and the generator of the failures."""
+
+    rates: np.ndarray
+    recoveries: list[Recovery]
+    interval: float
+    stalls: _Stalls
+    checkpoint_done: float
+    starts: _Startups
+    rng: np.random.Generator
+
+
+def _pieces_between_crashes(
+    job: _Job,
+    duration: float,
+    startup: tuple[tuple[State, float], ...],
+    phase: float,
+    crashes: Sequence[tuple[float, tuple[tuple[State, float], ...]]],
+) -> list[tuple[float, Timeline, float]]:
+    """The job's timeline drawn stretch by stretch between the ``crashes`` (each at a time [s]
+    with the states after it) over ``duration`` [s]: each stretch's start [s], its timeline
+    from there, and the work it loses if a crash ends it [s]."""
     pieces: list[tuple[float, Timeline, float]] = []
     at, states = 0.0, startup
     for when, following in [*crashes, (duration, ())]:
         when = min(float(when), duration)
-        line, tail = _drawn(
-            when - at,
-            rates,
-            recoveries,
-            states,
-            interval,
-            stalls,
-            checkpoint_done,
-            rng,
-            phase if at == 0.0 else 0.0,
-            starts,
-        )
+        line, tail = _drawn(job, when - at, states, phase if at == 0.0 else 0.0)
         pieces.append((at, line, tail))
         at, states = when, following
         if when >= duration:
             break
+    return pieces
+
+
+def _joined(pieces: list[tuple[float, Timeline, float]], job: _Job, duration: float) -> Timeline:
+    """One timeline of ``duration`` [s] from the stretches between crashes
+    (:func:`_pieces_between_crashes`): every stretch but the last ends in a crash, an event of
+    cause ``len(job.recoveries)`` that loses the stretch's unsaved work."""
     crashed = len(pieces) - 1  # every piece but the last ends in a crash
 
     def events(own, crash) -> np.ndarray:
@@ -492,7 +514,7 @@ def job_timeline(
         event_time=events(
             lambda at, line: line.event_time + at, lambda at, line, _: at + line.duration
         ),
-        event_cause=events(lambda _, line: line.event_cause, lambda *_: len(recoveries)).astype(
+        event_cause=events(lambda _, line: line.event_cause, lambda *_: len(job.recoveries)).astype(
             np.int64
         ),
         event_lost_work=events(lambda _, line: line.event_lost_work, lambda *piece: piece[2]),
@@ -503,73 +525,22 @@ def job_timeline(
 
 
 def _drawn(
-    duration: float,
-    rates: np.ndarray,
-    recoveries: list[Recovery],
-    startup: tuple[tuple[State, float], ...],
-    interval: float,
-    stalls: _Stalls,
-    checkpoint_done: float,
-    rng: np.random.Generator,
-    phase: float,
-    starts: _Startups | None = None,
+    job: _Job, duration: float, startup: tuple[tuple[State, float], ...], phase: float
 ) -> tuple[Timeline, float]:
-    """:func:`job_timeline` without crashes, and the work the job would lose if it crashed at
-    ``duration`` (trained since its last durable checkpoint there) [s]."""
-    checkpoint_stall = stalls.mean
-    rates = np.asarray(rates, dtype=float)
-    down = np.array([r.duration for r in recoveries])
-    t0 = sum(d for _, d in startup)
-    if starts is not None and starts.cv > 0.0:
-        # this start's own length drawn first, then one for each interruption's restart; the
-        # failures' batches sized as at the given lengths (their stream as it was)
-        startup = starts.scaled(startup, starts.factors(1)[0])
-        drawn = sum(d for _, d in startup)
-        varied = (np.array([r.starting for r in recoveries]), starts, max(duration - drawn, 0.0))
-        up, cause, factor = _draw_interruptions(max(duration - t0, 0.0), rates, down, rng, varied)
-        down_each = down[cause] + varied[0][cause] * (factor - 1.0)
-        t0 = drawn
-    else:
-        up, cause, _ = _draw_interruptions(max(duration - t0, 0.0), rates, down, rng)
-        factor, down_each = None, down[cause]
-    period_start = t0 + np.concatenate(([0.0], np.cumsum(up + down_each)))[:-1]
-    failure = period_start + up
-    n_events = int(np.searchsorted(failure, duration))
-    period_start = period_start[: n_events + 1]
-    period_end = np.minimum(failure[: n_events + 1], duration)
-    period_end = np.maximum(period_end, period_start)
-    cause = cause[:n_events]
-
-    cycle = interval + checkpoint_stall
-    # the first period's cycles counted from ``phase`` before its start: none of that trained
-    ahead = np.zeros(period_start.size)
-    ahead[0] = phase
-    length = period_end - (period_start - ahead)
-    if stalls.cv > 0.0:
-        run_start, run_state, running, durable = _varied_up_segments(
-            period_start - ahead, length, interval, stalls, checkpoint_done - checkpoint_stall
-        )
-        running = running - ahead
-    else:
-        n_full = np.floor(length / cycle)
-        rest = length - n_full * cycle
-        running = n_full * interval + np.minimum(rest, interval) - ahead
-        durable = np.maximum(np.floor((length - interval - checkpoint_done) / cycle) + 1.0, 0.0)
-        run_start, run_state = _up_segments(
-            period_start - ahead, length, n_full, rest, interval, cycle
-        )
-    saved = np.maximum(durable * interval - ahead, 0.0)
-    loses = np.array([r.loses_work for r in recoveries], dtype=bool)[cause]
+    """:func:`job_timeline` over ``duration`` [s] without crashes, from the states ``startup``
+    and ``phase`` [s] into the checkpoint cycle, and the work the job would lose if it crashed
+    at ``duration`` (trained since its last durable checkpoint there) [s]."""
+    up = _up_periods(job, duration, startup)
+    n_events = up.cause.size
+    run_start, run_state, running, saved = _checkpoint_cycles(job, up.start, up.end, phase)
+    loses = np.array([r.loses_work for r in job.recoveries], dtype=bool)[up.cause]
     lost = np.where(loses, running[:n_events] - saved[:n_events], 0.0)
 
-    run_start = np.maximum(run_start, t0)  # the first running segment from the start
+    run_start = np.maximum(run_start, up.ready)  # the first running segment from the start
     rec_start, rec_state = _sequence_segments(
-        failure[:n_events],
-        [r.steps for r in recoveries],
-        cause,
-        None if factor is None else factor[:n_events],
+        up.failure, [r.steps for r in job.recoveries], up.cause, up.factor
     )
-    init_start, init_state = _sequence_segments(np.zeros(1), [startup])
+    init_start, init_state = _sequence_segments(np.zeros(1), [up.startup])
     start = np.concatenate((init_start, run_start, rec_start))
     state = np.concatenate((init_state, run_state, rec_state))
     keep = start < duration
@@ -579,12 +550,87 @@ def _drawn(
         start=start[keep][order],
         state=state[keep][order],
         duration=duration,
-        event_time=failure[:n_events],
-        event_cause=cause,
+        event_time=up.failure,
+        event_cause=up.cause,
         event_lost_work=lost,
         running_time=float(running.sum()),
         lost_work=float(lost.sum()),
     ), tail
+
+
+class _UpPeriods(NamedTuple):
+    """A stretch's interruptions and the up periods between them (:func:`_up_periods`)."""
+
+    startup: tuple[tuple[State, float], ...]  # its start-up's states, their lengths as drawn
+    ready: float  # [s] when the start-up ends
+    start: np.ndarray  # [s] each up period's start
+    end: np.ndarray  # [s] and end, the last cut at the stretch's end
+    failure: np.ndarray  # [s] each interruption before the stretch's end
+    cause: np.ndarray  # its cause
+    factor: np.ndarray | None  # the factor on its start-up; None where start-ups are as given
+
+
+def _up_periods(job: _Job, duration: float, startup: tuple[tuple[State, float], ...]) -> _UpPeriods:
+    """The interruptions of a stretch of ``duration`` [s] that begins with ``startup``, and
+    the up periods between them."""
+    down = np.array([r.duration for r in job.recoveries])
+    t0 = sum(d for _, d in startup)
+    if job.starts.cv > 0.0:
+        # this start's own length drawn first, then one for each interruption's restart; the
+        # failures' batches sized as at the given lengths (their stream as it was)
+        startup = job.starts.scaled(startup, job.starts.factors(1)[0])
+        drawn = sum(d for _, d in startup)
+        starting = np.array([r.starting for r in job.recoveries])
+        varied = (starting, job.starts, max(duration - drawn, 0.0))
+        up, cause, factor = _draw_interruptions(
+            max(duration - t0, 0.0), job.rates, down, job.rng, varied
+        )
+        down_each = down[cause] + starting[cause] * (factor - 1.0)
+        t0 = drawn
+    else:
+        up, cause, _ = _draw_interruptions(max(duration - t0, 0.0), job.rates, down, job.rng)
+        factor, down_each = None, down[cause]
+    period_start = t0 + np.concatenate(([0.0], np.cumsum(up + down_each)))[:-1]
+    failure = period_start + up
+    n_events = int(np.searchsorted(failure, duration))
+    period_start = period_start[: n_events + 1]
+    period_end = np.minimum(failure[: n_events + 1], duration)
+    period_end = np.maximum(period_end, period_start)
+    factor = None if factor is None else factor[:n_events]
+    return _UpPeriods(
+        startup, t0, period_start, period_end, failure[:n_events], cause[:n_events], factor
+    )
+
+
+def _checkpoint_cycles(
+    job: _Job, period_start: np.ndarray, period_end: np.ndarray, phase: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The training and checkpoint segments of each up period ``[period_start, period_end)``
+    [s], the first one's cycles counted from ``phase`` [s] before its start (none of that
+    trained); with each period's running time [s] and the work its durable checkpoints saved
+    [s]."""
+    stalls, interval = job.stalls, job.interval
+    checkpoint_stall = stalls.mean
+    cycle = interval + checkpoint_stall
+    # the first period's cycles counted from ``phase`` before its start: none of that trained
+    ahead = np.zeros(period_start.size)
+    ahead[0] = phase
+    length = period_end - (period_start - ahead)
+    if stalls.cv > 0.0:
+        run_start, run_state, running, durable = _varied_up_segments(
+            period_start - ahead, length, interval, stalls, job.checkpoint_done - checkpoint_stall
+        )
+        running = running - ahead
+    else:
+        n_full = np.floor(length / cycle)
+        rest = length - n_full * cycle
+        running = n_full * interval + np.minimum(rest, interval) - ahead
+        durable = np.maximum(np.floor((length - interval - job.checkpoint_done) / cycle) + 1.0, 0.0)
+        run_start, run_state = _up_segments(
+            period_start - ahead, length, n_full, rest, interval, cycle
+        )
+    saved = np.maximum(durable * interval - ahead, 0.0)
+    return run_start, run_state, running, saved
 
 
 def expected_interruptions(horizon: float, rates: np.ndarray, down: np.ndarray) -> float:
