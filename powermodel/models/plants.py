@@ -172,6 +172,66 @@ def outside_air_evaporative(
     ``T_db − ε·(T_db − T_wb)``, but not below ``supply_max`` (they are modulated). When even the
     pads cannot reach ``supply_max`` (humid heat), the supply rises above it and the GPUs pay.
 
+    The water the pads evaporate and misting adds, with the bleed-off and the treatment's
+    reject: :func:`evaporative_water`.
+    """
+    d = design
+    seen = causal_lag(heat, d.dt, d.tau)
+    wet, supply = _economizer_supply(outdoor, d)
+    return PlantOutput(
+        supply_temp=causal_lag(supply, d.dt, d.tau),
+        fan_power=fan_power(seen / d.design_heat, d.fan_fraction * d.design_heat, d.fan_min_speed),
+        cooling_power=np.where(wet, d.pump_fraction * d.design_heat, 0.0),
+        water_use=evaporative_water(seen, outdoor, supply, wet, d),
+        chiller_load=np.zeros_like(seen),
+    )
+
+
+def _economizer_supply(outdoor: Outdoor, design: OutsideAirDesign) -> tuple[np.ndarray, np.ndarray]:
+    """Where the pads are wetted (the outside air above ``supply_max``), and the supply air
+    temperature [°C], as :func:`outside_air_evaporative`'s Notes say."""
+    d = design
+    temp_air = outdoor.temp_air
+    evaporative = direct_evaporative_supply(temp_air, outdoor.temp_wetbulb, d.evap_effectiveness)
+    wet = temp_air > d.supply_max
+    # mixing with return air holds the floor; above the ceiling the pads cool toward it
+    supply = np.where(
+        wet, np.maximum(evaporative, d.supply_max), np.maximum(temp_air, d.supply_setpoint)
+    )
+    return wet, supply
+
+
+def evaporative_water(
+    heat: np.ndarray,
+    outdoor: Outdoor,
+    supply: np.ndarray,
+    wet: np.ndarray,
+    design: OutsideAirDesign,
+) -> np.ndarray:
+    """Water an outside-air plant with direct evaporative pads draws: evaporated (cooling and
+    humidification) and blown down, 1 kg taken as 1 L (:func:`outside_air_evaporative`).
+
+    Parameters
+    ----------
+    heat
+        Heat the supply air carries away, as the plant sees it (lagged). [W]
+    outdoor
+        Outdoor dry-bulb and dew-point temperatures and station pressure.
+    supply
+        Supply air temperature. [°C]
+    wet
+        Where the pads are wetted (the outside air above ``supply_max``). [bool]
+    design
+        The plant: its humidity floor, air temperature rise, cycles of concentration and
+        treatment yield.
+
+    Returns
+    -------
+    numpy.ndarray
+        Site water. [L/s]
+
+    Notes
+    -----
     Water, per kg of dry supply air ``ṁ = Q / (c_pa·ΔT_air)``:
 
     - the pads evaporate ``c_pa·(T_db − T_supply)/h_fg``, which raises the outside air's humidity
@@ -219,36 +279,37 @@ def outside_air_evaporative(
        https://www.enr.com/articles/7287-editors-choice-green-project-facebook-data-center
     """
     d = design
-    seen = causal_lag(heat, d.dt, d.tau)
-    temp_air, pressure = outdoor.temp_air, outdoor.pressure
-    moisture = humidity_ratio(outdoor.temp_dew, pressure)
-    evaporative = direct_evaporative_supply(temp_air, outdoor.temp_wetbulb, d.evap_effectiveness)
-    wet = temp_air > d.supply_max
-    # mixing with return air holds the floor; above the ceiling the pads cool toward it
-    supply = np.where(
-        wet, np.maximum(evaporative, d.supply_max), np.maximum(temp_air, d.supply_setpoint)
+    moisture = humidity_ratio(outdoor.temp_dew, outdoor.pressure)
+    humid = _supply_moisture(moisture, outdoor, supply, wet, d)
+    share = np.where(
+        outdoor.temp_air < d.supply_setpoint,
+        outside_air_fraction(outdoor.temp_air, moisture, supply, humid, supply + d.air_delta_t),
+        1.0,
     )
+    airflow = heat / (SPECIFIC_HEAT_AIR * d.air_delta_t)  # kg/s of dry air
+    evaporated = airflow * share * (humid - moisture)
+    return make_up_water(evaporated, d.cycles_of_concentration, d.treatment_yield)
+
+
+def _supply_moisture(
+    moisture: np.ndarray,
+    outdoor: Outdoor,
+    supply: np.ndarray,
+    wet: np.ndarray,
+    design: OutsideAirDesign,
+) -> np.ndarray:
+    """The supply air's humidity ratio [kg/kg]: the outside air's ``moisture`` [kg/kg] raised
+    by what the pads evaporate cooling it to ``supply`` [°C] where ``wet``, and misted up to
+    the humidity floor (:func:`evaporative_water`)."""
+    d = design
+    temp_air, pressure = outdoor.temp_air, outdoor.pressure
     padded = moisture + np.where(wet, SPECIFIC_HEAT_AIR * (temp_air - supply), 0.0) / (
         LATENT_HEAT_WATER
     )
     floor = d.dew_point_min
     if d.humidity_min > 0.0:
         floor = np.maximum(floor, dew_point(supply, d.humidity_min))
-    humid = np.maximum(padded, humidity_ratio(floor, pressure))
-    share = np.where(
-        temp_air < d.supply_setpoint,
-        outside_air_fraction(temp_air, moisture, supply, humid, supply + d.air_delta_t),
-        1.0,
-    )
-    airflow = seen / (SPECIFIC_HEAT_AIR * d.air_delta_t)  # kg/s of dry air
-    evaporated = airflow * share * (humid - moisture)
-    return PlantOutput(
-        supply_temp=causal_lag(supply, d.dt, d.tau),
-        fan_power=fan_power(seen / d.design_heat, d.fan_fraction * d.design_heat, d.fan_min_speed),
-        cooling_power=np.where(wet, d.pump_fraction * d.design_heat, 0.0),
-        water_use=make_up_water(evaporated, d.cycles_of_concentration, d.treatment_yield),
-        chiller_load=np.zeros_like(seen),
-    )
+    return np.maximum(padded, humidity_ratio(floor, pressure))
 
 
 def liquid(heat: np.ndarray, outdoor: Outdoor, design: LiquidDesign) -> PlantOutput:
