@@ -344,6 +344,21 @@ def fit_perc1(
         params = Perc1(0.0, 1.0, 0.0, 0.0, 0.0, 0.0, *excursion, float(np.min(v)), 0.0, 0.0, 0.0)
         return params, _report(t, v, f, p, q, p0, q0, params, (0.0, float(np.min(v))))
 
+    low_v, high_v, sag_start = _ceasing_voltages(v, fall)
+    qn = q / q0 if q0 != 0.0 else np.ones_like(q)
+    start = _first_guess(v, pn, qn, dt, fall, sag_start, 0.5 * (low_v + high_v), excursion)
+    best = _fit_continuous(t, v, f, p, q, p0, q0, start, check)
+    best = _refit_at_best_cease_delay(t, v, f, p, q, p0, q0, best, dt, check)
+    return best, _report(t, v, f, p, q, p0, q0, best, (low_v, high_v))
+
+
+def _ceasing_voltages(v: np.ndarray, fall: int) -> tuple[float, float, int]:
+    """The highest voltage [pu] the load ceased at, the lowest it rode through elsewhere [pu],
+    and where the sag that ``fall`` (the sample where P fell) lies in begins.
+
+    The sag is the run of samples below halfway between the pre-event voltage (the median
+    before the fall) and the voltage at the fall.
+    """
     v_pre = float(np.median(v[: max(fall, 1)]))
     sag = v < 0.5 * (v_pre + v[fall])
     starts, stops = _runs(sag)
@@ -354,18 +369,37 @@ def fit_perc1(
             "fitted; give a record whose ceasing follows a voltage sag"
         )
     s0, s1 = starts[inside[0]], stops[inside[0]]
-    ridden = np.ones(t.size, dtype=bool)
+    ridden = np.ones(v.size, dtype=bool)
     ridden[s0:s1] = False
     low_v, high_v = float(np.max(v[s0 : fall + 1])), float(np.min(v[ridden], initial=v_pre))
-    v_cease = 0.5 * (low_v + high_v)
-    crossing = _first(v < v_cease, s0)
-    recovered = _first(v >= v_cease, fall) or t.size
-    rise = _first(pn > np.min(pn[fall:]) + DETECTION, recovered) or t.size - 1
-    settled = _first(np.abs(pn - pn[-1]) < DETECTION, rise) or rise
+    return low_v, high_v, s0
+
+
+def _first_guess(
+    v: np.ndarray,
+    pn: np.ndarray,
+    qn: np.ndarray,
+    dt: float,
+    fall: int,
+    sag_start: int,
+    v_cease: float,
+    excursion: tuple[float, float],
+) -> Perc1:
+    """The parameters read from the record's events, the start of the least squares: the
+    ceasing delay from the sag's crossing of ``v_cease`` [pu] to the fall, the reconnection
+    delay and ramp from the voltage's return to P's rise and on to its final level, the shares
+    that cease and reconnect, 63 % lags, and the deadbands at ``excursion`` [Hz].
+
+    ``pn`` and ``qn`` are P and Q as shares of their pre-event values [1], ``dt`` the step
+    [s], ``fall`` the sample where P fell and ``sag_start`` where its sag began.
+    """
+    crossing = _first(v < v_cease, sag_start)
+    recovered = _first(v >= v_cease, fall) or v.size
+    rise = _first(pn > np.min(pn[fall:]) + DETECTION, recovered) or v.size - 1
+    at_final = _first(np.abs(pn - pn[-1]) < DETECTION, rise) or rise
     fcease = float(np.clip(1.0 - np.min(pn), 0.0, 1.0))
     frecon = float(np.clip((pn[-1] - (1.0 - fcease)) / fcease, 0.0, 1.0)) if fcease > 0 else 1.0
-    qn = q / q0 if q0 != 0.0 else np.ones_like(q)
-    start = Perc1(
+    return Perc1(
         Fcease=fcease,
         Frecon=frecon,
         Tap=0.0,
@@ -377,13 +411,18 @@ def fit_perc1(
         v_cease=v_cease,
         t_cease=float((fall - crossing) * dt),
         t_recon=max(rise - recovered - 1, 0) * dt,
-        t_ramp=(settled - rise) * dt,
+        t_ramp=(at_final - rise) * dt,
     )
-    best = _fit_continuous(t, v, f, p, q, p0, q0, start, check)
+
+
+def _refit_at_best_cease_delay(
+    t, v, f, p, q, p0, q0, best: Perc1, dt: float, check: Callable[[], None] | None
+) -> Perc1:
+    """:func:`_fit_continuous` again from the best of ``best``'s ceasing delay and the three
+    steps of ``dt`` [s] before it (not below 0), by the cost of each."""
     candidates = [replace(best, t_cease=max(best.t_cease - k * dt, 0.0)) for k in range(4)]
     costs = [_cost(t, v, f, p, q, p0, q0, c) for c in candidates]
-    best = _fit_continuous(t, v, f, p, q, p0, q0, candidates[int(np.argmin(costs))], check)
-    return best, _report(t, v, f, p, q, p0, q0, best, (low_v, high_v))
+    return _fit_continuous(t, v, f, p, q, p0, q0, candidates[int(np.argmin(costs))], check)
 
 
 _CONTINUOUS = ("Fcease", "Frecon", "t_recon", "t_ramp", "Tap", "Tbp", "Taq", "Tbq")

@@ -182,7 +182,7 @@ def outside_air_evaporative(
         supply_temp=causal_lag(supply, d.dt, d.tau),
         fan_power=fan_power(seen / d.design_heat, d.fan_fraction * d.design_heat, d.fan_min_speed),
         cooling_power=np.where(wet, d.pump_fraction * d.design_heat, 0.0),
-        water_use=evaporative_water(seen, outdoor, supply, wet, d),
+        water_use=evaporative_water(seen, outdoor, supply, d),
         chiller_load=np.zeros_like(seen),
     )
 
@@ -193,7 +193,7 @@ def _economizer_supply(outdoor: Outdoor, design: OutsideAirDesign) -> tuple[np.n
     d = design
     temp_air = outdoor.temp_air
     evaporative = direct_evaporative_supply(temp_air, outdoor.temp_wetbulb, d.evap_effectiveness)
-    wet = temp_air > d.supply_max
+    wet = _pads_wetted(outdoor, d)
     # mixing with return air holds the floor; above the ceiling the pads cool toward it
     supply = np.where(
         wet, np.maximum(evaporative, d.supply_max), np.maximum(temp_air, d.supply_setpoint)
@@ -201,12 +201,13 @@ def _economizer_supply(outdoor: Outdoor, design: OutsideAirDesign) -> tuple[np.n
     return wet, supply
 
 
+def _pads_wetted(outdoor: Outdoor, design: OutsideAirDesign) -> np.ndarray:
+    """Where the pads are wetted: the outside air above ``supply_max``. [bool]"""
+    return outdoor.temp_air > design.supply_max
+
+
 def evaporative_water(
-    heat: np.ndarray,
-    outdoor: Outdoor,
-    supply: np.ndarray,
-    wet: np.ndarray,
-    design: OutsideAirDesign,
+    heat: np.ndarray, outdoor: Outdoor, supply: np.ndarray, design: OutsideAirDesign
 ) -> np.ndarray:
     """Water an outside-air plant with direct evaporative pads draws: evaporated (cooling and
     humidification) and blown down, 1 kg taken as 1 L (:func:`outside_air_evaporative`).
@@ -219,11 +220,8 @@ def evaporative_water(
         Outdoor dry-bulb and dew-point temperatures and station pressure.
     supply
         Supply air temperature. [°C]
-    wet
-        Where the pads are wetted (the outside air above ``supply_max``). [bool]
     design
-        The plant: its humidity floor, air temperature rise, cycles of concentration and
-        treatment yield.
+        The plant: its humidity floor, air temperature rise, blowdown and water treatment.
 
     Returns
     -------
@@ -280,28 +278,39 @@ def evaporative_water(
     """
     d = design
     moisture = humidity_ratio(outdoor.temp_dew, outdoor.pressure)
-    humid = _supply_moisture(moisture, outdoor, supply, wet, d)
-    share = np.where(
-        outdoor.temp_air < d.supply_setpoint,
-        outside_air_fraction(outdoor.temp_air, moisture, supply, humid, supply + d.air_delta_t),
-        1.0,
-    )
+    humid = _supply_moisture(moisture, outdoor, supply, d)
+    share = _outside_air_share(outdoor, moisture, supply, humid, d)
     airflow = heat / (SPECIFIC_HEAT_AIR * d.air_delta_t)  # kg/s of dry air
     evaporated = airflow * share * (humid - moisture)
     return make_up_water(evaporated, d.cycles_of_concentration, d.treatment_yield)
 
 
-def _supply_moisture(
-    moisture: np.ndarray,
+def _outside_air_share(
     outdoor: Outdoor,
+    moisture: np.ndarray,
     supply: np.ndarray,
-    wet: np.ndarray,
+    humid: np.ndarray,
     design: OutsideAirDesign,
 ) -> np.ndarray:
-    """The supply air's humidity ratio [kg/kg]: the outside air's ``moisture`` [kg/kg] raised
-    by what the pads evaporate cooling it to ``supply`` [°C] where ``wet``, and misted up to
-    the humidity floor (:func:`evaporative_water`)."""
+    """The outside air's share of the supply air's mix [1]: what mixing with the return air
+    needs to hold the setpoint when the outside air is colder, else 1 (``moisture`` and
+    ``humid``: the outside and supply air's humidity ratios [kg/kg], ``supply`` [°C])."""
     d = design
+    return np.where(
+        outdoor.temp_air < d.supply_setpoint,
+        outside_air_fraction(outdoor.temp_air, moisture, supply, humid, supply + d.air_delta_t),
+        1.0,
+    )
+
+
+def _supply_moisture(
+    moisture: np.ndarray, outdoor: Outdoor, supply: np.ndarray, design: OutsideAirDesign
+) -> np.ndarray:
+    """The supply air's humidity ratio [kg/kg]: the outside air's ``moisture`` [kg/kg] raised
+    by what the pads evaporate cooling it to ``supply`` [°C] where they are wetted, and misted
+    up to the humidity floor (:func:`evaporative_water`)."""
+    d = design
+    wet = _pads_wetted(outdoor, d)
     temp_air, pressure = outdoor.temp_air, outdoor.pressure
     padded = moisture + np.where(wet, SPECIFIC_HEAT_AIR * (temp_air - supply), 0.0) / (
         LATENT_HEAT_WATER
