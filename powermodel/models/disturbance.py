@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from powermodel.models.signal import range_reduce
+from powermodel.models.signal import group_ranks, range_reduce
 
 A = np.exp(2j * np.pi / 3)  # the 120° operator of symmetrical components
 # a curve's edges are inclusive to within this share of a p.u. or a second: readings carry the
@@ -370,7 +370,7 @@ def respond(
         tuple(site.it),
         tuple(site.other),
         tuple(site.generator_it),
-        _merged(site.lost),
+        _merged_stretches(site.lost),
         transferred,
         latched,
         dropped,
@@ -388,7 +388,9 @@ def _servers_alone(
     dropped = np.zeros(n, bool)
     dropped[sag] = ~tolerated(voltage[sag], duration[sag], *chain.immunity)
     lost = [(float(t), float(t + d)) for t, d in zip(time[dropped], duration[dropped], strict=True)]
-    return Outcome((), (), (), _merged(lost), np.zeros(n, bool), np.zeros(n, bool), dropped)
+    return Outcome(
+        (), (), (), _merged_stretches(lost), np.zeros(n, bool), np.zeros(n, bool), dropped
+    )
 
 
 def _ups_transfers(
@@ -417,8 +419,8 @@ def _return_to_grid(t: float, d: float, latch: bool, chain: Chain) -> tuple[floa
     """When the IT path leaves the battery after a transfer at ``t`` lasting ``d`` [s], and the
     ramp back [s]: ``retransfer_delay`` after the sag ends, over ``walk_in``; after a latch at
     the earliest ``manual_return`` after the latching sag, over ``return_ramp``."""
-    settled = t + d + chain.retransfer_delay  # a latch never returns sooner
-    hold = max(t + chain.manual_return, settled) if latch else settled
+    retransfer = t + d + chain.retransfer_delay  # a latch never returns sooner
+    hold = max(t + chain.manual_return, retransfer) if latch else retransfer
     ramp = chain.return_ramp if latch else chain.walk_in
     return hold, ramp
 
@@ -527,7 +529,7 @@ class _Backup:
         return empty
 
 
-def _merged(stretches: list[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
+def _merged_stretches(stretches: list[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
     out: list[tuple[float, float]] = []
     for a, b in sorted(stretches):
         if out and a <= out[-1][1]:
@@ -546,12 +548,10 @@ def on_grid(windows: tuple[Window, ...]) -> tuple[np.ndarray, np.ndarray, np.nda
     (exact: ramps rise at one slope, so the least never crosses between breakpoints).
     """
     if not windows:
-        return np.zeros(0), np.zeros(0), np.zeros(0)
+        return _no_breakpoints()
     b = np.array([w.begin for w in windows])
     h = np.array([w.hold for w in windows])
     r = h + np.array([w.ramp for w in windows])
-    t = np.unique(np.concatenate([b, h, r]))
-    t = t[np.isfinite(t)]
 
     def share(x: np.ndarray, left: bool) -> np.ndarray:
         x = x[:, None]
@@ -563,13 +563,26 @@ def on_grid(windows: tuple[Window, ...]) -> tuple[np.ndarray, np.ndarray, np.nda
             value = np.where(x < b, 1.0, np.where(x < h, 0.0, np.where(x < r, rising, 1.0)))
         return value.min(axis=1)
 
-    return t, _rows(share, t, True), _rows(share, t, False)
+    return _at_breakpoints(share, [b, h, r])
+
+
+def _no_breakpoints() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A constant, as :func:`on_grid` gives a share: no breakpoints."""
+    return np.zeros(0), np.zeros(0), np.zeros(0)
+
+
+def _at_breakpoints(limit, times: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A function as :func:`on_grid` gives a share, its breakpoints the finite ``times`` [s]
+    and ``limit(x, left)`` its limits there, from the left or from the right."""
+    t = np.unique(np.concatenate(times))
+    t = t[np.isfinite(t)]
+    return t, _in_row_blocks(limit, t, True), _in_row_blocks(limit, t, False)
 
 
 ROWS = 1024  # breakpoints evaluated against every window at once: a few MB however many
 
 
-def _rows(f, x: np.ndarray, *args) -> np.ndarray:
+def _in_row_blocks(f, x: np.ndarray, *args) -> np.ndarray:
     """``f(x, *args)`` evaluated :data:`ROWS` points at a time (its temporaries are points ×
     windows)."""
     return np.concatenate([f(x[a : a + ROWS], *args) for a in range(0, x.size, ROWS)])
@@ -579,18 +592,16 @@ def stretches(pairs: tuple[tuple[float, float], ...]) -> tuple[np.ndarray, np.nd
     """An indicator (1 inside the stretches ``[begin, end)``, 0 elsewhere) as :func:`on_grid`
     gives a share: breakpoints and the limits either side."""
     if not pairs:
-        return np.zeros(0), np.zeros(0), np.zeros(0)
+        return _no_breakpoints()
     begin = np.array([p[0] for p in pairs])
     end = np.array([p[1] for p in pairs])
-    t = np.unique(np.concatenate([begin, end]))
-    t = t[np.isfinite(t)]
 
     def inside(x: np.ndarray, left: bool) -> np.ndarray:
         x = x[:, None]
         hit = (x > begin) & (x <= end) if left else (x >= begin) & (x < end)
         return hit.any(axis=1).astype(float)
 
-    return t, _rows(inside, t, True), _rows(inside, t, False)
+    return _at_breakpoints(inside, [begin, end])
 
 
 def taken_up(
@@ -600,7 +611,7 @@ def taken_up(
     ``(start, taken, reached, end)``: none before ``start``, rising linearly to ``reached`` at
     ``taken``, held there until ``end``, none after (the generators walking the IT path on)."""
     if not stretches:
-        return np.zeros(0), np.zeros(0), np.zeros(0)
+        return _no_breakpoints()
     t, left, right = [], [], []
     for start, taken, reached, end in stretches:  # a few, in order, apart
         instant = taken <= start
@@ -626,7 +637,7 @@ def interval_means(
     t, left, right = function
     if t.size == 0:
         return np.full(n, float(before))
-    out = _on_steps(function, lo, n, dt, before)
+    out = _at_step_midpoints(function, lo, n, dt, before)
     first = np.searchsorted(t, lo * dt, side="right")
     last = np.searchsorted(t, (lo + n) * dt, side="left")
     k = np.unique(np.floor(t[first:last] / dt).astype(np.int64) - lo)
@@ -639,26 +650,26 @@ def interval_means(
     # every such interval's sub-pieces at once: [a, p1), [p1, p2), ..., [pr, b) of its inner
     # breakpoints p, laid end to end, interval after interval
     start = np.concatenate(([0], np.cumsum(count + 1)[:-1]))
-    owner = np.repeat(np.arange(k.size), count)  # the interval of each inner breakpoint
-    j = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)  # its rank there
+    owner, j = group_ranks(count)  # the interval of each inner breakpoint, its rank there
     points, at = t[begin[owner] + j], start[owner] + j + 1  # it opens sub-piece j + 1
     x0 = np.empty(start[-1] + count[-1] + 1)
     x1 = np.empty_like(x0)
     x0[start], x1[start + count] = a, b
     x0[at], x1[at - 1] = points, points
     # each sub-piece is linear: its mean is the value at its middle
-    values = _value(function, 0.5 * (x0 + x1), before)
+    values = _value_between_breakpoints(function, 0.5 * (x0 + x1), before)
     out[k] = np.add.reduceat(values * (x1 - x0), start) / dt
     return out
 
 
-def _on_steps(
+def _at_step_midpoints(
     function: tuple[np.ndarray, np.ndarray, np.ndarray], lo: int, n: int, dt: float, before: float
 ) -> np.ndarray:
-    """:func:`_value` at the midpoints of the ``n`` steps from ``lo``, to the bit, in time
-    that grows with the steps and not with the steps × breakpoints: the steps between two
-    breakpoints are a run of indices, held at one value where the function is flat there (a
-    share on or off the grid, most of a run) and evaluated only on the sloped pieces (ramps)."""
+    """:func:`_value_between_breakpoints` at the midpoints of the ``n`` steps from ``lo``, to
+    the bit, in time that grows with the steps and not with the steps × breakpoints: the steps
+    between two breakpoints are a run of indices, held at one value where the function is flat
+    there (a share on or off the grid, most of a run) and evaluated only on the sloped pieces
+    (ramps)."""
     t, left, right = function
 
     def mid(step: np.ndarray) -> np.ndarray:  # the steps' midpoints, as interval_means's
@@ -690,17 +701,17 @@ def off_and(
     t = np.unique(np.concatenate([share[0], indicator[0]]))
     if t.size == 0:
         return t, t, t
-    s_left, s_right = _limits(share, t, 1.0)
-    i_left, i_right = _limits(indicator, t, 0.0)
+    s_left, s_right = _one_sided_limits(share, t, 1.0)
+    i_left, i_right = _one_sided_limits(indicator, t, 0.0)
     return t, (1.0 - s_left) * i_left, (1.0 - s_right) * i_right
 
 
-def _limits(
+def _one_sided_limits(
     function: tuple[np.ndarray, np.ndarray, np.ndarray], x: np.ndarray, before: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """A function's limits from the left and from the right at points ``x``."""
     t, left, right = function
-    value = _value(function, x, before)
+    value = _value_between_breakpoints(function, x, before)
     if t.size == 0:
         return value, value.copy()
     hit = np.isin(x, t)
@@ -710,7 +721,7 @@ def _limits(
     return lhs, rhs
 
 
-def _value(
+def _value_between_breakpoints(
     function: tuple[np.ndarray, np.ndarray, np.ndarray], x: np.ndarray, before: float
 ) -> np.ndarray:
     """A piecewise-linear function's value at points ``x`` that are not breakpoints."""

@@ -16,6 +16,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from powermodel.models.signal import group_ranks
+from powermodel.models.variation import mean_one
+
 
 class State(IntEnum):
     """Job states; the codes are stored in ``job_state``."""
@@ -168,7 +171,7 @@ def recovery_windows(
     ramp_start = (origin + np.maximum(rejoin - begin - ramp, 0.0))[has_ramp]
     start = np.concatenate((head_start, ramp_start))
     state = np.concatenate((head_state, np.full(ramp_start.size, State.RAMP, np.int8)))
-    return _closed(begin, end, origin, start, state, closed)
+    return _closed_windows(begin, end, origin, start, state, closed)
 
 
 def clipped_windows(line: Timeline, begin: np.ndarray, end: np.ndarray, closed: int) -> Windows:
@@ -179,13 +182,11 @@ def clipped_windows(line: Timeline, begin: np.ndarray, end: np.ndarray, closed: 
     first = np.clip(np.searchsorted(line.start, begin, side="right") - 1, 0, None)
     last = np.searchsorted(line.start, end, side="left")  # segments starting before the end
     count = np.maximum(last - first, 1)
-    owner = np.repeat(np.arange(begin.size), count)
-    index = (
-        np.repeat(first, count) + np.arange(owner.size) - np.repeat(np.cumsum(count) - count, count)
-    )
+    owner, rank = group_ranks(count)
+    index = np.repeat(first, count) + rank
     origin = _origins(end - begin)
     offset = np.maximum(line.start[index] - begin[owner], 0.0)  # the first from the window's start
-    return _closed(begin, end, origin, origin[owner] + offset, line.state[index], closed)
+    return _closed_windows(begin, end, origin, origin[owner] + offset, line.state[index], closed)
 
 
 def trimmed(windows: Windows, keep: np.ndarray, end: np.ndarray, closed: int) -> Windows:
@@ -194,7 +195,7 @@ def trimmed(windows: Windows, keep: np.ndarray, end: np.ndarray, closed: int) ->
     owner = np.searchsorted(w.origin, w.seg_start, side="right") - 1
     body = (w.seg_state != closed) & keep[owner]
     end = np.minimum(end, w.end)
-    return _closed(
+    return _closed_windows(
         w.begin[keep], end[keep], w.origin[keep], w.seg_start[body], w.seg_state[body], closed
     )
 
@@ -225,7 +226,7 @@ def _origins(length: np.ndarray) -> np.ndarray:
     return np.concatenate(([0.0], np.cumsum(length + WINDOW_GAP)))[:-1]
 
 
-def _closed(
+def _closed_windows(
     begin: np.ndarray,
     end: np.ndarray,
     origin: np.ndarray,
@@ -449,7 +450,7 @@ def job_timeline(
         rng,
     )
     if not crashes:
-        return _drawn(job, duration, startup, phase)[0]
+        return _crash_free_timeline(job, duration, startup, phase)[0]
     return _joined(_pieces_between_crashes(job, duration, startup, phase, crashes), job, duration)
 
 
@@ -483,7 +484,7 @@ def _pieces_between_crashes(
     at, states = 0.0, startup
     for when, following in [*crashes, (duration, ())]:
         when = min(float(when), duration)
-        line, tail = _drawn(job, when - at, states, phase if at == 0.0 else 0.0)
+        line, tail = _crash_free_timeline(job, when - at, states, phase if at == 0.0 else 0.0)
         pieces.append((at, line, tail))
         at, states = when, following
         if when >= duration:
@@ -524,7 +525,7 @@ def _joined(pieces: list[tuple[float, Timeline, float]], job: _Job, duration: fl
     )
 
 
-def _drawn(
+def _crash_free_timeline(
     job: _Job, duration: float, startup: tuple[tuple[State, float], ...], phase: float
 ) -> tuple[Timeline, float]:
     """:func:`job_timeline` over ``duration`` [s] without crashes, from the states ``startup``
@@ -706,8 +707,7 @@ def _up_segments(
     """Running and checkpoint segments of each up period, cut where the period ends."""
     pieces = (2 * n_full + (rest > 0) + (rest > interval)).astype(np.int64)
     pieces[length <= 0] = 0
-    owner = np.repeat(np.arange(start.size), pieces)
-    index = np.arange(owner.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    owner, index = group_ranks(pieces)
     offset = (index // 2) * cycle + (index % 2) * interval
     state = np.where(index % 2 == 0, State.RUNNING, State.CHECKPOINT).astype(np.int8)
     return start[owner] + offset, state
@@ -730,8 +730,7 @@ class _Stalls:
 
     def draw(self, n: int) -> np.ndarray:
         """``n`` stall lengths [s], lognormal with mean :attr:`mean` and :attr:`cv`."""
-        sigma2 = np.log1p(self.cv**2)
-        return self.mean * np.exp(np.sqrt(sigma2) * self.rng.standard_normal(n) - 0.5 * sigma2)
+        return self.mean * mean_one(n, self.cv, "lognormal", self.rng)
 
 
 @dataclass(frozen=True)
@@ -752,8 +751,7 @@ class _Startups:
 
     def factors(self, n: int) -> np.ndarray:
         """``n`` factors on a start-up's length [1], lognormal with mean 1 and :attr:`cv`."""
-        sigma2 = np.log1p(self.cv**2)
-        return np.exp(np.sqrt(sigma2) * self.rng.standard_normal(n) - 0.5 * sigma2)
+        return mean_one(n, self.cv, "lognormal", self.rng)
 
     @staticmethod
     def scaled(
@@ -776,8 +774,7 @@ def _varied_up_segments(
     """
     length = np.maximum(length, 0.0)
     most = np.ceil(length / interval).astype(np.int64) + 1
-    owner = np.repeat(np.arange(start.size), most)
-    k = np.arange(owner.size) - np.repeat(np.cumsum(most) - most, most)
+    owner, k = group_ranks(most)
     drawn = stalls.draw(owner.size)
     # the stalls before each checkpoint of its period: a cumulative sum restarted per period
     total = np.concatenate(([0.0], np.cumsum(drawn)))

@@ -189,7 +189,7 @@ def lead_lag(x: np.ndarray, dt: float, lead: float, lag: float) -> np.ndarray:
     return ratio * x + (1.0 - ratio) * first_order_lag(x, dt, lag, initial=1.0)
 
 
-def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _true_runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Start and stop (exclusive) indices of the runs of True in ``mask``."""
     edges = np.diff(np.concatenate(([0], mask.astype(np.int8), [0])))
     return np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
@@ -209,7 +209,7 @@ def connected_share(t: np.ndarray, v: np.ndarray, f: np.ndarray, params: Perc1) 
     trigger = (v < params.v_cease) | (f < f[0] - params.Dbfl) | (f > f[0] + params.Dbfh)
     share = np.ones(t.size)
     level = 1.0
-    for start, stop in zip(*_runs(trigger), strict=True):
+    for start, stop in zip(*_true_runs(trigger), strict=True):
         cease = start + int(np.ceil(params.t_cease / dt - 1e-9))
         if cease >= stop:
             continue
@@ -275,7 +275,7 @@ def _rmse(x: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(x))))
 
 
-def _first(mask: np.ndarray, after: int = 0) -> int | None:
+def _first_true(mask: np.ndarray, after: int = 0) -> int | None:
     hits = np.flatnonzero(mask[after:])
     return int(hits[0]) + after if hits.size else None
 
@@ -285,7 +285,7 @@ def _lag_guess(y: np.ndarray, dt: float, onset: int) -> float:
     if onset is None:
         return 0.0
     low = np.min(y[onset:])
-    reached = _first(y <= 1.0 - 0.632 * (1.0 - low), onset)
+    reached = _first_true(y <= 1.0 - 0.632 * (1.0 - low), onset)
     return (reached - onset) * dt if reached is not None else 0.0
 
 
@@ -338,18 +338,18 @@ def fit_perc1(
         raise PowerModelError(f"pre-event P must be > 0 MW, got {p0}")
     dt = uniform_step(t)
     pn = p / p0
-    fall = _first(pn < 1.0 - DETECTION)
+    fall = _first_true(pn < 1.0 - DETECTION)
     excursion = (float(max(f[0] - f.min(), 0.0)), float(max(f.max() - f[0], 0.0)))
     if fall is None:  # the load rode through: the thresholds are bounds only
         params = Perc1(0.0, 1.0, 0.0, 0.0, 0.0, 0.0, *excursion, float(np.min(v)), 0.0, 0.0, 0.0)
-        return params, _report(t, v, f, p, q, p0, q0, params, (0.0, float(np.min(v))))
+        return params, _fit_report(t, v, f, p, q, p0, q0, params, (0.0, float(np.min(v))))
 
     low_v, high_v, sag_start = _ceasing_voltages(v, fall)
     qn = q / q0 if q0 != 0.0 else np.ones_like(q)
     start = _first_guess(v, pn, qn, dt, fall, sag_start, 0.5 * (low_v + high_v), excursion)
     best = _fit_continuous(t, v, f, p, q, p0, q0, start, check)
     best = _refit_at_best_cease_delay(t, v, f, p, q, p0, q0, best, dt, check)
-    return best, _report(t, v, f, p, q, p0, q0, best, (low_v, high_v))
+    return best, _fit_report(t, v, f, p, q, p0, q0, best, (low_v, high_v))
 
 
 def _ceasing_voltages(v: np.ndarray, fall: int) -> tuple[float, float, int]:
@@ -361,7 +361,7 @@ def _ceasing_voltages(v: np.ndarray, fall: int) -> tuple[float, float, int]:
     """
     v_pre = float(np.median(v[: max(fall, 1)]))
     sag = v < 0.5 * (v_pre + v[fall])
-    starts, stops = _runs(sag)
+    starts, stops = _true_runs(sag)
     inside = np.flatnonzero((starts <= fall) & (stops > fall))
     if inside.size == 0:
         raise PowerModelError(
@@ -393,10 +393,10 @@ def _first_guess(
     ``pn`` and ``qn`` are P and Q as shares of their pre-event values [1], ``dt`` the step
     [s], ``fall`` the sample where P fell and ``sag_start`` where its sag began.
     """
-    crossing = _first(v < v_cease, sag_start)
-    recovered = _first(v >= v_cease, fall) or v.size
-    rise = _first(pn > np.min(pn[fall:]) + DETECTION, recovered) or v.size - 1
-    at_final = _first(np.abs(pn - pn[-1]) < DETECTION, rise) or rise
+    crossing = _first_true(v < v_cease, sag_start)
+    recovered = _first_true(v >= v_cease, fall) or v.size
+    rise = _first_true(pn > np.min(pn[fall:]) + DETECTION, recovered) or v.size - 1
+    at_final = _first_true(np.abs(pn - pn[-1]) < DETECTION, rise) or rise
     fcease = float(np.clip(1.0 - np.min(pn), 0.0, 1.0))
     frecon = float(np.clip((pn[-1] - (1.0 - fcease)) / fcease, 0.0, 1.0)) if fcease > 0 else 1.0
     return Perc1(
@@ -459,7 +459,7 @@ def _fit_continuous(
     return replace(start, **{name: float(x) for name, x in zip(_CONTINUOUS, found.x, strict=True)})
 
 
-def _report(t, v, f, p, q, p0, q0, params: Perc1, v_range: tuple[float, float]) -> Perc1Fit:
+def _fit_report(t, v, f, p, q, p0, q0, params: Perc1, v_range: tuple[float, float]) -> Perc1Fit:
     pm, qm = perc1_response(t, v, f, p0, q0, params)
     return Perc1Fit(
         rmse_p=_rmse((pm - p) / p0),
@@ -523,7 +523,7 @@ def fit_oscillation(power: np.ndarray, dt: float) -> tuple[Oscillation, float]:
     share = np.clip((power - base) / amplitude, 0.0, 1.0)
     mids = (np.arange(power.size) + 0.5) * dt
     widths, centres = [], []
-    for a, b in zip(*_runs(above), strict=True):
+    for a, b in zip(*_true_runs(above), strict=True):
         if a == 0 or b == power.size:
             continue  # a pulse cut by the record's ends
         w = share[a - 1 : b + 1]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from powermodel.models.events import Windows
+from powermodel.models.signal import group_ranks
 
 # Grid edges per pass: its temporaries stay in the CPU cache (8.6 M edges: 0.23 s, at 1 << 15 0.38)
 CHUNK = 1 << 14
@@ -176,8 +177,7 @@ def _window_edges(
     k2 = np.ceil(end / dt).astype(np.int64) - 1
     k2 -= k2 * dt >= end  # the last strictly before its end
     count = np.maximum(k2 - k1 + 1, 0) + 2
-    owner = np.repeat(np.arange(begin.size), count)
-    index = np.arange(owner.size) - np.repeat(np.cumsum(count) - count, count)
+    owner, index = group_ranks(count)
     edges = (k1[owner] + index - 1) * dt
     first, last = index == 0, index == count[owner] - 1
     edges[first], edges[last] = begin, end

@@ -250,6 +250,13 @@ def range_reduce(ufunc: np.ufunc, x: np.ndarray, begin: np.ndarray, end: np.ndar
     return ufunc.reduceat(np.r_[pieces, pieces[-1]], pairs.ravel())[::2]
 
 
+def group_ranks(count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For groups of ``count[i]`` items laid end to end, each item's group and its rank in it
+    (0 for a group's first item). [1]"""
+    group = np.repeat(np.arange(count.size), count)
+    return group, np.arange(group.size) - np.repeat(np.cumsum(count) - count, count)
+
+
 def segment_max(x: np.ndarray, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
     """The largest of ``x[start[i] : stop[i]]`` for each segment (none empty), to the bit.
 
