@@ -670,30 +670,26 @@ def _draw_interruptions(
         factor = None if varied is None else varied[1].factors(1)
         return np.array([np.inf]), np.zeros(1, dtype=np.int64), factor
     p = rates / total
-    up_parts, cause_parts, factor_parts, elapsed = [], [], [], 0.0
     expected = expected_interruptions(horizon + down.max(), rates, down)
     batch = int(expected * 1.2 + 10.0 * np.sqrt(expected) + 16)
-    if varied is None:
-        while elapsed <= horizon + down.max():  # the last up period must reach past the horizon
-            up = rng.exponential(1.0 / total, batch)
-            cause = rng.choice(rates.size, size=batch, p=p)
-            up_parts.append(up)
-            cause_parts.append(cause)
-            elapsed += float(np.sum(up + down[cause]))
-        return np.concatenate(up_parts), np.concatenate(cause_parts), None
-    starting, starts, reach = varied
-    last = 0.0  # where the last interruption drawn comes [s]
-    while last <= reach:  # the last up period must reach past the horizon
+    starting, starts, reach = (None, None, horizon + down.max()) if varied is None else varied
+    up_parts, cause_parts, factor_parts = [], [], []
+    elapsed = last = 0.0  # the time drawn, and where the last interruption drawn comes [s]
+    # the last up period must reach past the horizon: as drawn, its interruption with start-ups
+    while (elapsed if starts is None else last) <= reach:
         up = rng.exponential(1.0 / total, batch)
         cause = rng.choice(rates.size, size=batch, p=p)
-        factor = starts.factors(batch)
-        each = down[cause] + starting[cause] * (factor - 1.0)
+        each = down[cause]
+        if starts is not None:
+            factor = starts.factors(batch)
+            each = each + starting[cause] * (factor - 1.0)
+            factor_parts.append(factor)
         up_parts.append(up)
         cause_parts.append(cause)
-        factor_parts.append(factor)
         last = elapsed + float(np.sum(up + each)) - float(each[-1])
         elapsed += float(np.sum(up + each))
-    return np.concatenate(up_parts), np.concatenate(cause_parts), np.concatenate(factor_parts)
+    factor = None if starts is None else np.concatenate(factor_parts)
+    return np.concatenate(up_parts), np.concatenate(cause_parts), factor
 
 
 def _up_segments(

@@ -45,6 +45,7 @@ import numpy as np
 
 from powermodel.durations import format_duration
 from powermodel.errors import PowerModelError
+from powermodel.models.signal import check_seconds
 
 P_CLASS = "P-class"  # IEEE C37.118.1 P-class reference filter (a two-cycle triangle)
 FILTERS = (None, P_CLASS)
@@ -388,8 +389,7 @@ def _read(
     x = np.asarray(values, dtype=float)
     if x.ndim == 0 or x.shape[-1] == 0:
         raise PowerModelError("a sensor needs a signal of at least one sample")
-    if not (np.isfinite(dt) and dt > 0.0):
-        raise PowerModelError(f"the grid step must be a positive number of seconds, got {dt}")
+    check_seconds(dt, "the grid step")
     check_resolves(s, dt)
     n = x.shape[-1]
     end = n * dt

@@ -18,6 +18,13 @@ BLOCK = 1 << 15  # samples a block of a rolling filter: its scratch arrays stay 
 SHORT_SEGMENT = 8  # segment_max takes this many samples of a segment an offset at a time
 
 
+def check_seconds(value: float, what: str) -> None:
+    """Raise a :class:`~powermodel.errors.PowerModelError` unless ``value`` is a positive,
+    finite number of seconds; ``what`` names it in the message ("the grid step"). [s]"""
+    if not (np.isfinite(value) and value > 0.0):
+        raise PowerModelError(f"{what} must be a positive number of seconds, got {value}")
+
+
 def nyquist(dt: float) -> float:
     """Nyquist frequency of a grid. [Hz]"""
     return 0.5 / dt
