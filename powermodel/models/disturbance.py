@@ -61,6 +61,7 @@ def phasors(voltage: np.ndarray, angle: np.ndarray | None = None) -> np.ndarray:
 
 def sequences(v: np.ndarray) -> np.ndarray:
     """Zero, positive and negative sequence of phase phasors ``(..., 3)``, as ``(..., 3)``.
+    [p.u.]
 
     Notes
     -----
@@ -72,13 +73,13 @@ def sequences(v: np.ndarray) -> np.ndarray:
 
 
 def phases(s: np.ndarray) -> np.ndarray:
-    """Phase phasors from zero, positive and negative sequence ``(..., 3)``."""
+    """Phase phasors from zero, positive and negative sequence ``(..., 3)``. [p.u.]"""
     m = np.array([[1, 1, 1], [1, A * A, A], [1, A, A * A]])
     return np.asarray(s) @ m.T
 
 
 def through(v: np.ndarray, windings: tuple[str, ...]) -> np.ndarray:
-    """Phase phasors after transformers in series (``"Dyn"``, ``"YNyn"``, ``"Yy"``).
+    """Phase phasors [p.u.] after transformers in series (``"Dyn"``, ``"YNyn"``, ``"Yy"``).
 
     Notes
     -----
@@ -609,7 +610,8 @@ def taken_up(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The share of a load a source carries, as :func:`on_grid` gives a share, from stretches
     ``(start, taken, reached, end)``: none before ``start``, rising linearly to ``reached`` at
-    ``taken``, held there until ``end``, none after (the generators walking the IT path on)."""
+    ``taken``, held there until ``end``, none after (the generators walking the IT path on):
+    times [s], shares [1]."""
     if not stretches:
         return _no_breakpoints()
     t, left, right = [], [], []
@@ -697,7 +699,7 @@ def off_and(
     """``(1 − share) · indicator`` as a piecewise-linear function: the part of a load off the
     grid that a source carries (``indicator``: the share of it the source takes). Exact where
     one of the two is constant between breakpoints: a source's ramp (:func:`taken_up`) lies
-    within a hold, where the share on the grid is none."""
+    within a hold, where the share on the grid is none. Breakpoints [s], shares [1]."""
     t = np.unique(np.concatenate([share[0], indicator[0]]))
     if t.size == 0:
         return t, t, t

@@ -370,7 +370,8 @@ def expected_up_time(
     counts: np.ndarray,
     downtimes: np.ndarray,
 ) -> float:
-    """Up time of a run that saw ``counts`` interruptions with the given down times.
+    """Up time [s] of a run of ``duration`` [s] with a start-up of ``startup`` [s] that saw
+    ``counts`` [1] interruptions with the given down times [s].
 
     Inverts the renewal balance ``duration = startup + up + Σ counts·downtime``: the calibration
     that turns published interruption counts into rates per running GPU-hour.

@@ -175,7 +175,8 @@ def uniform_step(t: np.ndarray) -> float:
 
 
 def lead_lag(x: np.ndarray, dt: float, lead: float, lag: float) -> np.ndarray:
-    """``(1 + s·lead)/(1 + s·lag)`` of a step-held signal starting in steady state at 1.
+    """``(1 + s·lead)/(1 + s·lag)`` of a step-held signal starting in steady state at 1 (``x``
+    a share of its steady state [1]; ``dt``, ``lead`` and ``lag`` [s]).
 
     Notes
     -----

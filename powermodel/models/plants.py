@@ -327,7 +327,8 @@ def liquid(heat: np.ndarray, outdoor: Outdoor, design: LiquidDesign) -> PlantOut
     The heat-rejection equipment delivers ``T_db + approach`` (dry cooler) or
     ``T_wb + approach`` (tower). Above the setpoint, trim chillers cool the loop the rest of the
     way: their load is the heat times the fraction of the loop range they must cover. What they
-    cannot remove raises the coolant supply by ``unmet · loop_delta_t / heat``.
+    cannot remove raises the coolant supply by ``unmet · loop_delta_t / heat``. ``heat`` is
+    the heat to remove, plant-step means [W]; ``outdoor`` and ``design`` carry their units.
     """
     d = design
     seen = causal_lag(heat, d.dt, d.tau)
@@ -350,7 +351,8 @@ def chilled_water(heat: np.ndarray, outdoor: Outdoor, design: ChilledWaterDesign
     With an ``economizer``, tower water at ``T_wb + approach`` precools the chilled-water return
     through a plate heat exchanger (``economizer_approach``): it takes the share of the loop range
     it can, the chillers the rest (integrated economizer). Heat the chillers cannot remove warms
-    the chilled water, and the supply air with it.
+    the chilled water, and the supply air with it. ``heat`` is the heat to remove, plant-step
+    means [W]; ``outdoor`` and ``design`` carry their units.
     """
     d = design
     seen = causal_lag(heat, d.dt, d.tau)
@@ -443,7 +445,8 @@ def _water_side(
 
 def causal_lag(signal: np.ndarray, dt: float, tau: float) -> np.ndarray:
     """First-order lag, causal on the step grid: each step holds the state at its start, so a
-    change of heat within a step reaches the plant from the next step on."""
+    change of heat within a step reaches the plant from the next step on. ``dt`` is the step
+    and ``tau`` the time constant [s]; the result is in ``signal``'s unit."""
     lagged = first_order_lag(signal, dt, tau)
     return np.concatenate((np.asarray(signal, dtype=float)[:1], lagged[:-1]))
 

@@ -29,7 +29,8 @@ CHUNK = 1 << 14
 def cumulative_tables(cells: np.ndarray) -> np.ndarray:
     """Cumulative integral over one unit of ``x`` of cell values ``(..., n_shapes, n_cells)``.
 
-    Returns an array ``(..., n_shapes, n_cells + 1)`` starting at 0.
+    Returns an array ``(..., n_shapes, n_cells + 1)`` starting at 0. [unit of the cells × unit
+    of ``x``]
     """
     n_cells = cells.shape[-1]
     cum = np.cumsum(cells, axis=-1) / n_cells
@@ -275,15 +276,15 @@ def _stepped(base: np.ndarray, steps: Steps, seg: np.ndarray, x: np.ndarray) -> 
 
 
 def state_at(seg_start: np.ndarray, seg_state: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """State of the segment holding each time."""
+    """State of the segment holding each time (``seg_start`` and ``times`` [s])."""
     return seg_state[segment_of(seg_start, times)]
 
 
 def segment_of(seg_start: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """Index of the segment holding each time (the last start at or before it; −1 before the
-    first): ``np.searchsorted(seg_start, times, "right") − 1``. Times in order, as a grid's
-    are, find the few segment starts among them instead (the same indices, a running count of
-    the starts passed), each time's search through every segment saved."""
+    """Index of the segment holding each time [s] (the last start [s] at or before it; −1
+    before the first): ``np.searchsorted(seg_start, times, "right") − 1``. Times in order, as
+    a grid's are, find the few segment starts among them instead (the same indices, a running
+    count of the starts passed), each time's search through every segment saved."""
     times = np.asarray(times)
     if times.ndim != 1 or times.size < 2 or np.any(times[1:] < times[:-1]):
         return np.searchsorted(seg_start, times, side="right") - 1
