@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 from scipy import optimize
@@ -341,16 +342,17 @@ def fit_perc1(
     pn = p / p0
     fall = _first_true(pn < 1.0 - DETECTION)
     excursion = (float(max(f[0] - f.min(), 0.0)), float(max(f.max() - f[0], 0.0)))
+    record = _Record(t, v, f, p, q, p0, q0)
     if fall is None:  # the load rode through: the thresholds are bounds only
         params = Perc1(0.0, 1.0, 0.0, 0.0, 0.0, 0.0, *excursion, float(np.min(v)), 0.0, 0.0, 0.0)
-        return params, _fit_report(t, v, f, p, q, p0, q0, params, (0.0, float(np.min(v))))
+        return params, _fit_report(record, params, (0.0, float(np.min(v))))
 
     low_v, high_v, sag_start = _ceasing_voltages(v, fall)
     qn = q / q0 if q0 != 0.0 else np.ones_like(q)
     start = _first_guess(v, pn, qn, dt, fall, sag_start, 0.5 * (low_v + high_v), excursion)
-    best = _fit_continuous(t, v, f, p, q, p0, q0, start, check)
-    best = _refit_at_best_cease_delay(t, v, f, p, q, p0, q0, best, dt, check)
-    return best, _fit_report(t, v, f, p, q, p0, q0, best, (low_v, high_v))
+    best = _fit_continuous(record, start, check)
+    best = _refit_at_best_cease_delay(record, best, dt, check)
+    return best, _fit_report(record, best, (low_v, high_v))
 
 
 def _ceasing_voltages(v: np.ndarray, fall: int) -> tuple[float, float, int]:
@@ -417,42 +419,56 @@ def _first_guess(
 
 
 def _refit_at_best_cease_delay(
-    t, v, f, p, q, p0, q0, best: Perc1, dt: float, check: Callable[[], None] | None
+    record: _Record, best: Perc1, dt: float, check: Callable[[], None] | None
 ) -> Perc1:
     """:func:`_fit_continuous` again from the best of ``best``'s ceasing delay and the three
     steps of ``dt`` [s] before it (not below 0), by the cost of each."""
     candidates = [replace(best, t_cease=max(best.t_cease - k * dt, 0.0)) for k in range(4)]
-    costs = [_cost(t, v, f, p, q, p0, q0, c) for c in candidates]
-    return _fit_continuous(t, v, f, p, q, p0, q0, candidates[int(np.argmin(costs))], check)
+    costs = [_cost(record, c) for c in candidates]
+    return _fit_continuous(record, candidates[int(np.argmin(costs))], check)
 
 
 _CONTINUOUS = ("Fcease", "Frecon", "t_recon", "t_ramp", "Tap", "Tbp", "Taq", "Tbq")
 
 
-def _residuals(t, v, f, p, q, p0, q0, params: Perc1) -> np.ndarray:
-    pm, qm = perc1_response(t, v, f, p0, q0, params)
-    return np.concatenate(((pm - p) / p0, (qm - q) / p0))
+class _Record(NamedTuple):
+    """A site's record of one event, as :func:`fit_perc1` takes it: time [s], voltage [pu],
+    frequency [Hz], active [MW] and reactive [Mvar] power, their pre-event values [MW, Mvar]."""
+
+    t: np.ndarray
+    v: np.ndarray
+    f: np.ndarray
+    p: np.ndarray
+    q: np.ndarray
+    p0: float
+    q0: float
 
 
-def _cost(t, v, f, p, q, p0, q0, params: Perc1) -> float:
-    return float(np.sum(np.square(_residuals(t, v, f, p, q, p0, q0, params))))
+def _residuals(record: _Record, params: Perc1) -> np.ndarray:
+    """The model's P and Q errors on the record, as shares of ``p0``. [1]"""
+    r = record
+    pm, qm = perc1_response(r.t, r.v, r.f, r.p0, r.q0, params)
+    return np.concatenate(((pm - r.p) / r.p0, (qm - r.q) / r.p0))
+
+
+def _cost(record: _Record, params: Perc1) -> float:
+    """The sum of the squared :func:`_residuals`. [1]"""
+    return float(np.sum(np.square(_residuals(record, params))))
 
 
 def _fit_continuous(
-    t, v, f, p, q, p0, q0, start: Perc1, check: Callable[[], None] | None = None
+    record: _Record, start: Perc1, check: Callable[[], None] | None = None
 ) -> Perc1:
     """Bounded least squares over the continuous parameters, the discrete ones held;
     ``check()`` before each evaluation."""
-    span = t[-1] - t[0]
+    span = record.t[-1] - record.t[0]
     upper = np.array([1.0, 1.0, span, span, span, span, span, span])
     x0 = np.clip([getattr(start, name) for name in _CONTINUOUS], 0.0, upper)
 
     def residuals(x: np.ndarray) -> np.ndarray:
         if check is not None:
             check()
-        return _residuals(
-            t, v, f, p, q, p0, q0, replace(start, **dict(zip(_CONTINUOUS, x, strict=True)))
-        )
+        return _residuals(record, replace(start, **dict(zip(_CONTINUOUS, x, strict=True))))
 
     found = optimize.least_squares(
         residuals, x0, bounds=(np.zeros(x0.size), upper), x_scale="jac", diff_step=1e-4
@@ -460,11 +476,13 @@ def _fit_continuous(
     return replace(start, **{name: float(x) for name, x in zip(_CONTINUOUS, found.x, strict=True)})
 
 
-def _fit_report(t, v, f, p, q, p0, q0, params: Perc1, v_range: tuple[float, float]) -> Perc1Fit:
-    pm, qm = perc1_response(t, v, f, p0, q0, params)
+def _fit_report(record: _Record, params: Perc1, v_range: tuple[float, float]) -> Perc1Fit:
+    """How ``params`` reproduce the record (``v_range``: the ceasing voltages' range [pu])."""
+    r = record
+    pm, qm = perc1_response(r.t, r.v, r.f, r.p0, r.q0, params)
     return Perc1Fit(
-        rmse_p=_rmse((pm - p) / p0),
-        rmse_q=_rmse((qm - q) / p0),
+        rmse_p=_rmse((pm - r.p) / r.p0),
+        rmse_q=_rmse((qm - r.q) / r.p0),
         v_cease_range=v_range,
         frequency_identified=False,
         p=pm,
