@@ -441,15 +441,10 @@ def job_timeline(
         Random generator of the start-ups' lengths (a stream of their own: drawing them leaves
         the failures' and the stalls' draws as they were); needed when ``startup_cv`` is above 0.
     """
-    job = _Job(
-        np.asarray(rates, dtype=float),
-        recoveries,
-        interval,
-        _Stalls(checkpoint_stall, stall_cv, stall_rng),
-        checkpoint_done,
-        _Startups(startup_cv, startup_rng),
-        rng,
-    )
+    stalls = _Stalls(checkpoint_stall, stall_cv, stall_rng)
+    starts = _Startups(startup_cv, startup_rng)
+    rates = np.asarray(rates, dtype=float)
+    job = _Job(rates, recoveries, interval, stalls, checkpoint_done, starts, rng)
     if not crashes:
         return _crash_free_timeline(job, duration, startup, phase)[0]
     return _joined(_pieces_between_crashes(job, duration, startup, phase, crashes), job, duration)
