@@ -718,7 +718,8 @@ def test_a_share_on_the_steps_is_its_value_at_their_midpoints_to_the_bit(seed):
     lo, n = int(rng.integers(-20, 10)), int(rng.integers(1, 400))
     mid = (lo + np.arange(n) + 0.5) * dt
     assert_array_equal(
-        dm._on_steps((t, left, right), lo, n, dt, 1.0), dm._value((t, left, right), mid, 1.0)
+        dm._at_step_midpoints((t, left, right), lo, n, dt, 1.0),
+        dm._value_between_breakpoints((t, left, right), mid, 1.0),
     )
 
 

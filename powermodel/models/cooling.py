@@ -112,7 +112,8 @@ def biquadratic(c: tuple[float, ...] | np.ndarray, x: np.ndarray, y: np.ndarray)
 def part_load_curve(c: tuple[float, ...] | np.ndarray, p: np.ndarray) -> np.ndarray:
     """EnergyPlus ``Curve:Quadratic`` or ``Curve:Cubic`` by the number of coefficients.
 
-    ``c1 + c2·p + c3·p²`` (three coefficients), plus ``c4·p³`` (four).
+    ``c1 + c2·p + c3·p²`` (three coefficients), plus ``c4·p³`` (four): ``p`` a part-load (or
+    capacity) ratio [1], the curve a ratio to the rated value [1].
     """
     if len(c) not in (3, 4):
         raise ValueError(f"a part-load curve has 3 or 4 coefficients, got {len(c)}")

@@ -26,11 +26,11 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from powermodel.models.signal import range_reduce
+from powermodel.models.signal import group_ranks, range_reduce
 
 A = np.exp(2j * np.pi / 3)  # the 120° operator of symmetrical components
 # a curve's edges are inclusive to within this share of a p.u. or a second: readings carry the
@@ -61,6 +61,7 @@ def phasors(voltage: np.ndarray, angle: np.ndarray | None = None) -> np.ndarray:
 
 def sequences(v: np.ndarray) -> np.ndarray:
     """Zero, positive and negative sequence of phase phasors ``(..., 3)``, as ``(..., 3)``.
+    [p.u.]
 
     Notes
     -----
@@ -72,13 +73,13 @@ def sequences(v: np.ndarray) -> np.ndarray:
 
 
 def phases(s: np.ndarray) -> np.ndarray:
-    """Phase phasors from zero, positive and negative sequence ``(..., 3)``."""
+    """Phase phasors from zero, positive and negative sequence ``(..., 3)``. [p.u.]"""
     m = np.array([[1, 1, 1], [1, A * A, A], [1, A, A * A]])
     return np.asarray(s) @ m.T
 
 
 def through(v: np.ndarray, windings: tuple[str, ...]) -> np.ndarray:
-    """Phase phasors after transformers in series (``"Dyn"``, ``"YNyn"``, ``"Yy"``).
+    """Phase phasors [p.u.] after transformers in series (``"Dyn"``, ``"YNyn"``, ``"Yy"``).
 
     Notes
     -----
@@ -347,31 +348,12 @@ def respond(
     draws on what the earlier ones left.
     """
     n = len(time)
-    transferred = np.zeros(n, bool)
+    if chain.backup == "none":
+        return _servers_alone(time, duration, voltage, chain)
+    transferred = _ups_transfers(n, duration, voltage, chain, frequency)
     latched = np.zeros(n, bool)
     dropped = np.zeros(n, bool)
-    it: list[Window] = []
-    other: list[Window] = []
-    gen_it: list[tuple[float, float, float, float]] = []
-    lost: list[tuple[float, float]] = []
-    if chain.backup == "none":
-        frequency = np.isnan(voltage)
-        sag = ~frequency
-        bad = np.zeros(n, bool)
-        bad[sag] = ~tolerated(voltage[sag], duration[sag], *chain.immunity)
-        dropped[:] = bad
-        for t, d in zip(time[bad], duration[bad], strict=True):
-            lost.append((float(t), float(t + d)))
-        return Outcome((), (), (), _merged(lost), transferred, latched, dropped)
-    sag = ~np.isnan(voltage)
-    transferred[sag] = ~tolerated(voltage[sag], duration[sag], *chain.transfer)
-    if not sag.all():
-        if frequency is None:
-            raise ValueError("a frequency excursion (voltage NaN) needs its frequency")
-        low, high = chain.frequency_window
-        reached = np.asarray(frequency)[~sag]
-        transferred[~sag] = (reached < low) | (reached > high)
-    spent: list[float] = []  # battery seconds each window spent (at the design load)
+    site = _Backup()
     latch_end = -np.inf
     times = time[transferred]
     for i in np.flatnonzero(transferred):  # a handful of disturbances, not samples
@@ -382,69 +364,173 @@ def respond(
         recent = np.count_nonzero((times > t - chain.count_window) & (times <= t))
         latch = chain.count is not None and recent >= chain.count
         latched[i] = latch
-        begin = t
-        prior: Window | None = None  # the other loads' stretch on the generators, if any
-        if it and t < it[-1].hold + it[-1].ramp:  # still on backup (or coming back): extend
-            begin = it.pop().begin
-            spent.pop()
-            if gen_it and gen_it[-1][0] >= begin:
-                gen_it.pop()
-            if lost and lost[-1][0] >= begin:
-                lost.pop()
-            if other and other[-1].begin >= begin:
-                prior = other.pop()
-        settled = t + d + chain.retransfer_delay  # a latch never returns sooner
-        hold = max(t + chain.manual_return, settled) if latch else settled
+        hold, dropped[i] = site.transfer(t, d, latch, chain)
         if latch:
             latch_end = hold
-        ramp = chain.return_ramp if latch else chain.walk_in
-        # generators still carrying something (the other loads' return) are running already
-        running = max([g[3] for g in gen_it] + [w.hold + w.ramp for w in other], default=-np.inf)
-        started = begin + chain.generator_start if chain.generator else np.inf
-        if running > begin:
-            started = begin
-        # the generators take the IT path over their ramp (cut by the return, at the share
-        # reached), the battery the rest: its seconds at the design load this window needs
-        if started < hold:
-            rise = chain.generator_ramp
-            taken = min(started + rise, hold)
-            reached = (taken - started) / rise if rise > 0 else 1.0
-            need = (started - begin) + (taken - started) * (1 - reached / 2)
-            need += (1 - reached) * (hold - taken + 0.5 * ramp)
-            full = started + rise if reached == 1.0 else np.inf
-        else:
-            reached, taken, full = 0.0, np.inf, np.inf
-            need = hold - begin + 0.5 * ramp
-        left = max(chain.autonomy - sum(spent), 0.0)
-        empty = begin + left if left < need else np.inf
-        spent.append(min(need, left))
-        if np.isfinite(empty):  # the battery runs out: the servers drop until power is back
-            back = min(full, hold)
-            lost.append((empty, back))
-            dropped[i] = True
-            if back == hold:
-                ramp = 0.0  # nothing left to move back: the servers boot on the grid
-        if started < hold:
-            gen_it.append((started, taken, reached, hold + ramp))
-        it.append(Window(begin, hold, ramp))
-        if latch and chain.generator and started < hold:  # the whole site to the generators
-            # once they run and the latch decides, or from when an earlier latch moved it
-            moved = max(started, t) if prior is None else prior.begin
-            other.append(Window(moved, hold, chain.return_ramp))
-        elif prior is not None:  # a transfer in a latch's return: the rest keeps its return
-            other.append(prior)
     return Outcome(
-        tuple(it),
-        tuple(other),
-        tuple(gen_it),
-        _merged(lost),
+        tuple(site.it),
+        tuple(site.other),
+        tuple(site.generator_it),
+        _merged_stretches(site.lost),
         transferred,
         latched,
         dropped,
     )
 
 
-def _merged(stretches: list[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
+def _servers_alone(
+    time: np.ndarray, duration: np.ndarray, voltage: np.ndarray, chain: Chain
+) -> Outcome:
+    """:func:`respond` without a UPS: a sag outside the supplies' immunity curve drops the
+    servers from its start [s] until the voltage returns, its duration [s] later; a frequency
+    excursion (``voltage`` NaN) passes them."""
+    n = len(time)
+    sag = ~np.isnan(voltage)
+    dropped = np.zeros(n, bool)
+    dropped[sag] = ~tolerated(voltage[sag], duration[sag], *chain.immunity)
+    lost = [(float(t), float(t + d)) for t, d in zip(time[dropped], duration[dropped], strict=True)]
+    return Outcome(
+        (), (), (), _merged_stretches(lost), np.zeros(n, bool), np.zeros(n, bool), dropped
+    )
+
+
+def _ups_transfers(
+    n: int,
+    duration: np.ndarray,
+    voltage: np.ndarray,
+    chain: Chain,
+    frequency: np.ndarray | None,
+) -> np.ndarray:
+    """Which of ``n`` triggers move the IT path to the UPS's battery: a sag [p.u., s] below the
+    UPS's input window (its curve), a frequency excursion whose extreme [Hz] leaves
+    ``chain.frequency_window``."""
+    transferred = np.zeros(n, bool)
+    sag = ~np.isnan(voltage)
+    transferred[sag] = ~tolerated(voltage[sag], duration[sag], *chain.transfer)
+    if not sag.all():
+        if frequency is None:
+            raise ValueError("a frequency excursion (voltage NaN) needs its frequency")
+        low, high = chain.frequency_window
+        reached = np.asarray(frequency)[~sag]
+        transferred[~sag] = (reached < low) | (reached > high)
+    return transferred
+
+
+def _return_to_grid(t: float, d: float, latch: bool, chain: Chain) -> tuple[float, float]:
+    """When the IT path leaves the battery after a transfer at ``t`` lasting ``d`` [s], and the
+    ramp back [s]: ``retransfer_delay`` after the sag ends, over ``walk_in``; after a latch at
+    the earliest ``manual_return`` after the latching sag, over ``return_ramp``."""
+    retransfer = t + d + chain.retransfer_delay  # a latch never returns sooner
+    hold = max(t + chain.manual_return, retransfer) if latch else retransfer
+    ramp = chain.return_ramp if latch else chain.walk_in
+    return hold, ramp
+
+
+def _generator_takeover(
+    begin: float, started: float, hold: float, ramp: float, rise: float
+) -> tuple[float, float, float, float]:
+    """How the generators, started at ``started`` [s], take the IT path from a battery that has
+    carried it since ``begin`` [s], until the return at ``hold`` over ``ramp`` [s].
+
+    Returns ``(taken, reached, full, need)``: when their ramp of ``rise`` [s] ends (cut by the
+    return) [s], the share of the IT path they carry then [1], when they carry all of it [s]
+    (inf if never), and the battery's seconds at the design load this window needs [s].
+    """
+    # the generators take the IT path over their ramp (cut by the return, at the share
+    # reached), the battery the rest: its seconds at the design load this window needs
+    if started < hold:
+        taken = min(started + rise, hold)
+        reached = (taken - started) / rise if rise > 0 else 1.0
+        need = (started - begin) + (taken - started) * (1 - reached / 2)
+        need += (1 - reached) * (hold - taken + 0.5 * ramp)
+        full = started + rise if reached == 1.0 else np.inf
+    else:
+        reached, taken, full = 0.0, np.inf, np.inf
+        need = hold - begin + 0.5 * ramp
+    return taken, reached, full, need
+
+
+@dataclass
+class _Backup:
+    """The stretches a site spends on backup, as :func:`respond` lays them out transfer by
+    transfer (see :class:`Outcome`), and the battery seconds each IT window spent [s]."""
+
+    it: list[Window] = field(default_factory=list)
+    other: list[Window] = field(default_factory=list)
+    generator_it: list[tuple[float, float, float, float]] = field(default_factory=list)
+    lost: list[tuple[float, float]] = field(default_factory=list)
+    spent: list[float] = field(default_factory=list)  # at the design load
+
+    def transfer(self, t: float, d: float, latch: bool, chain: Chain) -> tuple[float, bool]:
+        """The IT path to the battery at ``t`` for a trigger of ``d`` [s] (``latch``: it
+        latches the site on backup); returns when it holds until [s] and whether the servers
+        drop (the battery runs out)."""
+        begin, prior = self._reopened(t)
+        hold, ramp = _return_to_grid(t, d, latch, chain)
+        started = self._generators_started(begin, chain)
+        taken, reached, full, need = _generator_takeover(
+            begin, started, hold, ramp, chain.generator_ramp
+        )
+        empty = self._battery_runs_out(begin, need, chain.autonomy)
+        if np.isfinite(empty):  # the battery runs out: the servers drop until power is back
+            back = min(full, hold)
+            self.lost.append((empty, back))
+            if back == hold:
+                ramp = 0.0  # nothing left to move back: the servers boot on the grid
+        if started < hold:
+            self.generator_it.append((started, taken, reached, hold + ramp))
+        self.it.append(Window(begin, hold, ramp))
+        if latch and chain.generator and started < hold:  # the whole site to the generators
+            # once they run and the latch decides, or from when an earlier latch moved it
+            moved = max(started, t) if prior is None else prior.begin
+            self.other.append(Window(moved, hold, chain.return_ramp))
+        elif prior is not None:  # a transfer in a latch's return: the rest keeps its return
+            self.other.append(prior)
+        return hold, bool(np.isfinite(empty))
+
+    def _reopened(self, t: float) -> tuple[float, Window | None]:
+        """Where the IT path's window of a transfer at ``t`` [s] begins [s]: at ``t``, or, if
+        the site is still on backup (or coming back), the open window's start, that window
+        taken up again with what it laid out; and the other loads' window on the generators
+        it held, if any."""
+        begin = t
+        prior: Window | None = None  # the other loads' stretch on the generators, if any
+        if self.it and t < self.it[-1].hold + self.it[-1].ramp:  # still on backup: extend
+            begin = self.it.pop().begin
+            self.spent.pop()
+            if self.generator_it and self.generator_it[-1][0] >= begin:
+                self.generator_it.pop()
+            if self.lost and self.lost[-1][0] >= begin:
+                self.lost.pop()
+            if self.other and self.other[-1].begin >= begin:
+                prior = self.other.pop()
+        return begin, prior
+
+    def _generators_started(self, begin: float, chain: Chain) -> float:
+        """When the generators run for a window beginning at ``begin`` [s]: ``generator_start``
+        after it, at once if still carrying something (the other loads' return), never (inf)
+        without generators."""
+        running = max(
+            [g[3] for g in self.generator_it] + [w.hold + w.ramp for w in self.other],
+            default=-np.inf,
+        )
+        started = begin + chain.generator_start if chain.generator else np.inf
+        if running > begin:
+            started = begin
+        return started
+
+    def _battery_runs_out(self, begin: float, need: float, autonomy: float) -> float:
+        """When the battery runs out [s] (inf if it does not) in a window beginning at
+        ``begin`` [s] that needs ``need`` battery seconds at the design load [s], with what the
+        earlier windows left of its ``autonomy`` [s] (it is not refilled between
+        disturbances); the seconds it spends are recorded."""
+        left = max(autonomy - sum(self.spent), 0.0)
+        empty = begin + left if left < need else np.inf
+        self.spent.append(min(need, left))
+        return empty
+
+
+def _merged_stretches(stretches: list[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
     out: list[tuple[float, float]] = []
     for a, b in sorted(stretches):
         if out and a <= out[-1][1]:
@@ -463,12 +549,10 @@ def on_grid(windows: tuple[Window, ...]) -> tuple[np.ndarray, np.ndarray, np.nda
     (exact: ramps rise at one slope, so the least never crosses between breakpoints).
     """
     if not windows:
-        return np.zeros(0), np.zeros(0), np.zeros(0)
+        return _no_breakpoints()
     b = np.array([w.begin for w in windows])
     h = np.array([w.hold for w in windows])
     r = h + np.array([w.ramp for w in windows])
-    t = np.unique(np.concatenate([b, h, r]))
-    t = t[np.isfinite(t)]
 
     def share(x: np.ndarray, left: bool) -> np.ndarray:
         x = x[:, None]
@@ -480,13 +564,26 @@ def on_grid(windows: tuple[Window, ...]) -> tuple[np.ndarray, np.ndarray, np.nda
             value = np.where(x < b, 1.0, np.where(x < h, 0.0, np.where(x < r, rising, 1.0)))
         return value.min(axis=1)
 
-    return t, _rows(share, t, True), _rows(share, t, False)
+    return _at_breakpoints(share, [b, h, r])
+
+
+def _no_breakpoints() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A constant, as :func:`on_grid` gives a share: no breakpoints."""
+    return np.zeros(0), np.zeros(0), np.zeros(0)
+
+
+def _at_breakpoints(limit, times: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A function as :func:`on_grid` gives a share, its breakpoints the finite ``times`` [s]
+    and ``limit(x, left)`` its limits there, from the left or from the right."""
+    t = np.unique(np.concatenate(times))
+    t = t[np.isfinite(t)]
+    return t, _in_row_blocks(limit, t, True), _in_row_blocks(limit, t, False)
 
 
 ROWS = 1024  # breakpoints evaluated against every window at once: a few MB however many
 
 
-def _rows(f, x: np.ndarray, *args) -> np.ndarray:
+def _in_row_blocks(f, x: np.ndarray, *args) -> np.ndarray:
     """``f(x, *args)`` evaluated :data:`ROWS` points at a time (its temporaries are points ×
     windows)."""
     return np.concatenate([f(x[a : a + ROWS], *args) for a in range(0, x.size, ROWS)])
@@ -496,18 +593,16 @@ def stretches(pairs: tuple[tuple[float, float], ...]) -> tuple[np.ndarray, np.nd
     """An indicator (1 inside the stretches ``[begin, end)``, 0 elsewhere) as :func:`on_grid`
     gives a share: breakpoints and the limits either side."""
     if not pairs:
-        return np.zeros(0), np.zeros(0), np.zeros(0)
+        return _no_breakpoints()
     begin = np.array([p[0] for p in pairs])
     end = np.array([p[1] for p in pairs])
-    t = np.unique(np.concatenate([begin, end]))
-    t = t[np.isfinite(t)]
 
     def inside(x: np.ndarray, left: bool) -> np.ndarray:
         x = x[:, None]
         hit = (x > begin) & (x <= end) if left else (x >= begin) & (x < end)
         return hit.any(axis=1).astype(float)
 
-    return t, _rows(inside, t, True), _rows(inside, t, False)
+    return _at_breakpoints(inside, [begin, end])
 
 
 def taken_up(
@@ -515,9 +610,10 @@ def taken_up(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The share of a load a source carries, as :func:`on_grid` gives a share, from stretches
     ``(start, taken, reached, end)``: none before ``start``, rising linearly to ``reached`` at
-    ``taken``, held there until ``end``, none after (the generators walking the IT path on)."""
+    ``taken``, held there until ``end``, none after (the generators walking the IT path on):
+    times [s], shares [1]."""
     if not stretches:
-        return np.zeros(0), np.zeros(0), np.zeros(0)
+        return _no_breakpoints()
     t, left, right = [], [], []
     for start, taken, reached, end in stretches:  # a few, in order, apart
         instant = taken <= start
@@ -543,7 +639,7 @@ def interval_means(
     t, left, right = function
     if t.size == 0:
         return np.full(n, float(before))
-    out = _on_steps(function, lo, n, dt, before)
+    out = _at_step_midpoints(function, lo, n, dt, before)
     first = np.searchsorted(t, lo * dt, side="right")
     last = np.searchsorted(t, (lo + n) * dt, side="left")
     k = np.unique(np.floor(t[first:last] / dt).astype(np.int64) - lo)
@@ -556,26 +652,26 @@ def interval_means(
     # every such interval's sub-pieces at once: [a, p1), [p1, p2), ..., [pr, b) of its inner
     # breakpoints p, laid end to end, interval after interval
     start = np.concatenate(([0], np.cumsum(count + 1)[:-1]))
-    owner = np.repeat(np.arange(k.size), count)  # the interval of each inner breakpoint
-    j = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)  # its rank there
+    owner, j = group_ranks(count)  # the interval of each inner breakpoint, its rank there
     points, at = t[begin[owner] + j], start[owner] + j + 1  # it opens sub-piece j + 1
     x0 = np.empty(start[-1] + count[-1] + 1)
     x1 = np.empty_like(x0)
     x0[start], x1[start + count] = a, b
     x0[at], x1[at - 1] = points, points
     # each sub-piece is linear: its mean is the value at its middle
-    values = _value(function, 0.5 * (x0 + x1), before)
+    values = _value_between_breakpoints(function, 0.5 * (x0 + x1), before)
     out[k] = np.add.reduceat(values * (x1 - x0), start) / dt
     return out
 
 
-def _on_steps(
+def _at_step_midpoints(
     function: tuple[np.ndarray, np.ndarray, np.ndarray], lo: int, n: int, dt: float, before: float
 ) -> np.ndarray:
-    """:func:`_value` at the midpoints of the ``n`` steps from ``lo``, to the bit, in time
-    that grows with the steps and not with the steps × breakpoints: the steps between two
-    breakpoints are a run of indices, held at one value where the function is flat there (a
-    share on or off the grid, most of a run) and evaluated only on the sloped pieces (ramps)."""
+    """:func:`_value_between_breakpoints` at the midpoints of the ``n`` steps from ``lo``, to
+    the bit, in time that grows with the steps and not with the steps × breakpoints: the steps
+    between two breakpoints are a run of indices, held at one value where the function is flat
+    there (a share on or off the grid, most of a run) and evaluated only on the sloped pieces
+    (ramps)."""
     t, left, right = function
 
     def mid(step: np.ndarray) -> np.ndarray:  # the steps' midpoints, as interval_means's
@@ -603,21 +699,21 @@ def off_and(
     """``(1 − share) · indicator`` as a piecewise-linear function: the part of a load off the
     grid that a source carries (``indicator``: the share of it the source takes). Exact where
     one of the two is constant between breakpoints: a source's ramp (:func:`taken_up`) lies
-    within a hold, where the share on the grid is none."""
+    within a hold, where the share on the grid is none. Breakpoints [s], shares [1]."""
     t = np.unique(np.concatenate([share[0], indicator[0]]))
     if t.size == 0:
         return t, t, t
-    s_left, s_right = _limits(share, t, 1.0)
-    i_left, i_right = _limits(indicator, t, 0.0)
+    s_left, s_right = _one_sided_limits(share, t, 1.0)
+    i_left, i_right = _one_sided_limits(indicator, t, 0.0)
     return t, (1.0 - s_left) * i_left, (1.0 - s_right) * i_right
 
 
-def _limits(
+def _one_sided_limits(
     function: tuple[np.ndarray, np.ndarray, np.ndarray], x: np.ndarray, before: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """A function's limits from the left and from the right at points ``x``."""
     t, left, right = function
-    value = _value(function, x, before)
+    value = _value_between_breakpoints(function, x, before)
     if t.size == 0:
         return value, value.copy()
     hit = np.isin(x, t)
@@ -627,7 +723,7 @@ def _limits(
     return lhs, rhs
 
 
-def _value(
+def _value_between_breakpoints(
     function: tuple[np.ndarray, np.ndarray, np.ndarray], x: np.ndarray, before: float
 ) -> np.ndarray:
     """A piecewise-linear function's value at points ``x`` that are not breakpoints."""

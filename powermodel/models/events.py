@@ -12,8 +12,12 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 import numpy as np
+
+from powermodel.models.signal import group_ranks
+from powermodel.models.variation import mean_one
 
 
 class State(IntEnum):
@@ -167,7 +171,7 @@ def recovery_windows(
     ramp_start = (origin + np.maximum(rejoin - begin - ramp, 0.0))[has_ramp]
     start = np.concatenate((head_start, ramp_start))
     state = np.concatenate((head_state, np.full(ramp_start.size, State.RAMP, np.int8)))
-    return _closed(begin, end, origin, start, state, closed)
+    return _closed_windows(begin, end, origin, start, state, closed)
 
 
 def clipped_windows(line: Timeline, begin: np.ndarray, end: np.ndarray, closed: int) -> Windows:
@@ -178,13 +182,11 @@ def clipped_windows(line: Timeline, begin: np.ndarray, end: np.ndarray, closed: 
     first = np.clip(np.searchsorted(line.start, begin, side="right") - 1, 0, None)
     last = np.searchsorted(line.start, end, side="left")  # segments starting before the end
     count = np.maximum(last - first, 1)
-    owner = np.repeat(np.arange(begin.size), count)
-    index = (
-        np.repeat(first, count) + np.arange(owner.size) - np.repeat(np.cumsum(count) - count, count)
-    )
+    owner, rank = group_ranks(count)
+    index = np.repeat(first, count) + rank
     origin = _origins(end - begin)
     offset = np.maximum(line.start[index] - begin[owner], 0.0)  # the first from the window's start
-    return _closed(begin, end, origin, origin[owner] + offset, line.state[index], closed)
+    return _closed_windows(begin, end, origin, origin[owner] + offset, line.state[index], closed)
 
 
 def trimmed(windows: Windows, keep: np.ndarray, end: np.ndarray, closed: int) -> Windows:
@@ -193,7 +195,7 @@ def trimmed(windows: Windows, keep: np.ndarray, end: np.ndarray, closed: int) ->
     owner = np.searchsorted(w.origin, w.seg_start, side="right") - 1
     body = (w.seg_state != closed) & keep[owner]
     end = np.minimum(end, w.end)
-    return _closed(
+    return _closed_windows(
         w.begin[keep], end[keep], w.origin[keep], w.seg_start[body], w.seg_state[body], closed
     )
 
@@ -224,7 +226,7 @@ def _origins(length: np.ndarray) -> np.ndarray:
     return np.concatenate(([0.0], np.cumsum(length + WINDOW_GAP)))[:-1]
 
 
-def _closed(
+def _closed_windows(
     begin: np.ndarray,
     end: np.ndarray,
     origin: np.ndarray,
@@ -368,7 +370,8 @@ def expected_up_time(
     counts: np.ndarray,
     downtimes: np.ndarray,
 ) -> float:
-    """Up time of a run that saw ``counts`` interruptions with the given down times.
+    """Up time [s] of a run of ``duration`` [s] with a start-up of ``startup`` [s] that saw
+    ``counts`` [1] interruptions with the given down times [s].
 
     Inverts the renewal balance ``duration = startup + up + Σ counts·downtime``: the calibration
     that turns published interruption counts into rates per running GPU-hour.
@@ -440,39 +443,55 @@ def job_timeline(
     """
     stalls = _Stalls(checkpoint_stall, stall_cv, stall_rng)
     starts = _Startups(startup_cv, startup_rng)
+    rates = np.asarray(rates, dtype=float)
+    job = _Job(rates, recoveries, interval, stalls, checkpoint_done, starts, rng)
     if not crashes:
-        return _drawn(
-            duration,
-            rates,
-            recoveries,
-            startup,
-            interval,
-            stalls,
-            checkpoint_done,
-            rng,
-            phase,
-            starts,
-        )[0]
+        return _crash_free_timeline(job, duration, startup, phase)[0]
+    return _joined(_pieces_between_crashes(job, duration, startup, phase, crashes), job, duration)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What each stretch of a job's timeline is drawn from (:func:`job_timeline`'s arguments
+    of the same names): the interruption rate of each cause [1/s] and its recovery, the
+    training time between checkpoints [s], the checkpoint stalls, the time from a stall's start
+    until its checkpoint is durable [s], the start-ups and the generator of the failures."""
+
+    rates: np.ndarray
+    recoveries: list[Recovery]
+    interval: float
+    stalls: _Stalls
+    checkpoint_done: float
+    starts: _Startups
+    rng: np.random.Generator
+
+
+def _pieces_between_crashes(
+    job: _Job,
+    duration: float,
+    startup: tuple[tuple[State, float], ...],
+    phase: float,
+    crashes: Sequence[tuple[float, tuple[tuple[State, float], ...]]],
+) -> list[tuple[float, Timeline, float]]:
+    """The job's timeline drawn stretch by stretch between the ``crashes`` (each at a time [s]
+    with the states after it) over ``duration`` [s]: each stretch's start [s], its timeline
+    from there, and the work it loses if a crash ends it [s]."""
     pieces: list[tuple[float, Timeline, float]] = []
     at, states = 0.0, startup
     for when, following in [*crashes, (duration, ())]:
         when = min(float(when), duration)
-        line, tail = _drawn(
-            when - at,
-            rates,
-            recoveries,
-            states,
-            interval,
-            stalls,
-            checkpoint_done,
-            rng,
-            phase if at == 0.0 else 0.0,
-            starts,
-        )
+        line, tail = _crash_free_timeline(job, when - at, states, phase if at == 0.0 else 0.0)
         pieces.append((at, line, tail))
         at, states = when, following
         if when >= duration:
             break
+    return pieces
+
+
+def _joined(pieces: list[tuple[float, Timeline, float]], job: _Job, duration: float) -> Timeline:
+    """One timeline of ``duration`` [s] from the stretches between crashes
+    (:func:`_pieces_between_crashes`): every stretch but the last ends in a crash, an event of
+    cause ``len(job.recoveries)`` that loses the stretch's unsaved work."""
     crashed = len(pieces) - 1  # every piece but the last ends in a crash
 
     def events(own, crash) -> np.ndarray:
@@ -492,7 +511,7 @@ def job_timeline(
         event_time=events(
             lambda at, line: line.event_time + at, lambda at, line, _: at + line.duration
         ),
-        event_cause=events(lambda _, line: line.event_cause, lambda *_: len(recoveries)).astype(
+        event_cause=events(lambda _, line: line.event_cause, lambda *_: len(job.recoveries)).astype(
             np.int64
         ),
         event_lost_work=events(lambda _, line: line.event_lost_work, lambda *piece: piece[2]),
@@ -502,74 +521,23 @@ def job_timeline(
     )
 
 
-def _drawn(
-    duration: float,
-    rates: np.ndarray,
-    recoveries: list[Recovery],
-    startup: tuple[tuple[State, float], ...],
-    interval: float,
-    stalls: _Stalls,
-    checkpoint_done: float,
-    rng: np.random.Generator,
-    phase: float,
-    starts: _Startups | None = None,
+def _crash_free_timeline(
+    job: _Job, duration: float, startup: tuple[tuple[State, float], ...], phase: float
 ) -> tuple[Timeline, float]:
-    """:func:`job_timeline` without crashes, and the work the job would lose if it crashed at
-    ``duration`` (trained since its last durable checkpoint there) [s]."""
-    checkpoint_stall = stalls.mean
-    rates = np.asarray(rates, dtype=float)
-    down = np.array([r.duration for r in recoveries])
-    t0 = sum(d for _, d in startup)
-    if starts is not None and starts.cv > 0.0:
-        # this start's own length drawn first, then one for each interruption's restart; the
-        # failures' batches sized as at the given lengths (their stream as it was)
-        startup = starts.scaled(startup, starts.factors(1)[0])
-        drawn = sum(d for _, d in startup)
-        varied = (np.array([r.starting for r in recoveries]), starts, max(duration - drawn, 0.0))
-        up, cause, factor = _draw_interruptions(max(duration - t0, 0.0), rates, down, rng, varied)
-        down_each = down[cause] + varied[0][cause] * (factor - 1.0)
-        t0 = drawn
-    else:
-        up, cause, _ = _draw_interruptions(max(duration - t0, 0.0), rates, down, rng)
-        factor, down_each = None, down[cause]
-    period_start = t0 + np.concatenate(([0.0], np.cumsum(up + down_each)))[:-1]
-    failure = period_start + up
-    n_events = int(np.searchsorted(failure, duration))
-    period_start = period_start[: n_events + 1]
-    period_end = np.minimum(failure[: n_events + 1], duration)
-    period_end = np.maximum(period_end, period_start)
-    cause = cause[:n_events]
-
-    cycle = interval + checkpoint_stall
-    # the first period's cycles counted from ``phase`` before its start: none of that trained
-    ahead = np.zeros(period_start.size)
-    ahead[0] = phase
-    length = period_end - (period_start - ahead)
-    if stalls.cv > 0.0:
-        run_start, run_state, running, durable = _varied_up_segments(
-            period_start - ahead, length, interval, stalls, checkpoint_done - checkpoint_stall
-        )
-        running = running - ahead
-    else:
-        n_full = np.floor(length / cycle)
-        rest = length - n_full * cycle
-        running = n_full * interval + np.minimum(rest, interval) - ahead
-        durable = np.maximum(np.floor((length - interval - checkpoint_done) / cycle) + 1.0, 0.0)
-        run_start, run_state = _up_segments(
-            period_start - ahead, length, n_full, rest, interval, cycle
-        )
-    saved = np.maximum(durable * interval - ahead, 0.0)
-    loses = np.array([r.loses_work for r in recoveries], dtype=bool)[cause]
+    """:func:`job_timeline` over ``duration`` [s] without crashes, from the states ``startup``
+    and ``phase`` [s] into the checkpoint cycle, and the work the job would lose if it crashed
+    at ``duration`` (trained since its last durable checkpoint there) [s]."""
+    up = _up_periods(job, duration, startup)
+    n_events = up.cause.size
+    run_start, run_state, running, saved = _checkpoint_cycles(job, up.start, up.end, phase)
+    loses = np.array([r.loses_work for r in job.recoveries], dtype=bool)[up.cause]
     lost = np.where(loses, running[:n_events] - saved[:n_events], 0.0)
 
-    run_start = np.maximum(run_start, t0)  # the first running segment from the start
+    run_start = np.maximum(run_start, up.ready)  # the first running segment from the start
     rec_start, rec_state = _sequence_segments(
-        failure[:n_events],
-        [r.steps for r in recoveries],
-        cause,
-        None if factor is None else factor[:n_events],
+        up.failure, [r.steps for r in job.recoveries], up.cause, up.factor
     )
-    init_start, init_state = _sequence_segments(np.zeros(1), [startup])
+    init_start, init_state = _sequence_segments(np.zeros(1), [up.startup])
     start = np.concatenate((init_start, run_start, rec_start))
     state = np.concatenate((init_state, run_state, rec_state))
     keep = start < duration
@@ -579,12 +547,87 @@ def _drawn(
         start=start[keep][order],
         state=state[keep][order],
         duration=duration,
-        event_time=failure[:n_events],
-        event_cause=cause,
+        event_time=up.failure,
+        event_cause=up.cause,
         event_lost_work=lost,
         running_time=float(running.sum()),
         lost_work=float(lost.sum()),
     ), tail
+
+
+class _UpPeriods(NamedTuple):
+    """A stretch's interruptions and the up periods between them (:func:`_up_periods`)."""
+
+    startup: tuple[tuple[State, float], ...]  # its start-up's states, their lengths as drawn
+    ready: float  # [s] when the start-up ends
+    start: np.ndarray  # [s] each up period's start
+    end: np.ndarray  # [s] and end, the last cut at the stretch's end
+    failure: np.ndarray  # [s] each interruption before the stretch's end
+    cause: np.ndarray  # its cause
+    factor: np.ndarray | None  # the factor on its start-up; None where start-ups are as given
+
+
+def _up_periods(job: _Job, duration: float, startup: tuple[tuple[State, float], ...]) -> _UpPeriods:
+    """The interruptions of a stretch of ``duration`` [s] that begins with ``startup``, and
+    the up periods between them."""
+    down = np.array([r.duration for r in job.recoveries])
+    t0 = sum(d for _, d in startup)
+    if job.starts.cv > 0.0:
+        # this start's own length drawn first, then one for each interruption's restart; the
+        # failures' batches sized as at the given lengths (their stream as it was)
+        startup = job.starts.scaled(startup, job.starts.factors(1)[0])
+        drawn = sum(d for _, d in startup)
+        starting = np.array([r.starting for r in job.recoveries])
+        varied = (starting, job.starts, max(duration - drawn, 0.0))
+        up, cause, factor = _draw_interruptions(
+            max(duration - t0, 0.0), job.rates, down, job.rng, varied
+        )
+        down_each = down[cause] + starting[cause] * (factor - 1.0)
+        t0 = drawn
+    else:
+        up, cause, _ = _draw_interruptions(max(duration - t0, 0.0), job.rates, down, job.rng)
+        factor, down_each = None, down[cause]
+    period_start = t0 + np.concatenate(([0.0], np.cumsum(up + down_each)))[:-1]
+    failure = period_start + up
+    n_events = int(np.searchsorted(failure, duration))
+    period_start = period_start[: n_events + 1]
+    period_end = np.minimum(failure[: n_events + 1], duration)
+    period_end = np.maximum(period_end, period_start)
+    factor = None if factor is None else factor[:n_events]
+    return _UpPeriods(
+        startup, t0, period_start, period_end, failure[:n_events], cause[:n_events], factor
+    )
+
+
+def _checkpoint_cycles(
+    job: _Job, period_start: np.ndarray, period_end: np.ndarray, phase: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The training and checkpoint segments of each up period ``[period_start, period_end)``
+    [s], the first one's cycles counted from ``phase`` [s] before its start (none of that
+    trained); with each period's running time [s] and the work its durable checkpoints saved
+    [s]."""
+    stalls, interval = job.stalls, job.interval
+    checkpoint_stall = stalls.mean
+    cycle = interval + checkpoint_stall
+    # the first period's cycles counted from ``phase`` before its start: none of that trained
+    ahead = np.zeros(period_start.size)
+    ahead[0] = phase
+    length = period_end - (period_start - ahead)
+    if stalls.cv > 0.0:
+        run_start, run_state, running, durable = _varied_up_segments(
+            period_start - ahead, length, interval, stalls, job.checkpoint_done - checkpoint_stall
+        )
+        running = running - ahead
+    else:
+        n_full = np.floor(length / cycle)
+        rest = length - n_full * cycle
+        running = n_full * interval + np.minimum(rest, interval) - ahead
+        durable = np.maximum(np.floor((length - interval - job.checkpoint_done) / cycle) + 1.0, 0.0)
+        run_start, run_state = _up_segments(
+            period_start - ahead, length, n_full, rest, interval, cycle
+        )
+    saved = np.maximum(durable * interval - ahead, 0.0)
+    return run_start, run_state, running, saved
 
 
 def expected_interruptions(horizon: float, rates: np.ndarray, down: np.ndarray) -> float:
@@ -623,30 +666,26 @@ def _draw_interruptions(
         factor = None if varied is None else varied[1].factors(1)
         return np.array([np.inf]), np.zeros(1, dtype=np.int64), factor
     p = rates / total
-    up_parts, cause_parts, factor_parts, elapsed = [], [], [], 0.0
     expected = expected_interruptions(horizon + down.max(), rates, down)
     batch = int(expected * 1.2 + 10.0 * np.sqrt(expected) + 16)
-    if varied is None:
-        while elapsed <= horizon + down.max():  # the last up period must reach past the horizon
-            up = rng.exponential(1.0 / total, batch)
-            cause = rng.choice(rates.size, size=batch, p=p)
-            up_parts.append(up)
-            cause_parts.append(cause)
-            elapsed += float(np.sum(up + down[cause]))
-        return np.concatenate(up_parts), np.concatenate(cause_parts), None
-    starting, starts, reach = varied
-    last = 0.0  # where the last interruption drawn comes [s]
-    while last <= reach:  # the last up period must reach past the horizon
+    starting, starts, reach = (None, None, horizon + down.max()) if varied is None else varied
+    up_parts, cause_parts, factor_parts = [], [], []
+    elapsed = last = 0.0  # the time drawn, and where the last interruption drawn comes [s]
+    # the last up period must reach past the horizon: as drawn, its interruption with start-ups
+    while (elapsed if starts is None else last) <= reach:
         up = rng.exponential(1.0 / total, batch)
         cause = rng.choice(rates.size, size=batch, p=p)
-        factor = starts.factors(batch)
-        each = down[cause] + starting[cause] * (factor - 1.0)
+        each = down[cause]
+        if starts is not None:
+            factor = starts.factors(batch)
+            each = each + starting[cause] * (factor - 1.0)
+            factor_parts.append(factor)
         up_parts.append(up)
         cause_parts.append(cause)
-        factor_parts.append(factor)
         last = elapsed + float(np.sum(up + each)) - float(each[-1])
         elapsed += float(np.sum(up + each))
-    return np.concatenate(up_parts), np.concatenate(cause_parts), np.concatenate(factor_parts)
+    factor = None if starts is None else np.concatenate(factor_parts)
+    return np.concatenate(up_parts), np.concatenate(cause_parts), factor
 
 
 def _up_segments(
@@ -660,8 +699,7 @@ def _up_segments(
     """Running and checkpoint segments of each up period, cut where the period ends."""
     pieces = (2 * n_full + (rest > 0) + (rest > interval)).astype(np.int64)
     pieces[length <= 0] = 0
-    owner = np.repeat(np.arange(start.size), pieces)
-    index = np.arange(owner.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    owner, index = group_ranks(pieces)
     offset = (index // 2) * cycle + (index % 2) * interval
     state = np.where(index % 2 == 0, State.RUNNING, State.CHECKPOINT).astype(np.int8)
     return start[owner] + offset, state
@@ -684,8 +722,7 @@ class _Stalls:
 
     def draw(self, n: int) -> np.ndarray:
         """``n`` stall lengths [s], lognormal with mean :attr:`mean` and :attr:`cv`."""
-        sigma2 = np.log1p(self.cv**2)
-        return self.mean * np.exp(np.sqrt(sigma2) * self.rng.standard_normal(n) - 0.5 * sigma2)
+        return self.mean * mean_one(n, self.cv, "lognormal", self.rng)
 
 
 @dataclass(frozen=True)
@@ -706,8 +743,7 @@ class _Startups:
 
     def factors(self, n: int) -> np.ndarray:
         """``n`` factors on a start-up's length [1], lognormal with mean 1 and :attr:`cv`."""
-        sigma2 = np.log1p(self.cv**2)
-        return np.exp(np.sqrt(sigma2) * self.rng.standard_normal(n) - 0.5 * sigma2)
+        return mean_one(n, self.cv, "lognormal", self.rng)
 
     @staticmethod
     def scaled(
@@ -730,8 +766,7 @@ def _varied_up_segments(
     """
     length = np.maximum(length, 0.0)
     most = np.ceil(length / interval).astype(np.int64) + 1
-    owner = np.repeat(np.arange(start.size), most)
-    k = np.arange(owner.size) - np.repeat(np.cumsum(most) - most, most)
+    owner, k = group_ranks(most)
     drawn = stalls.draw(owner.size)
     # the stalls before each checkpoint of its period: a cumulative sum restarted per period
     total = np.concatenate(([0.0], np.cumsum(drawn)))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 from scipy import optimize
@@ -175,7 +176,8 @@ def uniform_step(t: np.ndarray) -> float:
 
 
 def lead_lag(x: np.ndarray, dt: float, lead: float, lag: float) -> np.ndarray:
-    """``(1 + s·lead)/(1 + s·lag)`` of a step-held signal starting in steady state at 1.
+    """``(1 + s·lead)/(1 + s·lag)`` of a step-held signal starting in steady state at 1 (``x``
+    a share of its steady state [1]; ``dt``, ``lead`` and ``lag`` [s]).
 
     Notes
     -----
@@ -189,7 +191,7 @@ def lead_lag(x: np.ndarray, dt: float, lead: float, lag: float) -> np.ndarray:
     return ratio * x + (1.0 - ratio) * first_order_lag(x, dt, lag, initial=1.0)
 
 
-def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _true_runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Start and stop (exclusive) indices of the runs of True in ``mask``."""
     edges = np.diff(np.concatenate(([0], mask.astype(np.int8), [0])))
     return np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
@@ -209,7 +211,7 @@ def connected_share(t: np.ndarray, v: np.ndarray, f: np.ndarray, params: Perc1) 
     trigger = (v < params.v_cease) | (f < f[0] - params.Dbfl) | (f > f[0] + params.Dbfh)
     share = np.ones(t.size)
     level = 1.0
-    for start, stop in zip(*_runs(trigger), strict=True):
+    for start, stop in zip(*_true_runs(trigger), strict=True):
         cease = start + int(np.ceil(params.t_cease / dt - 1e-9))
         if cease >= stop:
             continue
@@ -275,7 +277,7 @@ def _rmse(x: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(x))))
 
 
-def _first(mask: np.ndarray, after: int = 0) -> int | None:
+def _first_true(mask: np.ndarray, after: int = 0) -> int | None:
     hits = np.flatnonzero(mask[after:])
     return int(hits[0]) + after if hits.size else None
 
@@ -285,7 +287,7 @@ def _lag_guess(y: np.ndarray, dt: float, onset: int) -> float:
     if onset is None:
         return 0.0
     low = np.min(y[onset:])
-    reached = _first(y <= 1.0 - 0.632 * (1.0 - low), onset)
+    reached = _first_true(y <= 1.0 - 0.632 * (1.0 - low), onset)
     return (reached - onset) * dt if reached is not None else 0.0
 
 
@@ -338,15 +340,31 @@ def fit_perc1(
         raise PowerModelError(f"pre-event P must be > 0 MW, got {p0}")
     dt = uniform_step(t)
     pn = p / p0
-    fall = _first(pn < 1.0 - DETECTION)
+    fall = _first_true(pn < 1.0 - DETECTION)
     excursion = (float(max(f[0] - f.min(), 0.0)), float(max(f.max() - f[0], 0.0)))
+    record = _Record(t, v, f, p, q, p0, q0)
     if fall is None:  # the load rode through: the thresholds are bounds only
         params = Perc1(0.0, 1.0, 0.0, 0.0, 0.0, 0.0, *excursion, float(np.min(v)), 0.0, 0.0, 0.0)
-        return params, _report(t, v, f, p, q, p0, q0, params, (0.0, float(np.min(v))))
+        return params, _fit_report(record, params, (0.0, float(np.min(v))))
 
+    low_v, high_v, sag_start = _ceasing_voltages(v, fall)
+    qn = q / q0 if q0 != 0.0 else np.ones_like(q)
+    start = _first_guess(v, pn, qn, dt, fall, sag_start, 0.5 * (low_v + high_v), excursion)
+    best = _fit_continuous(record, start, check)
+    best = _refit_at_best_cease_delay(record, best, dt, check)
+    return best, _fit_report(record, best, (low_v, high_v))
+
+
+def _ceasing_voltages(v: np.ndarray, fall: int) -> tuple[float, float, int]:
+    """The highest voltage [pu] the load ceased at, the lowest it rode through elsewhere [pu],
+    and where the sag that ``fall`` (the sample where P fell) lies in begins.
+
+    The sag is the run of samples below halfway between the pre-event voltage (the median
+    before the fall) and the voltage at the fall.
+    """
     v_pre = float(np.median(v[: max(fall, 1)]))
     sag = v < 0.5 * (v_pre + v[fall])
-    starts, stops = _runs(sag)
+    starts, stops = _true_runs(sag)
     inside = np.flatnonzero((starts <= fall) & (stops > fall))
     if inside.size == 0:
         raise PowerModelError(
@@ -354,18 +372,37 @@ def fit_perc1(
             "fitted; give a record whose ceasing follows a voltage sag"
         )
     s0, s1 = starts[inside[0]], stops[inside[0]]
-    ridden = np.ones(t.size, dtype=bool)
+    ridden = np.ones(v.size, dtype=bool)
     ridden[s0:s1] = False
     low_v, high_v = float(np.max(v[s0 : fall + 1])), float(np.min(v[ridden], initial=v_pre))
-    v_cease = 0.5 * (low_v + high_v)
-    crossing = _first(v < v_cease, s0)
-    recovered = _first(v >= v_cease, fall) or t.size
-    rise = _first(pn > np.min(pn[fall:]) + DETECTION, recovered) or t.size - 1
-    settled = _first(np.abs(pn - pn[-1]) < DETECTION, rise) or rise
+    return low_v, high_v, s0
+
+
+def _first_guess(
+    v: np.ndarray,
+    pn: np.ndarray,
+    qn: np.ndarray,
+    dt: float,
+    fall: int,
+    sag_start: int,
+    v_cease: float,
+    excursion: tuple[float, float],
+) -> Perc1:
+    """The parameters read from the record's events, the start of the least squares: the
+    ceasing delay from the sag's crossing of ``v_cease`` [pu] to the fall, the reconnection
+    delay and ramp from the voltage's return to P's rise and on to its final level, the shares
+    that cease and reconnect, 63 % lags, and the deadbands at ``excursion`` [Hz].
+
+    ``pn`` and ``qn`` are P and Q as shares of their pre-event values [1], ``dt`` the step
+    [s], ``fall`` the sample where P fell and ``sag_start`` where its sag began.
+    """
+    crossing = _first_true(v < v_cease, sag_start)
+    recovered = _first_true(v >= v_cease, fall) or v.size
+    rise = _first_true(pn > np.min(pn[fall:]) + DETECTION, recovered) or v.size - 1
+    at_final = _first_true(np.abs(pn - pn[-1]) < DETECTION, rise) or rise
     fcease = float(np.clip(1.0 - np.min(pn), 0.0, 1.0))
     frecon = float(np.clip((pn[-1] - (1.0 - fcease)) / fcease, 0.0, 1.0)) if fcease > 0 else 1.0
-    qn = q / q0 if q0 != 0.0 else np.ones_like(q)
-    start = Perc1(
+    return Perc1(
         Fcease=fcease,
         Frecon=frecon,
         Tap=0.0,
@@ -377,42 +414,61 @@ def fit_perc1(
         v_cease=v_cease,
         t_cease=float((fall - crossing) * dt),
         t_recon=max(rise - recovered - 1, 0) * dt,
-        t_ramp=(settled - rise) * dt,
+        t_ramp=(at_final - rise) * dt,
     )
-    best = _fit_continuous(t, v, f, p, q, p0, q0, start, check)
+
+
+def _refit_at_best_cease_delay(
+    record: _Record, best: Perc1, dt: float, check: Callable[[], None] | None
+) -> Perc1:
+    """:func:`_fit_continuous` again from the best of ``best``'s ceasing delay and the three
+    steps of ``dt`` [s] before it (not below 0), by the cost of each."""
     candidates = [replace(best, t_cease=max(best.t_cease - k * dt, 0.0)) for k in range(4)]
-    costs = [_cost(t, v, f, p, q, p0, q0, c) for c in candidates]
-    best = _fit_continuous(t, v, f, p, q, p0, q0, candidates[int(np.argmin(costs))], check)
-    return best, _report(t, v, f, p, q, p0, q0, best, (low_v, high_v))
+    costs = [_cost(record, c) for c in candidates]
+    return _fit_continuous(record, candidates[int(np.argmin(costs))], check)
 
 
 _CONTINUOUS = ("Fcease", "Frecon", "t_recon", "t_ramp", "Tap", "Tbp", "Taq", "Tbq")
 
 
-def _residuals(t, v, f, p, q, p0, q0, params: Perc1) -> np.ndarray:
-    pm, qm = perc1_response(t, v, f, p0, q0, params)
-    return np.concatenate(((pm - p) / p0, (qm - q) / p0))
+class _Record(NamedTuple):
+    """A site's record of one event, as :func:`fit_perc1` takes it: time [s], voltage [pu],
+    frequency [Hz], active [MW] and reactive [Mvar] power, their pre-event values [MW, Mvar]."""
+
+    t: np.ndarray
+    v: np.ndarray
+    f: np.ndarray
+    p: np.ndarray
+    q: np.ndarray
+    p0: float
+    q0: float
 
 
-def _cost(t, v, f, p, q, p0, q0, params: Perc1) -> float:
-    return float(np.sum(np.square(_residuals(t, v, f, p, q, p0, q0, params))))
+def _residuals(record: _Record, params: Perc1) -> np.ndarray:
+    """The model's P and Q errors on the record, as shares of ``p0``. [1]"""
+    r = record
+    pm, qm = perc1_response(r.t, r.v, r.f, r.p0, r.q0, params)
+    return np.concatenate(((pm - r.p) / r.p0, (qm - r.q) / r.p0))
+
+
+def _cost(record: _Record, params: Perc1) -> float:
+    """The sum of the squared :func:`_residuals`. [1]"""
+    return float(np.sum(np.square(_residuals(record, params))))
 
 
 def _fit_continuous(
-    t, v, f, p, q, p0, q0, start: Perc1, check: Callable[[], None] | None = None
+    record: _Record, start: Perc1, check: Callable[[], None] | None = None
 ) -> Perc1:
     """Bounded least squares over the continuous parameters, the discrete ones held;
     ``check()`` before each evaluation."""
-    span = t[-1] - t[0]
+    span = record.t[-1] - record.t[0]
     upper = np.array([1.0, 1.0, span, span, span, span, span, span])
     x0 = np.clip([getattr(start, name) for name in _CONTINUOUS], 0.0, upper)
 
     def residuals(x: np.ndarray) -> np.ndarray:
         if check is not None:
             check()
-        return _residuals(
-            t, v, f, p, q, p0, q0, replace(start, **dict(zip(_CONTINUOUS, x, strict=True)))
-        )
+        return _residuals(record, replace(start, **dict(zip(_CONTINUOUS, x, strict=True))))
 
     found = optimize.least_squares(
         residuals, x0, bounds=(np.zeros(x0.size), upper), x_scale="jac", diff_step=1e-4
@@ -420,11 +476,13 @@ def _fit_continuous(
     return replace(start, **{name: float(x) for name, x in zip(_CONTINUOUS, found.x, strict=True)})
 
 
-def _report(t, v, f, p, q, p0, q0, params: Perc1, v_range: tuple[float, float]) -> Perc1Fit:
-    pm, qm = perc1_response(t, v, f, p0, q0, params)
+def _fit_report(record: _Record, params: Perc1, v_range: tuple[float, float]) -> Perc1Fit:
+    """How ``params`` reproduce the record (``v_range``: the ceasing voltages' range [pu])."""
+    r = record
+    pm, qm = perc1_response(r.t, r.v, r.f, r.p0, r.q0, params)
     return Perc1Fit(
-        rmse_p=_rmse((pm - p) / p0),
-        rmse_q=_rmse((qm - q) / p0),
+        rmse_p=_rmse((pm - r.p) / r.p0),
+        rmse_q=_rmse((qm - r.q) / r.p0),
         v_cease_range=v_range,
         frequency_identified=False,
         p=pm,
@@ -484,7 +542,7 @@ def fit_oscillation(power: np.ndarray, dt: float) -> tuple[Oscillation, float]:
     share = np.clip((power - base) / amplitude, 0.0, 1.0)
     mids = (np.arange(power.size) + 0.5) * dt
     widths, centres = [], []
-    for a, b in zip(*_runs(above), strict=True):
+    for a, b in zip(*_true_runs(above), strict=True):
         if a == 0 or b == power.size:
             continue  # a pulse cut by the record's ends
         w = share[a - 1 : b + 1]

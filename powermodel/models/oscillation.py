@@ -25,6 +25,7 @@ from scipy.signal import windows
 
 from powermodel.errors import PowerModelError
 from powermodel.models import sensors
+from powermodel.models.signal import check_seconds
 
 # scipy's flat-top window (D'Antona and Ferrero's five terms): a sinusoid anywhere between two
 # bins reads within 0.02 % of its amplitude in its peak bin, at the price of a main lobe
@@ -217,8 +218,7 @@ def forced_spectrum(power: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarra
             "the power series holds missing or infinite values: a spectrum needs every "
             "sample; screen a stretch without gaps"
         )
-    if not (np.isfinite(dt) and dt > 0.0):
-        raise PowerModelError(f"the grid step must be a positive number of seconds, got {dt}")
+    check_seconds(dt, "the grid step")
     w = windows.flattop(x.size, sym=False)
     amps = 2.0 * np.abs(np.fft.rfft((x - x.mean()) * w)) / w.sum()
     amps[0] = 0.0
@@ -252,10 +252,7 @@ def harmonics(step_time: float, waveform: np.ndarray) -> tuple[np.ndarray, np.nd
     x = np.asarray(waveform, dtype=float)
     if x.ndim != 1 or x.size < 3 or not np.isfinite(x).all():
         raise PowerModelError("a step's waveform needs at least 3 finite samples")
-    if not (np.isfinite(step_time) and step_time > 0.0):
-        raise PowerModelError(
-            f"the step time must be a positive number of seconds, got {step_time}"
-        )
+    check_seconds(step_time, "the step time")
     k = np.arange(1, (x.size + 1) // 2)
     amps = 2.0 * np.abs(np.fft.rfft(x)[k]) / x.size
     return k / step_time, amps
@@ -379,10 +376,7 @@ def step_time_shifts(
     case with lightly damped modes) the answer is the closed form's edge; where several add
     up, it is within :data:`SHIFT_RESOLUTION` of the true edge, on the clear side.
     """
-    if not (np.isfinite(step_time) and step_time > 0.0):
-        raise PowerModelError(
-            f"the step time must be a positive number of seconds, got {step_time}"
-        )
+    check_seconds(step_time, "the step time")
     a = np.asarray(harmonic_amplitudes, dtype=float).ravel()
     if not a.size or not (np.isfinite(a).all() and (a >= 0).all()):
         raise PowerModelError("harmonic amplitudes must be finite, not negative, at least one")

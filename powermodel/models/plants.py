@@ -172,6 +172,64 @@ def outside_air_evaporative(
     ``T_db − ε·(T_db − T_wb)``, but not below ``supply_max`` (they are modulated). When even the
     pads cannot reach ``supply_max`` (humid heat), the supply rises above it and the GPUs pay.
 
+    The water the pads evaporate and misting adds, with the bleed-off and the treatment's
+    reject: :func:`evaporative_water`.
+    """
+    d = design
+    seen = causal_lag(heat, d.dt, d.tau)
+    wet, supply = _economizer_supply(outdoor, d)
+    return PlantOutput(
+        supply_temp=causal_lag(supply, d.dt, d.tau),
+        fan_power=fan_power(seen / d.design_heat, d.fan_fraction * d.design_heat, d.fan_min_speed),
+        cooling_power=np.where(wet, d.pump_fraction * d.design_heat, 0.0),
+        water_use=evaporative_water(seen, outdoor, supply, d),
+        chiller_load=np.zeros_like(seen),
+    )
+
+
+def _economizer_supply(outdoor: Outdoor, design: OutsideAirDesign) -> tuple[np.ndarray, np.ndarray]:
+    """Where the pads are wetted (the outside air above ``supply_max``), and the supply air
+    temperature [°C], as :func:`outside_air_evaporative`'s Notes say."""
+    d = design
+    temp_air = outdoor.temp_air
+    evaporative = direct_evaporative_supply(temp_air, outdoor.temp_wetbulb, d.evap_effectiveness)
+    wet = _pads_wetted(outdoor, d)
+    # mixing with return air holds the floor; above the ceiling the pads cool toward it
+    supply = np.where(
+        wet, np.maximum(evaporative, d.supply_max), np.maximum(temp_air, d.supply_setpoint)
+    )
+    return wet, supply
+
+
+def _pads_wetted(outdoor: Outdoor, design: OutsideAirDesign) -> np.ndarray:
+    """Where the pads are wetted: the outside air above ``supply_max``. [bool]"""
+    return outdoor.temp_air > design.supply_max
+
+
+def evaporative_water(
+    heat: np.ndarray, outdoor: Outdoor, supply: np.ndarray, design: OutsideAirDesign
+) -> np.ndarray:
+    """Water an outside-air plant with direct evaporative pads draws: evaporated (cooling and
+    humidification) and blown down, 1 kg taken as 1 L (:func:`outside_air_evaporative`).
+
+    Parameters
+    ----------
+    heat
+        Heat the supply air carries away, as the plant sees it (lagged). [W]
+    outdoor
+        Outdoor dry-bulb and dew-point temperatures and station pressure.
+    supply
+        Supply air temperature. [°C]
+    design
+        The plant: its humidity floor, air temperature rise, blowdown and water treatment.
+
+    Returns
+    -------
+    numpy.ndarray
+        Site water. [L/s]
+
+    Notes
+    -----
     Water, per kg of dry supply air ``ṁ = Q / (c_pa·ΔT_air)``:
 
     - the pads evaporate ``c_pa·(T_db − T_supply)/h_fg``, which raises the outside air's humidity
@@ -219,36 +277,48 @@ def outside_air_evaporative(
        https://www.enr.com/articles/7287-editors-choice-green-project-facebook-data-center
     """
     d = design
-    seen = causal_lag(heat, d.dt, d.tau)
-    temp_air, pressure = outdoor.temp_air, outdoor.pressure
-    moisture = humidity_ratio(outdoor.temp_dew, pressure)
-    evaporative = direct_evaporative_supply(temp_air, outdoor.temp_wetbulb, d.evap_effectiveness)
-    wet = temp_air > d.supply_max
-    # mixing with return air holds the floor; above the ceiling the pads cool toward it
-    supply = np.where(
-        wet, np.maximum(evaporative, d.supply_max), np.maximum(temp_air, d.supply_setpoint)
+    moisture = humidity_ratio(outdoor.temp_dew, outdoor.pressure)
+    humid = _supply_moisture(moisture, outdoor, supply, d)
+    share = _outside_air_share(outdoor, moisture, supply, humid, d)
+    airflow = heat / (SPECIFIC_HEAT_AIR * d.air_delta_t)  # kg/s of dry air
+    evaporated = airflow * share * (humid - moisture)
+    return make_up_water(evaporated, d.cycles_of_concentration, d.treatment_yield)
+
+
+def _outside_air_share(
+    outdoor: Outdoor,
+    moisture: np.ndarray,
+    supply: np.ndarray,
+    humid: np.ndarray,
+    design: OutsideAirDesign,
+) -> np.ndarray:
+    """The outside air's share of the supply air's mix [1]: what mixing with the return air
+    needs to hold the setpoint when the outside air is colder, else 1 (``moisture`` and
+    ``humid``: the outside and supply air's humidity ratios [kg/kg], ``supply`` [°C])."""
+    d = design
+    return np.where(
+        outdoor.temp_air < d.supply_setpoint,
+        outside_air_fraction(outdoor.temp_air, moisture, supply, humid, supply + d.air_delta_t),
+        1.0,
     )
+
+
+def _supply_moisture(
+    moisture: np.ndarray, outdoor: Outdoor, supply: np.ndarray, design: OutsideAirDesign
+) -> np.ndarray:
+    """The supply air's humidity ratio [kg/kg]: the outside air's ``moisture`` [kg/kg] raised
+    by what the pads evaporate cooling it to ``supply`` [°C] where they are wetted, and misted
+    up to the humidity floor (:func:`evaporative_water`)."""
+    d = design
+    wet = _pads_wetted(outdoor, d)
+    temp_air, pressure = outdoor.temp_air, outdoor.pressure
     padded = moisture + np.where(wet, SPECIFIC_HEAT_AIR * (temp_air - supply), 0.0) / (
         LATENT_HEAT_WATER
     )
     floor = d.dew_point_min
     if d.humidity_min > 0.0:
         floor = np.maximum(floor, dew_point(supply, d.humidity_min))
-    humid = np.maximum(padded, humidity_ratio(floor, pressure))
-    share = np.where(
-        temp_air < d.supply_setpoint,
-        outside_air_fraction(temp_air, moisture, supply, humid, supply + d.air_delta_t),
-        1.0,
-    )
-    airflow = seen / (SPECIFIC_HEAT_AIR * d.air_delta_t)  # kg/s of dry air
-    evaporated = airflow * share * (humid - moisture)
-    return PlantOutput(
-        supply_temp=causal_lag(supply, d.dt, d.tau),
-        fan_power=fan_power(seen / d.design_heat, d.fan_fraction * d.design_heat, d.fan_min_speed),
-        cooling_power=np.where(wet, d.pump_fraction * d.design_heat, 0.0),
-        water_use=make_up_water(evaporated, d.cycles_of_concentration, d.treatment_yield),
-        chiller_load=np.zeros_like(seen),
-    )
+    return np.maximum(padded, humidity_ratio(floor, pressure))
 
 
 def liquid(heat: np.ndarray, outdoor: Outdoor, design: LiquidDesign) -> PlantOutput:
@@ -257,7 +327,8 @@ def liquid(heat: np.ndarray, outdoor: Outdoor, design: LiquidDesign) -> PlantOut
     The heat-rejection equipment delivers ``T_db + approach`` (dry cooler) or
     ``T_wb + approach`` (tower). Above the setpoint, trim chillers cool the loop the rest of the
     way: their load is the heat times the fraction of the loop range they must cover. What they
-    cannot remove raises the coolant supply by ``unmet · loop_delta_t / heat``.
+    cannot remove raises the coolant supply by ``unmet · loop_delta_t / heat``. ``heat`` is
+    the heat to remove, plant-step means [W]; ``outdoor`` and ``design`` carry their units.
     """
     d = design
     seen = causal_lag(heat, d.dt, d.tau)
@@ -280,7 +351,8 @@ def chilled_water(heat: np.ndarray, outdoor: Outdoor, design: ChilledWaterDesign
     With an ``economizer``, tower water at ``T_wb + approach`` precools the chilled-water return
     through a plate heat exchanger (``economizer_approach``): it takes the share of the loop range
     it can, the chillers the rest (integrated economizer). Heat the chillers cannot remove warms
-    the chilled water, and the supply air with it.
+    the chilled water, and the supply air with it. ``heat`` is the heat to remove, plant-step
+    means [W]; ``outdoor`` and ``design`` carry their units.
     """
     d = design
     seen = causal_lag(heat, d.dt, d.tau)
@@ -373,7 +445,8 @@ def _water_side(
 
 def causal_lag(signal: np.ndarray, dt: float, tau: float) -> np.ndarray:
     """First-order lag, causal on the step grid: each step holds the state at its start, so a
-    change of heat within a step reaches the plant from the next step on."""
+    change of heat within a step reaches the plant from the next step on. ``dt`` is the step
+    and ``tau`` the time constant [s]; the result is in ``signal``'s unit."""
     lagged = first_order_lag(signal, dt, tau)
     return np.concatenate((np.asarray(signal, dtype=float)[:1], lagged[:-1]))
 

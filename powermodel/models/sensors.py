@@ -15,6 +15,24 @@ meter reports no demand for an interval with missing data, which meter data mana
 a separate, labelled estimation (the source is in :func:`read`); a mean of the part that is there
 would be a different quantity with nothing to tell it apart. After the end the signal is taken as
 its last value (a steady state), which only a PMU's last reports reach.
+
+The chains of :data:`CHAINS`: NVML's 1-s average [P, nvidia_nvml], DCGM sampling it every 1 s
+[P, nvidia_dcgm], a revenue meter's 15-min block demand [S, ansi_c12_1; mge_glossary], a PMU's
+P-class filter [S, ieee_c37_118_1], a SCADA scan every 4 s [A].
+
+References
+----------
+.. [nvidia_nvml] NVIDIA, "NVIDIA Management Library (NVML) API Reference and nvidia-smi
+   documentation", NVIDIA documentation (2025)
+.. [nvidia_dcgm] NVIDIA, "Data Center GPU Manager (DCGM): dcgmi command-line interface",
+   NVIDIA DCGM source and documentation (2025)
+.. [ansi_c12_1] ANSI; NEMA, "American National Standard for Electric Meters: Code for
+   Electricity Metering (C12.1)", National Electrical Manufacturers Association (2014)
+.. [mge_glossary] Madison Gas and Electric, "Glossary: demand interval", MGE, as quoted by
+   metaglossary.com (2024)
+.. [ieee_c37_118_1] IEEE, "IEEE Standard for Synchrophasor Measurements for Power Systems
+   (C37.118.1-2011) and Amendment 1: Modification of Selected Performance Requirements
+   (C37.118.1a-2014)", IEEE Standards Association (2014)
 """
 
 from __future__ import annotations
@@ -27,6 +45,7 @@ import numpy as np
 
 from powermodel.durations import format_duration
 from powermodel.errors import PowerModelError
+from powermodel.models.signal import check_seconds
 
 P_CLASS = "P-class"  # IEEE C37.118.1 P-class reference filter (a two-cycle triangle)
 FILTERS = (None, P_CLASS)
@@ -219,7 +238,7 @@ def check_resolves(
     s = lookup(chain)
     if not resolves(s, dt):
         raise PowerModelError(
-            f"the {s.label} sensor ({s.key}) cannot be read from a {_short(dt)} profile: "
+            f"the {s.label} sensor ({s.key}) cannot be read from a {_short_duration(dt)} profile: "
             f"it needs dt <= {_at_most(step_needed(s))}; {fix}"
         )
 
@@ -229,21 +248,27 @@ def describe(chain: Sensor | str) -> str:
     s = lookup(chain)
     if s.filter == P_CLASS:
         what = (
-            f"P-class filter over {_short(s.window)} (two cycles of {NOMINAL_FREQUENCY:g} Hz), "
+            f"P-class filter over {_short_duration(s.window)} "
+            f"(two cycles of {NOMINAL_FREQUENCY:g} Hz), "
             f"{1.0 / s.period:.4g} reports a second"
         )
     elif s.window == 0.0:
-        what = f"value at each {_short(s.period)} scan, held until the next"
+        what = f"value at each {_short_duration(s.period)} scan, held until the next"
     elif s.period == 0.0:
-        what = f"mean over the last {_short(s.window)}, at every poll"
+        what = f"mean over the last {_short_duration(s.window)}, at every poll"
     elif s.period == s.window:
-        what = f"mean over each clock-aligned {_short(s.window)} block, reported at its end"
+        what = (
+            f"mean over each clock-aligned {_short_duration(s.window)} block, reported at its end"
+        )
     else:
-        what = f"mean over the last {_short(s.window)}, sampled every {_short(s.period)}"
+        what = (
+            f"mean over the last {_short_duration(s.window)}, "
+            f"sampled every {_short_duration(s.period)}"
+        )
     return what + (f", sent when it moves more than {s.deadband:g}" if s.deadband else "")
 
 
-def _short(seconds: float) -> str:
+def _short_duration(seconds: float) -> str:
     """A duration as written where exact and short (``15min``, ``1s``), else to 3 digits."""
     exact = format_duration(seconds)
     if len(exact) <= 8:
@@ -326,23 +351,8 @@ def read(
     A moving average keeps the mean of a periodic signal: it moves energy in time, not in
     total.
 
-    The chains of :data:`CHAINS`: NVML's 1-s average [P, nvidia_nvml], DCGM sampling it every
-    1 s [P, nvidia_dcgm], a revenue meter's 15-min block demand [S, ansi_c12_1; mge_glossary],
-    a PMU's P-class filter [S, ieee_c37_118_1], a SCADA scan every 4 s [A].
-
     References
     ----------
-    .. [nvidia_nvml] NVIDIA, "NVIDIA Management Library (NVML) API Reference and nvidia-smi
-       documentation", NVIDIA documentation (2025)
-    .. [nvidia_dcgm] NVIDIA, "Data Center GPU Manager (DCGM): dcgmi command-line interface",
-       NVIDIA DCGM source and documentation (2025)
-    .. [ansi_c12_1] ANSI; NEMA, "American National Standard for Electric Meters: Code for
-       Electricity Metering (C12.1)", National Electrical Manufacturers Association (2014)
-    .. [mge_glossary] Madison Gas and Electric, "Glossary: demand interval", MGE, as quoted by
-       metaglossary.com (2024)
-    .. [ieee_c37_118_1] IEEE, "IEEE Standard for Synchrophasor Measurements for Power Systems
-       (C37.118.1-2011) and Amendment 1: Modification of Selected Performance Requirements
-       (C37.118.1a-2014)", IEEE Standards Association (2014)
     .. [itron_iee_interval] Itron, "Interval validation rules; Configuring linear interpolation
        estimation routine (Itron Enterprise Edition Meter Data Management)", Itron documentation
        (2024)
@@ -379,8 +389,7 @@ def _read(
     x = np.asarray(values, dtype=float)
     if x.ndim == 0 or x.shape[-1] == 0:
         raise PowerModelError("a sensor needs a signal of at least one sample")
-    if not (np.isfinite(dt) and dt > 0.0):
-        raise PowerModelError(f"the grid step must be a positive number of seconds, got {dt}")
+    check_seconds(dt, "the grid step")
     check_resolves(s, dt)
     n = x.shape[-1]
     end = n * dt
@@ -394,7 +403,7 @@ def _read(
             f"the instants to read must lie within the signal, 0 to {format_duration(end)}"
         )
     if s.period == 0.0:
-        y = _report(x, dt, s, dt * np.arange(1, n + 1) if t is None else t, held_before)
+        y = _reports_at(x, dt, s, dt * np.arange(1, n + 1) if t is None else t, held_before)
         return (y, np.arange(n)) if changes else y
     instants = (n,) if t is None else t.shape
     if t is None:  # the instants in order: their reports are those of the first and the last
@@ -406,20 +415,20 @@ def _read(
         if s.period < dt * (1.0 - _EPS):  # every report is kept: bound them by the samples
             raise PowerModelError(
                 f"sensor {s.key!r}: a deadband needs a report period of at least the grid's "
-                f"step, {_short(dt)}; got {_short(s.period)}"
+                f"step, {_short_duration(dt)}; got {_short_duration(s.period)}"
             )
         first, last = 0, max(last, 0)
         reports = _deadband(
-            _report(x, dt, s, s.period * np.arange(last + 1), held_before), s.deadband
+            _reports_at(x, dt, s, s.period * np.arange(last + 1), held_before), s.deadband
         )
     elif last + 1 - first > np.prod(instants):  # few instants far apart: each read where it is
         m = np.concatenate([m for _, m in _report_blocks(t, n, dt, s.period)])
-        y = _report(x, dt, s, s.period * m.reshape(instants), held_before)
+        y = _reports_at(x, dt, s, s.period * m.reshape(instants), held_before)
         return (y, np.arange(n)) if changes else y
     else:
         # each report once (polls between two reports read the same one): at 10 ms, a PMU's
         # reports are a third of the polls, a revenue meter's one in 90,000
-        reports = _report(x, dt, s, s.period * np.arange(first, last + 1), held_before)
+        reports = _reports_at(x, dt, s, s.period * np.arange(first, last + 1), held_before)
     if changes:
         start, m = _changes(n, dt, s.period)
         return reports[..., m - first], start
@@ -461,7 +470,9 @@ def _report_of(t: np.ndarray, period: float) -> np.ndarray:
     return np.floor(t / period + _EPS).astype(np.int64)
 
 
-def _report(x: np.ndarray, dt: float, s: Sensor, r: np.ndarray, held_before: bool) -> np.ndarray:
+def _reports_at(
+    x: np.ndarray, dt: float, s: Sensor, r: np.ndarray, held_before: bool
+) -> np.ndarray:
     """The report of chain ``s`` made at instants ``r`` (no deadband): NaN where its window
     starts before the signal (unless ``held_before``) or overlaps a missing interval."""
     if s.window == 0.0:
@@ -475,20 +486,20 @@ def _report(x: np.ndarray, dt: float, s: Sensor, r: np.ndarray, held_before: boo
         y = _triangle(filled, dt, r, 0.5 * s.window)
     else:
         lo, hi = r - s.window, r
-        start = _start(filled, dt)
+        start = _edge_integrals(filled, dt)
         y = (_integral(filled, dt, hi, start) - _integral(filled, dt, lo, start)) / s.window
     blank = np.zeros(y.shape, dtype=bool)
     if not held_before:
         blank |= lo < -_EPS * dt
     if gaps:  # the share of the window that is missing, in seconds
         gap = missing.astype(float)
-        at = _start(gap, dt)
+        at = _edge_integrals(gap, dt)
         blank |= _integral(gap, dt, hi, at) - _integral(gap, dt, lo, at) > _EPS * dt
     y[blank] = np.nan
     return y
 
 
-def _start(x: np.ndarray, dt: float) -> np.ndarray:
+def _edge_integrals(x: np.ndarray, dt: float) -> np.ndarray:
     """``∫₀ x`` of the held signal at each grid edge ``dt · (0, …, n)``."""
     out = np.zeros(x.shape[:-1] + (x.shape[-1] + 1,))
     np.cumsum(x, axis=-1, out=out[..., 1:])
@@ -498,8 +509,8 @@ def _start(x: np.ndarray, dt: float) -> np.ndarray:
 
 def _integral(x: np.ndarray, dt: float, t: np.ndarray, start: np.ndarray) -> np.ndarray:
     """``∫₀ᵗ x`` of the held signal, its first value held before 0 and its last after the end
-    (:func:`_report` blanks what it reads before 0 unless the signal held there); ``start`` is
-    :func:`_start`'s.
+    (:func:`_reports_at` blanks what it reads before 0 unless the signal held there); ``start`` is
+    :func:`_edge_integrals`'s.
 
     The interval holding ``t`` (clipped to the first or last) gives the slope, so the same
     line extends past either end; the integral is continuous, so an instant that rounds into

@@ -18,6 +18,13 @@ BLOCK = 1 << 15  # samples a block of a rolling filter: its scratch arrays stay 
 SHORT_SEGMENT = 8  # segment_max takes this many samples of a segment an offset at a time
 
 
+def check_seconds(value: float, what: str) -> None:
+    """Raise a :class:`~powermodel.errors.PowerModelError` unless ``value`` is a positive,
+    finite number of seconds; ``what`` names it in the message ("the grid step"). [s]"""
+    if not (np.isfinite(value) and value > 0.0):
+        raise PowerModelError(f"{what} must be a positive number of seconds, got {value}")
+
+
 def nyquist(dt: float) -> float:
     """Nyquist frequency of a grid. [Hz]"""
     return 0.5 / dt
@@ -248,6 +255,13 @@ def range_reduce(ufunc: np.ufunc, x: np.ndarray, begin: np.ndarray, end: np.ndar
     # range ending at the last piece a valid stop
     pairs = np.stack([np.searchsorted(edges, begin), np.searchsorted(edges, end)], axis=1)
     return ufunc.reduceat(np.r_[pieces, pieces[-1]], pairs.ravel())[::2]
+
+
+def group_ranks(count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For groups of ``count[i]`` items laid end to end, each item's group and its rank in it
+    (0 for a group's first item). [1]"""
+    group = np.repeat(np.arange(count.size), count)
+    return group, np.arange(group.size) - np.repeat(np.cumsum(count) - count, count)
 
 
 def segment_max(x: np.ndarray, start: np.ndarray, stop: np.ndarray) -> np.ndarray:

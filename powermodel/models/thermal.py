@@ -173,7 +173,8 @@ def step_time_factor(clock: np.ndarray, compute_share: float) -> np.ndarray:
     """Step time relative to the reference when compute runs at ``clock``: compute stretches,
     communication does not.
 
-    ``t / t_ref = s / c + (1 − s)``, ``s`` the compute share of the reference step.
+    ``t / t_ref = s / c + (1 − s)``, ``s`` the compute share of the reference step [1], ``c``
+    the clock relative to the reference's [1]. [1]
     """
     return compute_share / np.asarray(clock) + (1.0 - compute_share)
 

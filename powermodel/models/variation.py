@@ -130,24 +130,16 @@ def draw_steps(
         Length of each running stretch, in time order. [mean steps]
     counter
         The job's step counter at each stretch's start, which places its evaluations. [1]
-    rng
-        Random generator of this job's steps.
-    distribution
-        ``"lognormal"`` or ``"gamma"``: the law of a step's length.
-    step_cv
-        Coefficient of variation of a step's length. [1]
-    straggler_probability
-        Share of steps a straggler delays. [1]
-    straggler_delay
-        What a straggler adds to its step. [mean steps]
-    level_cv
-        Coefficient of variation of a step's level scale (lognormal). [1]
-    evaluation_every
-        Steps from one evaluation to the next (the step counter's multiples), or None.
-    evaluation_length
-        Length of an evaluation step. [mean steps]
-    evaluation_level
-        Level scale of an evaluation step. [1]
+    rng, distribution
+        Random generator of this job's steps, and the law of a step's length: ``"lognormal"``
+        or ``"gamma"``.
+    step_cv, level_cv
+        Coefficient of variation of a step's length, and of its level scale (lognormal). [1]
+    straggler_probability, straggler_delay
+        Share of steps a straggler delays [1], and what it adds to its step [mean steps].
+    evaluation_every, evaluation_length, evaluation_level
+        Steps from one evaluation to the next (the step counter's multiples), or None; the
+        length [mean steps] and the level scale [1] of an evaluation step.
     scale_range
         Lowest and highest level scale the hardware lets a step reach: its power floor and its
         power limit over the running waveform's trough and peak. [1]
@@ -182,19 +174,43 @@ def draw_steps(
     job at its cap or TDP varies only downwards) or below a power floor.
     """
     extent = np.asarray(extent, dtype=np.float64)
-    keys = dict(
-        step_cv=step_cv,
-        straggler_probability=straggler_probability,
-        straggler_delay=straggler_delay,
-        evaluation_every=evaluation_every,
-        evaluation_length=evaluation_length,
-    )
-    pool = pool_sizes(extent, **keys)
-    n = int(pool.sum())
-    if n == 0:
+    law = (step_cv, straggler_probability, straggler_delay, evaluation_every, evaluation_length)
+    pool = pool_sizes(extent, *law)
+    if int(pool.sum()) == 0:
         return np.zeros(extent.size, dtype=np.int64), np.zeros(1), np.zeros((2, 1))
-    stretch = np.repeat(np.arange(extent.size), pool)
-    start = np.cumsum(pool) - pool
+    stretch = np.repeat(np.arange(extent.size), pool)  # each drawn step's stretch
+    first = np.cumsum(pool) - pool  # each stretch's first drawn step
+    length, scale, training = _drawn_steps(
+        stretch, first, counter, rng, distribution, law, level_cv, evaluation_level
+    )
+    runs = _started_in_stretch(extent, length, stretch, first)
+    count = np.bincount(stretch, runs, extent.size).astype(np.int64)
+    del stretch
+    bound, level = _running_sums(length[runs], scale[runs], training[runs], scale_range)
+    return count, bound, level
+
+
+def _drawn_steps(
+    stretch: np.ndarray,
+    first: np.ndarray,
+    counter: np.ndarray,
+    rng: np.random.Generator,
+    distribution: str,
+    law: tuple[float, float, float, int | None, float],
+    level_cv: float,
+    evaluation_level: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each drawn step's length [mean steps] and level scale [1], and whether it trains.
+
+    ``stretch`` is each step's stretch, ``first`` each stretch's first step, ``law``
+    :func:`draw_steps`'s ``(step_cv, straggler_probability, straggler_delay, evaluation_every,
+    evaluation_length)``. A training step lasts ``X_j + δ·B_j`` (at least :data:`SHORTEST`
+    before the straggler's delay) at the scale ``Y_j``; the step counter's every
+    ``evaluation_every``-th step is an evaluation, its length times ``evaluation_length``, its
+    scale times ``evaluation_level``. The draws come in that order: lengths, scales, stragglers.
+    """
+    step_cv, straggler_probability, straggler_delay, evaluation_every, evaluation_length = law
+    n = stretch.size
     length = mean_one(n, step_cv, distribution, rng)
     scale = mean_one(n, level_cv, "lognormal", rng)
     np.maximum(length, SHORTEST, out=length)
@@ -202,17 +218,31 @@ def draw_steps(
         length += straggler_delay * (rng.random(n) < straggler_probability)
     training = np.ones(n, dtype=bool)
     if evaluation_every is not None:
-        step = np.arange(n) - start[stretch] + np.asarray(counter, dtype=np.int64)[stretch]
+        step = np.arange(n) - first[stretch] + np.asarray(counter, dtype=np.int64)[stretch]
         training = step % evaluation_every != evaluation_every - 1
         length[~training] *= evaluation_length
         scale[~training] *= evaluation_level
+    return length, scale, training
+
+
+def _started_in_stretch(
+    extent: np.ndarray, length: np.ndarray, stretch: np.ndarray, first: np.ndarray
+) -> np.ndarray:
+    """Which drawn steps (``length`` [mean steps], of the stretches ``stretch``, each
+    stretch's from ``first``) start before their stretch of ``extent`` [mean steps] ends:
+    ``K_r = min{k : Σ_{j<k} s_j ≥ x_r}`` steps, the last cut by the end."""
     # a step runs if its stretch has not ended when it starts
     within = np.cumsum(length)
-    within -= np.concatenate(([0.0], within))[start][stretch]  # each step's end in its stretch
-    runs = within - length < extent[stretch]
-    count = np.bincount(stretch, runs, extent.size).astype(np.int64)
-    length, scale, training = length[runs], scale[runs], training[runs]
-    del stretch, within, runs
+    within -= np.concatenate(([0.0], within))[first][stretch]  # each step's end in its stretch
+    return within - length < extent[stretch]
+
+
+def _running_sums(
+    length: np.ndarray, scale: np.ndarray, training: np.ndarray, scale_range: tuple[float, float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`draw_steps`'s ``bound`` and ``level`` from the steps that run, in order: their
+    lengths [mean steps], level scales [1] (clipped here to ``scale_range``, the hardware's
+    power floor and limit; overwritten) and whether each trains."""
     np.clip(scale, *scale_range, out=scale)
     bound = np.concatenate(([0.0], np.cumsum(length)))
     length = np.diff(bound)  # as the renderer will read it back
@@ -221,4 +251,4 @@ def draw_steps(
     level = np.zeros((2, bound.size))
     np.cumsum(scale, out=level[0, 1:])
     np.cumsum(np.where(training, 1.0, 0.0) - length, out=level[1, 1:])
-    return count, bound, level
+    return bound, level

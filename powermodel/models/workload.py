@@ -290,10 +290,11 @@ def phase_levels(
     compute_power: float,
     trough_depth: float,
 ) -> np.ndarray:
-    """Per-phase GPU power as a fraction of TDP.
+    """Per-phase GPU power as a fraction of TDP. [1]
 
     Compute phases draw ``compute_power``; communication phases
-    ``compute_power·(1 − trough_depth)``; other phases their own ``power``.
+    ``compute_power·(1 − trough_depth)``; other phases their own ``power`` (all as fractions of
+    TDP, ``trough_depth`` a share [1]).
     """
     by_kind = {"compute": compute_power, "communication": compute_power * (1.0 - trough_depth)}
     return np.array([by_kind[k] if k in by_kind else p for k, p in zip(kinds, powers, strict=True)])
@@ -368,6 +369,7 @@ def offset_kernel(
     Groups (pipeline stages, data-parallel replicas) start each phase at offsets spread uniformly
     over ``offset_spread`` (the pipeline schedule) plus Gaussian ``jitter``. The characteristic
     function of that distribution, taken modulo the step, multiplies the waveform's spectrum.
+    ``step_time``, ``offset_spread`` and ``jitter`` (a standard deviation) in seconds [s].
 
     Returns
     -------
@@ -385,6 +387,7 @@ def aggregate(waveform: np.ndarray, kernel: np.ndarray) -> np.ndarray:
     """Cluster-mean waveform: the per-group waveform convolved with the offset distribution.
 
     An exact expectation over the offsets in O(n log n), whatever the number of GPUs. Apply every
-    per-GPU or per-server transform (caps, floors, PSU curve) to ``waveform`` before this.
+    per-GPU or per-server transform (caps, floors, PSU curve) to ``waveform`` before this. The
+    result is in ``waveform``'s unit; ``kernel`` (:func:`offset_kernel`) is dimensionless [1].
     """
     return np.fft.irfft(np.fft.rfft(waveform) * kernel, n=waveform.size)
