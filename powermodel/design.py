@@ -341,6 +341,21 @@ def design(
     rating and the next size up over it, both simulated: 4 to 9 runs of the design week (1 to
     8 s for the presets at 50 MW).
     """
+    grid_mw, kind, period = _checked(preset, grid_mw, overrides)
+    runs = _DesignRuns(kind, grid_mw, period, simulator, progress)
+    smallest = _smallest(kind, grid_mw, runs)
+    nameplate = _nameplate(kind.base)
+    guess, cap = _first_guess(kind, grid_mw, runs, smallest, nameplate)
+    lo, hi = _search(kind, grid_mw, runs, smallest, guess, cap)
+    return _design(kind, grid_mw, lo, hi, runs.made, nameplate, format_duration(period))
+
+
+def _checked(
+    preset: str, grid_mw: float, overrides: Mapping[str, Any] | Iterable[str] | None
+) -> tuple[float, _Kind, float]:
+    """The rating [MW], the preset's kind with the user's keys and the design run's period
+    [s], refused before any run where the preset is unknown or one node draws more than the
+    rating."""
     if preset not in presets():
         raise PowerModelError(
             f"unknown preset {preset!r}: design starts from one of {', '.join(presets())}"
@@ -354,47 +369,82 @@ def design(
             f"a connection of {grid_mw:g} MW is below one node's draw there, {node_mw:.4g} MW "
             f"({_node_words(kind)} on the design day, nameplate): give at least {node_mw:.4g} MW"
         )
-    runs: dict[int, _Peaks] = {}
+    return grid_mw, kind, period
 
-    def peak(m: int) -> float:
-        if m not in runs:
-            if len(runs) >= MAX_SIMULATIONS:
+
+@dataclass
+class _DesignRuns:
+    """The design runs one design makes, by the lead workload's size: each size simulated once,
+    at most :data:`MAX_SIMULATIONS` of them."""
+
+    kind: _Kind
+    grid_mw: float  # the rating, for the refusal [MW]
+    period: float  # the design run's period [s]
+    simulator: Callable[[Scenario], xr.Dataset]
+    progress: Callable[[str], None] | None
+    made: dict[int, _Peaks] = field(default_factory=dict)
+
+    def peak(self, m: int) -> float:
+        """The design peak of the site at lead size ``m`` [MW], simulated the first time."""
+        if m not in self.made:
+            if len(self.made) >= MAX_SIMULATIONS:
                 raise PowerModelError(
-                    f"design of {preset} for {grid_mw:g} MW did not settle in {MAX_SIMULATIONS} "
-                    "runs (a defect: please report it)"
+                    f"design of {self.kind.preset} for {self.grid_mw:g} MW did not settle in "
+                    f"{MAX_SIMULATIONS} runs (a defect: please report it)"
                 )
-            keys, counts = kind.site(m)
-            if progress is not None:
-                progress(f"simulating {sum(counts.values()):,} GPUs")
-            runs[m] = _peaks(kind, keys, period, simulator)
-        return runs[m].design_peak
+            keys, counts = self.kind.site(m)
+            if self.progress is not None:
+                self.progress(f"simulating {sum(counts.values()):,} GPUs")
+            self.made[m] = _peaks(self.kind, keys, self.period, self.simulator)
+        return self.made[m].design_peak
 
-    smallest = kind.up(0, kind.nodes)  # a campus's smallest: each workload one replica
+
+def _smallest(kind: _Kind, grid_mw: float, runs: _DesignRuns) -> int:
+    """The smallest size the preset takes (a campus: each workload one replica), simulated:
+    refused where even it peaks over the rating."""
+    preset = kind.preset
+    smallest = kind.up(0, kind.nodes)
     if smallest is None:
         raise PowerModelError(f"{preset} accepts no size of its kind: a defect, please report it")
-    if peak(smallest) > grid_mw:
+    if runs.peak(smallest) > grid_mw:
         gpus = sum(kind.site(smallest)[1].values())
         raise PowerModelError(
             f"a connection of {grid_mw:g} MW: the smallest site {preset} takes today, "
-            f"{gpus:,} GPUs, peaks at {runs[smallest].design_peak:.4g} MW at the connection: "
-            "give at least "
-            f"{runs[smallest].design_peak:.4g} MW (or a preset of smaller jobs)"
+            f"{gpus:,} GPUs, peaks at {runs.made[smallest].design_peak:.4g} MW at the "
+            f"connection: give at least {runs.made[smallest].design_peak:.4g} MW (or a preset "
+            "of smaller jobs)"
         )
-    lo, hi = smallest, None
-    # the first guess from the nameplate design day, then secant steps on the simulated peaks
-    # inside the bracket, a halving where a secant step did not halve it (the peak is near
-    # proportional to the size, but a disturbance's recharge or a restart can bend it)
-    nameplate = _nameplate(kind.base)
+    return smallest
+
+
+def _first_guess(
+    kind: _Kind, grid_mw: float, runs: _DesignRuns, smallest: int, nameplate: float
+) -> tuple[int, int]:
+    """The first size to simulate, from the nameplate design day (``nameplate`` [MW]; NaN: the
+    smallest site's simulated peak, per node), and the largest size designed (:func:`_cap`):
+    refused where the guess is over it."""
     per_node = nameplate / kind.nodes
     if not np.isfinite(per_node):  # no design day: the smallest site's simulated peak
-        per_node = runs[smallest].design_peak / smallest
+        per_node = runs.made[smallest].design_peak / smallest
     guess = max(int(grid_mw / per_node), smallest)
     cap = _cap(kind)
     if guess > cap:
         raise PowerModelError(
             f"a connection of {grid_mw:g} MW: more than the {MAX_GPUS:,} GPUs powermodel designs "
-            f"(about {cap * per_node:,.0f} MW of {preset}'s kind): design the site in parts"
+            f"(about {cap * per_node:,.0f} MW of {kind.preset}'s kind): design the site in parts"
         )
+    return guess, cap
+
+
+def _search(
+    kind: _Kind, grid_mw: float, runs: _DesignRuns, smallest: int, guess: int, cap: int
+) -> tuple[int, int | None]:
+    """The largest size within the rating and the next size up over it (None: no size of the
+    kind above it), both simulated."""
+    lo, hi = smallest, None
+    # the first guess from the nameplate design day, then secant steps on the simulated peaks
+    # inside the bracket, a halving where a secant step did not halve it (the peak is near
+    # proportional to the size, but a disturbance's recharge or a restart can bend it)
     width = math.inf
     while hi is None or kind.up(lo) != hi:
         m = kind.down(min(guess, cap))
@@ -409,14 +459,14 @@ def design(
             m = kind.up(lo)  # the line meets the rating at lo: the next size up
         if m is None or m <= lo or (hi is not None and m >= hi):
             break  # no size of the kind above lo (within the cap)
-        if peak(m) <= grid_mw:
+        if runs.peak(m) <= grid_mw:
             lo = m
         else:
             hi = m
         now = math.inf if hi is None else hi - lo
-        guess = _secant(runs, lo, hi, grid_mw) if now <= width / 2 else (lo + hi) // 2
+        guess = _secant(runs.made, lo, hi, grid_mw) if now <= width / 2 else (lo + hi) // 2
         width = now
-    return _design(kind, grid_mw, lo, hi, runs, nameplate, format_duration(period))
+    return lo, hi
 
 
 def _largest(kind: _Kind, lo: int, top: int) -> int:

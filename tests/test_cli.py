@@ -296,11 +296,11 @@ def test_a_reader_that_stops_early_is_not_an_error():
     ],
 )
 def test_where_runs_go_is_checked_before_anything_runs(capsys, monkeypatch, argv, parallel, match):
-    import powermodel.cli as cli
+    from powermodel.cli import common, study_commands
 
     ran = []
-    monkeypatch.setattr(cli, "simulate", ran.append)
-    monkeypatch.setattr(cli, "check_seeds", lambda *a, **k: ran.append(a))
+    monkeypatch.setattr(common, "simulate", ran.append)
+    monkeypatch.setattr(study_commands, "check_seeds", lambda *a, **k: ran.append(a))
     assert main([*argv, *parallel]) == 1
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("powermodel: error:") and match in line and ran == []
@@ -310,7 +310,7 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_run(tmp_path, ca
     # export.check_folder, shared by run, export and sweep: a file where a folder should be is
     # refused before anything is simulated (a long run's results were lost at the end)
     (tmp_path / "afile").write_text("")
-    monkeypatch.setattr("powermodel.cli.simulate", lambda *_: pytest.fail("simulated"))
+    monkeypatch.setattr("powermodel.cli.common.simulate", lambda *_: pytest.fail("simulated"))
     code = main(["run", "llama3-405b-16k-h100", "-o", str(tmp_path / "afile" / "out.csv")])
     assert code == 1
     assert "afile' is a file, not a folder: give an output in a folder" in capsys.readouterr().err
@@ -320,7 +320,7 @@ def test_check_and_ride_through_tables_keep_to_a_terminal(capsys):
     # issue 28 (6): the check and ride-through tables were 320-340 characters wide; wider than
     # 120 they are printed in blocks of their columns, each led by the row's name
     from powermodel import rules
-    from powermodel.cli import TERMINAL
+    from powermodel.cli.tables import TERMINAL
 
     assert main(["check", REFERENCE, *SHORT, "--rules", "ercot-5s,nprr1191-up,ieso-15s"]) == 3
     out = capsys.readouterr().out

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from powermodel.cli import _parser
+from powermodel.cli.parser import _parser
 from powermodel.webapp.serve import dashboard_parser
 
 ROOT = Path(__file__).resolve().parents[1]

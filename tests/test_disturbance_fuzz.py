@@ -144,7 +144,7 @@ def test_the_ride_through_command_refuses_a_bad_model_request_before_the_run(
     from powermodel import cli
 
     ran = []
-    monkeypatch.setattr(cli, "simulate", lambda *a, **k: ran.append(1))
+    monkeypatch.setattr("powermodel.cli.common.simulate", lambda *a, **k: ran.append(1))
     args = [*CLI_RUN, "--model", str(tmp_path / "m")]
     if problem == "index":
         args += ["--disturbance", "99"]

@@ -358,7 +358,7 @@ def test_a_text_shared_by_many_values_counts_for_each(compressed, real, tmp_path
     assert path.stat().st_size < 2 * SHARED  # the text is in the file once
     with h5py.File(path) as f:  # as netCDF4 would read it: once for each value
         assert sum(len(t) for t in f["error"][...].flat) == CELLS * SHARED
-    monkeypatch.setattr(sweeping, "MAX_RESULT_CELLS", 3 * SHARED)
+    monkeypatch.setattr("powermodel.sweep.saved.MAX_RESULT_CELLS", 3 * SHARED)
     with pytest.raises(
         DataFileError, match=r"^results.nc holds (\d|,)+ values; at most 300,000"
     ) as e:

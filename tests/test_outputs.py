@@ -36,6 +36,7 @@ from synthetic_telemetry import write as write_trace
 from powermodel import cli, output, reproduce
 from powermodel.errors import PowerModelError
 from powermodel.iotools.telemetry import TelemetryWarning
+from powermodel.reproduce.anchor import PREDICTION
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = "llama3-405b-16k-h100"
@@ -187,9 +188,7 @@ def out(tmp_path) -> Iterator[Path]:
 def cheap_anchors(monkeypatch):
     """``reproduce`` with one anchor: its report (plotly.js embedded, 4.6 MB) is written as
     every run's is, without the minutes the published anchors take."""
-    anchor = reproduce.Anchor(
-        "a", "b", "1", "1", "±0", reproduce.PREDICTION, "-", True, go.Figure(), 0.1
-    )
+    anchor = reproduce.Anchor("a", "b", "1", "1", "±0", PREDICTION, "-", True, go.Figure(), 0.1)
     monkeypatch.setattr(reproduce, "run_anchors", lambda progress=None: [anchor])
 
 
@@ -360,8 +359,8 @@ def _no_work(monkeypatch) -> None:
     """Fail the test if a command starts its work: a run, a check's runs, a sweep, reading a
     trace to fit, the anchors."""
     for target in (
-        "powermodel.cli.simulate",
-        "powermodel.cli.check_seeds",
+        "powermodel.cli.common.simulate",
+        "powermodel.cli.study_commands.check_seeds",
         "powermodel.stream.prepare",
         "powermodel.sweep.sweep",
         "powermodel.fit_report.read_telemetry",
@@ -402,7 +401,10 @@ def test_a_streamed_run_killed_mid_stream_leaves_no_part_of_itself(tmp_path, sto
 def test_an_interrupt_after_the_write_does_not_say_it_was_lost(tmp_path, capsys, monkeypatch):
     # the file is written, then the sensitivity runs are interrupted: the file stays, whole
     out = tmp_path / "a.csv"
-    monkeypatch.setattr(cli, "sensitivity", lambda *a, **k: os.kill(os.getpid(), signal.SIGINT))
+    monkeypatch.setattr(
+        "powermodel.cli.run_commands.sensitivity",
+        lambda *a, **k: os.kill(os.getpid(), signal.SIGINT),
+    )
     code, err = _main(["run", REFERENCE, *HOUR, "-o", str(out), "--sensitivity"], capsys)
     assert code == 130 and err.splitlines()[-1] == "powermodel: interrupted"
     assert pacsv.read_csv(out).num_rows == 3600  # an hour at the preset's 1 s

@@ -29,7 +29,8 @@ from powermodel import load_scenario, reproduce
 from powermodel.cli import main
 from powermodel.errors import PowerModelError
 from powermodel.iotools import data_dir
-from powermodel.reproduce import CALIBRATION, FORMULA, IDENTITY, PREDICTION
+from powermodel.reproduce import gpu_levers, llama3, node, reliability, runner
+from powermodel.reproduce.anchor import CALIBRATION, FORMULA, IDENTITY, PREDICTION, SEEDS
 
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "reproduce.md"
 # Every anchor's kind and verdict at this commit (issue 27: a change either way is seen). A
@@ -100,7 +101,7 @@ def command(tmp_path_factory):
     # Not by replacing builtins.print: numba, when first imported inside the command, registers
     # whatever builtins.print is then and fails on a stand-in, leaving itself half imported.
     out = io.StringIO()
-    reproduce.clear_caches()  # its anchors' shared runs afresh (other modules' caches stay warm)
+    runner.clear_caches()  # its anchors' shared runs afresh (other modules' caches stay warm)
     start, cpu = time.perf_counter(), time.process_time()
     with contextlib.redirect_stdout(out):
         code = main(["reproduce", "-o", str(report)])
@@ -168,12 +169,12 @@ def test_the_whole_run_fits_the_budget(command, anchors):
 def test_ft_hsdp_replica_band_is_the_inputs_as_printed():
     # FT-HSDP [P, ft_hsdp]: 80 % with a 3-min stall. The band is the model over the stall as
     # printed (2.5-3.5 min: 71.9-77.5 %), not ±10 points: the 80 % falls outside it
-    a = reproduce.ft_hsdp_replicas()
+    a = reliability.ft_hsdp_replicas()
     low, high = (float(x) for x in re.search(r"inside ([\d.]+)-([\d.]+) %", a.tolerance).groups())
     assert high - low < 10.0
     assert low < 74.6 < high < 80.0 and not a.passed
-    short, long = (reproduce.ft_hsdp_training_time("replica", s).mean() for s in (150.0, 210.0))
-    assert short > reproduce.ft_hsdp_training_time("replica").mean() > long
+    short, long = (reliability.ft_hsdp_training_time("replica", s).mean() for s in (150.0, 210.0))
+    assert short > reliability.ft_hsdp_training_time("replica").mean() > long
 
 
 @pytest.mark.parametrize(
@@ -183,15 +184,15 @@ def test_ft_hsdp_replica_band_is_the_inputs_as_printed():
 )
 def test_gb200_cap_power_is_judged_on_the_mean(monkeypatch, mean, peak, passed):
     monkeypatch.setattr(
-        reproduce, "gb200_cap_changes", lambda: {"mean": mean, "peak": peak, "work": -0.05}
+        gpu_levers, "gb200_cap_changes", lambda: {"mean": mean, "peak": peak, "work": -0.05}
     )
-    assert reproduce.gb200_cap_power().passed is passed
+    assert gpu_levers.gb200_cap_power().passed is passed
 
 
 def test_gb200_cap_changes_of_the_model():
     # a 1,000 W cap over a July day on the liquid plant: compute phases held at the cap, the
     # communication trough below it untouched, so the mean falls less than the peak
-    found = reproduce.gb200_cap_changes()
+    found = gpu_levers.gb200_cap_changes()
     assert found["mean"] == pytest.approx(-0.123, abs=0.002)
     assert found["peak"] == pytest.approx(-0.170, abs=0.002)
     assert found["work"] == pytest.approx(-0.043, abs=0.002)
@@ -200,7 +201,7 @@ def test_gb200_cap_changes_of_the_model():
 def test_mlperf_gpt3_runs_the_submissions_layout():
     # Sustainable Metal Cloud's config in mlcommons/training_results_v4.0: GPT-3 TP4 PP8 with
     # MINIBS 128 (DP 16, 2,048 sequences of 2,048) on 64 nodes
-    scenario = reproduce.mlperf_gpt3_scenario()
+    scenario = node.mlperf_gpt3_scenario()
     layout = scenario.workload.parallelism
     assert scenario.cluster.n_gpus == 512
     assert (layout.tp, layout.pp, layout.cp) == (4, 8, 1)
@@ -212,14 +213,14 @@ def test_mlperf_lora_is_the_preset_at_the_submissions_sizes(nodes, sequences):
     # one LoRA scenario: the preset (its layout and calibration, tests/test_scale_laws.py)
     # carried to the submission's GPUs and global batch (data/published/mlperf_training_v4_
     # scaling.csv: 8, 8 and 64 sequences of 8,192 tokens), nothing else changed
-    preset = load_scenario(reproduce.LORA)
-    scenario = reproduce.mlperf_lora_scenario(nodes)
+    preset = load_scenario(node.LORA)
+    scenario = node.mlperf_lora_scenario(nodes)
     assert scenario.cluster.n_gpus == 8 * nodes
     assert scenario.workload.tokens_per_step == sequences * 8192
     assert scenario.workload.parallelism == preset.workload.parallelism
     assert scenario.workload.trough_depth == preset.workload.trough_depth
     with pytest.raises(ValueError, match=r"on \[1, 8, 64\] nodes, not 16"):
-        reproduce.mlperf_lora_scenario(16)
+        node.mlperf_lora_scenario(16)
 
 
 def _lora_rows() -> pd.DataFrame:
@@ -239,7 +240,7 @@ def test_mlperf_anchors_compare_the_running_state_row_by_row(anchors):
     assert calibrated.published == "7,218 W ±10 at 1; 6,117 W ±38 at 8 nodes (AC)"
     assert held_out.published == "5,887 W ±148 at 64 nodes (AC)"
     # docs/model/workload.md's table: 7,217, 6,116 W [C] and 5,850 W predicted
-    lora = [reproduce.mlperf_lora_power(n) for n in (1, 8, 64)]
+    lora = [node.mlperf_lora_power(n) for n in (1, 8, 64)]
     assert lora == pytest.approx([7217.0, 6116.0, 5850.0], abs=1.0)
     # what each was fitted on: the 64-node power is in neither fit, its step in the wait's law
     assert "running node power at 1 and 8 nodes" in calibrated.fitted
@@ -248,7 +249,7 @@ def test_mlperf_anchors_compare_the_running_state_row_by_row(anchors):
     # whole log differs by 0.1 % here
     gpt3 = anchors["MLPerf Training v4.0 node power, GPT-3 175B"]
     assert gpt3.published.startswith("6.75 kW at 64 nodes (DC while training: 6.86 kW AC")
-    assert reproduce.mlperf_gpt3_power() == pytest.approx(6800.0, abs=5.0)
+    assert node.mlperf_gpt3_power() == pytest.approx(6800.0, abs=5.0)
     # the old band (0.7-0.97 kW a GPU) is not what the file says: 0.54-0.88 kW of AC a GPU
     measured = pd.read_csv(data_dir() / "published" / "mlperf_training_v4_power.csv")
     per_gpu = measured["node_ac"] / 8
@@ -265,14 +266,14 @@ def test_mlperf_lora_verdict_is_the_measured_spread(monkeypatch, anchor, within,
     rows = _lora_rows()
     spread = np.hypot(rows.running_ac_sd, rows.running_node_cv.fillna(0.0) * rows.running_ac)
     model = (rows.running_ac + within * spread).to_dict()
-    monkeypatch.setattr(reproduce, "mlperf_lora_power", model.__getitem__)
-    assert getattr(reproduce, anchor)().passed is passed
+    monkeypatch.setattr(node, "mlperf_lora_power", model.__getitem__)
+    assert getattr(node, anchor)().passed is passed
 
 
 def test_ft_hsdp_keeps_more_training_than_whole_job_restarts():
     # FT-HSDP [P, ft_hsdp]: 44 % synchronous (the failure rate fitted to it), 80 % with replica
     # restarts (predicted from the same rate and the published 3-min stall: 74.6 %)
-    job, replica = (reproduce.ft_hsdp_training_time(s) for s in ("job", "replica"))
+    job, replica = (reliability.ft_hsdp_training_time(s) for s in ("job", "replica"))
     assert abs(job.mean() - 0.44) <= 0.02
     assert abs(replica.mean() - 0.80) <= 0.10
     assert np.all(replica > job + 0.25)
@@ -284,13 +285,13 @@ def test_kokolis_mttf_against_the_closed_form():
     # errors of an exponential mean over the failures seen
     for n_gpus in (16384, 131072):
         closed = 24.0 / (n_gpus / 8 * 6.50e-3)
-        model, failures = reproduce.simulated_mttf(n_gpus, seeds=5)
+        model, failures = reliability.simulated_mttf(n_gpus, seeds=5)
         assert model == pytest.approx(closed, rel=3.0 / np.sqrt(failures))
 
 
 def test_llama3_step_time_anchor():
     # [llama3] Table 4: 6·405e9·16,777,216 / (16,384 · 400e12) = 6.22 s; the model's 6.13 s
-    a = reproduce.llama3_step_time()
+    a = llama3.llama3_step_time()
     assert a.published == "6.22 s"
     assert a.passed and a.model == "6.13 s"
 
@@ -299,7 +300,7 @@ def test_llama3_8k_row_is_predicted_from_the_16k_calibration():
     # [llama3] Table 4: 43 % MFU at 8,192 GPUs, 6·405e9·16,777,216 / (8,192 · 989.4e12 · 0.43)
     # = 11.70 s; the reference's layout, calibrated at 16,384 GPUs only, gives 43.4 % and
     # 11.59 s (tests/test_layout.py checks the arithmetic)
-    a = reproduce.llama3_8k_row()
+    a = llama3.llama3_8k_row()
     assert a.kind == PREDICTION
     assert a.published == "43 % (11.70 s a step)"
     assert a.passed and a.model == "43.4 % (11.59 s)"
@@ -309,14 +310,14 @@ def test_llama3_8k_row_is_predicted_from_the_16k_calibration():
 
 def test_node_anchors_follow_the_scenario(tmp_path, monkeypatch):
     # Latif: 8.4 kW peak; the preset's rest_power_active (2.6 kW) was derived from it
-    assert reproduce.node_peak().passed
+    assert node.node_peak().passed
     # the anchors read the model at run time: a node with 400 W more of rest fails both
     changed = tmp_path / "changed.toml"
     changed.write_text(
         f'extends = "{REFERENCE}"\nname = "changed"\n[cluster]\nrest_power_active = 3000.0\n'
     )
-    monkeypatch.setattr(reproduce, "REFERENCE", str(changed))
-    peak, share = reproduce.node_peak(), reproduce.node_training_share()
+    monkeypatch.setattr(node, "REFERENCE", str(changed))
+    peak, share = node.node_peak(), node.node_training_share()
     assert not peak.passed and not share.passed
     # 400 W more DC through the supplies at ~98 % (the measured curve) is about 0.41 kW more AC
     assert float(peak.model.split()[0]) == pytest.approx(8.78, abs=0.02)
@@ -325,8 +326,8 @@ def test_node_anchors_follow_the_scenario(tmp_path, monkeypatch):
 def test_young_daly_grid_brackets_the_optimum(anchors):
     # the 10-point grid spans 0.4-2.5 times √(2·MTBF·C) in equal ratios (1.226), so two of
     # its points lie within 20 % of it and the anchor can fail on either side
-    grid = reproduce.YOUNG_DALY_GRID
-    assert grid.size == 10 and reproduce.SEEDS >= 200
+    grid = reliability.YOUNG_DALY_GRID
+    assert grid.size == 10 and SEEDS >= 200
     assert np.sum(np.abs(grid - 1.0) <= 0.2) == 2
     assert anchors["Young/Daly optimum by simulation"].passed
 
@@ -336,7 +337,7 @@ def test_choukse_anchor_states_its_waveform(anchors):
     # a two-phase step, compute at the limit 67.5 % of it, communication 30 % lower: a 90 %
     # floor raises its mean from 0.9025 to 0.9675 of the limit (+7.2 %) less the edges' share
     assert "67.5 % compute, 30 % trough" in a.model
-    assert reproduce._floor_cost(0.675, 0.30) == pytest.approx(0.072, abs=0.008)
+    assert gpu_levers._floor_cost(0.675, 0.30) == pytest.approx(0.072, abs=0.008)
 
 
 def test_report_path_must_be_html(tmp_path, capsys):

@@ -22,7 +22,19 @@ import powermodel.sweep as sweep_module
 from powermodel import load_scenario, metrics, simulate
 from powermodel.cli import main
 from powermodel.errors import PowerModelError, ScenarioError
-from powermodel.sweep import Failure, read_sweep, run_all, summary, sweep, table
+from powermodel.scenario import Scenario
+from powermodel.sweep import (
+    Failure,
+    placement,
+    points,
+    read_sweep,
+    results,
+    run_all,
+    runs,
+    summary,
+    sweep,
+    table,
+)
 
 REFERENCE = "llama3-405b-16k-h100"
 ROOT = Path(__file__).parents[1]
@@ -107,7 +119,7 @@ def test_an_invalid_point_is_recorded_and_the_others_run():
 
 
 def test_a_run_that_fails_where_it_runs_is_recorded(monkeypatch):
-    real = sweep_module.simulate
+    real = runs.simulate
 
     def failing(scenario):
         if scenario.simulation.seed == 1:
@@ -116,7 +128,7 @@ def test_a_run_that_fails_where_it_runs_is_recorded(monkeypatch):
             raise RuntimeError("a defect")
         return real(scenario)
 
-    monkeypatch.setattr(sweep_module, "simulate", failing)
+    monkeypatch.setattr(runs, "simulate", failing)
     ds = sweep(
         REFERENCE, {"cluster.n_gpus": [8192, 16384]}, 2, overrides=DAY, workers=0, progress=False
     )
@@ -141,8 +153,8 @@ def test_a_run_that_fails_where_it_runs_is_recorded(monkeypatch):
 )
 def test_an_unknown_key_is_refused_before_any_run(monkeypatch, grid, overrides, match):
     ran = []
-    monkeypatch.setattr(sweep_module, "simulate", ran.append)
-    monkeypatch.setattr(sweep_module, "load_scenario", ran.append)
+    monkeypatch.setattr(runs, "simulate", ran.append)
+    monkeypatch.setattr(runs, "load_scenario", ran.append)
     with pytest.raises(ScenarioError, match=match):
         sweep(REFERENCE, grid, 2, overrides=overrides, workers=0, progress=False)
     assert ran == []
@@ -150,7 +162,7 @@ def test_an_unknown_key_is_refused_before_any_run(monkeypatch, grid, overrides, 
 
 def test_known_keys_pass_the_check():
     for key in ("cluster.n_gpus", "workload.phases.1.power", "mitigation.smoothing", "extends"):
-        sweep_module._check_key(key)
+        points._check_key(key)
 
 
 def test_seeds_are_shared_across_points():
@@ -227,7 +239,7 @@ def test_workers_fork_with_this_processs_objects_left_out_of_their_collections()
 
 @pytest.mark.parametrize("count, threads", [(256, 2), (5, 2), (1, 4), (10_000, 16), (37, 3)])
 def test_chunks_cover_the_items_in_order_and_shrink_to_one(count, threads):
-    spans = sweep_module._spans(count, threads)
+    spans = placement._spans(count, threads)
     assert [start for start, _ in spans] == [0, *(stop for _, stop in spans[:-1])]
     assert spans[-1][1] == count
     sizes = [stop - start for start, stop in spans]
@@ -235,8 +247,8 @@ def test_chunks_cover_the_items_in_order_and_shrink_to_one(count, threads):
     assert sizes[-1] == 1
     # the first is a share of all: CHUNKS_PER_THREAD chunks a thread at least, MAX_CHUNK items
     # at most (a worker's death loses a chunk)
-    share = math.ceil(count / (threads * sweep_module.CHUNKS_PER_THREAD))
-    assert sizes[0] == min(share, sweep_module.MAX_CHUNK)
+    share = math.ceil(count / (threads * placement.CHUNKS_PER_THREAD))
+    assert sizes[0] == min(share, placement.MAX_CHUNK)
 
 
 def test_more_workers_than_cores_are_refused():
@@ -329,7 +341,7 @@ def test_a_sweep_on_a_running_scheduler_equals_the_serial_one(serial, scheduler)
 
 
 def test_a_scheduler_that_is_not_there_is_one_error(monkeypatch):
-    monkeypatch.setattr(sweep_module, "CONNECT_TIMEOUT", 1.0)
+    monkeypatch.setattr(placement, "CONNECT_TIMEOUT", 1.0)
     started = time.perf_counter()
     with pytest.raises(PowerModelError, match="cannot reach the dask scheduler"):
         run_all(math.sqrt, [4.0], scheduler=f"tcp://127.0.0.1:{_free_port()}")
@@ -472,7 +484,7 @@ def test_check_over_seeds_and_ranges_prints_the_same_on_workers(capsys):
 )
 def test_a_bad_sweep_file_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch, text, match):
     ran = []
-    monkeypatch.setattr(sweep_module, "simulate", ran.append)
+    monkeypatch.setattr(runs, "simulate", ran.append)
     path = tmp_path / "sweep.toml"
     if text is not None:
         path.write_text(text)
@@ -541,7 +553,7 @@ def silent_port():
 
 
 def test_a_port_that_accepts_but_does_not_speak_dask_is_one_error_in_time(monkeypatch, silent_port):
-    monkeypatch.setattr(sweep_module, "CONNECT_TIMEOUT", 1.0)
+    monkeypatch.setattr(placement, "CONNECT_TIMEOUT", 1.0)
     started = time.perf_counter()
     with pytest.raises(PowerModelError, match="cannot reach the dask scheduler at tcp://"):
         run_all(math.sqrt, [4.0], scheduler=f"127.0.0.1:{silent_port}")
@@ -566,7 +578,7 @@ def test_a_malformed_scheduler_address_is_one_line_before_any_point_loads(
     tmp_path, capsys, monkeypatch, address, match
 ):
     loaded = []
-    monkeypatch.setattr(sweep_module, "load_scenario", loaded.append)
+    monkeypatch.setattr(runs, "load_scenario", loaded.append)
     path = _files(tmp_path)
     assert main(["sweep", str(path), "-o", str(tmp_path / "r.nc"), "--scheduler", address]) == 1
     (line,) = capsys.readouterr().err.splitlines()
@@ -592,7 +604,7 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_run(
     tmp_path, capsys, monkeypatch, output
 ):
     ran = []
-    monkeypatch.setattr(sweep_module, "simulate", ran.append)
+    monkeypatch.setattr(runs, "simulate", ran.append)
     (tmp_path / "afile").write_text("")
     path = _files(tmp_path / "in")
     assert main(["sweep", str(path), "-o", str(tmp_path / output), "--workers", "0"]) == 1
@@ -612,7 +624,7 @@ def test_an_upper_case_extension_is_written_and_a_failed_write_keeps_the_old_fil
     def broken(_):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(sweep_module, "table", broken)
+    monkeypatch.setattr(results, "table", broken)
     # one line naming the file and the fix (powermodel.output, issue 26)
     with pytest.raises(PowerModelError, match=r"r\.csv': No space left on device .*disk is full"):
         sweep_module.write(ds, csv)
@@ -675,11 +687,11 @@ def test_a_fixed_key_that_is_also_swept_is_refused(tmp_path, capsys):
     with pytest.raises(PowerModelError, match="cluster.n_gpus is swept and fixed"):
         sweep(REFERENCE, GRID, overrides={**DAY, "cluster.n_gpus": 4096}, progress=False)
     # a key only some points set is the base's for the others: allowed
-    sweep_module._check_fixed(
+    points._check_fixed(
         {"cluster.n_gpus": 4096}, ["cluster.n_gpus"], [{"cluster.n_gpus": 1}, {}], False
     )
     with pytest.raises(PowerModelError, match="swept and fixed"):
-        sweep_module._check_fixed(
+        points._check_fixed(
             {"cluster.n_gpus": 4096}, ["cluster.n_gpus"], [{"cluster.n_gpus": 1}], False
         )
     path = _files(tmp_path)
@@ -711,25 +723,25 @@ def test_rule_files_are_found_beside_the_sweep_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     spec = read_sweep(path)
     assert spec.rules == ["ieso-1min", str(folder.resolve() / "mine-rules.toml")]
-    assert [r.name for r in sweep_module._rules_of(spec.rules)] == ["ieso-1min", "my-ramp"]
+    assert [r.name for r in points._rules_of(spec.rules)] == ["ieso-1min", "my-ramp"]
 
 
 def test_the_base_is_read_once_with_the_fixed_overrides(tmp_path, monkeypatch):
     base = tmp_path / "broken.toml"
     base.write_text(f'extends = "{REFERENCE}"\n[cluster]\nn_gpus = -5\n')  # invalid alone
-    real = sweep_module.load_scenario
+    real = runs.load_scenario
     read = []
 
     def counted(origin, overrides=None):
         read.append(origin)
         return real(origin, overrides)
 
-    monkeypatch.setattr(sweep_module, "load_scenario", counted)
+    monkeypatch.setattr(runs, "load_scenario", counted)
     fixed = {**DAY, "cluster.n_gpus": 8192}
     ds = sweep(base, {"checkpoint.interval": ["30min", "2h"]}, overrides=fixed, progress=False)
     assert (ds["error"] == "").all()
     assert ds.attrs["scenario"] == real(base, fixed).to_json()
-    assert [o for o in read if not isinstance(o, sweep_module.Scenario)] == [base]
+    assert [o for o in read if not isinstance(o, Scenario)] == [base]
 
 
 def test_a_catalogue_is_parsed_once_and_handed_out_as_copies():
@@ -750,19 +762,19 @@ def _exit_on_five(item):
 def test_a_run_that_kills_its_worker_fails_alone():
     out = run_all(_exit_on_five, list(range(40)), workers=2, keep_going=True)
     # 40 items for 2 threads: chunks of 5 first, so item 5 shares its chunk with others
-    assert sweep_module._spans(40, 2)[:2] == [(0, 5), (5, 10)]
+    assert placement._spans(40, 2)[:2] == [(0, 5), (5, 10)]
     failed = [i for i, o in enumerate(out) if isinstance(o, Failure)]
     assert failed == [5] and "the worker died running it" in out[5].text
     assert out[:5] + out[6:] == [i for i in range(40) if i != 5]
 
 
 def test_a_small_sweep_runs_in_turn_by_default(monkeypatch):
-    monkeypatch.setattr(sweep_module, "_cores", lambda: 4)
+    monkeypatch.setattr(placement, "_cores", lambda: 4)
     hour = load_scenario(REFERENCE, {"simulation.duration": "1h", "simulation.dt": "1s"})
     # 8 runs of 3,600 steps: 28,800 steps, far below MIN_CLUSTER_STEPS
-    assert sweep_module._default_workers([hour] * 8, 10**6) == 0
+    assert placement._default_workers([hour] * 8, 10**6) == 0
     week = load_scenario(REFERENCE, {"simulation.duration": "7d", "simulation.dt": "1s"})
-    assert sweep_module._default_workers([week] * 8, 10**6) == 4  # 4.8 M steps
+    assert placement._default_workers([week] * 8, 10**6) == 4  # 4.8 M steps
 
 
 def test_duplicate_grid_values_are_refused():

@@ -19,6 +19,7 @@ from numpy.testing import assert_allclose
 from powermodel import sweep as sweeping
 from powermodel.scenario import load_scenario
 from powermodel.simulate import simulate
+from powermodel.sweep.saved import MAX_LINES
 from powermodel.webapp import cache as cache_module
 from powermodel.webapp import callbacks, create_dashboard
 
@@ -129,7 +130,7 @@ def test_uploads_that_are_not_a_sweep_are_refused(board, results, tmp_path, monk
     message = _refused(board.open_sweep(_url(profile.read_bytes()), "profile.nc"))
     assert "profile.nc is not a sweep's results" in message
     # counted from the header, before anything is read
-    monkeypatch.setattr(sweeping, "MAX_RESULT_CELLS", 100)
+    monkeypatch.setattr("powermodel.sweep.saved.MAX_RESULT_CELLS", 100)
     message = _refused(board.open_sweep(_url(data), "results.nc"))
     assert "at most 100 are read back" in message
     monkeypatch.undo()
@@ -226,7 +227,7 @@ def test_bands_of_the_largest_results_take_little_memory(places, seeds):
         # through a table of every run: 180-290 B a run (tracemalloc, these shapes; and 2-50 s,
         # where bench/load_dashboard.py's charts of 4 M-value files now take 0.04-0.27 s)
         assert peak <= cache_module.BANDS_BYTES_PER_RUN * runs, peak / runs
-        lines = min(places[other], sweeping.MAX_LINES)
+        lines = min(places[other], MAX_LINES)
         assert len(table) == lines * places[1 - other]
         # every point: seed 0 failed, the others 1.5, 2.0, ...: P50 of those by numpy
         assert_allclose(table["p50"], np.percentile(np.arange(1, seeds) * 0.5 + 1.0, 50))
@@ -245,7 +246,7 @@ def _expected_bands(results: xr.Dataset, metric: str, key: str) -> list[tuple]:
         at = results.isel(dict(zip(dims, place, strict=True)))
         line = ", ".join(f"{k} = {at[k].item()}" for k in keys if k != key) or "all points"
         groups.setdefault((line, at[key].item()), []).append(place)
-    lines = list(dict.fromkeys(line for line, _ in groups))[: sweeping.MAX_LINES]
+    lines = list(dict.fromkeys(line for line, _ in groups))[:MAX_LINES]
     out = []
     for (line, x), places in groups.items():
         if line not in lines:

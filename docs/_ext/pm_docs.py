@@ -285,10 +285,10 @@ def variables_page() -> str:
 def cli_page() -> str:
     import argparse
 
-    from powermodel import cli
+    from powermodel.cli.parser import _parser
 
     with _columns(90):
-        parser = cli._parser()
+        parser = _parser()
         commands = next(
             a for a in parser._actions if isinstance(a, argparse._SubParsersAction)
         ).choices
