@@ -37,8 +37,10 @@ from powermodel.analysis import (
     sensor_swings,
     workloads,
 )
+from powermodel.engine.derive import derive
+from powermodel.engine.facility import design_conditions, design_day, idle_gpus
+from powermodel.engine.preflight import available_memory, check_memory, preflight, streamable
 from powermodel.errors import PowerModelError
-from powermodel.facility import design_conditions, design_day, idle_gpus
 from powermodel.fit import REFERENCE, summary
 from powermodel.fit_report import comparison_table, fit_trace
 from powermodel.iotools.telemetry import FORMATS
@@ -60,16 +62,7 @@ from powermodel.sensitivity import (
     seed_count,
     sensitivity,
 )
-from powermodel.simulate import (
-    SENSORS,
-    available_memory,
-    check_memory,
-    derive,
-    memory_estimate,
-    preflight,
-    simulate,
-    streamable,
-)
+from powermodel.simulate import SENSORS, memory_estimate, simulate
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -499,7 +492,7 @@ def _ride_through(args: argparse.Namespace) -> int:
             "disturbance.sequence=nerc-2024-07-virginia --set disturbance.start=...)"
         )
     if args.model:
-        from powermodel import disturbances  # noqa: PLC0415 - only a model needs the count
+        from powermodel.engine import disturbances  # noqa: PLC0415 - only a model needs the count
 
         for suffix in (".dyr", ".aux"):  # both places, before the run
             output.check_folder(args.model + suffix)

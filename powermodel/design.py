@@ -35,8 +35,8 @@ import tomli_w
 import xarray as xr
 
 from powermodel._version import __version__
+from powermodel.engine.facility import design_conditions, design_day, design_it_power
 from powermodel.errors import PowerModelError, ScenarioError
-from powermodel.facility import design_conditions, design_day, design_it_power
 from powermodel.output import write_text
 from powermodel.scenario import (
     Scenario,

@@ -27,8 +27,9 @@ import tomli_w
 from scipy.ndimage import median_filter, uniform_filter1d
 from scipy.signal import fftconvolve, find_peaks
 
-from powermodel import facility
 from powermodel.durations import format_duration
+from powermodel.engine import facility
+from powermodel.engine.derive import derive
 from powermodel.errors import DataFileError, PowerModelError
 from powermodel.iotools.telemetry import to_grid
 from powermodel.models import sensors, workload
@@ -41,7 +42,7 @@ from powermodel.scenario import (
     gpu_catalogue,
     load_scenario,
 )
-from powermodel.simulate import derive, rest_power
+from powermodel.simulate import rest_power
 
 __all__ = [
     "MAX_CELLS",

@@ -36,13 +36,18 @@ from powermodel.calibration import (
     nlr_profile,
     running_node_power,
 )
+from powermodel.engine.derive import derive
+from powermodel.engine.preflight import preflight
+from powermodel.engine.run import prepare
+from powermodel.engine.timeline import timeline
+from powermodel.engine.waveform import shape_tables
 from powermodel.errors import PowerModelError
 from powermodel.iotools import data_dir
 from powermodel.models import events
 from powermodel.models.events import State
 from powermodel.output import check_folder
 from powermodel.scenario import Scenario, load_scenario
-from powermodel.simulate import derive, preflight, prepare, shape_tables, simulate, timeline
+from powermodel.simulate import simulate
 
 __all__ = [
     "ANCHORS",

@@ -43,6 +43,7 @@ import xarray as xr
 from powermodel import rules
 from powermodel._version import __version__
 from powermodel.analysis import metrics, resample, resample_factor
+from powermodel.engine.preflight import available_memory, check_memory
 from powermodel.errors import DataFileError, PowerModelError, ScenarioError
 from powermodel.iotools import read_text
 from powermodel.output import check_folder, netcdf, staged
@@ -57,7 +58,7 @@ from powermodel.scenario import (
     shorten,
 )
 from powermodel.sensitivity import MAX_SEEDS
-from powermodel.simulate import available_memory, check_memory, memory_estimate, simulate
+from powermodel.simulate import memory_estimate, simulate
 from powermodel.variables import attrs as variable_attrs
 
 __all__ = [

@@ -12,11 +12,12 @@ from numpy.testing import assert_allclose
 
 from powermodel import load_scenario, metrics, simulate
 from powermodel.analysis import flexibility
+from powermodel.engine.derive import _psu_slope
+from powermodel.engine.facility import server_fan_speed
+from powermodel.engine.preflight import preflight
 from powermodel.errors import ScenarioError
-from powermodel.facility import server_fan_speed
 from powermodel.models.cooling import server_fan_extra
 from powermodel.models.events import State
-from powermodel.simulate import _psu_slope, preflight
 
 REFERENCE = "llama3-405b-16k-h100"
 # no failures: the job trains through the whole event in both runs

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from powermodel import facility
+from powermodel.engine import facility
 from powermodel.errors import ScenarioError
 from powermodel.models import disturbance as dm
 from powermodel.models.events import State
