@@ -13,7 +13,7 @@ from powermodel.engine import disturbances
 from powermodel.engine.campus import _campus
 from powermodel.engine.connection import _storage_variables, _through_disturbances
 from powermodel.engine.derive import rest_power
-from powermodel.engine.fleet import flex_variables
+from powermodel.engine.flex import flex_variables
 from powermodel.engine.preflight import CHUNK_STEPS, memory_estimate, memory_fix, preflight
 from powermodel.engine.run import _assembled, prepare, run_totals
 from powermodel.engine.sensor_views import SENSORS, _reading, _sensor_chains, sensor_view

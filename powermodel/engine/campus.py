@@ -15,10 +15,12 @@ from powermodel.engine.connection import (
     _facility,
     _storage_variables,
     _through_disturbances,
+    campus_series,
+    plant_means,
 )
 from powermodel.engine.derive import plant_steps
-from powermodel.engine.fleet import _Fleet, flex_variables
-from powermodel.engine.flex import _events_of
+from powermodel.engine.fleet import Fleet
+from powermodel.engine.flex import _events_of, flex_variables
 from powermodel.engine.preflight import _named_parts, _workload, check_memory, preflight
 from powermodel.engine.run import JOB_ATTRS, Run, gpu_attrs, prepare, run_totals
 from powermodel.engine.series import ORDER, _held, _hourly_ratio, _times
@@ -39,7 +41,7 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
     # the site's rack batteries, shared by the workloads' racks in proportion to their nameplate
     nameplate = np.array([facility.design_it_power(p) for p in parts])
     jobs = [
-        run.campus_job(m, path, scale)
+        campus_series(run, m, path, scale)
         for run, m, path, scale in zip(runs, means, paths, nameplate / nameplate.sum(), strict=True)
     ]
     halls = [
@@ -48,7 +50,7 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
     ]
     site = {key: sum(h[key] for h in halls) for key in halls[0]}
     connection, bess, disturbed = _campus_connection(scenario, site, jobs)
-    training = [isinstance(run, Run) for run in runs]
+    training = [run.trains for run in runs]
     # the job-level attrs and the plant state shown are the largest training job's, its
     # water and chillers the campus's
     largest = int(np.argmax([p.cluster.n_gpus * t for p, t in zip(parts, training, strict=True)]))
@@ -132,7 +134,7 @@ def _with_halls(scenario: Scenario, ds: xr.Dataset, halls: list[dict]) -> xr.Dat
     return ds
 
 
-def _campus_runs(scenario: Scenario) -> tuple[list[Run | _Fleet], list[np.ndarray]]:
+def _campus_runs(scenario: Scenario) -> tuple[list[Run | Fleet], list[np.ndarray]]:
     """Each campus workload made ready and rendered over the whole run: a training job (its
     own draws and launch unless aligned, the flexibility events on it) or a fleet."""
     aligned, n = scenario.campus.aligned, scenario.simulation.n_steps
@@ -142,7 +144,7 @@ def _campus_runs(scenario: Scenario) -> tuple[list[Run | _Fleet], list[np.ndarra
         with _workload(name):
             flex = _events_of(scenario, name)
             if spec.kind == "inference":
-                runs.append(_Fleet(part, spec.inference, job, flex))
+                runs.append(Fleet(part, spec.inference, job, flex))
                 continue
             derived, cells, rate = preflight(part, memory=False)
             launch = (0.0, 0.0) if aligned else launch_delay(part, derived, j)
@@ -151,25 +153,25 @@ def _campus_runs(scenario: Scenario) -> tuple[list[Run | _Fleet], list[np.ndarra
 
 
 def _campus_plants(
-    scenario: Scenario, runs: list[Run | _Fleet], means: list[np.ndarray]
+    scenario: Scenario, runs: list[Run | Fleet], means: list[np.ndarray]
 ) -> tuple[list[facility.PlantPath], list[tuple[facility.SitePlant, np.ndarray, float]]]:
     """Each hall's plant on its workloads' heat, sized for their nameplate; each workload's
     servers on its hall's plant (its plant path), the hall's plant power [W] on its path.
     Returns the paths, in the workloads' order, and each hall's plant, plant power [W] and
     nameplate IT power [W]."""
     sim, k, parts = scenario.simulation, plant_steps(scenario), scenario.parts
-    plant_means = [run.plant_means(m) for run, m in zip(runs, means, strict=True)]
-    middle = _times(sim.start, (np.arange(plant_means[0][1].size) + 0.5) * k * sim.dt)
+    heat_of = [plant_means(run, m) for run, m in zip(runs, means, strict=True)]
+    middle = _times(sim.start, (np.arange(heat_of[0][1].size) + 0.5) * k * sim.dt)
     paths: list[facility.PlantPath] = [None] * len(runs)
     plants = []
     for hall, members in scenario.hall_members():
-        heat = sum(plant_means[j][1] for j in members) * 1e6
+        heat = sum(heat_of[j][1] for j in members) * 1e6
         design = sum(facility.design_it_power(parts[j]) for j in members)
         site = facility.site_plant(hall, middle, heat, k * sim.dt, design)
         cooling = facility.campus_cooling(hall, site, [parts[j] for j in members])
         plants.append((site, cooling, design))
         for j in members:
-            path = facility.job_path(parts[j], site, plant_means[j][0], k * sim.dt)
+            path = facility.job_path(parts[j], site, heat_of[j][0], k * sim.dt)
             paths[j] = runs[j].locked(replace(path, cooling_power=cooling))
     return paths, plants
 
@@ -194,12 +196,12 @@ def _hall_power(
 
 
 def _workload_variables(
-    scenario: Scenario, runs: list[Run | _Fleet], jobs: list[dict]
+    scenario: Scenario, runs: list[Run | Fleet], jobs: list[dict]
 ) -> dict[str, tuple]:
     """A campus's variables on ``workload`` and its events (each labelled by its workload),
     and its totals of what they trained."""
     parts, workloads = scenario.parts, scenario.campus.workloads
-    training = np.array([isinstance(run, Run) for run in runs])
+    training = np.array([run.trains for run in runs])
     gpus = np.array([p.cluster.n_gpus for p in parts])
     kept = np.array([run.effective_training_time for run in runs])  # a fleet: serving
     names = np.array([w.name for w in workloads], dtype=object)

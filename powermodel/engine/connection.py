@@ -4,47 +4,96 @@ grid sees: power, reactive power and voltage, also through grid disturbances."""
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Protocol
+
 import numpy as np
 
 from powermodel.engine import disturbances, facility
-from powermodel.engine.derive import _cluster_mw, _psu_slope
-from powermodel.engine.series import DISTURBANCE_VARIABLES, _dense, _over
-from powermodel.engine.timeline import NO_PAUSES
-from powermodel.engine.waveform import stop_ramps
-from powermodel.models import events, grid, mitigation
+from powermodel.engine.derive import _cluster_mw, per_gpu_power
+from powermodel.engine.series import DISTURBANCE_VARIABLES, _block_mean, _dense, _over
+from powermodel.models import grid, mitigation
 from powermodel.scenario import Scenario
 
 
-def _it_path(
-    scenario: Scenario,
-    line: events.Timeline,
-    per_gpu: np.ndarray,
-    it_power: np.ndarray,
-    running: np.ndarray,
-    path: facility.PlantPath,
-    k: int,
-    lo: int,
-    paused: np.ndarray = NO_PAUSES,
-) -> tuple[np.ndarray, np.ndarray]:
-    """What the GPUs and the racks finally draw: ``gpu_power`` and ``it_power`` [MW].
+class Workload(Protocol):
+    """What the IT path needs of a workload rendered on the grid: a training job's
+    :class:`~powermodel.engine.run.Run` or an inference fleet's
+    :class:`~powermodel.engine.fleet.Fleet`."""
 
-    From the rendered board power per GPU [W] and IT power [MW] on the electrical grid (the
-    steps from ``lo``), the share of each interval ``running`` [1] and the plant path (``k``
-    steps a plant step): hot dies leak more while training, the ramp limits act on what each
-    GPU finally draws, leakage included, and server fans speed up whenever the nodes are on.
-    Each node's DC change is small: it passes through the server supplies at their running
-    slope.
+    @property
+    def scenario(self) -> Scenario: ...
+
+    @property
+    def k(self) -> int:
+        """Electrical steps a plant step."""
+
+    @property
+    def slope(self) -> float:
+        """d(AC)/d(DC) of a server's supplies at the workload's running load [1]."""
+
+    def board_power(
+        self, means: np.ndarray, per_gpu: np.ndarray, path: facility.PlantPath, lo: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """What the GPUs finally draw [MW] over the steps from ``lo`` of the rendered ``means``
+        (board power per GPU ``per_gpu`` [W]) on the plant path, and each GPU's change over
+        its rendered board power [W, DC]."""
+
+    def own_series(
+        self, means: np.ndarray, path: facility.PlantPath, on: np.ndarray | None
+    ) -> dict:
+        """Its throughput, states, clock, goodput and attrs as a campus workload (``on``: where
+        a disturbance left its servers powered, None if it took none)."""
+
+
+def it_path(
+    workload: Workload, means: np.ndarray, path: facility.PlantPath, lo: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """What the GPUs and the racks finally draw: ``gpu_power`` and ``it_power`` [MW], and where
+    a disturbance left the servers powered (None if it took none).
+
+    From the rendered means (:meth:`~powermodel.engine.run.Run.render`'s: board power [MW] and
+    IT power [MW] on the electrical grid, the steps from ``lo``) and the plant path: what each
+    GPU finally draws (the workload's :meth:`~Workload.board_power`: hot dies leak more, ramp
+    limits act), and server fans speed up whenever the nodes are on. Each node's DC change is
+    small: it passes through the server supplies at their running slope.
     """
-    cl, dt, n = scenario.cluster, scenario.simulation.dt, per_gpu.size
-    leak = running * _over(path.leak_extra, k, lo, n)  # W per GPU, DC
-    drawn = stop_ramps(scenario, line, per_gpu + leak, dt, paused)  # W per GPU, DC
-    fans = _over(path.fan_extra, k, lo, n)  # W per node, DC
-    node = (cl.gpus_per_node * (drawn - per_gpu) + fans) * _psu_slope(scenario)  # W per node, AC
-    gpu_power, it_power = _cluster_mw(drawn, cl.n_gpus), it_power + _cluster_mw(node, cl.n_nodes)
+    scenario, n = workload.scenario, means.shape[1]
+    cl = scenario.cluster
+    per_gpu = per_gpu_power(means[0], cl.n_gpus)
+    gpu_power, change = workload.board_power(means, per_gpu, path, lo)  # MW; W per GPU, DC
+    fans = _over(path.fan_extra, workload.k, lo, n)  # W per node, DC
+    node = (cl.gpus_per_node * change + fans) * workload.slope  # W per node, AC
+    it_power = means[1] + _cluster_mw(node, cl.n_nodes)
     on = disturbances.powered(scenario, lo, n, scenario.simulation.dt)
     if on is not None:  # a disturbance took the servers' power: they draw nothing
         gpu_power, it_power = gpu_power * on, it_power * on
-    return gpu_power, it_power
+    return gpu_power, it_power, on
+
+
+def campus_series(
+    workload: Workload, means: np.ndarray, path: facility.PlantPath, scale: float
+) -> dict:
+    """A workload's own series on a campus, from its rendered ``means`` over the whole run on
+    its hall's plant (``path``): what its GPUs and racks draw (its ``scale`` share of the rack
+    batteries in front of them), its throughput, states and clock, its goodput, its attrs."""
+    scenario = workload.scenario
+    gpu_power, it_power, on = it_path(workload, means, path, 0)
+    it_power, rack = facility.storage(scenario, "rack", it_power, scenario.simulation.dt, scale)
+    return {
+        "gpu_power": gpu_power,
+        "it_power": it_power,
+        "rack": rack,
+        **workload.own_series(means, path, on),
+    }
+
+
+def plant_means(workload: Workload, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The plant-step means of a workload's rendered board power per GPU [W] and IT power [MW],
+    from its rendered ``means`` over whole plant steps: the heat its plant carries."""
+    n_gpus = workload.scenario.cluster.n_gpus
+    per_gpu = partial(per_gpu_power, n_gpus=n_gpus)
+    return _block_mean(means[0], workload.k, per_gpu), _block_mean(means[1], workload.k)
 
 
 def _facility(

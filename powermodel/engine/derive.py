@@ -159,3 +159,9 @@ def _psu_slope(scenario: Scenario) -> float:
 def _cluster_mw(watts: np.ndarray | float, count: int) -> np.ndarray | float:
     """Power of ``count`` GPUs, nodes or switches drawing ``watts`` [W] each. [MW]"""
     return watts * count / 1e6
+
+
+def per_gpu_power(gpu_power: np.ndarray | float, n_gpus: int) -> np.ndarray | float:
+    """What each of ``n_gpus`` GPUs draws [W] of their ``gpu_power`` [MW] (the inverse of
+    :func:`_cluster_mw`)."""
+    return gpu_power * 1e6 / n_gpus

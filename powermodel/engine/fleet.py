@@ -9,17 +9,16 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from powermodel.engine import disturbances, facility
-from powermodel.engine.derive import _cluster_mw, plant_steps
+from powermodel.engine import facility
+from powermodel.engine.derive import _cluster_mw, per_gpu_power, plant_steps
 from powermodel.engine.flex import (
-    HOUR_S,
     LOWEST_FLEX_CLOCK,
     _check_fleet_event,
     _event_inlet,
     _settled,
 )
-from powermodel.engine.run import JOB_ATTRS, Run
-from powermodel.engine.series import _block_mean, _over
+from powermodel.engine.run import JOB_ATTRS
+from powermodel.engine.series import _over
 from powermodel.engine.timeline import STREAM_DEMAND
 from powermodel.engine.waveform import idle_power
 from powermodel.errors import ScenarioError
@@ -27,10 +26,12 @@ from powermodel.models import inference, thermal
 from powermodel.scenario import FlexEvent, Inference, Scenario
 
 
-class _Fleet:
+class Fleet:
     """An inference fleet on a campus (:mod:`powermodel.models.inference`): its utilisation on
     the variation's step, then everything per GPU and per node on that step (the supplies'
     curve on each node's power), averaged exactly over any profile step."""
+
+    trains = False  # it serves: no training timeline, its tokens are its own
 
     def __init__(
         self, scenario: Scenario, spec: Inference, job: int, flex: Sequence[FlexEvent] = ()
@@ -131,7 +132,7 @@ class _Fleet:
 
         def drawn(series: np.ndarray) -> float:
             """Mean IT power over the event, its dies and fans settled at the event's inlet."""
-            board = series[0] * 1e6 / cl.n_gpus
+            board = per_gpu_power(series[0], cl.n_gpus)
             extra = _settled(self.scenario, inlet, board, self.reference_die(board), self.slope)
             return float((series[1] + extra).mean())
 
@@ -186,91 +187,41 @@ class _Fleet:
         total = cumulative[:, at] + self.series[:, at] * (edges - at * self.step)
         return np.diff(total, axis=1) / self.dt
 
-    def plant_means(self, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Plant-step means of the board power per GPU [W] and of the IT power [MW]."""
-        per_gpu = means[0] * 1e6 / self.scenario.cluster.n_gpus
-        return _block_mean(per_gpu, self.k), _block_mean(means[1], self.k)
-
     def reference_die(self, board: np.ndarray | float) -> np.ndarray | float:
         """The die temperature [°C] at which a GPU drawing ``board`` [W] draws that: its
         power curve holds at the nominal inlet (its leakage there is in it)."""
         cl, gpu = self.scenario.cluster, self.scenario.gpu
         return thermal.steady_gpu_temperature(cl.fans.temp_nominal, board, gpu.thermal_resistance)
 
-    def campus_job(self, means: np.ndarray, path: facility.PlantPath, scale: float) -> dict:
-        """The fleet's series on the site's plant: its GPUs leak more when hot and less when
-        cool than at the nominal inlet (they run below their cap, so power, not the clock,
-        gives), its server fans follow the inlet; its ``scale`` share of the rack batteries in
-        front of its racks."""
-        cl, gpu, k, n = self.scenario.cluster, self.scenario.gpu, self.k, means.shape[1]
-        board = means[0] * 1e6 / cl.n_gpus
-        leak = _over(gpu.leakage(path.gpu_temp), k, 0, n) - gpu.leakage(self.reference_die(board))
-        fans = _over(path.fan_extra, k, 0, n)
-        gpu_power = means[0] + _cluster_mw(leak, cl.n_gpus)
-        node = (cl.gpus_per_node * leak + fans) * self.slope
-        it_power = means[1] + _cluster_mw(node, cl.n_nodes)
-        on = disturbances.powered(self.scenario, 0, n, self.dt)
-        if on is not None:  # a disturbance took the servers' power: they serve nothing
-            gpu_power, it_power, means = gpu_power * on, it_power * on, means * on
-        it_power, rack = facility.storage(self.scenario, "rack", it_power, self.dt, scale)
+    def board_power(
+        self, means: np.ndarray, per_gpu: np.ndarray, path: facility.PlantPath, lo: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """What the fleet's GPUs draw [MW] on its hall's plant over the steps from ``lo`` of
+        :meth:`render`'s ``means`` (board power per GPU ``per_gpu`` [W]), and each GPU's change
+        [W, DC]: they leak more when hot and less when cool than at the nominal inlet (they run
+        below their cap, so power, not the clock, gives)."""
+        cl, gpu, n = self.scenario.cluster, self.scenario.gpu, means.shape[1]
+        own = gpu.leakage(self.reference_die(per_gpu))
+        leak = _over(gpu.leakage(path.gpu_temp), self.k, lo, n) - own
+        return means[0] + _cluster_mw(leak, cl.n_gpus), leak
+
+    def own_series(
+        self, means: np.ndarray, path: facility.PlantPath, on: np.ndarray | None
+    ) -> dict:
+        """The fleet's tokens served, states, clock and goodput as a campus workload, from its
+        rendered ``means`` over the whole run: where a disturbance took its servers' power
+        (``on``), they serve nothing."""
+        n = means.shape[1]
+        served = means[2] if on is None else means[2] * on
         return {
-            "gpu_power": gpu_power,
-            "it_power": it_power,
-            "rack": rack,
-            "throughput": means[2],
+            "throughput": served,
             "job_state": np.zeros(n, np.int8),  # serving: running
             "clock_factor": np.ones(n, np.float32),  # below its cap: heat costs power, not clock
-            "goodput": float(means[2].sum() * self.dt),
+            "goodput": float(served.sum() * self.dt),
             "attrs": dict.fromkeys(JOB_ATTRS, float("nan")),  # no training step
         }
 
-
-def flex_variables(
-    scenario: Scenario, runs: Sequence[Run | _Fleet], it: Sequence[np.ndarray]
-) -> dict[str, tuple]:
-    """Each flexibility event on each workload it targets (the dimension ``flex``): its
-    lever, setting and timing, the workload's IT power in the hour before and during it (a
-    same-day baseline), what it shed, and the tokens it cost. ``runs`` and their IT power
-    ``it`` [MW] in the order of the campus's workloads (one run: the scenario's job)."""
-    names = [w.name for w in scenario.campus.workloads] if scenario.campus else ["job"]
-    sim, dt = scenario.simulation, scenario.simulation.dt
-    rows = []
-    for event in scenario.flexibility:
-        begin = int((event.start - sim.start).total_seconds() // dt)  # the step it starts in
-        end = min(begin + max(int(round(event.duration / dt)), 1), sim.n_steps)
-        before = slice(max(begin - int(round(HOUR_S / dt)), 0), begin)
-        for j, (name, run) in enumerate(zip(names, runs, strict=True)):
-            if event.workloads and name not in event.workloads:
-                continue
-            setting = _setting(run, event)
-            base = float(it[j][before].mean()) if before.stop > before.start else float("nan")
-            during = float(it[j][begin:end].mean())
-            rows.append(
-                (event.name, name, event.lever, event.start, event.duration, event.notice,
-                 np.nan if event.reduction is None else event.reduction, setting, base, during,
-                 base - during, run.tokens_lost(event))
-            )  # fmt: skip
-    keys = (
-        "flex_name", "flex_workload", "flex_lever", "flex_start", "flex_duration", "flex_notice",
-        "flex_reduction", "flex_setting", "flex_baseline", "flex_power", "flex_shed",
-        "flex_tokens_lost",
-    )  # fmt: skip
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(keys)
-    out = {}
-    for key, values in zip(keys, columns, strict=True):
-        kind = "datetime64[ns]" if key == "flex_start" else object if key in FLEX_LABELS else float
-        out[key] = ("flex", np.array(values, dtype=kind))
-    return out
-
-
-FLEX_LABELS = ("flex_name", "flex_workload", "flex_lever")
-
-
-def _setting(run: Run | _Fleet, event: FlexEvent) -> float:
-    """The lever's setting an event took on a workload: the clock it locked, the share of
-    demand deferred; NaN for a pause."""
-    if isinstance(run, _Fleet):
-        value = run.settings[run.flex.index(event)] if event in run.flex else None
-    else:
-        value = next((o.clock for o in run.overlays if o.event is event), None)
-    return float("nan") if value is None else float(value)
+    def setting(self, event: FlexEvent) -> float | None:
+        """The setting ``event`` took on the fleet: the clock it locked [1], the share of
+        demand deferred [1]; None for a pause or another's event."""
+        return self.settings[self.flex.index(event)] if event in self.flex else None

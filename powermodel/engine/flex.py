@@ -3,11 +3,14 @@ event, and the clock lock that sheds the share of IT power asked of a training j
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 import numpy as np
 from scipy import optimize
 
 from powermodel.engine import facility
-from powermodel.engine.derive import _psu_slope, derive, plant_steps
+from powermodel.engine.derive import _psu_slope, derive, per_gpu_power, plant_steps
 from powermodel.engine.series import _times
 from powermodel.engine.waveform import shape_tables
 from powermodel.errors import ScenarioError
@@ -71,7 +74,7 @@ def _flex_clock(scenario: Scenario, cells: np.ndarray, event: FlexEvent) -> floa
             :, State.RUNNING
         ].mean(axis=1)
         off_cap = 1.0 if clock is not None else 1.0 - scenario.compute_share
-        board = mean[0] * 1e6 / cl.n_gpus
+        board = per_gpu_power(mean[0], cl.n_gpus)
         return float(mean[1] + _settled(scenario, inlet, board, nominal, slope, off_cap))
 
     training = drawn(scenario.mitigation.clock_lock)
@@ -130,3 +133,57 @@ def _check_fleet_event(scenario: Scenario, spec: Inference, event: FlexEvent) ->
                 f"run's start) is not a whole number of the fleet's inference.variation_step "
                 f"({format_duration(step)}): align it, or shorten the step"
             )
+
+
+class FlexedWorkload(Protocol):
+    """What :func:`flex_variables` reads of a workload an event targets (a training job's
+    :class:`~powermodel.engine.run.Run`, an inference fleet's
+    :class:`~powermodel.engine.fleet.Fleet`)."""
+
+    def setting(self, event: FlexEvent) -> float | None:
+        """The lever's setting ``event`` took on it [1]; None for a pause."""
+
+    def tokens_lost(self, event: FlexEvent) -> float:
+        """Tokens ``event`` cost it [token]."""
+
+
+def flex_variables(
+    scenario: Scenario, runs: Sequence[FlexedWorkload], it: Sequence[np.ndarray]
+) -> dict[str, tuple]:
+    """Each flexibility event on each workload it targets (the dimension ``flex``): its
+    lever, setting and timing, the workload's IT power in the hour before and during it (a
+    same-day baseline), what it shed, and the tokens it cost. ``runs`` and their IT power
+    ``it`` [MW] in the order of the campus's workloads (one run: the scenario's job)."""
+    names = [w.name for w in scenario.campus.workloads] if scenario.campus else ["job"]
+    sim, dt = scenario.simulation, scenario.simulation.dt
+    rows = []
+    for event in scenario.flexibility:
+        begin = int((event.start - sim.start).total_seconds() // dt)  # the step it starts in
+        end = min(begin + max(int(round(event.duration / dt)), 1), sim.n_steps)
+        before = slice(max(begin - int(round(HOUR_S / dt)), 0), begin)
+        for j, (name, run) in enumerate(zip(names, runs, strict=True)):
+            if event.workloads and name not in event.workloads:
+                continue
+            value = run.setting(event)
+            setting = float("nan") if value is None else float(value)
+            base = float(it[j][before].mean()) if before.stop > before.start else float("nan")
+            during = float(it[j][begin:end].mean())
+            rows.append(
+                (event.name, name, event.lever, event.start, event.duration, event.notice,
+                 np.nan if event.reduction is None else event.reduction, setting, base, during,
+                 base - during, run.tokens_lost(event))
+            )  # fmt: skip
+    keys = (
+        "flex_name", "flex_workload", "flex_lever", "flex_start", "flex_duration", "flex_notice",
+        "flex_reduction", "flex_setting", "flex_baseline", "flex_power", "flex_shed",
+        "flex_tokens_lost",
+    )  # fmt: skip
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(keys)
+    out = {}
+    for key, values in zip(keys, columns, strict=True):
+        kind = "datetime64[ns]" if key == "flex_start" else object if key in FLEX_LABELS else float
+        out[key] = ("flex", np.array(values, dtype=kind))
+    return out
+
+
+FLEX_LABELS = ("flex_name", "flex_workload", "flex_lever")

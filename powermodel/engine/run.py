@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -13,14 +14,20 @@ import xarray as xr
 
 from powermodel._version import __version__
 from powermodel.engine import disturbances, facility
-from powermodel.engine.connection import _connection, _facility, _it_path, _misc, _storage_variables
-from powermodel.engine.derive import Derived, _cluster_mw, derive, plant_steps
+from powermodel.engine.connection import (
+    _connection,
+    _facility,
+    _misc,
+    _storage_variables,
+    it_path,
+    plant_means,
+)
+from powermodel.engine.derive import Derived, _cluster_mw, _psu_slope, derive, plant_steps
 from powermodel.engine.flex import _check_lever, _flex_clock
 from powermodel.engine.preflight import sequential
 from powermodel.engine.series import (
     HELD,
     ORDER,
-    _block_mean,
     _held,
     _hour_starts,
     _hourly_ratio,
@@ -43,7 +50,13 @@ from powermodel.engine.timeline import (
     startup,
     timeline,
 )
-from powermodel.engine.waveform import drawn_steps, idle_power, shape_tables, with_trained
+from powermodel.engine.waveform import (
+    drawn_steps,
+    idle_power,
+    shape_tables,
+    stop_ramps,
+    with_trained,
+)
 from powermodel.models import events, render, thermal
 from powermodel.models.events import State
 from powermodel.scenario import FlexEvent, Scenario
@@ -96,6 +109,7 @@ class Run:
     # cumulative table of the IT power it adds [MW]
     writes: tuple[np.ndarray, np.ndarray] | None = None
     write_table: np.ndarray | None = None
+    trains: ClassVar[bool] = True  # a training job (an inference fleet serves)
 
     @property
     def dt(self) -> float:
@@ -131,16 +145,38 @@ class Run:
             ]
         return means
 
-    def per_gpu(self, gpu_power: np.ndarray) -> np.ndarray:
-        """What each GPU draws as rendered [W], from the rendered ``gpu_power`` [MW] (the first
-        of :meth:`render`'s means)."""
-        return gpu_power * 1e6 / self.scenario.cluster.n_gpus
+    @property
+    def slope(self) -> float:
+        """d(AC)/d(DC) of a server's supplies at the running load [1]."""
+        return _psu_slope(self.scenario)
 
     def plant_means(self, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The plant-step means of the rendered board power per GPU [W] and IT power [MW],
         from :meth:`render`'s means over whole plant steps."""
-        k = self.k
-        return _block_mean(means[0], k, self.per_gpu), _block_mean(means[1], k)
+        return plant_means(self, means)
+
+    def board_power(
+        self, means: np.ndarray, per_gpu: np.ndarray, path: facility.PlantPath, lo: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """What the GPUs finally draw [MW] over the steps from ``lo`` of :meth:`render`'s
+        ``means`` (board power per GPU ``per_gpu`` [W]), and each GPU's change over it [W, DC]:
+        hot dies leak more while training (the share of each interval spent training), and the
+        ramp limits act on what each GPU finally draws, leakage included."""
+        running = means[2] / self.token_rate  # share of each interval spent training
+        leak = running * _over(path.leak_extra, self.k, lo, per_gpu.size)  # W per GPU, DC
+        drawn = stop_ramps(self.scenario, self.line, per_gpu + leak, self.dt, self.paused)
+        return _cluster_mw(drawn, self.scenario.cluster.n_gpus), drawn - per_gpu
+
+    def throughput(self, means: np.ndarray, path: facility.PlantPath, lo: int) -> np.ndarray:
+        """The tokens trained [tokens/s] over the steps from ``lo`` of :meth:`render`'s
+        ``means``, each plant step's training slowed by its die's clock (see drawn_steps)."""
+        trained = means[3] if means.shape[0] > 3 else means[2]
+        return trained / _over(path.step_factor, self.k, lo, means.shape[1])
+
+    def states(self, lo: int, n: int) -> np.ndarray:
+        """The job's state (:meth:`state_at`) at the middle of each of the ``n`` steps from
+        ``lo``, as ``job_state`` stores it."""
+        return self.state_at((np.arange(lo, lo + n) + 0.5) * self.dt).astype(np.int8)
 
     def plant(self, per_gpu: np.ndarray, heat: np.ndarray) -> facility.PlantPath:
         """The plant path from the plant-step means of the rendered board power per GPU [W] and
@@ -186,15 +222,8 @@ class Run:
 
         PUE is hourly: a range of steps from the start of an hour to the start of another (or
         the run's end) has the whole run's values (:meth:`chunks`)."""
-        scenario, line, k, dt = self.scenario, self.line, self.k, self.dt
-        gpu_power, it_power, nominal_throughput = means[:3]
-        trained = means[3] if means.shape[0] > 3 else nominal_throughput  # see drawn_steps
-        n = gpu_power.size
-        per_gpu = self.per_gpu(means[0])
-        running = nominal_throughput / self.token_rate  # share of each interval spent training
-        gpu_power, it_power = _it_path(
-            scenario, line, per_gpu, it_power, running, path, k, lo, self.paused
-        )
+        scenario, k, dt, n = self.scenario, self.k, self.dt, means.shape[1]
+        gpu_power, it_power, _ = it_path(self, means, path, lo)
         it_power, rack = facility.storage(scenario, "rack", it_power, dt)
         site = _facility(scenario, it_power, path.cooling_power, k, lo)
         # through grid disturbances the connection follows the whole run (the recharge):
@@ -204,7 +233,6 @@ class Run:
             if scenario.disturbance is not None
             else _connection(scenario, it_power, site, dt)
         )
-        state = self.state_at((np.arange(lo, lo + n) + 0.5) * dt)
         return {
             "gpu_power": gpu_power,
             "it_power": it_power,
@@ -213,8 +241,8 @@ class Run:
             **connection,
             **_storage_variables(rack, bess),
             "pue": _hourly_ratio(site["facility_power"], it_power, dt, lo),
-            "throughput": trained / _over(path.step_factor, k, lo, n),
-            "job_state": state.astype(np.int8),
+            "throughput": self.throughput(means, path, lo),
+            "job_state": self.states(lo, n),
             **(self.held(path, lo, n) if held else {}),
         }
 
@@ -248,33 +276,27 @@ class Run:
             cuts.append(int(hours[at]))
         return list(zip(cuts, [*cuts[1:], hi], strict=True))
 
-    def campus_job(self, means: np.ndarray, path: facility.PlantPath, scale: float) -> dict:
-        """This job's own series as a campus workload on the site's plant (``path``), from its
-        rendered ``means`` over the whole run: what its GPUs and racks draw (its ``scale``
-        share of the rack batteries in front of them), its throughput and states, its
-        goodput."""
-        scenario, line, k, dt = self.scenario, self.line, self.k, self.dt
+    def own_series(
+        self, means: np.ndarray, path: facility.PlantPath, on: np.ndarray | None
+    ) -> dict:
+        """This job's throughput, states, clock and goodput as a campus workload on its hall's
+        plant (``path``), from its rendered ``means`` over the whole run, and its attrs (its
+        timeline holds what a disturbance stopped: ``on`` adds nothing)."""
         n = means.shape[1]
-        running = means[2] / self.token_rate
-        gpu_power, it_power = _it_path(
-            scenario, line, self.per_gpu(means[0]), means[1], running, path, k, 0, self.paused
-        )
-        it_power, rack = facility.storage(scenario, "rack", it_power, dt, scale)
-        trained = means[3] if means.shape[0] > 3 else means[2]
-        throughput = trained / _over(path.step_factor, k, 0, n)
-        state = self.state_at((np.arange(n) + 0.5) * dt)
+        throughput = self.throughput(means, path, 0)
         totals = run_totals(self, path, self.realised(means), throughput)
         attrs = self.attrs(path)
         return {
-            "gpu_power": gpu_power,
-            "it_power": it_power,
-            "rack": rack,
             "throughput": throughput,
-            "job_state": state.astype(np.int8),
-            "clock_factor": _over(path.clock_factor, k, 0, n).astype(np.float32),
+            "job_state": self.states(0, n),
+            "clock_factor": _over(path.clock_factor, self.k, 0, n).astype(np.float32),
             "goodput": totals["goodput"][1],
             "attrs": {key: float(attrs[key]) for key in JOB_ATTRS},
         }
+
+    def setting(self, event: FlexEvent) -> float | None:
+        """The clock ``event`` locked the job at [1]; None for a pause or another's event."""
+        return next((o.clock for o in self.overlays if o.event is event), None)
 
     def state_at(self, times: np.ndarray) -> np.ndarray:
         """The job's state at each of ``times`` [s]: its timeline's, or inside a window where the

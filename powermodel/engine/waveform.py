@@ -13,6 +13,7 @@ from powermodel.engine.derive import (
     _cluster_mw,
     _psu_slope,
     _smoothing_floor,
+    per_gpu_power,
     rest_power,
 )
 from powermodel.engine.timeline import JOB, NO_PAUSES, steps_rng
@@ -184,7 +185,7 @@ def drawn_steps(
         counter.astype(np.int64),
         steps_rng(scenario.simulation.seed, job),
         **v.model_dump(),
-        scale_range=_scale_range(scenario, dynamic * 1e6 / scenario.cluster.n_gpus, leak),
+        scale_range=_scale_range(scenario, per_gpu_power(dynamic, scenario.cluster.n_gpus), leak),
     )
     tokens = cells[2, State.RUNNING]
     scaled = np.array([dynamic, dynamic * _psu_slope(scenario), np.zeros_like(gpu), tokens])
