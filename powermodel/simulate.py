@@ -10,13 +10,13 @@ import numpy as np
 import xarray as xr
 
 from powermodel.engine import disturbances
-from powermodel.engine.campus import _campus
-from powermodel.engine.connection import _storage_variables, _through_disturbances
+from powermodel.engine.campus import campus_profile
+from powermodel.engine.connection import storage_variables, through_disturbances
 from powermodel.engine.derive import rest_power
 from powermodel.engine.flex import flex_variables
 from powermodel.engine.preflight import CHUNK_STEPS, memory_estimate, memory_fix, preflight
-from powermodel.engine.run import _assembled, prepare, run_totals
-from powermodel.engine.sensor_views import SENSORS, _reading, _sensor_chains, sensor_view
+from powermodel.engine.run import assembled_profile, prepare, run_totals
+from powermodel.engine.sensor_views import SENSORS, sensor_chains, sensor_reading, sensor_view
 from powermodel.engine.series import ORDER, held_arrays
 from powermodel.engine.timeline import event_variables
 from powermodel.models import sensors
@@ -68,11 +68,11 @@ def simulate(
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
-    chains = _sensor_chains(sensors, scenario.simulation.dt)
+    chains = sensor_chains(sensors, scenario.simulation.dt)
     if scenario.campus is not None:
-        ds = _campus(scenario, len(chains))
+        ds = campus_profile(scenario, len(chains))
         for chain in chains:
-            ds[f"{chain.variable}_{chain.key}"] = _reading(
+            ds[f"{chain.variable}_{chain.key}"] = sensor_reading(
                 ds, chain, chain.variable, ds.attrs["dt"]
             )
         return annotate(ds)
@@ -85,11 +85,11 @@ def simulate(
         means[:, lo:hi] = run.render(lo, hi)
     path = run.plant(*run.plant_means(means))
     realised = run.realised(means)
-    variables = _assembled(run, path, means, chunks)
+    variables = assembled_profile(run, path, means, chunks)
     if scenario.disturbance is not None:
-        changed = _through_disturbances(scenario, variables, [(scenario, variables["it_power"])])
+        changed = through_disturbances(scenario, variables, [(scenario, variables["it_power"])])
         batteries = changed.pop("batteries")
-        merged = {**variables, **changed, **_storage_variables([], batteries)}
+        merged = {**variables, **changed, **storage_variables([], batteries)}
         variables = {name: merged[name] for name in ORDER if name in merged}
     ds = run.dataset(path, variables, 0)
     ds.update(
@@ -103,5 +103,7 @@ def simulate(
     if scenario.flexibility:
         ds.update(flex_variables(scenario, [run], [ds["it_power"].values]))
     for chain in chains:  # the profile's own step: no need to read it back from its times
-        ds[f"{chain.variable}_{chain.key}"] = _reading(ds, chain, chain.variable, run.dt, True)
+        ds[f"{chain.variable}_{chain.key}"] = sensor_reading(
+            ds, chain, chain.variable, run.dt, True
+        )
     return annotate(ds)

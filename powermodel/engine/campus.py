@@ -11,26 +11,26 @@ import xarray as xr
 from powermodel.engine import disturbances, facility
 from powermodel.engine.connection import (
     CONNECTION,
-    _at_connection,
-    _facility,
-    _storage_variables,
-    _through_disturbances,
+    at_connection,
     campus_series,
+    facility_draw,
     plant_means,
+    storage_variables,
+    through_disturbances,
 )
 from powermodel.engine.derive import plant_steps
 from powermodel.engine.fleet import Fleet
-from powermodel.engine.flex import _events_of, flex_variables
-from powermodel.engine.preflight import _named_parts, _workload, check_memory, preflight
+from powermodel.engine.flex import events_targeting, flex_variables
+from powermodel.engine.preflight import check_memory, errors_named_for, named_workloads, preflight
 from powermodel.engine.run import JOB_ATTRS, Run, gpu_attrs, prepare, run_totals
-from powermodel.engine.series import ORDER, _held, _hourly_ratio, _times
+from powermodel.engine.series import ORDER, datetimes, held_series, hourly_ratio
 from powermodel.engine.timeline import JOB, event_variables, launch_delay
 from powermodel.models import events, mitigation
 from powermodel.scenario import Scenario
 from powermodel.variables import annotate
 
 
-def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
+def campus_profile(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
     """:func:`simulate` of a campus: each workload rendered as a job of its own, its servers on
     its hall's plant; the halls' IT power, losses and plants summed at the connection."""
     check_memory(scenario, sensors)
@@ -66,16 +66,16 @@ def _campus(scenario: Scenario, sensors: int = 0) -> xr.Dataset:
         "facility_loss": site["facility_loss"],
         "facility_power": site["facility_power"],
         **connection,
-        **_storage_variables([r for job in jobs for r in job["rack"]], bess),
-        "pue": _hourly_ratio(site["facility_power"], site["it_power"], dt),
+        **storage_variables([r for job in jobs for r in job["rack"]], bess),
+        "pue": hourly_ratio(site["facility_power"], site["it_power"], dt),
         # tokens trained: an inference fleet's served tokens are its own workload's
         "throughput": sum(job["throughput"] for job in trains),
         # the campus's state: at each instant its training jobs' strongest (a failure of any
         # shows), so that the rules attribute a swing to the workload that made it
-        "job_state": _strongest([job["job_state"] for job in trains]),
+        "job_state": strongest_state([job["job_state"] for job in trains]),
         **runs[largest].held(shown, 0, n),
-        "cooling_power": _held(sum(c for _, c, _ in plants) / 1e6, k, 0, n),
-        "misc_power": _held(np.array([site["misc_power"]]), n, 0, n),
+        "cooling_power": held_series(sum(c for _, c, _ in plants) / 1e6, k, 0, n),
+        "misc_power": held_series(np.array([site["misc_power"]]), n, 0, n),
         **disturbed,
     }
     ds = runs[largest].dataset(shown, {v: variables[v] for v in ORDER if v in variables}, 0)
@@ -108,10 +108,10 @@ def _campus_connection(
     dt = scenario.simulation.dt
     if scenario.disturbance is None:
         load, reactive = site["facility_power"], site["grid_reactive_power"]
-        connection, bess = _at_connection(scenario, load, reactive, dt)
+        connection, bess = at_connection(scenario, load, reactive, dt)
         return connection, bess, {}
     supplies = [(part, job["it_power"]) for part, job in zip(scenario.parts, jobs, strict=True)]
-    disturbed = _through_disturbances(scenario, site, supplies)
+    disturbed = through_disturbances(scenario, site, supplies)
     bess = disturbed.pop("batteries")
     connection = {key: disturbed.pop(key) for key in CONNECTION}
     return connection, bess, disturbed
@@ -139,10 +139,10 @@ def _campus_runs(scenario: Scenario) -> tuple[list[Run | Fleet], list[np.ndarray
     own draws and launch unless aligned, the flexibility events on it) or a fleet."""
     aligned, n = scenario.campus.aligned, scenario.simulation.n_steps
     runs = []
-    for j, (name, part) in enumerate(_named_parts(scenario)):
+    for j, (name, part) in enumerate(named_workloads(scenario)):
         spec, job = scenario.campus.workloads[j], JOB if aligned else j
-        with _workload(name):
-            flex = _events_of(scenario, name)
+        with errors_named_for(name):
+            flex = events_targeting(scenario, name)
             if spec.kind == "inference":
                 runs.append(Fleet(part, spec.inference, job, flex))
                 continue
@@ -161,7 +161,7 @@ def _campus_plants(
     nameplate IT power [W]."""
     sim, k, parts = scenario.simulation, plant_steps(scenario), scenario.parts
     heat_of = [plant_means(run, m) for run, m in zip(runs, means, strict=True)]
-    middle = _times(sim.start, (np.arange(heat_of[0][1].size) + 0.5) * k * sim.dt)
+    middle = datetimes(sim.start, (np.arange(heat_of[0][1].size) + 0.5) * k * sim.dt)
     paths: list[facility.PlantPath] = [None] * len(runs)
     plants = []
     for hall, members in scenario.hall_members():
@@ -188,7 +188,7 @@ def _hall_power(
     (``jobs``) and its plant (plant power [W], nameplate [W])."""
     _, cooling, design = plant
     it = sum(job["it_power"] for job in jobs)
-    power = _facility(hall, it, cooling, k, 0, design)
+    power = facility_draw(hall, it, cooling, k, 0, design)
     other = power["cooling_power"] + power["misc_power"]
     supplies = [(part, job["it_power"]) for part, job in zip(parts, jobs, strict=True)]
     reactive = facility.reactive_power(hall, it, power["facility_loss"], other, supplies)
@@ -234,7 +234,7 @@ def _workload_variables(
     }
 
 
-def _strongest(states: list[np.ndarray]) -> np.ndarray:
+def strongest_state(states: list[np.ndarray]) -> np.ndarray:
     """At each step, the strongest of the ``states`` (:data:`events.STATE_RANK`: a restart,
     a failure, maintenance, a checkpoint, training)."""
     stacked = np.stack(states)

@@ -10,8 +10,8 @@ from typing import Protocol
 import numpy as np
 
 from powermodel.engine import disturbances, facility
-from powermodel.engine.derive import _cluster_mw, per_gpu_power
-from powermodel.engine.series import DISTURBANCE_VARIABLES, _block_mean, _dense, _over
+from powermodel.engine.derive import cluster_mw, per_gpu_power
+from powermodel.engine.series import DISTURBANCE_VARIABLES, block_mean, held_array, on_every_step
 from powermodel.models import grid, mitigation
 from powermodel.scenario import Scenario
 
@@ -62,9 +62,9 @@ def it_path(
     cl = scenario.cluster
     per_gpu = per_gpu_power(means[0], cl.n_gpus)
     gpu_power, change = workload.board_power(means, per_gpu, path, lo)  # MW; W per GPU, DC
-    fans = _over(path.fan_extra, workload.k, lo, n)  # W per node, DC
+    fans = held_array(path.fan_extra, workload.k, lo, n)  # W per node, DC
     node = (cl.gpus_per_node * change + fans) * workload.slope  # W per node, AC
-    it_power = means[1] + _cluster_mw(node, cl.n_nodes)
+    it_power = means[1] + cluster_mw(node, cl.n_nodes)
     on = disturbances.powered(scenario, lo, n, scenario.simulation.dt)
     if on is not None:  # a disturbance took the servers' power: they draw nothing
         gpu_power, it_power = gpu_power * on, it_power * on
@@ -93,10 +93,10 @@ def plant_means(workload: Workload, means: np.ndarray) -> tuple[np.ndarray, np.n
     from its rendered ``means`` over whole plant steps: the heat its plant carries."""
     n_gpus = workload.scenario.cluster.n_gpus
     per_gpu = partial(per_gpu_power, n_gpus=n_gpus)
-    return _block_mean(means[0], workload.k, per_gpu), _block_mean(means[1], workload.k)
+    return block_mean(means[0], workload.k, per_gpu), block_mean(means[1], workload.k)
 
 
-def _facility(
+def facility_draw(
     scenario: Scenario,
     it_power: np.ndarray,
     cooling: np.ndarray,
@@ -109,8 +109,8 @@ def _facility(
     electrical steps a plant step), ``misc_power`` and ``facility_power``, all [MW]; sized for
     the ``design`` IT power [W], by default the scenario's."""
     design = facility.design_it_power(scenario) if design is None else design
-    cooling = _over(cooling, k, lo, it_power.size) / 1e6
-    misc = _misc(scenario, design)
+    cooling = held_array(cooling, k, lo, it_power.size) / 1e6
+    misc = misc_load(scenario, design)
     capacity = scenario.electrical.design_margin * design / 1e6
     loss = facility.facility_loss(it_power, scenario, capacity, cooling + misc)
     on = disturbances.powered(scenario, lo, it_power.size, scenario.simulation.dt)
@@ -124,14 +124,14 @@ def _facility(
     }
 
 
-def _misc(scenario: Scenario, design: float | None = None) -> float:
+def misc_load(scenario: Scenario, design: float | None = None) -> float:
     """Misc loads (lighting, offices, controls) [MW]: they do not follow the IT swing, a share
     of the ``design`` IT power [W] (by default the scenario's)."""
     design = facility.design_it_power(scenario) if design is None else design
     return scenario.cooling.misc_fraction * (design / 1e6)
 
 
-def _connection(
+def site_connection(
     scenario: Scenario, it_power: np.ndarray, site: dict[str, np.ndarray], dt: float
 ) -> tuple[dict[str, np.ndarray], list[mitigation.StorageResult]]:
     """The point of interconnection, from the IT load and the site's draw [MW] on steps of
@@ -139,13 +139,13 @@ def _connection(
     and ``grid_voltage`` [p.u.]; and each site battery's dispatch."""
     other = site["cooling_power"] + site["misc_power"]
     reactive = facility.reactive_power(scenario, it_power, site["facility_loss"], other)
-    return _at_connection(scenario, site["facility_power"], reactive, dt)
+    return at_connection(scenario, site["facility_power"], reactive, dt)
 
 
 CONNECTION = ("grid_power", "grid_reactive_power", "grid_voltage")
 
 
-def _at_connection(
+def at_connection(
     scenario: Scenario, load: np.ndarray, reactive: np.ndarray, dt: float
 ) -> tuple[dict[str, np.ndarray], list[mitigation.StorageResult]]:
     """What the grid sees of the site's ``load`` [MW] and ``reactive`` power [Mvar] on steps
@@ -158,7 +158,7 @@ def _at_connection(
     return dict(zip(CONNECTION, values, strict=True)), batteries
 
 
-def _through_disturbances(
+def through_disturbances(
     scenario: Scenario, variables: dict, supplies: list[tuple[Scenario, np.ndarray]]
 ) -> dict:
     """The connection through the scenario's grid disturbances: from the run's whole IT
@@ -168,7 +168,7 @@ def _through_disturbances(
     reactive power is each workload's (``supplies``: its scenario and IT power)."""
     dt, n = scenario.simulation.dt, scenario.simulation.n_steps
     dense = {
-        key: _dense(variables[key], n)
+        key: on_every_step(variables[key], n)
         for key in ("it_power", "facility_loss", "cooling_power", "misc_power")
     }
     it_path = dense["it_power"] + dense["facility_loss"]
@@ -183,7 +183,7 @@ def _through_disturbances(
         + q_other * out["other_share"]
         + out["recharge_power"] * np.sqrt(1.0 - pf * pf) / pf
     )
-    connection, batteries = _at_connection(scenario, out["load"], reactive, dt)
+    connection, batteries = at_connection(scenario, out["load"], reactive, dt)
     return {
         **connection,
         "batteries": batteries,
@@ -191,7 +191,7 @@ def _through_disturbances(
     }
 
 
-def _storage_variables(
+def storage_variables(
     rack: list[mitigation.StorageResult], site: list[mitigation.StorageResult]
 ) -> dict[str, np.ndarray]:
     out = {}

@@ -97,12 +97,12 @@ def rest_power(cluster: Cluster) -> np.ndarray:
     return rest
 
 
-def _smoothing_floor(scenario: Scenario) -> float:
+def smoothing_floor(scenario: Scenario) -> float:
     sm = scenario.mitigation.smoothing
     return 0.0 if sm is None else sm.floor * scenario.gpu.tdp
 
 
-def _board_limit(scenario: Scenario) -> float:
+def board_limit(scenario: Scenario) -> float:
     """The most a GPU's board draws: its power cap, else its TDP. [W]"""
     tdp = scenario.gpu.tdp
     return min(scenario.mitigation.power_cap or tdp, tdp)
@@ -147,7 +147,7 @@ def _plant_step_fix(scenario: Scenario) -> str:
     return "give cooling.dt = " + " or ".join(format_duration(round(float(s), 9)) for s in near)
 
 
-def _psu_slope(scenario: Scenario) -> float:
+def psu_slope(scenario: Scenario) -> float:
     """d(AC)/d(DC) of a server's supplies at the running load: small DC changes pass through it."""
     cl = scenario.cluster
     shares, watts = scenario.phase_powers()
@@ -156,12 +156,12 @@ def _psu_slope(scenario: Scenario) -> float:
     return float((up - down) / 2.0)
 
 
-def _cluster_mw(watts: np.ndarray | float, count: int) -> np.ndarray | float:
+def cluster_mw(watts: np.ndarray | float, count: int) -> np.ndarray | float:
     """Power of ``count`` GPUs, nodes or switches drawing ``watts`` [W] each. [MW]"""
     return watts * count / 1e6
 
 
 def per_gpu_power(gpu_power: np.ndarray | float, n_gpus: int) -> np.ndarray | float:
     """What each of ``n_gpus`` GPUs draws [W] of their ``gpu_power`` [MW] (the inverse of
-    :func:`_cluster_mw`)."""
+    :func:`cluster_mw`)."""
     return gpu_power * 1e6 / n_gpus

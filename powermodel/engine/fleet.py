@@ -10,15 +10,15 @@ import pandas as pd
 from scipy import optimize
 
 from powermodel.engine import facility
-from powermodel.engine.derive import _cluster_mw, per_gpu_power, plant_steps
+from powermodel.engine.derive import cluster_mw, per_gpu_power, plant_steps
 from powermodel.engine.flex import (
     LOWEST_FLEX_CLOCK,
-    _check_fleet_event,
-    _event_inlet,
-    _settled,
+    check_fleet_event,
+    event_inlet,
+    settled_it_extra,
 )
 from powermodel.engine.run import JOB_ATTRS
-from powermodel.engine.series import _over
+from powermodel.engine.series import held_array
 from powermodel.engine.timeline import STREAM_DEMAND
 from powermodel.engine.waveform import idle_power
 from powermodel.errors import ScenarioError
@@ -63,7 +63,7 @@ class Fleet:
         middle = (np.arange(count) + 0.5) * self.step
         self.series = self._series(clock, wanted, serving)
         for event in flex:  # one at a time on a workload: each on the series the others left
-            _check_fleet_event(scenario, spec, event)
+            check_fleet_event(scenario, spec, event)
             begin = (event.start - sim.start).total_seconds()
             inside = (middle >= begin) & (middle < begin + event.duration)
             clock, wanted, serving, setting = self._flexed(event, inside, clock, wanted, serving)
@@ -103,8 +103,8 @@ class Fleet:
         node = cl.psu.input_power(cl.gpus_per_node * board + cl.rest_power_active)
         return np.array(
             [
-                _cluster_mw(board, cl.n_gpus),
-                _cluster_mw(node, cl.n_nodes)
+                cluster_mw(board, cl.n_gpus),
+                cluster_mw(node, cl.n_nodes)
                 + (cl.network_load + cl.storage_load) / 1e6
                 + idle_power(self.scenario),
                 served * spec.token_rate * cl.n_gpus,
@@ -128,12 +128,14 @@ class Fleet:
             return clock, wanted, serving & ~inside, None
         cl = self.scenario.cluster
         before = self._series(clock, wanted, serving)[:, inside]
-        inlet = _event_inlet(self.scenario, float(before[1].mean()), event)
+        inlet = event_inlet(self.scenario, float(before[1].mean()), event)
 
         def drawn(series: np.ndarray) -> float:
             """Mean IT power over the event, its dies and fans settled at the event's inlet."""
             board = per_gpu_power(series[0], cl.n_gpus)
-            extra = _settled(self.scenario, inlet, board, self.reference_die(board), self.slope)
+            extra = settled_it_extra(
+                self.scenario, inlet, board, self.reference_die(board), self.slope
+            )
             return float((series[1] + extra).mean())
 
         target = (1.0 - event.reduction) * drawn(before)
@@ -202,8 +204,8 @@ class Fleet:
         below their cap, so power, not the clock, gives)."""
         cl, gpu, n = self.scenario.cluster, self.scenario.gpu, means.shape[1]
         own = gpu.leakage(self.reference_die(per_gpu))
-        leak = _over(gpu.leakage(path.gpu_temp), self.k, lo, n) - own
-        return means[0] + _cluster_mw(leak, cl.n_gpus), leak
+        leak = held_array(gpu.leakage(path.gpu_temp), self.k, lo, n) - own
+        return means[0] + cluster_mw(leak, cl.n_gpus), leak
 
     def own_series(
         self, means: np.ndarray, path: facility.PlantPath, on: np.ndarray | None

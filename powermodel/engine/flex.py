@@ -10,8 +10,8 @@ import numpy as np
 from scipy import optimize
 
 from powermodel.engine import facility
-from powermodel.engine.derive import _psu_slope, derive, per_gpu_power, plant_steps
-from powermodel.engine.series import _times
+from powermodel.engine.derive import derive, per_gpu_power, plant_steps, psu_slope
+from powermodel.engine.series import datetimes
 from powermodel.engine.waveform import shape_tables
 from powermodel.errors import ScenarioError
 from powermodel.models import thermal
@@ -27,7 +27,7 @@ HOUR_S = 3600.0
 LOWEST_FLEX_CLOCK = 0.3
 
 
-def _check_lever(scenario: Scenario, event: FlexEvent) -> None:
+def check_lever(scenario: Scenario, event: FlexEvent) -> None:
     """A clock-lock event needs a GPU whose clock can be locked."""
     if event.lever == "clock" and "clock_lock" not in scenario.gpu.levers:
         raise ScenarioError(
@@ -36,34 +36,34 @@ def _check_lever(scenario: Scenario, event: FlexEvent) -> None:
         )
 
 
-def _event_inlet(scenario: Scenario, heat: float, event: FlexEvent) -> float:
+def event_inlet(scenario: Scenario, heat: float, event: FlexEvent) -> float:
     """The servers' mean inlet over ``event`` [°C]: the plant from an hour before it (its lags
     settle) to its end, with the job drawing ``heat`` [MW]."""
     sim, plant_dt = scenario.simulation, plant_steps(scenario) * scenario.simulation.dt
     begin = (event.start - sim.start).total_seconds()
     first = max(begin - HOUR_S, 0.0)
     count = max(int(np.ceil((begin + event.duration - first) / plant_dt)), 1)
-    middle = _times(sim.start, first + (np.arange(count) + 0.5) * plant_dt)
+    middle = datetimes(sim.start, first + (np.arange(count) + 0.5) * plant_dt)
     heat = np.full(count, heat * 1e6)
     site = facility.site_plant(scenario, middle, heat, plant_dt, facility.design_it_power(scenario))
     during = first + (np.arange(count) + 0.5) * plant_dt >= begin
     return float(site.out.supply_temp[during].mean() + scenario.cooling.inlet_offset)
 
 
-def _flex_clock(scenario: Scenario, cells: np.ndarray, event: FlexEvent) -> float:
+def flex_clock(scenario: Scenario, cells: np.ndarray, event: FlexEvent) -> float:
     """The clock lock that lowers the training job's IT power by ``reduction`` [1] of what it
     draws training, found between :data:`LOWEST_FLEX_CLOCK` and its own clock.
 
     What it draws is the shapes' mean with the leakage of its dies at the event's inlet: the
-    plant run over the event with the job training (:func:`_event_inlet`), each die at its
+    plant run over the event with the job training (:func:`event_inlet`), each die at its
     steady temperature there. A locked GPU runs off its cap, so all of its leakage follows its
     die; a free one holds its cap in compute phases, so only the other phases' does. The
     reduction holds once the dies have settled, within their thermal time constant of the start.
     """
     cl = scenario.cluster
-    inlet = _event_inlet(scenario, float(cells[1, State.RUNNING].mean()), event)
+    inlet = event_inlet(scenario, float(cells[1, State.RUNNING].mean()), event)
     nominal = scenario.nominal_die()
-    slope = _psu_slope(scenario)
+    slope = psu_slope(scenario)
 
     def drawn(clock: float | None) -> float:
         """The job's IT power training at a locked ``clock`` (None: its own) [MW]."""
@@ -75,7 +75,7 @@ def _flex_clock(scenario: Scenario, cells: np.ndarray, event: FlexEvent) -> floa
         ].mean(axis=1)
         off_cap = 1.0 if clock is not None else 1.0 - scenario.compute_share
         board = per_gpu_power(mean[0], cl.n_gpus)
-        return float(mean[1] + _settled(scenario, inlet, board, nominal, slope, off_cap))
+        return float(mean[1] + settled_it_extra(scenario, inlet, board, nominal, slope, off_cap))
 
     training = drawn(scenario.mitigation.clock_lock)
 
@@ -94,7 +94,7 @@ def _flex_clock(scenario: Scenario, cells: np.ndarray, event: FlexEvent) -> floa
     return float(optimize.brentq(shed, LOWEST_FLEX_CLOCK, top, xtol=1e-12))
 
 
-def _settled(
+def settled_it_extra(
     scenario: Scenario,
     inlet: float,
     board: np.ndarray | float,
@@ -114,12 +114,12 @@ def _settled(
     return (cl.gpus_per_node * leak + fans) * slope * cl.n_nodes / 1e6
 
 
-def _events_of(scenario: Scenario, name: str) -> list[FlexEvent]:
+def events_targeting(scenario: Scenario, name: str) -> list[FlexEvent]:
     """The flexibility events that target the campus workload ``name``."""
     return [e for e in scenario.flexibility if not e.workloads or name in e.workloads]
 
 
-def _check_fleet_event(scenario: Scenario, spec: Inference, event: FlexEvent) -> None:
+def check_fleet_event(scenario: Scenario, spec: Inference, event: FlexEvent) -> None:
     """An event on an inference fleet starts and ends on its utilisation's steps (the series
     the event changes is constant over each)."""
     step = spec.variation_step

@@ -12,7 +12,7 @@ import psutil
 
 from powermodel.engine import disturbances, facility
 from powermodel.engine.derive import Derived, derive, plant_steps
-from powermodel.engine.flex import _check_fleet_event, _check_lever, _events_of
+from powermodel.engine.flex import check_fleet_event, check_lever, events_targeting
 from powermodel.engine.timeline import recoveries
 from powermodel.engine.waveform import shape_tables
 from powermodel.errors import ScenarioError
@@ -195,17 +195,17 @@ def preflight(
     """
     if memory:
         check_memory(scenario, sensors)
-    for j, (name, part) in enumerate(_named_parts(scenario)):  # a campus: each workload's
-        with _workload(name):
+    for j, (name, part) in enumerate(named_workloads(scenario)):  # a campus: each workload's
+        with errors_named_for(name):
             preflight(part, memory=False)
             spec = scenario.campus.workloads[j]
-            for event in _events_of(scenario, name):
+            for event in events_targeting(scenario, name):
                 if spec.kind == "inference":
-                    _check_fleet_event(scenario, spec.inference, event)
+                    check_fleet_event(scenario, spec.inference, event)
                 else:
-                    _check_lever(part, event)
+                    check_lever(part, event)
     for event in scenario.flexibility if scenario.campus is None else ():
-        _check_lever(scenario, event)
+        check_lever(scenario, event)
     derived = derive(scenario)
     plant_steps(scenario)
     disturbances.response(scenario)  # its triggers: a frequency record's excursions bounded
@@ -213,7 +213,7 @@ def preflight(
     return (derived, *shape_tables(scenario, derived))
 
 
-def _named_parts(scenario: Scenario) -> list[tuple[str, Scenario]]:
+def named_workloads(scenario: Scenario) -> list[tuple[str, Scenario]]:
     """A campus's workloads by name, each a scenario of its own; none without a campus."""
     if scenario.campus is None:
         return []
@@ -221,7 +221,7 @@ def _named_parts(scenario: Scenario) -> list[tuple[str, Scenario]]:
 
 
 @contextmanager
-def _workload(name: str) -> Iterator[None]:
+def errors_named_for(name: str) -> Iterator[None]:
     """Errors of a campus workload's own checks and run, named for it."""
     try:
         yield

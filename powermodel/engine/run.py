@@ -15,40 +15,40 @@ import xarray as xr
 from powermodel._version import __version__
 from powermodel.engine import disturbances, facility
 from powermodel.engine.connection import (
-    _connection,
-    _facility,
-    _misc,
-    _storage_variables,
+    facility_draw,
     it_path,
+    misc_load,
     plant_means,
+    site_connection,
+    storage_variables,
 )
-from powermodel.engine.derive import Derived, _cluster_mw, _psu_slope, derive, plant_steps
-from powermodel.engine.flex import _check_lever, _flex_clock
+from powermodel.engine.derive import Derived, cluster_mw, derive, plant_steps, psu_slope
+from powermodel.engine.flex import check_lever, flex_clock
 from powermodel.engine.preflight import sequential
 from powermodel.engine.series import (
     HELD,
     ORDER,
-    _held,
-    _hour_starts,
-    _hourly_ratio,
-    _lazy,
-    _over,
-    _Pieces,
-    _single,
-    _step_times,
-    _timedelta,
-    _times,
+    PiecewiseSeries,
+    checked_float32,
+    datetimes,
+    held_array,
+    held_series,
+    hour_starts,
+    hourly_ratio,
+    lazy_data,
+    step_datetimes,
+    timedelta_ns,
 )
 from powermodel.engine.timeline import (
     JOB,
     Overlay,
-    _closed_tables,
-    _outside,
-    _pauses,
+    closed_tables,
     failed_replicas,
     kept_training,
     startup,
     timeline,
+    whole_job_pauses,
+    without_paused_events,
 )
 from powermodel.engine.waveform import (
     drawn_steps,
@@ -118,7 +118,7 @@ class Run:
     @property
     def paused(self) -> np.ndarray:
         """When the whole job pauses for a flexibility event [s]."""
-        return _pauses(self.overlays)[0]
+        return whole_job_pauses(self.overlays)[0]
 
     @property
     def effective_training_time(self) -> float:
@@ -148,7 +148,7 @@ class Run:
     @property
     def slope(self) -> float:
         """d(AC)/d(DC) of a server's supplies at the running load [1]."""
-        return _psu_slope(self.scenario)
+        return psu_slope(self.scenario)
 
     def plant_means(self, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The plant-step means of the rendered board power per GPU [W] and IT power [MW],
@@ -163,15 +163,15 @@ class Run:
         hot dies leak more while training (the share of each interval spent training), and the
         ramp limits act on what each GPU finally draws, leakage included."""
         running = means[2] / self.token_rate  # share of each interval spent training
-        leak = running * _over(path.leak_extra, self.k, lo, per_gpu.size)  # W per GPU, DC
+        leak = running * held_array(path.leak_extra, self.k, lo, per_gpu.size)  # W per GPU, DC
         drawn = stop_ramps(self.scenario, self.line, per_gpu + leak, self.dt, self.paused)
-        return _cluster_mw(drawn, self.scenario.cluster.n_gpus), drawn - per_gpu
+        return cluster_mw(drawn, self.scenario.cluster.n_gpus), drawn - per_gpu
 
     def throughput(self, means: np.ndarray, path: facility.PlantPath, lo: int) -> np.ndarray:
         """The tokens trained [tokens/s] over the steps from ``lo`` of :meth:`render`'s
         ``means``, each plant step's training slowed by its die's clock (see drawn_steps)."""
         trained = means[3] if means.shape[0] > 3 else means[2]
-        return trained / _over(path.step_factor, self.k, lo, means.shape[1])
+        return trained / held_array(path.step_factor, self.k, lo, means.shape[1])
 
     def states(self, lo: int, n: int) -> np.ndarray:
         """The job's state (:meth:`state_at`) at the middle of each of the ``n`` steps from
@@ -183,8 +183,8 @@ class Run:
         IT power [MW], at the middle of each plant step. Weather → plant → inlet → die
         temperature → clocks, leakage and server fans."""
         scenario, plant_dt = self.scenario, self.k * self.dt
-        start = _times(scenario.simulation.start, np.arange(heat.size) * self.k * self.dt)
-        middle = start + _timedelta(plant_dt / 2.0)
+        start = datetimes(scenario.simulation.start, np.arange(heat.size) * self.k * self.dt)
+        middle = start + timedelta_ns(plant_dt / 2.0)
         design = facility.design_it_power(scenario)
         path = facility.plant_path(scenario, middle, heat * 1e6, per_gpu, plant_dt, design)
         return self.locked(path)
@@ -213,11 +213,11 @@ class Run:
 
     def profile(
         self, path: facility.PlantPath, means: np.ndarray, lo: int, held: bool = True
-    ) -> dict[str, np.ndarray | _Pieces]:
+    ) -> dict[str, np.ndarray | PiecewiseSeries]:
         """The profile's variables on ``time`` over the steps from ``lo`` that ``means``
         (:meth:`render`'s) cover, completed by the plant path stage by stage: what the GPUs
         and racks finally draw, the facility around them, the connection, the training they
-        buy. Piecewise-constant ones as :class:`_Pieces`; without ``held``, leaves out those
+        buy. Piecewise-constant ones as :class:`PiecewiseSeries`; without ``held``, leaves out those
         :meth:`held` gives.
 
         PUE is hourly: a range of steps from the start of an hour to the start of another (or
@@ -225,13 +225,13 @@ class Run:
         scenario, k, dt, n = self.scenario, self.k, self.dt, means.shape[1]
         gpu_power, it_power, _ = it_path(self, means, path, lo)
         it_power, rack = facility.storage(scenario, "rack", it_power, dt)
-        site = _facility(scenario, it_power, path.cooling_power, k, lo)
+        site = facility_draw(scenario, it_power, path.cooling_power, k, lo)
         # through grid disturbances the connection follows the whole run (the recharge):
-        # simulate adds it once the run is whole (_through_disturbances)
+        # simulate adds it once the run is whole (through_disturbances)
         connection, bess = (
             ({}, [])
             if scenario.disturbance is not None
-            else _connection(scenario, it_power, site, dt)
+            else site_connection(scenario, it_power, site, dt)
         )
         return {
             "gpu_power": gpu_power,
@@ -239,22 +239,22 @@ class Run:
             "facility_loss": site["facility_loss"],
             "facility_power": site["facility_power"],
             **connection,
-            **_storage_variables(rack, bess),
-            "pue": _hourly_ratio(site["facility_power"], it_power, dt, lo),
+            **storage_variables(rack, bess),
+            "pue": hourly_ratio(site["facility_power"], it_power, dt, lo),
             "throughput": self.throughput(means, path, lo),
             "job_state": self.states(lo, n),
             **(self.held(path, lo, n) if held else {}),
         }
 
-    def held(self, path: facility.PlantPath, lo: int, n: int) -> dict[str, _Pieces]:
+    def held(self, path: facility.PlantPath, lo: int, n: int) -> dict[str, PiecewiseSeries]:
         """The variables constant over each plant step (the plant path's state, the cooling
         power [MW]) or over the run (the misc power [MW]), over the ``n`` steps from ``lo``."""
         k = self.k
         return {
-            "cooling_power": _held(path.cooling_power / 1e6, k, lo, n),
-            "misc_power": _held(np.array([_misc(self.scenario)]), lo + n, lo, n),
+            "cooling_power": held_series(path.cooling_power / 1e6, k, lo, n),
+            "misc_power": held_series(np.array([misc_load(self.scenario)]), lo + n, lo, n),
             **{
-                name: _held(_single(name, getattr(path, name)), k, lo, n, np.float32)
+                name: held_series(checked_float32(name, getattr(path, name)), k, lo, n, np.float32)
                 for name in HELD
             },
         }
@@ -266,7 +266,7 @@ class Run:
         if sequential(self.scenario):
             return [(lo, hi)]
         dt = self.dt
-        hours = _hour_starts(lo, hi, dt)
+        hours = hour_starts(lo, hi, dt)
         cuts = [lo]
         while cuts[-1] + size < hi:
             # the first step of an hour at or after the next cut (an hour spans 3600 / dt steps)
@@ -289,7 +289,7 @@ class Run:
         return {
             "throughput": throughput,
             "job_state": self.states(0, n),
-            "clock_factor": _over(path.clock_factor, self.k, 0, n).astype(np.float32),
+            "clock_factor": held_array(path.clock_factor, self.k, 0, n).astype(np.float32),
             "goodput": totals["goodput"][1],
             "attrs": {key: float(attrs[key]) for key in JOB_ATTRS},
         }
@@ -339,17 +339,17 @@ class Run:
         return 1.0 if self.steps is None else share_of(means[3], means[2])
 
     def dataset(
-        self, path: facility.PlantPath, variables: dict[str, np.ndarray | _Pieces], lo: int
+        self, path: facility.PlantPath, variables: dict[str, np.ndarray | PiecewiseSeries], lo: int
     ) -> xr.Dataset:
         """The profile over the steps from ``lo`` that ``variables`` (:meth:`profile`'s, in the
         order of :data:`ORDER`) cover, as a Dataset with its attrs and units."""
         n = variables["gpu_power"].size
         ds = xr.Dataset(
-            {name: ("time", _lazy(values)) for name, values in variables.items()},
+            {name: ("time", lazy_data(values)) for name, values in variables.items()},
             # an index already (not an array xarray would first ask whether dask holds)
             coords={
                 "time": pd.DatetimeIndex(
-                    _step_times(self.scenario.simulation.start, lo, n, self.dt), copy=False
+                    step_datetimes(self.scenario.simulation.start, lo, n, self.dt), copy=False
                 )
             },
             attrs=self.attrs(path),
@@ -411,13 +411,13 @@ def prepare(
     tables = render.cumulative_tables(with_trained(cells, apart))
     token_rate = cells[2, State.RUNNING, 0]
     run = Run(scenario, derived, line, rate, tables, steps, plant_steps(scenario), token_rate)
-    overlays = [_flex_overlay(run, cells, event) for event in flex]
-    paused = _pauses(overlays)
-    line = _outside(line, paused)  # a paused job does not fail
+    overlays = [flex_overlay(run, cells, event) for event in flex]
+    paused = whole_job_pauses(overlays)
+    line = without_paused_events(line, paused)  # a paused job does not fail
     windows = failed_replicas(scenario, derived, line, paused[0])
     if windows is not None:
         share = scenario.replica_gpus / scenario.cluster.n_gpus
-        overlays.append(Overlay(windows, share, *_closed_tables(rate, tables), stops=True))
+        overlays.append(Overlay(windows, share, *closed_tables(rate, tables), stops=True))
     run = replace(run, line=line, overlays=tuple(overlays))
     ck = scenario.checkpoint
     if ck.mode == "async" and ck.background_power > 0 and derived.checkpoints:
@@ -425,13 +425,13 @@ def prepare(
         writes = events.background_writes(
             line, write, cut=scenario.reliability.scope == "job", paused=paused
         )
-        power = _cluster_mw(ck.background_power, scenario.cluster.n_gpus)
+        power = cluster_mw(ck.background_power, scenario.cluster.n_gpus)
         table = render.cumulative_tables(np.array([[[0.0], [power]]]))
         run = replace(run, writes=writes, write_table=table)
     return run
 
 
-def _flex_overlay(run: Run, cells: np.ndarray, event: FlexEvent) -> Overlay:
+def flex_overlay(run: Run, cells: np.ndarray, event: FlexEvent) -> Overlay:
     """The whole job through a flexibility event: a pause checkpoints, stops until the end,
     then restarts; a clock lock runs the job's own states on the locked clock's shapes."""
     scenario, derived, line = run.scenario, run.derived, run.line
@@ -447,9 +447,9 @@ def _flex_overlay(run: Run, cells: np.ndarray, event: FlexEvent) -> Overlay:
         windows = events.recovery_windows(
             line, begin, [sequence], np.zeros(1, np.int64), derived.step_time, closed
         )
-        return Overlay(windows, 1.0, *_closed_tables(run.rate, run.tables), True, event)
-    _check_lever(scenario, event)
-    clock = _flex_clock(scenario, cells, event)
+        return Overlay(windows, 1.0, *closed_tables(run.rate, run.tables), True, event)
+    check_lever(scenario, event)
+    clock = flex_clock(scenario, cells, event)
     locked = scenario.model_copy(
         update={"mitigation": scenario.mitigation.model_copy(update={"clock_lock": clock})}
     )
@@ -458,7 +458,7 @@ def _flex_overlay(run: Run, cells: np.ndarray, event: FlexEvent) -> Overlay:
     slow_cells = np.concatenate((slow_cells[:2], cells[2:3], slow_cells[2:]))
     tables = render.cumulative_tables(slow_cells)
     windows = events.clipped_windows(line, begin, begin + event.duration, closed)
-    return Overlay(windows, 1.0, *_closed_tables(slow_rate, tables), False, event, clock)
+    return Overlay(windows, 1.0, *closed_tables(slow_rate, tables), False, event, clock)
 
 
 def run_totals(
@@ -477,9 +477,9 @@ def run_totals(
     }
 
 
-def _assembled(
+def assembled_profile(
     run: Run, path: facility.PlantPath, means: np.ndarray, chunks: list[tuple[int, int]]
-) -> dict[str, np.ndarray | _Pieces]:
+) -> dict[str, np.ndarray | PiecewiseSeries]:
     """The whole run's variables on ``time``, in the order of :data:`ORDER`, from its rendered
     ``means``, profiled range by range (``chunks``). The profile takes the means' place: what
     is rendered of ``gpu_power``, ``it_power`` and the throughput becomes that variable."""
@@ -499,7 +499,7 @@ def _assembled(
                 if name not in out:
                     out[name] = np.empty(n, values.dtype)
                 out[name][lo:hi] = values
-    merged = {**out, **run.held(path, 0, n), "pue": _Pieces.joined(pue, n)}
+    merged = {**out, **run.held(path, 0, n), "pue": PiecewiseSeries.joined(pue, n)}
     return {name: merged[name] for name in ORDER if name in merged}
 
 

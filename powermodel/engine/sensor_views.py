@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
-from powermodel.engine.series import _lazy, _Pieces
+from powermodel.engine.series import PiecewiseSeries, lazy_data
 from powermodel.errors import PowerModelError
 from powermodel.models import sensors
 from powermodel.scenario import format_duration
@@ -16,7 +16,7 @@ from powermodel.variables import sensor_attrs
 SENSORS = sensors.CHAINS  # the sensor chains by key: what sensor_view and simulate(sensors=) take
 
 
-def _sensor_chains(chosen: Sequence[str | sensors.Sensor], dt: float) -> list[sensors.Sensor]:
+def sensor_chains(chosen: Sequence[str | sensors.Sensor], dt: float) -> list[sensors.Sensor]:
     """The chains asked for, once each, every one checked against the step ``dt`` [s]."""
     if isinstance(chosen, str | sensors.Sensor):
         chosen = [chosen]
@@ -64,11 +64,11 @@ def sensor_view(
 
 def _view(ds: xr.Dataset, chain: sensors.Sensor, name: str, dt: float) -> xr.DataArray:
     """:func:`sensor_view` of the variable ``name`` of a profile of step ``dt`` [s]."""
-    view = xr.DataArray(_reading(ds, chain, name, dt), coords={"time": ds["time"]})
+    view = xr.DataArray(sensor_reading(ds, chain, name, dt), coords={"time": ds["time"]})
     return view.rename(f"{name}_{chain.key}")
 
 
-def _reading(
+def sensor_reading(
     ds: xr.Dataset, chain: sensors.Sensor, name: str, dt: float, held: bool = False
 ) -> xr.Variable:
     """The readings of :func:`_view` on ``time``, with their attrs (no coordinate to build:
@@ -80,7 +80,7 @@ def _reading(
     values = np.asarray(ds[name].values, dtype=np.float64)
     if held and chain.period >= 2.0 * dt:
         readings, start = sensors.read_changes(values, dt, chain)
-        return xr.Variable("time", _lazy(_Pieces(readings, start, values.size)), attrs)
+        return xr.Variable("time", lazy_data(PiecewiseSeries(readings, start, values.size)), attrs)
     return xr.Variable("time", sensors.read(values, dt, chain), attrs)
 
 

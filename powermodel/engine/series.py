@@ -1,6 +1,7 @@
 """The profile's time grid and its series (used by every later stage): the steps' times, the
 clock hours, plant-step means and holds, and the piecewise-constant series the Dataset holds
-lazily (:class:`_Pieces`: the plant path's state, hourly PUE, the misc load, a sensor's reports)."""
+lazily (:class:`PiecewiseSeries`: the plant path's state, hourly PUE, the misc load, a
+sensor's reports)."""
 
 from __future__ import annotations
 
@@ -53,13 +54,13 @@ DISTURBANCE_VARIABLES = ORDER[-6:]
 BLOCK = 1 << 16  # steps of an element-wise pass: its temporaries stay in the CPU cache
 
 
-def _dense(values: np.ndarray | _Pieces | float, n: int) -> np.ndarray:
-    if isinstance(values, _Pieces):
+def on_every_step(values: np.ndarray | PiecewiseSeries | float, n: int) -> np.ndarray:
+    if isinstance(values, PiecewiseSeries):
         return values.dense(0, n)
     return np.broadcast_to(np.asarray(values, dtype=float), (n,))
 
 
-class _Pieces(BackendArray):
+class PiecewiseSeries(BackendArray):
     """A piecewise-constant series, read only when read: ``values[j]`` from step ``starts[j]``
     to the next start, ``size`` steps in all (the first start at or before step 0).
 
@@ -90,11 +91,11 @@ class _Pieces(BackendArray):
         return self.dense(lo, hi)[slice(start - lo, stop - lo if stop >= lo else None, step)]
 
     @staticmethod
-    def joined(parts: list[tuple[int, _Pieces]], size: int) -> _Pieces:
+    def joined(parts: list[tuple[int, PiecewiseSeries]], size: int) -> PiecewiseSeries:
         """One series of ``size`` steps from the ``parts`` of it that start at each step."""
         values = np.concatenate([p.values for _, p in parts])
         starts = np.concatenate([np.maximum(p.starts, 0) + lo for lo, p in parts])
-        return _Pieces(values, starts, size)
+        return PiecewiseSeries(values, starts, size)
 
     def dense(self, lo: int, hi: int) -> np.ndarray:
         """Steps ``lo`` to ``hi`` as an array."""
@@ -104,13 +105,15 @@ class _Pieces(BackendArray):
         return np.repeat(self.values[first:last], np.diff(bounds))
 
 
-def _held(values: np.ndarray, k: int, lo: int, n: int, dtype: type = np.float64) -> _Pieces:
+def held_series(
+    values: np.ndarray, k: int, lo: int, n: int, dtype: type = np.float64
+) -> PiecewiseSeries:
     """Plant-step ``values`` held over the ``k`` electrical steps of each plant step, over the
     ``n`` steps from ``lo``."""
-    return _Pieces(values.astype(dtype), np.arange(values.size) * k - lo, n)
+    return PiecewiseSeries(values.astype(dtype), np.arange(values.size) * k - lo, n)
 
 
-def _single(name: str, values: np.ndarray) -> np.ndarray:
+def checked_float32(name: str, values: np.ndarray) -> np.ndarray:
     """``values`` of a variable stored in float32 (:data:`HELD`), refused beyond its range
     (3.4e38), where it would be stored as infinite."""
     if np.any(np.abs(values) > np.finfo(np.float32).max):
@@ -131,38 +134,38 @@ def held_arrays(ds: xr.Dataset) -> list[np.ndarray]:
     for variable in ds.variables.values():
         data = variable._data  # xarray's: a lazily held variable is read only through it
         pieces = getattr(data, "array", None)
-        if isinstance(data, indexing.LazilyIndexedArray) and isinstance(pieces, _Pieces):
+        if isinstance(data, indexing.LazilyIndexedArray) and isinstance(pieces, PiecewiseSeries):
             out += [pieces.values, pieces.starts]
         else:
             out.append(variable.values)
     return out
 
 
-def _lazy(values: np.ndarray | _Pieces) -> np.ndarray | indexing.LazilyIndexedArray:
+def lazy_data(values: np.ndarray | PiecewiseSeries) -> np.ndarray | indexing.LazilyIndexedArray:
     """A variable's data: arrays as they are, pieces read lazily."""
-    return indexing.LazilyIndexedArray(values) if isinstance(values, _Pieces) else values
+    return indexing.LazilyIndexedArray(values) if isinstance(values, PiecewiseSeries) else values
 
 
-def _over(values: np.ndarray, k: int, lo: int, n: int) -> np.ndarray:
+def held_array(values: np.ndarray, k: int, lo: int, n: int) -> np.ndarray:
     """Plant-step ``values`` held over the ``k`` electrical steps of each plant step, over the
     ``n`` steps from ``lo``, as an array."""
-    return _Pieces(values, np.arange(values.size) * k - lo, n).dense(0, n)
+    return PiecewiseSeries(values, np.arange(values.size) * k - lo, n).dense(0, n)
 
 
-def _hourly_ratio(
+def hourly_ratio(
     numerator: np.ndarray, denominator: np.ndarray, dt: float, lo: int = 0
-) -> _Pieces:
+) -> PiecewiseSeries:
     """Ratio of the two signals' energies over each clock hour of the run (the signals on steps
     of ``dt`` [s] from step ``lo``), on every sample; NaN for an hour whose denominator drew
     nothing (the servers without power through a grid disturbance)."""
     n = numerator.size
-    starts = np.concatenate(([0], _hour_starts(lo, lo + n, dt) - lo))
+    starts = np.concatenate(([0], hour_starts(lo, lo + n, dt) - lo))
     label = _hour_of(lo + starts, dt)
     label -= label[0]
     hour = np.repeat(label, np.diff(starts, append=n))
     below = np.bincount(hour, denominator)
     ratio = np.bincount(hour, numerator) / np.where(below > 0, below, np.nan)
-    return _Pieces(ratio[label], starts, n)
+    return PiecewiseSeries(ratio[label], starts, n)
 
 
 def _hour_of(steps: np.ndarray, dt: float) -> np.ndarray:
@@ -170,7 +173,7 @@ def _hour_of(steps: np.ndarray, dt: float) -> np.ndarray:
     return (steps * dt // 3600).astype(np.int64)
 
 
-def _hour_starts(lo: int, hi: int, dt: float) -> np.ndarray:
+def hour_starts(lo: int, hi: int, dt: float) -> np.ndarray:
     """The steps after ``lo`` and before ``hi`` that start a clock hour (:func:`_hour_of` rises
     there), found near where each hour is due rather than by the hour of every step."""
     if hi - lo < 2:
@@ -185,26 +188,26 @@ def _hour_starts(lo: int, hi: int, dt: float) -> np.ndarray:
     return np.unique(near[np.arange(hours.size), np.argmax(reached, axis=1)])
 
 
-def _times(start: object, seconds: np.ndarray) -> np.ndarray:
+def datetimes(start: object, seconds: np.ndarray) -> np.ndarray:
     """``datetime64[ns]`` at ``seconds`` after ``start`` (pandas' to_timedelta is 10× slower)."""
-    return np.datetime64(pd.Timestamp(start).to_datetime64(), "ns") + _timedelta(seconds)
+    return np.datetime64(pd.Timestamp(start).to_datetime64(), "ns") + timedelta_ns(seconds)
 
 
-def _step_times(start: object, lo: int, n: int, dt: float) -> np.ndarray:
-    """:func:`_times` of the ``n`` steps of ``dt`` [s] from step ``lo``, in blocks (no
+def step_datetimes(start: object, lo: int, n: int, dt: float) -> np.ndarray:
+    """:func:`datetimes` of the ``n`` steps of ``dt`` [s] from step ``lo``, in blocks (no
     temporary of the run's size)."""
     out = np.empty(n, "datetime64[ns]")
     for a in range(0, n, BLOCK):
-        out[a : a + BLOCK] = _times(start, np.arange(lo + a, lo + min(a + BLOCK, n)) * dt)
+        out[a : a + BLOCK] = datetimes(start, np.arange(lo + a, lo + min(a + BLOCK, n)) * dt)
     return out
 
 
-def _timedelta(seconds: np.ndarray | float) -> np.ndarray:
+def timedelta_ns(seconds: np.ndarray | float) -> np.ndarray:
     """``seconds`` as ``timedelta64[ns]``, to the nearest nanosecond."""
     return np.round(np.asarray(seconds) * 1e9).astype(np.int64).astype("timedelta64[ns]")
 
 
-def _block_mean(
+def block_mean(
     values: np.ndarray, k: int, of: Callable[[np.ndarray], np.ndarray] | None = None
 ) -> np.ndarray:
     """The mean of each ``k`` values (of ``of(values)``, an element-wise function), in passes

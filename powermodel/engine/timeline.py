@@ -12,7 +12,7 @@ import numpy as np
 
 from powermodel.engine import disturbances
 from powermodel.engine.derive import Derived, derive
-from powermodel.engine.series import _times
+from powermodel.engine.series import datetimes
 from powermodel.errors import ScenarioError
 from powermodel.models import events
 from powermodel.models.events import Recovery, State
@@ -195,7 +195,7 @@ class Overlay:
     clock: float | None = None  # the clock an event locks the GPUs at [1]
 
 
-def _pauses(overlays: Sequence[Overlay]) -> tuple[np.ndarray, np.ndarray]:
+def whole_job_pauses(overlays: Sequence[Overlay]) -> tuple[np.ndarray, np.ndarray]:
     """When the whole job pauses (its overlays that stop all of it: flexibility pauses), the
     starts and ends [s], in order (an hour apart at least: the events' rule)."""
     whole = [o.windows for o in overlays if o.stops and o.share == 1.0]
@@ -206,7 +206,7 @@ def _pauses(overlays: Sequence[Overlay]) -> tuple[np.ndarray, np.ndarray]:
     return begin[order], end[order]
 
 
-def _closed_tables(rate: np.ndarray, tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def closed_tables(rate: np.ndarray, tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Shapes' rates and cumulative tables with the closing shape of nothing appended (the
     state after the last of :class:`State`)."""
     nothing = np.zeros(tables.shape[:1] + (1,) + tables.shape[2:])
@@ -248,7 +248,9 @@ def failed_replicas(
     return events.trimmed(windows, keep, np.minimum(windows.end, overtaking), closed)
 
 
-def _outside(line: events.Timeline, paused: tuple[np.ndarray, np.ndarray]) -> events.Timeline:
+def without_paused_events(
+    line: events.Timeline, paused: tuple[np.ndarray, np.ndarray]
+) -> events.Timeline:
     """``line`` without its interruptions inside the ``paused`` stretches (starts and ends
     [s]: the job's own draws go on under a pause, but a paused job neither fails nor loses
     work)."""
@@ -285,7 +287,7 @@ def event_variables(scenario: Scenario, line: events.Timeline) -> dict[str, tupl
     causes.append(GRID_CAUSE)  # the crashes a disturbance puts in the timeline
     categories.append("Grid")
     return {
-        "event_time": ("event", _times(scenario.simulation.start, line.event_time)),
+        "event_time": ("event", datetimes(scenario.simulation.start, line.event_time)),
         "event_kind": ("event", np.where(planned, "planned", "unexpected").astype(object)),
         "event_cause": ("event", np.array(causes, dtype=object)[line.event_cause]),
         "event_category": ("event", np.array(categories, dtype=object)[line.event_cause]),

@@ -9,12 +9,12 @@ import numpy as np
 from powermodel.engine import facility
 from powermodel.engine.derive import (
     Derived,
-    _board_limit,
-    _cluster_mw,
-    _psu_slope,
-    _smoothing_floor,
+    board_limit,
+    cluster_mw,
     per_gpu_power,
+    psu_slope,
     rest_power,
+    smoothing_floor,
 )
 from powermodel.engine.timeline import JOB, NO_PAUSES, steps_rng
 from powermodel.errors import ScenarioError
@@ -31,7 +31,7 @@ def idle_power(scenario: Scenario) -> float:
     if not nodes:
         return 0.0
     idle = cl.gpus_per_node * scenario.gpu.idle + cl.rest_power_idle
-    return float(_cluster_mw(cl.psu.input_power(idle), nodes))
+    return float(cluster_mw(cl.psu.input_power(idle), nodes))
 
 
 def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.ndarray]:
@@ -67,7 +67,7 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
 
     # A checkpoint stall holds the GPUs at a barrier while the write completes: the stalled level,
     # or the smoothing floor while the job holds the GPUs.
-    held = max(gpu.stalled, _smoothing_floor(scenario))
+    held = max(gpu.stalled, smoothing_floor(scenario))
     starting = wl.startup_power * gpu.tdp  # processes up, memory held, nothing computing
     gpu_w = {
         State.RUNNING: per_gpu,
@@ -87,8 +87,8 @@ def shape_tables(scenario: Scenario, derived: Derived) -> tuple[np.ndarray, np.n
         board = gpu_w[state]
         if state == State.RUNNING:
             board, node_ac = workload.aggregate(board, kernel), workload.aggregate(node_ac, kernel)
-        gpu_cells.append(_cluster_mw(board, cl.n_gpus))
-        it_cells.append(_cluster_mw(node_ac, cl.n_nodes) + fixed)
+        gpu_cells.append(cluster_mw(board, cl.n_gpus))
+        it_cells.append(cluster_mw(node_ac, cl.n_nodes) + fixed)
         # work a ramp-up limit delays is made up later: the step stretches by that share
         tokens = wl.tokens_per_step / derived.step_time / (1.0 + throttled)
         tokens = tokens if state == State.RUNNING else 0.0
@@ -179,7 +179,7 @@ def drawn_steps(
     # a step's activity scales the dynamic power; the leakage follows the die's temperature
     # (the plant path's leak_extra), not the step: it stays out of the scaled part
     leak = scenario.gpu.leakage(scenario.nominal_die())  # W per GPU
-    dynamic = np.maximum(gpu - _cluster_mw(leak, scenario.cluster.n_gpus), 0.0)  # MW
+    dynamic = np.maximum(gpu - cluster_mw(leak, scenario.cluster.n_gpus), 0.0)  # MW
     count, bound, level = variation.draw_steps(
         extent,
         counter.astype(np.int64),
@@ -188,7 +188,7 @@ def drawn_steps(
         scale_range=_scale_range(scenario, per_gpu_power(dynamic, scenario.cluster.n_gpus), leak),
     )
     tokens = cells[2, State.RUNNING]
-    scaled = np.array([dynamic, dynamic * _psu_slope(scenario), np.zeros_like(gpu), tokens])
+    scaled = np.array([dynamic, dynamic * psu_slope(scenario), np.zeros_like(gpu), tokens])
     return render.Steps(
         shape=int(State.RUNNING),
         first=np.cumsum(count) - count,
@@ -214,8 +214,8 @@ def _scale_range(scenario: Scenario, dynamic: np.ndarray, leak: float) -> tuple[
     power cap, else TDP) at its peak, down to a power floor (software burn, power smoothing) at
     its trough. A waveform already at its limit cannot rise."""
     m, tdp = scenario.mitigation, scenario.gpu.tdp
-    room = _board_limit(scenario) - leak
-    floor = max(_smoothing_floor(scenario), (m.software_burn or 0.0) * tdp) - leak
+    room = board_limit(scenario) - leak
+    floor = max(smoothing_floor(scenario), (m.software_burn or 0.0) * tdp) - leak
     peak, trough = float(dynamic.max()), float(dynamic.min())
     lowest = min(max(floor, 0.0) / trough, 1.0) if trough > 0 else 0.0
     return lowest, (max(room / peak, 1.0) if peak > 0 else 1.0)
