@@ -6,19 +6,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import xarray as xr
 
-from powermodel.engine import disturbances
 from powermodel.engine.campus import campus_profile
-from powermodel.engine.connection import storage_variables, through_disturbances
+from powermodel.engine.connection import job_through_disturbances
 from powermodel.engine.derive import rest_power
 from powermodel.engine.flex import flex_variables
-from powermodel.engine.preflight import CHUNK_STEPS, memory_estimate, memory_fix, preflight
-from powermodel.engine.run import assembled_profile, prepare, run_totals
-from powermodel.engine.sensor_views import SENSORS, sensor_chains, sensor_reading, sensor_view
-from powermodel.engine.series import ORDER, held_arrays
-from powermodel.engine.timeline import event_variables
+from powermodel.engine.preflight import memory_estimate, memory_fix, preflight
+from powermodel.engine.run import assembled_profile, job_totals, prepare, render_whole
+from powermodel.engine.sensor_views import SENSORS, add_views, sensor_chains, sensor_view
+from powermodel.engine.series import held_arrays
 from powermodel.models import sensors
 from powermodel.scenario import Scenario, load_scenario
 from powermodel.variables import annotate
@@ -69,41 +66,21 @@ def simulate(
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     chains = sensor_chains(sensors, scenario.simulation.dt)
-    if scenario.campus is not None:
+    if scenario.campus is not None:  # its workloads through the same stages, side by side
         ds = campus_profile(scenario, len(chains))
-        for chain in chains:
-            ds[f"{chain.variable}_{chain.key}"] = sensor_reading(
-                ds, chain, chain.variable, ds.attrs["dt"]
-            )
+        add_views(ds, chains, ds.attrs["dt"])
         return annotate(ds)
-    derived, cells, rate = preflight(scenario, len(chains))
-    run = prepare(scenario, derived, cells, rate)
-    n = scenario.simulation.n_steps
-    chunks = run.chunks(0, n, CHUNK_STEPS)
-    means = np.empty((run.tables.shape[0], n))
-    for lo, hi in chunks:  # bounded temporaries: only the profile takes memory per step
-        means[:, lo:hi] = run.render(lo, hi)
-    path = run.plant(*run.plant_means(means))
-    realised = run.realised(means)
-    variables = assembled_profile(run, path, means, chunks)
-    if scenario.disturbance is not None:
-        changed = through_disturbances(scenario, variables, [(scenario, variables["it_power"])])
-        batteries = changed.pop("batteries")
-        merged = {**variables, **changed, **storage_variables([], batteries)}
-        variables = {name: merged[name] for name in ORDER if name in merged}
+    derived, cells, rate = preflight(scenario, len(chains))  # derive; every check, first
+    run = prepare(scenario, derived, cells, rate)  # timeline, waveform, overlays
+    means, chunks = render_whole(run)  # the timeline onto the grid
+    path = run.plant(*run.plant_means(means))  # weather -> plant -> inlet -> dies
+    realised = run.realised(means)  # before the profile takes the means' place
+    variables = assembled_profile(run, path, means, chunks)  # IT path, facility, connection
+    if scenario.disturbance is not None:  # the connection follows the whole run
+        variables = job_through_disturbances(scenario, variables)
     ds = run.dataset(path, variables, 0)
-    ds.update(
-        {
-            **run_totals(run, path, realised, variables["throughput"]),
-            **event_variables(scenario, run.line),
-            "effective_training_time": ((), run.effective_training_time),
-            **disturbances.variables(scenario),
-        }
-    )
+    ds.update(job_totals(run, path, realised, variables["throughput"]))
     if scenario.flexibility:
         ds.update(flex_variables(scenario, [run], [ds["it_power"].values]))
-    for chain in chains:  # the profile's own step: no need to read it back from its times
-        ds[f"{chain.variable}_{chain.key}"] = sensor_reading(
-            ds, chain, chain.variable, run.dt, True
-        )
+    add_views(ds, chains, run.dt, held=True)  # the profile's own step: none to read back
     return annotate(ds)

@@ -11,7 +11,13 @@ import numpy as np
 
 from powermodel.engine import disturbances, facility
 from powermodel.engine.derive import cluster_mw, per_gpu_power
-from powermodel.engine.series import DISTURBANCE_VARIABLES, block_mean, held_array, on_every_step
+from powermodel.engine.series import (
+    DISTURBANCE_VARIABLES,
+    ORDER,
+    block_mean,
+    held_array,
+    on_every_step,
+)
 from powermodel.models import grid, mitigation
 from powermodel.scenario import Scenario
 
@@ -201,3 +207,13 @@ def storage_variables(
         out["bess_power"] = sum(r.power for r in site)
         out["bess_soc"] = sum(r.soc * r.energy for r in site) / sum(r.energy for r in site)
     return out
+
+
+def job_through_disturbances(scenario: Scenario, variables: dict) -> dict:
+    """A job's whole profile ``variables`` (in the order of :data:`ORDER`) with the connection
+    through the scenario's grid disturbances (:func:`through_disturbances`) and what they add,
+    in that order."""
+    changed = through_disturbances(scenario, variables, [(scenario, variables["it_power"])])
+    batteries = changed.pop("batteries")
+    merged = {**variables, **changed, **storage_variables([], batteries)}
+    return {name: merged[name] for name in ORDER if name in merged}

@@ -24,7 +24,7 @@ from powermodel.engine.connection import (
 )
 from powermodel.engine.derive import Derived, cluster_mw, derive, plant_steps, psu_slope
 from powermodel.engine.flex import check_lever, flex_clock
-from powermodel.engine.preflight import sequential
+from powermodel.engine.preflight import CHUNK_STEPS, sequential
 from powermodel.engine.series import (
     HELD,
     ORDER,
@@ -43,6 +43,7 @@ from powermodel.engine.timeline import (
     JOB,
     Overlay,
     closed_tables,
+    event_variables,
     failed_replicas,
     kept_training,
     startup,
@@ -507,3 +508,28 @@ def share_of(part: np.ndarray, whole: np.ndarray) -> float:
     """``part``'s sum over ``whole``'s, 1 where ``whole`` sums to nothing."""
     total = float(whole.sum())
     return float(part.sum()) / total if total > 0 else 1.0
+
+
+def render_whole(run: Run) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """The whole run rendered (:meth:`Run.render`'s means), range by range of
+    :meth:`Run.chunks` (bounded temporaries: only the profile takes memory per step), and the
+    ranges."""
+    n = run.scenario.simulation.n_steps
+    chunks = run.chunks(0, n, CHUNK_STEPS)
+    means = np.empty((run.tables.shape[0], n))
+    for lo, hi in chunks:
+        means[:, lo:hi] = run.render(lo, hi)
+    return means, chunks
+
+
+def job_totals(
+    run: Run, path: facility.PlantPath, realised: float, throughput: np.ndarray
+) -> dict[str, tuple]:
+    """The whole job's totals (:func:`run_totals`), its events, the training time it kept and
+    the grid disturbances it met, as the profile reports them."""
+    return {
+        **run_totals(run, path, realised, throughput),
+        **event_variables(run.scenario, run.line),
+        "effective_training_time": ((), run.effective_training_time),
+        **disturbances.variables(run.scenario),
+    }

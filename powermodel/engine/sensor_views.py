@@ -122,3 +122,12 @@ def _profile_step(ds: xr.Dataset) -> float:
             "step the samples are on; set attrs['dt'] to it, or resample to a uniform grid first"
         )
     return dt
+
+
+def add_views(
+    ds: xr.Dataset, chains: Sequence[sensors.Sensor], dt: float, held: bool = False
+) -> None:
+    """Each of the ``chains``' view of its own variable added to the profile ``ds`` of step
+    ``dt`` [s], ``<variable>_<key>`` (``held``: as :func:`sensor_reading` holds it)."""
+    for chain in chains:
+        ds[f"{chain.variable}_{chain.key}"] = sensor_reading(ds, chain, chain.variable, dt, held)
