@@ -61,13 +61,15 @@ class Fleet:
         wanted, serving = self.wanted, np.ones(count, bool)
         self.flex, self.settings, self.lost = list(flex), [], []
         middle = (np.arange(count) + 0.5) * self.step
-        self.series = self._series(clock, wanted, serving)
+        self.series = self._power_series(clock, wanted, serving)
         for event in flex:  # one at a time on a workload: each on the series the others left
             check_fleet_event(scenario, spec, event)
             begin = (event.start - sim.start).total_seconds()
             inside = (middle >= begin) & (middle < begin + event.duration)
-            clock, wanted, serving, setting = self._flexed(event, inside, clock, wanted, serving)
-            series = self._series(clock, wanted, serving)
+            clock, wanted, serving, setting = self._with_event(
+                event, inside, clock, wanted, serving
+            )
+            series = self._power_series(clock, wanted, serving)
             self.settings.append(setting)
             self.lost.append(float((self.series[2] - series[2]).sum() * self.step))
             self.series = series
@@ -77,7 +79,9 @@ class Fleet:
         and not served by the run's end."""
         return self.lost[self.flex.index(event)] if event in self.flex else 0.0
 
-    def _series(self, clock: np.ndarray, wanted: np.ndarray, serving: np.ndarray) -> np.ndarray:
+    def _power_series(
+        self, clock: np.ndarray, wanted: np.ndarray, serving: np.ndarray
+    ) -> np.ndarray:
         """GPU and IT power [MW] and tokens served [tokens/s] on each step of the utilisation
         series, at each step's ``clock`` [1], demand ``wanted`` [1] and whether ``serving``.
 
@@ -111,7 +115,7 @@ class Fleet:
             ]
         )
 
-    def _flexed(
+    def _with_event(
         self,
         event: FlexEvent,
         inside: np.ndarray,
@@ -127,7 +131,7 @@ class Fleet:
         if event.lever == "pause":
             return clock, wanted, serving & ~inside, None
         cl = self.scenario.cluster
-        before = self._series(clock, wanted, serving)[:, inside]
+        before = self._power_series(clock, wanted, serving)[:, inside]
         inlet = event_inlet(self.scenario, float(before[1].mean()), event)
 
         def drawn(series: np.ndarray) -> float:
@@ -151,7 +155,7 @@ class Fleet:
 
         def miss(setting: float) -> float:
             c, w = flexed(setting)
-            return drawn(self._series(c, w, serving)[:, inside]) - target
+            return drawn(self._power_series(c, w, serving)[:, inside]) - target
 
         low, high = (
             (LOWEST_FLEX_CLOCK, float(clock[inside].min()))

@@ -59,10 +59,10 @@ def sensor_view(
             f"the profile has no time series {name!r} to read through the {chain.label} "
             f"sensor: choose one of {', '.join(map(str, series))}"
         )
-    return _view(ds, chain, name, _profile_step(ds))
+    return _view_at_step(ds, chain, name, _profile_step(ds))
 
 
-def _view(ds: xr.Dataset, chain: sensors.Sensor, name: str, dt: float) -> xr.DataArray:
+def _view_at_step(ds: xr.Dataset, chain: sensors.Sensor, name: str, dt: float) -> xr.DataArray:
     """:func:`sensor_view` of the variable ``name`` of a profile of step ``dt`` [s]."""
     view = xr.DataArray(sensor_reading(ds, chain, name, dt), coords={"time": ds["time"]})
     return view.rename(f"{name}_{chain.key}")
@@ -71,7 +71,7 @@ def _view(ds: xr.Dataset, chain: sensors.Sensor, name: str, dt: float) -> xr.Dat
 def sensor_reading(
     ds: xr.Dataset, chain: sensors.Sensor, name: str, dt: float, held: bool = False
 ) -> xr.Variable:
-    """The readings of :func:`_view` on ``time``, with their attrs (no coordinate to build:
+    """The readings of :func:`_view_at_step` on ``time``, with their attrs (no coordinate to build:
     ``simulate`` adds them to the profile it made, whose ``time`` they share). With ``held``,
     where the chain reports every other step or less often, held as its readings where they
     change and read when read (as the plant path's variables are): a revenue meter's 96 block
