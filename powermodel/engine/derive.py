@@ -20,7 +20,8 @@ NO_CHECKPOINTS = 1e30  # s: an interval no run reaches (the timeline's arithmeti
 
 @dataclass(frozen=True)
 class Derived:
-    """Quantities the scenario implies, reported in the Dataset attrs."""
+    """Quantities the scenario implies, each computed once: the timing reported in the
+    Dataset attrs, the die temperature its phase powers hold at and its supplies' slope."""
 
     step_time: float
     checkpoint_stall: float
@@ -28,6 +29,8 @@ class Derived:
     checkpoint_interval: float
     reload_time: float
     rates: np.ndarray  # per cause, planned last [1/s of up time]
+    nominal_die: float  # the die temperature the phase powers hold at [°C]
+    slope: float  # d(AC)/d(DC) of a server's supplies at the running load [1]
 
     @property
     def checkpoints(self) -> bool:
@@ -36,7 +39,8 @@ class Derived:
 
 
 def derive(scenario: Scenario) -> Derived:
-    """Step time, checkpoint timing and interruption rates implied by a scenario."""
+    """Step time, checkpoint timing and interruption rates implied by a scenario, with its
+    nominal die temperature and its supplies' slope at the running load."""
     wl, ck, rel, cl = scenario.workload, scenario.checkpoint, scenario.reliability, scenario.cluster
     layout = scenario.layout()
     if layout is None and wl.step_time is not None:
@@ -84,7 +88,9 @@ def derive(scenario: Scenario) -> Derived:
             f"an async checkpoint takes {done - stall:.0f} s to persist, longer than the "
             f"{interval:.0f} s between checkpoints: lengthen checkpoint.interval"
         )
-    return Derived(step, stall, done, interval, ck.size / ck.read_bandwidth, rates)
+    reload = ck.size / ck.read_bandwidth
+    die = scenario.nominal_die()
+    return Derived(step, stall, done, interval, reload, rates, die, psu_slope(scenario))
 
 
 def rest_power(cluster: Cluster) -> np.ndarray:

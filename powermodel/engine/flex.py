@@ -10,7 +10,7 @@ import numpy as np
 from scipy import optimize
 
 from powermodel.engine import facility
-from powermodel.engine.derive import derive, per_gpu_power, plant_steps, psu_slope
+from powermodel.engine.derive import Derived, derive, per_gpu_power, plant_steps
 from powermodel.engine.series import datetimes
 from powermodel.engine.waveform import shape_tables
 from powermodel.errors import ScenarioError
@@ -50,7 +50,7 @@ def event_inlet(scenario: Scenario, heat: float, event: FlexEvent) -> float:
     return float(site.out.supply_temp[during].mean() + scenario.cooling.inlet_offset)
 
 
-def flex_clock(scenario: Scenario, cells: np.ndarray, event: FlexEvent) -> float:
+def flex_clock(scenario: Scenario, derived: Derived, cells: np.ndarray, event: FlexEvent) -> float:
     """The clock lock that lowers the training job's IT power by ``reduction`` [1] of what it
     draws training, found between :data:`LOWEST_FLEX_CLOCK` and its own clock.
 
@@ -62,8 +62,7 @@ def flex_clock(scenario: Scenario, cells: np.ndarray, event: FlexEvent) -> float
     """
     cl = scenario.cluster
     inlet = event_inlet(scenario, float(cells[1, State.RUNNING].mean()), event)
-    nominal = scenario.nominal_die()
-    slope = psu_slope(scenario)
+    nominal, slope = derived.nominal_die, derived.slope
 
     def drawn(clock: float | None) -> float:
         """The job's IT power training at a locked ``clock`` (None: its own) [MW]."""

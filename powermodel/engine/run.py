@@ -22,7 +22,7 @@ from powermodel.engine.connection import (
     site_connection,
     storage_variables,
 )
-from powermodel.engine.derive import Derived, cluster_mw, derive, plant_steps, psu_slope
+from powermodel.engine.derive import Derived, cluster_mw, derive, plant_steps
 from powermodel.engine.flex import check_lever, flex_clock
 from powermodel.engine.preflight import CHUNK_STEPS, sequential
 from powermodel.engine.series import (
@@ -149,7 +149,7 @@ class Run:
     @property
     def slope(self) -> float:
         """d(AC)/d(DC) of a server's supplies at the running load [1]."""
-        return psu_slope(self.scenario)
+        return self.derived.slope
 
     def plant_means(self, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The plant-step means of the rendered board power per GPU [W] and IT power [MW],
@@ -202,7 +202,7 @@ class Run:
         scenario, gpu = self.scenario, self.scenario.gpu
         middle = (np.arange(path.clock_factor.size) + 0.5) * self.k * self.dt
         step, leak = path.step_factor.copy(), path.leak_extra.copy()
-        share, nominal = scenario.compute_share, scenario.nominal_die()
+        share, nominal = scenario.compute_share, self.derived.nominal_die
         for o in locks:
             inside = events.within(o.windows.begin, o.windows.end, middle)[0]
             free = path.clock_factor[inside]
@@ -450,7 +450,7 @@ def flex_overlay(run: Run, cells: np.ndarray, event: FlexEvent) -> Overlay:
         )
         return Overlay(windows, 1.0, *closed_tables(run.rate, run.tables), True, event)
     check_lever(scenario, event)
-    clock = flex_clock(scenario, cells, event)
+    clock = flex_clock(scenario, derived, cells, event)
     locked = scenario.model_copy(
         update={"mitigation": scenario.mitigation.model_copy(update={"clock_lock": clock})}
     )

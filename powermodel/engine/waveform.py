@@ -12,7 +12,6 @@ from powermodel.engine.derive import (
     board_limit,
     cluster_mw,
     per_gpu_power,
-    psu_slope,
     rest_power,
     smoothing_floor,
 )
@@ -178,7 +177,7 @@ def drawn_steps(
     gpu = cells[0, State.RUNNING]
     # a step's activity scales the dynamic power; the leakage follows the die's temperature
     # (the plant path's leak_extra), not the step: it stays out of the scaled part
-    leak = scenario.gpu.leakage(scenario.nominal_die())  # W per GPU
+    leak = scenario.gpu.leakage(derived.nominal_die)  # W per GPU
     dynamic = np.maximum(gpu - cluster_mw(leak, scenario.cluster.n_gpus), 0.0)  # MW
     count, bound, level = variation.draw_steps(
         extent,
@@ -188,7 +187,7 @@ def drawn_steps(
         scale_range=_scale_range(scenario, per_gpu_power(dynamic, scenario.cluster.n_gpus), leak),
     )
     tokens = cells[2, State.RUNNING]
-    scaled = np.array([dynamic, dynamic * psu_slope(scenario), np.zeros_like(gpu), tokens])
+    scaled = np.array([dynamic, dynamic * derived.slope, np.zeros_like(gpu), tokens])
     return render.Steps(
         shape=int(State.RUNNING),
         first=np.cumsum(count) - count,
