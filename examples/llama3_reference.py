@@ -20,8 +20,8 @@ import xarray as xr
 
 from powermodel import load_scenario, metrics, simulate
 from powermodel.analysis import diurnal_swing, diurnal_throughput, resample
+from powermodel.engine.timeline import timeline
 from powermodel.models.events import State
-from powermodel.simulate import timeline
 
 EXAMPLE = "llama3_reference"
 PRESET = "llama3-405b-16k-h100"

@@ -6,9 +6,11 @@ import numpy as np
 from scipy.optimize import brentq
 
 from powermodel.analysis import diurnal_swing
+from powermodel.engine.derive import derive
+from powermodel.engine.timeline import recoveries, startup
 from powermodel.models import electrical, events
 from powermodel.scenario import Scenario, load_scenario
-from powermodel.simulate import derive, recoveries, simulate, startup
+from powermodel.simulate import simulate
 
 
 def exposure_gpu_hours(scenario: Scenario) -> float:

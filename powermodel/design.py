@@ -9,9 +9,10 @@ down to the nearest the job takes whole, whole nodes at a time, by asking the sc
 The design peak at the connection is what the model predicts for the worst of a design year:
 the larger of
 
-- the ASHRAE 0.4 % cooling design day's plant and electrical chain (:func:`powermodel.facility.
-  design_day`) carrying the site's own peak IT power, as simulated (the iterations' peaks, every
-  GPU the job runs; a campus: each hall's plant at its workloads' coincident peak), and
+- the ASHRAE 0.4 % cooling design day's plant and electrical chain
+  (:func:`powermodel.engine.facility.design_day`) carrying the site's own peak IT power, as
+  simulated (the iterations' peaks, every GPU the job runs; a campus: each hall's plant at its
+  workloads' coincident peak), and
 - the simulated grid peak of the design week (the scenario's own period from its start, at most
   a week, at its own step: the disturbances, restarts and recharges in it).
 
@@ -35,8 +36,8 @@ import tomli_w
 import xarray as xr
 
 from powermodel._version import __version__
+from powermodel.engine.facility import design_conditions, design_day, design_it_power
 from powermodel.errors import PowerModelError, ScenarioError
-from powermodel.facility import design_conditions, design_day, design_it_power
 from powermodel.output import write_text
 from powermodel.scenario import (
     Scenario,

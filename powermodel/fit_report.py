@@ -25,6 +25,10 @@ import xarray as xr
 
 from powermodel.analysis import offline_page
 from powermodel.durations import format_duration
+from powermodel.engine.derive import derive
+from powermodel.engine.preflight import preflight
+from powermodel.engine.timeline import startup
+from powermodel.engine.waveform import drawn_steps, shape_tables
 from powermodel.errors import PowerModelError
 from powermodel.fit import REFERENCE, Fit, chain_of, detect, fit, fitted_toml, summary, with_gpu
 from powermodel.fit.leakage import leakage_blocks
@@ -35,14 +39,7 @@ from powermodel.models.events import State
 from powermodel.models.signal import FINEST_STEP
 from powermodel.output import check_folder, write_text
 from powermodel.scenario import Scenario, load_scenario, loads_scenario, presets
-from powermodel.simulate import (
-    derive,
-    drawn_steps,
-    preflight,
-    shape_tables,
-    simulate,
-    startup,
-)
+from powermodel.simulate import simulate
 
 __all__ = [
     "FAILURES_OFF",

@@ -2,7 +2,7 @@
 against the ride-through requirements of ``presets/requirements.toml`` (or a file of one's own).
 
 Dataset in, tables out. The disturbances and the site's answer are simulated by
-:mod:`powermodel.disturbances`; here they are measured as a planner would: the load the
+:mod:`powermodel.engine.disturbances`; here they are measured as a planner would: the load the
 connection lost and for how long, how it came back, the energy and fuel on backup, the training
 lost, each sag read both ways (worst phase and positive sequence) against the supplies' curve.
 """
@@ -20,9 +20,10 @@ import pandas as pd
 import xarray as xr
 from pydantic import Field, StrictBool, ValidationError, model_validator
 
-from powermodel import disturbances
-from powermodel.disturbances import EVENT_CODES
 from powermodel.dynamic_model import fit_site
+from powermodel.engine import disturbances
+from powermodel.engine.disturbances import EVENT_CODES
+from powermodel.engine.timeline import GRID_CAUSE
 from powermodel.errors import DataFileError, PowerModelError
 from powermodel.models import disturbance as dm
 from powermodel.models.events import State
@@ -32,7 +33,6 @@ from powermodel.scenario import Scenario, parse_toml
 from powermodel.scenario.base import Duration, Name, Section, Text, packaged
 from powermodel.scenario.facility import REQUIREMENTS_FILE, CurveDuration, check_curve, curve_steps
 from powermodel.scenario.root import explain
-from powermodel.simulate import GRID_CAUSE
 
 __all__ = [
     "BACK",
@@ -413,7 +413,7 @@ def event_response(
 
     The load's own levels are those of the second before (what a dynamic model scales); the
     disturbance's shares of it on the grid, the recharge after, and the frequency come from the
-    same models the run used (:mod:`powermodel.disturbances`), evaluated exactly on the fine
+    same models the run used (:mod:`powermodel.engine.disturbances`), evaluated exactly on the fine
     step. The training swing is left out: the oscillation model carries it
     (:func:`site_model`).
     """

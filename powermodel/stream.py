@@ -21,26 +21,17 @@ import pyarrow.parquet as pq
 import xarray as xr
 
 from powermodel.analysis import Pieces, StreamedMetrics, step_seconds
+from powermodel.engine.facility import PlantPath
+from powermodel.engine.preflight import BYTES_PER_STEP, available_memory, preflight, streamable
+from powermodel.engine.run import Run, prepare, run_totals, share_of
+from powermodel.engine.series import ORDER
+from powermodel.engine.timeline import event_variables
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.export import CSV_OPTIONS, check_path, check_timezone, csv_table, profile_table
-from powermodel.facility import PlantPath
 from powermodel.output import staged
 from powermodel.rules import Refusal, Rule, RuleResult, StreamedCheck, check_each
 from powermodel.scenario import Scenario, format_duration
-from powermodel.simulate import (
-    BYTES_PER_STEP,
-    ORDER,
-    Run,
-    available_memory,
-    event_variables,
-    memory_estimate,
-    preflight,
-    prepare,
-    run_totals,
-    share_of,
-    simulate,
-    streamable,
-)
+from powermodel.simulate import memory_estimate, simulate
 
 __all__ = ["checked", "chunk_steps", "describe", "Measures", "STREAMED", "stream"]
 

@@ -12,7 +12,7 @@ import textwrap
 
 import tomli_w
 
-from powermodel.facility import design_it_power
+from powermodel.engine.facility import design_it_power
 from powermodel.iotools.weather import SHIPPED
 from powermodel.reference import Key, keys
 from powermodel.scenario import load_scenario

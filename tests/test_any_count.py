@@ -18,11 +18,13 @@ from conftest import REFERENCE
 from numpy.testing import assert_allclose
 
 from powermodel import load_scenario
+from powermodel.engine.derive import derive
+from powermodel.engine.facility import design_day, design_it_power
+from powermodel.engine.waveform import idle_power
 from powermodel.errors import ScenarioError
-from powermodel.facility import design_day, design_it_power
 from powermodel.models.workload import data_parallel_time, derived_step_time, layout_work
 from powermodel.scenario import gpu_catalogue, loads_scenario, presets
-from powermodel.simulate import derive, idle_power, simulate
+from powermodel.simulate import simulate
 
 GB200 = "gb200-nvl72-100k-campus"
 # counts that are multiples of nothing in particular: one node, one over, a rack, two racks,

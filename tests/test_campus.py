@@ -13,10 +13,11 @@ from numpy.testing import assert_allclose
 
 from powermodel import load_scenario, metrics, simulate
 from powermodel.analysis import part
+from powermodel.engine.facility import design_day, design_it_power
+from powermodel.engine.preflight import check_memory
 from powermodel.errors import PowerModelError, ScenarioError
-from powermodel.facility import design_day, design_it_power
 from powermodel.rules import check, load_rules
-from powermodel.simulate import check_memory, memory_estimate
+from powermodel.simulate import memory_estimate
 
 REFERENCE = "llama3-405b-16k-h100"
 

@@ -8,8 +8,9 @@ import numpy as np
 from numpy.testing import assert_allclose
 
 from powermodel import load_scenario, simulate
+from powermodel.engine.derive import derive
+from powermodel.engine.timeline import timeline
 from powermodel.models.events import State
-from powermodel.simulate import derive, timeline
 
 REFERENCE = "llama3-405b-16k-h100"
 # no failures: checkpoints every 10 min of training, nothing else stops the job

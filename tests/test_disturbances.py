@@ -21,13 +21,13 @@ from numpy.testing import assert_allclose, assert_array_equal
 from powermodel import load_scenario, presets, simulate
 from powermodel import ride_through as rt
 from powermodel.cli import main
+from powermodel.engine.facility import design_it_power, registered_demand
+from powermodel.engine.timeline import GRID_CAUSE
 from powermodel.errors import DataFileError, ScenarioError
-from powermodel.facility import design_it_power, registered_demand
 from powermodel.models import disturbance as dm
 from powermodel.models.events import State
 from powermodel.rules import check, load_rules
 from powermodel.scenario import catalogue
-from powermodel.simulate import GRID_CAUSE
 from powermodel.webapp.cache import SimulationCache
 from powermodel.webapp.callbacks import Dashboard
 from powermodel.webapp.controls import options, overrides, page_values, shown_values

@@ -18,8 +18,8 @@ from powermodel.calibration import (
     PUE_TARGET,
     leakage_coefficient,
 )
+from powermodel.engine.facility import design_it_power, facility_loss
 from powermodel.errors import ScenarioError
-from powermodel.facility import design_it_power, facility_loss
 from powermodel.models.events import State
 from powermodel.scenario import catalogue
 
@@ -211,7 +211,7 @@ def test_design_day_bounds_the_year(years):
     # ASHRAE 0.4 % cooling design day from the EPW header: the hottest hour is the header's
     # design dry-bulb (Sterling: 34.1 °C, its DESIGN CONDITIONS line); at nameplate IT it bounds
     # every hour of the typical year.
-    from powermodel.facility import design_day
+    from powermodel.engine.facility import design_day
 
     sc = load_scenario(REFERENCE)
     day = design_day(sc)
@@ -227,7 +227,7 @@ def test_wet_bulb_is_solved_at_the_hours_read_to_the_bit_of_the_whole_year():
     # the whole year solved at once (models.weather.wet_bulb, psychrolib's values) and
     # interpolated (to_grid) is the reference: readings across New Year, on the hour, a week;
     # only the hours beside them are solved
-    from powermodel.facility import HourlyWeather
+    from powermodel.engine.facility import HourlyWeather
     from powermodel.iotools import read_weather
     from powermodel.models import weather
 
@@ -257,8 +257,8 @@ def test_wet_bulb_is_solved_at_the_hours_read_to_the_bit_of_the_whole_year():
 def test_weather_the_wet_bulb_cannot_be_solved_for_is_refused_before_a_run():
     # psychrolib refuses air below -100 °C (its range); the year is checked whole when read,
     # not at the hour a run reaches, and a synthetic climate that cold is refused by name
+    from powermodel.engine.facility import HourlyWeather
     from powermodel.errors import ScenarioError
-    from powermodel.facility import HourlyWeather
 
     temp = np.full(8760, 10.0)
     temp[5000] = -120.0

@@ -12,10 +12,12 @@ import pytest
 from numpy.testing import assert_allclose
 
 from powermodel import load_scenario, simulate
+from powermodel.engine.preflight import preflight
+from powermodel.engine.run import prepare
+from powermodel.engine.timeline import replica_recoveries
 from powermodel.errors import ScenarioError
 from powermodel.models import events, render
 from powermodel.models.events import State
-from powermodel.simulate import preflight, prepare, replica_recoveries
 
 REFERENCE = "llama3-405b-16k-h100"
 # 1,024 GPUs in 8 replicas of tp·pp = 128: a replica is an eighth of the job, so its dip

@@ -15,6 +15,8 @@ import pytest
 from synthetic_telemetry import write
 
 from powermodel import cli, fit_report
+from powermodel.engine.derive import derive
+from powermodel.engine.waveform import drawn_steps, shape_tables
 from powermodel.errors import DataFileError, PowerModelError
 from powermodel.fit import (
     REFERENCE,
@@ -32,7 +34,6 @@ from powermodel.iotools.telemetry import TelemetryWarning, read_telemetry
 from powermodel.models import render, sensors
 from powermodel.models.events import State
 from powermodel.scenario import load_scenario, loads_scenario
-from powermodel.simulate import derive, drawn_steps, shape_tables
 
 SPAN = 900.0  # s of trace
 FINE = 0.01  # s: the grid the model renders on before the sensor reads it

@@ -15,6 +15,7 @@ import pytest
 from synthetic_telemetry import write
 
 from powermodel import cli
+from powermodel.engine.preflight import preflight
 from powermodel.errors import PowerModelError
 from powermodel.fit import REFERENCE, summary
 from powermodel.fit_report import fit_trace
@@ -22,7 +23,7 @@ from powermodel.iotools.telemetry import TelemetryWarning
 from powermodel.models import sensors
 from powermodel.models.events import State
 from powermodel.scenario import load_scenario, loads_scenario
-from powermodel.simulate import preflight, simulate
+from powermodel.simulate import simulate
 
 DT = 0.05  # s: the engine's grid
 POLL = 0.1  # s: nvidia-smi -lms 100

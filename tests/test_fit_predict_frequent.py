@@ -22,13 +22,14 @@ import pytest
 from test_fit_timeline import FINE, IDLE_AFTER, NOISE, POLL, STALLS, STARTUP, _board, _job
 from test_fit_timeline import _scenario as _known
 
+from powermodel.engine.derive import derive
 from powermodel.fit import REFERENCE, fit_cells, fitted_toml
 from powermodel.fit.sensor import RESOLVE_WINDOWS
 from powermodel.fit_report import job_end, predict
 from powermodel.models import sensors
 from powermodel.models.events import State
 from powermodel.scenario import load_scenario, loads_scenario
-from powermodel.simulate import derive, simulate
+from powermodel.simulate import simulate
 
 INTERVALS = [2.0, 10.0, 40.0]  # s of training between two stalls: 10, 50 and 200 steps
 WINDOW = 1.0  # s: NVML's averaging window

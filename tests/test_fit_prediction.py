@@ -20,6 +20,7 @@ from synthetic_telemetry import write
 from test_fit import REFERENCE, START, TRUTH
 
 from powermodel import cli, fit_report
+from powermodel.engine.derive import derive
 from powermodel.errors import PowerModelError
 from powermodel.fit import fit_cells, fitted_toml
 from powermodel.fit_report import (
@@ -38,7 +39,7 @@ from powermodel.iotools.telemetry import TelemetryWarning
 from powermodel.models import sensors
 from powermodel.models.events import State
 from powermodel.scenario import load_scenario, loads_scenario
-from powermodel.simulate import derive, simulate
+from powermodel.simulate import simulate
 
 SPAN = 900.0  # s of trace
 POLL = 0.1  # s between nvidia-smi's polls

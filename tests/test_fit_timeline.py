@@ -17,12 +17,14 @@ import tomllib
 import numpy as np
 import pytest
 
+from powermodel.engine.derive import derive
+from powermodel.engine.timeline import timeline
+from powermodel.engine.waveform import shape_tables
 from powermodel.errors import PowerModelError
 from powermodel.fit import REFERENCE, Timeline, fit_cells, fitted_toml, states, well_formed
 from powermodel.models import events, render, sensors
 from powermodel.models.events import State
 from powermodel.scenario import load_scenario, loads_scenario
-from powermodel.simulate import derive, shape_tables, timeline
 
 FINE = 0.01  # s: the grid the engine renders on before the sensor reads it
 POLL = 0.1  # s: nvidia-smi -lms 100

@@ -12,11 +12,12 @@ from numpy.testing import assert_allclose
 
 from powermodel import load_scenario, metrics, simulate
 from powermodel.analysis import flexibility
+from powermodel.engine.derive import psu_slope
+from powermodel.engine.facility import server_fan_speed
+from powermodel.engine.preflight import preflight
 from powermodel.errors import ScenarioError
-from powermodel.facility import server_fan_speed
 from powermodel.models.cooling import server_fan_extra
 from powermodel.models.events import State
-from powermodel.simulate import _psu_slope, preflight
 
 REFERENCE = "llama3-405b-16k-h100"
 # no failures: the job trains through the whole event in both runs
@@ -69,7 +70,7 @@ def test_a_pause_idles_the_job_then_restarts_it():
     cl = scenario.cluster
     inlet = flexed.supply_temp.values[DURING].astype(float) + scenario.cooling.inlet_offset
     fans = server_fan_extra(server_fan_speed(scenario, inlet), cl.fans.power)  # W a node, DC
-    expected = idle + fans * _psu_slope(scenario) * cl.n_nodes / 1e6
+    expected = idle + fans * psu_slope(scenario) * cl.n_nodes / 1e6
     assert_allclose(flexed.it_power.values[DURING][60:], expected[60:], rtol=1e-6)
     # the training it costs: the 3 h and the restart, out of 2 days
     kept = float(base.effective_training_time) - float(flexed.effective_training_time)

@@ -19,11 +19,12 @@ import xarray as xr
 from test_weather import _write_tmy3
 
 from powermodel import cli, load_scenario, metrics, simulate
+from powermodel.engine.derive import derive
+from powermodel.engine.timeline import recoveries, timeline
 from powermodel.errors import ScenarioError
 from powermodel.models import events
 from powermodel.models.thermal import leakage_power
 from powermodel.rules import Rule, RuleError, check, describe, load_rules
-from powermodel.simulate import derive, recoveries, timeline
 
 REFERENCE = "llama3-405b-16k-h100"
 HOUR = ["--set", "simulation.duration=1h"]
@@ -170,7 +171,7 @@ def test_a_seed_count_beyond_the_bound_is_refused_before_any_run(capsys, seeds):
 def test_a_run_that_would_not_fit_in_memory_is_refused_before_it_starts(capsys, monkeypatch):
     # issue 10: 7 days at 10 ms died at 7.3 GB; now the estimate (256 B a step, measured)
     # is checked against the memory available before any work
-    engine = importlib.import_module("powermodel.simulate")  # the module, not the function
+    engine = importlib.import_module("powermodel.engine.preflight")  # the memory budget's
     monkeypatch.setattr(engine, "available_memory", lambda: 4 * 10**9)
     refused(
         capsys,

@@ -21,7 +21,8 @@ LAYERS = (
     ("powermodel.models",),
     ("powermodel.iotools", "powermodel.variables"),
     ("powermodel.scenario", "powermodel.reference"),
-    ("powermodel.facility", "powermodel.disturbances", "powermodel.simulate"),
+    ("powermodel.engine",),  # its stages in order: ENGINE below
+    ("powermodel.simulate",),  # the driver: the engine's stages in order
     (
         "powermodel.piecewise",
         "powermodel.analysis",
@@ -194,3 +195,66 @@ def test_the_scenario_fitting_arithmetic_is_pure():
     tree = ast.parse(path.read_text(encoding="utf-8"))
     reached = [target for node in ast.walk(tree) for target in _imported(node)]
     assert reached and not [t for t in reached if _layer(t) >= _layer("powermodel.scenario")]
+
+
+# The engine's stages in import order (docs/model; powermodel/engine/__init__.py): each module
+# imports only those before it, so that a reader can follow the model stage by stage.
+ENGINE = (
+    "derive",
+    "series",
+    "facility",
+    "disturbances",
+    "timeline",
+    "waveform",
+    "flex",
+    "connection",
+    "preflight",
+    "run",
+    "fleet",
+    "campus",
+    "sensor_views",
+)
+
+
+def _stages_imported(source: str) -> set[str]:
+    """The engine's modules a file imports (``from powermodel.engine import facility`` too)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        for target in _imported(node):
+            if target.startswith("powermodel.engine."):
+                found.add(target.split(".")[2])
+        if isinstance(node, ast.ImportFrom) and node.module == "powermodel.engine":
+            found |= {a.name for a in node.names}
+    return found
+
+
+def _out_of_order(sources: dict[str, str]) -> list[str]:
+    """``stage imports later`` for each import of a stage not before it in :data:`ENGINE`."""
+    return [
+        f"{stage} imports {other}"
+        for stage, source in sources.items()
+        for other in sorted(_stages_imported(source))
+        if ENGINE.index(other) >= ENGINE.index(stage)
+    ]
+
+
+def test_the_engine_imports_its_stages_in_order():
+    engine = PACKAGE / "engine"
+    stages = {p.stem: p.read_text(encoding="utf-8") for p in engine.glob("*.py")}
+    face = stages.pop("__init__")
+    assert sorted(stages) == sorted(ENGINE)  # every stage is placed, none is missing
+    assert _stages_imported(face) == set()  # the face imports no stage: importing one is cheap
+    assert _out_of_order(stages) == []
+
+
+def test_the_stage_order_check_sees_a_later_stage():
+    sources = {
+        "derive": "from powermodel.engine.run import Run\n",
+        "timeline": "from powermodel.engine import timeline, waveform\n",
+        "run": "from powermodel.engine import derive\nfrom powermodel.engine.flex import x\n",
+    }
+    assert _out_of_order(sources) == [
+        "derive imports run",
+        "timeline imports timeline",
+        "timeline imports waveform",
+    ]

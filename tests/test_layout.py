@@ -12,10 +12,12 @@ from conftest import REFERENCE
 from numpy.testing import assert_allclose
 
 from powermodel import load_scenario
+from powermodel.engine.derive import derive
+from powermodel.engine.waveform import shape_tables
 from powermodel.errors import ScenarioError
 from powermodel.models import workload
 from powermodel.models.events import State
-from powermodel.simulate import derive, shape_tables, simulate
+from powermodel.simulate import simulate
 
 N = 405e9  # parameters [P, llama3]
 BATCH = 16_777_216  # tokens a step, 2,048 sequences of 8,192 [P, llama3 Table 4]

@@ -13,10 +13,10 @@ from conftest import REFERENCE
 from numpy.testing import assert_allclose
 
 from powermodel import analysis, calibration, load_scenario
+from powermodel.engine.derive import derive
 from powermodel.errors import ScenarioError
 from powermodel.iotools import data_dir
 from powermodel.models import workload
-from powermodel.simulate import derive
 
 LORA = "llama2-70b-lora-h100"
 SEQUENCE = 8192  # tokens a sequence [P, mlperf_training_v4_smc]

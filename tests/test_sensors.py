@@ -367,13 +367,13 @@ def test_sensor_views_count_in_the_memory_a_run_is_checked_against(hour, monkeyp
     # every limit holds at every entry point: a run with views needs their memory too
     import importlib
 
-    engine = importlib.import_module("powermodel.simulate")  # the module, not the function
+    engine = importlib.import_module("powermodel.engine.preflight")  # the memory budget's
     plain = engine.memory_estimate(hour)
     steps = hour.simulation.n_steps
     assert engine.memory_estimate(hour, 3) == plain + 3 * steps * engine.BYTES_PER_SENSOR_STEP
     # room for the run alone, not for its six views (5 ms: the PMUs can read it), whose memory
     # is then the largest part: the refusal says to ask for fewer
-    from powermodel import load_scenario
+    from powermodel import load_scenario, simulate
 
     fine = load_scenario(hour, {"simulation.duration": "10min", "simulation.dt": "5ms"})
     room = engine.memory_estimate(fine) + fine.simulation.n_steps * 100
@@ -381,7 +381,7 @@ def test_sensor_views_count_in_the_memory_a_run_is_checked_against(hour, monkeyp
     views = ["nvml", "dcgm", "revenue", "pmu30", "pmu60", "scada"]
     assert 6 * engine.BYTES_PER_SENSOR_STEP > engine.BYTES_PER_STEP + engine.BYTES_PER_CHUNK_STEP
     with pytest.raises(PowerModelError, match="ask for fewer sensor views"):
-        engine.simulate(fine, sensors=views)
+        simulate(fine, sensors=views)
 
 
 def _profile(values: np.ndarray, dt: float):
@@ -430,7 +430,7 @@ def test_the_memory_of_a_sensor_view_is_what_the_estimate_counts(chain, dt, gap)
 
     from powermodel.simulate import sensor_view
 
-    engine = importlib.import_module("powermodel.simulate")
+    engine = importlib.import_module("powermodel.engine.preflight")
     n = 400_000
     x = 100.0 + np.cumsum(np.random.default_rng(5).normal(size=n))
     if gap:

@@ -11,8 +11,9 @@ from numpy.testing import assert_allclose
 
 from powermodel import load_scenario, metrics, simulate
 from powermodel.calibration import exposure_gpu_hours
+from powermodel.engine.derive import derive
+from powermodel.engine.timeline import recoveries, timeline
 from powermodel.models.events import State
-from powermodel.simulate import derive, recoveries, timeline
 
 N_SEEDS = 200
 
@@ -351,7 +352,7 @@ def test_teardown_depends_on_the_layout(n_gpus):
 def test_hour_starts_are_the_steps_where_the_hour_of_each_step_rises(dt):
     # The reference: the hour of every step, (step · dt) // 3600, and where it rises; the
     # search near where each hour is due must find the same steps (a 2-h step skips hours)
-    from powermodel.simulate import _hour_starts
+    from powermodel.engine.series import hour_starts
 
     rng = np.random.default_rng(int(dt * 1000))
     for _ in range(20):
@@ -359,4 +360,4 @@ def test_hour_starts_are_the_steps_where_the_hour_of_each_step_rises(dt):
         n = int(rng.integers(1, 400_000 if dt < 1 else 20_000))
         hour = ((lo + np.arange(n)) * dt // 3600).astype(np.int64)
         expected = lo + 1 + np.flatnonzero(np.diff(hour))
-        np.testing.assert_array_equal(_hour_starts(lo, lo + n, dt), expected)
+        np.testing.assert_array_equal(hour_starts(lo, lo + n, dt), expected)

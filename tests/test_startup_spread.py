@@ -20,13 +20,14 @@ import pytest
 from test_fit_timeline import IDLE_AFTER, IDLE_BEFORE, STARTUP, _board, _fit, _job
 
 from powermodel import load_scenario, simulate
+from powermodel.engine.derive import derive
+from powermodel.engine.timeline import timeline
 from powermodel.errors import ScenarioError
 from powermodel.export import write
 from powermodel.fit import REFERENCE, fitted_toml
 from powermodel.models import events
 from powermodel.models.events import State, running_before
 from powermodel.scenario import loads_scenario
-from powermodel.simulate import derive, timeline
 from powermodel.stream import stream
 
 PRESET = "llama3-405b-16k-h100"

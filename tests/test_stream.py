@@ -13,9 +13,10 @@ import xarray as xr
 
 from powermodel import load_scenario, simulate
 from powermodel.cli import main
+from powermodel.engine.preflight import check_memory
+from powermodel.engine.series import HELD
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.export import write
-from powermodel.simulate import HELD, check_memory
 from powermodel.stream import stream
 
 REFERENCE = "llama3-405b-16k-h100"

@@ -9,16 +9,12 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy.stats import norm
 
 from powermodel import ScenarioError, load_scenario, simulate
+from powermodel.engine.preflight import BYTES_PER_ITERATION, preflight
+from powermodel.engine.timeline import timeline
+from powermodel.engine.waveform import drawn_steps, with_trained
 from powermodel.models import render, signal, variation
 from powermodel.models.events import State
-from powermodel.simulate import (
-    BYTES_PER_ITERATION,
-    drawn_steps,
-    memory_estimate,
-    preflight,
-    timeline,
-    with_trained,
-)
+from powermodel.simulate import memory_estimate
 
 DAY_100MS = {"simulation.duration": "1d", "simulation.dt": "100ms"}
 # Compute at 80 % of TDP: 25 % of headroom, five times the widest level spread drawn here, so

@@ -238,9 +238,9 @@ def test_make_up_water_inputs_beyond_any_plant_are_refused(key, value):
 
 
 def test_a_held_variable_beyond_float32_is_refused_not_stored_as_infinite():
+    from powermodel.engine.series import checked_float32
     from powermodel.errors import PowerModelError
-    from powermodel.simulate import _single
 
-    np.testing.assert_array_equal(_single("water_use", np.array([0.5, 3e38])), [0.5, 3e38])
+    np.testing.assert_array_equal(checked_float32("water_use", np.array([0.5, 3e38])), [0.5, 3e38])
     with pytest.raises(PowerModelError, match=r"water_use reaches 1e\+39 L/s"):
-        _single("water_use", np.array([0.5, 1e39]))
+        checked_float32("water_use", np.array([0.5, 1e39]))

@@ -23,7 +23,7 @@ import xarray as xr
 from powermodel import load_scenario, simulate
 from powermodel.analysis import resample
 from powermodel.calibration import CALIBRATION_YEAR
-from powermodel.facility import design_it_power
+from powermodel.engine.facility import design_it_power
 from powermodel.models import electrical, render, signal, thermal, workload
 from powermodel.models.events import State
 from powermodel.rules import load_rules, measure

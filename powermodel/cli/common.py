@@ -14,10 +14,11 @@ from functools import partial
 from typing import Any
 
 from powermodel import sweep
+from powermodel.engine.preflight import check_memory
 from powermodel.rules import load_rules
 from powermodel.scenario import load_scenario
 from powermodel.sensitivity import Runner
-from powermodel.simulate import check_memory, memory_estimate, simulate
+from powermodel.simulate import memory_estimate, simulate
 
 VIOLATED = 3
 NO_RUN = 3  # a sweep none of whose runs ran

@@ -25,7 +25,7 @@ def _ride_through(args: argparse.Namespace) -> int:
             "disturbance.sequence=nerc-2024-07-virginia --set disturbance.start=...)"
         )
     if args.model:
-        from powermodel import disturbances  # noqa: PLC0415 - only a model needs the count
+        from powermodel.engine import disturbances
 
         for suffix in MODEL_SUFFIXES:  # both places, before the run
             output.check_folder(args.model + suffix)

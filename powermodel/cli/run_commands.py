@@ -16,11 +16,13 @@ from powermodel import export
 from powermodel.analysis import flexibility, metrics, part, resample_factor, workloads
 from powermodel.cli.common import _loaded, _name_of, _running, _simulated, _wrote
 from powermodel.cli.tables import _print_ride_through, _print_summary, _sensor_rows, _table
+from powermodel.engine.derive import derive
+from powermodel.engine.facility import design_conditions, design_day, idle_gpus
+from powermodel.engine.preflight import available_memory, preflight, streamable
 from powermodel.errors import PowerModelError
-from powermodel.facility import design_conditions, design_day, idle_gpus
 from powermodel.scenario import format_duration, shorten
 from powermodel.sensitivity import sensitivity
-from powermodel.simulate import available_memory, derive, memory_estimate, preflight, streamable
+from powermodel.simulate import memory_estimate
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from powermodel import facility
+from powermodel.engine import facility
 from powermodel.fit.result import Fit
 from powermodel.fit.timeline import _settled_level
 from powermodel.models.events import State
@@ -23,10 +23,11 @@ LEAKED = "the die's leakage adds over the trace's running (the phases hold at th
 def leakage_blocks(result: Fit, scenario: Scenario) -> tuple[float, np.ndarray]:
     """The leakage [W per GPU] the engine adds to ``scenario``'s phase powers while running, per
     plant step (``cooling.dt`` [s], returned first) from the trace's start: its die path
-    (:func:`powermodel.facility.plant_path`: the scenario's weather and plant, the die through
-    its thermal mass) driven by the trace's own board power in those steps, at the trace's own
-    date and time of day. The phase powers hold at the nominal die (steadily running); a job
-    that spends most of its time stalled runs cooler and leaks less (a negative amount)."""
+    (:func:`powermodel.engine.facility.plant_path`: the scenario's weather and plant, the die
+    through its thermal mass) driven by the trace's own board power in those steps, at the
+    trace's own date and time of day. The phase powers hold at the nominal die (steadily
+    running); a job that spends most of its time stalled runs cooler and leaks less (a negative
+    amount)."""
     plant = float(scenario.cooling.dt)
     ok = np.isfinite(result.power)
     if not ok.any():

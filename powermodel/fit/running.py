@@ -14,6 +14,7 @@ import numpy as np
 from scipy.ndimage import uniform_filter1d
 
 from powermodel.durations import format_duration
+from powermodel.engine.derive import derive
 from powermodel.fit.fold import (
     FOLD_BINS,
     FOLD_SAMPLES,
@@ -36,7 +37,6 @@ from powermodel.fit.timeline import Timeline, _between_stalls, _neighbours, _seg
 from powermodel.models import workload
 from powermodel.models.events import State
 from powermodel.scenario import Scenario
-from powermodel.simulate import derive
 
 # The golden ratio: a step a sensor that samples instantly does not resolve is written one
 # sampling period over it, whose samples sweep the iteration's phase most evenly

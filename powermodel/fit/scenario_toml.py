@@ -13,13 +13,13 @@ import numpy as np
 import tomli_w
 
 from powermodel.durations import format_duration
+from powermodel.engine.derive import derive
 from powermodel.fit.result import Fit, GpuChoice
 from powermodel.fit.timeline import _whole_startups
 from powermodel.fit.workload_keys import MIN_SPREAD, _drawable, _share_at_least, _workload_keys
 from powermodel.models.events import State
 from powermodel.scenario import Scenario, load_scenario
 from powermodel.scenario.base import MAX_RECOVERY
-from powermodel.simulate import derive
 
 # A trace that shows no checkpoint at all bounds the interval from below only (longer than the
 # trace): the interval is written as this many times the trace's span, at most MAX_RECOVERY,

@@ -14,10 +14,12 @@ import numpy as np
 import plotly.graph_objects as go
 
 from powermodel.calibration import CALIBRATION_WEEK
+from powermodel.engine.derive import derive
+from powermodel.engine.waveform import shape_tables
 from powermodel.models.events import State
 from powermodel.reproduce.anchor import PREDICTION, REFERENCE, Anchor
 from powermodel.scenario import load_scenario
-from powermodel.simulate import derive, shape_tables, simulate
+from powermodel.simulate import simulate
 
 GB200 = {
     **CALIBRATION_WEEK,

@@ -16,6 +16,8 @@ import plotly.graph_objects as go
 
 from powermodel.analysis import diurnal_swing, diurnal_throughput, metrics
 from powermodel.calibration import CALIBRATION_WEEK, DIURNAL_SWING_TARGET
+from powermodel.engine.derive import derive
+from powermodel.engine.timeline import timeline
 from powermodel.iotools import data_dir
 from powermodel.models import events
 from powermodel.reproduce.anchor import (
@@ -28,7 +30,7 @@ from powermodel.reproduce.anchor import (
     _seeded,
 )
 from powermodel.scenario import Scenario, load_scenario
-from powermodel.simulate import derive, simulate, timeline
+from powermodel.simulate import simulate
 
 
 def _llama3_timelines() -> tuple[Scenario, tuple[events.Timeline, ...]]:

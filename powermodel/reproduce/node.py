@@ -15,11 +15,12 @@ import plotly.graph_objects as go
 
 from powermodel.analysis import drops
 from powermodel.calibration import NLR_DT, ZERO3, nlr_profile, running_node_power
+from powermodel.engine.derive import derive
+from powermodel.engine.waveform import shape_tables
 from powermodel.iotools import data_dir
 from powermodel.models.events import State
 from powermodel.reproduce.anchor import CALIBRATION, PREDICTION, REFERENCE, Anchor
 from powermodel.scenario import Scenario, load_scenario
-from powermodel.simulate import derive, shape_tables
 
 
 def _node_power(scenario: Scenario) -> tuple[np.ndarray, np.ndarray]:

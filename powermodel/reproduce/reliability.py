@@ -11,6 +11,10 @@ from functools import cache
 import numpy as np
 import plotly.graph_objects as go
 
+from powermodel.engine.derive import derive
+from powermodel.engine.preflight import preflight
+from powermodel.engine.run import prepare
+from powermodel.engine.timeline import timeline
 from powermodel.models import events
 from powermodel.models.events import State
 from powermodel.reproduce.anchor import (
@@ -25,7 +29,6 @@ from powermodel.reproduce.anchor import (
     _seeded,
 )
 from powermodel.scenario import Scenario, load_scenario
-from powermodel.simulate import derive, preflight, prepare, timeline
 
 # Kokolis et al. [P, kokolis]: 6.50 failures per 1,000 node-days (8-GPU nodes); MTTF =
 # 1 / (nodes · rate), published as 1.8 h at 16,384 GPUs and 0.23 h at 131,072

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from powermodel._version import __version__
+from powermodel.engine.preflight import available_memory
 from powermodel.errors import PowerModelError
 from powermodel.scenario import Scenario, shorten
-from powermodel.simulate import available_memory
 
 CONNECT_TIMEOUT = 10.0  # s: a scheduler that does not answer within it is not there
 CHUNKS_PER_THREAD = 4  # a chunk is at most the items left over this many times the threads

@@ -20,9 +20,10 @@ import xarray as xr
 from powermodel import rules
 from powermodel._version import __version__
 from powermodel.analysis import metrics, resample, resample_factor
+from powermodel.engine.preflight import available_memory, check_memory
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.scenario import Scenario, load_scenario, presets, shorten
-from powermodel.simulate import available_memory, check_memory, memory_estimate, simulate
+from powermodel.simulate import memory_estimate, simulate
 from powermodel.sweep.placement import Failure, _default_workers, check_placement, run_all
 from powermodel.sweep.points import (
     EXTENDS,

@@ -80,7 +80,7 @@ def hourly_weather(scenario: Scenario) -> HourlyWeather:
 
 
 @lru_cache(maxsize=8)
-def _read(name_or_path: str) -> tuple[pd.DataFrame, dict]:
+def _weather_file(name_or_path: str) -> tuple[pd.DataFrame, dict]:
     """A weather file, read and parsed once per process (the hourly series and the design day
     both need it; neither changes what it returns)."""
     return read_weather(name_or_path)
@@ -88,7 +88,7 @@ def _read(name_or_path: str) -> tuple[pd.DataFrame, dict]:
 
 @lru_cache(maxsize=8)
 def _from_file(name_or_path: str) -> HourlyWeather:
-    data, meta = _read(name_or_path)
+    data, meta = _weather_file(name_or_path)
     return HourlyWeather(
         *(data[k].to_numpy() for k in ("temp_air", "relative_humidity", "temp_dew", "pressure")),
         meta["utc_offset"],
@@ -417,7 +417,7 @@ def design_day(
             "peak_pue": peak / it,
             "max_supply_temp": max(d["max_supply_temp"] for d in days),
         }
-    _, meta = _read(scenario.site.weather)
+    _, meta = _weather_file(scenario.site.weather)
     pressure = np.full(24, weather.standard_pressure(meta["elevation"]))
     _, temp_air, temp_wetbulb = weather.design_day(design, float(pressure[0]), level)
     dt = scenario.cooling.dt
@@ -451,7 +451,7 @@ def design_conditions(scenario: Scenario) -> dict | None:
     synthetic weather, TMY3 files and EPW files without them."""
     if scenario.site.weather == "synthetic":
         return None
-    _, meta = _read(scenario.site.weather)
+    _, meta = _weather_file(scenario.site.weather)
     design = meta.get("design_conditions")
     return design if design and "cooling" in design else None
 

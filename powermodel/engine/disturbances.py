@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from powermodel import facility
+from powermodel.engine import facility
 from powermodel.errors import ScenarioError
 from powermodel.models import disturbance as dm
 from powermodel.models.events import State
@@ -164,10 +164,10 @@ def crashes(
 def powered(scenario: Scenario, lo: int, n: int, dt: float) -> np.ndarray | None:
     """The share of each step the servers have power (None: always)."""
     r = response(scenario)
-    return None if r is None else _powered(r.outcome, lo, n, dt)
+    return None if r is None else _powered_share(r.outcome, lo, n, dt)
 
 
-def _powered(outcome: dm.Outcome, lo: int, n: int, dt: float) -> np.ndarray | None:
+def _powered_share(outcome: dm.Outcome, lo: int, n: int, dt: float) -> np.ndarray | None:
     if not outcome.lost:
         return None
     return 1.0 - dm.interval_means(dm.stretches(outcome.lost), lo, n, dt, 0.0)
@@ -211,7 +211,7 @@ def connection(
     load = carried + recharge
     code = np.where(recharge > 0.0, EVENT_CODES.index("recharging"), 0)
     code[(s_it < 1.0) | (s_other < 1.0)] = EVENT_CODES.index("on backup")
-    on = _powered(o, 0, n, dt)
+    on = _powered_share(o, 0, n, dt)
     if on is not None:
         code[on < 1.0] = EVENT_CODES.index("servers without power")
     whole = it_path + other
