@@ -23,9 +23,8 @@ import xarray as xr
 from powermodel.analysis import Pieces, StreamedMetrics, step_seconds
 from powermodel.engine.facility import PlantPath
 from powermodel.engine.preflight import BYTES_PER_STEP, available_memory, preflight, streamable
-from powermodel.engine.run import Run, prepare, run_totals, share_of
+from powermodel.engine.run import Run, job_totals, prepare, share_of
 from powermodel.engine.series import ORDER
-from powermodel.engine.timeline import event_variables
 from powermodel.errors import PowerModelError, ScenarioError
 from powermodel.export import CSV_OPTIONS, check_path, check_timezone, csv_table, profile_table
 from powermodel.output import staged
@@ -103,13 +102,8 @@ def stream(
         realised = (
             run.realised(np.zeros((3, 0))) if run.steps is None else share_of(trained, nominal)
         )
-        totals = xr.Dataset(
-            {
-                **run_totals(run, plant, realised, np.array([throughput])),
-                **event_variables(scenario, run.line),
-                "effective_training_time": ((), run.effective_training_time),
-            }
-        )
+        # the in-memory run's totals (a streamed run meets no disturbance: sequential)
+        totals = xr.Dataset(job_totals(run, plant, realised, np.array([throughput])))
         measures.finish(totals, chunks)
     return path
 
