@@ -23,7 +23,7 @@ import pandas as pd
 
 from powermodel.errors import DataFileError
 from powermodel.iotools.telemetry.lines import csv_fields, header_rows, refuse_line, split_lines
-from powermodel.iotools.telemetry.tidy import OPTIONAL
+from powermodel.iotools.telemetry.tidy import OPTIONAL, gpu_channels
 from powermodel.iotools.telemetry.timing import poll_numbers, seconds_times, untimed
 from powermodel.iotools.telemetry.units import CELSIUS, MHZ, MIB, PERCENT, POWER, read_fields
 from powermodel.iotools.trace import split_unit, to_floats
@@ -72,7 +72,7 @@ def read_device_csv(
     header, then one row per GPU) or once by amd-smi's watch mode (one header, a timestamp
     column); MI200-class packages read as one channel each (:func:`_packages`)."""
     rocm = format == "rocm-smi"
-    device, table = ("device", _ROCM_FIELDS) if rocm else ("gpu", _AMD_FIELDS)
+    device = "device" if rocm else "gpu"
     lines, cut = split_lines(text)
     lines = lines[lines.str.strip() != ""]
     # amd-smi quotes a field that holds commas (a list of engines' activity): none is read.
@@ -97,8 +97,25 @@ def read_device_csv(
     body, fields, _ = csv_fields(lines[~is_header], len(header), cut, log, path, want)
     number = body.index.to_numpy()
     gpu = _device_ids(fields[header.index(device)], device, rocm, number, path)
-    out = {"line": number, "channel": np.char.add("gpu", gpu.astype(str))}
+    out = {"line": number, "channel": gpu_channels(gpu)}
     out["time"] = _device_times(fields, header, gpu, number, format, period, path, meta)
+    read, meta["power_field"] = _device_fields(fields, header, format, number, path, log)
+    out.update(read)
+    return _packages(pd.DataFrame(out), format, log, meta)
+
+
+def _device_fields(
+    fields: pd.DataFrame,
+    header: list[str],
+    format: str,
+    number: np.ndarray,
+    path: Path,
+    log: list,
+) -> tuple[dict[str, np.ndarray], str]:
+    """Each variable's readings, from the first of its fields (in the order of preference) the
+    log has, and the header of the field read as power (refused where there is none)."""
+    rocm = format == "rocm-smi"
+    table = _ROCM_FIELDS if rocm else _AMD_FIELDS
     names = {split_unit(h)[0] if rocm else h: (j, split_unit(h)[1]) for j, h in enumerate(header)}
     chosen = {}  # each variable's field, the first of its choices the log has
     for var, choices in table.items():
@@ -106,15 +123,15 @@ def read_device_csv(
         if name is not None:
             chosen[name] = (var, units)
     columns = [(name, names[name][1], fields[names[name][0]]) for name in chosen]
-    out.update(read_fields(columns, chosen, number, path, log))
-    if "power" not in out:
+    read = read_fields(columns, chosen, number, path, log)
+    if "power" not in read:
         wanted = " or ".join(n for n, _ in table["power"][:2])
         how = "--showpower" if rocm else "metric --power (or monitor -p)"
         raise DataFileError(
             f"{path}: no power field among {', '.join(header)}: record {wanted} ({format} {how})"
         )
-    meta["power_field"] = next(header[names[n][0]] for n, (v, _) in chosen.items() if v == "power")
-    return _packages(pd.DataFrame(out), format, log, meta)
+    power = next(name for name, (var, _) in chosen.items() if var == "power")
+    return read, header[names[power][0]]
 
 
 def _device_ids(
@@ -218,7 +235,7 @@ def _packages(raw: pd.DataFrame, format: str, log: list, meta: dict) -> pd.DataF
     out = {
         "line": group["line"].min().to_numpy(),
         "time": group["time"].first().to_numpy(),
-        "channel": np.char.add("gpu", group["_package"].first().to_numpy().astype(str)),
+        "channel": gpu_channels(group["_package"].first().to_numpy()),
         "power": np.where(power > 0, power, np.nan),  # a package reading 0 read nothing
     }
     how = {"utilization": "mean", "sm_clock": "mean", "temperature": "max", "memory_used": "sum"}

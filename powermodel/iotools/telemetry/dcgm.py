@@ -16,6 +16,7 @@ import pandas as pd
 
 from powermodel.errors import DataFileError
 from powermodel.iotools.telemetry.lines import bad_rows, refuse_line, split_lines
+from powermodel.iotools.telemetry.tidy import gpu_channels
 from powermodel.iotools.telemetry.timing import ms_times, poll_numbers, seconds_times, untimed
 from powermodel.iotools.telemetry.units import (
     CELSIUS,
@@ -91,7 +92,7 @@ def read_dcgmi_dmon(
         "steps",
     )
     time = seconds_times(poll_numbers(gpu) * period)
-    out = {"line": number, "time": time, "channel": np.char.add("gpu", gpu.astype(str))}
+    out = {"line": number, "time": time, "channel": gpu_channels(gpu)}
     columns = (
         (name, unit, fields[j + 2]) for j, (name, unit) in enumerate(zip(names, units, strict=True))
     )

@@ -24,6 +24,7 @@ from powermodel.iotools.telemetry.lines import (
     split_lines,
 )
 from powermodel.iotools.telemetry.nvidia_smi_polls import gpu_polls
+from powermodel.iotools.telemetry.tidy import gpu_channels
 from powermodel.iotools.telemetry.units import CELSIUS, MHZ, MIB, PERCENT, POWER, read_fields
 from powermodel.iotools.trace import parse_iso, split_unit, to_floats
 
@@ -63,9 +64,7 @@ def read_nvidia_smi(
     ``index``, inferred when None)."""
     lines, cut = split_lines(text)
     lines = lines[lines.str.strip() != ""]
-    header, has_header, is_header = _header(lines, columns, path, log)
-    names = [split_unit(h)[0] for h in header]
-    header_units = [split_unit(h)[1] if has_header else None for h in header]
+    names, header_units, has_header, is_header = _header(lines, columns, path, log)
     power_field = _power_field(names, path)
     meta["power_field"] = power_field
     meta["timezone"] = "UTC assumed: nvidia-smi prints local time without an offset"
@@ -76,19 +75,8 @@ def read_nvidia_smi(
     )
     # the power field read, the query's other power fields not
     table = {n: f for n, f in _SMI_FIELDS.items() if f[0] != "power" or n == power_field}
-    out = {"line": number, "time": time}
-    out.update(
-        read_fields(
-            (
-                (name, unit, fields[j])
-                for j, (name, unit) in enumerate(zip(names, header_units, strict=True))
-            ),
-            table,
-            number,
-            path,
-            log,
-        )
-    )
+    columns = [(name, unit, fields[j]) for j, (name, unit) in enumerate(header_units.items())]
+    out = {"line": number, "time": time, **read_fields(columns, table, number, path, log)}
     raw = pd.DataFrame(out)
     if "index" in names:
         raw["channel"] = _indexed_channels(fields[names.index("index")], number, path)
@@ -98,10 +86,11 @@ def read_nvidia_smi(
 
 def _header(
     lines: pd.Series, columns: Sequence[str] | None, path: Path, log: list
-) -> tuple[list[str], bool, np.ndarray]:
-    """The log's header (its first line's fields, or ``columns`` for a log without one),
-    whether the log has one, and which lines repeat it (each copy noted in ``log``). Refused:
-    another header within the file, a field given twice, no timestamp."""
+) -> tuple[list[str], dict[str, str | None], bool, np.ndarray]:
+    """The log's fields (its first line's, or ``columns`` for a log without a header), each
+    field's unit in the header (None without one), whether the log has a header, and which
+    lines repeat it (each copy noted in ``log``). Refused: another header within the file, a
+    field given twice, no timestamp."""
     first = lines.iloc[0].strip()
     has_header = bool(re.match(r"[A-Za-z]", first))
     if has_header:
@@ -131,7 +120,11 @@ def _header(
             f"{path}: no timestamp field among {', '.join(names)}: record with "
             f"--query-gpu={','.join(NVIDIA_SMI_QUERY)}"
         )
-    return header, has_header, is_header
+    units = {
+        name: split_unit(h)[1] if has_header else None
+        for name, h in zip(names, header, strict=True)
+    }
+    return names, units, has_header, is_header
 
 
 def _power_field(names: list[str], path: Path) -> str:
@@ -195,4 +188,4 @@ def _indexed_channels(text: pd.Series, number: np.ndarray, path: Path) -> np.nda
         path,
         lambda i: f"index {text.iloc[i]!r} is not a GPU index (0, 1, ...); mend or delete the line",
     )
-    return np.char.add("gpu", index.astype(np.int64).astype(str))
+    return gpu_channels(index.astype(np.int64))

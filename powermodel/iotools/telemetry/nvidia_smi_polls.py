@@ -42,6 +42,7 @@ import pandas as pd
 
 from powermodel.errors import DataFileError
 from powermodel.iotools.telemetry import limits
+from powermodel.iotools.telemetry.tidy import gpu_channels
 
 # A per-GPU field "repeats every N lines" when, in a window of lines, the differences between
 # lines N and 2N apart are both under a third of the smallest difference at any other lag: a
@@ -114,7 +115,7 @@ def gpu_polls(
             f"{raw['line'].iloc[int(np.flatnonzero(~complete)[0])]}) dropped"
         )
     raw = raw[complete]
-    return raw.assign(channel=np.char.add("gpu", (place[complete] % gpus).astype(str)))
+    return raw.assign(channel=gpu_channels(place[complete] % gpus))
 
 
 def _places(run: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

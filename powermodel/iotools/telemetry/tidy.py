@@ -34,6 +34,11 @@ _OUT_OF_ORDER = 0.05
 _LATE = 3
 
 
+def gpu_channels(ids: np.ndarray) -> np.ndarray:
+    """The channel of each GPU id (whole numbers): ``gpu<i>``."""
+    return np.char.add("gpu", ids.astype(str))
+
+
 def finish(
     raw: pd.DataFrame, meta: dict, log: list, path: Path, gpus_per_node: int | None
 ) -> tuple[pd.DataFrame, dict]:
