@@ -1,4 +1,4 @@
-"""NVIDIA's ``nvidia-smi --query-gpu=... --format=csv`` logs: one line per GPU per poll, a
+"""NVIDIA's ``nvidia-smi --query-gpu=<fields> --format=csv`` logs: one line per GPU per poll, a
 header naming the query's fields with their units (``power.draw [W]``) unless written with
 ``noheader``/``nounits``, and the header repeated each time the logger restarts. The fields are
 nvidia-smi's own names (``nvidia-smi --help-query-gpu``); ``power.draw.instant`` (preferred) or

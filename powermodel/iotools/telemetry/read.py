@@ -40,6 +40,11 @@ class TelemetryWarning(UserWarning):
     message says what was changed."""
 
 
+# Its public home, where users filter it (``-W error::powermodel.iotools.telemetry.
+# TelemetryWarning``) and where the docs describe it once
+TelemetryWarning.__module__ = "powermodel.iotools.telemetry"
+
+
 def read_telemetry(
     path: str | Path,
     format: str | None = None,

@@ -141,7 +141,7 @@ def _jumps(raw: pd.DataFrame, path: Path, log: list) -> pd.DataFrame:
     """Repair each channel's backward time steps (clock jumps), drop its repeated times,
     refuse a forward jump over a day; raw is in file order within each channel."""
     t = raw["time"].to_numpy().astype(np.int64)
-    same = raw["channel"].to_numpy()[1:] == raw["channel"].to_numpy()[:-1]
+    same = _same_channel(raw)
     d = np.where(same, np.diff(t), 1)
     typical = (
         pd.Series(np.where(same & (d > 0), d, np.nan))
@@ -157,24 +157,7 @@ def _jumps(raw: pd.DataFrame, path: Path, log: list) -> pd.DataFrame:
     with np.errstate(invalid="ignore"):
         jitter = same & (d < 0) & (-d < 0.5 * typical)
     back = same & (d < 0) & ~jitter
-    channel = raw["channel"].to_numpy()[1:]
-    counts = pd.DataFrame({"back": back, "any": same & (d < 0), "steps": same}).groupby(channel)
-    per = counts.sum()
-    order = (per["back"] > limits.MAX_JUMPS) | (
-        per["any"] > np.maximum(limits.MAX_JUMPS, _OUT_OF_ORDER * per["steps"])
-    )
-    if order.any():
-        name = order.index[np.argmax(order.to_numpy())]
-        refuse_line(
-            np.r_[False, (channel == name) & (d < 0)],
-            raw["line"].to_numpy(),
-            path,
-            lambda i: (
-                f"{name}'s time goes back {int(per.loc[name, 'any'])} times in "
-                f"{int(per.loc[name, 'steps'])} steps: not clock jumps or the stamps' jitter but a "
-                "file out of order; sort it by time"
-            ),
-        )
+    _refuse_out_of_order(raw, same, d, back, path)
     if jitter.any():
         i = int(np.flatnonzero(jitter)[0]) + 1
         log.append(
@@ -203,7 +186,7 @@ def _jumps(raw: pd.DataFrame, path: Path, log: list) -> pd.DataFrame:
         )
         raw = raw[~dup]
         t = t[~dup]
-        same = raw["channel"].to_numpy()[1:] == raw["channel"].to_numpy()[:-1]
+        same = _same_channel(raw)
         d = np.where(same, np.diff(t), 1)
     refuse_line(
         np.r_[False, same & (d > _MAX_GAP.astype("m8[ns]").astype(np.int64))],
@@ -215,6 +198,36 @@ def _jumps(raw: pd.DataFrame, path: Path, log: list) -> pd.DataFrame:
         ),
     )
     return raw.sort_values(["channel", "time"], kind="stable").reset_index(drop=True)
+
+
+def _same_channel(raw: pd.DataFrame) -> np.ndarray:
+    """Whether each row after the first is of the row before's channel."""
+    return raw["channel"].to_numpy()[1:] == raw["channel"].to_numpy()[:-1]
+
+
+def _refuse_out_of_order(
+    raw: pd.DataFrame, same: np.ndarray, d: np.ndarray, back: np.ndarray, path: Path
+) -> None:
+    """Refuse a channel whose time goes back (``d``: each step [ns]; ``same``: within a
+    channel; ``back``: by more than jitter) more often than clock jumps do."""
+    channel = raw["channel"].to_numpy()[1:]
+    counts = pd.DataFrame({"back": back, "any": same & (d < 0), "steps": same}).groupby(channel)
+    per = counts.sum()
+    order = (per["back"] > limits.MAX_JUMPS) | (
+        per["any"] > np.maximum(limits.MAX_JUMPS, _OUT_OF_ORDER * per["steps"])
+    )
+    if order.any():
+        name = order.index[np.argmax(order.to_numpy())]
+        refuse_line(
+            np.r_[False, (channel == name) & (d < 0)],
+            raw["line"].to_numpy(),
+            path,
+            lambda i: (
+                f"{name}'s time goes back {int(per.loc[name, 'any'])} times in "
+                f"{int(per.loc[name, 'steps'])} steps: not clock jumps or the stamps' jitter but a "
+                "file out of order; sort it by time"
+            ),
+        )
 
 
 def _steps(raw: pd.DataFrame) -> dict:
