@@ -13,8 +13,8 @@ from numpy.testing import assert_allclose, assert_array_equal
 from synthetic_telemetry import write
 
 from powermodel.errors import DataFileError
-from powermodel.iotools import telemetry
-from powermodel.iotools.telemetry import TelemetryWarning, read_telemetry, to_grid
+from powermodel.iotools.telemetry import FORMATS, TelemetryWarning, limits, read_telemetry, to_grid
+from powermodel.iotools.trace import EPOCH
 
 START = np.datetime64("2024-07-01T12:00:00", "ns")
 STEP = np.timedelta64(100, "ms")
@@ -98,11 +98,11 @@ def test_untimed_formats_round_trip_with_period(tmp_path, fmt) -> None:
     path = write(frame, tmp_path / "log.txt", fmt)
     data, meta, messages = _read(path, period=0.1)
     want = _expected(frame)
-    relative = want["time"] - START + telemetry.EPOCH
+    relative = want["time"] - START + EPOCH
     assert_array_equal(data["time"].to_numpy(), relative.to_numpy())
     assert_allclose(data["power"], want["power"], atol=1e-9)
     assert_allclose(data["utilization"], want["utilization"], atol=1e-12)
-    assert meta["start"] == telemetry.EPOCH
+    assert meta["start"] == EPOCH
     assert "none in the file" in meta["timezone"]
     assert messages == []
 
@@ -143,7 +143,7 @@ def test_exporter_with_several_hosts_names_channels_by_host(tmp_path) -> None:
 
 def test_each_format_is_detected(tmp_path) -> None:
     frame = _frame(polls=5, skew_ms=0)
-    for fmt in telemetry.FORMATS:
+    for fmt in FORMATS:
         data = frame[["time", "channel", "power"]] if fmt == "meter" else frame
         path = write(data, tmp_path / f"{fmt}.txt", fmt)
         assert _read(path, period=0.1)[1]["format"] == fmt
@@ -426,15 +426,15 @@ def test_missing_file_and_unknown_format(tmp_path) -> None:
 
 def test_size_rows_and_channels_are_bounded_before_reading(tmp_path, monkeypatch) -> None:
     path = write(_frame(polls=10), tmp_path / "log.csv", "nvidia-smi")
-    monkeypatch.setattr(telemetry, "MAX_BYTES", 100)
+    monkeypatch.setattr(limits, "MAX_BYTES", 100)
     with pytest.raises(DataFileError, match=r"\d+ bytes is over the 100 a telemetry file"):
         read_telemetry(path)
-    monkeypatch.setattr(telemetry, "MAX_BYTES", 1 << 30)
-    monkeypatch.setattr(telemetry, "MAX_SAMPLES", 20)
+    monkeypatch.setattr(limits, "MAX_BYTES", 1 << 30)
+    monkeypatch.setattr(limits, "MAX_SAMPLES", 20)
     with pytest.raises(DataFileError, match="41 lines is over the 20 samples"):
         read_telemetry(path)
-    monkeypatch.setattr(telemetry, "MAX_SAMPLES", 1000)
-    monkeypatch.setattr(telemetry, "MAX_CHANNELS", 3)
+    monkeypatch.setattr(limits, "MAX_SAMPLES", 1000)
+    monkeypatch.setattr(limits, "MAX_CHANNELS", 3)
     with pytest.raises(DataFileError, match="4 channels is over the 3"):
         read_telemetry(path)
     wide = tmp_path / "meters.csv"
@@ -445,7 +445,7 @@ def test_size_rows_and_channels_are_bounded_before_reading(tmp_path, monkeypatch
 
 def test_to_grid_refuses_a_grid_too_large(tmp_path, monkeypatch) -> None:
     data, _, _ = _read(write(_frame(polls=10), tmp_path / "log.csv", "nvidia-smi"))
-    monkeypatch.setattr(telemetry, "MAX_GRID", 10)
+    monkeypatch.setattr(limits, "MAX_GRID", 10)
     with pytest.raises(DataFileError, match="4 channels x 10 bins"):
         to_grid(data)
 
@@ -497,7 +497,7 @@ def test_meter_values_that_are_no_power_are_refused(tmp_path, value, match) -> N
         "time,feeder [kW]\n2026-03-01T00:00:00Z,1e6\n2026-03-01T00:00:01Z,1e6\n"
         "2026-03-01T00:00:02Z,1e6\n"
     )
-    assert read_telemetry(path)[0]["power"].max() == telemetry.MAX_METER_POWER
+    assert read_telemetry(path)[0]["power"].max() == limits.MAX_METER_POWER
 
 
 @pytest.mark.parametrize("step", [1e-10, 4e-10, 0.0, -1.0, float("nan"), float("inf")])

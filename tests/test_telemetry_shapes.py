@@ -23,8 +23,8 @@ from synthetic_telemetry import (
 )
 
 from powermodel.errors import DataFileError
-from powermodel.iotools import telemetry
-from powermodel.iotools.telemetry import read_telemetry
+from powermodel.iotools.telemetry import limits, read_telemetry
+from powermodel.iotools.trace import EPOCH
 
 # rocm-smi and amd-smi in a loop print no times: the loop's period, as the shape polls
 PERIOD = {"rocm-smi": 0.1}
@@ -56,7 +56,7 @@ def test_each_real_shape_is_read_exactly(tmp_path, name) -> None:
     assert_allclose(data["power"], want["power"], atol=PRINTED[fmt] + 1e-9)
     if fmt == "rocm-smi":  # the loop's polls, one period each from 1970
         poll = np.tile(np.arange(600), gpus)
-        want_time = telemetry.EPOCH + (poll * 100_000_000).astype("m8[ns]")
+        want_time = EPOCH + (poll * 100_000_000).astype("m8[ns]")
         assert_array_equal(data["time"].to_numpy(), want_time)
     else:  # each line its own stamp: nvidia-smi's milliseconds, amd-smi's Unix seconds
         assert_array_equal(data["time"].to_numpy(), want["time"].to_numpy())
@@ -344,15 +344,15 @@ def test_new_shapes_are_bounded_before_reading(tmp_path, monkeypatch, fmt) -> No
     name = {"rocm-smi": "mi300x-rocm-smi", "amd-smi": "mi300x-amd-smi", "nvidia-smi": "h100x8"}
     frame, fmt, options = shape(name[fmt], polls=20)
     path = write(frame, tmp_path / "log.csv", fmt, **options)
-    monkeypatch.setattr(telemetry, "MAX_BYTES", 100)
+    monkeypatch.setattr(limits, "MAX_BYTES", 100)
     with pytest.raises(DataFileError, match=r"bytes is over the 100 a telemetry file"):
         read_telemetry(path, period=0.1)
-    monkeypatch.setattr(telemetry, "MAX_BYTES", 1 << 30)
-    monkeypatch.setattr(telemetry, "MAX_SAMPLES", 100)
+    monkeypatch.setattr(limits, "MAX_BYTES", 1 << 30)
+    monkeypatch.setattr(limits, "MAX_SAMPLES", 100)
     with pytest.raises(DataFileError, match=r"lines is over the 100 samples"):
         read_telemetry(path, period=0.1)
-    monkeypatch.setattr(telemetry, "MAX_SAMPLES", 10_000)
-    monkeypatch.setattr(telemetry, "MAX_CHANNELS", 4)
+    monkeypatch.setattr(limits, "MAX_SAMPLES", 10_000)
+    monkeypatch.setattr(limits, "MAX_CHANNELS", 4)
     with pytest.raises(DataFileError, match="8 channels is over the 4"):
         read_telemetry(path, period=0.1)
 
