@@ -37,8 +37,15 @@ from powermodel.webapp.plumbing import (
     READY_STATE,
     Board,
     only_when_open,
+    parts_of,
     telling,
 )
+
+# what a view's callback sends of it, in its outputs' order
+PARTS = {
+    "campus": ("note", "options", "figure", "workloads", "flex"),
+    "grid events": ("note", "options", "figure", "close", "table", "summary", "checks", "model"),
+}
 
 
 class CampusViews(Board):
@@ -57,7 +64,7 @@ class CampusViews(Board):
             v = self.cache.view(
                 self.entry(state), f"campus:{json.dumps(chosen)}", lambda e: _campus(e, chosen)
             )
-        return v["note"], v["options"], v["figure"], v["workloads"], v["flex"]
+        return parts_of(v, PARTS["campus"])
 
     def grid_events(self, state: dict | None, tab: str, picked: Any) -> tuple:
         """The grid-events view: the site through its disturbances, one of them close up with
@@ -74,10 +81,7 @@ class CampusViews(Board):
                 lambda e: _grid_events(e, index),
                 work=_events_work(entry),
             )
-        return (
-            v["note"], v["options"], v["figure"], v["close"], v["table"], v["summary"],
-            v["checks"], v["model"],
-        )  # fmt: skip
+        return parts_of(v, PARTS["grid events"])
 
     def _register_campus_views(self, app: dash.Dash) -> None:
         """The campus and grid-events views' callbacks."""

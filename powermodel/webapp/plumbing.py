@@ -191,6 +191,11 @@ def header_name(scenario: Scenario, state: Any) -> str:
     return scenario.name or (upload if isinstance(upload, str) else "scenario")
 
 
+def parts_of(shown: dict[str, Any], parts: tuple[str, ...]) -> tuple:
+    """A view as its callback's outputs: its ``parts``, in the outputs' order."""
+    return tuple(shown[part] for part in parts)
+
+
 def only_when_open(tab: str, view: str) -> None:
     """Views are computed when their tab is open, not for every edit."""
     if tab != view:

@@ -44,6 +44,7 @@ from powermodel.webapp.plumbing import (
     is_plain,
     keeping,
     only_when_open,
+    parts_of,
     telling,
 )
 
@@ -167,8 +168,7 @@ class RunViews(Board):
     def _opened_parts(self, name: str, tab: str, state: dict | None, chosen_rules: Any) -> tuple:
         """The open tab's view as its callback's outputs: its :data:`PARTS`, in order."""
         only_when_open(tab, name)
-        shown = self.opened(name, state, chosen_rules)
-        return tuple(shown[part] for part in PARTS[name])
+        return parts_of(self.opened(name, state, chosen_rules), PARTS[name])
 
     def compare(
         self, state: dict | None, tab: str, compare_with: str | None, pinned: dict | None
