@@ -36,8 +36,9 @@ from dash._utils import to_json
 
 from powermodel.webapp import controls
 from powermodel.webapp.cache import SimulationCache
-from powermodel.webapp.callbacks import PREFETCHED, Dashboard
+from powermodel.webapp.callbacks import Dashboard
 from powermodel.webapp.layout import DEFAULT_RULES
+from powermodel.webapp.run_summary import PREFETCHED
 
 PRESET = "llama3-405b-16k-h100"
 TARGET_INTERACTIVE = 0.300  # s

@@ -29,7 +29,7 @@ import json, resource, sys, time
 from powermodel import load_scenario, simulate
 from powermodel import ride_through as rt
 from powermodel.webapp.cache import SimulationCache
-from powermodel.webapp.callbacks import _grid_events
+from powermodel.webapp.campus_views import _grid_events
 scenario = load_scenario(sys.argv[1], json.loads(sys.stdin.read()))  # a long sequence
 start = time.perf_counter()
 entry = SimulationCache().get(scenario)

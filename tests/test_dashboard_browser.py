@@ -25,7 +25,7 @@ from powermodel.fit_report import fit_trace
 from powermodel.simulate import sensor_view
 from powermodel.sweep import sweep
 from powermodel.sweep import write as write_sweep
-from powermodel.webapp import create_app, create_dashboard, figures, ids
+from powermodel.webapp import create_app, create_dashboard, ids, tables
 from powermodel.webapp.layout import DEFAULT_RULES, summary
 
 REFERENCE = "llama3-405b-16k-h100"
@@ -233,7 +233,7 @@ def test_choosing_a_violation_shows_it_on_the_time_axis(dash_duo):
     # its count and worst value; it filters by rule and by cause; the CSV keeps every row
     ds = simulate(load_scenario(REFERENCE, ONE_DAY))
     table = rules.violations_table([rules.check(ds, rules.load_rules(DEFAULT_RULES))])
-    events = figures.violation_events(table)
+    events = tables.violation_events(table)
     dash_duo.wait_for_contains_text(
         f"#{ids.VIOLATIONS_NOTE}", f"{len(table):,} violations in {len(events):,} events"
     )

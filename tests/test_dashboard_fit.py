@@ -31,7 +31,7 @@ from powermodel.fit_report import PREDICTED, REPLAYED, fit_trace, proof_table
 from powermodel.iotools import TelemetryWarning
 from powermodel.models.events import State
 from powermodel.scenario import load_scenario, loads_scenario
-from powermodel.webapp import callbacks, create_dashboard, figures, uploads
+from powermodel.webapp import create_dashboard, fit_upload, plotting, uploads
 from powermodel.webapp.controls import BY_PROP
 
 HOUR = {"simulation.duration": "1h"}
@@ -93,7 +93,7 @@ def test_an_uploaded_trace_and_its_fit_are_overlaid(board, smi, cli_run):
     assert (pd.DatetimeIndex(measured["x"]) == pd.DatetimeIndex(times)).all()
     assert cli_run.result.start == START + np.timedelta64(100, "ms")  # the first poll
     # the browser gets at most SHOWN points of each, re-chosen on each zoom
-    assert [len(t.x) for t in figure.data] == [figures.SHOWN] * 3
+    assert [len(t.x) for t in figure.data] == [plotting.SHOWN] * 3
     # the fit's table and the comparison, row for row as the CLI's report prints them, the
     # prediction's column before the replay's
     want = summary(cli_run.result)[["quantity", "fitted", "resolved", "how"]]
@@ -229,7 +229,7 @@ def _gapped_meter(path: Path, channels: int, blocks: int) -> Path:
 def test_a_trace_the_dashboard_cannot_fit_in_bounds_is_refused_before_the_fit(
     board, tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(callbacks.fitting, "fit", lambda *a: pytest.fail("fitted"))
+    monkeypatch.setattr(fit_upload.fitting, "fit", lambda *a: pytest.fail("fitted"))
     # 46 h at 1 s: a replay at 50 ms of 3.3 M steps, over the 2 M the dashboard renders
     said = _refused(_upload(board, _gapped_meter(tmp_path / "long.csv", 1, 3), gpus=8))
     assert said.startswith(
@@ -264,7 +264,7 @@ def test_the_boxes_take_numbers_only(board, smi, period, gpus, said):
 
 
 def test_a_second_fit_waits_for_the_first_then_says_busy(board, smi, monkeypatch):
-    monkeypatch.setattr(callbacks, "SLOT_WAIT", 0.01)
+    monkeypatch.setattr(fit_upload, "SLOT_WAIT", 0.01)
     board._fitting.acquire()
     try:
         said = _refused(_upload(board, smi))

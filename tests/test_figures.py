@@ -16,7 +16,7 @@ from powermodel import load_scenario, metrics, rules, simulate
 from powermodel.analysis import diurnal_swing, resample
 from powermodel.models import signal
 from powermodel.models.events import State
-from powermodel.webapp import figures
+from powermodel.webapp import figures, plotting, tables
 
 REFERENCE = "llama3-405b-16k-h100"
 ONE_DAY = {"simulation.duration": "1d"}
@@ -90,7 +90,7 @@ def test_power_is_a_light_full_resolution_line_under_bold_one_minute_means(day):
     fig = figures.power_figure(day)
     thin, means = fig.data[:2], fig.data[2:4]
     for trace in thin:  # every sample (min-max thinned when zoomed out), light, no legend entry
-        assert trace.opacity == figures.LIGHT and trace.showlegend is False
+        assert trace.opacity == plotting.LIGHT and trace.showlegend is False
         assert trace.line.width < means[0].line.width
     # the means are those of a 1-min export (analysis.resample, energy-exact), each drawn at
     # the middle of its minute's samples: 29.5 s after the first at 1 s
@@ -109,7 +109,7 @@ def test_power_is_a_light_full_resolution_line_under_bold_one_minute_means(day):
 
 def test_block_means_keep_a_short_last_block():
     x = np.arange(7.0)
-    centres, means = figures.block_means(x, np.array([1.0, 3, 5, 7, 9, 11, 13]), 3)
+    centres, means = plotting.block_means(x, np.array([1.0, 3, 5, 7, 9, 11, 13]), 3)
     assert_allclose(means, [3.0, 9.0, 13.0])  # (1+3+5)/3, (7+9+11)/3, 13
     assert_allclose(centres, [1.0, 4.0, 6.0])
 
@@ -212,7 +212,7 @@ def test_thermal_numbers_say_what_each_measures(day):
     m = metrics(day)
     swing, trough = diurnal_swing(day)
     timezone = day.attrs["site_timezone"]
-    rows = figures.thermal_numbers(m, swing, trough, timezone)
+    rows = tables.thermal_numbers(m, swing, trough, timezone)
     table = {what: (value, meaning) for what, value, meaning in rows}
     assert list(table) == [
         "PUE over the run",
@@ -247,7 +247,7 @@ def test_every_time_axis_says_utc_or_local_time(day):
         assert bottom.title.text.startswith("time (UTC)")
         assert {
             fig.layout[f"xaxis{i if i > 1 else ''}"].hoverformat for i in range(1, rows + 1)
-        } == {figures.HOVER_TIME}
+        } == {plotting.HOVER_TIME}
         marks = [t for t in fig.data if t.mode == "markers"]
         assert marks == [] or all("UTC" in t.hovertemplate for t in marks)
     diurnal = figures.diurnal_figure(day)
@@ -261,15 +261,15 @@ def test_every_time_axis_says_utc_or_local_time(day):
 
 def test_metric_table_units(day):
     m = metrics(day)
-    assert {key for key, *_ in figures.METRICS} <= set(m)  # no key the metrics lost
-    units = {key: unit for key, _, unit, _ in figures.METRICS}
+    assert {key for key, *_ in tables.METRICS} <= set(m)  # no key the metrics lost
+    units = {key: unit for key, _, unit, _ in tables.METRICS}
     # IESO's 1-min rule reads the average slope in MW/min (rules.toml, [S, ieso])
     assert units["grid_ramp_1min_average_slope_up_mw"] == "MW/min"
     assert units["grid_ramp_1min_average_slope_down_mw"] == "MW/min"
-    for _, label, unit, fmt in figures.METRICS:
+    for _, label, unit, fmt in tables.METRICS:
         if fmt.endswith("%}"):  # a fraction, shown as a percentage
             assert unit.startswith("%"), label
-    rows = {r["metric"]: r["this"] for r in figures.metric_rows([m], ["this"])}
+    rows = {r["metric"]: r["this"] for r in tables.metric_rows([m], ["this"])}
     assert rows["effective training time [% of the run]"] == f"{m['effective_training_time']:.1%}"
     assert rows["load factor at the grid (mean ÷ peak) [%]"] == f"{m['grid_load_factor']:.1%}"
 
@@ -282,7 +282,7 @@ def test_cost_rows_say_their_units():
         "storage_cycles_per_day": 1.5,
         "cost_per_year": 1.0e6,
     }
-    assert figures.cost_rows(costs) == [
+    assert tables.cost_rows(costs) == [
         {"cost": "grid energy change [%]", "value": "-10.00%"},
         {"cost": "grid energy change per day", "value": "-45.00 MWh/day"},
         {"cost": "tokens lost [%]", "value": "5.00%"},
@@ -315,7 +315,7 @@ def test_a_swing_the_step_cannot_measure_says_so():
     )
     m = metrics(coarse)
     assert np.isnan(m["grid_swing_5s_mw"])
-    rows = {r["metric"]: r["this"] for r in figures.metric_rows([m], ["this"])}
+    rows = {r["metric"]: r["this"] for r in tables.metric_rows([m], ["this"])}
     unresolved = "not resolved at a 10s step (needs dt <= 2.5s)"
     assert rows["largest 5-s swing at the grid [MW]"] == unresolved
     # found in review: a 3-s step printed a "5-s swing" over a 6-s window, and a run that never
@@ -330,7 +330,7 @@ def test_a_swing_the_step_cannot_measure_says_so():
         "grid_swing_5s_training_mw": "none: no 5-s window lies wholly in training",
         "grid_energy_per_token_j": "none: no tokens trained",
     }
-    rows = {r["metric"]: r["this"] for r in figures.metric_rows([m], ["this"])}
+    rows = {r["metric"]: r["this"] for r in tables.metric_rows([m], ["this"])}
     assert rows["grid energy per token [J]"] == "none: no tokens trained"
 
 

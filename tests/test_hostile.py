@@ -62,7 +62,8 @@ from powermodel.scenario.keys import holds_list, tables_of, union_members
 from powermodel.simulate import simulate
 from powermodel.webapp import controls, create_dashboard, downloads
 from powermodel.webapp.cache import SimulationCache
-from powermodel.webapp.callbacks import MAX_STEPS, Dashboard
+from powermodel.webapp.callbacks import Dashboard
+from powermodel.webapp.sidebar import MAX_STEPS
 
 REFERENCE = "llama3-405b-16k-h100"
 PRESET_TEXT = (

@@ -21,7 +21,7 @@ from powermodel.scenario import load_scenario
 from powermodel.simulate import simulate
 from powermodel.sweep.saved import MAX_LINES
 from powermodel.webapp import cache as cache_module
-from powermodel.webapp import callbacks, create_dashboard
+from powermodel.webapp import create_dashboard, plumbing, sweep_upload
 
 BASE = "llama3-405b-16k-h100"
 FIXED = {"simulation.duration": "2h", "simulation.dt": "1s", "reliability.rate_scale": 50.0}
@@ -301,7 +301,7 @@ def test_uploaded_results_are_an_entry_under_the_bound_and_each_chart_is_drawn_o
 ):
     path, ds = results
     calls = []
-    monkeypatch.setattr(callbacks, "bands", lambda *a: calls.append(a) or sweeping.bands(*a))
+    monkeypatch.setattr(sweep_upload, "bands", lambda *a: calls.append(a) or sweeping.bands(*a))
     store, *_ = board.open_sweep(_url(path.read_bytes()), "results.nc")
     entry = board.cache.find(store["key"])
     # counted with the runs: its arrays, and each error string where they are str objects
@@ -335,9 +335,9 @@ def test_results_and_charts_beyond_the_bound_are_refused_with_what_they_need(res
     board = create_dashboard(overrides={"simulation.duration": "1h"})
     try:
         # what a chart takes is set as the results are read: a new upload, under a new name
-        monkeypatch.setattr(callbacks, "BANDS_BYTES_PER_RUN", 2**30)  # 18 runs: 18 GiB
+        monkeypatch.setattr(sweep_upload, "BANDS_BYTES_PER_RUN", 2**30)  # 18 runs: 18 GiB
         store, *_ = board.open_sweep(_url(path.read_bytes()), "again.nc")
-        with pytest.raises(callbacks.Refused) as refused:
+        with pytest.raises(plumbing.Refused) as refused:
             board.sweep_view(store, "grid_swing_5s_mw", "workload.trough_depth")
         assert str(refused.value).startswith(
             "The sweep chart needs about 18.0 GiB beside its input's "

@@ -41,10 +41,24 @@ from powermodel.models.events import State
 from powermodel.scenario import loads_scenario
 from powermodel.simulate import memory_estimate
 from powermodel.webapp import cache as cache_module
-from powermodel.webapp import callbacks, controls, create_dashboard, downloads, figures, ids
+from powermodel.webapp import (
+    campus_views,
+    controls,
+    create_dashboard,
+    downloads,
+    figures,
+    fit_upload,
+    ids,
+    plotting,
+    run_views,
+    tables,
+)
 from powermodel.webapp.cache import Busy, SimulationCache, Work, scenario_key
-from powermodel.webapp.callbacks import MAX_STEPS, Dashboard, Refused, unmitigated
+from powermodel.webapp.callbacks import Dashboard
 from powermodel.webapp.layout import summary
+from powermodel.webapp.plumbing import Refused
+from powermodel.webapp.run_views import unmitigated
+from powermodel.webapp.sidebar import MAX_STEPS
 
 REFERENCE = "llama3-405b-16k-h100"
 ONE_DAY = {"simulation.duration": "1d"}
@@ -506,7 +520,7 @@ def test_power_figure_traces_markers_and_zoom(day):
         and fig.data[1].y.min() == day["it_power"].min()
     )
 
-    marks = figures.event_marks(day)
+    marks = plotting.event_marks(day)
     assert marks["failure"][0].size == metrics(day)["unexpected_interruptions"] > 0
     state = day["job_state"].values
     starts = np.flatnonzero(np.diff(state) != 0) + 1
@@ -617,11 +631,11 @@ def test_grid_view_matches_rule_check(board):
     assert "/violations?" in note[1].href
     # each violation is marked on the P row
     marked = {t.name: len(t.x) for t in fig.data if "(" in (t.name or "")}
-    checkpoints = figures.event_marks(ds)["checkpoint"][0].size
+    checkpoints = plotting.event_marks(ds)["checkpoint"][0].size
     assert marked[f"checkpoint ({checkpoints})"] == checkpoints  # what violations follow
     # issue 28: one marker an event, as the table lists them
     ercot = results[0].violations
-    events = figures.violation_events(ercot.assign(rule="ercot-5s", unit="MW"))
+    events = tables.violation_events(ercot.assign(rule="ercot-5s", unit="MW"))
     named = f"ercot-5s violations ({len(ercot):,} in {len(events):,} events)"
     assert marked[named] == len(events) == sum(v["rule"] == "ercot-5s" for v in violations)
     # rolling 5-s peak-to-peak row
@@ -895,7 +909,7 @@ def test_violations_are_grouped_into_events_of_one_rule_and_cause():
             "cause": ["restart"] * 4 + ["checkpoint", "checkpoint", "restart", "restart"],
         }
     )
-    events = figures.violation_events(table)
+    events = tables.violation_events(table)
     # 0-7 s: one event of four (gaps of 1 s <= 60 s); 200-203 s another (another cause);
     # the ercot-5s one apart (another rule); 1000 s another (999 s after the last restart one)
     # by start, then rule
@@ -904,7 +918,7 @@ def test_violations_are_grouped_into_events_of_one_rule_and_cause():
     assert events["worst"].tolist() == [7.0, 3.0, 9.0, 0.5]
     assert events["end"].iloc[1] == t0 + pd.Timedelta(seconds=7)
     assert events["cause"].tolist() == ["restart", "restart", "checkpoint", "restart"]
-    assert figures.violation_events(table.iloc[:0]).empty
+    assert tables.violation_events(table.iloc[:0]).empty
 
 
 def test_zoom_and_violation_link(board):
@@ -1050,7 +1064,7 @@ def _slow(seconds: float, function, turns: list | None = None):
 # model's fit (the fit of an uploaded trace between its stages: the test after)
 SLOW_LOOPS = {
     "grid": (rules.StreamedCheck, "feed", 0.4),
-    "power": (figures, "block_means", 0.6),
+    "power": (plotting, "block_means", 0.6),
     "grid-events": (loadmodel, "_residuals", 0.4),
 }
 
@@ -1071,7 +1085,7 @@ def test_a_build_past_its_deadline_stops_and_gives_back_its_slot_and_room(
     _build(alone, view, _state(alone, sequence))
     monkeypatch.setattr(cache_module, "DEADLINE_FLOOR", 1.0)  # the run's views: 1 s each
     monkeypatch.setattr(cache_module, "SECONDS_PER_STEP", 0.0)
-    monkeypatch.setattr(callbacks, "SECONDS_PER_DISTURBANCE", 0.0)
+    monkeypatch.setattr(campus_views, "SECONDS_PER_DISTURBANCE", 0.0)
     board = Dashboard(
         SimulationCache(), REFERENCE, {"simulation.duration": "1h"}, tmp_path, 100_000
     )
@@ -1102,7 +1116,7 @@ def _build(board: Dashboard, view: str, state: dict) -> object:
 
 def test_the_fit_of_a_trace_stops_at_its_deadline(monkeypatch, tmp_path):
     monkeypatch.setattr(cache_module, "DEADLINE_FLOOR", 1.0)
-    monkeypatch.setattr(callbacks, "SECONDS_PER_UPLOAD_BYTE", 0.0)
+    monkeypatch.setattr(fit_upload, "SECONDS_PER_UPLOAD_BYTE", 0.0)
     monkeypatch.setattr(fitting, "fit", _slow(1.2, fitting.fit))
     monkeypatch.setattr(fit_report, "replay", lambda *a: pytest.fail("replayed past the deadline"))
     board = Dashboard(SimulationCache(), REFERENCE, ONE_DAY, tmp_path, 5_000_000)
@@ -1129,7 +1143,7 @@ def test_cheap_views_are_built_while_heavy_builds_hold_their_slots(monkeypatch, 
         release.wait(20)
         return {}
 
-    monkeypatch.setattr(callbacks, "_grid", heavy)
+    monkeypatch.setattr(run_views, "_grid", heavy)
     monkeypatch.setattr(cache_module, "SLOT_WAIT", 0.5)
     states = [_state(board, {"simulation.seed": s}) for s in range(4)]
     for state in states:

@@ -11,7 +11,7 @@ from powermodel.export import TOOLS
 from powermodel.fit_report import PREDICTED, REPLAYED
 from powermodel.rules import rule_names
 from powermodel.scenario import format_duration, gpu_catalogue, presets
-from powermodel.webapp import design_panel, figures, ids
+from powermodel.webapp import design_panel, figures, ids, plotting
 from powermodel.webapp.controls import BASE, GROUPS, Control, options
 
 DEFAULT_RULES = ["ercot-5s", "nprr1191-down", "nprr1191-up", "ieso-1min", "ieso-15s"]
@@ -159,7 +159,7 @@ EMPTY = {
 
 
 def _graph(graph_id: Any, empty: str | None = None, **style: str) -> dcc.Graph:
-    figure = figures.empty_figure(EMPTY[empty]) if empty else None
+    figure = plotting.empty_figure(EMPTY[empty]) if empty else None
     return dcc.Graph(
         id=graph_id,
         config={"displaylogo": False},
@@ -271,156 +271,195 @@ def _loading(*children: Any, view: str = "") -> dcc.Loading:
 def views() -> dcc.Tabs:
     """One tab per view; each view's content is computed when its tab is open."""
     tabs = {
-        "power": _loading(
-            html.Div(
-                [
-                    html.Label("as measured by"),
-                    dcc.Dropdown(
-                        id=ids.SENSOR,
-                        options=figures.sensor_options(),
-                        value=figures.EXACT,
-                        clearable=False,
-                    ),
-                ],
-                className="control",
-            ),
-            _graph(ids.resampled("power"), height="calc(100vh - 210px)"),
-            view="power",
-        ),
-        "thermal": _loading(
-            html.Div(
-                [
-                    _graph(ids.resampled("thermal"), height="calc(100vh - 150px)"),
-                    html.Div(
-                        [
-                            _graph(ids.THERMAL_DIURNAL, height="360px"),
-                            html.Div(id=ids.THERMAL_NUMBERS),
-                        ],
-                    ),
-                ],
-                className="two-columns",
-            ),
-            view="thermal",
-        ),
-        "grid": _loading(
-            html.Div(
-                [
-                    html.Label("utility rules"),
-                    dcc.Dropdown(
-                        id=ids.RULES, options=rule_names(), value=DEFAULT_RULES, multi=True
-                    ),
-                ],
-                className="control wide",
-            ),
-            _graph(ids.resampled("grid"), height="520px"),
-            html.Div(
-                [_graph(ids.GRID_RAMPS, height="320px"), _graph(ids.GRID_SPECTRUM, height="320px")],
-                className="two-columns even",
-            ),
-            html.H3("compliance"),
-            _table(ids.COMPLIANCE),
-            html.H3("violations, as events (click one to see it on the time axis)"),
-            html.P(id=ids.VIOLATIONS_NOTE),
-            _table(ids.VIOLATIONS, page_size=10),
-            view="grid",
-        ),
-        "mitigation": _loading(
-            html.P(id=ids.MITIGATION_NOTE),
-            _graph(ids.resampled("mitigation"), height="480px"),
-            html.Div(
-                [_table(ids.MITIGATION_COSTS), _table(ids.MITIGATION_RULES)],
-                className="two-columns even",
-            ),
-            view="mitigation",
-        ),
-        "compare": _loading(
-            html.Div(
-                [
-                    html.Label("compare with"),
-                    dcc.Dropdown(
-                        id=ids.COMPARE_WITH,
-                        options=compare_options(None),
-                        value=None,
-                        placeholder="a preset, or pin this scenario and change it",
-                    ),
-                    html.Button("pin this scenario for comparison", id=ids.PIN, className="button"),
-                ],
-                className="control wide inline",
-            ),
-            _graph(ids.resampled("compare"), "compare", height="440px"),
-            _table(ids.COMPARE_TABLE, page_size=20),
-            *fit_section(),
-            view="compare",
-        ),
-        "campus": _loading(
-            html.P(id=ids.CAMPUS_NOTE),
-            html.Div(
-                [
-                    html.Label("workloads shown"),
-                    dcc.Dropdown(id=ids.CAMPUS_PICK, options=[], value=[], multi=True),
-                ],
-                className="control wide",
-            ),
-            _graph(ids.CAMPUS_GRAPH, "campus", height="520px"),
-            html.H3("workloads"),
-            _table(ids.CAMPUS_WORKLOADS),
-            html.H3("flexibility (EPRI DCFlex: magnitude, notice, duration, frequency)"),
-            _table(ids.CAMPUS_FLEX),
-            view="campus",
-        ),
-        "grid events": _loading(
-            html.P(id=ids.GRID_EVENTS_NOTE),
-            _graph(ids.GRID_EVENTS_GRAPH, height="420px"),
-            html.Div(
-                [
-                    html.Label("disturbance shown close up, and fitted"),
-                    dcc.Dropdown(id=ids.GRID_EVENTS_PICK, options=[], value="0", clearable=False),
-                ],
-                className="control wide",
-            ),
-            _graph(ids.GRID_EVENTS_CLOSE, height="560px"),
-            html.H3("disturbances"),
-            _table(ids.GRID_EVENTS_TABLE),
-            html.Div(
-                [_table(ids.GRID_EVENTS_SUMMARY, page_size=15), _table(ids.GRID_EVENTS_MODEL)],
-                className="two-columns even",
-            ),
-            html.H3("requirements"),
-            _table(ids.GRID_EVENTS_CHECKS),
-            view="grid events",
-        ),
+        "power": _power_tab(),
+        "thermal": _thermal_tab(),
+        "grid": _grid_tab(),
+        "mitigation": _mitigation_tab(),
+        "compare": _compare_tab(),
+        "campus": _campus_tab(),
+        "grid events": _grid_events_tab(),
         "sweep": _loading(*sweep_section(), view="sweep"),
-        "export": html.Div(
-            [
-                html.Div(
-                    [
-                        html.Label("format"),
-                        dcc.RadioItems(
-                            id=ids.EXPORT_FORMAT,
-                            options=[{"label": v, "value": k} for k, v in EXPORT_FORMATS.items()],
-                            value="csv",
-                            className="choices",
-                        ),
-                    ],
-                    className="control wide",
-                ),
-                html.Div(
-                    [
-                        html.Label("resolution"),
-                        dcc.Dropdown(id=ids.EXPORT_INTERVAL, clearable=False),
-                    ],
-                    className="control narrow",
-                ),
-                html.A("download", id=ids.EXPORT_LINK, href="", className="button", download=""),
-                html.P(id=ids.EXPORT_NOTE),
-            ],
-            className="view",
-        ),
+        "export": _export_tab(),
     }
     return dcc.Tabs(
         [dcc.Tab(children, label=name, value=name) for name, children in tabs.items()],
         id=ids.TABS,
         value="power",
+    )
+
+
+def _power_tab() -> dcc.Loading:
+    """The power view: the sensor chosen, the run's power."""
+    return _loading(
+        html.Div(
+            [
+                html.Label("as measured by"),
+                dcc.Dropdown(
+                    id=ids.SENSOR,
+                    options=figures.sensor_options(),
+                    value=figures.EXACT,
+                    clearable=False,
+                ),
+            ],
+            className="control",
+        ),
+        _graph(ids.resampled("power"), height="calc(100vh - 210px)"),
+        view="power",
+    )
+
+
+def _thermal_tab() -> dcc.Loading:
+    """The thermal view: the run's temperatures and cooling, the day's swing, its numbers."""
+    return _loading(
+        html.Div(
+            [
+                _graph(ids.resampled("thermal"), height="calc(100vh - 150px)"),
+                html.Div(
+                    [
+                        _graph(ids.THERMAL_DIURNAL, height="360px"),
+                        html.Div(id=ids.THERMAL_NUMBERS),
+                    ],
+                ),
+            ],
+            className="two-columns",
+        ),
+        view="thermal",
+    )
+
+
+def _grid_tab() -> dcc.Loading:
+    """The grid view: the rules chosen, what the grid sees, ramps, spectrum, verdicts and
+    violations."""
+    return _loading(
+        html.Div(
+            [
+                html.Label("utility rules"),
+                dcc.Dropdown(id=ids.RULES, options=rule_names(), value=DEFAULT_RULES, multi=True),
+            ],
+            className="control wide",
+        ),
+        _graph(ids.resampled("grid"), height="520px"),
+        html.Div(
+            [_graph(ids.GRID_RAMPS, height="320px"), _graph(ids.GRID_SPECTRUM, height="320px")],
+            className="two-columns even",
+        ),
+        html.H3("compliance"),
+        _table(ids.COMPLIANCE),
+        html.H3("violations, as events (click one to see it on the time axis)"),
+        html.P(id=ids.VIOLATIONS_NOTE),
+        _table(ids.VIOLATIONS, page_size=10),
+        view="grid",
+    )
+
+
+def _mitigation_tab() -> dcc.Loading:
+    """The mitigation view: the run without and with its mitigations, costs, verdicts."""
+    return _loading(
+        html.P(id=ids.MITIGATION_NOTE),
+        _graph(ids.resampled("mitigation"), height="480px"),
+        html.Div(
+            [_table(ids.MITIGATION_COSTS), _table(ids.MITIGATION_RULES)],
+            className="two-columns even",
+        ),
+        view="mitigation",
+    )
+
+
+def _compare_tab() -> dcc.Loading:
+    """The compare view: the run beside a preset or a pinned scenario; a measured trace's fit."""
+    return _loading(
+        html.Div(
+            [
+                html.Label("compare with"),
+                dcc.Dropdown(
+                    id=ids.COMPARE_WITH,
+                    options=compare_options(None),
+                    value=None,
+                    placeholder="a preset, or pin this scenario and change it",
+                ),
+                html.Button("pin this scenario for comparison", id=ids.PIN, className="button"),
+            ],
+            className="control wide inline",
+        ),
+        _graph(ids.resampled("compare"), "compare", height="440px"),
+        _table(ids.COMPARE_TABLE, page_size=20),
+        *fit_section(),
+        view="compare",
+    )
+
+
+def _campus_tab() -> dcc.Loading:
+    """The campus view: the workloads picked, their stacked power, workloads and flexibility."""
+    return _loading(
+        html.P(id=ids.CAMPUS_NOTE),
+        html.Div(
+            [
+                html.Label("workloads shown"),
+                dcc.Dropdown(id=ids.CAMPUS_PICK, options=[], value=[], multi=True),
+            ],
+            className="control wide",
+        ),
+        _graph(ids.CAMPUS_GRAPH, "campus", height="520px"),
+        html.H3("workloads"),
+        _table(ids.CAMPUS_WORKLOADS),
+        html.H3("flexibility (EPRI DCFlex: magnitude, notice, duration, frequency)"),
+        _table(ids.CAMPUS_FLEX),
+        view="campus",
+    )
+
+
+def _grid_events_tab() -> dcc.Loading:
+    """The grid-events view: the disturbances, one close up, the tables and requirements."""
+    return _loading(
+        html.P(id=ids.GRID_EVENTS_NOTE),
+        _graph(ids.GRID_EVENTS_GRAPH, height="420px"),
+        html.Div(
+            [
+                html.Label("disturbance shown close up, and fitted"),
+                dcc.Dropdown(id=ids.GRID_EVENTS_PICK, options=[], value="0", clearable=False),
+            ],
+            className="control wide",
+        ),
+        _graph(ids.GRID_EVENTS_CLOSE, height="560px"),
+        html.H3("disturbances"),
+        _table(ids.GRID_EVENTS_TABLE),
+        html.Div(
+            [_table(ids.GRID_EVENTS_SUMMARY, page_size=15), _table(ids.GRID_EVENTS_MODEL)],
+            className="two-columns even",
+        ),
+        html.H3("requirements"),
+        _table(ids.GRID_EVENTS_CHECKS),
+        view="grid events",
+    )
+
+
+def _export_tab() -> html.Div:
+    """The export tab: the format and resolution, the download link and what it holds."""
+    return html.Div(
+        [
+            html.Div(
+                [
+                    html.Label("format"),
+                    dcc.RadioItems(
+                        id=ids.EXPORT_FORMAT,
+                        options=[{"label": v, "value": k} for k, v in EXPORT_FORMATS.items()],
+                        value="csv",
+                        className="choices",
+                    ),
+                ],
+                className="control wide",
+            ),
+            html.Div(
+                [
+                    html.Label("resolution"),
+                    dcc.Dropdown(id=ids.EXPORT_INTERVAL, clearable=False),
+                ],
+                className="control narrow",
+            ),
+            html.A("download", id=ids.EXPORT_LINK, href="", className="button", download=""),
+            html.P(id=ids.EXPORT_NOTE),
+        ],
+        className="view",
     )
 
 
