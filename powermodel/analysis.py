@@ -15,7 +15,7 @@ from powermodel import deadline, variables
 from powermodel.errors import PowerModelError
 from powermodel.models import sensors, signal
 from powermodel.models.events import State
-from powermodel.models.grid import voltage_change
+from powermodel.models.grid import connection_voltage
 from powermodel.models.signal import (
     average_slope,
     net_change,
@@ -251,16 +251,6 @@ def recorded_grid(attrs: dict) -> tuple[float, float]:
     at, from the scenario its ``attrs`` record (``attrs["scenario"]``, its ``[grid]``)."""
     g = json.loads(attrs["scenario"])["grid"]
     return float(g["short_circuit"]), float(g["x_r"])
-
-
-def connection_voltage(
-    load: np.ndarray, reactive: np.ndarray, short_circuit: float, x_r: float
-) -> np.ndarray:
-    """The voltage at the connection [p.u.] with ``load`` [MW] and ``reactive`` power [Mvar]
-    drawn through a grid of ``short_circuit`` power [MVA] and X/R ratio ``x_r`` [1]: one plus
-    the first-order change :func:`powermodel.models.grid.voltage_change`, as the engine's
-    connection computes ``grid_voltage``."""
-    return 1.0 + voltage_change(load, reactive, short_circuit, x_r)
 
 
 def workloads(ds: xr.Dataset) -> pd.DataFrame:

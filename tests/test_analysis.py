@@ -110,7 +110,8 @@ def test_a_parts_voltage_is_the_engines_formula_with_the_grid_the_run_records():
     # issue 29: part() reads the connection from the run's own record and computes the voltage
     # as the engine does: on a run without a site battery, the site's own voltage is that of its
     # grid power and reactive power, to the bit
-    from powermodel.analysis import connection_voltage, recorded_grid
+    from powermodel.analysis import recorded_grid
+    from powermodel.models.grid import connection_voltage
 
     ds = simulate(load_scenario(REFERENCE, {**QUIET, "simulation.duration": "1h"}))
     short_circuit, x_r = recorded_grid(ds.attrs)

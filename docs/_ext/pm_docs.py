@@ -18,6 +18,7 @@ bibliography does not hold is an undefined label, which ``-W`` turns into a fail
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib.util
 import os
@@ -339,6 +340,51 @@ def write_plotly_js() -> None:
 # --- Sphinx hooks -----------------------------------------------------------------------------
 
 
+# --- architecture ---------------------------------------------------------------------------
+
+
+def module_summary(path: Path) -> str:
+    """The first sentence of a module's docstring, its roles as the names they link."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    first = " ".join(doc.split("\n\n")[0].split())
+    first = re.sub(r":[a-z]+:`~?([^`]+)`", lambda m: m.group(1).split(".")[-1], first)
+    first = first.replace("``", "")
+    return re.split(r"(?<=\.)\s", first, maxsplit=1)[0]
+
+
+def _module_rows(paths: list[Path]) -> list[list[str]]:
+    package = ROOT / "powermodel"
+    return [
+        [
+            f"`{p.relative_to(package.parent).as_posix()}`",
+            str(len(p.read_text(encoding="utf-8").splitlines())),
+            escape(module_summary(p)),
+        ]
+        for p in paths
+    ]
+
+
+def architecture_page() -> str:
+    """The engine's stages in order, then every other module by package, with its size and
+    what its docstring says it is: the page cannot drift from the tree."""
+    from powermodel.engine import STAGES
+
+    package = ROOT / "powermodel"
+    engine = [package / "simulate.py"] + [package / "engine" / f"{s}.py" for s in STAGES]
+    rest = sorted(
+        p
+        for p in package.rglob("*.py")
+        if p.parent.name != "engine" and p.name != "simulate.py" and "__pycache__" not in p.parts
+    )
+    header = ["module", "lines", "what it is"]
+    return (
+        "### The engine, in the order of its stages\n\n"
+        + table(header, _module_rows(engine))
+        + "\n### Everything else, by package\n\n"
+        + table(header, _module_rows(rest))
+    )
+
+
 def generate(app: Sphinx) -> None:
     sys.path.insert(0, str(ROOT))  # the powermodel beside the docs, not another installed one
     entries = read_references()
@@ -349,6 +395,7 @@ def generate(app: Sphinx) -> None:
         "rules.md": rules_page(citable),
         "variables.md": variables_page(),
         "cli.md": cli_page(),
+        "architecture.md": architecture_page(),
     }
     for name, text in pages.items():
         write_if_changed(INCLUDE / name, text)

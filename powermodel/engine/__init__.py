@@ -21,3 +21,21 @@ the modules before it (``tests/test_layers.py`` checks it).
 
 :func:`powermodel.simulate.simulate` is the driver that runs them in order.
 """
+
+# The stages in import order: the list above, which tests/test_layers.py holds each module's
+# imports to and the docs' architecture page shows
+STAGES = (
+    "derive",
+    "series",
+    "facility",
+    "disturbances",
+    "timeline",
+    "waveform",
+    "flex",
+    "connection",
+    "preflight",
+    "run",
+    "fleet",
+    "campus",
+    "sensor_views",
+)

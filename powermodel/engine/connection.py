@@ -159,7 +159,7 @@ def at_connection(
     causes), and each site battery's dispatch."""
     grid_power, batteries = facility.storage(scenario, "site", load, dt)
     g = scenario.grid
-    voltage = 1.0 + grid.voltage_change(grid_power, reactive, g.short_circuit, g.x_r)
+    voltage = grid.connection_voltage(grid_power, reactive, g.short_circuit, g.x_r)
     values = (grid_power, reactive, voltage)
     return dict(zip(CONNECTION, values, strict=True)), batteries
 

@@ -1,4 +1,4 @@
-"""An inference fleet on a campus (docs/model/inference.md): its utilisation series, its
+"""An inference fleet on a campus (docs/model/campus.md): its utilisation series, its
 flexibility, its rendering and its series on its hall's plant."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Flexibility events (docs/model/flexibility.md): the levers' checks, the servers' inlet over an
+"""Flexibility events (docs/model/campus.md): the levers' checks, the servers' inlet over an
 event, and the clock lock that sheds the share of IT power asked of a training job."""
 
 from __future__ import annotations

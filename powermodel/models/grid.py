@@ -61,3 +61,14 @@ def voltage_change(
     return -(np.asarray(delta_p) * np.cos(theta) + np.asarray(delta_q) * np.sin(theta)) / (
         short_circuit
     )
+
+
+def connection_voltage(
+    load: np.ndarray, reactive: np.ndarray, short_circuit: float, x_r: float
+) -> np.ndarray:
+    """The voltage at the connection [p.u.] with ``load`` [MW] and ``reactive`` power [Mvar]
+    drawn through a grid of ``short_circuit`` power [MVA] and X/R ratio ``x_r`` [1]: one plus
+    the first-order change :func:`voltage_change`: the run's ``grid_voltage``
+    (:func:`powermodel.engine.connection.at_connection`) and a campus part's
+    (:func:`powermodel.analysis.part`)."""
+    return 1.0 + voltage_change(load, reactive, short_circuit, x_r)

@@ -15,24 +15,6 @@ meter reports no demand for an interval with missing data, which meter data mana
 a separate, labelled estimation (the source is in :func:`read`); a mean of the part that is there
 would be a different quantity with nothing to tell it apart. After the end the signal is taken as
 its last value (a steady state), which only a PMU's last reports reach.
-
-The chains of :data:`CHAINS`: NVML's 1-s average [P, nvidia_nvml], DCGM sampling it every 1 s
-[P, nvidia_dcgm], a revenue meter's 15-min block demand [S, ansi_c12_1; mge_glossary], a PMU's
-P-class filter [S, ieee_c37_118_1], a SCADA scan every 4 s [A].
-
-References
-----------
-.. [nvidia_nvml] NVIDIA, "NVIDIA Management Library (NVML) API Reference and nvidia-smi
-   documentation", NVIDIA documentation (2025)
-.. [nvidia_dcgm] NVIDIA, "Data Center GPU Manager (DCGM): dcgmi command-line interface",
-   NVIDIA DCGM source and documentation (2025)
-.. [ansi_c12_1] ANSI; NEMA, "American National Standard for Electric Meters: Code for
-   Electricity Metering (C12.1)", National Electrical Manufacturers Association (2014)
-.. [mge_glossary] Madison Gas and Electric, "Glossary: demand interval", MGE, as quoted by
-   metaglossary.com (2024)
-.. [ieee_c37_118_1] IEEE, "IEEE Standard for Synchrophasor Measurements for Power Systems
-   (C37.118.1-2011) and Amendment 1: Modification of Selected Performance Requirements
-   (C37.118.1a-2014)", IEEE Standards Association (2014)
 """
 
 from __future__ import annotations
@@ -84,6 +66,26 @@ class Sensor:
         receiver holds the last one. [unit of the signal] 0 sends every report.
     source
         Where the chain's numbers come from, with the bibliography's tags.
+
+    Notes
+    -----
+    The chains of :data:`CHAINS`: NVML's 1-s average [P, nvidia_nvml], DCGM sampling it every
+    1 s [P, nvidia_dcgm], a revenue meter's 15-min block demand [S, ansi_c12_1; mge_glossary],
+    a PMU's P-class filter [S, ieee_c37_118_1], a SCADA scan every 4 s [A].
+
+    References
+    ----------
+    .. [nvidia_nvml] NVIDIA, "NVIDIA Management Library (NVML) API Reference and nvidia-smi
+       documentation", NVIDIA documentation (2025)
+    .. [nvidia_dcgm] NVIDIA, "Data Center GPU Manager (DCGM): dcgmi command-line interface",
+       NVIDIA DCGM source and documentation (2025)
+    .. [ansi_c12_1] ANSI; NEMA, "American National Standard for Electric Meters: Code for
+       Electricity Metering (C12.1)", National Electrical Manufacturers Association (2014)
+    .. [mge_glossary] Madison Gas and Electric, "Glossary: demand interval", MGE, as quoted by
+       metaglossary.com (2024)
+    .. [ieee_c37_118_1] IEEE, "IEEE Standard for Synchrophasor Measurements for Power Systems
+       (C37.118.1-2011) and Amendment 1: Modification of Selected Performance Requirements
+       (C37.118.1a-2014)", IEEE Standards Association (2014)
     """
 
     key: str
