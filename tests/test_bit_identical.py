@@ -2,11 +2,12 @@
 
 For each case, a SHA-256 of every variable's and coordinate's dtype, shape and bytes, of every
 attribute (the Dataset's and each variable's), of the metrics and of the rules' verdicts. The
-expected digests in ``tests/data/hashes.json`` are the model's own output, recorded on commit
-6d5456b before the engine was split into its stages: they are not published numbers (those are
-tested where each model is, and ``tests/test_pinned.py`` keeps the numbers themselves to 1e-12).
-A change meant to alter a result regenerates the file with ``python tests/test_bit_identical.py``
-and says in its commit message what changed and why; a refactoring never does.
+expected digests in ``tests/data/hashes.json`` are the model's own output, made by commit
+6d5456b's own code before the engine was split into its stages (in a checkout of it:
+``PYTHONPATH=. python /path/to/tests/test_bit_identical.py``). They are not published numbers
+(those are tested where each model is; ``tests/test_pinned.py`` keeps the numbers themselves to
+1e-12). A change meant to alter a result regenerates the file with this script and says in its
+commit message what changed and why; a refactoring never does.
 
 A float's last bit depends on the machine's vector kernels (numpy picks its exp, log and sums by
 the CPU's SIMD extensions) and on the libraries' versions: the file records the platform its
@@ -26,63 +27,23 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import xarray as xr
+from test_pinned import CASES as PINNED_CASES
+from test_pinned import REFERENCE
 
+import powermodel
 from powermodel import load_scenario, metrics, simulate
 from powermodel.rules import check, load_rules
 from powermodel.stream import Measures, stream
 from powermodel.sweep import sweep
 
 HASHES = Path(__file__).with_name("data") / "hashes.json"
-REFERENCE = "llama3-405b-16k-h100"
 RULES = ("ercot-5s", "nprr1191", "ieso", "aeso-1min", "atc-5s")
-SHORT = {"simulation.duration": "2d", "reliability.rate_scale": 3.0}
 DAY = {"simulation.duration": "1d"}
 
-# Simulated in memory: (preset, overrides, sensors). The first nine are tests/test_pinned.py's
-# cases; then the campus presets, a flexibility event and a run read through sensors.
+# Simulated in memory: (preset, overrides, sensors): tests/test_pinned.py's cases, then the
+# campus presets, a flexibility event, a run read through sensors and a hall of an odd count.
 RUNS: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
-    "reference-54d": (REFERENCE, {}, ()),
-    **{
-        f"plant-{plant}": (REFERENCE, {**SHORT, "cooling.plant": plant}, ())
-        for plant in (
-            "meta-outside-air-evaporative",
-            "liquid-dry-cooler",
-            "liquid-tower",
-            "enterprise-chilled-water",
-            "modern-chilled-water",
-        )
-    },
-    "gb300-smoothing-stop-burn": (
-        REFERENCE,
-        {
-            **SHORT,
-            "cluster.gpu": "GB300",
-            "mitigation.smoothing": {"floor": 0.3, "ramp_up": 2000.0, "ramp_down": 500.0},
-            "mitigation.stop_burn": {"ramp_down": 300.0, "delay": "2s"},
-            "mitigation.storage": [{"location": "rack", "power": 3.0, "energy": 0.2, "ramp": 2.0}],
-        },
-        (),
-    ),
-    "cap-lock-burn": (
-        REFERENCE,
-        {
-            **SHORT,
-            "mitigation.power_cap": 550.0,
-            "mitigation.clock_lock": 0.85,
-            "mitigation.software_burn": 0.5,
-        },
-        (),
-    ),
-    "storage-site": (
-        REFERENCE,
-        {
-            **SHORT,
-            "mitigation.storage": [
-                {"location": "site", "power": 6.0, "energy": 0.5, "efficiency": 0.88, "tau": "2min"}
-            ],
-        },
-        (),
-    ),
+    **{case: (REFERENCE, overrides, ()) for case, overrides in PINNED_CASES.items()},
     "gb200-nvl72-100k-campus": ("gb200-nvl72-100k-campus", DAY, ()),
     "mixed-campus-hopper-blackwell": ("mixed-campus-hopper-blackwell", DAY, ()),
     "nerc-2024-07-virginia-1500mw-campus": ("nerc-2024-07-virginia-1500mw-campus", DAY, ()),
@@ -115,7 +76,7 @@ STREAMED = {"simulation.duration": "2d", "reliability.rate_scale": 3.0}
 SWEPT = {"cluster.n_gpus": [512, 16384], "checkpoint.interval": ["30min", "2h"]}
 
 
-ROOT = str(Path(__file__).resolve().parents[1])
+ROOT = str(Path(powermodel.__file__).resolve().parents[1])  # the tree the data came from
 
 
 def _update(h: Any, value: Any) -> None:
