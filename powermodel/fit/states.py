@@ -284,7 +284,8 @@ def _bands(
     labels = _despeckle(labels, max(1, round(0.2 * response.window / period)))
     labels = _split_rises(labels, x, flat, int(3.0 * response.window / period))
     runs = _idle_stalls(
-        _roles(labels, x, two, period, response.window, flat), response.window / period
+        _states_by_surroundings(labels, x, two, period, response.window, flat),
+        response.window / period,
     )
     return labels, runs, levels, two, sigma, high_level
 
@@ -320,7 +321,7 @@ def _split_rises(labels: np.ndarray, x: np.ndarray, flat: float, shortest: int) 
     return out
 
 
-def _roles(
+def _states_by_surroundings(
     labels: np.ndarray, x: np.ndarray, two: bool, period: float, window: float, flat: float
 ) -> _Runs:
     """Runs of sample labels read as states by what surrounds them (see :func:`detect`)."""
@@ -455,10 +456,12 @@ def _boundaries(
         crossing[ramps] = _rise_crossing(times, x, runs, ramps, 0.5 * (a + b)[ramps])
         edge = crossing - response.delay
     held = np.isin(runs.role, HELD)
-    return _kinks(times, x, crossing, a, b, held[:-1] & ~into_ramp, held[1:], sigma, response, edge)
+    return _boundaries_at_held_levels(
+        times, x, crossing, a, b, held[:-1] & ~into_ramp, held[1:], sigma, response, edge
+    )
 
 
-def _kinks(
+def _boundaries_at_held_levels(
     times: np.ndarray,
     x: np.ndarray,
     crossing: np.ndarray,

@@ -72,7 +72,7 @@ def loads_scenario(
                 f"{label}: 'extends' must name a preset ({', '.join(presets())}), got "
                 f"{shorten(base_name)}"
             )
-        raw = _over(_load_raw(base_name, seen=(base_name,)), raw)
+        raw = _extended_by(_load_raw(base_name, seen=(base_name,)), raw)
     return build_scenario(raw, overrides)
 
 
@@ -102,10 +102,10 @@ def _load_raw(
         raise ScenarioError(f"{label}: 'extends' loops back to {base_name!r}")
     if len(seen) >= MAX_EXTENDS:
         raise ScenarioError(f"{label}: more than {MAX_EXTENDS} files deep in 'extends'")
-    return _over(_load_raw(base_name, seen + (key,), where), raw)
+    return _extended_by(_load_raw(base_name, seen + (key,), where), raw)
 
 
-def _over(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+def _extended_by(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     """A file's tables over those of the file it extends (:func:`merge_tables`); where it chooses
     another GPU, the node keys below it were that GPU's (:func:`swap_node`)."""
     merged = merge_tables(base, top)
