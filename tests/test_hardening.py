@@ -3,7 +3,7 @@ each case reproduces a defect (a hang, a traceback, unbounded memory, a silent w
 misleading message) and asserts the one-line refusal that replaces it.
 
 Expected messages are the project's own wording; numbers come from the schema's bounds
-(powermodel/scenario.py) and the reference preset (Llama 3, 16,384 H100).
+(powermodel/scenario/) and the reference preset (Llama 3, 16,384 H100).
 """
 
 from __future__ import annotations
