@@ -1,11 +1,12 @@
 """The 54-day pipeline before and after the engine became a package (issue 29, acceptance 5).
 
 The pipeline is :mod:`bench_pipeline`'s (``simulate`` + ``metrics`` + ``check`` with ercot-5s,
-nprr1191 and ieso on llama3-405b-16k-h100, 54 days at 1 s). The baseline revision's package is
-exported (``git archive``) into a temporary directory; the two trees then run the same child
-alternately, each run in a fresh subprocess, so that both see the same machine load. Reported:
-each tree's least and median time per stage, and the ratio of the medians (after / before); the
-target is a pipeline ratio at most 1.0 within the noise (the spread of the runs is printed).
+nprr1191 and ieso on llama3-405b-16k-h100, 54 days at 1 s). The baseline revision's tree is
+extracted (``git archive``, :func:`bench_fast.extract`) into a temporary directory; the two
+trees then run the same child alternately, each run in a fresh subprocess, so that both see the
+same machine load. Reported: each tree's least and median time per stage, and the ratio of the
+medians (after / before); the target is a pipeline ratio at most 1.0 within the noise (the
+spread of the runs is printed).
 
 Usage: ``python bench/bench_engine_package.py [--baseline 6d5456b] [--repeat 5]``
 """
@@ -21,21 +22,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench_fast import extract
 from bench_pipeline import PIPELINE, PRESET, RULES
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ("imports", "simulate", "metrics", "check", "pipeline")
-
-
-def export(revision: str, into: Path) -> Path:
-    """The baseline's package and data (the weather files), as that commit has them."""
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", revision, "powermodel", "data"],
-        capture_output=True,
-        check=True,
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into
 
 
 def run(tree: Path) -> dict:
@@ -57,7 +48,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="runs of each tree")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        trees = {"before": export(args.baseline, Path(tmp)), "after": ROOT}
+        trees = {"before": extract(args.baseline, Path(tmp)), "after": ROOT}
         runs: dict[str, list[dict]] = {"before": [], "after": []}
         for i in range(args.repeat):
             for name in ("before", "after") if i % 2 == 0 else ("after", "before"):
