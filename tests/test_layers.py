@@ -63,19 +63,22 @@ def _name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _is_module(module: str) -> bool:
+    """Whether a dotted name is a module or package of the source tree."""
+    path = PACKAGE.parent.joinpath(*module.split("."))
+    return path.with_suffix(".py").exists() or path.is_dir()
+
+
 def _imported(node: ast.AST) -> list[str]:
-    """The powermodel modules an import statement reaches (a name from the face is the face,
-    unless it is a module of the package)."""
+    """The powermodel modules an import statement reaches: a name imported from a package is
+    that package (its face), unless the name is a module of it (``from powermodel.engine import
+    facility`` reaches ``powermodel.engine.facility``)."""
     if isinstance(node, ast.Import):
         return [a.name for a in node.names if a.name.split(".")[0] == "powermodel"]
     if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("powermodel"):
         return []
-    if node.module != "powermodel":
-        return [node.module]
     return [
-        f"powermodel.{a.name}"
-        if (PACKAGE / f"{a.name}.py").exists() or (PACKAGE / a.name).is_dir()
-        else "powermodel"
+        f"{node.module}.{a.name}" if _is_module(f"{node.module}.{a.name}") else node.module
         for a in node.names
     ]
 
@@ -206,14 +209,12 @@ ENGINE = STAGES
 
 def _stages_imported(source: str) -> set[str]:
     """The engine's modules a file imports (``from powermodel.engine import facility`` too)."""
-    found = set()
-    for node in ast.walk(ast.parse(source)):
-        for target in _imported(node):
-            if target.startswith("powermodel.engine."):
-                found.add(target.split(".")[2])
-        if isinstance(node, ast.ImportFrom) and node.module == "powermodel.engine":
-            found |= {a.name for a in node.names}
-    return found
+    return {
+        target.split(".")[2]
+        for node in ast.walk(ast.parse(source))
+        for target in _imported(node)
+        if target.startswith("powermodel.engine.")
+    }
 
 
 def _out_of_order(sources: dict[str, str]) -> list[str]:

@@ -11,16 +11,11 @@ import re
 from pathlib import Path
 
 import pytest
+from test_layers import PACKAGE, _imported, _name
 
-PACKAGE = Path(__file__).parents[1] / "powermodel"
 MAX_MODULE_LINES = 1000
 MAX_FUNCTION_LINES = 80
 MODULES = sorted(PACKAGE.rglob("*.py"))
-
-
-def _name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def _id(path: Path) -> str:
@@ -48,26 +43,16 @@ def test_a_function_is_at_most_eighty_lines(path):
     assert long_functions(path.read_text(encoding="utf-8")) == []
 
 
-def _modules_imported(tree: ast.AST, known: set[str]) -> set[str]:
-    """The package's modules a file imports anywhere in it (a name imported from a package that
-    is itself a module counts as that module)."""
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name in known}
-        elif isinstance(node, ast.ImportFrom) and node.module in known:
-            found.add(node.module)
-            found |= {f"{node.module}.{a.name}" for a in node.names} & known
-    return found
-
-
 def import_graph() -> dict[str, set[str]]:
     known = {_name(p) for p in MODULES}
     graph = {}
     for path in MODULES:
         module = _name(path)
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        graph[module] = _modules_imported(tree, known) - {module}
+        # importing a module of a package runs the package's face too
+        reached = {t for node in ast.walk(tree) for t in _imported(node)}
+        reached |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        graph[module] = (reached & known) - {module}
     return graph
 
 
