@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from powermodel import allocator, output
-from powermodel.cli.common import BROKEN_PIPE, INTERNAL, MODEL_SUFFIXES
+from powermodel.cli.codes import BROKEN_PIPE, INTERNAL, MODEL_SUFFIXES
 from powermodel.cli.parser import _parser
 from powermodel.errors import PowerModelError
 
