@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from powermodel._version import __version__
 
@@ -68,8 +67,7 @@ def _trace_arguments(parser: argparse.ArgumentParser) -> None:
 Commands = argparse._SubParsersAction  # what add_parser makes each command on
 
 
-@dataclass(frozen=True)
-class _Parents:
+class _Parents(NamedTuple):
     """The options commands share, as argparse parents: ``--debug`` (every command), with it
     ``--set`` (a command of a scenario). The rules' options and where runs go are added with
     the command's own (:func:`_rule_arguments`, :func:`_parallel_arguments`): the rules' help
