@@ -53,12 +53,20 @@ __all__ = ["__version__", *_FACE]
 
 
 def __getattr__(name: str) -> Any:
-    """A name of the face, imported from its module on first use and kept."""
-    if name not in _FACE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_FACE[name]), name)
-    globals()[name] = value
-    return value
+    """A name of the face, imported from its module on first use and kept; else a module of
+    the package (``powermodel.rules`` after ``import powermodel``, as when the face imported
+    them all)."""
+    if name in _FACE:
+        value = getattr(importlib.import_module(_FACE[name]), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("_"):
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

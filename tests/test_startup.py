@@ -80,6 +80,8 @@ import powermodel
 for name, module in powermodel._FACE.items():
     assert getattr(powermodel, name) is getattr(importlib.import_module(module), name), name
 assert set(powermodel.__all__) <= set(dir(powermodel))
+assert callable(powermodel.rules.load_rules)  # a module read off the package is imported
+assert not hasattr(powermodel, "no_such_name")
 from powermodel import *  # noqa: F403
 print(sorted(powermodel.__all__))
 """
