@@ -10,12 +10,56 @@ imports ``dask.base`` (0.13 s, a sweep's results gathered in turn): nothing is o
 is imported, so the question is answered "no" until then. It only reads and replaces xarray's
 private names where they are as in xarray 2024–2026; elsewhere xarray is left as it is
 (``tests/test_imports.py`` checks both the saving and dask arrays).
+
+:func:`defer_dask_on_import` runs it the moment xarray is imported, by whichever module imports
+it first: the package's face imports no xarray (issue 30: ``powermodel --version`` stays free of
+the numeric stack), yet the record must be in place before any Dataset is made.
 """
 
 from __future__ import annotations
 
 import sys
 from typing import Any
+
+
+def defer_dask_on_import() -> None:
+    """:func:`defer_dask` now when xarray is imported, else right after xarray's own import."""
+    if "xarray" in sys.modules:
+        defer_dask()
+    elif not any(isinstance(finder, _XarrayFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _XarrayFinder())
+
+
+class _XarrayFinder:
+    """Finds xarray as the other finders do (then leaves ``sys.meta_path``), its loader wrapped
+    so that :func:`defer_dask` runs once xarray's module has run. (A finder and a loader by
+    their methods: ``importlib.abc`` would cost ``--version`` 10 ms.)"""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "xarray":
+            return None
+        import importlib.util  # noqa: PLC0415 - when xarray is imported
+
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _ThenDefer(spec.loader)
+        return spec
+
+
+class _ThenDefer:
+    """xarray's own loader, and :func:`defer_dask` after it; the module keeps the own loader."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+
+    def create_module(self, spec: Any) -> Any:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        module.__spec__.loader = module.__loader__ = self._loader
+        self._loader.exec_module(module)
+        defer_dask()
 
 
 def defer_dask() -> None:

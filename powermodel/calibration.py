@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import brentq
 
 from powermodel.analysis import diurnal_swing
 from powermodel.engine.derive import derive
@@ -54,6 +53,8 @@ def leakage_coefficient(scenario: Scenario, target: float = DIURNAL_SWING_TARGET
     Solves ``swing(k) = target`` for the scenario's site, plant and GPUs over a July week; the
     result goes into the GPU catalogue as ``leakage_coefficient`` (a calibrated coefficient).
     """
+    from scipy.optimize import brentq  # noqa: PLC0415 - scipy's import is paid by what uses it
+
     return float(brentq(lambda k: diurnal_swing_with(scenario, k) - target, 0.0, 0.08, xtol=1e-5))
 
 
@@ -79,6 +80,8 @@ def fan_fraction(scenario: Scenario, target: float = PUE_TARGET) -> float:
     The outside-air plant has no chillers: beyond the electrical chain, its overhead is mostly its
     fans, the one plant figure no source gives. Calibrated on Meta's published fleet PUE.
     """
+    from scipy.optimize import brentq  # noqa: PLC0415 - scipy's import is paid by what uses it
+
     return float(brentq(lambda f: annual_pue_with(scenario, f) - target, 0.0, 0.3, xtol=1e-5))
 
 

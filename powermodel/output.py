@@ -19,11 +19,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
-
-import xarray as xr
+from typing import TYPE_CHECKING, Any
 
 from powermodel.errors import PowerModelError
+
+if TYPE_CHECKING:  # the command line's entry point imports this module: no xarray for it
+    import xarray as xr
 
 __all__ = [
     "check_directory",

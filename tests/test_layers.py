@@ -1,6 +1,6 @@
 """The package's layering (CONTRIBUTING.md: pure models -> scenario -> simulate ->
 analysis/export -> CLI/app) holds for every import: no module imports one of a layer above it,
-nor the package face (``powermodel/__init__.py``, which imports them all). Issue 11, repair 3."""
+nor the package face (``powermodel/__init__.py``, which offers them all). Issue 11, repair 3."""
 
 from __future__ import annotations
 

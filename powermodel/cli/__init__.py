@@ -15,7 +15,7 @@ options, one function a group of commands), the commands by group
 (:mod:`~powermodel.cli.run_commands`, :mod:`~powermodel.cli.study_commands`,
 :mod:`~powermodel.cli.measurement_commands`, :mod:`~powermodel.cli.dynamics_commands`,
 :mod:`~powermodel.cli.site_commands`), what they share (:mod:`~powermodel.cli.common`) and how
-they print (:mod:`~powermodel.cli.tables`).
+they print (:mod:`~powermodel.cli.tables`); the exit codes are :mod:`~powermodel.cli.codes`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""What the commands share: the exit codes, the scenario loaded with its notes and warnings said,
-the run simulated after its memory is checked, and where a command's runs go.
+"""What the commands share: the scenario loaded with its notes and warnings said, the run
+simulated after its memory is checked, and where a command's runs go.
 
 Below the commands' modules (``powermodel.cli.*_commands``) and above the API they call.
 """
@@ -19,13 +19,6 @@ from powermodel.rules import load_rules
 from powermodel.scenario import load_scenario
 from powermodel.sensitivity import Runner
 from powermodel.simulate import memory_estimate, simulate
-
-VIOLATED = 3
-NO_RUN = 3  # a sweep none of whose runs ran
-# ride-through --model PREFIX writes PREFIX.dyr (PSS/E) and PREFIX.aux (PowerWorld)
-MODEL_SUFFIXES = (".dyr", ".aux")
-INTERNAL = 70  # EX_SOFTWARE of sysexits.h
-BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a command whose reader went away
 
 
 @contextmanager

@@ -9,7 +9,8 @@ import argparse
 from pathlib import Path
 
 from powermodel import output
-from powermodel.cli.common import MODEL_SUFFIXES, VIOLATED, _loaded, _name_of, _simulated, _wrote
+from powermodel.cli.codes import MODEL_SUFFIXES, VIOLATED
+from powermodel.cli.common import _loaded, _name_of, _simulated, _wrote
 from powermodel.cli.tables import TERMINAL, _print_ride_through, _table
 from powermodel.errors import PowerModelError
 

@@ -14,15 +14,16 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from powermodel import allocator, output
-from powermodel.cli.common import BROKEN_PIPE, INTERNAL, MODEL_SUFFIXES
+from powermodel.cli.codes import BROKEN_PIPE, INTERNAL, MODEL_SUFFIXES
 from powermodel.cli.parser import _parser
 from powermodel.errors import PowerModelError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # --version and --help exit here, before the imports below
+    from powermodel import allocator, output  # noqa: PLC0415 - ctypes and tempfile: 10 ms
+
     allocator.keep_freed_memory()  # a batch process: its temporaries' pages serve the next ones
     try:
         # SIGTERM unwinds as Ctrl-C does; an interrupt names the outputs it kept from being made

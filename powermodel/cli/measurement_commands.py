@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from powermodel import fit_report, output, reproduce
-from powermodel.cli.common import VIOLATED, _progress, _warn, _wrote
+from powermodel.cli.codes import VIOLATED
+from powermodel.cli.common import _progress, _warn, _wrote
 from powermodel.cli.tables import _table
 from powermodel.errors import PowerModelError
 from powermodel.fit import summary

@@ -1,38 +1,56 @@
-"""The command line's parser: the options every command shares, then one function a group of
-commands, in the order ``powermodel --help`` lists them.
+"""The command line's parser: the options every command shares, one function a group of
+commands (their names and help, in the order ``powermodel --help`` lists them), and one a
+command (its options and its function: ``_<command>_arguments``).
 
 Built by :func:`powermodel.cli.entry.main` (and by the docs for the reference page of every
 command's ``--help``); each command's function is its group's module's
 (``powermodel.cli.*_commands``).
+
+Building it imports nothing of the numeric stack (issue 30: ``--version`` and ``--help`` cost
+what the interpreter does): each command is a :class:`_Command`, its options (some of whose
+choices and help come from the model: the sensors, rules, formats, tools) added, and its
+command's module imported, the first time that command parses or shows its help.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
-from powermodel import export, fit_report
 from powermodel._version import __version__
-from powermodel.cli.dynamics_commands import _ride_through, _screen
-from powermodel.cli.measurement_commands import _fit, _predict, _reproduce
-from powermodel.cli.run_commands import _run, _validate
-from powermodel.cli.site_commands import (
-    _dashboard,
-    _dashboard_help,
-    _design,
-    _init,
-    _keys,
-    _presets,
-)
-from powermodel.cli.study_commands import _check, _export, _size, _sweep
-from powermodel.fit import REFERENCE
-from powermodel.iotools.telemetry import FORMATS
-from powermodel.rules import rule_names
-from powermodel.simulate import SENSORS
+
+
+class _Command(argparse.ArgumentParser):
+    """A command's parser whose ``arguments`` (a function of the parser: its options and its
+    ``func``) are added when it first parses or formats its help or usage."""
+
+    def __init__(self, *args: Any, arguments: Callable[[_Command], None], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._arguments: Callable[[_Command], None] | None = arguments
+
+    def _complete(self) -> None:
+        arguments, self._arguments = self._arguments, None
+        if arguments is not None:
+            arguments(self)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._complete()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self._complete()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self._complete()
+        return super().format_usage()
 
 
 def _trace_arguments(parser: argparse.ArgumentParser) -> None:
     """How a trace is read, the same for ``fit`` and ``predict``."""
+    from powermodel.iotools.telemetry import FORMATS  # noqa: PLC0415 - when it runs
+
     parser.add_argument("--format", choices=FORMATS, help="the trace's format (default: detected)")
     parser.add_argument("--period", help="sampling period, e.g. 100ms (needed by dcgmi dmon)")
     parser.add_argument(
@@ -49,15 +67,14 @@ def _trace_arguments(parser: argparse.ArgumentParser) -> None:
 Commands = argparse._SubParsersAction  # what add_parser makes each command on
 
 
-@dataclass(frozen=True)
-class _Parents:
+class _Parents(NamedTuple):
     """The options commands share, as argparse parents: ``--debug`` (every command), with it
-    ``--set`` (a command of a scenario), the rules' options and where runs go."""
+    ``--set`` (a command of a scenario). The rules' options and where runs go are added with
+    the command's own (:func:`_rule_arguments`, :func:`_parallel_arguments`): the rules' help
+    names the shipped rules."""
 
     common: argparse.ArgumentParser
     with_scenario: list[argparse.ArgumentParser]
-    rules: argparse.ArgumentParser
-    parallel: argparse.ArgumentParser
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -67,7 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"powermodel {__version__}")
     shared = _parents()
-    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="command", parser_class=_Command
+    )
     for add_commands in (
         _add_run_commands,
         _add_study_commands,
@@ -96,34 +115,175 @@ def _parents() -> _Parents:
         "holds, the rest idle; cluster.gpu brings the GPU's node; notes on stderr say what was "
         "chosen)",
     )
-    with_scenario = [common, scenario_keys]
-    rule_args = argparse.ArgumentParser(add_help=False)
-    rule_args.add_argument(
+    return _Parents(common, [common, scenario_keys])
+
+
+def _rule_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which rules, the same for ``check`` and ``size``."""
+    from powermodel.rules import rule_names  # noqa: PLC0415 - when it runs
+
+    parser.add_argument(
         "--rules",
         help="comma-separated rule or group names, or .toml rule files (default: the scenario's "
         "grid.rules): " + ", ".join(rule_names()),
     )
-    rule_args.add_argument("--registered-demand", type=float, help="MW, overrides the scenario's")
-    parallel = argparse.ArgumentParser(add_help=False)
-    parallel.add_argument(
+    parser.add_argument("--registered-demand", type=float, help="MW, overrides the scenario's")
+
+
+def _parallel_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where a command's runs go, the same for ``check``, ``sweep`` and ``size``."""
+    parser.add_argument(
         "--workers",
         type=int,
         help="run on a local dask cluster of this many processes (0: one run after another in "
         "this process); sweep's default: in turn when the runs together take under two million "
         "steps, else the cores (as many as the memory holds); other commands: in turn",
     )
-    parallel.add_argument(
+    parser.add_argument(
         "--scheduler",
         metavar="ADDRESS",
         help="run on the dask cluster of this scheduler, e.g. tcp://10.0.0.5:8786 (not with "
         "--workers)",
     )
-    return _Parents(common, with_scenario, rule_args, parallel)
 
 
 def _add_run_commands(sub: Commands, shared: _Parents) -> None:
     """``run`` and ``validate``: a scenario simulated, or checked without a run."""
-    run = sub.add_parser("run", parents=shared.with_scenario, help="simulate a scenario")
+    sub.add_parser(
+        "run", parents=shared.with_scenario, help="simulate a scenario", arguments=_run_arguments
+    )
+
+    sub.add_parser(
+        "validate",
+        parents=shared.with_scenario,
+        help="check a scenario, no run",
+        arguments=_validate_arguments,
+    )
+
+
+def _add_study_commands(sub: Commands, shared: _Parents) -> None:
+    """``check``, ``sweep``, ``size`` and ``export``: rules, sweeps, sizing, grid tools' files."""
+    sub.add_parser(
+        "check",
+        parents=shared.with_scenario,
+        help="measure a scenario or a CSV trace by utility rules (exit 0 pass, 3 violated)",
+        arguments=_check_arguments,
+    )
+
+    sub.add_parser(
+        "sweep",
+        parents=shared.with_scenario,
+        help="run a scenario over swept keys and seeds, on dask (docs: guides/sweeps)",
+        arguments=_sweep_arguments,
+    )
+
+    sub.add_parser(
+        "size",
+        parents=shared.with_scenario,
+        help="for each rule, the gentlest setting of each mitigation that makes it pass",
+        arguments=_size_arguments,
+    )
+
+    sub.add_parser(
+        "export",
+        parents=shared.with_scenario,
+        help="write what the grid sees for a grid tool",
+        arguments=_export_arguments,
+    )
+
+
+def _add_measurement_commands(sub: Commands, shared: _Parents) -> None:
+    """``fit``, ``predict`` and ``reproduce``: the model against measurements."""
+    sub.add_parser(
+        "fit",
+        parents=[shared.common],
+        help="calibrate a scenario on a measured GPU or meter trace (docs: guides/fit)",
+        arguments=_fit_arguments,
+    )
+    sub.add_parser(
+        "predict",
+        parents=shared.with_scenario,
+        help="predict another run of a job: a fitted scenario, with the key changed between the "
+        "runs (--set), run afresh against that run's trace (docs: guides/fit)",
+        arguments=_predict_arguments,
+    )
+    sub.add_parser(
+        "reproduce",
+        parents=[shared.common],
+        help="the model against every published anchor (exit 0 all pass, 3 some fail)",
+        description="Run the model against every public anchor in the references, print the "
+        "table and write an HTML report with the plot behind each anchor.",
+        arguments=_reproduce_arguments,
+    )
+
+
+def _add_dynamics_commands(sub: Commands, shared: _Parents) -> None:
+    """``ride-through`` and ``screen``: grid disturbances and forced oscillations."""
+    sub.add_parser(
+        "ride-through",
+        parents=shared.with_scenario,
+        help="a scenario's grid disturbances: the site's response, the requirements, the "
+        "planners' dynamic model (exit 0 pass, 3 a requirement failed)",
+        arguments=_ride_through_arguments,
+    )
+
+    sub.add_parser(
+        "screen",
+        parents=shared.with_scenario,
+        help="screen a scenario's forced oscillations against grid modes (exit 0 clear, 3 a "
+        "mode flagged)",
+        arguments=_screen_arguments,
+    )
+
+
+def _add_site_commands(sub: Commands, shared: _Parents) -> None:
+    """``init``, ``design``, ``dashboard``, ``presets`` and ``keys``: a site's own, the lists."""
+    sub.add_parser(
+        "init",
+        parents=[shared.common],
+        help="write a site's own scenario to edit: a preset's keys a site engineer changes "
+        "first, with their units and choices",
+        arguments=_init_arguments,
+    )
+
+    sub.add_parser(
+        "design",
+        parents=shared.with_scenario,
+        help="the largest site of a preset's kind whose design peak stays within a grid "
+        "connection; writes it as a scenario (docs: guides/scenarios)",
+        arguments=_design_arguments,
+    )
+
+    # the dashboard's options are the server's own (powermodel.webapp.serve, as app.py takes
+    # them), parsed when the command runs so that building this parser imports no web stack
+    serving = sub.add_parser(
+        "dashboard",
+        add_help=False,
+        prefix_chars="+",  # every word, options too, left for the server's parser
+        help="serve the dashboard at http://127.0.0.1:8050 (powermodel dashboard --help)",
+        arguments=_dashboard_arguments,
+    )
+    serving.format_help = _dashboard_help  # the reference's page shows the server's options
+
+    sub.add_parser(
+        "presets",
+        parents=[shared.common],
+        help="list the shipped presets",
+        arguments=_presets_arguments,
+    )
+    sub.add_parser(
+        "keys",
+        parents=[shared.common],
+        help="the scenario's keys: type, unit, default, bounds",
+        arguments=_keys_arguments,
+    )
+
+
+def _run_arguments(run: argparse.ArgumentParser) -> None:
+    """``run``'s options and function."""
+    from powermodel.cli.run_commands import _run  # noqa: PLC0415 - when it runs
+    from powermodel.simulate import SENSORS  # noqa: PLC0415 - when it runs
+
     run.add_argument("scenario", help="preset name or path to a .toml scenario")
     run.add_argument("-o", "--output", help="write the profile: .csv, .parquet or .nc")
     run.add_argument("--resample", help="write interval means with min and max, e.g. 1min")
@@ -161,20 +321,21 @@ def _add_run_commands(sub: Commands, shared: _Parents) -> None:
     )
     run.set_defaults(func=_run)
 
-    validate = sub.add_parser(
-        "validate", parents=shared.with_scenario, help="check a scenario, no run"
-    )
+
+def _validate_arguments(validate: argparse.ArgumentParser) -> None:
+    """``validate``'s options and function."""
+    from powermodel.cli.run_commands import _validate  # noqa: PLC0415 - when it runs
+
     validate.add_argument("scenario")
     validate.set_defaults(func=_validate)
 
 
-def _add_study_commands(sub: Commands, shared: _Parents) -> None:
-    """``check``, ``sweep``, ``size`` and ``export``: rules, sweeps, sizing, grid tools' files."""
-    check = sub.add_parser(
-        "check",
-        parents=[*shared.with_scenario, shared.rules, shared.parallel],
-        help="measure a scenario or a CSV trace by utility rules (exit 0 pass, 3 violated)",
-    )
+def _check_arguments(check: argparse.ArgumentParser) -> None:
+    """``check``'s options and function."""
+    from powermodel.cli.study_commands import _check  # noqa: PLC0415 - when it runs
+
+    _rule_arguments(check)
+    _parallel_arguments(check)
     check.add_argument("target", help="preset name, .toml scenario, or .csv trace (time, P [MW])")
     check.add_argument("--seeds", type=int, default=1, help="run this many seeds; P50 and P95")
     check.add_argument(
@@ -188,11 +349,12 @@ def _add_study_commands(sub: Commands, shared: _Parents) -> None:
     check.add_argument("--violations", help="write every violation to this CSV file")
     check.set_defaults(func=_check)
 
-    sweeping = sub.add_parser(
-        "sweep",
-        parents=[*shared.with_scenario, shared.parallel],
-        help="run a scenario over swept keys and seeds, on dask (docs: guides/sweeps)",
-    )
+
+def _sweep_arguments(sweeping: argparse.ArgumentParser) -> None:
+    """``sweep``'s options and function."""
+    from powermodel.cli.study_commands import _sweep  # noqa: PLC0415 - when it runs
+
+    _parallel_arguments(sweeping)
     sweeping.add_argument(
         "file",
         help="the sweep: a .toml file with base, [grid] or [[points]] (exit 0, or 3 when no run "
@@ -205,17 +367,22 @@ def _add_study_commands(sub: Commands, shared: _Parents) -> None:
     sweeping.add_argument("--rules", help="rules to check, comma-separated (overrides the file's)")
     sweeping.set_defaults(func=_sweep)
 
-    size = sub.add_parser(
-        "size",
-        parents=[*shared.with_scenario, shared.rules, shared.parallel],
-        help="for each rule, the gentlest setting of each mitigation that makes it pass",
-    )
+
+def _size_arguments(size: argparse.ArgumentParser) -> None:
+    """``size``'s options and function."""
+    from powermodel.cli.study_commands import _size  # noqa: PLC0415 - when it runs
+
+    _rule_arguments(size)
+    _parallel_arguments(size)
     size.add_argument("scenario", help="preset name or .toml scenario")
     size.set_defaults(func=_size)
 
-    exporting = sub.add_parser(
-        "export", parents=shared.with_scenario, help="write what the grid sees for a grid tool"
-    )
+
+def _export_arguments(exporting: argparse.ArgumentParser) -> None:
+    """``export``'s options and function."""
+    from powermodel import export  # noqa: PLC0415 - when it runs
+    from powermodel.cli.study_commands import _export  # noqa: PLC0415 - when it runs
+
     exporting.add_argument("scenario", help="preset name or .toml scenario")
     exporting.add_argument(
         "--to",
@@ -230,13 +397,12 @@ def _add_study_commands(sub: Commands, shared: _Parents) -> None:
     exporting.set_defaults(func=_export)
 
 
-def _add_measurement_commands(sub: Commands, shared: _Parents) -> None:
-    """``fit``, ``predict`` and ``reproduce``: the model against measurements."""
-    fitting = sub.add_parser(
-        "fit",
-        parents=[shared.common],
-        help="calibrate a scenario on a measured GPU or meter trace (docs: guides/fit)",
-    )
+def _fit_arguments(fitting: argparse.ArgumentParser) -> None:
+    """``fit``'s options and function."""
+    from powermodel import fit_report  # noqa: PLC0415 - when it runs
+    from powermodel.cli.measurement_commands import _fit  # noqa: PLC0415 - when it runs
+    from powermodel.fit import REFERENCE  # noqa: PLC0415 - when it runs
+
     fitting.add_argument(
         "trace",
         help="nvidia-smi log, dcgmi dmon, dcgm-exporter, rocm-smi or amd-smi CSV, meter CSV or "
@@ -265,25 +431,24 @@ def _add_measurement_commands(sub: Commands, shared: _Parents) -> None:
         f"(default {fit_report.HOLDOUT:g}; 0 for none)",
     )
     fitting.set_defaults(func=_fit)
-    predicting = sub.add_parser(
-        "predict",
-        parents=shared.with_scenario,
-        help="predict another run of a job: a fitted scenario, with the key changed between the "
-        "runs (--set), run afresh against that run's trace (docs: guides/fit)",
-    )
+
+
+def _predict_arguments(predicting: argparse.ArgumentParser) -> None:
+    """``predict``'s options and function."""
+    from powermodel.cli.measurement_commands import _predict  # noqa: PLC0415 - when it runs
+
     predicting.add_argument("scenario", help="the fitted .toml (or any scenario)")
     predicting.add_argument("trace", help="the other run's trace, as `fit` reads it")
     _trace_arguments(predicting)
     predicting.add_argument("--sensor", help="the chain the trace was read through")
     predicting.add_argument("--report", help="write an HTML report of the trace and prediction")
     predicting.set_defaults(func=_predict)
-    again = sub.add_parser(
-        "reproduce",
-        parents=[shared.common],
-        help="the model against every published anchor (exit 0 all pass, 3 some fail)",
-        description="Run the model against every public anchor in the references, print the "
-        "table and write an HTML report with the plot behind each anchor.",
-    )
+
+
+def _reproduce_arguments(again: argparse.ArgumentParser) -> None:
+    """``reproduce``'s options and function."""
+    from powermodel.cli.measurement_commands import _reproduce  # noqa: PLC0415 - when it runs
+
     again.add_argument(
         "-o",
         "--output",
@@ -293,14 +458,10 @@ def _add_measurement_commands(sub: Commands, shared: _Parents) -> None:
     again.set_defaults(func=_reproduce)
 
 
-def _add_dynamics_commands(sub: Commands, shared: _Parents) -> None:
-    """``ride-through`` and ``screen``: grid disturbances and forced oscillations."""
-    riding = sub.add_parser(
-        "ride-through",
-        parents=shared.with_scenario,
-        help="a scenario's grid disturbances: the site's response, the requirements, the "
-        "planners' dynamic model (exit 0 pass, 3 a requirement failed)",
-    )
+def _ride_through_arguments(riding: argparse.ArgumentParser) -> None:
+    """``ride-through``'s options and function."""
+    from powermodel.cli.dynamics_commands import _ride_through  # noqa: PLC0415 - when it runs
+
     riding.add_argument("scenario", help="preset name or .toml scenario with [disturbance]")
     riding.add_argument(
         "--requirements", help="a .toml requirements file (default: the shipped ones)"
@@ -320,12 +481,11 @@ def _add_dynamics_commands(sub: Commands, shared: _Parents) -> None:
     riding.add_argument("--bus", type=int, default=1, help="the bus the records put the load on")
     riding.set_defaults(func=_ride_through)
 
-    screening = sub.add_parser(
-        "screen",
-        parents=shared.with_scenario,
-        help="screen a scenario's forced oscillations against grid modes (exit 0 clear, 3 a "
-        "mode flagged)",
-    )
+
+def _screen_arguments(screening: argparse.ArgumentParser) -> None:
+    """``screen``'s options and function."""
+    from powermodel.cli.dynamics_commands import _screen  # noqa: PLC0415 - when it runs
+
     screening.add_argument("scenario", help="preset name or .toml scenario")
     screening.add_argument(
         "--modes", required=True, help="grid modes: .toml ([[mode]] tables) or .csv"
@@ -339,26 +499,22 @@ def _add_dynamics_commands(sub: Commands, shared: _Parents) -> None:
     screening.set_defaults(func=_screen)
 
 
-def _add_site_commands(sub: Commands, shared: _Parents) -> None:
-    """``init``, ``design``, ``dashboard``, ``presets`` and ``keys``: a site's own, the lists."""
-    starting = sub.add_parser(
-        "init",
-        parents=[shared.common],
-        help="write a site's own scenario to edit: a preset's keys a site engineer changes "
-        "first, with their units and choices",
-    )
+def _init_arguments(starting: argparse.ArgumentParser) -> None:
+    """``init``'s options and function."""
+    from powermodel.cli.site_commands import _init  # noqa: PLC0415 - when it runs
+    from powermodel.fit import REFERENCE  # noqa: PLC0415 - when it runs
+
     starting.add_argument(
         "preset", nargs="?", default=REFERENCE, help=f"the preset it extends (default {REFERENCE})"
     )
     starting.add_argument("-o", "--output", required=True, help="the .toml file to write (new)")
     starting.set_defaults(func=_init)
 
-    designing = sub.add_parser(
-        "design",
-        parents=shared.with_scenario,
-        help="the largest site of a preset's kind whose design peak stays within a grid "
-        "connection; writes it as a scenario (docs: guides/scenarios)",
-    )
+
+def _design_arguments(designing: argparse.ArgumentParser) -> None:
+    """``design``'s options and function."""
+    from powermodel.cli.site_commands import _design  # noqa: PLC0415 - when it runs
+
     designing.add_argument(
         "preset", help="the kind of site: a single job grows in whole nodes, a campus by a factor"
     )
@@ -370,22 +526,32 @@ def _add_site_commands(sub: Commands, shared: _Parents) -> None:
     )
     designing.set_defaults(func=_design)
 
-    # the dashboard's options are the server's own (powermodel.webapp.serve, as app.py takes
-    # them), parsed when the command runs so that building this parser imports no web stack
-    serving = sub.add_parser(
-        "dashboard",
-        add_help=False,
-        prefix_chars="+",  # every word, options too, left for the server's parser
-        help="serve the dashboard at http://127.0.0.1:8050 (powermodel dashboard --help)",
-    )
+
+def _dashboard_arguments(serving: argparse.ArgumentParser) -> None:
+    """``dashboard``'s options and function."""
+    from powermodel.cli.site_commands import _dashboard  # noqa: PLC0415 - when it runs
+
     serving.add_argument("argv", nargs="*")
-    serving.format_help = _dashboard_help  # the reference's page shows the server's options
     serving.set_defaults(func=_dashboard)
 
-    listing = sub.add_parser("presets", parents=[shared.common], help="list the shipped presets")
+
+def _presets_arguments(listing: argparse.ArgumentParser) -> None:
+    """``presets``'s options and function."""
+    from powermodel.cli.site_commands import _presets  # noqa: PLC0415 - when it runs
+
     listing.set_defaults(func=_presets)
-    reference = sub.add_parser(
-        "keys", parents=[shared.common], help="the scenario's keys: type, unit, default, bounds"
-    )
+
+
+def _keys_arguments(reference: argparse.ArgumentParser) -> None:
+    """``keys``'s options and function."""
+    from powermodel.cli.site_commands import _keys  # noqa: PLC0415 - when it runs
+
     reference.add_argument("prefix", nargs="?", default="", help="only keys starting so")
     reference.set_defaults(func=_keys)
+
+
+def _dashboard_help() -> str:
+    """``dashboard --help``: the server's options (its web stack imported to print them)."""
+    from powermodel.cli.site_commands import _dashboard_help  # noqa: PLC0415 - when it runs
+
+    return _dashboard_help()

@@ -10,8 +10,6 @@ import textwrap
 from pathlib import Path
 
 from powermodel import output
-from powermodel.cli.common import _progress
-from powermodel.cli.tables import _print_rows
 from powermodel.errors import PowerModelError
 from powermodel.reference import keys as scenario_keys
 from powermodel.reference import text as keys_text
@@ -20,6 +18,8 @@ from powermodel.scenario import load_scenario, presets, shorten
 
 def _design(args: argparse.Namespace) -> int:
     from powermodel import design  # noqa: PLC0415 - only this command needs it
+    from powermodel.cli.common import _progress  # noqa: PLC0415 - keys, presets: no runs
+    from powermodel.cli.tables import _print_rows  # noqa: PLC0415 - keys, presets: no numpy
 
     if Path(args.output).suffix.lower() != ".toml":
         raise PowerModelError(f"-o {args.output}: a scenario is a .toml file: give site.toml")

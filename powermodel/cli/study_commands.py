@@ -14,9 +14,8 @@ from typing import Any
 
 from powermodel import export, output, rules, sizing, sweep
 from powermodel.analysis import resample_factor
+from powermodel.cli.codes import NO_RUN, VIOLATED
 from powermodel.cli.common import (
-    NO_RUN,
-    VIOLATED,
     _check_parallel,
     _given_rules,
     _loaded,

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
 
 from powermodel.engine import facility
 from powermodel.engine.derive import cluster_mw, per_gpu_power, plant_steps
@@ -170,6 +169,8 @@ class Fleet:
                 "fleet's IT power (its idle GPUs and servers stay on): lower the reduction or "
                 "pause it (lever 'pause')"
             )
+        from scipy import optimize  # noqa: PLC0415 - scipy's import is paid by what uses it
+
         setting = float(optimize.brentq(miss, low, high, xtol=1e-12))
         c, w = flexed(setting)
         return c, w, serving, setting

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
-from scipy import optimize
 
 from powermodel.engine import facility
 from powermodel.engine.derive import Derived, derive, per_gpu_power, plant_steps
@@ -91,6 +90,8 @@ def flex_clock(scenario: Scenario, derived: Derived, cells: np.ndarray, event: F
             f"{LOWEST_FLEX_CLOCK:g} of its clock), less than the {reduction:.0%} asked: lower "
             "the reduction, or pause the job (lever 'pause')"
         )
+    from scipy import optimize  # noqa: PLC0415 - scipy's import is paid by what uses it
+
     return float(optimize.brentq(shed, LOWEST_FLEX_CLOCK, top, xtol=1e-12))
 
 

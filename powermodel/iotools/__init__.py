@@ -2,8 +2,10 @@
 project's vocabulary (after pvlib's ``iotools``); a bad file raises :class:`DataFileError`
 naming the file and the problem."""
 
+import importlib
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 
 @cache
@@ -67,32 +69,33 @@ def read_text(
         raise error(f"{path}: cannot read the {what} ({why})") from None
 
 
-# The readers and the shipped weather, after the helpers they use: the public surface (the
-# dashboard calls only the public API; tests/test_layers.py checks it)
-from powermodel.iotools.telemetry import (  # noqa: E402
-    FORMATS,
-    NVIDIA_SMI_QUERY,
-    TelemetryWarning,
-    read_telemetry,
-    to_grid,
-)
-from powermodel.iotools.weather import (  # noqa: E402
-    SHIPPED,
-    read_epw,
-    read_tmy3,
-    read_weather,
-    shipped_weather,
-)
+# The readers and the shipped weather, each imported from its module when first read (:pep:`562`:
+# a scenario's keys need no reader of telemetry, nor pandas): the public surface (the dashboard
+# calls only the public API; tests/test_layers.py checks it)
+_READERS = {
+    "FORMATS": "powermodel.iotools.telemetry",
+    "NVIDIA_SMI_QUERY": "powermodel.iotools.telemetry",
+    "SHIPPED": "powermodel.iotools.weather",
+    "TelemetryWarning": "powermodel.iotools.telemetry",
+    "read_epw": "powermodel.iotools.weather",
+    "read_telemetry": "powermodel.iotools.telemetry",
+    "read_tmy3": "powermodel.iotools.weather",
+    "read_weather": "powermodel.iotools.weather",
+    "shipped_weather": "powermodel.iotools.weather",
+    "to_grid": "powermodel.iotools.telemetry",
+}
 
-__all__ = [
-    "FORMATS",
-    "NVIDIA_SMI_QUERY",
-    "SHIPPED",
-    "TelemetryWarning",
-    "read_epw",
-    "read_telemetry",
-    "read_tmy3",
-    "read_weather",
-    "shipped_weather",
-    "to_grid",
-]
+__all__ = list(_READERS)
+
+
+def __getattr__(name: str) -> Any:
+    """A reader (or the shipped weather), imported from its module on first use and kept."""
+    if name not in _READERS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_READERS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -22,12 +22,15 @@ import difflib
 import io
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from powermodel.errors import DataFileError
 from powermodel.iotools import data_dir, exists, is_file
+
+if TYPE_CHECKING:  # read when a file is: loading a scenario names its weather, reads none
+    import pandas as pd
 
 TYPICAL_YEAR = 2019
 HOURS = 8760
@@ -540,6 +543,8 @@ def _numbers(
     table = _parsed(rows, fields)
     if table is not None and np.isfinite(table).all():
         return table
+    import pandas as pd  # noqa: PLC0415 - a scenario's keys and presets need no pandas
+
     split = (row.split(",") for row in rows)
     cells = pd.DataFrame(
         [[r[c].strip() if c < len(r) else "" for c in fields] for r in split],
@@ -565,6 +570,8 @@ def _parsed(rows: list[str], fields: list[int]) -> np.ndarray | None:
     the reader would drop from the first row is such a cell too."""
     if rows and rows[0].startswith("\ufeff"):
         return None
+    import pandas as pd  # noqa: PLC0415 - a scenario's keys and presets need no pandas
+
     try:
         frame = pd.read_csv(
             io.StringIO("\n".join(rows)),
@@ -592,6 +599,8 @@ def _frame(
     path: Path,
 ) -> tuple[pd.DataFrame, dict[str, int]]:
     """Check the calendar, fill missing values, check ranges; build the frame."""
+    import pandas as pd  # noqa: PLC0415 - a scenario's keys and presets need no pandas
+
     keep = ~((month == 2) & (day == 29))
     index = pd.date_range(f"{TYPICAL_YEAR}-01-01 01:00", periods=HOURS, freq="h", name="time")
     if keep.sum() != HOURS:
@@ -619,6 +628,8 @@ def _frame(
 
 def _calendar_message(month: np.ndarray, day: np.ndarray, path: Path) -> str:
     """Why the rows are not the hours of one year: the days missing, extra or not 24 rows."""
+    import pandas as pd  # noqa: PLC0415 - a scenario's keys and presets need no pandas
+
     days = pd.date_range(f"{TYPICAL_YEAR}-01-01", periods=365, freq="D")
     key = (days.month * 100 + days.day).to_numpy()
     rows = pd.Series(month * 100 + day).value_counts()

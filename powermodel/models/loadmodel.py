@@ -26,7 +26,6 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
-from scipy import optimize
 
 from powermodel.errors import PowerModelError
 from powermodel.models.signal import first_order_lag
@@ -470,6 +469,8 @@ def _fit_continuous(
             check()
         return _residuals(record, replace(start, **dict(zip(_CONTINUOUS, x, strict=True))))
 
+    from scipy import optimize  # noqa: PLC0415 - scipy's import is paid by what uses it
+
     found = optimize.least_squares(
         residuals, x0, bounds=(np.zeros(x0.size), upper), x_scale="jac", diff_step=1e-4
     )
@@ -570,6 +571,8 @@ def fit_oscillation(power: np.ndarray, dt: float) -> tuple[Oscillation, float]:
     lower = np.array([0.0, 0.5 / period, 0.0, -np.inf, x0[4] - period / 2])
     upper = np.array([1.0, 2.0 / period, np.inf, np.inf, x0[4] + period / 2])
     x0[0] = np.clip(x0[0], 1e-6, 1.0 - 1e-6)  # an irregular series' pulses can outlast its period
+    from scipy import optimize  # noqa: PLC0415 - scipy's import is paid by what uses it
+
     found = optimize.least_squares(residuals, x0, bounds=(lower, upper), x_scale="jac")
     osc = Oscillation(*(float(x) for x in found.x))
     return osc, _rmse(residuals(found.x))

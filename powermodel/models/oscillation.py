@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-from scipy.signal import windows
 
 from powermodel.errors import PowerModelError
 from powermodel.models import sensors
@@ -219,6 +218,8 @@ def forced_spectrum(power: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarra
             "sample; screen a stretch without gaps"
         )
     check_seconds(dt, "the grid step")
+    from scipy.signal import windows  # noqa: PLC0415 - scipy's import is paid by what uses it
+
     w = windows.flattop(x.size, sym=False)
     amps = 2.0 * np.abs(np.fft.rfft((x - x.mean()) * w)) / w.sum()
     amps[0] = 0.0

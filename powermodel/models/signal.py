@@ -7,8 +7,6 @@ powermodel writes them and as meters report them.
 from __future__ import annotations
 
 import numpy as np
-from scipy import signal as sps
-from scipy.ndimage import maximum_filter1d, minimum_filter1d
 
 from powermodel.durations import format_duration
 from powermodel.errors import PowerModelError
@@ -107,6 +105,8 @@ def first_order_lag(
         raise ValueError(f"need dt > 0 and tau ≥ 0, got dt={dt:g}, tau={tau:g}")
     a = np.exp(-dt / tau) if tau > 0.0 else 0.0
     y0 = u[..., :1] if initial is None else np.broadcast_to(initial, u.shape[:-1])[..., None]
+    from scipy import signal as sps  # noqa: PLC0415 - scipy.signal costs 1.4 s to import
+
     y, _ = sps.lfilter([1.0 - a], [1.0, -a], u, axis=-1, zi=a * y0)
     return y
 
@@ -143,6 +143,8 @@ def first_order_filter(
     x: np.ndarray, b: list[float], den: list[float], zi: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """The filter over ``x`` and its final state, from ``zi`` (default: steady on ``x[0]``)."""
+    from scipy import signal as sps  # noqa: PLC0415 - scipy.signal costs 1.4 s to import
+
     return sps.lfilter(b, den, x, zi=sps.lfilter_zi(b, den) * x[0] if zi is None else zi)
 
 
@@ -191,11 +193,15 @@ def rolling_range(x: np.ndarray, n: int) -> np.ndarray:
 def rolling_max(x: np.ndarray, n: int) -> np.ndarray:
     """Largest of the ``n`` samples ending at each sample; the first ``n − 1`` read the start
     mirrored (scipy.ndimage's ``reflect``), as :func:`scipy.ndimage.maximum_filter1d` does."""
+    from scipy.ndimage import maximum_filter1d  # noqa: PLC0415 - only a filter's start needs it
+
     return _trailing(x, n, np.maximum, maximum_filter1d)
 
 
 def rolling_min(x: np.ndarray, n: int) -> np.ndarray:
     """Least of the ``n`` samples ending at each sample, as :func:`rolling_max`."""
+    from scipy.ndimage import minimum_filter1d  # noqa: PLC0415 - only a filter's start needs it
+
     return _trailing(x, n, np.minimum, minimum_filter1d)
 
 
@@ -328,6 +334,8 @@ def spectrum(
     variance of ``x``.
     """
     nperseg = x.size if segment is None else min(x.size, max(8, int(round(segment / dt))))
+    from scipy import signal as sps  # noqa: PLC0415 - scipy.signal costs 1.4 s to import
+
     return sps.welch(x, fs=1.0 / dt, nperseg=nperseg, detrend="constant", scaling="density")
 
 
