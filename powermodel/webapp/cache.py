@@ -530,6 +530,8 @@ def _arrays_bytes(value: Any, counted: set[int], seen: set[int] | None = None) -
     and full-resolution data, a dataclass's fields), each memory block once, an object array's
     objects too: blocks in ``counted`` (the input's) are not counted again, and the blocks
     found are added to it."""
+    if value is None or isinstance(value, str | int | float):  # a table row's cells
+        return 0
     seen = set() if seen is None else seen
     if id(value) in seen:
         return 0
