@@ -9,7 +9,7 @@ Four measures, side by side in one run (repeats alternating between the servers,
    run (target < 3 s): a fresh Chromium (nothing cached) loading the page of a server whose
    opening run is simulated, from the navigation's start to the frame that draws the summary,
    on the page's own clock (a MutationObserver, as ``bench_dashboard.py --browser`` times it);
-   beside it, the same page asked for by a link (``/?preset=...``, which is served the plain
+   beside it, the same page asked for by a link (``/?tab=power``, which is served the plain
    page: the base, the state and the summary each a round trip, as every page was before), and
    when the power view's figure is drawn;
 4. tab change p95 (target < 300 ms): each run view's callback for a scenario whose views the
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.repeats):  # alternating: each measure beside the others
             for days, (_, port, _) in servers.items():
                 warm.setdefault(f"{days}d", []).append(load(port))
-                warm.setdefault(f"{days}d, link", []).append(load(port, f"/?preset={PRESET}"))
+                warm.setdefault(f"{days}d, link", []).append(load(port, "/?tab=power"))
             starts.append(start_to_summary())
             imports.append((imported("powermodel"), imported("powermodel.webapp.serve")))
     finally:

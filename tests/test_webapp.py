@@ -615,6 +615,10 @@ def test_a_warm_servers_first_page_holds_the_opening_run(board):
     line = summary(metrics(board.cache.get(scenario).ds), scenario.simulation.duration)
     with app.server.test_request_context(headers={"Referer": "http://127.0.0.1:8050/"}):
         page = board.first_page()
+    # the link the page writes for it (a reload) asks for the same
+    reload = {"Referer": f"http://127.0.0.1:8050/?preset={REFERENCE}"}
+    with app.server.test_request_context(headers=reload):
+        assert board.first_page() is page
     assert _component(page, ids.SUMMARY).children == line
     assert _component(page, ids.SCENARIO_NAME).children == board.summarize(state)[0]
     assert _component(page, ids.SCENARIO).data == _component(page, ids.READY).data == state
@@ -631,6 +635,9 @@ def test_a_warm_servers_first_page_holds_the_opening_run(board):
     edited = _state(board, {"cluster.n_gpus": 8192})
     assert board.open_base(ids.URL, "", None, None, None, edited)[0] == {"preset": REFERENCE}
     # a link with a query (its referrer), or no referrer, gets the page that asks for it all
+    for query in ("?cluster.n_gpus=8192", "?tab=grid", "?preset=llama3-405b-8k-h100"):
+        with app.server.test_request_context(headers={"Referer": f"http://127.0.0.1/{query}"}):
+            assert board.first_page() is board._plain_page
     for headers in ({"Referer": "http://127.0.0.1:8050/?cluster.n_gpus=8192"}, {}):
         with app.server.test_request_context(headers=headers):
             plain = board.first_page()

@@ -31,6 +31,7 @@ from powermodel.webapp.cache import (
     Entry,
 )
 from powermodel.webapp.controls import (
+    opens,
     page_values,
     shown_values,
 )
@@ -162,10 +163,11 @@ class RunSummary(Board):
         open view is asked for at once, not after three round trips (the base from the link,
         the state of the boxes, the summary); else, and for a link that asks for anything but
         the opening preset as it is (its query, which the page's request for its layout
-        carries as its referrer), the page that asks for them."""
+        carries as its referrer: :func:`~powermodel.webapp.controls.opens`), the page that
+        asks for them."""
         link = flask.request.referrer if flask.has_request_context() else None
         opening = self._opening
-        if opening is None or link is None or urlsplit(link).query:
+        if opening is None or link is None or not opens(urlsplit(link).query, self.preset):
             return self._plain_page
         try:
             return opening.result(timeout=FIRST_PAGE_WAIT) or self._plain_page

@@ -398,7 +398,7 @@ def _grid(
         note = [f"{grouped}; ", html.A("every violation as CSV", href=link)] if len(table) else []
     swing = figures.five_second_swing(entry.ds)  # drawn in both figures, computed once
     return {
-        "figure": figures.grid_figure(entry.ds, results, swing),
+        "figure": figures.grid_figure(entry.ds, results, swing, grouped_events),
         "ramps": figures.ramp_figure(entry.ds, swing=swing),
         "spectrum": figures.spectrum_figure(entry.ds, [r.rule for r in results]),
         "compliance": tables.compliance_rows(results)

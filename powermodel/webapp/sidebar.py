@@ -40,6 +40,7 @@ from powermodel.webapp.controls import (
     base_scenario,
     changes,
     from_query,
+    opens,
     options,
     out_of_range,
     overrides,
@@ -482,16 +483,10 @@ BASE_FIRED = "base"  # in ``fired``: the base changed (page load, preset, upload
 
 def _opening_link(search: str | None, preset: str, shown: Any) -> bool:
     """Whether a page's state (``shown``) is ``preset`` as it is, and its link asks for
-    nothing else: no other preset, no box changed, no tab, no uploaded scenario."""
+    nothing else (:func:`~powermodel.webapp.controls.opens`)."""
     if not isinstance(shown, dict) or shown.get("base") != {"preset": preset}:
         return False
-    if shown.get("changes") != {}:
-        return False
-    try:
-        link = from_query(search)
-    except (ScenarioError, ValueError):
-        return False
-    return not (link.changed or link.tab or link.upload) and link.preset in (None, preset)
+    return shown.get("changes") == {} and opens(search, preset)
 
 
 def _fired(triggered: Any) -> frozenset[str]:
