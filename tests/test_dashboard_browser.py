@@ -116,6 +116,33 @@ def test_page_loads_the_reference_with_a_clean_console(dash_duo):
     assert dash_duo.get_logs() == []
 
 
+def test_a_warm_servers_first_page_comes_with_its_run_and_edits_from_it(dash_duo):
+    # issue 30: a warm server's first page holds the opening run's summary and state
+    # (first_page), its power view is asked for at once; an edit then runs as on any page,
+    # and a link to another scenario is served the page that sets it
+    board = create_dashboard(overrides=ONE_DAY)
+    board.warm().result(timeout=120)
+    dash_duo.start_server(board.app)
+    expected, ds = _expected_summary(ONE_DAY)
+    dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", expected)
+    assert dash_duo.find_element(f"#{ids.SCENARIO_NAME}").text == REFERENCE
+    failures = metrics(ds)["unexpected_interruptions"]
+    dash_duo.wait_for_contains_text(f"{POWER} .legend", f"failure ({failures})")
+    slider = dash_duo.find_element(
+        f"{_selector(ids.control('workload.trough_depth'))} [role=slider]"
+    )
+    slider.send_keys(Keys.ARROW_RIGHT)
+    changed = {**ONE_DAY, "workload.trough_depth": 0.35}
+    expected, ds = _expected_summary(changed)
+    dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", expected)
+    _wait(dash_duo, lambda: min(_traces(dash_duo)[1]["y"]) == float(ds["it_power"].min()))
+    assert "workload.trough_depth=0.35" in dash_duo.driver.current_url
+    dash_duo.driver.get(f"{dash_duo.server_url}/?preset={REFERENCE}&cluster.n_gpus=8192")
+    expected, _ = _expected_summary({**ONE_DAY, "cluster.n_gpus": 8192})
+    dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", expected)
+    assert dash_duo.get_logs() == []
+
+
 def test_preset_and_slider_update_the_graphs(dash_duo):
     dash_duo.start_server(create_app(overrides=ONE_DAY))
     dash_duo.wait_for_text_to_equal(f"#{ids.SUMMARY}", _expected_summary(ONE_DAY)[0])

@@ -115,7 +115,7 @@ def _output(board, cid: object, prop: str) -> dict | list[dict]:
     fixed = {k: v for k, v in cid.items() if v != ["ALL"]}
     found = [
         c.id
-        for c in board.app.layout._traverse()
+        for c in board.app.get_layout()._traverse()
         if isinstance(getattr(c, "id", None), dict)
         and c.id.keys() == cid.keys()
         and all(c.id[k] == v for k, v in fixed.items())

@@ -600,6 +600,51 @@ def test_a_warm_server_has_the_opening_page_ready(board, monkeypatch):
     assert "metrics" in board.cache.get(board.scenario(state)).views
 
 
+def _component(page, cid):
+    return next(c for c in page._traverse() if getattr(c, "id", None) == cid)
+
+
+def test_a_warm_servers_first_page_holds_the_opening_run(board):
+    # issue 30: the first page took three round trips (the base, the state, the summary)
+    # before it showed its summary; a warm server's first page comes with them, the values
+    # being those the round trips give (the summary line of the run's own metrics)
+    app = dash.Dash(__name__)
+    app.layout = board.first_page
+    state = board.warm().result(timeout=120)
+    scenario = board.scenario(state)
+    line = summary(metrics(board.cache.get(scenario).ds), scenario.simulation.duration)
+    with app.server.test_request_context(headers={"Referer": "http://127.0.0.1:8050/"}):
+        page = board.first_page()
+    # the link the page writes for it (a reload) asks for the same
+    reload = {"Referer": f"http://127.0.0.1:8050/?preset={REFERENCE}"}
+    with app.server.test_request_context(headers=reload):
+        assert board.first_page() is page
+    assert _component(page, ids.SUMMARY).children == line
+    assert _component(page, ids.SCENARIO_NAME).children == board.summarize(state)[0]
+    assert _component(page, ids.SCENARIO).data == _component(page, ids.READY).data == state
+    values = controls.shown_values(board.base({"preset": REFERENCE}))
+    gpus = _component(page, ids.control("cluster.n_gpus"))
+    assert gpus.value == values["cluster.n_gpus"]
+    # its page load leaves it as it is; a link that asks for anything else is set as before
+    with pytest.raises(PreventUpdate):
+        board.open_base(ids.URL, "", None, None, None, state)
+    with pytest.raises(PreventUpdate):
+        board.open_base(None, f"?preset={REFERENCE}", None, None, None, state)
+    linked = board.open_base(ids.URL, "?cluster.n_gpus=8192", None, None, None, state)
+    assert linked[0] == {"preset": REFERENCE} and 8192 in linked[1]
+    edited = _state(board, {"cluster.n_gpus": 8192})
+    assert board.open_base(ids.URL, "", None, None, None, edited)[0] == {"preset": REFERENCE}
+    # a link with a query (its referrer), or no referrer, gets the page that asks for it all
+    for query in ("?cluster.n_gpus=8192", "?tab=grid", "?preset=llama3-405b-8k-h100"):
+        with app.server.test_request_context(headers={"Referer": f"http://127.0.0.1/{query}"}):
+            assert board.first_page() is board._plain_page
+    for headers in ({"Referer": "http://127.0.0.1:8050/?cluster.n_gpus=8192"}, {}):
+        with app.server.test_request_context(headers=headers):
+            plain = board.first_page()
+        assert _component(plain, ids.SUMMARY).children == ""
+        assert getattr(_component(plain, ids.SCENARIO), "data", None) is None
+
+
 def test_thermal_view_of_a_run_that_never_trains(board):
     # a 1-min run is all start-up: the view says so instead of failing on an empty profile
     state = _state(board, {"simulation.duration": "1min"})

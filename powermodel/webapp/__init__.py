@@ -14,7 +14,7 @@ import dash
 import flask
 
 from powermodel.scenario import load_scenario, parse_overrides
-from powermodel.webapp import design_panel, downloads, layout
+from powermodel.webapp import design_panel, downloads
 from powermodel.webapp.cache import DEFAULT_BYTES, SIMULATIONS, SimulationCache
 from powermodel.webapp.callbacks import Dashboard
 
@@ -37,10 +37,9 @@ def create_app(
     """The dashboard's Dash app, opening on a preset (:func:`create_dashboard`'s ``app``);
     ``warm``: simulate the opening scenario and build its views at once, in the background,
     so that the first page finds them (what ``app.py`` serves)."""
-    board = create_dashboard(scenario_name, overrides, cache_bytes, upload_limit, simulations)
-    if warm:
-        board.warm()
-    return board.app
+    return create_dashboard(
+        scenario_name, overrides, cache_bytes, upload_limit, simulations, warm
+    ).app
 
 
 def create_dashboard(
@@ -49,6 +48,7 @@ def create_dashboard(
     cache_bytes: int = DEFAULT_BYTES,
     upload_limit: int = UPLOAD_LIMIT,
     simulations: int = SIMULATIONS,
+    warm: bool = False,
 ) -> Dashboard:
     """The dashboard, opening on a preset: its callbacks (a :class:`Dashboard`), holding the
     Dash app they are registered on (``app``), the simulation cache they share with the
@@ -66,6 +66,9 @@ def create_dashboard(
         Largest scenario or weather file accepted. [B]
     simulations
         Simulations run at once; the others queue.
+    warm
+        Simulate the opening scenario at once, in the background (:meth:`Dashboard.warm`),
+        while the app is made and the server starts.
 
     The working folder (uploaded weather, downloads being written) is a temporary folder
     deleted with the dashboard (which the app's callbacks hold), and at the latest when the
@@ -77,6 +80,9 @@ def create_dashboard(
     load_scenario(scenario_name, defaults)  # a bad preset or override fails here, not in a page
     cache = SimulationCache(cache_bytes, simulations)
     workdir = tempfile.TemporaryDirectory(prefix="powermodel-dashboard-")
+    board = Dashboard(cache, scenario_name, defaults, workdir, upload_limit)
+    if warm:  # first: the run overlaps the making of the app
+        board.warm()
     app = dash.Dash(
         __name__,
         title="powermodel",
@@ -85,8 +91,10 @@ def create_dashboard(
     )
     # A request carries an upload base64-encoded (4/3 of it) with the rest of the callback.
     app.server.config["MAX_CONTENT_LENGTH"] = 2 * upload_limit + 1_000_000
-    app.layout = layout.page(scenario_name, upload_limit)
-    board = Dashboard(cache, scenario_name, defaults, workdir, upload_limit)
+    app.layout = board.first_page  # with the opening run once warm has it
+    # Dash would put the whole page in the index again to check callbacks against (a layout
+    # made per load may lack components): this one always has them all
+    app.validation_layout = None
     board.register(app)
     design_panel.register(app, board)
     downloads.register(app.server, cache, board.downloads, board.violations, board.uploads)

@@ -525,11 +525,16 @@ def _owner(array: np.ndarray) -> np.ndarray:
     return array
 
 
+PLAIN = (str, int, float, type(None))  # values that hold no array
+
+
 def _arrays_bytes(value: Any, counted: set[int], seen: set[int] | None = None) -> int:
     """Bytes of the arrays ``value`` holds (a Dataset's, a frame's columns, a figure's traces
     and full-resolution data, a dataclass's fields), each memory block once, an object array's
     objects too: blocks in ``counted`` (the input's) are not counted again, and the blocks
     found are added to it."""
+    if isinstance(value, PLAIN):  # a table row's cells
+        return 0
     seen = set() if seen is None else seen
     if id(value) in seen:
         return 0
@@ -551,9 +556,9 @@ def _arrays_bytes(value: Any, counted: set[int], seen: set[int] | None = None) -
         counted.add(id(owner))
         return owner.nbytes + (_objects_bytes(owner) if owner.dtype.kind == "O" else 0)
     if isinstance(value, dict):
-        return sum(_arrays_bytes(v, counted, seen) for v in value.values())
-    if isinstance(value, list | tuple):
-        return sum(_arrays_bytes(v, counted, seen) for v in value)
+        value = list(value.values())
+    if isinstance(value, list | tuple):  # a table's rows: their cells skipped at once
+        return sum(_arrays_bytes(v, counted, seen) for v in value if not isinstance(v, PLAIN))
     if isinstance(value, BaseFigure):  # the traces as sent, and plotly-resampler's full data
         return _arrays_bytes([value._data, getattr(value, "_hf_data", None)], counted, seen)
     return 0

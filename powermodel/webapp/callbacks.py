@@ -87,6 +87,7 @@ class Dashboard(Sidebar, RunSummary, RunViews, CampusViews, FitUpload, SweepUplo
         self.traces = folder / "traces"  # an uploaded trace, while it is read
         # one fit at a time (seconds of a core), so fits hold at most one of the heavy slots
         self._fitting = threading.BoundedSemaphore(1)
+        self._opening: Future | None = None  # with the opening run (warm, first_page)
         threading.Thread(target=self._prefetch_loop, name="prefetch", daemon=True).start()
 
     def register(self, app: dash.Dash) -> None:

@@ -621,3 +621,13 @@ def from_query(search: str | None) -> Link:
             f"{', '.join(presets())}"
         )
     return Link(**fields)
+
+
+def opens(search: str | None, preset: str) -> bool:
+    """Whether a URL query asks for ``preset`` as it is: no other preset, no box changed, no
+    tab, no uploaded scenario (the link the page writes for it, or none)."""
+    try:
+        link = from_query(search)
+    except (ScenarioError, ValueError):
+        return False
+    return not (link.changed or link.tab or link.upload) and link.preset in (None, preset)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import xarray as xr
 from plotly.subplots import make_subplots
@@ -216,10 +217,12 @@ def grid_figure(
     ds: xr.Dataset,
     results: Sequence[rules_mod.RuleResult] = (),
     swing: np.ndarray | None = None,
+    events: pd.DataFrame | None = None,
 ) -> FigureResampler:
     """P and Q at the connection and the rolling 5-s peak-to-peak of P (``swing``, computed
     here when not given); on the P row, the job's events and each rule's violations grouped
-    into events (:func:`violation_events`), marked at their start."""
+    into events (:func:`violation_events`: ``events``, those of every rule's violations,
+    grouped here when not given), marked at their start."""
     fig = resampler(3, row_heights=[0.5, 0.25, 0.25])
     times, dt = ds["time"].values, step_seconds(ds)
     p, q = ds["grid_power"].values, ds["grid_reactive_power"].values
@@ -246,7 +249,10 @@ def grid_figure(
     for i, result in enumerate(results, start=used):
         # one marker an event, as the table lists them (a week marked 12,936 violations)
         rule = result.rule
-        v = violation_events(result.violations.assign(rule=rule.name, unit=rule.unit))
+        if events is None:
+            v = violation_events(result.violations.assign(rule=rule.name, unit=rule.unit))
+        else:  # the events of one rule are grouped as that rule's alone
+            v = events[events["rule"].to_numpy() == rule.name]
         labels = [
             f"{rule.name}: {n} violation{'s' if n > 1 else ''}, worst {w:.3g} {rule.unit} ({c})"
             # plain arrays: iterating the table's columns element by element is ~20x slower

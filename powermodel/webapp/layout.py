@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import dash_ag_grid as dag
@@ -39,12 +40,25 @@ def summary(metrics: dict[str, Any], duration: float) -> str:
     return " · ".join(parts)
 
 
-def header() -> html.Header:
+@dataclass(frozen=True)
+class Opening:
+    """What the first page shows as it renders (the opening scenario's run, simulated as the
+    server started): every control's value by key, the page's base and state (the summary's
+    ready state too), the scenario's name and its summary line."""
+
+    values: dict[str, Any]
+    base: dict[str, Any]
+    state: dict[str, Any]
+    name: str
+    line: str
+
+
+def header(opening: Opening | None = None) -> html.Header:
     """Scenario name, headline numbers, progress, and the ways to take the scenario away."""
     return html.Header(
         [
-            html.H1("", id=ids.SCENARIO_NAME),
-            html.P("", id=ids.SUMMARY),
+            html.H1(opening.name if opening else "", id=ids.SCENARIO_NAME),
+            html.P(opening.line if opening else "", id=ids.SUMMARY),
             html.Span("", id=ids.STATUS, className="status", role="status"),
             html.Div(
                 [
@@ -59,12 +73,15 @@ def header() -> html.Header:
     )
 
 
-def _control(control: Control) -> html.Div:
+def _control(control: Control, values: dict[str, Any] | None = None) -> html.Div:
+    """A control's block; with ``values``, showing its value there."""
     cid = ids.control(control.key, control.prop)
+    shown = {control.prop: values[control.key]} if values else {}
     if control.kind == "dropdown":
-        field = dcc.Dropdown(id=cid, options=options(control.key), clearable=False)
+        field = dcc.Dropdown(id=cid, options=options(control.key), clearable=False, **shown)
     elif control.kind == "slider":
         field = dcc.Slider(
+            **shown,
             id=cid,
             min=control.low,
             max=control.high,
@@ -73,7 +90,7 @@ def _control(control: Control) -> html.Div:
             tooltip={"placement": "bottom", "always_visible": True},
         )
     elif control.kind == "date":
-        field = dcc.DatePickerSingle(id=cid, display_format="YYYY-MM-DD")
+        field = dcc.DatePickerSingle(id=cid, display_format="YYYY-MM-DD", **shown)
     else:
         # no min or max here: a browser sends None for a number outside them, and the server
         # (which checks every value) could then only say "not a number"
@@ -83,6 +100,7 @@ def _control(control: Control) -> html.Div:
             step=control.step if control.step else "any",
             debounce=True,
             placeholder=control.hint or ("empty: the preset's" if control.empty == BASE else None),
+            **shown,
         )
     label = f"{control.label} [{control.unit}]" if control.unit else control.label
     return html.Div(
@@ -102,8 +120,9 @@ def field_class(control: Control, refused: bool = False) -> str:
     return f"control control-{control.kind}" + (" invalid" if refused else "")
 
 
-def sidebar(preset: str, upload_limit: int) -> html.Aside:
-    """The scenario: preset, upload, every control by group, weather upload, messages."""
+def sidebar(preset: str, upload_limit: int, values: dict[str, Any] | None = None) -> html.Aside:
+    """The scenario: preset, upload, every control by group (showing ``values``, by key),
+    weather upload, messages."""
     mb = f"{upload_limit / 1e6:g} MB"
     weather_upload = dcc.Upload(
         html.Div(["upload weather (EPW, up to ", mb, ")"]),
@@ -115,7 +134,7 @@ def sidebar(preset: str, upload_limit: int) -> html.Aside:
         html.Details(
             [
                 html.Summary(title),
-                *(_control(c) for c in group),
+                *(_control(c, values) for c in group),
                 *([weather_upload] if any(c.key == "site.weather" for c in group) else []),
             ],
             open=True,
@@ -549,24 +568,30 @@ def compare_options(pinned: str | None) -> list[dict[str, str]]:
     return pinned_option + [{"label": f"preset: {p}", "value": p} for p in presets()]
 
 
-def page(preset: str, upload_limit: int) -> html.Div:
-    """The whole page: header, sidebar of controls, tabs of views."""
+OPENED = (ids.BASE, ids.SCENARIO, ids.READY, ids.SET_BOXES)  # the stores an opening fills
+
+
+def page(preset: str, upload_limit: int, opening: Opening | None = None) -> html.Div:
+    """The whole page: header, sidebar of controls, tabs of views; with ``opening``, showing
+    its scenario's boxes and summary and holding its base and state, so that the views follow
+    it at once (no round trip for the base, the state and the summary first)."""
+    held = {}
+    if opening:  # no box set by the user yet
+        boxes = {"base": opening.base, "keys": []}
+        held = dict(zip(OPENED, (opening.base, opening.state, opening.state, boxes), strict=True))
     return html.Div(
         [
             dcc.Location(id=ids.URL, refresh=False),
             dcc.Interval(id=ids.POLL, interval=1000, disabled=True),
-            dcc.Store(id=ids.BASE),
-            dcc.Store(id=ids.SCENARIO),
-            dcc.Store(id=ids.READY),
-            dcc.Store(id=ids.SET_BOXES),
+            *(dcc.Store(id=i, **({"data": held[i]} if held else {})) for i in OPENED),
             dcc.Store(id=ids.COMPARE),
             dcc.Store(id=ids.UPLOADED_WEATHER, data={}),
             dcc.Store(id=ids.FIT),
             dcc.Store(id=ids.SWEEP),
-            header(),
+            header(opening),
             html.Div(
                 [
-                    sidebar(preset, upload_limit),
+                    sidebar(preset, upload_limit, opening.values if opening else None),
                     # why the open view could not be built (past its deadline, over the bound)
                     html.Main(
                         [

@@ -243,13 +243,16 @@ def mark_level(top: float, row: int) -> float:
     return top * (1.03 + 0.035 * row)
 
 
-def empty_figure(message: str) -> go.Figure:
+def empty_figure(message: str) -> dict[str, Any]:
     """A view with nothing to draw yet: no axes, and what to do instead, in their place (in
-    lines of at most 90 characters: an annotation does not wrap)."""
+    lines of at most 90 characters: an annotation does not wrap). The figure as Dash sends
+    it, not a ``go.Figure``: the page's layout holds four, and the first ``go.Figure`` of a
+    process loads plotly's validators (0.5 s), which the server's start need not wait for."""
     hidden = {"visible": False}
     lines = textwrap.wrap(message, 90)
-    return go.Figure(
-        layout={
+    return {
+        "data": [],
+        "layout": {
             "xaxis": hidden,
             "yaxis": hidden,
             "plot_bgcolor": "rgba(0,0,0,0)",
@@ -264,5 +267,5 @@ def empty_figure(message: str) -> go.Figure:
                     "font": {"size": 15, "color": "#555"},
                 }
             ],
-        }
-    )
+        },
+    }

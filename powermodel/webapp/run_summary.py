@@ -9,12 +9,16 @@ scenario as the server starts.
 
 from __future__ import annotations
 
+import functools
 import threading
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as NotYet
 from typing import Any
+from urllib.parse import urlsplit
 
 import dash
-from dash import Input, Output, State, no_update
+import flask
+from dash import Input, Output, State, html, no_update
 from dash.exceptions import PreventUpdate
 
 from powermodel.analysis import metrics
@@ -22,15 +26,16 @@ from powermodel.errors import PowerModelError
 from powermodel.scenario import (
     shorten,
 )
-from powermodel.webapp import ids
+from powermodel.webapp import ids, layout
 from powermodel.webapp.cache import (
     Entry,
 )
 from powermodel.webapp.controls import (
+    opens,
     page_values,
     shown_values,
 )
-from powermodel.webapp.layout import summary
+from powermodel.webapp.layout import Opening, summary
 from powermodel.webapp.plumbing import (
     SIMULATING,
     Board,
@@ -41,11 +46,23 @@ from powermodel.webapp.plumbing import (
 PREFETCHED = ("power", "thermal", "grid")  # views built ahead of a tab change (the mitigation
 # view is not: it would simulate the run without its mitigations for every scenario seen)
 PREFETCH_KEPT = 4  # scenarios waiting for their views to be built ahead: the latest
+# s a first page waits for the opening run being simulated as the server starts, before it is
+# served without it (its summary then follows as on any page): 7 days at 1 s take 0.9 s
+FIRST_PAGE_WAIT = 3.0
 
 
 class RunSummary(Board):
     """The summary line, where the page's run stands in the queue, the run of a ready state
-    (:meth:`entry`), its metrics, and the views built ahead of a tab change."""
+    (:meth:`entry`), its metrics, the views built ahead of a tab change, and the first page
+    (:meth:`first_page`)."""
+
+    preset: str
+    _opening: Future | None  # the first page with the opening run, once :meth:`warm` has it
+
+    @functools.cached_property
+    def _plain_page(self) -> html.Div:
+        """The page with no run in it, made once (after :meth:`warm` has started)."""
+        return layout.page(self.preset, self.upload_limit)
 
     def entry(self, state: Any) -> Entry:
         """The simulated scenario of a ready state (the summary has simulated it); a scenario
@@ -111,21 +128,51 @@ class RunSummary(Board):
     def warm(self) -> Future:
         """Simulate the opening scenario and measure it on a thread of its own, as a server
         starts: the first page (the preset with the app's period, as the page asks for it)
-        finds its summary's run ready, and builds its views ahead as any page does. (Building
-        them here too would hold the two cores while the first summary waits.)"""
+        finds its summary's run ready, and builds its views ahead as any page does. Its result
+        is the opening page's state. The first page is served with it (:meth:`first_page`)
+        once it is measured, and asks for the power view at once: that one is built here next
+        (the others would hold the two cores while the first page loads)."""
         done: Future = Future()
+        opening: Future = Future()
         base = {"preset": self.preset}
-        state, _ = self.assemble(base, *page_values(shown_values(self.base(base))))
+        scenario = self.base(base)
+        values = shown_values(scenario, self.weather)
+        state, _ = self.assemble(base, *page_values(values))
 
         def run() -> None:
             try:
-                self.metrics(self.cache.get(self.scenario(state)))
-            except Exception:  # the page's own summary meets it and says why
-                pass
+                line = summary(
+                    self.metrics(self.cache.get(self.scenario(state))), scenario.simulation.duration
+                )
+                opened = Opening(values, base, state, header_name(scenario, state), line)
+                opening.set_result(layout.page(self.preset, self.upload_limit, opened))
+                self.view("power", state)  # which that page asks for first
+            except Exception:  # the page's own summary (or view) meets it and says why
+                if not opening.done():
+                    opening.set_result(None)
             done.set_result(state)
 
+        self._opening = opening
         threading.Thread(target=run, name="warm", daemon=True).start()
         return done
+
+    def first_page(self) -> html.Div:
+        """The page a browser loads (the app's layout, made for each load): once :meth:`warm`
+        has the opening run (waiting for it up to :data:`FIRST_PAGE_WAIT`), with its boxes,
+        summary and ready state in it, so that the summary shows as the page renders and the
+        open view is asked for at once, not after three round trips (the base from the link,
+        the state of the boxes, the summary); else, and for a link that asks for anything but
+        the opening preset as it is (its query, which the page's request for its layout
+        carries as its referrer: :func:`~powermodel.webapp.controls.opens`), the page that
+        asks for them."""
+        link = flask.request.referrer if flask.has_request_context() else None
+        opening = self._opening
+        if opening is None or link is None or not opens(urlsplit(link).query, self.preset):
+            return self._plain_page
+        try:
+            return opening.result(timeout=FIRST_PAGE_WAIT) or self._plain_page
+        except NotYet:
+            return self._plain_page
 
     def _prefetch_loop(self) -> None:
         while True:
@@ -148,6 +195,8 @@ class RunSummary(Board):
             Input(ids.SCENARIO, "data"),
             # while the summary waits, the page polls where its run stands in the queue
             running=[SIMULATING, (Output(ids.POLL, "disabled"), False, True)],
+            # the first page holds its summary (first_page), or has no state yet
+            prevent_initial_call=True,
         )(self.summarized)
         app.callback(
             Output(ids.STATUS, "children", allow_duplicate=True),

@@ -381,8 +381,9 @@ def _grid(
     entry: Entry, results: list[rules.RuleResult], refused: list[rules.Refusal], key: str
 ) -> dict[str, Any]:
     table = rules.violations_table([results])
-    shown = tables.violation_rows(table, VIOLATION_ROWS)
-    events = len(tables.violation_events(table))
+    grouped_events = tables.violation_events(table)  # grouped once: counted, then listed
+    shown = tables.violation_rows(grouped_events, VIOLATION_ROWS)
+    events = len(grouped_events)
     link = downloads.href(key, downloads.VIOLATIONS, None, tuple(r.rule.name for r in results))
     grouped = (
         f"{len(table):,} violations in {events:,} events (those of one rule and cause within "
@@ -397,7 +398,7 @@ def _grid(
         note = [f"{grouped}; ", html.A("every violation as CSV", href=link)] if len(table) else []
     swing = figures.five_second_swing(entry.ds)  # drawn in both figures, computed once
     return {
-        "figure": figures.grid_figure(entry.ds, results, swing),
+        "figure": figures.grid_figure(entry.ds, results, swing, grouped_events),
         "ramps": figures.ramp_figure(entry.ds, swing=swing),
         "spectrum": figures.spectrum_figure(entry.ds, [r.rule for r in results]),
         "compliance": tables.compliance_rows(results)

@@ -40,6 +40,7 @@ from powermodel.webapp.controls import (
     base_scenario,
     changes,
     from_query,
+    opens,
     options,
     out_of_range,
     overrides,
@@ -131,10 +132,16 @@ class Sidebar(Board):
         preset: str | None,
         contents: str | None,
         filename: str | None,
+        shown: Any = None,
     ) -> tuple:
         """The set-base callback: :meth:`set_base`'s answer, and the record of the boxes the
         user has set on the new base: a link's keys (its value equal to the base's too, so that
-        the link runs as it was made), none for a preset chosen or an upload."""
+        the link runs as it was made), none for a preset chosen or an upload. A page load that
+        finds its page showing the opening preset as it is (``shown``, its state: a first page
+        made with the opening run, :meth:`~powermodel.webapp.run_summary.RunSummary.first_page`)
+        and a link that asks for nothing else leaves it as it is."""
+        if trigger in (None, ids.URL) and _opening_link(search, self.preset, shown):
+            raise PreventUpdate
         answer = self.set_base(trigger, search, preset, contents, filename)
         base = answer[0]
         if base is no_update:
@@ -404,6 +411,7 @@ class Sidebar(Board):
             Input(ids.PRESET, "value"),
             Input(ids.UPLOAD_SCENARIO, "contents"),
             State(ids.UPLOAD_SCENARIO, "filename"),
+            State(ids.SCENARIO, "data"),
         )(lambda *a: self.open_base(ctx.triggered_id, *a))
         app.callback(
             Output(ids.SCENARIO, "data"),
@@ -471,6 +479,14 @@ FIELD_KEYS = {c.key.replace(".", "-"): c.key for c in CONTROLS}  # a control's i
 
 
 BASE_FIRED = "base"  # in ``fired``: the base changed (page load, preset, upload, fit loaded)
+
+
+def _opening_link(search: str | None, preset: str, shown: Any) -> bool:
+    """Whether a page's state (``shown``) is ``preset`` as it is, and its link asks for
+    nothing else (:func:`~powermodel.webapp.controls.opens`)."""
+    if not isinstance(shown, dict) or shown.get("base") != {"preset": preset}:
+        return False
+    return shown.get("changes") == {} and opens(search, preset)
 
 
 def _fired(triggered: Any) -> frozenset[str]:

@@ -84,25 +84,26 @@ def violation_events(table: pd.DataFrame, gap: float = EVENT_GAP) -> pd.DataFram
     return out.sort_values(["start", "rule"], kind="stable").reset_index(drop=True)[columns]
 
 
-def violation_rows(table: pd.DataFrame, limit: int) -> list[dict[str, Any]]:
-    """Rows of a violations table grouped into events (:func:`violation_events`): all of
+def violation_rows(events: pd.DataFrame, limit: int) -> list[dict[str, Any]]:
+    """Rows of a table's violations grouped into events (:func:`violation_events`'s): all of
     them, or the ``limit`` largest where there are more, by start time. ``worst`` is a number
     (its unit beside it), so that the table sorts it as one."""
-    events = violation_events(table)
     if len(events) > limit:
         events = events.nlargest(limit, "worst").sort_values("start", kind="stable")
     when = "%Y-%m-%d %H:%M:%S"
-    return pd.DataFrame(
-        {
-            "rule": events["rule"].to_numpy(),
-            "start": pd.to_datetime(events["start"]).dt.strftime(when).to_numpy(),
-            "end": pd.to_datetime(events["end"]).dt.strftime(when).to_numpy(),
-            "violations": events["violations"].astype(int).to_numpy(),
-            "worst": [float(f"{w:.4g}") for w in events["worst"]],
-            "unit": events["unit"].to_numpy(),
-            "cause": events["cause"].to_numpy(),
-        }
-    ).to_dict("records")
+    columns = {
+        "rule": events["rule"].to_numpy(),
+        "start": pd.to_datetime(events["start"]).dt.strftime(when).to_numpy(),
+        "end": pd.to_datetime(events["end"]).dt.strftime(when).to_numpy(),
+        "violations": events["violations"].to_numpy().astype(int),
+        "worst": [float(f"{w:.4g}") for w in events["worst"]],
+        "unit": events["unit"].to_numpy(),
+        "cause": events["cause"].to_numpy(),
+    }
+    # each column as Python values at once (numpy's tolist): a frame's to_dict("records")
+    # boxes them one by one, 0.5 s for the 7,000 events of a week
+    values = [v if isinstance(v, list) else v.tolist() for v in columns.values()]
+    return [dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)]
 
 
 # Headline numbers of a run as the comparison shows them: key, label, unit, format. A fraction
