@@ -344,7 +344,7 @@ def _compiled(kernel: Callable) -> Callable:
 def _decimal_text(values, digits, powers, data, offsets):  # pragma: no cover - compiled
     """The text of :func:`decimal_text` into ``data``, field ``i`` from ``offsets[i]``; returns
     the bytes used."""
-    pos, top, same, last = 0, 10**digits, np.empty(digits, np.uint8), np.nan
+    pos, top, digit, last = 0, 10**digits, np.empty(digits, np.uint8), np.nan
     for i in range(values.size):
         offsets[i] = pos
         x = np.float64(values[i])
@@ -379,7 +379,7 @@ def _decimal_text(values, digits, powers, data, offsets):  # pragma: no cover - 
         while n > 1 and m % 10 == 0:
             m, n = m // 10, n - 1
         for k in range(n - 1, -1, -1):
-            same[k], m = 48 + m % 10, m // 10
+            digit[k], m = 48 + m % 10, m // 10
         plain = -6 <= e < 10
         lead = e + 1 if plain and e >= 0 else 1  # digits before the point
         if plain and e < 0:
@@ -390,7 +390,7 @@ def _decimal_text(values, digits, powers, data, offsets):  # pragma: no cover - 
             if k == lead and not (plain and e < 0):
                 data[pos] = 46  # .
                 pos += 1
-            data[pos] = same[k]
+            data[pos] = digit[k]
             pos += 1
         if plain and e >= n:
             data[pos : pos + e + 1 - n] = 48  # 1230000
