@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import NamedTuple
@@ -31,15 +37,18 @@ __all__ = [
     "CSV_DIGITS",
     "csv_table",
     "DATASET_FILES",
+    "decimal_text",
     "DEFAULT_GRID",
     "export_tool",
     "FORMATS",
     "iso_times",
+    "parquet_writer",
     "profile_table",
     "significant",
     "Tool",
     "TOOLS",
     "write",
+    "writing",
 ]
 
 FORMATS = (".csv", ".parquet", ".nc")
@@ -52,23 +61,34 @@ def profile_table(ds: xr.Dataset, headers: bool = True) -> pa.Table:
     ``description``, ``cell_methods``) and the schema the Dataset's (``scenario``, ``dt``,
     ``site_timezone``, ...): Parquet keeps both. With ``headers`` the columns are named
     ``name [units]`` (:func:`powermodel.variables.header`), for CSV, which keeps no metadata.
-    ``job_state`` is written as state names.
+    ``job_state`` is written as state names. The columns are the Dataset's own arrays where
+    their types allow (numbers and times are not copied).
     """
-    time = pa.array(ds["time"].values.astype("datetime64[ns]")).cast(pa.timestamp("ns", tz="UTC"))
+    time = pa.array(ds["time"].values.astype("datetime64[ns]", copy=False))
+    time = time.cast(pa.timestamp("ns", tz="UTC"))
     fields, arrays = [pa.field("time", time.type, metadata=_metadata(ds["time"].attrs))], [time]
     for name, var in ds.data_vars.items():
         if var.dims != ("time",):
             continue
         if "flag_meanings" in var.attrs:
             names = np.array(var.attrs["flag_meanings"].split())
-            codes = np.searchsorted(var.attrs["flag_values"], var.values)
-            array = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int8()), names)
+            array = pa.DictionaryArray.from_arrays(_codes(var), names)
         else:
             array = pa.array(var.values)
         label = header(name, var.attrs.get("units")) if headers else name
         fields.append(pa.field(label, array.type, metadata=_metadata(var.attrs)))
         arrays.append(array)
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=_metadata(ds.attrs)))
+
+
+def _codes(var: xr.DataArray) -> pa.Array:
+    """A flag variable's values as indices into its ``flag_meanings`` (int8): the values
+    themselves where its ``flag_values`` count 0, 1, 2, ..."""
+    flags = np.asarray(var.attrs["flag_values"])
+    values = var.values
+    if values.dtype == np.int8 and np.array_equal(flags, np.arange(flags.size)):
+        return pa.array(values)
+    return pa.array(np.searchsorted(flags, values), pa.int8())
 
 
 def _metadata(attrs: dict) -> dict[str, str]:
@@ -138,27 +158,118 @@ def write(
     The file appears whole or not at all (:func:`powermodel.output.staged`): a write that fails
     or is interrupted leaves an earlier file of the name as it was.
     """
+    with writing(ds, path, resample, timezone) as written:
+        pass
+    return written
+
+
+@contextmanager
+def writing(
+    ds: xr.Dataset, path: str | Path, resample: str | None = None, timezone: str | None = None
+) -> Iterator[Path]:
+    """:func:`write` in a thread of its own while the block runs; yields the checked path.
+
+    A command has more to do once its run is simulated (metrics, tables, the summary): the
+    profile is written meanwhile, a row group (:data:`ROWS`) at a time, so that the command
+    takes about the longer of the two, not their sum (NetCDF is written after the block, in
+    the calling thread). The file is in place, whole, when the block ends, or absent: a write
+    that fails raises its error there; a block that raises (a Ctrl-C among them) stops the
+    writer at its next chunk, waits for it, and removes its temporary file.
+    """
     path = check_path(path)
     check_timezone(timezone, path)
     if resample is not None:
         ds = coarsen(ds, resample)
     with staged(path) as temporary:
-        _profile_file(ds, temporary, path.suffix, timezone)
-    return path
+        if path.suffix == ".nc":
+            yield path
+            netcdf(ds, temporary)
+            return
+        writer = _Writer(ds, pa.OSFile(str(temporary), "wb"), path.suffix, timezone)
+        writer.start()
+        try:
+            yield path
+        except BaseException:
+            writer.finish(stopped=True)
+            raise
+        writer.finish()
 
 
-def _profile_file(ds: xr.Dataset, path: Path, suffix: str, timezone: str | None) -> None:
-    """The profile to the file at ``path`` in the format ``suffix`` names (``path`` may be a
-    temporary name)."""
-    if suffix == ".nc":
-        netcdf(ds, path)
-    elif suffix == ".parquet":
-        pq.write_table(profile_table(ds, headers=False), path)
+# Rows a profile is written at a time: a Parquet row group (pyarrow's default length, so an
+# in-memory run's file keeps the row groups it had), or a part of a CSV's text (its fields take
+# about 200 B a row while it is written)
+ROWS = {".parquet": 1 << 20, ".csv": 1 << 18}
+
+
+class _Writer(threading.Thread):
+    """A profile written chunk by chunk into an open file, in a thread of its own."""
+
+    def __init__(self, ds: xr.Dataset, sink: pa.NativeFile, suffix: str, timezone: str | None):
+        super().__init__(name="powermodel-writer", daemon=True)
+        self.ds, self.sink, self.suffix, self.timezone = ds, sink, suffix, timezone
+        self.stop, self.error = threading.Event(), None
+
+    def run(self) -> None:
+        writer = None
+        try:
+            n, rows = self.ds.sizes["time"], ROWS[self.suffix]
+            for lo in range(0, max(n, 1), rows):
+                if self.stop.is_set():
+                    return
+                part = self.ds.isel(time=slice(lo, lo + rows))
+                writer = _append(writer, part, self.sink, self.suffix, self.timezone)
+            writer, done = None, writer
+            done.close()
+            self.sink.close()
+        except BaseException as exc:  # raised in the caller's thread (finish)
+            self.error = exc
+        finally:  # stopped or failed: closed all the same, the file is removed
+            with suppress(Exception):
+                if writer is not None:
+                    writer.close()
+                self.sink.close()
+
+    def finish(self, stopped: bool = False) -> None:
+        """Wait for the writer to end, raising its error if it had one; ``stopped``: at its
+        next chunk, its error dropped (the caller's block raised its own)."""
+        if stopped:
+            self.stop.set()
+        self.join()
+        if self.error is not None and not stopped:
+            raise self.error
+
+
+def parquet_writer(sink: str | Path | pa.NativeFile, schema: pa.Schema) -> pq.ParquetWriter:
+    """A Parquet writer of profile tables (:func:`profile_table`) with the encodings their
+    columns suit: dictionaries only for the state names (a float column's values are mostly
+    distinct, and its dictionary was built only to be dropped), Snappy, statistics kept."""
+    names = [field.name for field in schema if pa.types.is_dictionary(field.type)]
+    return pq.ParquetWriter(sink, schema, use_dictionary=names)
+
+
+def _append(
+    writer: pq.ParquetWriter | pacsv.CSVWriter | None,
+    ds: xr.Dataset,
+    sink: Path | pa.NativeFile,
+    suffix: str,
+    timezone: str | None,
+) -> pq.ParquetWriter | pacsv.CSVWriter:
+    """Append a chunk's Dataset ``ds`` to ``sink`` (a temporary file) in the format ``suffix``
+    names, opening the writer at the first."""
+    if suffix == ".parquet":
+        table = profile_table(ds, headers=False)
+        writer = writer or parquet_writer(sink, table.schema)
     else:
-        pacsv.write_csv(csv_table(ds, timezone), path, CSV_OPTIONS)
+        table = csv_table(ds, timezone)
+        writer = writer or pacsv.CSVWriter(sink, table.schema, write_options=CSV_OPTIONS)
+    writer.write_table(table)
+    return writer
 
 
-CSV_OPTIONS = pacsv.WriteOptions(quoting_style="needed")
+# csv_table gives every field's text, numbers' too (pyarrow's own formatting of a double is
+# the slower half of a CSV, and its text rounded first): each is written as it is, unquoted (a
+# text with a comma, a quote or a line break is refused), the header's names quoted
+CSV_OPTIONS = pacsv.WriteOptions(quoting_style="none")
 # What a CSV value keeps: 7 significant digits, a part in ten million of the value (grid power
 # of a 16 MW site to 10 W, of an 8-GPU node to a milliwatt; a voltage to 1e-6 pu; a temperature
 # to 0.0001 K), finer than anything the model resolves, and half the file of all 17.
@@ -166,23 +277,133 @@ CSV_DIGITS = 7
 
 
 def csv_table(ds: xr.Dataset, timezone: str | None = None) -> pa.Table:
-    """The profile as CSV holds it: :func:`profile_table` with headers, ``time`` as ISO 8601
-    UTC (:func:`iso_times`), each float to :data:`CSV_DIGITS` significant digits, and with a
-    ``timezone`` (an IANA name) the local time beside it as spreadsheets read it
-    (``2024-06-30 20:00:00``, no offset: the UTC column says which of a repeated hour)."""
+    """The profile as CSV holds it, each column the text of its fields: :func:`profile_table`
+    with headers, ``time`` as ISO 8601 UTC (:func:`iso_times`), each float to
+    :data:`CSV_DIGITS` significant digits (:func:`decimal_text`), and with a ``timezone`` (an
+    IANA name) the local time beside it as spreadsheets read it (``2024-06-30 20:00:00``, no
+    offset: the UTC column says which of a repeated hour). Written with :data:`CSV_OPTIONS`."""
     table = profile_table(ds)
     utc = table["time"]
     table = table.set_column(0, "time", iso_times(utc, step_seconds(ds)))
-    for i, field in enumerate(table.schema):
-        if pa.types.is_floating(field.type):
-            values = significant(table.column(i).to_numpy(), CSV_DIGITS)
-            table = table.set_column(i, field, pa.array(values, field.type))
+    floats = [i for i, field in enumerate(table.schema) if pa.types.is_floating(field.type)]
+    _compiled(_decimal_text)  # made here, once: numba then compiles it once for the threads
+    texts = _pool().map(lambda i: decimal_text(table.column(i).to_numpy(), CSV_DIGITS), floats)
+    for i, text in zip(floats, list(texts), strict=True):
+        table = table.set_column(i, table.schema.field(i).with_type(pa.string()), text)
     if timezone is not None:
         unit = "s" if step_seconds(ds).is_integer() else "ms"
         local = pc.cast(utc.cast(pa.timestamp(unit, tz="UTC")), pa.timestamp(unit, tz=timezone))
         text = pc.strftime(local, "%Y-%m-%d %H:%M:%S")  # with the fraction where ms
         table = table.add_column(1, f"local time ({timezone})", text)
     return table
+
+
+def decimal_text(values: np.ndarray, digits: int) -> pa.Array:
+    """Each value as text to ``digits`` significant digits: its nearest decimal of as many,
+    trailing zeros dropped, as pyarrow prints a double (``15.88123``, ``0.0001234568``,
+    ``1.234568e+12``, exponents from 10 and below -6; ``0``, ``-0``, ``nan``, ``inf``).
+
+    The text :func:`significant`'s doubles print as, where they hold the decimal (below 1e-16
+    they do not: ``10.0 ** d`` is inexact there, and this is still the decimal). One pass over
+    the values, compiled (numba), a run of equal values copying its first's text: a third of
+    the time of rounding, then pyarrow's cast of the doubles to text.
+    """
+    if not 1 <= digits <= 15:  # a double holds 15 decimal digits whatever its value
+        raise ValueError(f"decimal_text keeps 1 to 15 significant digits, not {digits}")
+    values = np.ascontiguousarray(values)
+    if values.dtype not in (np.float32, np.float64):
+        values = values.astype(np.float64)
+    n, width = values.size, digits + 9  # sign, "0.00000" or "e+308", the point
+    array, offset = (
+        (pa.StringArray, np.int32) if n * width < 2**31 else (pa.LargeStringArray, np.int64)
+    )
+    data, offsets = np.empty(n * width, np.uint8), np.empty(n + 1, offset)
+    used = _compiled(_decimal_text)(values, digits, _POWERS, data, offsets)
+    return array.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data[:used].copy()))
+
+
+_POWERS = np.array([10.0**k for k in range(309)])  # exact to 1e22, correctly rounded after
+
+
+@cache
+def _pool() -> ThreadPoolExecutor:
+    """Threads for a CSV's columns, one a core: their text is made without the GIL."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return ThreadPoolExecutor(cores or 1, thread_name_prefix="powermodel-csv")
+
+
+@cache
+def _compiled(kernel: Callable) -> Callable:
+    """``kernel`` compiled by numba at its first use (cached on disk), so that only a CSV's
+    writer imports numba."""
+    from numba import njit  # noqa: PLC0415 - a quarter of a second, for CSV only
+
+    return njit(cache=True, nogil=True)(kernel)
+
+
+def _decimal_text(values, digits, powers, data, offsets):  # pragma: no cover - compiled
+    """The text of :func:`decimal_text` into ``data``, field ``i`` from ``offsets[i]``; returns
+    the bytes used."""
+    pos, top, digit, last = 0, 10**digits, np.empty(digits, np.uint8), np.nan
+    for i in range(values.size):
+        offsets[i] = pos
+        x = np.float64(values[i])
+        if x == last and x != 0.0:  # the field before, again (not 0: -0 == 0)
+            start, size = offsets[i - 1], offsets[i] - offsets[i - 1]
+            data[pos : pos + size] = data[start : start + size]
+            pos += size
+            continue
+        last = x
+        if x < 0.0 or (x == 0.0 and math.copysign(1.0, x) < 0.0):
+            data[pos] = 45  # -
+            pos += 1
+            x = -x
+        if x == 0.0:
+            data[pos] = 48
+            pos += 1
+            continue
+        if x != x or x == np.inf:
+            for c in (110, 97, 110) if x != x else (105, 110, 102):  # nan, inf
+                data[pos] = c
+                pos += 1
+            continue
+        e = int(math.floor(math.log10(x)))
+        d = digits - 1 - e
+        if d > 300:  # a subnormal's decimals: 10 ** d alone is not a double
+            m = np.int64(np.rint(x * powers[300] * powers[d - 300]))
+        else:
+            m = np.int64(np.rint(x * powers[d] if d >= 0 else x / powers[-d]))
+        if m >= top:  # 9.9999999 to 10.00000
+            m, e = m // 10, e + 1
+        n = digits
+        while n > 1 and m % 10 == 0:
+            m, n = m // 10, n - 1
+        for k in range(n - 1, -1, -1):
+            digit[k], m = 48 + m % 10, m // 10
+        plain = -6 <= e < 10
+        lead = e + 1 if plain and e >= 0 else 1  # digits before the point
+        if plain and e < 0:
+            data[pos : pos + 1 - e] = 48  # 0.000
+            data[pos + 1] = 46
+            pos += 1 - e
+        for k in range(n):
+            if k == lead and not (plain and e < 0):
+                data[pos] = 46  # .
+                pos += 1
+            data[pos] = digit[k]
+            pos += 1
+        if plain and e >= n:
+            data[pos : pos + e + 1 - n] = 48  # 1230000
+            pos += e + 1 - n
+        if not plain:
+            data[pos], data[pos + 1] = 101, 43 if e > 0 else 45  # e+, e-
+            a = abs(e)
+            size = 1 if a < 10 else (2 if a < 100 else 3)
+            for k in range(size - 1, -1, -1):
+                data[pos + 2 + k], a = 48 + a % 10, a // 10
+            pos += 2 + size
+    offsets[values.size] = pos
+    return pos
 
 
 def significant(values: np.ndarray, digits: int) -> np.ndarray:
@@ -247,7 +468,7 @@ def export_tool(
         name = Path(TOOLS[tool].file)
         ds = ds if resample is None else coarsen(ds, resample)
         with staged_folder(directory) as stage:
-            _profile_file(ds, stage / name, name.suffix, None)
+            write(ds, stage / name)
         return [directory / name]
     for name in ("grid_power", "grid_reactive_power"):
         if name not in ds:

@@ -26,7 +26,14 @@ from powermodel.engine.preflight import BYTES_PER_STEP, available_memory, prefli
 from powermodel.engine.run import Run, job_totals, prepare, share_of
 from powermodel.engine.series import ORDER
 from powermodel.errors import PowerModelError, ScenarioError
-from powermodel.export import CSV_OPTIONS, check_path, check_timezone, csv_table, profile_table
+from powermodel.export import (
+    CSV_OPTIONS,
+    check_path,
+    check_timezone,
+    csv_table,
+    parquet_writer,
+    profile_table,
+)
 from powermodel.output import staged
 from powermodel.rules import Refusal, Rule, RuleResult, StreamedCheck, check_each
 from powermodel.scenario import Scenario, format_duration
@@ -210,7 +217,7 @@ def _write(
     (``path`` is the temporary file), opening the writer at the first."""
     if suffix == ".parquet":
         table = profile_table(ds, headers=False)
-        writer = writer or pq.ParquetWriter(path, table.schema)
+        writer = writer or parquet_writer(path, table.schema)
     else:
         table = csv_table(ds, timezone)
         writer = writer or pacsv.CSVWriter(path, table.schema, write_options=CSV_OPTIONS)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -45,18 +46,15 @@ def _run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     if args.part:
         ds = part(ds, **_part(args.part))
-    seen = _sensor_rows(ds, args.sensors)
-    _print_summary(_name_of(scenario, args.scenario), metrics(ds), ds.attrs, elapsed, seen)
-    for title, table in (("workloads", workloads(ds)), ("flexibility", flexibility(ds))):
-        if not table.empty:
-            print(f"\n{title}:\n{_table(table)}")
-    if "disturbance_time" in ds:
-        from powermodel import ride_through  # noqa: PLC0415 - only a disturbed run needs it
-
-        print("\ngrid disturbances (powermodel ride-through for each and the requirements):")
-        _print_ride_through(ride_through.summary(ds))
-    if args.output:
-        _wrote(export.write(ds, args.output, resample=args.resample, timezone=args.timezone))
+    written = (  # the file is written while the summary is made (export.writing)
+        export.writing(ds, args.output, resample=args.resample, timezone=args.timezone)
+        if args.output
+        else nullcontext()
+    )
+    with written as path:
+        _print_results(ds, _name_of(scenario, args.scenario), elapsed, args.sensors)
+    if path is not None:
+        _wrote(path)
     if args.sensitivity:
         table = sensitivity(scenario, progress=_running)
         print()
@@ -65,6 +63,20 @@ def _run(args: argparse.Namespace) -> int:
         for key, source in table[["key", "source"]].drop_duplicates().values[1:]:
             print(f"  {key}: {source}")
     return 0
+
+
+def _print_results(ds: Any, name: str, elapsed: float, sensors: list[str]) -> None:
+    """A run's summary, its workloads' and flexibility's tables, and its disturbances'."""
+    seen = _sensor_rows(ds, sensors)
+    _print_summary(name, metrics(ds), ds.attrs, elapsed, seen)
+    for title, table in (("workloads", workloads(ds)), ("flexibility", flexibility(ds))):
+        if not table.empty:
+            print(f"\n{title}:\n{_table(table)}")
+    if "disturbance_time" in ds:
+        from powermodel import ride_through  # noqa: PLC0415 - only a disturbed run needs it
+
+        print("\ngrid disturbances (powermodel ride-through for each and the requirements):")
+        _print_ride_through(ride_through.summary(ds))
 
 
 def _memory_budget(gigabytes: float | None) -> float | None:
