@@ -475,7 +475,8 @@ class Retained:
                 values = np.ascontiguousarray(columns[name])
                 self.dtypes.setdefault(name, values.dtype)
                 values.tofile(self.files[name])
-        kept = None if after is None else {n: v for n, v in after.items() if n in self.files}
+        # copied: the next sample is a view of the chunk's columns, which it would keep whole
+        kept = None if after is None else {n: v.copy() for n, v in after.items() if n in self.files}
         self.pieces.append((columns["time"].size, at, kept))
 
     def replay(self) -> Iterator[tuple[dict[str, np.ndarray], int, dict | None]]:
