@@ -65,7 +65,9 @@ for group in range(data.num_row_groups):  # a row group at a time: the file is l
         energy[name] += float(np.sum(table[name].to_numpy())) * scenario.simulation.dt / 3600
 size = {"rows": rows, "groups": data.num_row_groups, "bytes": path.stat().st_size}
 energy = {f"{k}_mwh": v for k, v in energy.items()}
-found = {"seconds": elapsed, "peak_gib": peak_gib, **size, **energy, "verdicts": verdicts}
+usage = resource.getrusage(resource.RUSAGE_SELF)
+found = {"seconds": elapsed, "cpu": usage.ru_utime + usage.ru_stime, "peak_gib": peak_gib}
+found |= {**size, **energy, "verdicts": verdicts}
 print(json.dumps(found))
 """
 
@@ -73,17 +75,19 @@ PYARROW = r"""
 import json, sys, time
 import pyarrow.parquet as pq
 data = pq.ParquetFile(sys.argv[1])
-writer, seconds = None, 0.0
+writer, seconds, cpu = None, 0.0, 0.0
 for group in range(data.num_row_groups):
     table = data.read_row_group(group)  # read back: not timed
-    start = time.perf_counter()
+    start, used = time.perf_counter(), time.process_time()
     writer = writer or pq.ParquetWriter(sys.argv[2], data.schema_arrow)  # the stream's options
     writer.write_table(table)
     seconds += time.perf_counter() - start
+    cpu += time.process_time() - used
     del table
-start = time.perf_counter()
+start, used = time.perf_counter(), time.process_time()
 writer.close()
-print(json.dumps({"seconds": seconds + time.perf_counter() - start}))
+seconds, cpu = seconds + time.perf_counter() - start, cpu + time.process_time() - used
+print(json.dumps({"seconds": seconds, "cpu": cpu}))
 """
 
 IN_MEMORY = r"""
@@ -136,6 +140,7 @@ def main() -> None:
     streamed = runs["rules"][-1]
     runs = {key: found for key, found in runs.items() if found}
     median = {key: statistics.median(r["seconds"] for r in found) for key, found in runs.items()}
+    cpu = {key: statistics.median(r["cpu"] for r in found) for key, found in runs.items()}
     print(
         f"{args.duration} at 100 ms streamed to Parquet ({streamed['rows']:,} rows, "
         f"{streamed['groups']} row groups, {streamed['bytes'] / 1e9:.2f} GB on disk), "
@@ -148,8 +153,9 @@ def main() -> None:
         peak = max(r["peak_gib"] for r in runs[key])
         rate = streamed["rows"] / median[key] / 1e6
         print(f"  streamed {label:38s} {median[key]:8.1f} s ({rate:.2f} M steps/s), ", end="")
-        print(f"peak {peak:.2f} GiB")
-    print(f"  pyarrow's write of the same file                {median['pyarrow']:8.1f} s")
+        print(f"CPU {cpu[key]:.1f} s, peak {peak:.2f} GiB")
+    print(f"  pyarrow's write of the same file                {median['pyarrow']:8.1f} s, ", end="")
+    print(f"CPU {cpu['pyarrow']:.1f} s")
     ratios = (
         ("rules / no rules   (<= 1.3)", "rules", "none"),
         ("rules / pyarrow    (<= 1.5)", "rules", "pyarrow"),
@@ -157,7 +163,8 @@ def main() -> None:
     )
     for label, top, bottom in ratios:
         if top in median and bottom in median:
-            print(f"  {label:30s} {median[top] / median[bottom]:6.2f}")
+            ratio, used = median[top] / median[bottom], cpu[top] / cpu[bottom]
+            print(f"  {label:30s} {ratio:6.2f}   (CPU time {used:.2f})")
     peak = max(r["peak_gib"] for key in ("rules", "none") for r in runs.get(key, []))
     print(f"  peak memory (<= 1.0 GiB)       {peak:6.2f} GiB")
     for name, target in (("gpu_power", 1e-6), ("it_power", 1e-6), ("grid_power", None)):
