@@ -217,7 +217,7 @@ class _Writer(threading.Thread):
                 if self.stop.is_set():
                     return
                 part = self.ds.isel(time=slice(lo, lo + rows))
-                writer = _append(writer, part, self.sink, self.suffix, self.timezone)
+                writer = append_chunk(writer, part, self.sink, self.suffix, self.timezone)
             writer, done = None, writer
             done.close()
             self.sink.close()
@@ -247,7 +247,7 @@ def parquet_writer(sink: str | Path | pa.NativeFile, schema: pa.Schema) -> pq.Pa
     return pq.ParquetWriter(sink, schema, use_dictionary=names)
 
 
-def _append(
+def append_chunk(
     writer: pq.ParquetWriter | pacsv.CSVWriter | None,
     ds: xr.Dataset,
     sink: Path | pa.NativeFile,
@@ -255,7 +255,8 @@ def _append(
     timezone: str | None,
 ) -> pq.ParquetWriter | pacsv.CSVWriter:
     """Append a chunk's Dataset ``ds`` to ``sink`` (a temporary file) in the format ``suffix``
-    names, opening the writer at the first."""
+    names, opening the writer at the first: a run written in row groups and a streamed run's
+    chunks alike."""
     if suffix == ".parquet":
         table = profile_table(ds, headers=False)
         writer = writer or parquet_writer(sink, table.schema)

@@ -1,23 +1,27 @@
 """Long runs streamed: simulated in time chunks, each written to the output file as it is made,
 so that a run far larger than memory (a year at 100 ms) never is held whole.
 
-The job timeline and the plant path are small even over a year (the plant steps a minute), so
-they are computed once for the whole run: a first pass renders the run chunk by chunk for the
-plant-step means the plant needs, then the plant path runs, then a second pass renders each
-chunk again and completes its electrical path. The file holds the same values as one written
-from :func:`powermodel.simulate.simulate` (``tests/test_stream.py``).
+Each chunk is rendered once (:class:`Course`): its plant-step means advance the plant path
+(causal: its lags carried from chunk to chunk), the chunk's electrical path is completed from
+it, and the one Dataset feeds every consumer: the file's writer (in a thread of its own), the
+metrics and each rule's statistics; what a rule may read again after the run (the running
+median's passes) is kept compactly on disk (:class:`Retained`), not rendered again. The file
+holds the same values as one written from :func:`powermodel.simulate.simulate`
+(``tests/test_stream.py``).
 """
 
 from __future__ import annotations
 
+import queue
+import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 import xarray as xr
 
 from powermodel.analysis import Pieces, StreamedMetrics, step_seconds
@@ -26,20 +30,23 @@ from powermodel.engine.preflight import BYTES_PER_STEP, available_memory, prefli
 from powermodel.engine.run import Run, job_totals, prepare, share_of
 from powermodel.engine.series import ORDER
 from powermodel.errors import PowerModelError, ScenarioError
-from powermodel.export import (
-    CSV_OPTIONS,
-    check_path,
-    check_timezone,
-    csv_table,
-    parquet_writer,
-    profile_table,
-)
+from powermodel.export import append_chunk, check_path, check_timezone
+from powermodel.models import plants
 from powermodel.output import staged
 from powermodel.rules import Refusal, Rule, RuleResult, StreamedCheck, check_each
 from powermodel.scenario import Scenario, format_duration
 from powermodel.simulate import memory_estimate, simulate
 
-__all__ = ["checked", "chunk_steps", "describe", "Measures", "STREAMED", "stream"]
+__all__ = [
+    "checked",
+    "chunk_steps",
+    "Course",
+    "describe",
+    "Measures",
+    "Retained",
+    "STREAMED",
+    "stream",
+]
 
 STREAMED = (".parquet", ".csv")  # formats written a chunk at a time
 # The most steps a chunk takes: about 0.7 GB of the run's peak per step (BYTES_PER_STEP), so
@@ -49,9 +56,10 @@ MIN_CHUNK_STEPS = 1 << 12
 
 
 def chunk_steps(budget: float) -> int:
-    """Steps a streamed run renders at a time within a memory ``budget`` [B]: half of it, at
-    the in-memory run's peak per step, within 4,096 and 2,097,152 steps."""
-    return int(np.clip(budget / 2 / BYTES_PER_STEP, MIN_CHUNK_STEPS, MAX_CHUNK_STEPS))
+    """Steps a streamed run renders at a time within a memory ``budget`` [B]: a quarter of it
+    at the in-memory run's peak per step (a chunk is made while the one before is written),
+    within 4,096 and 2,097,152 steps."""
+    return int(np.clip(budget / 4 / BYTES_PER_STEP, MIN_CHUNK_STEPS, MAX_CHUNK_STEPS))
 
 
 def stream(
@@ -76,15 +84,15 @@ def stream(
         :func:`powermodel.export.write` gives the whole Dataset. Its chunks go to a temporary
         file beside it, renamed to ``path`` after the last chunk and the writer's close
         (:func:`powermodel.output.staged`): a run that fails or is interrupted leaves no part
-        of itself under the name, and an earlier file of the name as it was.
+        of itself under the name, and an earlier file of the name as it was. A chunk is
+        encoded in a thread of its own while the next is computed.
     chunk
         Steps rendered at a time [1]; each chunk starts at a clock hour (hourly PUE).
     progress
-        Called with the number of steps each pass has just done (two passes: the run's steps
-        twice in all).
+        Called with the number of steps each chunk has just done (the run's steps in all).
     measures
         Given, the run's metrics and rule verdicts are accumulated as its chunks are made
-        (:class:`Measures`); a rule that needs the running median renders the run again.
+        (:class:`Measures`).
     timezone
         A CSV's local-time column, as :func:`powermodel.export.write`'s.
 
@@ -97,22 +105,111 @@ def stream(
     done = progress or (lambda steps: None)
     run = prepare(scenario, *preflight(scenario, memory=False))
     n = scenario.simulation.n_steps
-    plant, trained, nominal = _plant_pass(run, n, chunk, done)
-
-    def chunks() -> Iterator[xr.Dataset]:
-        for lo, hi in run.chunks(0, n, chunk):
-            part = run.profile(plant, run.render(lo, hi), lo)
-            yield run.dataset(plant, {name: part[name] for name in ORDER if name in part}, lo)
-
-    throughput = _write_chunks(chunks(), path, timezone, measures, n, done)
+    course = Course(run, n, chunk)
+    throughput = _write_chunks(course.chunks(), path, timezone, measures, n, done)
     if measures is not None:
-        realised = (
-            run.realised(np.zeros((3, 0))) if run.steps is None else share_of(trained, nominal)
-        )
+        plant = course.path
+        realised = run.realised(np.zeros((3, 0))) if run.steps is None else course.realised()
         # the in-memory run's totals (a streamed run meets no disturbance: sequential)
         totals = xr.Dataset(job_totals(run, plant, realised, np.array([throughput])))
-        measures.finish(totals, chunks)
+        measures.finish(totals)
     return path
+
+
+class Course:
+    """A run rendered once, chunk by chunk (:meth:`Run.chunks`), its plant path advancing with
+    it: each chunk's whole plant steps' means go through the plant path from the state the
+    steps before left its lags in (:class:`powermodel.models.plants.Lags`: the whole path's
+    values to the bit), and a chunk is completed into its profile once the path covers it (a
+    plant step cut by the chunk's end waits for the next chunk's first steps).
+
+    The job timeline and the plant path are small even over a year (the plant steps a
+    minute): :attr:`path` holds the whole run's, filled as the run advances.
+    """
+
+    def __init__(self, run: Run, n: int, chunk: int) -> None:
+        self.run, self.n, self.chunk = run, n, chunk
+        self.lags = plants.Lags()
+        self.path: PlantPath | None = None
+        self.known = 0  # plant steps whose path is known
+        self.tail = np.empty((run.tables.shape[0], 0))  # steps rendered past them
+        # the tokens over the run, trained and nominal, summed over ranges of whole plant
+        # steps of about ``chunk`` steps (as they always were: the same sums to the bit)
+        self.tokens = _Sums(max(chunk // run.k, 1) * run.k)
+
+    def chunks(self) -> Iterator[xr.Dataset]:
+        """The run's chunks, each rendered once and completed into its profile's Dataset."""
+        run, pending = self.run, []
+        for lo, hi in run.chunks(0, self.n, self.chunk):
+            means = run.render(lo, hi)
+            self.tokens.add(means)
+            self._advance(means)
+            pending.append((lo, means))
+            while pending and (pending[0][0] + pending[0][1].shape[1] <= self.known * run.k):
+                lo, means = pending.pop(0)
+                part = run.profile(self.path, means, lo)
+                yield run.dataset(
+                    self.path, {name: part[name] for name in ORDER if name in part}, lo
+                )
+
+    def realised(self) -> float:
+        """The share of the nominal token rate the run trained (:meth:`Run.realised`)."""
+        return share_of(*self.tokens.totals())
+
+    def _advance(self, means: np.ndarray) -> None:
+        """The plant path over the whole plant steps the rendered ``means`` (the steps after
+        :attr:`tail`) complete."""
+        run, k = self.run, self.run.k
+        joined = means if not self.tail.shape[1] else np.concatenate((self.tail, means), axis=1)
+        whole = joined.shape[1] // k * k
+        self.tail = joined[:, whole:].copy()
+        if not whole:
+            return
+        piece = run.plant(*run.plant_means(joined[:, :whole]), self.known, self.lags)
+        if self.path is None:  # the whole run's arrays, filled as the path advances
+            self.path = replace(
+                piece,
+                **{
+                    f.name: np.zeros(self.n // k, getattr(piece, f.name).dtype)
+                    for f in fields(piece)
+                    if isinstance(getattr(piece, f.name), np.ndarray)
+                },
+            )
+        for f in fields(piece):
+            if isinstance(getattr(piece, f.name), np.ndarray):
+                getattr(self.path, f.name)[self.known : self.known + whole // k] = getattr(
+                    piece, f.name
+                )
+        self.known += whole // k
+
+
+class _Sums:
+    """The tokens rendered (:meth:`Run.render`'s means: nominal, and trained under
+    variation), summed over ranges of ``size`` steps, the ranges' sums added."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.held = size, []
+        self.trained, self.nominal = 0.0, 0.0
+
+    def add(self, means: np.ndarray) -> None:
+        """Take the next rendered steps."""
+        rows = means[2:4]
+        self.held.append(rows)
+        while sum(r.shape[1] for r in self.held) >= self.size:
+            joined = self.held[0] if len(self.held) == 1 else np.concatenate(self.held, axis=1)
+            self._sum(joined[:, : self.size])
+            self.held = [joined[:, self.size :]]
+
+    def totals(self) -> tuple[np.ndarray, np.ndarray]:
+        """The tokens over the run, trained and nominal (one-element arrays)."""
+        if any(r.shape[1] for r in self.held):
+            self._sum(np.concatenate(self.held, axis=1))
+            self.held = []
+        return np.array([self.trained]), np.array([self.nominal])
+
+    def _sum(self, rows: np.ndarray) -> None:
+        self.trained += float(rows[1].sum()) if rows.shape[0] > 1 else 0.0
+        self.nominal += float(rows[0].sum())
 
 
 def _checked_target(
@@ -140,26 +237,6 @@ def _checked_target(
     return path
 
 
-def _plant_pass(
-    run: Run, n: int, chunk: int, done: Callable[[int], None]
-) -> tuple[PlantPath, np.ndarray, np.ndarray]:
-    """The first pass: the run of ``n`` steps rendered in whole plant steps of about ``chunk``
-    steps for the plant-step means the plant path needs, then the plant path; with the tokens
-    over the run, trained and nominal (one-element arrays)."""
-    k = run.k
-    plant_gpu, plant_heat = np.empty(n // k), np.empty(n // k)
-    trained, nominal = np.zeros(1), np.zeros(1)  # tokens over the run, trained and nominal
-    per_pass = max(chunk // k, 1) * k  # whole plant steps: each chunk's block means are whole
-    for lo in range(0, n, per_pass):
-        hi = min(lo + per_pass, n)
-        means = run.render(lo, hi)
-        plant_gpu[lo // k : hi // k], plant_heat[lo // k : hi // k] = run.plant_means(means)
-        done(hi - lo)
-        trained[0] += float(means[3].sum()) if means.shape[0] > 3 else 0.0
-        nominal[0] += float(means[2].sum())
-    return run.plant(plant_gpu, plant_heat), trained, nominal
-
-
 def _write_chunks(
     chunks: Iterable[xr.Dataset],
     path: Path | None,
@@ -168,24 +245,101 @@ def _write_chunks(
     size: int,
     done: Callable[[int], None],
 ) -> float:
-    """The second pass: each chunk appended to the file at ``path`` (through a temporary
-    file, renamed after the writer's close; None: nothing written) and fed to ``measures``
-    (``size``: the run's steps in all); the tokens of the run's ``throughput`` summed."""
+    """Each chunk appended to the file at ``path`` (through a temporary file, renamed after
+    the writer's close; None: nothing written) by a thread of its own (:class:`_Consumer`)
+    while the next chunk is made, and fed to ``measures`` (``size``: the run's steps in all);
+    the tokens of the run's ``throughput`` summed. (The measures are taken here: in a thread
+    of their own as well, 5 days at 100 ms took 1.1-1.5 times as long on two busy cores.)"""
     throughput = 0.0
-    with nullcontext() if path is None else staged(path) as temporary:
+    with nullcontext() if path is None else staged(path) as temporary, ExitStack() as stack:
         writer = None
-        try:
-            for ds in chunks:
-                if temporary is not None:
-                    writer = _write(writer, ds, temporary, path.suffix, timezone)
-                throughput += float(ds["throughput"].values.sum())
-                if measures is not None:
-                    measures.feed(ds, size)
-                done(ds.sizes["time"])
-        finally:
+        if temporary is not None:
+            file = _File(temporary, path.suffix, timezone)
+            writer = stack.enter_context(_Consumer(file.take, file.close))
+        for ds in chunks:
             if writer is not None:
-                writer.close()
+                writer.put(ds)
+            throughput += float(ds["throughput"].values.sum())
+            if measures is not None:
+                measures.feed(ds, size)
+            done(ds.sizes["time"])
     return throughput
+
+
+class _File:
+    """A file the chunks are appended to (:func:`powermodel.export.append_chunk`), opened at the
+    first."""
+
+    def __init__(self, path: Path, suffix: str, timezone: str | None) -> None:
+        self.args, self.writer = (path, suffix, timezone), None
+
+    def take(self, ds: xr.Dataset) -> None:
+        self.writer = append_chunk(self.writer, ds, *self.args)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+class _Consumer:
+    """The chunks taken in order (``take``, then ``close``) by a thread of its own: pyarrow's
+    encoding and compression release the GIL, so the file's writer works on a chunk while
+    the next is made. A chunk is handed over once the one before is taken
+    (the peak holds two chunks: the one taken and the one made); an error in the thread is
+    raised in the caller at the next chunk or at the end, and one in the caller stops the
+    taking (a staged file is then removed)."""
+
+    def __init__(
+        self, take: Callable[[xr.Dataset], None], close: Callable[[], None] = lambda: None
+    ) -> None:
+        self.take, self.close = take, close
+        self.queue: queue.Queue[xr.Dataset | None] = queue.Queue()
+        self.free = threading.Semaphore(1)  # released as each chunk is taken
+        self.error: BaseException | None = None
+        self.stopped = False
+        self.thread = threading.Thread(target=self._run, name="powermodel-chunks", daemon=True)
+
+    def __enter__(self) -> _Consumer:
+        self.thread.start()
+        return self
+
+    def put(self, ds: xr.Dataset) -> None:
+        """Hand over the next chunk's Dataset (waiting for the one before to be taken)."""
+        self.free.acquire()
+        self._raise()
+        self.queue.put(ds)
+
+    def __exit__(self, kind: type | None, exc: BaseException | None, tb: object) -> None:
+        self.stopped = exc is not None
+        self.queue.put(None)
+        self.thread.join()
+        if exc is None:
+            self._raise()
+
+    def _raise(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def _run(self) -> None:
+        try:
+            while True:
+                ds = self.queue.get()
+                if ds is None:
+                    break
+                if not self.stopped:
+                    self.take(ds)
+                ds = None  # not held while the next is waited for
+                self.free.release()
+        except BaseException as exc:  # raised in the caller; the queue is still drained
+            self.error = exc
+            self.free.release()
+            while self.queue.get() is not None:
+                self.free.release()
+        finally:
+            try:
+                self.close()
+            except BaseException as exc:
+                self.error = self.error or exc
 
 
 def checked(
@@ -204,25 +358,6 @@ def checked(
     measures = Measures(rule_list, registered_demand)
     stream(scenario, None, chunk_steps(budget), measures=measures)
     return measures.results, measures.refused
-
-
-def _write(
-    writer: pq.ParquetWriter | pacsv.CSVWriter | None,
-    ds: xr.Dataset,
-    path: Path,
-    suffix: str,
-    timezone: str | None,
-) -> pq.ParquetWriter | pacsv.CSVWriter:
-    """Append a chunk's Dataset ``ds`` to the file at ``path`` in the format ``suffix`` names
-    (``path`` is the temporary file), opening the writer at the first."""
-    if suffix == ".parquet":
-        table = profile_table(ds, headers=False)
-        writer = writer or parquet_writer(path, table.schema)
-    else:
-        table = csv_table(ds, timezone)
-        writer = writer or pacsv.CSVWriter(path, table.schema, write_options=CSV_OPTIONS)
-    writer.write_table(table)
-    return writer
 
 
 def describe(scenario: Scenario, budget: float) -> str:
@@ -254,6 +389,7 @@ class Measures:
         self.refused: list[Refusal] = []
         self.attrs: dict = {}  # the profile's attrs, as the in-memory run's Dataset has them
         self._started = False
+        self._retained: Retained | None = None
 
     def _start(self, ds: xr.Dataset, size: int) -> None:
         names = set(ds.data_vars)
@@ -264,6 +400,8 @@ class Measures:
         least = max(self._check.least(), self._metrics.least())
         self._names = tuple(dict.fromkeys(StreamedMetrics.NAMES + StreamedCheck.NAMES))
         self._pieces = Pieces(self._names, least)
+        replayed = self._check.replayed()
+        self._retained = Retained(replayed) if replayed else None
         self._started = True
 
     def feed(self, ds: xr.Dataset, size: int) -> None:
@@ -272,22 +410,72 @@ class Measures:
             self._start(ds, size)
         self._take(self._pieces.feed(ds))
 
-    def finish(self, totals: xr.Dataset, chunks: Callable[[], Iterable[xr.Dataset]]) -> None:
-        """Complete the measures: ``totals`` the run's scalars and events, ``chunks`` gives
-        the run's chunks again (for a rule that needs the running median)."""
+    def finish(self, totals: xr.Dataset) -> None:
+        """Complete the measures: ``totals`` the run's scalars and events."""
         self._take(self._pieces.finish())
         self.metrics = self._metrics.result(totals)
+        with self._retained or nullcontext():
+            self.results, self.refused = self._check.finish(self._replay)
 
-        def replay() -> Iterator[tuple]:
-            pieces = Pieces(self._names, self._pieces.least)
-            for ds in chunks():
-                yield from pieces.feed(ds)
-            yield from pieces.finish()
-
-        self.results, self.refused = self._check.finish(replay)
+    def _replay(self) -> Iterator[tuple[dict, int, dict | None]]:
+        """The run's pieces again, as the rules read them (for one that needs the running
+        median): from :class:`Retained`, not rendered again."""
+        if self._retained is None:
+            return iter(())
+        return self._retained.replay()
 
     def _take(self, pieces: Iterable[tuple[dict, int, dict | None]]) -> None:
         """Feed each piece to the metrics and to the rules, in order."""
         for piece in pieces:
             self._metrics.feed(*piece)
             self._check.feed(*piece)
+            if self._retained is not None:
+                self._retained.add(*piece)
+
+
+class Retained:
+    """The samples a streamed run's rules may read again after its last chunk (the running
+    median's pass and the measures held at it, :meth:`StreamedCheck.finish`): the columns
+    they read (``names``), each piece's as the run gave it, in files of a temporary folder
+    (float64 as the run has them: a year at 100 ms keeps 25 B a step, 7.9 GB, which memory
+    cannot hold), read back a piece at a time. Removed at the context's end."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        self.folder = tempfile.TemporaryDirectory(prefix="powermodel-retained-")
+        self.files = {n: open(Path(self.folder.name) / n, "wb") for n in names}  # noqa: SIM115
+        self.pieces: list[tuple[int, int, dict | None]] = []
+        self.dtypes: dict[str, np.dtype] = {}
+
+    def add(self, columns: dict[str, np.ndarray], at: int, after: dict | None) -> None:
+        """Keep a piece (:class:`powermodel.analysis.Pieces`'): its columns and the sample
+        after it."""
+        for name in self.names:
+            if name in columns:
+                values = np.ascontiguousarray(columns[name])
+                self.dtypes.setdefault(name, values.dtype)
+                values.tofile(self.files[name])
+        # copied: the next sample is a view of the chunk's columns, which it would keep whole
+        kept = None if after is None else {n: v.copy() for n, v in after.items() if n in self.files}
+        self.pieces.append((columns["time"].size, at, kept))
+
+    def replay(self) -> Iterator[tuple[dict[str, np.ndarray], int, dict | None]]:
+        """The pieces kept, in order, as :meth:`add` took them."""
+        for file in self.files.values():
+            file.flush()
+        readers = {n: open(self.files[n].name, "rb") for n in self.dtypes}  # noqa: SIM115
+        try:
+            for size, at, after in self.pieces:
+                columns = {n: np.fromfile(f, self.dtypes[n], size) for n, f in readers.items()}
+                yield columns, at, after
+        finally:
+            for reader in readers.values():
+                reader.close()
+
+    def __enter__(self) -> Retained:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for file in self.files.values():
+            file.close()
+        self.folder.cleanup()

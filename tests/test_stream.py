@@ -217,3 +217,106 @@ def test_a_check_over_its_budget_is_judged_streamed(two_days, tmp_path, monkeypa
         pd.testing.assert_frame_equal(mine.violations, theirs.violations)
         assert mine.by_cause == theirs.by_cause and mine.passed == theirs.passed
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+PLANTS = (
+    "meta-outside-air-evaporative",
+    "liquid-dry-cooler",
+    "liquid-tower",
+    "enterprise-chilled-water",
+    "modern-chilled-water",
+)
+CLOCK_EVENT = {
+    "name": "dr",
+    "start": "2024-07-01T06:00:00",
+    "duration": "3h",
+    "notice": "30min",
+    "lever": "clock",
+    "reduction": 0.25,
+}
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        *({"cooling.plant": plant} for plant in PLANTS),
+        {"mitigation.clock_lock": 0.85, "mitigation.power_cap": 550.0},
+        {"reliability.rate_scale": 0.0, "flexibility": [CLOCK_EVENT]},
+    ],
+    ids=[*PLANTS, "cap-lock", "flex-clock"],
+)
+def test_the_plant_path_advanced_in_parts_is_the_whole_paths(overrides):
+    # a streamed run advances the plant path chunk by chunk, each lag from the state the part
+    # before left it in (plants.Lags): every array identical to the whole run's path, for
+    # every plant type and with clock locks, over parts of odd lengths (1, 7, 122, 646 steps)
+    from dataclasses import fields
+
+    from powermodel.engine.preflight import preflight
+    from powermodel.engine.run import prepare, render_whole
+    from powermodel.models.plants import Lags
+
+    scenario = load_scenario(REFERENCE, {"simulation.duration": "1d", **overrides})
+    run = prepare(scenario, *preflight(scenario))
+    means, _ = render_whole(run)
+    whole = run.plant(*run.plant_means(means))
+    k, steps = run.k, means.shape[1] // run.k
+    cuts = [0, 1, 8, 130, 776, steps]
+    lags = Lags()
+    parts = [
+        run.plant(*run.plant_means(means[:, a * k : b * k]), a, lags)
+        for a, b in zip(cuts, cuts[1:], strict=False)
+    ]
+    for f in fields(whole):
+        kept = getattr(whole, f.name)
+        if isinstance(kept, np.ndarray):
+            joined = np.concatenate([getattr(p, f.name) for p in parts])
+            np.testing.assert_array_equal(joined, kept, err_msg=f.name)
+        else:
+            assert {getattr(p, f.name) for p in parts} == {kept}, f.name
+
+
+@pytest.mark.parametrize("rules", [True, False])
+def test_a_streamed_run_renders_each_step_once(tmp_path, monkeypatch, rules):
+    # issue 30: every chunk rendered once, with or without rules, also where the rules need
+    # the running median (a checkpoint among a violation's causes: its samples are read again
+    # from what the run kept, powermodel.stream.Retained, not rendered again)
+    from powermodel.engine.run import Run
+    from powermodel.rules import load_rules
+    from powermodel.rules import streamed as measured
+    from powermodel.stream import Measures
+
+    scenario = load_scenario(REFERENCE, {**TWO_DAYS, "workload.variation": {"step_cv": 0.05}})
+    rendered, medians = [], []
+    render, find = Run.render, measured._medians
+    monkeypatch.setattr(
+        Run, "render", lambda run, lo, hi: rendered.append((lo, hi)) or render(run, lo, hi)
+    )
+    monkeypatch.setattr(measured, "_medians", lambda *a: medians.append(a) or find(*a))
+    measures = Measures(load_rules(SHIPPED) if rules else [])
+    stream(scenario, tmp_path / "parts.parquet", chunk=10_007, measures=measures)
+    n = scenario.simulation.n_steps
+    assert len(rendered) == 16  # 48 h in 3-h chunks
+    assert [lo for lo, _ in rendered] == [0, *(hi for _, hi in rendered[:-1])]
+    assert rendered[-1][1] == n
+    assert len(medians) == rules  # the held path: the checkpoint's causes measured again
+    assert not [p for p in tmp_path.iterdir() if p.name != "parts.parquet"]
+
+
+def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
+    # the writer's thread fails at its third chunk: the error reaches the caller, and neither
+    # the file nor its staged part is left
+    from powermodel import stream as streamed
+
+    write, calls = streamed._write, []
+
+    def failing(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("encoder failed")
+        return write(*args)
+
+    monkeypatch.setattr(streamed, "_write", failing)
+    scenario = load_scenario(REFERENCE, TWO_DAYS)
+    with pytest.raises(RuntimeError, match="encoder failed"):
+        stream(scenario, tmp_path / "parts.parquet", chunk=10_000)
+    assert list(tmp_path.iterdir()) == []

@@ -113,7 +113,7 @@ def _stream(args: argparse.Namespace, scenario: Any, budget: float) -> int:
     from powermodel import stream
 
     print(f"powermodel: {stream.describe(scenario, budget)}", file=sys.stderr)
-    steps = 2 * scenario.simulation.n_steps  # two passes: the plant's means, then the profile
+    steps = scenario.simulation.n_steps  # each chunk rendered once
     bar = tqdm(total=steps, unit="step", unit_scale=True, delay=2.0, file=sys.stderr)
     measures = stream.Measures()  # the metrics accumulated chunk by chunk, as in memory
     started = time.perf_counter()

@@ -153,6 +153,7 @@ def plant_path(
     gpu_mean: np.ndarray,
     dt: float,
     design_heat: float,
+    lags: plants.Lags | None = None,
 ) -> PlantPath:
     """Weather → plant → inlet → die temperature → clocks, on the plant grid.
 
@@ -168,12 +169,23 @@ def plant_path(
         Plant step. [s]
     design_heat
         Peak IT power the plant is sized for. [W]
+    lags
+        The plant's and the dies' lags carried from the plant steps before ``times``
+        (:class:`plants.Lags`: a streamed run's path advances with its chunks); by default
+        none before.
     """
-    return job_path(scenario, site_plant(scenario, times, heat, dt, design_heat), gpu_mean, dt)
+    lags = lags or plants.Lags()
+    site = site_plant(scenario, times, heat, dt, design_heat, lags)
+    return job_path(scenario, site, gpu_mean, dt, lags)
 
 
 def site_plant(
-    scenario: Scenario, times: np.ndarray, heat: np.ndarray, dt: float, design_heat: float
+    scenario: Scenario,
+    times: np.ndarray,
+    heat: np.ndarray,
+    dt: float,
+    design_heat: float,
+    lags: plants.Lags | None = None,
 ) -> SitePlant:
     """The weather and the plant on the plant grid (:func:`plant_path`'s parameters)."""
     wx = hourly_weather(scenario)
@@ -184,19 +196,24 @@ def site_plant(
         weather.to_grid(wx.temp_dew, hours),
         weather.to_grid(wx.pressure, hours),
     )
-    return SitePlant(outdoor, run_plant(scenario, heat, outdoor, dt, design_heat))
+    return SitePlant(outdoor, run_plant(scenario, heat, outdoor, dt, design_heat, lags))
 
 
-def job_path(scenario: Scenario, site: SitePlant, gpu_mean: np.ndarray, dt: float) -> PlantPath:
+def job_path(
+    scenario: Scenario,
+    site: SitePlant,
+    gpu_mean: np.ndarray,
+    dt: float,
+    lags: plants.Lags | None = None,
+) -> PlantPath:
     """A job's servers on the site's plant: inlet → die temperature → clocks, leakage and
-    server fans (``gpu_mean``, ``dt`` as :func:`plant_path` takes them)."""
+    server fans (``gpu_mean``, ``dt``, ``lags`` as :func:`plant_path` takes them)."""
     outdoor, out = site.outdoor, site.out
     gpu, cl = scenario.gpu, scenario.cluster
     inlet = out.supply_temp + scenario.cooling.inlet_offset
     # One die state: inlet + R·(mean board power), through the die and heat sink's thermal mass.
-    die = plants.causal_lag(
-        thermal.steady_gpu_temperature(inlet, gpu_mean, gpu.thermal_resistance), dt, gpu.thermal_tau
-    )
+    steady = thermal.steady_gpu_temperature(inlet, gpu_mean, gpu.thermal_resistance)
+    die = (lags or plants.Lags())("die", steady, dt, gpu.thermal_tau)
     # The workload's step time and phase powers hold at the nominal inlet (fans at nominal speed)
     # and uncapped: clocks and leakage are relative to that die temperature.
     nominal_die = scenario.nominal_die()
@@ -297,10 +314,12 @@ def run_plant(
     outdoor: plants.Outdoor,
     dt: float,
     design_heat: float,
+    lags: plants.Lags | None = None,
 ) -> plants.PlantOutput:
-    """The scenario's cooling plant on the plant grid."""
+    """The scenario's cooling plant on the plant grid (``lags`` as :func:`plant_path` takes
+    them)."""
     model, record = PLANTS[scenario.cooling.type]
-    return model(heat, outdoor, plant_design(scenario, record, dt, design_heat))
+    return model(heat, outdoor, plant_design(scenario, record, dt, design_heat), lags)
 
 
 def plant_design(

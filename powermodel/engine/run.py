@@ -58,7 +58,7 @@ from powermodel.engine.waveform import (
     stop_ramps,
     with_trained,
 )
-from powermodel.models import events, render, thermal
+from powermodel.models import events, plants, render, thermal
 from powermodel.models.events import State
 from powermodel.scenario import Scenario
 from powermodel.scenario.campus import FlexEvent
@@ -180,28 +180,38 @@ class Run:
         ``lo``, as ``job_state`` stores it."""
         return self.state_at((np.arange(lo, lo + n) + 0.5) * self.dt).astype(np.int8)
 
-    def plant(self, per_gpu: np.ndarray, heat: np.ndarray) -> facility.PlantPath:
+    def plant(
+        self,
+        per_gpu: np.ndarray,
+        heat: np.ndarray,
+        first: int = 0,
+        lags: plants.Lags | None = None,
+    ) -> facility.PlantPath:
         """The plant path from the plant-step means of the rendered board power per GPU [W] and
         IT power [MW], at the middle of each plant step. Weather → plant → inlet → die
-        temperature → clocks, leakage and server fans."""
+        temperature → clocks, leakage and server fans. Given ``first``, the plant steps from
+        that one on, their lags carried in ``lags`` from the steps before (a streamed run's
+        path advancing with its chunks: the whole path's values)."""
         scenario, plant_dt = self.scenario, self.k * self.dt
-        start = datetimes(scenario.simulation.start, np.arange(heat.size) * self.k * self.dt)
+        steps = np.arange(first, first + heat.size)
+        start = datetimes(scenario.simulation.start, steps * self.k * self.dt)
         middle = start + timedelta_ns(plant_dt / 2.0)
         design = facility.design_it_power(scenario)
-        path = facility.plant_path(scenario, middle, heat * 1e6, per_gpu, plant_dt, design)
-        return self.locked(path)
+        path = facility.plant_path(scenario, middle, heat * 1e6, per_gpu, plant_dt, design, lags)
+        return self.locked(path, first)
 
-    def locked(self, path: facility.PlantPath) -> facility.PlantPath:
+    def locked(self, path: facility.PlantPath, first: int = 0) -> facility.PlantPath:
         """The plant path with each clock-lock event on the plant steps in it (by their
         middles): the step relative to the locked step its shapes already hold (longer only
         where the die throttles below the lock), and every phase's leakage following the die
         (off the cap). ``clock_factor`` stays the clock the heat allows: the lock is the
-        event's (``flex_setting``), not the weather's."""
+        event's (``flex_setting``), not the weather's. ``path`` holds the plant steps from
+        ``first`` on."""
         locks = [o for o in self.overlays if o.clock is not None]
         if not locks:
             return path
         scenario, gpu = self.scenario, self.scenario.gpu
-        middle = (np.arange(path.clock_factor.size) + 0.5) * self.k * self.dt
+        middle = (np.arange(first, first + path.clock_factor.size) + 0.5) * self.k * self.dt
         step, leak = path.step_factor.copy(), path.leak_extra.copy()
         share, nominal = scenario.compute_share, self.derived.nominal_die
         for o in locks:

@@ -28,7 +28,7 @@ from powermodel.models.cooling import (
     make_up_water,
     outside_air_fraction,
 )
-from powermodel.models.signal import first_order_lag
+from powermodel.models.signal import lag_filter, lag_pole
 from powermodel.models.weather import dew_point, humidity_ratio
 
 CURVE_CHW_RANGE = (4.4, 10.0)  # °C, leaving chilled water the EnergyPlus curves were fitted on
@@ -145,7 +145,7 @@ class ChilledWaterDesign(WaterSideDesign):
 
 
 def outside_air_evaporative(
-    heat: np.ndarray, outdoor: Outdoor, design: OutsideAirDesign
+    heat: np.ndarray, outdoor: Outdoor, design: OutsideAirDesign, lags: Lags | None = None
 ) -> PlantOutput:
     """Outside-air economizer with direct evaporative cooling and humidification, no chillers
     (Meta-style halls).
@@ -164,6 +164,8 @@ def outside_air_evaporative(
         point, and a relative humidity at the supply temperature); ``cycles_of_concentration``
         the blowdown of the wetted media; ``fan_fraction`` and ``pump_fraction`` are fan and
         pad-pump power at design.
+    lags
+        The lags carried from the plant steps before (:class:`Lags`); by default none before.
 
     Notes
     -----
@@ -175,11 +177,11 @@ def outside_air_evaporative(
     The water the pads evaporate and misting adds, with the bleed-off and the treatment's
     reject: :func:`evaporative_water`.
     """
-    d = design
-    seen = causal_lag(heat, d.dt, d.tau)
+    d, lag = design, lags or Lags()
+    seen = lag("seen", heat, d.dt, d.tau)
     wet, supply = _economizer_supply(outdoor, d)
     return PlantOutput(
-        supply_temp=causal_lag(supply, d.dt, d.tau),
+        supply_temp=lag("supply", supply, d.dt, d.tau),
         fan_power=fan_power(seen / d.design_heat, d.fan_fraction * d.design_heat, d.fan_min_speed),
         cooling_power=np.where(wet, d.pump_fraction * d.design_heat, 0.0),
         water_use=evaporative_water(seen, outdoor, supply, d),
@@ -321,17 +323,20 @@ def _supply_moisture(
     return np.maximum(padded, humidity_ratio(floor, pressure))
 
 
-def liquid(heat: np.ndarray, outdoor: Outdoor, design: LiquidDesign) -> PlantOutput:
+def liquid(
+    heat: np.ndarray, outdoor: Outdoor, design: LiquidDesign, lags: Lags | None = None
+) -> PlantOutput:
     """Warm-water liquid cooling: dry coolers or towers, trim chillers for the hot hours.
 
     The heat-rejection equipment delivers ``T_db + approach`` (dry cooler) or
     ``T_wb + approach`` (tower). Above the setpoint, trim chillers cool the loop the rest of the
     way: their load is the heat times the fraction of the loop range they must cover. What they
     cannot remove raises the coolant supply by ``unmet · loop_delta_t / heat``. ``heat`` is
-    the heat to remove, plant-step means [W]; ``outdoor`` and ``design`` carry their units.
+    the heat to remove, plant-step means [W]; ``outdoor`` and ``design`` carry their units;
+    ``lags`` as :func:`outside_air_evaporative` takes them.
     """
-    d = design
-    seen = causal_lag(heat, d.dt, d.tau)
+    d, lag = design, lags or Lags()
+    seen = lag("seen", heat, d.dt, d.tau)
     tower = d.heat_rejection == "tower"
     if tower:
         rejected = cooling_tower_leaving(outdoor.temp_wetbulb, d.rejection_approach)
@@ -340,31 +345,30 @@ def liquid(heat: np.ndarray, outdoor: Outdoor, design: LiquidDesign) -> PlantOut
         rejected = dry_cooler_leaving(outdoor.temp_air, d.rejection_approach)
         condenser = np.asarray(outdoor.temp_air, dtype=float)  # air-cooled trim chiller
     share = np.clip((rejected - d.supply_setpoint) / d.loop_delta_t, 0.0, 1.0)
-    return _water_side(
-        seen, seen * share, d.supply_setpoint, condenser, tower, d, pump_min_speed=1.0
-    )
+    return _water_side(seen, seen * share, d.supply_setpoint, condenser, tower, d, 1.0, lag)
 
 
-def chilled_water(heat: np.ndarray, outdoor: Outdoor, design: ChilledWaterDesign) -> PlantOutput:
+def chilled_water(
+    heat: np.ndarray, outdoor: Outdoor, design: ChilledWaterDesign, lags: Lags | None = None
+) -> PlantOutput:
     """CRAHs on chilled water: water-cooled chillers, cooling towers, a waterside economizer.
 
     With an ``economizer``, tower water at ``T_wb + approach`` precools the chilled-water return
     through a plate heat exchanger (``economizer_approach``): it takes the share of the loop range
     it can, the chillers the rest (integrated economizer). Heat the chillers cannot remove warms
     the chilled water, and the supply air with it. ``heat`` is the heat to remove, plant-step
-    means [W]; ``outdoor`` and ``design`` carry their units.
+    means [W]; ``outdoor`` and ``design`` carry their units; ``lags`` as
+    :func:`outside_air_evaporative` takes them.
     """
-    d = design
-    seen = causal_lag(heat, d.dt, d.tau)
+    d, lag = design, lags or Lags()
+    seen = lag("seen", heat, d.dt, d.tau)
     tower = cooling_tower_leaving(outdoor.temp_wetbulb, d.rejection_approach)
     chw_return = d.chw_supply + d.loop_delta_t
     free = np.clip((chw_return - (tower + d.economizer_approach)) / d.loop_delta_t, 0.0, 1.0)
     if not d.economizer:
         free = np.zeros_like(free)
     condenser = np.maximum(tower, MIN_CONDENSER_WATER)
-    return _water_side(
-        seen, seen * (1.0 - free), d.chw_supply, condenser, True, d, pump_min_speed=0.2
-    )
+    return _water_side(seen, seen * (1.0 - free), d.chw_supply, condenser, True, d, 0.2, lag)
 
 
 def staged_chillers(
@@ -416,12 +420,14 @@ def _water_side(
     tower: bool,
     plant: WaterSideDesign,
     pump_min_speed: float,
+    lags: Lags,
 ) -> PlantOutput:
     """Chillers take ``load``; what they cannot remove raises the supply; towers evaporate the
     heat and the chillers' power; fans and pumps follow the cube law of the flow the heat needs.
 
     Cold-plate loops run at constant flow (``pump_min_speed`` 1: every plate must stay fed); a
-    chilled-water loop's variable-speed pumps turn down with the load.
+    chilled-water loop's variable-speed pumps turn down with the load. ``lags`` carries the
+    supply's lag (:class:`Lags`).
     """
     design = plant.design_heat
     chiller_w, unmet = staged_chillers(
@@ -435,7 +441,7 @@ def _water_side(
     fraction = seen / design
     supply = plant.supply_setpoint + _rise(unmet, seen, plant.loop_delta_t)
     return PlantOutput(
-        supply_temp=causal_lag(supply, plant.dt, plant.tau),
+        supply_temp=lags("supply", supply, plant.dt, plant.tau),
         fan_power=fan_power(fraction, plant.fan_fraction * design, plant.fan_min_speed),
         cooling_power=fan_power(fraction, plant.pump_fraction * design, pump_min_speed) + chiller_w,
         water_use=water,
@@ -447,8 +453,29 @@ def causal_lag(signal: np.ndarray, dt: float, tau: float) -> np.ndarray:
     """First-order lag, causal on the step grid: each step holds the state at its start, so a
     change of heat within a step reaches the plant from the next step on. ``dt`` is the step
     and ``tau`` the time constant [s]; the result is in ``signal``'s unit."""
-    lagged = first_order_lag(signal, dt, tau)
-    return np.concatenate((np.asarray(signal, dtype=float)[:1], lagged[:-1]))
+    return Lags()("signal", signal, dt, tau)
+
+
+class Lags:
+    """The plant path's causal lags (:func:`causal_lag`), each by name, carried from one run of
+    plant steps to the next: a streamed run advances its plant path with its chunks, and each
+    lag takes up the state its part before ended in (the filter's and the last value), so the
+    parts are the whole path's values to the bit. A fresh one starts each lag steady on its
+    first value, as :func:`causal_lag` does."""
+
+    def __init__(self) -> None:
+        self.state: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __call__(self, name: str, signal: np.ndarray, dt: float, tau: float) -> np.ndarray:
+        """The lag ``name`` of the next plant steps' ``signal`` (:func:`causal_lag`'s)."""
+        u = np.asarray(signal, dtype=float)
+        if u.size == 0:
+            return u.copy()
+        a = lag_pole(dt, tau)
+        head, zi = self.state.get(name, (u[:1], a * u[:1]))
+        lagged, after = lag_filter(u, a, zi)
+        self.state[name] = (lagged[-1:], after)
+        return np.concatenate((head, lagged[:-1]))
 
 
 def _rise(unmet: np.ndarray, heat: np.ndarray, loop_delta_t: float) -> np.ndarray:

@@ -101,14 +101,26 @@ def first_order_lag(
     input the periodic output has the input's mean: the lag moves energy in time, not in total.
     """
     u = np.asarray(signal, dtype=float)
+    a = lag_pole(dt, tau)
+    y0 = u[..., :1] if initial is None else np.broadcast_to(initial, u.shape[:-1])[..., None]
+    return lag_filter(u, a, a * y0)[0]
+
+
+def lag_pole(dt: float, tau: float) -> float:
+    """The pole ``a = exp(−dt/τ)`` of :func:`first_order_lag` on steps of ``dt`` with the time
+    constant ``tau`` [s] (0 for none) [1]."""
     if dt <= 0.0 or tau < 0.0:
         raise ValueError(f"need dt > 0 and tau ≥ 0, got dt={dt:g}, tau={tau:g}")
-    a = np.exp(-dt / tau) if tau > 0.0 else 0.0
-    y0 = u[..., :1] if initial is None else np.broadcast_to(initial, u.shape[:-1])[..., None]
+    return np.exp(-dt / tau) if tau > 0.0 else 0.0
+
+
+def lag_filter(u: np.ndarray, a: float, zi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`first_order_lag`'s filter (pole ``a``) over ``u`` from the state ``zi``, and its
+    state after the last sample: a signal filtered in parts, each from the state the part
+    before ended in, is the signal filtered whole, sample for sample."""
     from scipy import signal as sps  # noqa: PLC0415 - scipy.signal costs 1.4 s to import
 
-    y, _ = sps.lfilter([1.0 - a], [1.0, -a], u, axis=-1, zi=a * y0)
-    return y
+    return sps.lfilter([1.0 - a], [1.0, -a], u, axis=-1, zi=zi)
 
 
 def high_pass(x: np.ndarray, dt: float, cutoff: float) -> np.ndarray:

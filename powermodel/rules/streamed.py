@@ -179,6 +179,15 @@ class StreamedCheck:
         """The signals the rules judged measure."""
         return {self.rules[i].signal for i in self.judged}
 
+    def replayed(self) -> tuple[str, ...]:
+        """The columns :meth:`finish`'s ``replay`` must give, a rule that needs the running
+        median may need them (none without the job's states: no checkpoint is held)."""
+        if not self.states or not self.judged:
+            return ()
+        signals = sorted(self.signals())
+        rest = self.plant and any(s in ("grid_power", "facility_power") for s in signals)
+        return (*signals, *(("cooling_power",) if rest else ()), "job_state", "grid_event", "time")
+
     def least(self) -> int:
         """The samples a piece needs at least: every rule's reach and the dies' warm-up."""
         reach = [lookback for _, lookback in self.judged.values()]
