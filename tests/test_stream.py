@@ -307,7 +307,7 @@ def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
     # the file nor its staged part is left
     from powermodel import stream as streamed
 
-    write, calls = streamed._write, []
+    write, calls = streamed.append_chunk, []
 
     def failing(*args):
         calls.append(1)
@@ -315,7 +315,7 @@ def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
             raise RuntimeError("encoder failed")
         return write(*args)
 
-    monkeypatch.setattr(streamed, "_write", failing)
+    monkeypatch.setattr(streamed, "append_chunk", failing)
     scenario = load_scenario(REFERENCE, TWO_DAYS)
     with pytest.raises(RuntimeError, match="encoder failed"):
         stream(scenario, tmp_path / "parts.parquet", chunk=10_000)
