@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.ndimage import uniform_filter1d
 
 from powermodel.durations import format_duration
 from powermodel.engine.derive import derive
@@ -327,6 +326,8 @@ def _bound_trough(
     if not np.isfinite(mean) or y.size < 2:
         return
     window = max(TREND_STEPS * step, TREND_MIN)
+    from scipy.ndimage import uniform_filter1d  # noqa: PLC0415 - scipy costs its import
+
     trend = uniform_filter1d(y, max(1, min(round(window / period), y.size)), mode="nearest")
     spread, noise = float(np.std(y - trend)), _noise(y)
     target = math.sqrt(max(spread**2 - noise**2, 0.0))

@@ -14,8 +14,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.ndimage import median_filter
-from scipy.signal import find_peaks
 
 from powermodel.fit.sensor import StepResponse
 from powermodel.fit.timeline import Timeline, _neighbours, _state_levels
@@ -68,6 +66,8 @@ def _low_levels(low: np.ndarray, sigma: float, span: float) -> np.ndarray:
     edges = np.arange(low.min() - width, low.max() + 2.0 * width, width)
     counts, edges = np.histogram(low, bins=edges)
     smooth = np.convolve(counts, np.ones(3) / 3.0, mode="same")
+    from scipy.signal import find_peaks  # noqa: PLC0415 - scipy.signal costs a second to import
+
     peaks, props = find_peaks(
         np.concatenate(([0.0], smooth, [0.0])), prominence=max(3.0, 0.05 * smooth.max())
     )
@@ -140,6 +140,8 @@ def detect(
     """
     period = float(np.median(np.diff(times)))
     duration = float(times[-1] - times[0] + period)
+    from scipy.ndimage import median_filter  # noqa: PLC0415 - as find_peaks
+
     held = median_filter(x, 5, mode="nearest")  # a lone outlier is no state
     spread = float(held.max() - held.min())
     if not spread > max(10.0 * _noise(x), 0.05 * abs(float(np.median(x)))):

@@ -8,7 +8,6 @@ after the levels and the running shape.
 from __future__ import annotations
 
 import numpy as np
-from scipy.signal import fftconvolve
 
 from powermodel.durations import format_duration
 from powermodel.fit.sensor import StepResponse
@@ -61,6 +60,8 @@ def _ramp_length(
             (tau[None, :] - shifts[:, None]) / np.maximum(lengths, 1e-9)[:, None] + 0.5, 0.0, 1.0
         )
         padded = np.concatenate((np.zeros((lengths.size, kernel.size)), shape), axis=1)
+        from scipy.signal import fftconvolve  # noqa: PLC0415 - scipy.signal costs a second
+
         seen = fftconvolve(padded, kernel[None, :], axes=1)[:, kernel.size : kernel.size + tau.size]
         pos = (rel - tau[0]) / fine
         cell = np.clip(pos.astype(np.int64), 0, tau.size - 2)
