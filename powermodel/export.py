@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import queue
 import re
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -185,14 +186,12 @@ def writing(
             yield path
             netcdf(ds, temporary)
             return
-        writer = _Writer(ds, pa.OSFile(str(temporary), "wb"), path.suffix, timezone)
-        writer.start()
-        try:
+        file = ChunkFile(pa.OSFile(str(temporary), "wb"), path.suffix, timezone)
+        with ChunkWriter(file.take, file.close, ahead=None) as writer:
+            rows = ROWS[path.suffix]
+            for lo in range(0, max(ds.sizes["time"], 1), rows):
+                writer.put(ds.isel(time=slice(lo, lo + rows)))
             yield path
-        except BaseException:
-            writer.finish(stopped=True)
-            raise
-        writer.finish()
 
 
 # Rows a profile is written at a time: a Parquet row group (pyarrow's default length, so an
@@ -201,42 +200,100 @@ def writing(
 ROWS = {".parquet": 1 << 20, ".csv": 1 << 18}
 
 
-class _Writer(threading.Thread):
-    """A profile written chunk by chunk into an open file, in a thread of its own."""
+class ChunkFile:
+    """A file the chunks are appended to (:func:`append_chunk`), opened at the first; ``sink``
+    a temporary file's path or an open file, closed with the writer."""
 
-    def __init__(self, ds: xr.Dataset, sink: pa.NativeFile, suffix: str, timezone: str | None):
-        super().__init__(name="powermodel-writer", daemon=True)
-        self.ds, self.sink, self.suffix, self.timezone = ds, sink, suffix, timezone
-        self.stop, self.error = threading.Event(), None
+    def __init__(self, sink: Path | pa.NativeFile, suffix: str, timezone: str | None) -> None:
+        self.sink, self.args, self.writer = sink, (sink, suffix, timezone), None
 
-    def run(self) -> None:
-        writer = None
+    def take(self, ds: xr.Dataset) -> None:
+        self.writer = append_chunk(self.writer, ds, *self.args)
+
+    def close(self) -> None:
         try:
-            n, rows = self.ds.sizes["time"], ROWS[self.suffix]
-            for lo in range(0, max(n, 1), rows):
-                if self.stop.is_set():
-                    return
-                part = self.ds.isel(time=slice(lo, lo + rows))
-                writer = append_chunk(writer, part, self.sink, self.suffix, self.timezone)
-            writer, done = None, writer
-            done.close()
-            self.sink.close()
-        except BaseException as exc:  # raised in the caller's thread (finish)
-            self.error = exc
-        finally:  # stopped or failed: closed all the same, the file is removed
-            with suppress(Exception):
-                if writer is not None:
-                    writer.close()
+            if self.writer is not None:
+                self.writer.close()
+        finally:
+            if isinstance(self.sink, pa.NativeFile):
                 self.sink.close()
 
-    def finish(self, stopped: bool = False) -> None:
-        """Wait for the writer to end, raising its error if it had one; ``stopped``: at its
-        next chunk, its error dropped (the caller's block raised its own)."""
-        if stopped:
-            self.stop.set()
-        self.join()
-        if self.error is not None and not stopped:
+
+class ChunkWriter:
+    """The chunks taken in order (``take``, then ``close``) by a thread of its own: pyarrow's
+    encoding and compression release the GIL, so the file's writer works on a chunk while
+    the next is made (a streamed run), or while the command makes its summary (a run in
+    memory, :func:`writing`). With ``ahead`` 1 a chunk is handed over once the one before is
+    taken (the peak holds two chunks: the one taken and the one made); None hands every
+    chunk over at once (views of a run in memory). An error in the thread is raised in the
+    caller at the next chunk or at the end, and one in the caller stops the taking at the
+    next chunk (a staged file is then removed)."""
+
+    def __init__(
+        self,
+        take: Callable[[xr.Dataset], None],
+        close: Callable[[], None] = lambda: None,
+        ahead: int | None = 1,
+    ) -> None:
+        self.take, self.close = take, close
+        self.queue: queue.Queue[xr.Dataset | None] = queue.Queue()
+        # released as each chunk is taken; None: never waited for
+        self.free = threading.Semaphore(ahead) if ahead else _Unbounded()
+        self.error: BaseException | None = None
+        self.stopped = False
+        self.thread = threading.Thread(target=self._run, name="powermodel-chunks", daemon=True)
+
+    def __enter__(self) -> ChunkWriter:
+        self.thread.start()
+        return self
+
+    def put(self, ds: xr.Dataset) -> None:
+        """Hand over the next chunk's Dataset (waiting for the one before to be taken)."""
+        self.free.acquire()
+        self._raise()
+        self.queue.put(ds)
+
+    def __exit__(self, kind: type | None, exc: BaseException | None, tb: object) -> None:
+        self.stopped = exc is not None
+        self.queue.put(None)
+        self.thread.join()
+        if exc is None:
+            self._raise()
+
+    def _raise(self) -> None:
+        if self.error is not None:
             raise self.error
+
+    def _run(self) -> None:
+        try:
+            while True:
+                ds = self.queue.get()
+                if ds is None:
+                    break
+                if not self.stopped:
+                    self.take(ds)
+                ds = None  # not held while the next is waited for
+                self.free.release()
+        except BaseException as exc:  # raised in the caller; the queue is still drained
+            self.error = exc
+            self.free.release()
+            while self.queue.get() is not None:
+                self.free.release()
+        finally:
+            try:
+                self.close()
+            except BaseException as exc:
+                self.error = self.error or exc
+
+
+class _Unbounded:
+    """A semaphore that never waits (:class:`ChunkWriter` with ``ahead`` None)."""
+
+    def acquire(self) -> bool:
+        return True
+
+    def release(self) -> None:
+        pass
 
 
 def parquet_writer(sink: str | Path | pa.NativeFile, schema: pa.Schema) -> pq.ParquetWriter:

@@ -12,9 +12,7 @@ holds the same values as one written from :func:`powermodel.simulate.simulate`
 
 from __future__ import annotations
 
-import queue
 import tempfile
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, nullcontext
 from dataclasses import fields, replace
@@ -30,7 +28,7 @@ from powermodel.engine.preflight import BYTES_PER_STEP, available_memory, prefli
 from powermodel.engine.run import Run, job_totals, prepare, share_of
 from powermodel.engine.series import ORDER
 from powermodel.errors import PowerModelError, ScenarioError
-from powermodel.export import append_chunk, check_path, check_timezone
+from powermodel.export import ChunkFile, ChunkWriter, check_path, check_timezone
 from powermodel.models import plants
 from powermodel.output import staged
 from powermodel.rules import Refusal, Rule, RuleResult, StreamedCheck, check_each
@@ -246,7 +244,8 @@ def _write_chunks(
     done: Callable[[int], None],
 ) -> float:
     """Each chunk appended to the file at ``path`` (through a temporary file, renamed after
-    the writer's close; None: nothing written) by a thread of its own (:class:`_Consumer`)
+    the writer's close; None: nothing written) by a thread of its own
+    (:class:`powermodel.export.ChunkWriter`)
     while the next chunk is made, and fed to ``measures`` (``size``: the run's steps in all);
     the tokens of the run's ``throughput`` summed. (The measures are taken here: in a thread
     of their own as well, 5 days at 100 ms took 1.1-1.5 times as long on two busy cores.)"""
@@ -254,8 +253,8 @@ def _write_chunks(
     with nullcontext() if path is None else staged(path) as temporary, ExitStack() as stack:
         writer = None
         if temporary is not None:
-            file = _File(temporary, path.suffix, timezone)
-            writer = stack.enter_context(_Consumer(file.take, file.close))
+            file = ChunkFile(temporary, path.suffix, timezone)
+            writer = stack.enter_context(ChunkWriter(file.take, file.close))
         for ds in chunks:
             if writer is not None:
                 writer.put(ds)
@@ -264,82 +263,6 @@ def _write_chunks(
                 measures.feed(ds, size)
             done(ds.sizes["time"])
     return throughput
-
-
-class _File:
-    """A file the chunks are appended to (:func:`powermodel.export.append_chunk`), opened at the
-    first."""
-
-    def __init__(self, path: Path, suffix: str, timezone: str | None) -> None:
-        self.args, self.writer = (path, suffix, timezone), None
-
-    def take(self, ds: xr.Dataset) -> None:
-        self.writer = append_chunk(self.writer, ds, *self.args)
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-
-
-class _Consumer:
-    """The chunks taken in order (``take``, then ``close``) by a thread of its own: pyarrow's
-    encoding and compression release the GIL, so the file's writer works on a chunk while
-    the next is made. A chunk is handed over once the one before is taken
-    (the peak holds two chunks: the one taken and the one made); an error in the thread is
-    raised in the caller at the next chunk or at the end, and one in the caller stops the
-    taking (a staged file is then removed)."""
-
-    def __init__(
-        self, take: Callable[[xr.Dataset], None], close: Callable[[], None] = lambda: None
-    ) -> None:
-        self.take, self.close = take, close
-        self.queue: queue.Queue[xr.Dataset | None] = queue.Queue()
-        self.free = threading.Semaphore(1)  # released as each chunk is taken
-        self.error: BaseException | None = None
-        self.stopped = False
-        self.thread = threading.Thread(target=self._run, name="powermodel-chunks", daemon=True)
-
-    def __enter__(self) -> _Consumer:
-        self.thread.start()
-        return self
-
-    def put(self, ds: xr.Dataset) -> None:
-        """Hand over the next chunk's Dataset (waiting for the one before to be taken)."""
-        self.free.acquire()
-        self._raise()
-        self.queue.put(ds)
-
-    def __exit__(self, kind: type | None, exc: BaseException | None, tb: object) -> None:
-        self.stopped = exc is not None
-        self.queue.put(None)
-        self.thread.join()
-        if exc is None:
-            self._raise()
-
-    def _raise(self) -> None:
-        if self.error is not None:
-            raise self.error
-
-    def _run(self) -> None:
-        try:
-            while True:
-                ds = self.queue.get()
-                if ds is None:
-                    break
-                if not self.stopped:
-                    self.take(ds)
-                ds = None  # not held while the next is waited for
-                self.free.release()
-        except BaseException as exc:  # raised in the caller; the queue is still drained
-            self.error = exc
-            self.free.release()
-            while self.queue.get() is not None:
-                self.free.release()
-        finally:
-            try:
-                self.close()
-            except BaseException as exc:
-                self.error = self.error or exc
 
 
 def checked(

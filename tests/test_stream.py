@@ -305,9 +305,9 @@ def test_a_streamed_run_renders_each_step_once(tmp_path, monkeypatch, rules):
 def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
     # the writer's thread fails at its third chunk: the error reaches the caller, and neither
     # the file nor its staged part is left
-    from powermodel import stream as streamed
+    from powermodel import export
 
-    write, calls = streamed.append_chunk, []
+    write, calls = export.append_chunk, []
 
     def failing(*args):
         calls.append(1)
@@ -315,7 +315,7 @@ def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
             raise RuntimeError("encoder failed")
         return write(*args)
 
-    monkeypatch.setattr(streamed, "append_chunk", failing)
+    monkeypatch.setattr(export, "append_chunk", failing)
     scenario = load_scenario(REFERENCE, TWO_DAYS)
     with pytest.raises(RuntimeError, match="encoder failed"):
         stream(scenario, tmp_path / "parts.parquet", chunk=10_000)
