@@ -1,6 +1,7 @@
 """What writing a run's output costs the command (issue 30, acceptance 3).
 
-``powermodel run llama3-405b-16k-h100`` (54 days at 1 s, in memory) is timed as a whole process
+``powermodel run llama3-405b-16k-h100`` (54 days at 1 s, within its memory budget: made in
+chunks, the file written while the next is computed) is timed as a whole process
 three ways: without output, ``-o x.parquet`` and ``-o x.csv``; beside them, in a process of its
 own, pyarrow's write of the same table (``pq.write_table`` with its default options) as the
 writer's own speed. Machines here are shared and noisy, so each figure is the median of

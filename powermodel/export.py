@@ -208,7 +208,12 @@ class ChunkFile:
         self.sink, self.args, self.writer = sink, (sink, suffix, timezone), None
 
     def take(self, ds: xr.Dataset) -> None:
-        self.writer = append_chunk(self.writer, ds, *self.args)
+        """Append ``ds``, at most :data:`ROWS` rows at a time (a streamed chunk's CSV text in
+        parts: some 200 B a row while it is written)."""
+        rows = ROWS[self.args[1]]
+        for lo in range(0, max(ds.sizes["time"], 1), rows):
+            part = ds.isel(time=slice(lo, lo + rows))
+            self.writer = append_chunk(self.writer, part, *self.args)
 
     def close(self) -> None:
         try:

@@ -104,6 +104,37 @@ def test_parquet_and_netcdf(tmp_path):
     again.close()
 
 
+def test_a_run_within_its_budget_is_made_in_chunks_as_it_is_whole(tmp_path, capsys, monkeypatch):
+    # issue 30: `run` (with a Parquet file or none) renders its chunks and writes each while the
+    # next is made; its summary and its file are the in-memory run's (the model's own values)
+    from powermodel import metrics, stream
+    from powermodel.cli.tables import _print_summary
+    from powermodel.export import profile_table
+
+    real, streamed = stream.stream, []
+    monkeypatch.setattr(stream, "stream", lambda *args: streamed.append(args[1]) or real(*args))
+
+    overrides = ["--set", "simulation.duration=2d", "--set", "reliability.rate_scale=3"]
+    out = tmp_path / "run.parquet"
+    assert main(["run", REFERENCE, *overrides, "-o", str(out)]) == 0
+    chunked = capsys.readouterr().out.splitlines()
+    assert main(["run", REFERENCE, *overrides]) == 0
+    without_file = capsys.readouterr().out.splitlines()
+    ds = simulate(
+        load_scenario(REFERENCE, {"simulation.duration": "2d", "reliability.rate_scale": 3})
+    )
+    _print_summary(REFERENCE, metrics(ds), ds.attrs, 0.0)
+    whole = capsys.readouterr().out.splitlines()
+
+    def summary(lines: list[str]) -> list[str]:
+        return [line for line in lines if not line.startswith(("simulated in", "wrote "))]
+
+    assert streamed == [str(out), None]  # each made in chunks
+    assert summary(chunked) == summary(whole) == summary(without_file)
+    assert len(summary(whole)) > 10 and chunked[-1] == f"wrote {out}"
+    assert pq.read_table(out).equals(profile_table(ds, headers=False))
+
+
 def test_presets_and_validate(capsys):
     assert main(["presets"]) == 0
     assert REFERENCE in capsys.readouterr().out
