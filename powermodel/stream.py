@@ -103,6 +103,8 @@ def stream(
         The file written.
     """
     path = _checked_target(scenario, path, timezone)
+    if measures is not None and measures.folder is None and path is not None:
+        measures.folder = path.parent  # the samples the rules read again beside the file
     done = progress or (lambda steps: None)
     run = prepare(scenario, *preflight(scenario, memory=False))
     n = scenario.simulation.n_steps
@@ -308,8 +310,17 @@ class Measures:
     among the metrics, and the band filters' state is carried exactly.
     """
 
-    def __init__(self, rules: list[Rule] = (), registered_demand: float | None = None) -> None:
+    def __init__(
+        self,
+        rules: list[Rule] = (),
+        registered_demand: float | None = None,
+        folder: str | Path | None = None,
+    ) -> None:
         self.rules, self.registered_demand = list(rules), registered_demand
+        # where the samples the rules read again are kept (:class:`Retained`): by default
+        # beside a streamed run's file (the disk chosen for the run's output; a temporary
+        # folder may be memory, tmpfs), else in the temporary folder
+        self.folder = folder
         self.metrics: dict[str, Any] = {}
         self.results: list[RuleResult] = []
         self.refused: list[Refusal] = []
@@ -327,7 +338,7 @@ class Measures:
         self._names = tuple(dict.fromkeys(StreamedMetrics.NAMES + StreamedCheck.NAMES))
         self._pieces = Pieces(self._names, least)
         replayed = self._check.replayed()
-        self._retained = Retained(replayed) if replayed else None
+        self._retained = Retained(replayed, self.folder) if replayed else None
         self._started = True
 
     def feed(self, ds: xr.Dataset, size: int) -> None:
@@ -364,11 +375,12 @@ class Retained:
     median's pass and the measures held at it, :meth:`StreamedCheck.finish`): the columns
     they read (``names``), each piece's as the run gave it, in files of a temporary folder
     (float64 as the run has them: a year at 100 ms keeps 25 B a step, 7.9 GB, which memory
-    cannot hold), read back a piece at a time. Removed at the context's end."""
+    cannot hold), read back a piece at a time, in ``folder`` (None: the temporary folder).
+    Removed at the context's end."""
 
-    def __init__(self, names: tuple[str, ...]) -> None:
+    def __init__(self, names: tuple[str, ...], folder: str | Path | None = None) -> None:
         self.names = names
-        self.folder = tempfile.TemporaryDirectory(prefix="powermodel-retained-")
+        self.folder = tempfile.TemporaryDirectory(prefix="powermodel-retained-", dir=folder)
         self.files = {n: open(Path(self.folder.name) / n, "wb") for n in names}  # noqa: SIM115
         self.pieces: list[tuple[int, int, dict | None]] = []
         self.dtypes: dict[str, np.dtype] = {}

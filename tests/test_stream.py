@@ -4,6 +4,7 @@ a file in chunks with the same values as the in-memory run."""
 from __future__ import annotations
 
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -292,8 +293,19 @@ def test_a_streamed_run_renders_each_step_once(tmp_path, monkeypatch, rules):
         Run, "render", lambda run, lo, hi: rendered.append((lo, hi)) or render(run, lo, hi)
     )
     monkeypatch.setattr(measured, "_medians", lambda *a: medians.append(a) or find(*a))
+    from powermodel import stream as streamed
+
+    kept_in, retained = [], streamed.Retained
+
+    class Recorded(retained):  # where the samples read again are kept: beside the file
+        def __init__(self, *args):
+            super().__init__(*args)
+            kept_in.append(Path(self.folder.name).parent)
+
+    monkeypatch.setattr(streamed, "Retained", Recorded)
     measures = Measures(load_rules(SHIPPED) if rules else [])
     stream(scenario, tmp_path / "parts.parquet", chunk=10_007, measures=measures)
+    assert kept_in == ([tmp_path] if rules else [])
     n = scenario.simulation.n_steps
     assert len(rendered) == 16  # 48 h in 3-h chunks
     assert [lo for lo, _ in rendered] == [0, *(hi for _, hi in rendered[:-1])]
