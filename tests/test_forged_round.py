@@ -360,6 +360,13 @@ def allowlist(server: Server) -> tuple[tuple[str, ...], frozenset[str]]:
         "/sys/devices/system/node/",
         # the time zone database: zoneinfo and pandas read UTC and the sites' zones there
         "/usr/share/zoneinfo/",
+        # numba, imported by the first CSV a server writes (issue 30): the dynamic loader's
+        # search for Intel's libsvml by its fixed name, and the package's entry points and
+        # editable-install hook, which numba's extension lookup and the import system read
+        "/lib/",
+        "/usr/lib/",
+        f"{ROOT}/powermodel.egg-info/",
+        f"{ROOT}/__editable__.",
     )
     files = {
         # each folder on sys.path, and those above the package's: the import system and path
@@ -383,6 +390,15 @@ def allowlist(server: Server) -> tuple[tuple[str, ...], frozenset[str]]:
         f"{home}/.aws/config",
         f"{home}/.aws/credentials",
         "/usr/local/ssl/openssl.cnf",
+        # numba's own settings and the machine it compiles for, read once at its import:
+        # fixed names, none from a request
+        f"{ROOT}/.numba_config.yaml",
+        "/lib",
+        "/usr/lib",
+        "/proc/cpuinfo",
+        "/proc/mounts",
+        "/selinux",
+        "/etc/ld.so.cache",
         # waitress spools a request body over 512 kB to an unnamed file in TMPDIR
         f"openat(O_TMPFILE) {server.tmp}",
     }
@@ -654,7 +670,14 @@ def test_a_forged_round_is_refused_without_a_500_or_a_read_outside(tmp_path):
         round_ = Round(server.url)
         since = time.time()  # the first page is served: what follows is the round
         bodies = page.send_each(round_)
-        assert [(s.what, s.status, s.text[:300]) for s in round_.sent if s.status != 200] == []
+        # each of the page's own requests answered; the link's base on the first page, which
+        # a warm server serves with its run (issue 30), changes nothing: Dash's 204, no body
+        unchanged = {"base.data (link) as the page sends it"}
+        assert [
+            (s.what, s.status, s.text[:300])
+            for s in round_.sent
+            if s.status != 200 and not (s.what in unchanged and s.status == 204 and not s.text)
+        ] == []
         for name, body in bodies:
             for what, forged in [*_forged(body, secrets.paths), *forged_shapes(body)]:
                 round_.post(f"{name}: {what}", forged)

@@ -236,6 +236,9 @@ def test_tmy3_weather_runs_and_says_what_it_lacks(capsys, tmp_path):
         # "2262-04-11 to 2262-04-11 leaves ... to 2262-04-11"
         ({"simulation.start": "0001-01-01T00:00:00"}, "the run 0001-01-01T00:00 to 0001-02-24"),
         ({"simulation.start": "2262-04-10T12:00:00"}, "2262-06-03T12:00 leaves the span"),
+        # found by tests/test_hostile.py (issue 30's CI): a run ending past the year 9999 raised
+        # OverflowError, a traceback, from the dashboard's date box
+        ({"simulation.start": "9999-12-31"}, "9999-12-31T00:00 to past the year 9999 leaves"),
         ({"reliability.restart_time": "1e300h"}, r"at most 30d \(got '3\.6e\+303s'\)"),
         # a communication phase below idle gave negative gpu_power at 100 ms
         ({"workload.trough_depth": 0.99}, "below the H100-SXM's idle 80 W"),

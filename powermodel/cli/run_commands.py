@@ -18,9 +18,10 @@ from powermodel import export
 from powermodel.analysis import flexibility, metrics, part, resample_factor, workloads
 from powermodel.cli.common import _loaded, _name_of, _running, _simulated, _wrote
 from powermodel.cli.tables import _print_ride_through, _print_summary, _sensor_rows, _table
+from powermodel.engine import preflight as budgets
 from powermodel.engine.derive import derive
 from powermodel.engine.facility import design_conditions, design_day, idle_gpus
-from powermodel.engine.preflight import available_memory, preflight, streamable
+from powermodel.engine.preflight import preflight, streamable
 from powermodel.errors import PowerModelError
 from powermodel.scenario import format_duration, shorten
 from powermodel.sensitivity import sensitivity
@@ -39,9 +40,11 @@ def _run(args: argparse.Namespace) -> int:
         sim = scenario.simulation
         resample_factor(sim.n_steps, sim.dt, args.resample)
     budget = _memory_budget(args.memory_gb)
-    limit = available_memory() if budget is None else budget
+    # the memory check's own reading of what is available (engine.preflight), so both agree
+    limit = budgets.available_memory() if budget is None else budget
     over = memory_estimate(scenario, len(args.sensors)) > limit
-    if (over and _streams(args, scenario)) or _in_chunks(args, scenario):
+    # over its budget a run streams only to a file; one that cannot is refused in memory's check
+    if _streams(args, scenario) if over else _in_chunks(args, scenario):
         return _stream(args, scenario, limit, over)
     started = time.perf_counter()
     ds = _simulated(scenario, args.sensors, budget)

@@ -75,10 +75,14 @@ class Simulation(Section):
                 f"({format_duration(self.dt)}) steps: choose a dt that divides it"
             )
         first, last = TIME_RANGE
-        end = self.start + timedelta(seconds=self.duration)
-        if self.start < first or end > last:
+        try:
+            end = self.start + timedelta(seconds=self.duration)
+        except OverflowError:  # it ends past the year 9999, which no datetime holds
+            end = None
+        if self.start < first or end is None or end > last:
+            ends = "past the year 9999" if end is None else _minute(end)
             raise ValueError(
-                f"the run {_minute(self.start)} to {_minute(end)} leaves the span "
+                f"the run {_minute(self.start)} to {ends} leaves the span "
                 f"{_minute(first)} to {_minute(last)} that nanosecond timestamps can hold: "
                 "choose another start or a shorter duration"
             )
