@@ -263,12 +263,13 @@ def memory_warnings(
         if adapters
         else "16 bytes a parameter (weights, gradients and Adam's states in mixed precision)"
     )
-    fits = math.ceil(need / memory / per_node) * per_node
+    nodes = need / memory / per_node  # past any count where gpu.memory is all but zero
+    more = f"{math.ceil(nodes) * per_node:,} GPUs or more" if nodes < 1e15 else "larger GPUs"
     return [
         f"the job's {gpus:,} {gpu} hold {have:,.0f} GB, and training "
         f"workload.model_params = {model_params:.3g} needs about {need:,.0f} GB for "
         f"{what}: no such job fits; the run shows what its layout would draw. Give a model "
-        f"of at most workload.model_params = {have * 1e9 / per:.2g}, or {fits:,} GPUs or more"
+        f"of at most workload.model_params = {have * 1e9 / per:.2g}, or {more}"
     ]
 
 
