@@ -7,6 +7,7 @@ import math
 import os
 import queue
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -243,7 +244,7 @@ class ChunkWriter:
         self.take, self.close = take, close
         self.queue: queue.Queue[xr.Dataset | None] = queue.Queue()
         # released as each chunk is taken; None: never waited for
-        self.free = threading.Semaphore(ahead) if ahead else _Unbounded()
+        self.free = threading.Semaphore(ahead or sys.maxsize)
         self.error: BaseException | None = None
         self.stopped = False
         self.thread = threading.Thread(target=self._run, name="powermodel-chunks", daemon=True)
@@ -289,16 +290,6 @@ class ChunkWriter:
                 self.close()
             except BaseException as exc:
                 self.error = self.error or exc
-
-
-class _Unbounded:
-    """A semaphore that never waits (:class:`ChunkWriter` with ``ahead`` None)."""
-
-    def acquire(self) -> bool:
-        return True
-
-    def release(self) -> None:
-        pass
 
 
 def parquet_writer(sink: str | Path | pa.NativeFile, schema: pa.Schema) -> pq.ParquetWriter:
