@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from powermodel.models import iir
+
 HOURS_A_WEEK = 168
 
 
@@ -63,9 +65,7 @@ def utilisation(
     a = np.exp(-step / correlation) if correlation > 0 else 0.0
     shocks = rng.standard_normal(mean.size) * cv * np.sqrt(1.0 - a * a)
     first = rng.standard_normal() * cv  # the process in its steady state from the start
-    from scipy import signal  # noqa: PLC0415 - scipy's import is paid by what uses it
-
-    noise, _ = signal.lfilter([1.0], [1.0, -a], shocks, zi=[a * first])
+    noise, _ = iir.lfilter([1.0], [1.0, -a], shocks, [a * first])
     return np.clip(mean * (1.0 + noise), 0.0, 1.0)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from powermodel.durations import format_duration
 from powermodel.errors import PowerModelError
+from powermodel.models import iir
 
 FINEST_STEP = 1e-3  # s: the finest step the model simulates (scenario's floor of dt)
 BLOCK = 1 << 15  # samples a block of a rolling filter: its scratch arrays stay in the CPU cache
@@ -118,9 +119,7 @@ def lag_filter(u: np.ndarray, a: float, zi: np.ndarray) -> tuple[np.ndarray, np.
     """:func:`first_order_lag`'s filter (pole ``a``) over ``u`` from the state ``zi``, and its
     state after the last sample: a signal filtered in parts, each from the state the part
     before ended in, is the signal filtered whole, sample for sample."""
-    from scipy import signal as sps  # noqa: PLC0415 - scipy.signal costs 1.4 s to import
-
-    return sps.lfilter([1.0 - a], [1.0, -a], u, axis=-1, zi=zi)
+    return iir.lfilter([1.0 - a], [1.0, -a], u, zi)
 
 
 def high_pass(x: np.ndarray, dt: float, cutoff: float) -> np.ndarray:
@@ -155,9 +154,7 @@ def first_order_filter(
     x: np.ndarray, b: list[float], den: list[float], zi: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """The filter over ``x`` and its final state, from ``zi`` (default: steady on ``x[0]``)."""
-    from scipy import signal as sps  # noqa: PLC0415 - scipy.signal costs 1.4 s to import
-
-    return sps.lfilter(b, den, x, zi=sps.lfilter_zi(b, den) * x[0] if zi is None else zi)
+    return iir.lfilter(b, den, x, iir.lfilter_zi(b, den) * x[0] if zi is None else zi)
 
 
 def band_stages(
