@@ -373,15 +373,20 @@ class Measures:
 class Retained:
     """The samples a streamed run's rules may read again after its last chunk (the running
     median's pass and the measures held at it, :meth:`StreamedCheck.finish`): the columns
-    they read (``names``), each piece's as the run gave it, in files of a temporary folder
-    (float64 as the run has them: a year at 100 ms keeps 25 B a step, 7.9 GB, which memory
-    cannot hold), read back a piece at a time, in ``folder`` (None: the temporary folder).
-    Removed at the context's end."""
+    they read (``names``), each piece's as the run gave it, in files of ``folder`` (None: the
+    temporary folder), float64 as the run has them (a year at 100 ms keeps 25 B a step,
+    7.9 GB, which memory cannot hold), read back a piece at a time.
+
+    The files have no name (:func:`tempfile.TemporaryFile`: unlinked as they are made), so
+    whatever ends the run, a SIGKILL too, the system frees them with the process; they are
+    closed at the context's end."""
 
     def __init__(self, names: tuple[str, ...], folder: str | Path | None = None) -> None:
         self.names = names
-        self.folder = tempfile.TemporaryDirectory(prefix="powermodel-retained-", dir=folder)
-        self.files = {n: open(Path(self.folder.name) / n, "wb") for n in names}  # noqa: SIM115
+        self.folder = folder
+        self.files = {
+            n: tempfile.TemporaryFile(prefix="powermodel-retained-", dir=folder) for n in names
+        }  # noqa: SIM115
         self.pieces: list[tuple[int, int, dict | None]] = []
         self.dtypes: dict[str, np.dtype] = {}
 
@@ -392,23 +397,26 @@ class Retained:
             if name in columns:
                 values = np.ascontiguousarray(columns[name])
                 self.dtypes.setdefault(name, values.dtype)
-                values.tofile(self.files[name])
+                self.files[name].seek(0, 2)  # at the end, also after a replay
+                self.files[name].write(values.view(np.uint8))
         # copied: the next sample is a view of the chunk's columns, which it would keep whole
         kept = None if after is None else {n: v.copy() for n, v in after.items() if n in self.files}
         self.pieces.append((columns["time"].size, at, kept))
 
     def replay(self) -> Iterator[tuple[dict[str, np.ndarray], int, dict | None]]:
-        """The pieces kept, in order, as :meth:`add` took them."""
-        for file in self.files.values():
-            file.flush()
-        readers = {n: open(self.files[n].name, "rb") for n in self.dtypes}  # noqa: SIM115
-        try:
-            for size, at, after in self.pieces:
-                columns = {n: np.fromfile(f, self.dtypes[n], size) for n, f in readers.items()}
-                yield columns, at, after
-        finally:
-            for reader in readers.values():
-                reader.close()
+        """The pieces kept, in order, as :meth:`add` took them (each read at its own offset,
+        so replays may be read side by side)."""
+        offset = 0
+        for size, at, after in self.pieces:
+            columns = {}
+            for name, dtype in self.dtypes.items():
+                columns[name] = np.empty(size, dtype)
+                file = self.files[name]
+                file.seek(offset * dtype.itemsize)
+                if file.readinto(columns[name].view(np.uint8)) != columns[name].nbytes:
+                    raise OSError(f"the samples kept for the rules ({name}) were cut short")
+            offset += size
+            yield columns, at, after
 
     def __enter__(self) -> Retained:
         return self
@@ -416,4 +424,3 @@ class Retained:
     def __exit__(self, *exc: object) -> None:
         for file in self.files.values():
             file.close()
-        self.folder.cleanup()

@@ -3,6 +3,10 @@ a file in chunks with the same values as the in-memory run."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import tracemalloc
 from pathlib import Path
 
@@ -300,7 +304,7 @@ def test_a_streamed_run_renders_each_step_once(tmp_path, monkeypatch, rules):
     class Recorded(retained):  # where the samples read again are kept: beside the file
         def __init__(self, *args):
             super().__init__(*args)
-            kept_in.append(Path(self.folder.name).parent)
+            kept_in.append(Path(self.folder))
 
     monkeypatch.setattr(streamed, "Retained", Recorded)
     measures = Measures(load_rules(SHIPPED) if rules else [])
@@ -312,6 +316,50 @@ def test_a_streamed_run_renders_each_step_once(tmp_path, monkeypatch, rules):
     assert rendered[-1][1] == n
     assert len(medians) == rules  # the held path: the checkpoint's causes measured again
     assert not [p for p in tmp_path.iterdir() if p.name != "parts.parquet"]
+
+
+KILLED = """
+import os, signal, sys
+from powermodel import load_scenario, stream as streamed
+from powermodel.rules import load_rules
+from powermodel.stream import Measures, stream
+add, adds = streamed.Retained.add, []
+
+def add_then_die(self, *piece):
+    add(self, *piece)
+    adds.append(1)
+    if len(adds) == 3:
+        for file in self.files.values():
+            file.flush()
+        print(sum(f.tell() for f in self.files.values()), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+streamed.Retained.add = add_then_die
+scenario = load_scenario(sys.argv[1], {"simulation.duration": "12h"})
+stream(scenario, sys.argv[2], chunk=5_003, measures=Measures(load_rules(sys.argv[3])))
+"""
+
+
+def test_a_killed_streamed_run_leaves_no_retained_samples(tmp_path):
+    # issue 30: the samples the rules keep (up to 7.9 GB for a year) are in files without a
+    # name, so a run killed with SIGKILL (no clean-up runs) leaves none of them behind, beside
+    # the output or in TMPDIR; what it leaves is its staged part of the output, named as such
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    out = tmp_path / "out" / "killed.parquet"
+    out.parent.mkdir()
+    run = subprocess.run(
+        [sys.executable, "-c", KILLED, REFERENCE, str(out), SHIPPED],
+        env={**os.environ, "TMPDIR": str(temporary)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == -signal.SIGKILL, run.stderr
+    assert int(run.stdout) > 0  # the samples were written before the kill
+    assert not list(temporary.iterdir())
+    assert not out.exists()
+    assert all("killed.parquet" in p.name for p in out.parent.iterdir())
 
 
 def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
