@@ -204,19 +204,32 @@ class StreamedCheck:
 
     def feed(self, columns: dict[str, np.ndarray], at: int, after: dict | None) -> None:
         """Take the run's samples from ``at`` (a piece)."""
-        codes = None if self.codes is None else self.codes(columns, after)
         if self.states and self.tallying:
             _histogram(self.histograms, columns, self.signals())
-        statistics = {key: chain(columns, at, after, codes) for key, chain in self.chains.items()}
-        for i, measured in self.measured.items():
+        # a rule that needs the running median is measured again from the run's start (the
+        # replay, :meth:`finish`), and so are the rules that share its chain (their statistics
+        # made once, there): until then none of them is fed
+        again = self._again()
+        live = {i: m for i, m in self.measured.items() if _chain(self.rules[i]) not in again}
+        if not live:
+            return
+        codes = None if self.codes is None else self.codes(columns, after)
+        read = {_chain(self.rules[i]) for i in live}
+        statistics = {key: self.chains[key](columns, at, after, codes) for key in read}
+        for i, measured in live.items():
             measured.feed(statistics[_chain(self.rules[i])], at, columns["time"])
+
+    def _again(self) -> set[tuple]:
+        """The chains (:func:`_chain`) of the rules that need the running median."""
+        return {_chain(self.rules[i]) for i, m in self.measured.items() if m.needs_held}
 
     def finish(
         self, replay: Callable[[], Iterator[tuple[dict, int, dict | None]]]
     ) -> tuple[list[RuleResult], list[Refusal]]:
         """Each rule's verdict, and the rules refused with why, as :func:`check_each` gives."""
         self.tallying = False
-        again = [i for i, m in self.measured.items() if m.needs_held]
+        chains = self._again()
+        again = [i for i in self.measured if _chain(self.rules[i]) in chains]
         results = {i: m.result(self.size) for i, m in self.measured.items() if i not in again}
         if again:
             medians = _medians(replay, self.histograms, {self.rules[i].signal for i in again})
