@@ -28,8 +28,9 @@ class RollingMean:
 
     def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
         n, held = self.n, self.sums.size
-        c = np.concatenate((self.sums, np.empty(x.size)))
-        np.cumsum(np.concatenate((self.sums[-1:], x)), dtype=np.float64, out=c[held - 1 :])
+        c = np.empty(held + x.size)
+        c[:held], c[held:] = self.sums, x
+        np.cumsum(c[held - 1 :], out=c[held - 1 :])  # from the last sum: the run's sums
         out = np.empty(x.size)
         head = max(min(n - at, x.size), 0)  # readings over fewer samples, at the run's start
         np.divide(c[held : held + head], np.arange(at + 1, at + head + 1), out=out[:head])
@@ -84,7 +85,7 @@ class Filtered:
     def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
         for i, (b, den, passes_high) in enumerate(self.filters):
             out, self.state[i] = signal.first_order_filter(x, b, den, self.state[i])
-            x = x - out if passes_high else out
+            x = np.subtract(x, out, out=out) if passes_high else out
         return x
 
 

@@ -95,13 +95,20 @@ def _judgeable(
 LABELS = np.array([*CAUSES, UNKNOWN], dtype=object)
 
 
-def _runs(value: np.ndarray, cause: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The violations: runs of samples over the limit with one cause (``cause`` -1 under it),
-    as their starts and stops (indices) and the worst ``value`` of each."""
-    bounds = np.concatenate(([0], np.flatnonzero(cause[1:] != cause[:-1]) + 1, [cause.size]))
-    over = np.flatnonzero(cause[bounds[:-1]] >= 0)
-    start, stop = bounds[over], bounds[over + 1]
-    return start, stop, signal.segment_max(value, start, stop)
+def _runs(
+    value: np.ndarray, over: np.ndarray, cause: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The violations: runs of consecutive samples over the limit (``over``: their indices,
+    increasing) with one cause (``cause``: each one's), as their starts and stops (indices),
+    the worst ``value`` and the cause of each."""
+    if not over.size:
+        return over, over, value[:0], cause
+    new = np.ones(over.size, bool)
+    new[1:] = (over[1:] != over[:-1] + 1) | (cause[1:] != cause[:-1])
+    first = np.flatnonzero(new)
+    last = np.append(first[1:], over.size) - 1
+    start, stop = over[first], over[last] + 1
+    return start, stop, signal.segment_max(value, start, stop), cause[first]
 
 
 def _table(start: np.ndarray, end: np.ndarray, worst: np.ndarray, code: np.ndarray) -> pd.DataFrame:

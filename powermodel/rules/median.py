@@ -25,13 +25,20 @@ def _running_median(x: np.ndarray, running: np.ndarray) -> float | None:
 
 
 BUCKET = 44  # bits of a value's sortable key below its histogram bucket (20 bits above)
+_HALF = np.int64(1 << (63 - BUCKET))  # the bucket of +0.0
 
 
-def _keys(x: np.ndarray) -> np.ndarray:
-    """Keys of float64 values that sort as the values do (IEEE 754 bits, the negatives'
-    inverted)."""
-    bits = x.view(np.uint64)
-    return np.where(bits >> np.uint64(63), ~bits, bits | np.uint64(1 << 63))
+def _buckets(x: np.ndarray) -> np.ndarray:
+    """The histogram bucket of each float64 value: the top bits of a key that sorts as the
+    values do (the IEEE 754 bits, the negatives' inverted, the others' with the sign set),
+    from the bits shifted with their sign (a negative value's inverted, a positive one's
+    offset by half the buckets)."""
+    shifted = np.ascontiguousarray(x, np.float64).view(np.int64) >> np.int64(BUCKET)
+    negative = shifted < 0
+    if negative.any():
+        return np.where(negative, ~shifted, shifted + _HALF)
+    shifted += _HALF
+    return shifted
 
 
 def _histogram(histograms: dict[str, np.ndarray], columns: dict, names: set[str]) -> None:
@@ -39,8 +46,7 @@ def _histogram(histograms: dict[str, np.ndarray], columns: dict, names: set[str]
     (:data:`BUCKET`), for :func:`_medians`."""
     running = columns["job_state"] == State.RUNNING
     for name in names:
-        top = _keys(np.asarray(columns[name], np.float64)[running]) >> np.uint64(BUCKET)
-        top = top.astype(np.int64)
+        top = _buckets(np.asarray(columns[name], np.float64)[running])
         if top.size:  # the piece's few buckets counted, then added to the run's
             lo = int(top.min())
             counts = np.bincount(top - lo)
@@ -71,8 +77,7 @@ def _medians(
         running = columns["job_state"] == State.RUNNING
         for name, (_, buckets, _, found) in wanted.items():
             x = np.asarray(columns[name], np.float64)[running]
-            top = (_keys(x) >> np.uint64(BUCKET)).astype(np.int64)
-            found.add(x[np.isin(top, buckets)])
+            found.add(x[np.isin(_buckets(x), buckets)])
     out = {}
     for name, (ranks, buckets, below, found) in wanted.items():
         if not ranks:

@@ -201,6 +201,7 @@ class StreamedCheck:
             if _chain(rule) not in self.chains:
                 self.chains[_chain(rule)] = _Chain(rule, lookback, self.dt, median, self.plant)
         self.codes = _PieceCodes(_warm_up(self.attrs, self.dt)) if self.states else None
+        self.stalled = Neighbours()  # the checkpoints' neighbours, for the chains held
 
     def feed(self, columns: dict[str, np.ndarray], at: int, after: dict | None) -> None:
         """Take the run's samples from ``at`` (a piece)."""
@@ -215,7 +216,8 @@ class StreamedCheck:
             return
         codes = None if self.codes is None else self.codes(columns, after)
         read = {_chain(self.rules[i]) for i in live}
-        statistics = {key: self.chains[key](columns, at, after, codes) for key in read}
+        inputs = _Inputs(columns, after, self.stalled)
+        statistics = {key: self.chains[key](inputs, at, codes) for key in read}
         for i, measured in live.items():
             measured.feed(statistics[_chain(self.rules[i])], at, columns["time"])
 
@@ -278,6 +280,43 @@ def _chain(rule: Rule) -> tuple:
     return (rule.signal, rule.averaging, rule.band, rule.statistic, rule.window)
 
 
+class _Inputs:
+    """A piece's signals as the chains (:class:`_Chain`) read them: as is, less the cooling
+    plant, and with the checkpoints' stalls held at the running median, each made once however
+    many chains read it; the stalls (a checkpoint's intervals and those either side holding
+    part of it) from the state ``stalled`` carries across pieces."""
+
+    def __init__(self, columns: dict, after: dict | None, stalled: Neighbours) -> None:
+        self.columns, self.after, self.neighbours = columns, after, stalled
+        self.made: dict[tuple, np.ndarray] = {}
+
+    def signal(self, name: str) -> np.ndarray:
+        return self._once(("as is", name), lambda: np.asarray(self.columns[name], np.float64))
+
+    def rest(self, name: str) -> np.ndarray:
+        return self._once(("rest", name), lambda: self.signal(name) - self.columns["cooling_power"])
+
+    def held(self, name: str, median: float) -> np.ndarray:
+        return self._once(
+            ("held", name, median), lambda: np.where(self._stalled(), median, self.signal(name))
+        )
+
+    def _stalled(self) -> np.ndarray:
+        def stalled() -> np.ndarray:
+            checkpoint = self.columns["job_state"] == State.CHECKPOINT
+            after = self.after
+            ahead = None if after is None else after["job_state"] == State.CHECKPOINT
+            before, behind = self.neighbours(checkpoint, ahead, end=False)
+            return checkpoint | before | behind
+
+        return self._once(("stalled",), stalled)
+
+    def _once(self, key: tuple, make: Callable[[], np.ndarray]) -> np.ndarray:
+        if key not in self.made:
+            self.made[key] = make()
+        return self.made[key]
+
+
 class _Chain:
     """One chain's statistics (:func:`_chain`: the rules alike but for direction and limit
     share them), piece by piece and unsigned: of the signal as is, with the cooling plant
@@ -293,25 +332,19 @@ class _Chain:
         plant = plant and rule.signal in ("grid_power", "facility_power")
         self.rest = _stages(rule, dt) if plant else None
         self.held = _stages(rule, dt) if median is not None else None
-        self.stalled = Neighbours()
         self.strongest = Windowed(signal.rolling_min, lookback + 1)
 
     def __call__(
-        self, columns: dict, at: int, after: dict | None, codes: np.ndarray | None
+        self, inputs: _Inputs, at: int, codes: np.ndarray | None
     ) -> tuple[np.ndarray, ...]:
         """The piece's statistics: as is, plant removed, checkpoints held (None where not
         measured), and the strongest cause (None without the job's states)."""
-        x = np.asarray(columns[self.name], np.float64)
-        rest = None if self.rest is None else self.rest(x - columns["cooling_power"], at)
+        rest = None if self.rest is None else self.rest(inputs.rest(self.name), at)
         held = None
-        if self.held is not None:  # the stalls and the intervals either side holding part
-            checkpoint = columns["job_state"] == State.CHECKPOINT
-            ahead = None if after is None else after["job_state"] == State.CHECKPOINT
-            before, behind = self.stalled(checkpoint, ahead, end=False)
-            stalled = checkpoint | before | behind
-            held = self.held(np.where(stalled, self.median, x), at)
+        if self.held is not None:
+            held = self.held(inputs.held(self.name, self.median), at)
         strongest = None if codes is None else self.strongest(codes, at)
-        return self.value(x, at), rest, held, strongest
+        return self.value(inputs.signal(self.name), at), rest, held, strongest
 
 
 class _Measured:
@@ -333,35 +366,31 @@ class _Measured:
         value = _signed(stat, rule)
         if rule.averaging:  # the run's first readings average fewer samples
             value[: max(min(self.lookback - 1 - at, value.size), 0)] = -np.inf
-        over = value > limit
-        cause = np.full(over.size, -1, np.int8)
-        if over.any():
-            if strongest is None:
-                cause[over] = len(CAUSES)
-            else:
-                try:
-                    cause = np.where(
-                        over,
-                        _attribute(
-                            strongest,
-                            over,
-                            limit,
-                            lambda: _signed(_known(held), rule),
-                            lambda: value if rest is None else _signed(rest, rule),
-                        ),
-                        cause,
-                    )
-                except _HeldUnknown:  # measured again once the median is known
-                    self.needs_held = True
-                    cause = np.where(over, strongest, cause)
-        self._tally(value, cause, times)
+        # the samples over the limit and the cause of each, attributed among them alone
+        over = np.flatnonzero(value > limit)
+        if strongest is None:
+            cause = np.full(over.size, len(CAUSES), np.int8)
+        else:
+            cause = strongest[over]
+            try:
+                cause = _attribute(
+                    cause,
+                    np.ones(over.size, bool),
+                    limit,
+                    lambda: _signed(_known(held)[over], rule),
+                    lambda: value[over] if rest is None else _signed(rest[over], rule),
+                )
+            except _HeldUnknown:  # measured again once the median is known
+                self.needs_held = True
+        self._tally(value, over, cause, times)
 
-    def _tally(self, value: np.ndarray, cause: np.ndarray, times: np.ndarray) -> None:
+    def _tally(
+        self, value: np.ndarray, over: np.ndarray, cause: np.ndarray, times: np.ndarray
+    ) -> None:
         at = int(np.argmax(value))
         if self.best is None or value[at] > self.best[0]:
             self.best = (float(value[at]), times[at])
-        first, stop, worst = _runs(value, cause)
-        code = cause[first]
+        first, stop, worst, code = _runs(value, over, cause)
         self.counts += np.bincount(code, weights=stop - first, minlength=len(LABELS)).astype(int)
         start, end = times[first], times[stop - 1]
         if self.open is not None:  # the piece before's last run reached its end
@@ -370,7 +399,7 @@ class _Measured:
             else:
                 self.rows.append(self.open)
         self.open = None
-        if stop.size and stop[-1] == cause.size:  # it may go on in the next piece
+        if stop.size and stop[-1] == value.size:  # it may go on in the next piece
             self.open, (start, end, worst, code) = (
                 (start[-1:], end[-1:], worst[-1:], code[-1:]),
                 (start[:-1], end[:-1], worst[:-1], code[:-1]),
