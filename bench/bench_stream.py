@@ -23,7 +23,7 @@ The machine's load average is printed before and after.
 
 Usage: ``python bench/bench_stream.py [--duration 365d] [--memory-gb 1] [--repeats 1]
 [--no-plain]`` (``--no-plain``: without the run without rules). A year
-writes a file of some 6 GB (and keeps some 8 GB of samples for the rules a while) and takes
+writes a file of some 6 GB (and keeps some 3 GB of samples for the rules a while) and takes
 minutes a run: ``--duration 14d --repeats 3`` gives the ratios to iterate on.
 """
 

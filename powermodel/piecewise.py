@@ -50,8 +50,9 @@ class Lagged:
     def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
         n, k = self.n, self.tail.size
         joined = np.concatenate((self.tail, x))
-        out = np.zeros(x.size)
+        out = np.empty(x.size)
         first = min(max(n - at, 0), x.size)  # zero for the run's first n samples
+        out[:first] = 0.0
         np.subtract(joined[k + first :], joined[k + first - n : joined.size - n], out=out[first:])
         self.tail = joined[-n:]
         return out

@@ -333,7 +333,9 @@ class Measures:
         self.attrs = dict(ds.attrs)
         dt = step_seconds(ds)
         self._metrics = StreamedMetrics(dt, size, ds.attrs)
-        self._check = StreamedCheck(self.rules, size, ds.attrs, names, self.registered_demand)
+        self._check = StreamedCheck(
+            self.rules, size, ds.attrs, names, self.registered_demand, self.folder
+        )
         least = max(self._check.least(), self._metrics.least())
         self._names = tuple(dict.fromkeys(StreamedMetrics.NAMES + StreamedCheck.NAMES))
         self._pieces = Pieces(self._names, least)
@@ -372,10 +374,11 @@ class Measures:
 
 class Retained:
     """The samples a streamed run's rules may read again after its last chunk (the running
-    median's pass and the measures held at it, :meth:`StreamedCheck.finish`): the columns
-    they read (``names``), each piece's as the run gave it, in files of ``folder`` (None: the
-    temporary folder), float64 as the run has them (a year at 100 ms keeps 25 B a step,
-    7.9 GB, which memory cannot hold), read back a piece at a time.
+    median's pass and the statistics held at it, :meth:`StreamedCheck.finish`): the columns
+    they read (``names``: the signals and the job's states), each piece's as the run gave it,
+    in files of ``folder`` (None: the temporary folder), float64 as the run has them (a year
+    at 100 ms keeps 9 B a step, 2.8 GB, which memory cannot hold), read back a piece at a
+    time.
 
     The files have no name (:func:`tempfile.TemporaryFile`: unlinked as they are made), so
     whatever ends the run, a SIGKILL too, the system frees them with the process; they are

@@ -95,20 +95,14 @@ def _judgeable(
 LABELS = np.array([*CAUSES, UNKNOWN], dtype=object)
 
 
-def _runs(
-    value: np.ndarray, over: np.ndarray, cause: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The violations: runs of consecutive samples over the limit (``over``: their indices,
-    increasing) with one cause (``cause``: each one's), as their starts and stops (indices),
-    the worst ``value`` and the cause of each."""
-    if not over.size:
-        return over, over, value[:0], cause
+def _runs(over: np.ndarray, cause: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The violations among the samples over the limit (``over``: their indices, increasing;
+    ``cause``: each one's): runs of consecutive samples with one cause, as the positions in
+    ``over`` of each run's first and last sample."""
     new = np.ones(over.size, bool)
     new[1:] = (over[1:] != over[:-1] + 1) | (cause[1:] != cause[:-1])
     first = np.flatnonzero(new)
-    last = np.append(first[1:], over.size) - 1
-    start, stop = over[first], over[last] + 1
-    return start, stop, signal.segment_max(value, start, stop), cause[first]
+    return first, np.append(first[1:], over.size)[: first.size] - 1
 
 
 def _table(start: np.ndarray, end: np.ndarray, worst: np.ndarray, code: np.ndarray) -> pd.DataFrame:

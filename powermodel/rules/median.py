@@ -50,8 +50,9 @@ def _histogram(histograms: dict[str, np.ndarray], columns: dict, names: set[str]
         if top.size:  # the piece's few buckets counted, then added to the run's
             lo = int(top.min())
             counts = np.bincount(top - lo)
-            held = histograms.setdefault(name, np.zeros(1 << (64 - BUCKET), np.int64))
-            held[lo : lo + counts.size] += counts
+            if name not in histograms:
+                histograms[name] = np.zeros(1 << (64 - BUCKET), np.int64)
+            histograms[name][lo : lo + counts.size] += counts
 
 
 def _medians(

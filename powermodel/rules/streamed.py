@@ -9,7 +9,9 @@ chunks.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 import xarray as xr
@@ -115,10 +117,6 @@ def _in_blocks(
     return measured.finish(pieces)
 
 
-class _HeldUnknown(Exception):
-    """A checkpoint's sample needs the running median, which the first pass does not know."""
-
-
 class StreamedCheck:
     """:func:`check_each` accumulated over a run's chunks, without the run held whole.
 
@@ -132,7 +130,9 @@ class StreamedCheck:
     whose violations a checkpoint may have caused needs the running median of its signal over
     the whole run: known before the first piece (:meth:`use_medians`), or else a pass over the
     replay finds it exactly (the values in its 1/256-wide bucket of a histogram taken in the
-    first pass), and a second measures those rules again with it.
+    first pass), and a second decides the samples it waited on (:class:`_Waiting`, kept in
+    ``folder``: None, the temporary folder) from the statistics held at it alone: what the
+    first pass measured is not measured again.
     """
 
     NAMES = (
@@ -152,8 +152,9 @@ class StreamedCheck:
         attrs: dict,
         names: object,
         registered_demand: float | None = None,
+        folder: str | Path | None = None,
     ) -> None:
-        self.rules, self.size, self.attrs = rules, size, attrs
+        self.rules, self.size, self.attrs, self.folder = rules, size, attrs, folder
         self.dt = float(attrs["dt"])
         self.states = "job_state" in names
         self.plant = "cooling_power" in names
@@ -181,12 +182,11 @@ class StreamedCheck:
 
     def replayed(self) -> tuple[str, ...]:
         """The columns :meth:`finish`'s ``replay`` must give, a rule that needs the running
-        median may need them (none without the job's states: no checkpoint is held)."""
+        median may need them (none without the job's states: no checkpoint is held): the
+        signals and the states, to find the medians and hold the checkpoints at them."""
         if not self.states or not self.judged:
             return ()
-        signals = sorted(self.signals())
-        rest = self.plant and any(s in ("grid_power", "facility_power") for s in signals)
-        return (*signals, *(("cooling_power",) if rest else ()), "job_state", "grid_event", "time")
+        return (*sorted(self.signals()), "job_state")
 
     def least(self) -> int:
         """The samples a piece needs at least: every rule's reach and the dies' warm-up."""
@@ -194,7 +194,9 @@ class StreamedCheck:
         return 2 * (max(reach, default=0) + _warm_up(self.attrs, self.dt) + 2)
 
     def _start(self, medians: dict[int, float | None]) -> None:
-        self.measured = {i: _Measured(self.rules[i], *self.judged[i], self.dt) for i in medians}
+        self.measured = {
+            i: _Measured(self.rules[i], *self.judged[i], self.dt, self.folder) for i in medians
+        }
         self.chains: dict[tuple, _Chain] = {}
         for i, median in medians.items():
             rule, lookback = self.rules[i], self.judged[i][1]
@@ -207,38 +209,41 @@ class StreamedCheck:
         """Take the run's samples from ``at`` (a piece)."""
         if self.states and self.tallying:
             _histogram(self.histograms, columns, self.signals())
-        # a rule that needs the running median is measured again from the run's start (the
-        # replay, :meth:`finish`), and so are the rules that share its chain (their statistics
-        # made once, there): until then none of them is fed
-        again = self._again()
-        live = {i: m for i, m in self.measured.items() if _chain(self.rules[i]) not in again}
-        if not live:
-            return
         codes = None if self.codes is None else self.codes(columns, after)
-        read = {_chain(self.rules[i]) for i in live}
         inputs = _Inputs(columns, after, self.stalled)
-        statistics = {key: self.chains[key](inputs, at, codes) for key in read}
-        for i, measured in live.items():
+        statistics = {key: chain(inputs, at, codes) for key, chain in self.chains.items()}
+        for i, measured in self.measured.items():
             measured.feed(statistics[_chain(self.rules[i])], at, columns["time"])
 
-    def _again(self) -> set[tuple]:
-        """The chains (:func:`_chain`) of the rules that need the running median."""
-        return {_chain(self.rules[i]) for i, m in self.measured.items() if m.needs_held}
+    def _decide(self, replay: Callable[[], Iterator], again: dict[int, _Measured]) -> None:
+        """The causes the rules ``again`` waited on, from their statistics with the checkpoints
+        held at the running medians (found first): one pass over the ``replay``, only those
+        statistics made."""
+        medians = _medians(replay, self.histograms, {self.rules[i].signal for i in again})
+        held = {}
+        for i in again:
+            rule = self.rules[i]
+            if _chain(rule) not in held:
+                held[_chain(rule)] = (rule.signal, medians[rule.signal], _stages(rule, self.dt))
+        stalled = Neighbours()
+        for columns, at, after in replay():
+            inputs = _Inputs(columns, after, stalled)
+            statistics = {
+                key: stages(inputs.held(name, median), at)
+                for key, (name, median, stages) in held.items()
+            }
+            for i, measured in again.items():
+                measured.waiting.decide(statistics[_chain(self.rules[i])], at)
 
     def finish(
         self, replay: Callable[[], Iterator[tuple[dict, int, dict | None]]]
     ) -> tuple[list[RuleResult], list[Refusal]]:
         """Each rule's verdict, and the rules refused with why, as :func:`check_each` gives."""
         self.tallying = False
-        chains = self._again()
-        again = [i for i in self.measured if _chain(self.rules[i]) in chains]
-        results = {i: m.result(self.size) for i, m in self.measured.items() if i not in again}
+        again = {i: m for i, m in self.measured.items() if m.waiting.size}
         if again:
-            medians = _medians(replay, self.histograms, {self.rules[i].signal for i in again})
-            self._start({i: medians[self.rules[i].signal] for i in again})
-            for piece in replay():
-                self.feed(*piece)
-            results |= {i: m.result(self.size) for i, m in self.measured.items()}
+            self._decide(replay, again)
+        results = {i: m.result(self.size) for i, m in self.measured.items()}
         for i, result in list(results.items()):
             if np.isnan(result.worst):  # no reading at all: NaN compares over no limit
                 del results[i]
@@ -350,14 +355,16 @@ class _Chain:
 class _Measured:
     """One rule measured piece by piece from its chain's statistics (:class:`StreamedCheck`)."""
 
-    def __init__(self, rule: Rule, limit: float, lookback: int, dt: float) -> None:
+    def __init__(
+        self, rule: Rule, limit: float, lookback: int, dt: float, folder: str | Path | None
+    ) -> None:
         self.rule, self.limit, self.lookback, self.dt = rule, limit, lookback, dt
-        self.needs_held = False
         self.best: tuple[float, np.datetime64] | None = None
         self.counts = np.zeros(len(LABELS), np.int64)
-        # the violations (start, end, worst, cause code) found in each piece, as arrays
+        # the violations (start, end, worst, cause code, first and stop index) of each piece
         self.rows: list[tuple[np.ndarray, ...]] = []
         self.open: tuple | None = None  # the last of the piece before, if it reached its end
+        self.waiting = _Waiting(rule, limit, folder)
 
     def feed(self, statistics: tuple[np.ndarray, ...], at: int, times: np.ndarray) -> None:
         """Take a piece from ``at``: its chain's ``statistics`` (:class:`_Chain`)."""
@@ -372,49 +379,130 @@ class _Measured:
             cause = np.full(over.size, len(CAUSES), np.int8)
         else:
             cause = strongest[over]
-            try:
-                cause = _attribute(
-                    cause,
-                    np.ones(over.size, bool),
-                    limit,
-                    lambda: _signed(_known(held)[over], rule),
-                    lambda: value[over] if rest is None else _signed(rest[over], rule),
-                )
-            except _HeldUnknown:  # measured again once the median is known
-                self.needs_held = True
-        self._tally(value, over, cause, times)
+            rested = lambda: value[over] if rest is None else _signed(rest[over], rule)  # noqa: E731
+            # with the median unknown, a checkpoint's samples wait for the replay to decide
+            # them (a checkpoint's cause, or else the other causes as any sample's)
+            waits = cause == CAUSES.index("checkpoint") if held is None else np.zeros(0, bool)
+            if waits.any():
+                self.waiting.add(over[waits], at, value[over[waits]], rested()[waits], times)
+            cause = _attribute(
+                cause,
+                ~waits if waits.size else np.ones(over.size, bool),
+                limit,
+                lambda: _signed(held[over], rule),
+                rested,
+            )
+        self.waiting.pieces.append(self.waiting.size)
+        self._tally(value, over, cause, at, times)
 
     def _tally(
-        self, value: np.ndarray, over: np.ndarray, cause: np.ndarray, times: np.ndarray
+        self, value: np.ndarray, over: np.ndarray, cause: np.ndarray, at: int, times: np.ndarray
     ) -> None:
-        at = int(np.argmax(value))
-        if self.best is None or value[at] > self.best[0]:
-            self.best = (float(value[at]), times[at])
-        first, stop, worst, code = _runs(value, over, cause)
-        self.counts += np.bincount(code, weights=stop - first, minlength=len(LABELS)).astype(int)
-        start, end = times[first], times[stop - 1]
+        best = int(np.argmax(value))
+        if self.best is None or value[best] > self.best[0]:
+            self.best = (float(value[best]), times[best])
+        first, last = _runs(over, cause)
+        start, stop, code = over[first], over[last] + 1, cause[first]
+        worst = signal.segment_max(value, start, stop)
+        self.counts += np.bincount(code, weights=stop - start, minlength=len(LABELS)).astype(int)
+        row = [times[start], times[stop - 1], worst, code, start + at, stop + at]
         if self.open is not None:  # the piece before's last run reached its end
-            if first.size and first[0] == 0 and code[0] == self.open[3][0]:  # one run
-                start[0], worst[0] = self.open[0][0], max(self.open[2][0], worst[0])
+            if start.size and start[0] == 0 and code[0] == self.open[3][0]:  # one run
+                row[0][0], row[2][0] = self.open[0][0], max(self.open[2][0], worst[0])
+                row[4][0] = self.open[4][0]
             else:
                 self.rows.append(self.open)
         self.open = None
         if stop.size and stop[-1] == value.size:  # it may go on in the next piece
-            self.open, (start, end, worst, code) = (
-                (start[-1:], end[-1:], worst[-1:], code[-1:]),
-                (start[:-1], end[:-1], worst[:-1], code[:-1]),
-            )
-        self.rows.append((start, end, worst, code))
+            self.open = tuple(c[-1:] for c in row)
+            row = [c[:-1] for c in row]
+        self.rows.append(tuple(row))
 
     def result(self, size: int) -> RuleResult:
         if self.open is not None:
             self.rows.append(self.open)
             self.open = None
         violations = tuple(np.concatenate(c) for c in zip(*self.rows, strict=True))
-        return _result(self.rule, self.limit, self.best, violations, self.counts, size, self.dt)
+        counts = self.counts
+        if self.waiting.size:  # the samples waited on, decided: their runs among the others'
+            violations, counts = self.waiting.merged(violations, counts)
+        return _result(self.rule, self.limit, self.best, violations[:4], counts, size, self.dt)
 
 
-def _known(held: np.ndarray | None) -> np.ndarray:
-    if held is None:
-        raise _HeldUnknown
-    return held
+class _Waiting:
+    """The samples over a rule's limit whose cause waited on the running median (a checkpoint
+    within the statistic's reach, :func:`_attribute`), kept on disk (a temporary file in
+    ``folder``) a piece at a time: index, value, whether the signal less the cooling plant is
+    within the limit, and time; then decided from the statistic held at the median
+    (:meth:`decide`), as runs of one cause (:meth:`merged`)."""
+
+    def __init__(self, rule: Rule, limit: float, folder: str | Path | None) -> None:
+        self.rule, self.limit, self.folder = rule, limit, folder
+        self.file = None
+        self.record: np.dtype | None = None
+        self.size = 0  # samples kept
+        self.pieces: list[int] = []  # samples kept by the end of each piece fed
+        self.read = 0  # pieces decided
+        self.decided: list[tuple[np.ndarray, ...]] = []
+
+    def add(
+        self, index: np.ndarray, at: int, value: np.ndarray, rest: np.ndarray, times: np.ndarray
+    ) -> None:
+        """Keep the samples of the piece from ``at`` that wait (``index`` in it): ``value``, the
+        signal less the cooling plant's signed ``rest``, and their time among ``times``."""
+        if self.file is None:
+            self.file = tempfile.TemporaryFile(prefix="powermodel-waiting-", dir=self.folder)
+            fields = [("index", np.int64), ("value", value.dtype), ("rest", bool)]
+            self.record = np.dtype([*fields, ("time", times.dtype)])
+        kept = np.empty(index.size, self.record)
+        kept["index"], kept["value"], kept["rest"] = index + at, value, rest <= self.limit
+        kept["time"] = times[index]
+        kept.tofile(self.file)
+        self.size += index.size
+
+    def decide(self, stat: np.ndarray, at: int) -> None:
+        """Decide the samples of the piece from ``at`` (the next, in the order fed) from the
+        rule's statistic with the checkpoints held at the median (``stat``, unsigned), as
+        :func:`_attribute` does: a checkpoint's cause where the sample would pass held, else
+        an iteration swing's, or the weather's where the signal less the plant passes."""
+        if self.read == 0:
+            self.file.seek(0)
+        begin = self.pieces[self.read - 1] if self.read else 0
+        kept = np.fromfile(self.file, self.record, self.pieces[self.read] - begin)
+        self.read += 1
+        if not kept.size:
+            return
+        swing = _signed(stat[kept["index"] - at], self.rule) > self.limit
+        code = np.where(swing, CAUSES.index("iteration swing"), CAUSES.index("checkpoint"))
+        code = np.where(swing & kept["rest"], CAUSES.index("weather"), code).astype(np.int8)
+        first, last = _runs(kept["index"], code)
+        index, times = kept["index"], kept["time"]
+        worst = signal.segment_max(np.ascontiguousarray(kept["value"]), first, last + 1)
+        self.decided.append(
+            (times[first], times[last], worst, code[first], index[first], index[last] + 1)
+        )
+
+    def merged(
+        self, violations: tuple[np.ndarray, ...], counts: np.ndarray
+    ) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+        """The rule's ``violations`` (start, end, worst, code, first and stop index) and
+        samples over by cause (``counts``) with the runs decided in place of those waiting
+        (the checkpoint's, in the first pass): runs of one cause side by side made one."""
+        self.file.close()
+        waited = violations[3] == CAUSES.index("checkpoint")
+        counts = counts.copy()
+        counts[CAUSES.index("checkpoint")] = 0
+        for _, _, _, code, first, stop in self.decided:
+            counts += np.bincount(code, weights=stop - first, minlength=len(LABELS)).astype(int)
+        parts = [tuple(c[~waited] for c in violations), *self.decided]
+        runs = [np.concatenate(c) for c in zip(*parts, strict=True)]
+        order = np.argsort(runs[4], kind="stable")
+        start, end, worst, code, first, stop = (c[order] for c in runs)
+        if not first.size:
+            return (start, end, worst, code, first, stop), counts
+        new = np.ones(first.size, bool)
+        new[1:] = (first[1:] != stop[:-1]) | (code[1:] != code[:-1])
+        head = np.flatnonzero(new)
+        tail = np.append(head[1:], first.size) - 1
+        joined = (start[head], end[tail], np.maximum.reduceat(worst, head), code[head])
+        return (*joined, first[head], stop[tail]), counts
