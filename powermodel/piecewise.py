@@ -48,13 +48,16 @@ class Lagged:
         self.n, self.tail = n, np.empty(0)
 
     def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
-        n, k = self.n, self.tail.size
-        joined = np.concatenate((self.tail, x))
+        n, tail, k = self.n, self.tail, self.tail.size
+        x = np.asarray(x, np.float64)
         out = np.empty(x.size)
         first = min(max(n - at, 0), x.size)  # zero for the run's first n samples
         out[:first] = 0.0
-        np.subtract(joined[k + first :], joined[k + first - n : joined.size - n], out=out[first:])
-        self.tail = joined[-n:]
+        # the sample n before: in the tail for the piece's first n, else in the piece
+        mid = max(min(n, x.size), first)
+        np.subtract(x[first:mid], tail[k + first - n : k + mid - n], out=out[first:mid])
+        np.subtract(x[mid:], x[mid - n : x.size - n], out=out[mid:])
+        self.tail = x[-n:].copy() if x.size >= n else np.concatenate((tail, x))[-n:]
         return out
 
 

@@ -252,21 +252,28 @@ def _write_chunks(
     the writer's close; None: nothing written) and fed to ``measures`` (``size``: the run's
     steps in all), each by a thread of its own (:class:`powermodel.export.ChunkWriter`) while
     the next chunk is made; the tokens of the run's ``throughput`` summed. (14 days at 100 ms
-    with three rule sets on two quiet cores: 8.9 s so, 10.7 s with the measures taken here.)"""
+    with three rule sets on two quiet cores: 8.9 s so, 10.7 s with the measures taken here.)
+    Once the last chunk is made, the measures' thread judges the rules (:meth:`Measures.close`)
+    while the file's writer ends."""
     throughput = 0.0
+    ended: list[bool] = []  # every chunk made: the rules judged (not after a failure)
     with nullcontext() if path is None else staged(path) as temporary, ExitStack() as stack:
         consumers = []
         if temporary is not None:
             file = ChunkFile(temporary, path.suffix, timezone)
             consumers.append(stack.enter_context(ChunkWriter(file.take, file.close)))
         if measures is not None:
-            measured = ChunkWriter(lambda ds: measures.feed(ds, size))
+            measured = ChunkWriter(
+                lambda ds: measures.feed(ds, size),
+                lambda: ended and measured.error is None and measures.close(),
+            )
             consumers.append(stack.enter_context(measured))
         for ds in chunks:
             for consumer in consumers:
                 consumer.put(ds)
             throughput += float(ds["throughput"].values.sum())
             done(ds.sizes["time"])
+        ended.append(True)
     return throughput
 
 
@@ -326,6 +333,7 @@ class Measures:
         self.refused: list[Refusal] = []
         self.attrs: dict = {}  # the profile's attrs, as the in-memory run's Dataset has them
         self._started = False
+        self._closed = False
         self._retained: Retained | None = None
 
     def _start(self, ds: xr.Dataset, size: int) -> None:
@@ -349,12 +357,21 @@ class Measures:
             self._start(ds, size)
         self._take(self._pieces.feed(ds))
 
-    def finish(self, totals: xr.Dataset) -> None:
-        """Complete the measures: ``totals`` the run's scalars and events."""
+    def close(self) -> None:
+        """Take the run's last piece and judge the rules (their replay, :class:`Retained`),
+        once the last chunk is fed: in the measures' own thread while the file's writer ends
+        (:func:`stream`), else at :meth:`finish`."""
+        if self._closed:
+            return
         self._take(self._pieces.finish())
-        self.metrics = self._metrics.result(totals)
         with self._retained or nullcontext():
             self.results, self.refused = self._check.finish(self._replay)
+        self._closed = True
+
+    def finish(self, totals: xr.Dataset) -> None:
+        """Complete the measures: ``totals`` the run's scalars and events."""
+        self.close()
+        self.metrics = self._metrics.result(totals)
 
     def _replay(self) -> Iterator[tuple[dict, int, dict | None]]:
         """The run's pieces again, as the rules read them (for one that needs the running
