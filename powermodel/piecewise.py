@@ -60,6 +60,27 @@ class Lagged:
         self.tail = x[-n:].copy() if x.size >= n else np.concatenate((tail, x))[-n:]
         return out
 
+    def some(self, x: np.ndarray, at: int) -> Callable[[np.ndarray], np.ndarray]:
+        """:meth:`__call__`'s readings made only where they are read: the state carried now,
+        the readings at the piece's samples ``index`` when read (``read(index)``)."""
+        n, tail, k = self.n, self.tail, self.tail.size
+        x = np.asarray(x, np.float64)
+        first = min(max(n - at, 0), x.size)
+        self.tail = x[-n:].copy() if x.size >= n else np.concatenate((tail, x))[-n:]
+
+        def read(index: np.ndarray) -> np.ndarray:
+            out = np.zeros(index.size)  # zero for the run's first n samples
+            late = np.flatnonzero(index >= first)
+            now = index[late]
+            back = now - n
+            before = back < 0  # the sample n before is in the tail
+            lagged = np.empty(now.size)
+            lagged[before], lagged[~before] = tail[k + back[before]], x[back[~before]]
+            out[late] = x[now] - lagged
+            return out
+
+        return read
+
 
 class Windowed:
     """A trailing filter over ``n`` samples (``rolling_range``, ``rolling_max``,
@@ -67,14 +88,41 @@ class Windowed:
     with the ``n − 1`` before it, whose readings are whole windows (max and min are exact in
     any order)."""
 
-    def __init__(self, statistic: Callable[[np.ndarray, int], np.ndarray], n: int) -> None:
-        self.statistic, self.n, self.tail = statistic, n, None
+    def __init__(
+        self,
+        statistic: Callable[[np.ndarray, int], np.ndarray],
+        n: int,
+        each: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> None:
+        # each: the statistic of whole windows (their samples on the last axis), where the
+        # filter's readings of whole windows are exactly it (max and min: in any order)
+        self.statistic, self.n, self.tail, self.each = statistic, n, None, each
 
     def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
         joined = x if self.tail is None else np.concatenate((self.tail, x))
         out = self.statistic(joined, self.n)[joined.size - x.size :]
         self.tail = joined[max(joined.size - (self.n - 1), 0) :]
         return out
+
+    def some(self, x: np.ndarray, at: int) -> Callable[[np.ndarray], np.ndarray]:
+        """:meth:`__call__`'s readings made only where they are read (``read(index)``, the
+        piece's samples ``index``, increasing): from their windows alone (``each``) where the
+        piece and the samples before it hold whole windows without NaN and few are read,
+        else from the filter over the piece, as :meth:`__call__` makes it."""
+        n, whole = self.n, self.tail is not None and self.tail.size == self.n - 1
+        joined = x if self.tail is None else np.concatenate((self.tail, x))
+        self.tail = joined[max(joined.size - (n - 1), 0) :]
+        held, made = joined.size - x.size, []
+
+        def read(index: np.ndarray) -> np.ndarray:
+            few = whole and self.each is not None and index.size * n <= joined.size
+            if few and joined.size >= 2 * n and not np.isnan(joined).any():
+                return self.each(joined[index[:, None] + (held - n + 1 + np.arange(n))])
+            if not made:  # the whole piece's readings, made once however often read
+                made.append(self.statistic(joined, n)[held:])
+            return made[0][index]
+
+        return read
 
 
 class Filtered:
@@ -104,6 +152,35 @@ class Chained:
             x = stage(x, at)
         return x
 
+    def some(self, x: np.ndarray, at: int) -> Callable[[np.ndarray], np.ndarray]:
+        """The readings made only where they are read (``read(index)``): the stages before
+        the last that can (a lag, a window's statistic) over the whole piece, that one and
+        those after it (elementwise: :class:`Scaled`) at the samples read."""
+        cut = max(i for i, stage in enumerate(self.stages) if hasattr(stage, "some"))
+        for stage in self.stages[:cut]:
+            x = stage(x, at)
+        read, after = self.stages[cut].some(x, at), self.stages[cut + 1 :]
+        assert all(isinstance(stage, Scaled) for stage in after)
+
+        def later(index: np.ndarray) -> np.ndarray:
+            values = read(index)
+            for stage in after:
+                values = stage(values, at)
+            return values
+
+        return later
+
+
+class Scaled:
+    """Readings scaled, ``x * by / over`` (a reading per window as one per minute): sample by
+    sample, so it may be made at some samples only (:meth:`Chained.some`)."""
+
+    def __init__(self, by: float, over: float) -> None:
+        self.by, self.over = by, over
+
+    def __call__(self, x: np.ndarray, at: int) -> np.ndarray:
+        return x * self.by / self.over
+
 
 def ramp_stages(n: int) -> dict[str, Callable[[np.ndarray, int], np.ndarray]]:
     """The chunk-wise stages of :data:`RAMPS` over ``n`` samples (each run longer than two
@@ -111,7 +188,7 @@ def ramp_stages(n: int) -> dict[str, Callable[[np.ndarray, int], np.ndarray]]:
     return {
         "net_change": Lagged(n),
         "average_slope": Chained(RollingMean(n), Lagged(n)),
-        "range": Windowed(signal.rolling_range, n),
+        "range": Windowed(signal.rolling_range, n, _range),
     }
 
 
@@ -131,3 +208,11 @@ class Neighbours:
         behind = np.concatenate((flag[1:], [end] if after is None else after)).astype(bool)
         self.before = flag[-1:]
         return before, behind
+
+
+def _range(windows: np.ndarray) -> np.ndarray:
+    """Max − min of each window (its samples on the last axis), as
+    :func:`powermodel.models.signal.rolling_range` reads a whole window."""
+    out = windows.max(axis=-1)
+    out -= windows.min(axis=-1)
+    return out

@@ -248,3 +248,36 @@ def test_a_streamed_runs_chunks_measured_in_small_pieces_are_the_whole_runs(monk
     for key in ("grid_swing_5s_training_mw", "grid_ramp_1min_range_mw", "it_peak_mw"):
         assert measures.metrics[key] == totals[key], key
     assert measures.metrics["grid_energy_mwh"] == pytest.approx(totals["grid_energy_mwh"], 1e-12)
+
+
+@pytest.mark.parametrize("kind", ["range", "net_change", "band range", "average_slope per minute"])
+def test_readings_made_at_some_samples_are_the_whole_pieces(kind):
+    # issue 30: a rule's statistics less the plant and held at the median are made only at the
+    # samples read (powermodel.piecewise: Chained.some); each reading is the stage's own over
+    # the whole piece (__call__), to the bit: whole windows read alone, the others (the run's
+    # first samples, NaN, many read) from the piece's filter, pieces cut inside windows
+    from powermodel.piecewise import Chained, Filtered, Scaled, ramp_stages
+
+    rng = np.random.default_rng(30)
+    for trial in range(40):
+        n = int(rng.integers(2, 30))
+        stages = {
+            "range": lambda n=n: ramp_stages(n)["range"],
+            "net_change": lambda n=n: ramp_stages(n)["net_change"],
+            "band range": lambda n=n: Chained(Filtered(0.1, 0.1, 55.0), ramp_stages(n)["range"]),
+            "average_slope per minute": lambda n=n: Chained(
+                ramp_stages(n)["average_slope"], Scaled(60.0, 7.0)
+            ),
+        }[kind]
+        sizes = rng.integers(2 * n + 1, 8 * n, rng.integers(1, 6))
+        x = rng.normal(size=int(sizes.sum()))
+        if trial % 5 == 0:
+            x[rng.integers(0, x.size)] = np.nan
+        whole, some, at = stages(), stages(), 0
+        for size in sizes:
+            piece = x[at : at + size]
+            expected = whole(piece, at)
+            index = np.sort(rng.choice(size, size=int(rng.integers(0, size)), replace=False))
+            found = some.some(piece, at)(index)
+            assert expected[index].tobytes() == np.asarray(found, np.float64).tobytes()
+            at += size

@@ -20,7 +20,7 @@ import xarray as xr
 from powermodel.analysis import RAMPS
 from powermodel.models import signal
 from powermodel.models.events import STATE_RANK
-from powermodel.piecewise import Chained, Filtered, RollingMean, ramp_stages
+from powermodel.piecewise import Chained, Filtered, RollingMean, Scaled, ramp_stages
 from powermodel.rules.rule import Rule, RuleError
 from powermodel.scenario import format_duration, parse_duration
 
@@ -177,7 +177,7 @@ def _stages(rule: Rule, dt: float) -> Chained:
     n = signal.samples(rule.window, dt)
     stages.append(ramp_stages(n)["net_change" if rule.statistic == "rate" else rule.statistic])
     if rule.per_minute:
-        stages.append(lambda x, at: x * 60.0 / rule.window)  # as _statistic: the same rounding
+        stages.append(Scaled(60.0, rule.window))  # as _statistic: the same rounding
     return Chained(*stages)
 
 

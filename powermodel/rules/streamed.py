@@ -229,7 +229,7 @@ class StreamedCheck:
         for columns, at, after in replay():
             inputs = _Inputs(columns, after, stalled)
             statistics = {
-                key: stages(inputs.held(name, median), at)
+                key: stages.some(inputs.held(name, median), at)
                 for key, (name, median, stages) in held.items()
             }
             for i, measured in again.items():
@@ -344,10 +344,10 @@ class _Chain:
     ) -> tuple[np.ndarray, ...]:
         """The piece's statistics: as is, plant removed, checkpoints held (None where not
         measured), and the strongest cause (None without the job's states)."""
-        rest = None if self.rest is None else self.rest(inputs.rest(self.name), at)
+        rest = None if self.rest is None else self.rest.some(inputs.rest(self.name), at)
         held = None
         if self.held is not None:
-            held = self.held(inputs.held(self.name, self.median), at)
+            held = self.held.some(inputs.held(self.name, self.median), at)
         strongest = None if codes is None else self.strongest(codes, at)
         return self.value(inputs.signal(self.name), at), rest, held, strongest
 
@@ -379,7 +379,7 @@ class _Measured:
             cause = np.full(over.size, len(CAUSES), np.int8)
         else:
             cause = strongest[over]
-            rested = lambda: value[over] if rest is None else _signed(rest[over], rule)  # noqa: E731
+            rested = _Rested(value, over, cause, rest, rule)
             # with the median unknown, a checkpoint's samples wait for the replay to decide
             # them (a checkpoint's cause, or else the other causes as any sample's)
             waits = cause == CAUSES.index("checkpoint") if held is None else np.zeros(0, bool)
@@ -389,7 +389,7 @@ class _Measured:
                 cause,
                 ~waits if waits.size else np.ones(over.size, bool),
                 limit,
-                lambda: _signed(held[over], rule),
+                lambda: _signed(held(over), rule),
                 rested,
             )
         self.waiting.pieces.append(self.waiting.size)
@@ -472,7 +472,7 @@ class _Waiting:
         self.read += 1
         if not kept.size:
             return
-        swing = _signed(stat[kept["index"] - at], self.rule) > self.limit
+        swing = _signed(stat(np.ascontiguousarray(kept["index"]) - at), self.rule) > self.limit
         code = np.where(swing, CAUSES.index("iteration swing"), CAUSES.index("checkpoint"))
         code = np.where(swing & kept["rest"], CAUSES.index("weather"), code).astype(np.int8)
         first, last = _runs(kept["index"], code)
@@ -506,3 +506,33 @@ class _Waiting:
         tail = np.append(head[1:], first.size) - 1
         joined = (start[head], end[tail], np.maximum.reduceat(worst, head), code[head])
         return (*joined, first[head], stop[tail]), counts
+
+
+class _Rested:
+    """The signal less the cooling plant's statistic, signed, at a piece's samples over the
+    limit (``over``) that :func:`_attribute` may read it at (those whose strongest ``cause`` is
+    a checkpoint or an iteration swing; the others hold ``value``), made there alone and once
+    (``rest``: its readings at given samples, :meth:`powermodel.piecewise.Chained.some`; None:
+    no plant, ``value`` itself)."""
+
+    def __init__(
+        self,
+        value: np.ndarray,
+        over: np.ndarray,
+        cause: np.ndarray,
+        rest: Callable[[np.ndarray], np.ndarray] | None,
+        rule: Rule,
+    ) -> None:
+        self.value, self.over, self.cause, self.rest, self.rule = value, over, cause, rest, rule
+        self.made: np.ndarray | None = None
+
+    def __call__(self) -> np.ndarray:
+        if self.made is None:
+            self.made = self.value[self.over]
+            if self.rest is not None:
+                read = (self.cause == CAUSES.index("checkpoint")) | (
+                    self.cause == CAUSES.index("iteration swing")
+                )
+                at = np.flatnonzero(read)
+                self.made[at] = _signed(self.rest(self.over[at]), self.rule)
+        return self.made
