@@ -128,6 +128,48 @@ def test_a_solve_many_row_is_a_fresh_networks_solve():
     )
 
 
+def test_two_networks_share_no_engine_state():
+    # each OpenDSS network has its own engine context: solves of two networks interleaved give
+    # what each gives alone
+    p = np.linspace(0.2, 2.0, 6)
+    networks = [_network("ieee13"), _network("ieee123")]
+    alone = [net.solve_many(p, 0.2 * p).vmin for net in networks]
+    for k in range(len(p)):
+        for net, vmin in zip(networks, alone, strict=True):
+            np.testing.assert_array_equal(
+                net.solve_many(p[k : k + 1], 0.2 * p[k : k + 1]).vmin[0], vmin[k]
+            )
+
+
+# two networks solved at once in two threads, each as it solves alone; in a process of its own
+# without pandapower: with numpy, opendssdirect and then pandapower imported, DSS C-API 0.15.7
+# (opendssdirect.py 0.9.4) crashes (SIGSEGV) on its first call from any thread but the main one
+THREADS = """
+import numpy as np
+from concurrent.futures import ThreadPoolExecutor
+from powermodel.network import load_network
+p = np.linspace(0.2, 2.0, 40)
+networks = [load_network("ieee13"), load_network("ieee123")]
+for net, bus in zip(networks, ("675", "67")):
+    net.attach("site", bus)
+alone = [net.solve_many(p, 0.2 * p).vmin for net in networks]
+with ThreadPoolExecutor(2) as pool:
+    together = list(pool.map(lambda net: net.solve_many(p[::-1], 0.2 * p[::-1]).vmin, networks))
+assert all(np.array_equal(a, b[::-1]) for a, b in zip(alone, together))
+assert "pandapower" not in __import__("sys").modules
+print("same")
+"""
+
+
+def test_two_networks_in_two_threads_share_no_engine_state():
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", THREADS], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "same", done.stderr[-2000:]
+
+
 def test_cigre_mv_site_bus_voltage_drops_with_load():
     net = _network("cigre-mv")
     p = np.array([0.0, 1.0, 2.0, 4.0])

@@ -150,8 +150,9 @@ class Network(Protocol):
     controls' state and the last solution from one solve to the next, as a time series does:
     faster, but then a row depends on those before it).
 
-    A network holds its engine's state: use one from one thread at a time. It pickles as its
-    source and its sites (a worker loads it again), not as the engine's state.
+    A network holds its engine's state: use one from one thread at a time (and OpenDSS's from
+    the main thread: see :mod:`powermodel.network.opendss`). It pickles as its source and its
+    sites (a worker process loads it again), not as the engine's state.
     """
 
     name: str

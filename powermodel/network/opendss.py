@@ -5,7 +5,13 @@ networks, or two threads each with its own, share no engine state.
 A site is a three-phase wye ``Load`` of model 1 (constant P and Q) with ``Vminpu`` lowered to
 :data:`~powermodel.network.base.VMIN_PQ`: OpenDSS serves a model-1 load as an impedance below its
 ``Vminpu`` (0.95 pu by default), which would hide the voltage a large site pulls down by drawing
-less than it asks. The network's own loads keep the models their file gives them."""
+less than it asks. The network's own loads keep the models their file gives them.
+
+Threads: two networks solve at once in two threads, each as it does alone
+(tests/test_network.py), but DSS C-API 0.15.7 (opendssdirect.py 0.9.4) crashes the process
+(SIGSEGV) on its first call from a thread other than the main one when ``opendssdirect`` was
+imported before ``pandapower`` (numpy imported first: any powermodel process). Run power flows in
+the main thread, or in processes (a network pickles as its source and sites)."""
 
 from __future__ import annotations
 
