@@ -48,6 +48,7 @@ def main() -> None:
         "ieee123 (OpenDSS), carry=False": ("ieee123", "67", 1.5, False, args.steps),
         "ieee123 (OpenDSS), carry=True": ("ieee123", "67", 1.5, True, args.steps),
         "cigre-mv (pandapower), carry=False": ("cigre-mv", "Bus 11", 2.0, False, args.steps // 10),
+        "cigre-mv (pandapower), carry=True": ("cigre-mv", "Bus 11", 2.0, True, args.steps // 10),
     }
     networks = {}
     for label, (name, bus, _, _, _) in cases.items():

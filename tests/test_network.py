@@ -182,6 +182,23 @@ def test_cigre_mv_site_bus_voltage_drops_with_load():
     np.testing.assert_allclose(list(fresh.vmin.values()), batch.vmin[2], rtol=0, atol=1e-9)
 
 
+def test_carry_starts_each_row_from_the_one_before():
+    # pandapower: its time-series path reaches the flat start's solution (Newton-Raphson to its
+    # 1e-8 MVA tolerance: 1e-13 pu apart here); OpenDSS: the first row is the network as loaded
+    # and a call repeated repeats itself, bit for bit (the regulators then step from the row
+    # before: a tap, 0.00625 pu, is how far apart the two may end up)
+    p = np.linspace(0.5, 3.0, 6)
+    net = _network("cigre-mv")
+    np.testing.assert_allclose(
+        net.solve_many(p, 0.2 * p, carry=True).vmin, net.solve_many(p, 0.2 * p).vmin, atol=1e-9
+    )
+    feeder = _network("ieee123")
+    carried = feeder.solve_many(p, 0.2 * p, carry=True)
+    np.testing.assert_array_equal(carried.vmin[0], feeder.solve_many(p[:1], 0.2 * p[:1]).vmin[0])
+    np.testing.assert_array_equal(carried.vmin, feeder.solve_many(p, 0.2 * p, carry=True).vmin)
+    assert np.abs(carried.vmin - feeder.solve_many(p, 0.2 * p).vmin).max() <= 0.00625 * 1.06
+
+
 def test_a_bus_that_does_not_exist():
     net = load_network("ieee13")
     with pytest.raises(PowerModelError, match=r"no bus '6755'.*did you mean 675.*\.buses"):

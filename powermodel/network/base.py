@@ -146,9 +146,9 @@ class Network(Protocol):
     their power and solves the network in its engine. A solve is a function of the injections
     alone: regulator taps and switched capacitors start where the network was loaded and the
     engine starts from its own initial point, so a row of :meth:`solve_many` is the solve of a
-    freshly loaded network, bit for bit, whatever was solved before (``carry=True`` keeps the
-    controls' state and the last solution from one solve to the next, as a time series does:
-    faster, but then a row depends on those before it).
+    freshly loaded network, bit for bit, whatever was solved before (``carry=True`` starts the
+    first row so and each later one from the row before, its controls' state and its solution,
+    as a time series does: faster, but then a row depends on those before it).
 
     A network holds its engine's state: use one from one thread at a time (and OpenDSS's from
     the main thread: see :mod:`powermodel.network.opendss`). It pickles as its source and its

@@ -256,7 +256,7 @@ class OpenDSSNetwork:
         source = np.full((k, 2), np.nan)
         kw, kvar = (p * 1e3).tolist(), (q * 1e3).tolist()
         for i in range(k):  # the engine's own loop: one snapshot a row
-            if not carry:
+            if not carry or i == 0:
                 self._reset()
             for j, index in enumerate(self._loads):
                 loads.Idx(index)
