@@ -227,6 +227,9 @@ def test_network_files_that_are_not_networks(tmp_path):
     (tmp_path / "empty.dss").write_text("! nothing but a comment\n")
     with pytest.raises(PowerModelError, match="defines no circuit"):
         load_network(tmp_path / "empty.dss")
+    (tmp_path / 'x" New Line.l9 bus1=a.dss').write_text("Clear\n")
+    with pytest.raises(PowerModelError, match="double quote"):
+        load_network(tmp_path / 'x" New Line.l9 bus1=a.dss')
     (tmp_path / "table.json").write_text('{"a": [1, 2, 3]}')
     with pytest.raises(PowerModelError, match="not a pandapower network"):
         load_network(tmp_path / "table.json")

@@ -59,6 +59,12 @@ class OpenDSSNetwork:
 
     def __init__(self, master: Path, name: str, source: str):
         self.name, self.source = name, source
+        if set(str(master)) & set('"\r\n'):
+            # the path goes into an OpenDSS command between double quotes
+            raise PowerModelError(
+                f"network file {master.name!r}: OpenDSS cannot open a path holding a double "
+                "quote or a line break; rename the file or its folder"
+            )
         self._dss = dss = _context()
         self._run(f'Compile "{master}"', f"compiling {master.name}")
         from opendssdirect import DSSException
