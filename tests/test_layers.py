@@ -45,6 +45,8 @@ LAYERS = (
         "powermodel.ride_through",
         "powermodel.template",
     ),
+    # the co-simulation steps the engine's runs and a network together
+    ("powermodel.cosim",),
     ("powermodel.sweep",),  # maps runs of the layer below over dask
     ("powermodel.cli", "powermodel.webapp"),
 )

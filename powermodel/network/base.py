@@ -178,9 +178,13 @@ class Network(Protocol):
         """Solve with each site drawing ``injections[site] = (p_mw, q_mvar)`` [MW, Mvar]."""
         ...
 
-    def solve_many(self, p_mw, q_mvar=None, *, strict: bool = True, carry: bool = False) -> Batch:
+    def solve_many(
+        self, p_mw, q_mvar=None, *, strict: bool = True, carry: bool = False, resume: bool = False
+    ) -> Batch:
         """Solve ``k`` times, row ``i`` with the sites drawing ``p_mw[i]`` [MW] and
-        ``q_mvar[i]`` [Mvar] (arrays of shape (k, sites), or (k,) with one site)."""
+        ``q_mvar[i]`` [Mvar] (arrays of shape (k, sites), or (k,) with one site); ``resume``
+        with ``carry`` starts the first row from where the last call left the network (a time
+        series solved a step at a time: :mod:`powermodel.cosim`)."""
         ...
 
 

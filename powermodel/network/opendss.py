@@ -107,6 +107,7 @@ class OpenDSSNetwork:
         starts = np.searchsorted(bus_of_node[order], np.arange(len(self._buses)))
         self._groups = (order, starts)
         pd = [n.lower() for n in dss.PDElements.AllNames()]
+        self._n_nodes, self._n_pd = len(nodes), len(pd)  # a solve's row sizes
         self._line_at = np.array([i for i, n in enumerate(pd) if n.startswith("line.")], int)
         self._xf_at = np.array([i for i, n in enumerate(pd) if n.startswith("transformer.")], int)
         self._lines = tuple(pd[i].split(".", 1)[1] for i in self._line_at)
@@ -243,26 +244,44 @@ class OpenDSSNetwork:
         p, q = injection_dict(self.name, self.sites, injections)
         return self._solve_rows(p, q, strict, carry=False).row(0)
 
-    def solve_many(self, p_mw, q_mvar=None, *, strict: bool = True, carry: bool = False) -> Batch:
+    def solve_many(
+        self, p_mw, q_mvar=None, *, strict: bool = True, carry: bool = False, resume: bool = False
+    ) -> Batch:
         """Solve once a row of ``p_mw`` and ``q_mvar`` (shape (k, sites) [MW, Mvar]): the
         engine's loop sets the sites' loads and solves the snapshot, reading its voltages and
-        loadings as whole arrays; the per-bus reduction runs once over all rows."""
+        loadings as whole arrays; the per-bus reduction runs once over all rows. ``resume``
+        (with ``carry``) starts the first row too from where the last solve left the taps,
+        capacitors and solution: a time series solved a call at a time, as a co-simulation
+        does."""
         p, q = injection_rows(self.name, self.sites, p_mw, q_mvar)
-        return self._solve_rows(p, q, strict, carry)
+        return self._solve_rows(p, q, strict, carry, resume)
 
-    def _solve_rows(self, p: np.ndarray, q: np.ndarray, strict: bool, carry: bool) -> Batch:
+    def tap_positions(self) -> dict[tuple[str, int], float]:
+        """Each regulated winding's tap where the last solve left it, ``{(transformer,
+        winding): tap}`` [pu]: with ``Transformer.<name>.wdg=<w> Tap=<tap>`` and ``Set
+        ControlMode=OFF`` (:meth:`command`) a fresh network solves a carried row again."""
+        dss, taps = self._dss, {}
+        for transformer, winding, _ in self._controls:
+            dss.Transformers.Name(transformer)
+            dss.Transformers.Wdg(winding)
+            taps[transformer, winding] = dss.Transformers.Tap()
+        return taps
+
+    def _solve_rows(
+        self, p: np.ndarray, q: np.ndarray, strict: bool, carry: bool, resume: bool = False
+    ) -> Batch:
         from opendssdirect import DSSException
 
         dss, k = self._dss, len(p)
         loads, solution, circuit = dss.Loads, dss.Solution, dss.Circuit
-        vnode = np.full((k, len(circuit.AllNodeNames())), np.nan)
-        pct = np.full((k, len(dss.PDElements.AllNames())), np.nan)
+        vnode = np.full((k, self._n_nodes), np.nan)
+        pct = np.full((k, self._n_pd), np.nan)
         converged = np.zeros(k, bool)
         iterations = np.zeros(k, int)
         source = np.full((k, 2), np.nan)
         kw, kvar = (p * 1e3).tolist(), (q * 1e3).tolist()
         for i in range(k):  # the engine's own loop: one snapshot a row
-            if not carry or i == 0:
+            if not carry or (i == 0 and not resume):
                 self._reset()
             for j, index in enumerate(self._loads):
                 loads.Idx(index)

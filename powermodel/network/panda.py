@@ -77,6 +77,7 @@ class PandapowerNetwork:
         self._attached: list[tuple[str, str, float | None]] = []
         self._rows: list[int] = []
         self._site_buses: list[str] = []
+        self._warm = False  # whether the last solve converged (resume starts from it)
 
     @property
     def buses(self) -> tuple[str, ...]:
@@ -119,6 +120,7 @@ class PandapowerNetwork:
         row = pandapower().create_load(self._net, bus=index, p_mw=0.0, q_mvar=0.0, name=name)
         self._attached.append((name, key, kv))
         self._rows.append(int(row))
+        self._warm = False  # pandapower's model is built anew with the site
         self._site_buses.append(key)
 
     def solve(self, injections: dict[str, tuple[float, float]], *, strict: bool = True) -> Solution:
@@ -126,13 +128,18 @@ class PandapowerNetwork:
         p, q = injection_dict(self.name, self.sites, injections)
         return self._solve_rows(p, q, strict, carry=False).row(0)
 
-    def solve_many(self, p_mw, q_mvar=None, *, strict: bool = True, carry: bool = False) -> Batch:
+    def solve_many(
+        self, p_mw, q_mvar=None, *, strict: bool = True, carry: bool = False, resume: bool = False
+    ) -> Batch:
         """Solve once a row of ``p_mw`` and ``q_mvar`` (shape (k, sites) [MW, Mvar]), one
-        ``runpp`` a row."""
+        ``runpp`` a row; ``resume`` (with ``carry``) starts the first row from the last solve's
+        model and result when that solve converged."""
         p, q = injection_rows(self.name, self.sites, p_mw, q_mvar)
-        return self._solve_rows(p, q, strict, carry)
+        return self._solve_rows(p, q, strict, carry, resume)
 
-    def _solve_rows(self, p: np.ndarray, q: np.ndarray, strict: bool, carry: bool) -> Batch:
+    def _solve_rows(
+        self, p: np.ndarray, q: np.ndarray, strict: bool, carry: bool, resume: bool = False
+    ) -> Batch:
         pp, net, k = pandapower(), self._net, len(p)
         n_bus, n_line, n_xf = len(net.bus), len(net.line), len(net.trafo)
         vnode = np.full((k, n_bus), np.nan)
@@ -141,12 +148,14 @@ class PandapowerNetwork:
         source = np.full((k, 2), np.nan)
         columns = [net.load.columns.get_loc(c) for c in ("p_mw", "q_mvar")]
         rows = [net.load.index.get_loc(r) for r in self._rows]
-        fresh = True  # the next solve starts flat and builds pandapower's model anew
+        # the next solve starts flat and builds pandapower's model anew
+        fresh = not (carry and resume and self._warm)
         for i in range(k):  # pandapower solves one state at a time
             net.load.iloc[rows, columns[0]] = p[i]
             net.load.iloc[rows, columns[1]] = q[i]
             ok = _run(pp, net, {"init": "flat"} if fresh else {"recycle": RECYCLE})
             fresh = not (carry and ok)
+            self._warm = ok
             if not ok:
                 continue
             converged[i], iterations[i] = True, int(net._ppc["iterations"])
