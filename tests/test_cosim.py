@@ -190,3 +190,23 @@ def test_bad_input_is_one_clear_message_in_bounded_time(scenario, tmp_path):
     with pytest.raises(PowerModelError, match="site 3 of 1 sites"):
         cosimulate(scenario, "ieee123", BUS, [VoltageCap(400.0, site=3)], scale=SCALE)
     assert time.perf_counter() - start < 60
+
+
+def test_a_pandapower_network_steps_too():
+    # the 10-MW preset site (8,192 H100s) on CIGRE MV's bus 11 scaled 10 times, for 10 minutes
+    # at a 10-s grid step, capped below the open loop's own median voltage: the same loop on the
+    # other engine (carried: its time-series path from the step before's result)
+    pytest.importorskip("pandapower")
+    scenario = load_scenario("llama3-405b-8k-h100", {"simulation.duration": "10min"})
+    base = cosimulate(scenario, "cigre-mv", "Bus 11", grid_step=10.0, scale=10.0)
+    assert base.attrs["engine"] == "pandapower" and base.sizes["time"] == 60
+    v = base.site_voltage.values[:, 0]
+    assert np.isfinite(v).all() and 0.85 < v.min() < v.max() < 1.05
+    median = float(np.median(v))
+    cap = VoltageCap(400.0, v_on=median, v_off=median + 0.005, hold=60.0)
+    ds = cosimulate(scenario, "cigre-mv", "Bus 11", [cap], grid_step=10.0, scale=10.0)
+    assert ds.engaged.values.any() and ds.attrs["tokens_lost"][0] > 0
+    on = ds.engaged.values[:, 0]
+    assert (ds.site_voltage.values[on, 0] > v[on]).mean() > 0.5
+    with pytest.raises(PowerModelError, match="record_taps: network cigre-mv"):
+        cosimulate(scenario, "cigre-mv", "Bus 11", record_taps=True)

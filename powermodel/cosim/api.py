@@ -149,7 +149,8 @@ def _dataset(net, sites: list[Site], order, trace: Trace, time, dt, scale) -> xr
     q = np.stack([_gather(s.q, trace.run[:, i]) for i, s in enumerate(sites)], axis=1)
     rate = np.stack([_gather(s.throughput, trace.run[:, i]) for i, s in enumerate(sites)], 1)
     tokens = rate.sum(axis=0) * dt
-    tokens_open = np.array([s.throughput[0].sum() * dt for s in sites])
+    # summed in the same layout as the loop's, so a site no lever moved loses exactly nothing
+    tokens_open = np.stack([s.throughput[0] for s in sites], axis=1).sum(axis=0) * dt
     data = {
         "grid_power": (("time", "site"), p, {"units": "MW"}),
         "grid_reactive_power": (("time", "site"), q, {"units": "Mvar"}),
