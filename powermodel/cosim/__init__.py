@@ -23,7 +23,8 @@ step time is longer). The networks shipped have no frequency: controllers read v
 power, solved as the feeder as shipped with the sites' power ÷ ``scale`` (the same per-unit
 solution), so a 100-MW site on the 4.16-kV IEEE 123-bus feeder (about 3.5 MW of its own load) is
 ``scale=40`` or so. A site the network cannot carry at all is refused before the loop, naming
-the most it carries. OpenDSS networks must be solved from the main thread
+the most it carries. :func:`resolve` solves steps again on fresh networks (the check that the
+loop's voltages are the power flow's). OpenDSS networks must be solved from the main thread
 (:mod:`powermodel.network.opendss`).
 """
 
@@ -36,6 +37,7 @@ from powermodel.cosim.controllers import (
     VoltageBattery,
     VoltageCap,
 )
+from powermodel.cosim.verify import resolve
 
 __all__ = [
     "Action",
@@ -45,4 +47,5 @@ __all__ = [
     "VoltageBattery",
     "VoltageCap",
     "cosimulate",
+    "resolve",
 ]

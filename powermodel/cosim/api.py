@@ -100,7 +100,9 @@ def cosimulate(
     order += [c for c in controllers if c.lever is None]
     dt = runs[0].simulation.dt * n
     trace = step_loop(net, sites, order, dt, scale, record_taps)
-    return _dataset(net, sites, order, trace, opens[0].time.values[::n], dt, scale)
+    ds = _dataset(net, sites, order, trace, opens[0].time.values[::n], dt, scale)
+    ds.attrs["tolerance"] = float(tolerance) if net.engine == "opendss" else np.nan
+    return ds
 
 
 def _inputs(scenarios, buses, controllers, scale) -> tuple[list[Scenario], list[str]]:
