@@ -210,3 +210,36 @@ def test_a_pandapower_network_steps_too():
     assert (ds.site_voltage.values[on, 0] > v[on]).mean() > 0.5
     with pytest.raises(PowerModelError, match="record_taps: network cigre-mv"):
         cosimulate(scenario, "cigre-mv", "Bus 11", record_taps=True)
+
+
+class _Window:
+    """A user's own controller (the Controller interface): a clock lock at 0.8 of nominal in
+    steps 100-199, whatever the grid says."""
+
+    name, site, lever, level = "window", 0, "clock_lock", 0.8
+
+    def start(self, dt: float) -> None:
+        self.dt = dt
+
+    def decide(self, k, t, measured):
+        from powermodel.cosim import Action
+
+        return Action(100 <= k < 200)
+
+
+def test_a_users_controller_selects_the_levers_own_run(scenario, open_loop):
+    # the loop's site outputs where the lock acts are the locked scenario's own run, bit for
+    # bit, and elsewhere the open loop's; tokens lost are exactly the difference's sum
+    assert isinstance(_Window(), Controller)
+    ds = cosimulate(scenario, "ieee123", BUS, [_Window()], scale=SCALE)
+    locked = simulate(load_scenario(scenario, {"mitigation.clock_lock": 0.8}))
+    window = slice(100, 200)
+    for name in ("grid_power", "grid_reactive_power", "throughput"):
+        got, base = ds[name].values[:, 0], open_loop[name].values[:, 0]
+        np.testing.assert_array_equal(got[window], locked[name].values[window])
+        np.testing.assert_array_equal(
+            np.delete(got, np.s_[100:200]), np.delete(base, np.s_[100:200])
+        )
+    rate = open_loop.throughput.values[:, 0] - ds.throughput.values[:, 0]
+    assert ds.attrs["tokens_lost"][0] == pytest.approx(rate.sum(), rel=1e-12) and rate.sum() > 0
+    assert ds.engaged.values[:, 0].sum() == 100
