@@ -58,6 +58,11 @@ def test_the_open_loop_is_the_run_bit_for_bit(scenario, open_loop):
     assert open_loop.sizes == {"time": 3600, "site": 1, "controller": 0}
     v = open_loop.site_voltage.values[:, 0]
     assert np.isfinite(v).all() and 0.95 < v.min() < v.max() < 1.0
+    # the feeder's lowest bus and most loaded line are the network's own names
+    network = load_network("ieee123")
+    assert set(open_loop.feeder_vmin_bus.values) <= set(network.buses)
+    assert set(open_loop.line_loading_max_line.values) <= set(network.lines)
+    assert (open_loop.feeder_vmin <= open_loop.site_voltage[:, 0]).all()
 
 
 def _fresh_solve(ds, k: int, scale: float) -> tuple[np.ndarray, float]:
@@ -189,7 +194,25 @@ def test_bad_input_is_one_clear_message_in_bounded_time(scenario, tmp_path):
         cosimulate(scenario, "ieee123", BUS, scale=0)
     with pytest.raises(PowerModelError, match="site 3 of 1 sites"):
         cosimulate(scenario, "ieee123", BUS, [VoltageCap(400.0, site=3)], scale=SCALE)
+    # a step that collapses inside the loop (a controller charging 2 GW from step 5): its step,
+    # time and draw named, no traceback beyond the one error
+    with pytest.raises(PowerModelError, match=r"grid step 5 \(5 s in; site1 at bus 57: 2\d{3}"):
+        cosimulate(scenario, "ieee123", BUS, [_Charger()], scale=SCALE)
     assert time.perf_counter() - start < 60
+
+
+class _Charger:
+    """A controller whose battery charges 2,000 MW from step 5: more than the feeder carries."""
+
+    name, site, lever, level = "charger", 0, None, None
+
+    def start(self, dt: float) -> None:
+        pass
+
+    def decide(self, k, t, measured):
+        from powermodel.cosim import Action
+
+        return Action(k >= 5, -2000.0 if k >= 5 else 0.0)
 
 
 def test_a_pandapower_network_steps_too():

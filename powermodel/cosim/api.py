@@ -81,7 +81,8 @@ def cosimulate(
         ``grid_reactive_power`` [Mvar] at the connection after every lever, ``site_voltage``
         (lowest phase) [pu], ``throughput`` [token/s], ``grid_power_open_loop`` [MW]; on
         ``time``: ``feeder_vmin`` [pu] and ``feeder_vmin_bus``, ``line_loading_max``
-        [fraction]; on ``controller``: ``engaged``, ``battery_power`` [MW], ``battery_soc``.
+        [fraction] and ``line_loading_max_line``; on ``controller``: ``engaged``,
+        ``battery_power`` [MW], ``battery_soc``.
         Attributes: ``tokens``, ``tokens_open_loop``, ``tokens_lost`` (a site each) [token].
     """
     runs, buses = _inputs(scenarios, buses, controllers, scale)
@@ -163,6 +164,7 @@ def _dataset(net, sites: list[Site], order, trace: Trace, time, dt, scale) -> xr
         "feeder_vmin": ("time", trace.v_min, {"units": "pu"}),
         "feeder_vmin_bus": ("time", np.asarray(net.buses)[trace.v_min_at]),
         "line_loading_max": ("time", trace.loading, {"units": "1"}),
+        "line_loading_max_line": ("time", np.asarray(net.lines or ("",))[trace.loading_at]),
         "engaged": (("time", "controller"), trace.engaged),
         "battery_power": (("time", "controller"), trace.battery, {"units": "MW"}),
         "battery_soc": (("time", "controller"), trace.soc, {"units": "1"}),

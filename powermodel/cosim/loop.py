@@ -131,6 +131,7 @@ class Trace:
     v_min: np.ndarray  # (steps,) [pu]
     v_min_at: np.ndarray  # (steps,) bus index
     loading: np.ndarray  # (steps,) [fraction], the highest line's
+    loading_at: np.ndarray  # (steps,) that line's index
     taps: np.ndarray | None  # (steps, windings) [pu]
 
 
@@ -140,7 +141,7 @@ def new_trace(steps: int, sites: int, controllers: int, windings: int | None) ->
         np.zeros((steps, sites), int), np.zeros((steps, controllers)),
         np.zeros((steps, controllers), bool), nan((steps, controllers), np.nan),
         nan((steps, sites), np.nan), nan(steps, np.nan), np.zeros(steps, int), nan(steps, np.nan),
-        None if windings is None else nan((steps, windings), np.nan),
+        np.zeros(steps, int), None if windings is None else nan((steps, windings), np.nan),
     )  # fmt: skip
 
 
@@ -193,7 +194,9 @@ def step_loop(
             vf_prev,
             lowest,
         )
-        trace.loading[k] = batch.line_loading[0].max() if batch.line_loading.size else math.nan
+        if batch.line_loading.size:
+            trace.loading_at[k] = at_most = int(np.argmax(batch.line_loading[0]))
+            trace.loading[k] = batch.line_loading[0, at_most]
         if taps:
             trace.taps[k] = list(net.tap_positions().values())
     return trace
