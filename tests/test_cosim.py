@@ -192,6 +192,8 @@ def test_bad_input_is_one_clear_message_in_bounded_time(scenario, tmp_path):
         cosimulate(scenario, "ieee123", ["57", "67"])
     with pytest.raises(PowerModelError, match="scale must be a positive number"):
         cosimulate(scenario, "ieee123", BUS, scale=0)
+    with pytest.raises(PowerModelError, match="power_cap 100 W is outside the H100-SXM's"):
+        cosimulate(scenario, "ieee123", BUS, [VoltageCap(100.0)], scale=SCALE)
     with pytest.raises(PowerModelError, match="site 3 of 1 sites"):
         cosimulate(scenario, "ieee123", BUS, [VoltageCap(400.0, site=3)], scale=SCALE)
     # a step that collapses inside the loop (a controller charging 2 GW from step 5): its step,
