@@ -1,7 +1,10 @@
 """A co-simulation's step solved again, independently: a network loaded afresh from the same
 source, the regulators' control off and their taps set where the loop had them at that step
 (``cosimulate(..., record_taps=True)``), the sites drawing what the loop says they drew ÷ its
-scale. Its voltages against the loop's are the check of acceptance 2 (within 1e-6 pu)."""
+scale. Its voltages against the loop's are the check of acceptance 2 (within 1e-6 pu).
+
+Capacitors are solved as the file sets them: the shipped feeders have none a control switches
+(no ``CapControl``); a network with some would need their states recorded too."""
 
 from __future__ import annotations
 
