@@ -168,6 +168,8 @@ def test_three_sites_and_a_voltage_battery(scenario):
     assert list(ds.bus.values) == ["57", "67", "35"]
     assert list(ds.controller_site.values) == ["site2", "site3"]
     assert isinstance(VoltageCap(400.0), Controller) and np.isfinite(ds.site_voltage).all()
+    # the voltage battery recharges to its initial 0.9 and no further
+    assert ds.battery_soc.values[:, 1].max() <= 0.9 + 1e-12
 
 
 def test_bad_input_is_one_clear_message_in_bounded_time(scenario, tmp_path):
@@ -268,3 +270,18 @@ def test_a_users_controller_selects_the_levers_own_run(scenario, open_loop):
     rate = open_loop.throughput.values[:, 0] - ds.throughput.values[:, 0]
     assert ds.attrs["tokens_lost"][0] == pytest.approx(rate.sum(), rel=1e-12) and rate.sum() > 0
     assert ds.engaged.values[:, 0].sum() == 100
+
+
+def test_a_voltage_battery_discharges_while_the_voltage_is_low(scenario, open_loop):
+    # 10 MW, 5 MWh, from 0.9 of charge: 10 MW out while bus 57 is low (engaged), recharging at
+    # 1 MW (10 %) otherwise, back to 0.9 and no further
+    battery = VoltageBattery(10.0, 5.0, v_on=0.956, v_off=0.965)
+    ds = cosimulate(scenario, "ieee123", BUS, [battery], scale=SCALE)
+    on, b = ds.engaged.values[:, 0], ds.battery_power.values[:, 0]
+    soc = ds.battery_soc.values[:, 0]
+    assert 0 < on.mean() < 0.5 and (b[on] == 10.0).all()
+    assert (b[~on] <= 0).all() and b[~on].min() >= -1.0
+    assert soc.min() < 0.9 and soc.max() <= 0.9 + 1e-12
+    np.testing.assert_allclose(
+        ds.grid_power.values[:, 0], open_loop.grid_power.values[:, 0] - b, rtol=0, atol=1e-9
+    )

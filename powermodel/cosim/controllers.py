@@ -301,7 +301,9 @@ class VoltageBattery:
         if low:
             mw = self.store.apply(self.store.power)
         elif self.store.soc < self.store.soc_initial:
-            mw = self.store.apply(-self.recharge)
+            store = self.store  # recharge no further than the initial state of charge
+            room = (store.soc_initial - store.soc) * store.energy / store.eta / store.hours
+            mw = store.apply(-min(self.recharge, room))
         else:
             mw = 0.0
         return Action(low, mw, self.store.soc)
