@@ -21,7 +21,9 @@ LAYERS = (
         "powermodel.deadline",
     ),
     ("powermodel.models",),
-    ("powermodel.iotools", "powermodel.variables"),
+    # the power-flow networks read files as the readers do (their shipped data): numbers, no
+    # xarray, below the scenario and the engine that a co-simulation drives them from
+    ("powermodel.iotools", "powermodel.variables", "powermodel.network"),
     ("powermodel.scenario", "powermodel.reference"),
     ("powermodel.engine",),  # its stages in order: ENGINE below
     ("powermodel.simulate",),  # the driver: the engine's stages in order
@@ -43,6 +45,8 @@ LAYERS = (
         "powermodel.ride_through",
         "powermodel.template",
     ),
+    # the co-simulation steps the engine's runs and a network together
+    ("powermodel.cosim",),
     ("powermodel.sweep",),  # maps runs of the layer below over dask
     ("powermodel.cli", "powermodel.webapp"),
 )
