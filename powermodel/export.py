@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import queue
 import re
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import cache
 from importlib import metadata
@@ -37,7 +37,7 @@ __all__ = [
     "check_path",
     "check_timezone",
     "CSV_DIGITS",
-    "csv_table",
+    "CsvFile",
     "DATASET_FILES",
     "decimal_text",
     "DEFAULT_GRID",
@@ -196,8 +196,8 @@ def writing(
 
 
 # Rows a profile is written at a time: a Parquet row group (pyarrow's default length, so an
-# in-memory run's file keeps the row groups it had), or a part of a CSV's text (its fields take
-# about 200 B a row while it is written)
+# in-memory run's file keeps the row groups it had), or a part of a CSV (its columns as the
+# text's kernel reads them take some 170 B a row while its blocks are made, CsvFile)
 ROWS = {".parquet": 1 << 20, ".csv": 1 << 18}
 
 
@@ -209,8 +209,8 @@ class ChunkFile:
         self.sink, self.args, self.writer = sink, (sink, suffix, timezone), None
 
     def take(self, ds: xr.Dataset) -> None:
-        """Append ``ds``, at most :data:`ROWS` rows at a time (a streamed chunk's CSV text in
-        parts: some 200 B a row while it is written)."""
+        """Append ``ds``, at most :data:`ROWS` rows at a time (a streamed chunk's CSV in
+        parts)."""
         rows = ROWS[self.args[1]]
         for lo in range(0, max(ds.sizes["time"], 1), rows):
             part = ds.isel(time=slice(lo, lo + rows))
@@ -301,55 +301,181 @@ def parquet_writer(sink: str | Path | pa.NativeFile, schema: pa.Schema) -> pq.Pa
 
 
 def append_chunk(
-    writer: pq.ParquetWriter | pacsv.CSVWriter | None,
+    writer: pq.ParquetWriter | CsvFile | None,
     ds: xr.Dataset,
     sink: Path | pa.NativeFile,
     suffix: str,
     timezone: str | None,
-) -> pq.ParquetWriter | pacsv.CSVWriter:
+) -> pq.ParquetWriter | CsvFile:
     """Append a chunk's Dataset ``ds`` to ``sink`` (a temporary file) in the format ``suffix``
     names, opening the writer at the first: a run written in row groups and a streamed run's
     chunks alike."""
     if suffix == ".parquet":
         table = profile_table(ds, headers=False)
         writer = writer or parquet_writer(sink, table.schema)
+        writer.write_table(table)
     else:
-        table = csv_table(ds, timezone)
-        writer = writer or pacsv.CSVWriter(sink, table.schema, write_options=CSV_OPTIONS)
-    writer.write_table(table)
+        writer = writer or CsvFile(sink, timezone)
+        writer.write(ds)
     return writer
 
 
-# csv_table gives every field's text, numbers' too (pyarrow's own formatting of a double is
-# the slower half of a CSV, and its text rounded first): each is written as it is, unquoted (a
-# text with a comma, a quote or a line break is refused), the header's names quoted
-CSV_OPTIONS = pacsv.WriteOptions(quoting_style="none")
 # What a CSV value keeps: 7 significant digits, a part in ten million of the value (grid power
 # of a 16 MW site to 10 W, of an 8-GPU node to a milliwatt; a voltage to 1e-6 pu; a temperature
 # to 0.0001 K), finer than anything the model resolves, and half the file of all 17.
 CSV_DIGITS = 7
+# Rows a thread makes the text of at a time: about 9 MB of text, made while the block before
+# is written
+CSV_BLOCK = 1 << 16
 
 
-def csv_table(ds: xr.Dataset, timezone: str | None = None) -> pa.Table:
-    """The profile as CSV holds it, each column the text of its fields: :func:`profile_table`
-    with headers, ``time`` as ISO 8601 UTC (:func:`iso_times`), each float to
-    :data:`CSV_DIGITS` significant digits (:func:`decimal_text`), and with a ``timezone`` (an
-    IANA name) the local time beside it as spreadsheets read it (``2024-06-30 20:00:00``, no
-    offset: the UTC column says which of a repeated hour). Written with :data:`CSV_OPTIONS`."""
-    table = profile_table(ds)
-    utc = table["time"]
-    table = table.set_column(0, "time", iso_times(utc, step_seconds(ds)))
-    floats = [i for i, field in enumerate(table.schema) if pa.types.is_floating(field.type)]
-    _compiled(_decimal_text)  # made here, once: numba then compiles it once for the threads
-    texts = _pool().map(lambda i: decimal_text(table.column(i).to_numpy(), CSV_DIGITS), floats)
-    for i, text in zip(floats, list(texts), strict=True):
-        table = table.set_column(i, table.schema.field(i).with_type(pa.string()), text)
-    if timezone is not None:
-        unit = "s" if step_seconds(ds).is_integer() else "ms"
-        local = pc.cast(utc.cast(pa.timestamp(unit, tz="UTC")), pa.timestamp(unit, tz=timezone))
-        text = pc.strftime(local, "%Y-%m-%d %H:%M:%S")  # with the fraction where ms
-        table = table.add_column(1, f"local time ({timezone})", text)
-    return table
+class CsvFile:
+    """A CSV written a part at a time (:meth:`write`), its header with the first: each part's
+    rows are made into text by the compiled kernel (:func:`powermodel._csvtext.rows`), a
+    block of :data:`CSV_BLOCK` rows at a time on each core, and written in order, a block
+    once it is made, while the blocks after it (the next part's among them) are made.
+    :meth:`close` writes the blocks still being made.
+
+    The text is that of pyarrow's CSV writer with no quoting (the header's names quoted), of
+    the table :func:`profile_table` gives with headers: ``time`` as ISO 8601 UTC
+    (:func:`iso_times`); each float to :data:`CSV_DIGITS` significant digits
+    (:func:`decimal_text`); every other column as pyarrow casts it to text (the state names;
+    a null written empty); with a ``timezone`` (an IANA name) the local time beside ``time``
+    as spreadsheets read it (``2024-06-30 20:00:00``, no offset: the UTC column says which of
+    a repeated hour). A text with a comma, a quote or a line break is refused. ``sink`` is an
+    open file (its owner closes it) or a path, whose file is opened here and closed by
+    :meth:`close`.
+    """
+
+    def __init__(self, sink: Path | pa.NativeFile, timezone: str | None = None) -> None:
+        from powermodel import _csvtext  # noqa: PLC0415 - numba, for a CSV only
+
+        self.kernel, self.timezone = _csvtext, timezone
+        self.opened = isinstance(sink, Path)  # closed here; an open file by its owner
+        self.sink = pa.OSFile(str(sink), "wb") if self.opened else sink
+        self.names: list[str] | None = None
+        self.free: queue.SimpleQueue[np.ndarray] = queue.SimpleQueue()  # buffers to reuse
+        # the blocks handed to the threads and not yet written, in order: two a core at most
+        self.made: deque[Future[tuple[np.ndarray, int]]] = deque()
+        self.ahead = 2 * _pool()._max_workers
+
+    def write(self, ds: xr.Dataset) -> None:
+        """Append the rows of ``ds`` (the first part also writes the header)."""
+        names, columns = self._columns(ds)
+        if self.names is None:
+            self.names = names
+            header = ",".join('"' + n.replace('"', '""') + '"' for n in names) + "\n"
+            self.sink.write(header.encode())
+        elif names != self.names:
+            raise PowerModelError(f"a part's columns {names} are not the file's {self.names}")
+        n = columns[-1].shape[1] - 1
+        for lo in range(0, n, CSV_BLOCK):
+            while len(self.made) >= self.ahead:
+                self._write_next()
+            self.made.append(_pool().submit(self._text, columns, lo, min(lo + CSV_BLOCK, n)))
+
+    def close(self) -> None:
+        """Write the blocks still being made; then close the file, if it was opened here."""
+        try:
+            while self.made:
+                self._write_next()
+        finally:
+            for block in self.made:  # after a failed write: none left running
+                block.cancel() or block.exception()
+            if self.opened:
+                self.sink.close()
+
+    def _write_next(self) -> None:
+        buffer, used = self.made[0].result()
+        self.made.popleft()
+        self.sink.write(memoryview(buffer)[:used])
+        self.free.put(buffer)
+
+    def _columns(self, ds: xr.Dataset) -> tuple[list[str], tuple]:
+        """The part's header names and the kernel's columns (:func:`_csvtext.rows`): each
+        column's kind and index, the floats as rows of doubles, the times [ns since 1970]
+        and whether they are written to the millisecond, the texts' bytes joined, and each
+        text's field offsets into them (a row a text)."""
+        kernel, table = self.kernel, profile_table(ds)
+        utc, dt = table["time"], step_seconds(ds)
+        times = utc.cast(pa.int64()).to_numpy()
+        millis = not float(dt).is_integer() or bool(np.any(times % 1_000_000_000))
+        names, kinds, which, floats, texts = [], [], [], [], []
+
+        def add(name: str, kind: int, column: object) -> None:
+            group = floats if kind == kernel.NUMBER else texts
+            names.append(name)
+            kinds.append(kind)
+            which.append(len(group) if kind != kernel.TIME else 0)
+            if kind != kernel.TIME:
+                group.append(column)
+
+        for i, field in enumerate(table.schema):
+            column = table.column(i)
+            if i == 0:
+                add(field.name, kernel.TIME, None)
+                if self.timezone is not None:
+                    local = _local_times(utc, dt, self.timezone)
+                    add(f"local time ({self.timezone})", kernel.TEXT, local)
+            elif pa.types.is_floating(field.type):
+                add(field.name, kernel.NUMBER, column)
+            else:
+                add(field.name, kernel.TEXT, _text(column, field.name))
+        n = table.num_rows
+        stacked = np.empty((len(floats), n))
+        for k, column in enumerate(floats):
+            stacked[k] = column.to_numpy()
+        data, starts, base = [], np.empty((len(texts), n + 1), np.int64), 0
+        for k, text in enumerate(texts):
+            text = pc.fill_null(text, "").cast(pa.large_string()).combine_chunks()
+            offsets = np.frombuffer(text.buffers()[1], np.int64)[text.offset : text.offset + n + 1]
+            data.append(np.frombuffer(text.buffers()[2], np.uint8)[offsets[0] : offsets[-1]])
+            starts[k] = offsets - offsets[0] + base
+            base += data[-1].size
+        joined = np.concatenate(data) if data else np.empty(0, np.uint8)
+        columns = (np.array(kinds, np.int64), np.array(which, np.int64), stacked, times, millis)
+        return names, (*columns, joined, starts)
+
+    def _text(self, columns: tuple, lo: int, hi: int) -> tuple[np.ndarray, int]:
+        """Rows ``lo`` to ``hi``'s text in a buffer (one reused where it is large enough) and
+        its length: on a thread of the pool, the kernel without the GIL."""
+        kinds, _, floats, _, millis, _, starts = columns
+        size = int(starts[:, hi].sum() - starts[:, lo].sum()) if starts.size else 0
+        widest = self.kernel.widest(CSV_DIGITS)
+        width = floats.shape[0] * widest + self.kernel.TIME_WIDTH + kinds.size  # and commas
+        bound = size + (hi - lo) * width
+        try:
+            buffer = self.free.get_nowait()
+        except queue.Empty:
+            buffer = np.empty(0, np.uint8)
+        if buffer.size < bound:
+            buffer = np.empty(bound, np.uint8)
+        return buffer, self.kernel.rows(*columns, lo, hi, CSV_DIGITS, buffer)
+
+
+def _text(column: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
+    """A column's text as pyarrow casts it, as it is written unquoted: a text with a comma, a
+    quote or a line break is refused (a state name, say, that would shift the columns after
+    it). A dictionary's values are checked, not each row's."""
+    values = column.type.value_type if pa.types.is_dictionary(column.type) else None
+    shown = column.combine_chunks().dictionary if values is not None else column
+    shown = pc.fill_null(pc.cast(shown, pa.string()), "")
+    bad = pc.match_substring_regex(shown, '[,"\r\n]')
+    if pc.any(bad).as_py():
+        value = shown.filter(bad)[0].as_py()
+        raise PowerModelError(
+            f"column {name!r} holds {shorten(value, 40)!r}, which a CSV cannot hold unquoted "
+            "(a comma, a quote or a line break): write Parquet, or rename the value"
+        )
+    return pc.cast(column, pa.string())
+
+
+def _local_times(utc: pa.ChunkedArray, dt: float, timezone: str) -> pa.ChunkedArray:
+    """Local times in ``timezone`` as spreadsheets read them (``2024-06-30 20:00:00``, with
+    the fraction where ``dt`` has one)."""
+    unit = "s" if float(dt).is_integer() else "ms"
+    local = pc.cast(utc.cast(pa.timestamp(unit, tz="UTC")), pa.timestamp(unit, tz=timezone))
+    return pc.strftime(local, "%Y-%m-%d %H:%M:%S")
 
 
 def decimal_text(values: np.ndarray, digits: int) -> pa.Array:
@@ -358,106 +484,30 @@ def decimal_text(values: np.ndarray, digits: int) -> pa.Array:
     ``1.234568e+12``, exponents from 10 and below -6; ``0``, ``-0``, ``nan``, ``inf``).
 
     The text :func:`significant`'s doubles print as, where they hold the decimal (below 1e-16
-    they do not: ``10.0 ** d`` is inexact there, and this is still the decimal). One pass over
-    the values, compiled (numba), a run of equal values copying its first's text: a third of
-    the time of rounding, then pyarrow's cast of the doubles to text.
+    they do not: ``10.0 ** d`` is inexact there, and this is still the decimal). The CSV
+    writer's own text of each number (:class:`CsvFile`); compiled (numba).
     """
+    from powermodel import _csvtext  # noqa: PLC0415 - numba, for a CSV only
+
     if not 1 <= digits <= 15:  # a double holds 15 decimal digits whatever its value
         raise ValueError(f"decimal_text keeps 1 to 15 significant digits, not {digits}")
     values = np.ascontiguousarray(values)
     if values.dtype not in (np.float32, np.float64):
         values = values.astype(np.float64)
-    n, width = values.size, digits + 9  # sign, "0.00000" or "e+308", the point
+    n, width = values.size, _csvtext.widest(digits)
     array, offset = (
         (pa.StringArray, np.int32) if n * width < 2**31 else (pa.LargeStringArray, np.int64)
     )
     data, offsets = np.empty(n * width, np.uint8), np.empty(n + 1, offset)
-    used = _compiled(_decimal_text)(values, digits, _POWERS, data, offsets)
+    used = _csvtext.numbers(values, digits, data, offsets)
     return array.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data[:used].copy()))
-
-
-_POWERS = np.array([10.0**k for k in range(309)])  # exact to 1e22, correctly rounded after
 
 
 @cache
 def _pool() -> ThreadPoolExecutor:
-    """Threads for a CSV's columns, one a core: their text is made without the GIL."""
+    """Threads for a CSV's text, one a core: it is made without the GIL."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return ThreadPoolExecutor(cores or 1, thread_name_prefix="powermodel-csv")
-
-
-@cache
-def _compiled(kernel: Callable) -> Callable:
-    """``kernel`` compiled by numba at its first use (cached on disk), so that only a CSV's
-    writer imports numba."""
-    from numba import njit  # noqa: PLC0415 - a quarter of a second, for CSV only
-
-    return njit(cache=True, nogil=True)(kernel)
-
-
-def _decimal_text(values, digits, powers, data, offsets):  # pragma: no cover - compiled
-    """The text of :func:`decimal_text` into ``data``, field ``i`` from ``offsets[i]``; returns
-    the bytes used."""
-    pos, top, digit, last = 0, 10**digits, np.empty(digits, np.uint8), np.nan
-    for i in range(values.size):
-        offsets[i] = pos
-        x = np.float64(values[i])
-        if x == last and x != 0.0:  # the field before, again (not 0: -0 == 0)
-            start, size = offsets[i - 1], offsets[i] - offsets[i - 1]
-            data[pos : pos + size] = data[start : start + size]
-            pos += size
-            continue
-        last = x
-        if x < 0.0 or (x == 0.0 and math.copysign(1.0, x) < 0.0):
-            data[pos] = 45  # -
-            pos += 1
-            x = -x
-        if x == 0.0:
-            data[pos] = 48
-            pos += 1
-            continue
-        if x != x or x == np.inf:
-            for c in (110, 97, 110) if x != x else (105, 110, 102):  # nan, inf
-                data[pos] = c
-                pos += 1
-            continue
-        e = int(math.floor(math.log10(x)))
-        d = digits - 1 - e
-        if d > 300:  # a subnormal's decimals: 10 ** d alone is not a double
-            m = np.int64(np.rint(x * powers[300] * powers[d - 300]))
-        else:
-            m = np.int64(np.rint(x * powers[d] if d >= 0 else x / powers[-d]))
-        if m >= top:  # 9.9999999 to 10.00000
-            m, e = m // 10, e + 1
-        n = digits
-        while n > 1 and m % 10 == 0:
-            m, n = m // 10, n - 1
-        for k in range(n - 1, -1, -1):
-            digit[k], m = 48 + m % 10, m // 10
-        plain = -6 <= e < 10
-        lead = e + 1 if plain and e >= 0 else 1  # digits before the point
-        if plain and e < 0:
-            data[pos : pos + 1 - e] = 48  # 0.000
-            data[pos + 1] = 46
-            pos += 1 - e
-        for k in range(n):
-            if k == lead and not (plain and e < 0):
-                data[pos] = 46  # .
-                pos += 1
-            data[pos] = digit[k]
-            pos += 1
-        if plain and e >= n:
-            data[pos : pos + e + 1 - n] = 48  # 1230000
-            pos += e + 1 - n
-        if not plain:
-            data[pos], data[pos + 1] = 101, 43 if e > 0 else 45  # e+, e-
-            a = abs(e)
-            size = 1 if a < 10 else (2 if a < 100 else 3)
-            for k in range(size - 1, -1, -1):
-                data[pos + 2 + k], a = 48 + a % 10, a // 10
-            pos += 2 + size
-    offsets[values.size] = pos
-    return pos
 
 
 def significant(values: np.ndarray, digits: int) -> np.ndarray:

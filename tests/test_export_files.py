@@ -134,6 +134,63 @@ def test_decimal_text_is_each_values_nearest_decimal():
     assert decimal_text(held32, 7).equals(decimal_text(held32.astype(np.float64), 7))
 
 
+def test_a_csv_is_the_same_text_in_blocks_parts_and_whole(day, tmp_path, monkeypatch):
+    # the blocks each thread makes (export.CSV_BLOCK rows), the parts a chunk is cut into
+    # (export.ROWS) and the blocks in flight join into the file one block makes
+    whole = write(day, tmp_path / "whole.csv", timezone="Europe/London").read_bytes()
+    monkeypatch.setattr(export, "CSV_BLOCK", 777)  # odd, so blocks end mid-run of values
+    monkeypatch.setattr(export, "ROWS", {".parquet": 5000, ".csv": 5000})
+    blocks = write(day, tmp_path / "blocks.csv", timezone="Europe/London").read_bytes()
+    assert blocks == whole
+    assert whole.count(b"\n") == day.sizes["time"] + 1
+    # the kernel's times are pyarrow's ISO text (export.iso_times), the zone's its strftime
+    lines = whole.decode().splitlines()[1:]
+    utc = export.profile_table(day)["time"]
+    assert [line.split(",", 1)[0] for line in lines] == export.iso_times(utc, 1.0).to_pylist()
+
+
+@pytest.mark.parametrize("millis", [False, True])
+def test_a_csvs_times_are_pyarrows_text_over_every_datetime64_ns(millis):
+    # put_time's calendar against pyarrow's over the whole datetime64[ns] range (1677 to
+    # 2262): leap days, centuries, times before 1970, the last second of a day
+    from powermodel import _csvtext
+
+    rng = np.random.default_rng(7)
+    unit = 1_000_000 if millis else 1_000_000_000
+    edges = np.array(["1677-09-22", "1900-02-28T23:59:59", "1900-03-01", "1969-12-31T23:59:59",
+                      "1970-01-01", "2000-02-29T12:00:00", "2100-03-01", "2262-04-11"],
+                     dtype="datetime64[ns]").astype(np.int64)  # fmt: skip
+    low, high = edges[0], edges[-1]
+    times = np.concatenate([edges, rng.integers(low, high, 200_000)]) // unit * unit
+    out = np.empty(times.size * 26, np.uint8)
+    kinds = np.array([_csvtext.TIME], np.int64)
+    used = _csvtext.rows(
+        kinds, np.zeros(1, np.int64), np.empty((0, times.size)), times, millis,
+        np.empty(0, np.uint8), np.zeros((0, times.size + 1), np.int64), 0, times.size, 7, out,
+    )  # fmt: skip
+    text = out[:used].tobytes().decode().splitlines()
+    pyarrow = export.iso_times(pa.array(times.astype("datetime64[ns]")), 0.5 if millis else 1.0)
+    assert text == pyarrow.to_pylist()
+
+
+def test_a_csv_refuses_a_text_it_cannot_hold_unquoted(day, tmp_path):
+    # a state named with a comma would shift every column after it: refused, with the fix
+    named = day.copy(deep=True)
+    named["job_state"].attrs["flag_meanings"] = (
+        day["job_state"].attrs["flag_meanings"].replace("starting", "starting,again")
+    )
+    with pytest.raises(PowerModelError, match="'starting,again'.*write Parquet"):
+        write(named, tmp_path / "named.csv")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_decimal_text_has_room_for_every_text():
+    # a digit or two of -5e9 is 11 characters, more than digits + 9: the buffer holds them
+    for digits in (1, 2, 15):
+        text = decimal_text(np.full(50_000, -5e9), digits).to_pylist()
+        assert set(text) == {"-5000000000"}
+
+
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
 def test_a_write_that_fails_leaves_no_file(day, tmp_path, chunked, monkeypatch, suffix):
     made = export.profile_table
@@ -159,4 +216,4 @@ def test_an_interrupted_command_leaves_no_file_and_no_writer(day, tmp_path, chun
     with pytest.raises(KeyboardInterrupt), writing(day, tmp_path / f"day{suffix}"):
         raise KeyboardInterrupt  # a Ctrl-C while the summary is made
     assert list(tmp_path.iterdir()) == []
-    assert not [t for t in threading.enumerate() if t.name == "powermodel-writer"]
+    assert not [t for t in threading.enumerate() if t.name == "powermodel-chunks"]
