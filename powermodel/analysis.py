@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -639,14 +639,26 @@ class Pieces:
 
     def feed(self, ds: xr.Dataset) -> Iterator[tuple[dict[str, np.ndarray], int, dict | None]]:
         """The pieces ``ds`` completes: (columns, index of its first sample, the next sample's
-        columns)."""
+        columns). A piece within ``ds`` is a view of its arrays; only one that begins with
+        the samples held from before is copied."""
         columns = {n: ds[n].values for n in self.names if n in ds}
         columns["time"] = ds["time"].values
-        self.held.append(columns)
-        if sum(c["time"].size for c in self.held) > self.least:
-            joined = {n: np.concatenate([c[n] for c in self.held]) for n in columns}
-            self.held = [{n: v[-1:] for n, v in joined.items()}]
-            yield from self._pieces({n: v[:-1] for n, v in joined.items()}, self.held[0])
+        held, self.held = self.held, [*self.held, columns]
+        size = sum(c["time"].size for c in self.held)
+        if size <= self.least:  # (so ``ds`` has samples: those held are at most ``least``)
+            return
+        head = {n: np.concatenate([c[n] for c in held]) for n in columns} if held else None
+        h = size - columns["time"].size  # the samples held before ``ds``
+
+        def part(lo: int, hi: int) -> dict[str, np.ndarray]:  # samples lo to hi of the joined
+            if lo >= h:
+                return _rows(columns, lo - h, hi - h)
+            if hi <= h:
+                return _rows(head, lo, hi)
+            return {n: np.concatenate((head[n][lo:], v[: hi - h])) for n, v in columns.items()}
+
+        self.held = [{n: v[-1:] for n, v in columns.items()}]
+        yield from self._pieces(size - 1, part, self.held[0])
 
     def finish(self) -> Iterator[tuple[dict[str, np.ndarray], int, dict | None]]:
         """The last piece, to the run's end."""
@@ -654,24 +666,28 @@ class Pieces:
             names = self.held[0]
             joined = {n: np.concatenate([c[n] for c in self.held]) for n in names}
             self.held = []
-            yield from self._pieces(joined, None)
+            size = joined["time"].size
+            yield from self._pieces(size, lambda lo, hi: _rows(joined, lo, hi), None)
 
-    def _pieces(self, columns: dict, after: dict | None) -> Iterator[tuple[dict, int, dict | None]]:
-        """``columns`` in cache-sized pieces (:data:`BLOCK_STEPS`, or ``least`` where more; the
-        last takes the rest), each with the sample after it: what is measured over a chunk
-        then holds temporaries of a piece, not of the chunk."""
-        size, step = columns["time"].size, max(BLOCK_STEPS, self.least)
+    def _pieces(
+        self, size: int, part: Callable[[int, int], dict], after: dict | None
+    ) -> Iterator[tuple[dict, int, dict | None]]:
+        """The ``size`` samples ``part(lo, hi)`` gives in cache-sized pieces
+        (:data:`BLOCK_STEPS`, or ``least`` where more; the last takes the rest), each with the
+        sample after it: what is measured over a chunk then holds temporaries of a piece, not
+        of the chunk."""
+        step = max(BLOCK_STEPS, self.least)
         cuts = [*range(0, size - step, step)[1:], size] if size > step else [size]
         start = 0
         for stop in cuts:
-            following = {n: v[stop : stop + 1] for n, v in columns.items()}
-            yield (
-                {n: v[start:stop] for n, v in columns.items()},
-                self.at + start,
-                following if stop < size else after,
-            )
+            yield part(start, stop), self.at + start, part(stop, stop + 1) if stop < size else after
             start = stop
         self.at += size
+
+
+def _rows(columns: dict[str, np.ndarray], lo: int, hi: int) -> dict[str, np.ndarray]:
+    """Samples ``lo`` to ``hi`` of each column (views)."""
+    return {n: v[lo:hi] for n, v in columns.items()}
 
 
 BLOCK_STEPS = 1 << 17  # samples a block of an in-memory run holds (1 MB of float64)

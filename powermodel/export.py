@@ -209,10 +209,12 @@ class ChunkFile:
         self.sink, self.args, self.writer = sink, (sink, suffix, timezone), None
 
     def take(self, ds: xr.Dataset) -> None:
-        """Append ``ds``, at most :data:`ROWS` rows at a time (a streamed chunk's CSV in
-        parts)."""
-        rows = ROWS[self.args[1]]
-        for lo in range(0, max(ds.sizes["time"], 1), rows):
+        """Append ``ds`` in equal parts of at most :data:`ROWS` rows (a streamed chunk of
+        1,051,200 steps is two row groups of 525,600, not one of 1,048,576 and one of 2,624)."""
+        n = ds.sizes["time"]
+        parts = max(-(-n // ROWS[self.args[1]]), 1)
+        rows = max(-(-n // parts), 1)
+        for lo in range(0, max(n, 1), rows):
             part = ds.isel(time=slice(lo, lo + rows))
             self.writer = append_chunk(self.writer, part, *self.args)
 

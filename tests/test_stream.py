@@ -44,7 +44,9 @@ def test_a_streamed_file_is_the_in_memory_runs(two_days, tmp_path, suffix):
     if suffix == ".csv":  # the same text, byte for byte
         assert parts.read_bytes() == whole.read_bytes()
         return
-    assert pq.ParquetFile(parts).num_row_groups == 16  # 48 h in 3-h chunks: it did stream
+    # 48 h: 2 h first (the chunks grow from an eighth of one, 4,096 steps at the least, each
+    # to the hour after: stream.Course.ranges), then 3-h chunks and the last hour: it streamed
+    assert pq.ParquetFile(parts).num_row_groups == 17
     streamed, kept = pq.read_table(parts), pq.read_table(whole)
     assert streamed.equals(kept, check_metadata=True)
     # every variable on time, against simulate()'s own values: identical, not close
@@ -311,7 +313,7 @@ def test_a_streamed_run_renders_each_step_once(tmp_path, monkeypatch, rules):
     stream(scenario, tmp_path / "parts.parquet", chunk=10_007, measures=measures)
     assert kept_in == ([tmp_path] if rules else [])
     n = scenario.simulation.n_steps
-    assert len(rendered) == 16  # 48 h in 3-h chunks
+    assert len(rendered) == 17  # 48 h: 2 h, 15 chunks of 3 h, 1 h (Course.ranges)
     assert [lo for lo, _ in rendered] == [0, *(hi for _, hi in rendered[:-1])]
     assert rendered[-1][1] == n
     assert len(medians) == rules  # the held path: the checkpoint's causes measured again

@@ -6,6 +6,8 @@ powermodel writes them and as meters report them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from powermodel.durations import format_duration
@@ -202,42 +204,55 @@ def rolling_range(x: np.ndarray, n: int) -> np.ndarray:
 def rolling_max(x: np.ndarray, n: int) -> np.ndarray:
     """Largest of the ``n`` samples ending at each sample; the first ``n − 1`` read the start
     mirrored (scipy.ndimage's ``reflect``), as :func:`scipy.ndimage.maximum_filter1d` does."""
-    from scipy.ndimage import maximum_filter1d  # noqa: PLC0415 - only a filter's start needs it
-
-    return _trailing(x, n, np.maximum, maximum_filter1d)
+    return _trailing(x, n, np.maximum, "maximum_filter1d")
 
 
 def rolling_min(x: np.ndarray, n: int) -> np.ndarray:
     """Least of the ``n`` samples ending at each sample, as :func:`rolling_max`."""
-    from scipy.ndimage import minimum_filter1d  # noqa: PLC0415 - only a filter's start needs it
-
-    return _trailing(x, n, np.minimum, minimum_filter1d)
+    return _trailing(x, n, np.minimum, "minimum_filter1d")
 
 
-def _trailing(x: np.ndarray, n: int, best_of: np.ufunc, scipy_filter) -> np.ndarray:
-    """A trailing max or min filter, equal to scipy's to the bit at a fraction of its cost.
+def _trailing(x: np.ndarray, n: int, best_of: np.ufunc, name: str) -> np.ndarray:
+    """A trailing max or min filter, equal to scipy's (``scipy.ndimage.<name>``) to the bit
+    at a fraction of its cost.
 
     Notes
     -----
     In blocks of :data:`BLOCK` outputs (or four windows), each block's sparse table held in a
     cache-sized scratch: the per-sample cost stays the same from a day at 1 s to months (a
     table over the whole signal ran three times slower per sample once its arrays outgrew the
-    cache). Max and min are exact whatever the order, so the values are scipy's. The first
-    ``n − 1`` samples, and signals with NaN (whose order scipy's comparisons depend on), are
-    left to scipy.
+    cache). Max and min are exact whatever the order, so the values are scipy's (of a -0 and
+    a 0 in one window, either may be kept, as equal as scipy's). The first
+    ``n − 1`` samples read the start mirrored: sample ``i``'s window is the first
+    ``max(i + 1, n − 1 − i)`` samples, the best of a running best. Left to scipy (imported
+    then only): signals with NaN (whose order scipy's comparisons depend on), a start with a
+    -0 (which of -0 and 0 is kept is scipy's choice) and signals shorter than a window
+    less one (whose mirror is longer than they are).
     """
     x = np.asarray(x)
-    origin = (n - 1) // 2  # scipy's window then ends at the sample
-    if n < 2 or x.size < 2 * n or (x.dtype.kind in "fc" and np.isnan(x).any()):
-        return scipy_filter(x, n, origin=origin)
+    floats = x.dtype.kind in "fc"
+    if n < 2 or x.size < n - 1 or (floats and np.isnan(x).any()):
+        return _scipy(name)(x, n, origin=(n - 1) // 2)  # the window ends at the sample
     out = np.empty_like(x)
-    out[: n - 1] = scipy_filter(x[: 2 * n], n, origin=origin)[: n - 1]
+    start = x[: n - 1]
+    if floats and (np.signbit(start) & (start == 0)).any():  # a -0 (never in a profile)
+        out[: n - 1] = _scipy(name)(x[: 2 * n], n, origin=(n - 1) // 2)[: n - 1]
+    else:
+        i = np.arange(n - 1)
+        out[: n - 1] = best_of.accumulate(start)[np.maximum(i + 1, n - 1 - i) - 1]
     block = max(BLOCK, 4 * n)
     scratch = np.empty((2, block + n - 1), x.dtype)
     for start in range(n - 1, x.size, block):
         stop = min(start + block, x.size)
         _sparse_table(x[start - n + 1 : stop], n, best_of, scratch, out[start:stop])
     return out
+
+
+def _scipy(name: str) -> Callable:
+    """``scipy.ndimage``'s filter ``name``, imported at its first use (a tenth of a second)."""
+    from scipy import ndimage  # noqa: PLC0415 - see _trailing
+
+    return getattr(ndimage, name)
 
 
 def _sparse_table(
