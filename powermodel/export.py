@@ -28,7 +28,7 @@ import xarray as xr
 from powermodel.analysis import resample as coarsen
 from powermodel.analysis import step_seconds
 from powermodel.errors import PowerModelError
-from powermodel.output import check_folder, netcdf, staged, staged_folder
+from powermodel.output import DirectFile, check_folder, netcdf, staged, staged_folder
 from powermodel.scenario import is_timezone, parse_duration, shorten
 from powermodel.variables import Q_SIGN, header
 
@@ -187,7 +187,7 @@ def writing(
             yield path
             netcdf(ds, temporary)
             return
-        file = ChunkFile(pa.OSFile(str(temporary), "wb"), path.suffix, timezone)
+        file = ChunkFile(temporary, path.suffix, timezone)
         with ChunkWriter(file.take, file.close, ahead=None) as writer:
             rows = ROWS[path.suffix]
             for lo in range(0, max(ds.sizes["time"], 1), rows):
@@ -345,8 +345,8 @@ class CsvFile:
     a null written empty); with a ``timezone`` (an IANA name) the local time beside ``time``
     as spreadsheets read it (``2024-06-30 20:00:00``, no offset: the UTC column says which of
     a repeated hour). A text with a comma, a quote or a line break is refused. ``sink`` is an
-    open file (its owner closes it) or a path, whose file is opened here and closed by
-    :meth:`close`.
+    open file (its owner closes it) or a path, whose file is opened here
+    (:class:`powermodel.output.DirectFile`) and closed by :meth:`close`.
     """
 
     def __init__(self, sink: Path | pa.NativeFile, timezone: str | None = None) -> None:
@@ -354,7 +354,7 @@ class CsvFile:
 
         self.kernel, self.timezone = _csvtext, timezone
         self.opened = isinstance(sink, Path)  # closed here; an open file by its owner
-        self.sink = pa.OSFile(str(sink), "wb") if self.opened else sink
+        self.sink = DirectFile(sink) if self.opened else sink
         self.names: list[str] | None = None
         self.free: queue.SimpleQueue[np.ndarray] = queue.SimpleQueue()  # buffers to reuse
         # the blocks handed to the threads and not yet written, in order: two a core at most

@@ -10,6 +10,8 @@ partial file under the name asked for: the rename is the file's one appearance.
 from __future__ import annotations
 
 import errno
+import fcntl
+import mmap
 import os
 import shutil
 import signal
@@ -29,6 +31,7 @@ if TYPE_CHECKING:  # the command line's entry point imports this module: no xarr
 __all__ = [
     "check_directory",
     "check_folder",
+    "DirectFile",
     "Interrupted",
     "interruptible",
     "netcdf",
@@ -182,6 +185,78 @@ def staged_folder(directory: str | Path) -> Iterator[Path]:
         if isinstance(exc, OSError):
             raise _failed(exc, directory) from exc
         raise
+
+
+class DirectFile:
+    """A file written in order past the page cache where the system allows (``O_DIRECT``),
+    the writes whole aligned blocks from a buffer of :attr:`BUFFER` bytes: a long output (a CSV
+    of weeks at 1 s is most of a gigabyte) then costs the disk's own write, made while the rest
+    is computed, not the kernel's copy into cache pages it must first find (on a virtual
+    machine whose free memory the host takes back, 2.1 s of 839 MB against 0.1 s direct),
+    and :func:`staged` syncs it before its rename all the same. Where ``O_DIRECT`` is refused
+    (tmpfs, some network file systems), at the open or at a write, the file is written
+    through the cache as any other; its last partial block always is."""
+
+    ALIGN = 4096  # a multiple of every disk's logical block
+    BUFFER = 8 << 20
+
+    def __init__(self, path: str | Path) -> None:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+        self.fd = None
+        if hasattr(os, "O_DIRECT"):
+            with suppress(OSError):
+                self.fd = os.open(path, flags | os.O_DIRECT)
+        self.direct = self.fd is not None
+        if self.fd is None:
+            self.fd = os.open(path, flags)
+        self.buffer = mmap.mmap(-1, self.BUFFER)  # anonymous: aligned to a page
+        self.held = 0
+
+    def write(self, data: bytes | memoryview) -> None:
+        """Append ``data``."""
+        data = memoryview(data).cast("B")
+        if not self.direct:  # what the buffer holds first (from before a write refused it)
+            self._write(memoryview(self.buffer)[: self.held])
+            self.held = 0
+            self._write(data)
+            return
+        at = 0
+        while at < len(data):
+            take = min(self.BUFFER - self.held, len(data) - at)
+            self.buffer[self.held : self.held + take] = data[at : at + take]
+            self.held, at = self.held + take, at + take
+            if self.held == self.BUFFER:
+                self._write(memoryview(self.buffer))
+                self.held = 0
+
+    def close(self) -> None:
+        """Write what the buffer holds and close the file."""
+        try:
+            if self.held:
+                whole = self.held // self.ALIGN * self.ALIGN
+                self._write(memoryview(self.buffer)[:whole])
+                self._cached()
+                self._write(memoryview(self.buffer)[whole : self.held])
+                self.held = 0
+        finally:
+            os.close(self.fd)
+            self.buffer = None  # freed with the last view of it (a failed write's traceback)
+
+    def _write(self, data: memoryview) -> None:
+        while len(data):
+            try:
+                data = data[os.write(self.fd, data) :]
+            except OSError as exc:
+                if not (self.direct and exc.errno == errno.EINVAL):
+                    raise
+                self._cached()  # a block size past ALIGN, or a file system that refuses it
+
+    def _cached(self) -> None:
+        """Write through the page cache from here on."""
+        if self.direct:
+            flags = fcntl.fcntl(self.fd, fcntl.F_GETFL)
+            fcntl.fcntl(self.fd, fcntl.F_SETFL, flags & ~os.O_DIRECT)
+            self.direct = False
 
 
 def write_text(path: str | Path, text: str) -> Path:

@@ -16,6 +16,7 @@ there failing with EROFS.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import signal
 import socket
@@ -28,6 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
 import plotly.graph_objects as go
 import pyarrow.csv as pacsv
 import pytest
@@ -538,3 +540,41 @@ def test_the_dashboard_removes_its_working_folder_when_it_cannot_start(tmp_path)
     assert err.splitlines()[-1].startswith("powermodel: cannot serve on 127.0.0.1:")
     assert "Traceback" not in err
     assert list(tmp_path.glob("powermodel-dashboard-*")) == []
+
+
+@pytest.mark.parametrize("refused", [None, "open", "write"])
+def test_a_direct_file_holds_every_byte_written(tmp_path, monkeypatch, refused):
+    # DirectFile writes whole aligned blocks past the page cache (O_DIRECT) and its last
+    # partial block through it; where O_DIRECT is refused, at the open (tmpfs) or at a write
+    # (EINVAL: a larger block), it writes through the cache from there: the same bytes
+    monkeypatch.setattr(output.DirectFile, "BUFFER", 3 * output.DirectFile.ALIGN)
+    opened, written = os.open, os.write
+
+    def refusing_open(path, flags, *args):
+        if flags & getattr(os, "O_DIRECT", 0):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return opened(path, flags, *args)
+
+    def refusing_write(fd, data):
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & getattr(os, "O_DIRECT", 0):
+            refusing_write.refused += 1
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return written(fd, data)
+
+    refusing_write.refused = 0
+    if refused == "open":
+        monkeypatch.setattr(os, "open", refusing_open)
+    elif refused == "write":
+        monkeypatch.setattr(os, "write", refusing_write)
+    rng = np.random.default_rng(5)
+    pieces = [rng.bytes(int(n)) for n in rng.integers(0, 20_000, 40)] + [b"", b"tail"]
+    file = output.DirectFile(tmp_path / "out.bin")
+    direct = file.direct
+    for piece in pieces:
+        file.write(piece)
+    file.close()
+    assert (tmp_path / "out.bin").read_bytes() == b"".join(pieces)  # 40 pieces, 12-KiB blocks
+    if refused == "open":
+        assert not direct
+    if refused == "write" and direct:  # where this file system takes O_DIRECT at all
+        assert refusing_write.refused == 1  # refused once, then written through the cache
