@@ -9,8 +9,8 @@ command line's memory budget (``--memory-gb``), side by side, alternating, ``--r
   (:class:`powermodel.stream.Measures`);
 - with the metrics alone (no rules);
 - pyarrow writing the same file again: its row groups read back one at a time (not timed) and
-  written by ``pyarrow.parquet.ParquetWriter`` with the options the stream's writer takes (the
-  time of the writes and the close).
+  written by ``pyarrow.parquet.ParquetWriter`` with the options the stream's writer takes
+  (:func:`powermodel.export.parquet_writer`; the time of the writes and the close).
 
 Targets (medians): streamed with rules at most 1.3 times streamed without, and 1.5 times
 pyarrow's write; peak memory of each streamed run at most 1.0 GiB. The same period at 1 min is
@@ -22,7 +22,8 @@ swings that 1-min means smooth out lose more (Jensen's inequality; 2e-5 of the e
 The machine's load average is printed before and after.
 
 Usage: ``python bench/bench_stream.py [--duration 365d] [--memory-gb 1] [--repeats 1]
-[--no-plain]`` (``--no-plain``: without the run without rules). A year
+[--no-plain] [--defaults]`` (``--no-plain``: without the run without rules; ``--defaults``:
+pyarrow's write with its own default options beside, dictionaries tried for every column). A year
 writes a file of some 6 GB (and keeps some 3 GB of samples for the rules a while) and takes
 minutes a run: ``--duration 14d --repeats 3`` gives the ratios to iterate on.
 """
@@ -74,12 +75,17 @@ print(json.dumps(found))
 PYARROW = r"""
 import json, sys, time
 import pyarrow.parquet as pq
+from powermodel.export import parquet_writer
 data = pq.ParquetFile(sys.argv[1])
 writer, seconds, cpu = None, 0.0, 0.0
 for group in range(data.num_row_groups):
     table = data.read_row_group(group)  # read back: not timed
     start, used = time.perf_counter(), time.process_time()
-    writer = writer or pq.ParquetWriter(sys.argv[2], data.schema_arrow)  # the stream's options
+    writer = writer or (  # the stream's options, or pyarrow's own defaults
+        parquet_writer(sys.argv[2], data.schema_arrow)
+        if sys.argv[3] == "stream"
+        else pq.ParquetWriter(sys.argv[2], data.schema_arrow)
+    )
     writer.write_table(table)
     seconds += time.perf_counter() - start
     cpu += time.process_time() - used
@@ -118,6 +124,11 @@ def main() -> None:
     parser.add_argument("--memory-gb", default="1")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="also time pyarrow's write with its default options (dictionaries for every column)",
+    )
+    parser.add_argument(
         "--no-plain",
         action="store_true",
         help="leave out the run without rules (a year's runs take many minutes each)",
@@ -126,15 +137,18 @@ def main() -> None:
     fine = json.dumps({"simulation.duration": args.duration, "simulation.dt": "100ms"})
     coarse = json.dumps({"simulation.duration": args.duration, "simulation.dt": "1min"})
     print(f"load average before (1/5/15 min, {os.cpu_count()} CPUs): {_load()}")
-    runs: dict[str, list[dict]] = {"rules": [], "none": [], "pyarrow": []}
+    runs: dict[str, list[dict]] = {"rules": [], "none": [], "pyarrow": [], "defaults": []}
     with tempfile.TemporaryDirectory(dir=ROOT) as folder:
         out, again = str(Path(folder) / "run.parquet"), str(Path(folder) / "again.parquet")
         for _ in range(args.repeats):  # alternating, each run in a fresh process
             runs["rules"].append(_child(STREAMED, PRESET, fine, out, args.memory_gb, RULES))
             if not args.no_plain:
                 runs["none"].append(_child(STREAMED, PRESET, fine, out, args.memory_gb, ""))
-            runs["pyarrow"].append(_child(PYARROW, out, again))
+            runs["pyarrow"].append(_child(PYARROW, out, again, "stream"))
             Path(again).unlink()
+            if args.defaults:
+                runs["defaults"].append(_child(PYARROW, out, again, "defaults"))
+                Path(again).unlink()
     reference = _child(IN_MEMORY, PRESET, coarse)
     print(f"load average after: {_load()}")
     streamed = runs["rules"][-1]
@@ -155,11 +169,15 @@ def main() -> None:
         print(f"  streamed {label:38s} {median[key]:8.1f} s ({rate:.2f} M steps/s), ", end="")
         print(f"CPU {cpu[key]:.1f} s, peak {peak:.2f} GiB")
     print(f"  pyarrow's write of the same file                {median['pyarrow']:8.1f} s, ", end="")
-    print(f"CPU {cpu['pyarrow']:.1f} s")
+    print(f"CPU {cpu['pyarrow']:.1f} s (the stream's options)")
+    if "defaults" in median:
+        label = "pyarrow's write, its default options"
+        print(f"  {label:46s} {median['defaults']:8.1f} s, CPU {cpu['defaults']:.1f} s")
     ratios = (
         ("rules / no rules   (<= 1.3)", "rules", "none"),
         ("rules / pyarrow    (<= 1.5)", "rules", "pyarrow"),
         ("no rules / pyarrow", "none", "pyarrow"),
+        ("rules / pyarrow's defaults", "rules", "defaults"),
     )
     for label, top, bottom in ratios:
         if top in median and bottom in median:
