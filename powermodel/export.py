@@ -202,10 +202,10 @@ ROWS = {".parquet": 1 << 20, ".csv": 1 << 18}
 
 
 class ChunkFile:
-    """A file the chunks are appended to (:func:`append_chunk`), opened at the first; ``sink``
-    a temporary file's path or an open file, closed with the writer."""
+    """A file the chunks are appended to (:func:`append_chunk`), opened at the first: ``sink``
+    a temporary file's path, closed with the writer."""
 
-    def __init__(self, sink: Path | pa.NativeFile, suffix: str, timezone: str | None) -> None:
+    def __init__(self, sink: Path, suffix: str, timezone: str | None) -> None:
         self.sink, self.args, self.writer = sink, (sink, suffix, timezone), None
 
     def take(self, ds: xr.Dataset) -> None:
@@ -219,12 +219,8 @@ class ChunkFile:
             self.writer = append_chunk(self.writer, part, *self.args)
 
     def close(self) -> None:
-        try:
-            if self.writer is not None:
-                self.writer.close()
-        finally:
-            if isinstance(self.sink, pa.NativeFile):
-                self.sink.close()
+        if self.writer is not None:
+            self.writer.close()
 
 
 class ChunkWriter:
@@ -308,7 +304,7 @@ def parquet_writer(sink: str | Path | pa.NativeFile, schema: pa.Schema) -> pq.Pa
 def append_chunk(
     writer: pq.ParquetWriter | CsvFile | None,
     ds: xr.Dataset,
-    sink: Path | pa.NativeFile,
+    sink: Path,
     suffix: str,
     timezone: str | None,
 ) -> pq.ParquetWriter | CsvFile:
@@ -347,22 +343,21 @@ class CsvFile:
     (:func:`decimal_text`); every other column as pyarrow casts it to text (the state names;
     a null written empty); with a ``timezone`` (an IANA name) the local time beside ``time``
     as spreadsheets read it (``2024-06-30 20:00:00``, no offset: the UTC column says which of
-    a repeated hour). A text with a comma, a quote or a line break is refused. ``sink`` is an
-    open file (its owner closes it) or a path, whose file is opened here
-    (:class:`powermodel.output.DirectFile`) and closed by :meth:`close`.
+    a repeated hour). A text with a comma, a quote or a line break is refused. The file at
+    ``path`` is opened here (:class:`powermodel.output.DirectFile`) and closed by
+    :meth:`close`.
     """
 
-    def __init__(self, sink: Path | pa.NativeFile, timezone: str | None = None) -> None:
+    def __init__(self, path: Path, timezone: str | None = None) -> None:
         from powermodel import _csvtext  # noqa: PLC0415 - numba, for a CSV only
 
         self.kernel, self.timezone = _csvtext, timezone
-        self.opened = isinstance(sink, Path)  # closed here; an open file by its owner
-        self.sink = DirectFile(sink) if self.opened else sink
+        self.sink = DirectFile(path)
         self.names: list[str] | None = None
         self.free: queue.SimpleQueue[np.ndarray] = queue.SimpleQueue()  # buffers to reuse
         # the blocks handed to the threads and not yet written, in order: two a core at most
         self.made: deque[Future[tuple[np.ndarray, int]]] = deque()
-        self.ahead = 2 * _pool()._max_workers
+        self.ahead = 2 * _cores()
 
     def write(self, ds: xr.Dataset) -> None:
         """Append the rows of ``ds`` (the first part also writes the header)."""
@@ -380,15 +375,14 @@ class CsvFile:
             self.made.append(_pool().submit(self._text, columns, lo, min(lo + CSV_BLOCK, n)))
 
     def close(self) -> None:
-        """Write the blocks still being made; then close the file, if it was opened here."""
+        """Write the blocks still being made; then close the file."""
         try:
             while self.made:
                 self._write_next()
         finally:
             for block in self.made:  # after a failed write: none left running
                 block.cancel() or block.exception()
-            if self.opened:
-                self.sink.close()
+            self.sink.close()
 
     def _write_next(self) -> None:
         buffer, used = self.made[0].result()
@@ -508,11 +502,16 @@ def decimal_text(values: np.ndarray, digits: int) -> pa.Array:
     return array.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data[:used].copy()))
 
 
+def _cores() -> int:
+    """The cores this process may run on."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return cores or 1
+
+
 @cache
 def _pool() -> ThreadPoolExecutor:
     """Threads for a CSV's text, one a core: it is made without the GIL."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return ThreadPoolExecutor(cores or 1, thread_name_prefix="powermodel-csv")
+    return ThreadPoolExecutor(_cores(), thread_name_prefix="powermodel-csv")
 
 
 def significant(values: np.ndarray, digits: int) -> np.ndarray:

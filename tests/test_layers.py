@@ -18,6 +18,7 @@ LAYERS = (
         "powermodel._version",
         "powermodel.allocator",
         "powermodel.output",
+        "powermodel._csvtext",  # the CSV writer's compiled text (numpy and numba alone)
         "powermodel.deadline",
     ),
     ("powermodel.models",),

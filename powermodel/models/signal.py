@@ -234,12 +234,12 @@ def _trailing(x: np.ndarray, n: int, best_of: np.ufunc, name: str) -> np.ndarray
     if n < 2 or x.size < n - 1 or (floats and np.isnan(x).any()):
         return _scipy(name)(x, n, origin=(n - 1) // 2)  # the window ends at the sample
     out = np.empty_like(x)
-    start = x[: n - 1]
-    if floats and (np.signbit(start) & (start == 0)).any():  # a -0 (never in a profile)
+    head = x[: n - 1]
+    if floats and (np.signbit(head) & (head == 0)).any():  # a -0 (never in a profile)
         out[: n - 1] = _scipy(name)(x[: 2 * n], n, origin=(n - 1) // 2)[: n - 1]
     else:
         i = np.arange(n - 1)
-        out[: n - 1] = best_of.accumulate(start)[np.maximum(i + 1, n - 1 - i) - 1]
+        out[: n - 1] = best_of.accumulate(head)[np.maximum(i + 1, n - 1 - i) - 1]
     block = max(BLOCK, 4 * n)
     scratch = np.empty((2, block + n - 1), x.dtype)
     for start in range(n - 1, x.size, block):
