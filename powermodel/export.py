@@ -106,10 +106,16 @@ def iso_times(time: pa.Array, dt: float) -> pa.Array:
 
     Casting naive timestamps and patching the separator is 20 times faster than ``strftime``.
     """
-    unit = "s" if float(dt).is_integer() else "ms"
+    unit = _time_unit(dt)
     text = pc.cast(time.cast(pa.timestamp(unit, tz="UTC")).cast(pa.timestamp(unit)), pa.string())
     text = pc.replace_substring(text, " ", "T", max_replacements=1)
     return pc.binary_join_element_wise(text, pa.scalar("Z"), "")
+
+
+def _time_unit(dt: float) -> str:
+    """The unit a step's times are written in: seconds, or milliseconds where ``dt`` has a
+    fraction."""
+    return "s" if float(dt).is_integer() else "ms"
 
 
 def check_path(path: str | Path) -> Path:
@@ -206,7 +212,7 @@ class ChunkFile:
     a temporary file's path, closed with the writer."""
 
     def __init__(self, sink: Path, suffix: str, timezone: str | None) -> None:
-        self.sink, self.args, self.writer = sink, (sink, suffix, timezone), None
+        self.args, self.writer = (sink, suffix, timezone), None
 
     def take(self, ds: xr.Dataset) -> None:
         """Append ``ds`` in equal parts of at most :data:`ROWS` rows (a streamed chunk of
@@ -372,7 +378,7 @@ class CsvFile:
         for lo in range(0, n, CSV_BLOCK):
             while len(self.made) >= self.ahead:
                 self._write_next()
-            self.made.append(_pool().submit(self._text, columns, lo, min(lo + CSV_BLOCK, n)))
+            self.made.append(_pool().submit(self._block, columns, lo, min(lo + CSV_BLOCK, n)))
 
     def close(self) -> None:
         """Write the blocks still being made; then close the file."""
@@ -398,7 +404,7 @@ class CsvFile:
         kernel, table = self.kernel, profile_table(ds)
         utc, dt = table["time"], step_seconds(ds)
         times = utc.cast(pa.int64()).to_numpy()
-        millis = not float(dt).is_integer() or bool(np.any(times % 1_000_000_000))
+        millis = _time_unit(dt) == "ms" or bool(np.any(times % 1_000_000_000))
         names, kinds, which, floats, texts = [], [], [], [], []
 
         def add(name: str, kind: int, column: object) -> None:
@@ -419,7 +425,7 @@ class CsvFile:
             elif pa.types.is_floating(field.type):
                 add(field.name, kernel.NUMBER, column)
             else:
-                add(field.name, kernel.TEXT, _text(column, field.name))
+                add(field.name, kernel.TEXT, _unquoted(column, field.name))
         n = table.num_rows
         stacked = np.empty((len(floats), n))
         for k, column in enumerate(floats):
@@ -435,7 +441,7 @@ class CsvFile:
         columns = (np.array(kinds, np.int64), np.array(which, np.int64), stacked, times, millis)
         return names, (*columns, joined, starts)
 
-    def _text(self, columns: tuple, lo: int, hi: int) -> tuple[np.ndarray, int]:
+    def _block(self, columns: tuple, lo: int, hi: int) -> tuple[np.ndarray, int]:
         """Rows ``lo`` to ``hi``'s text in a buffer (one reused where it is large enough) and
         its length: on a thread of the pool, the kernel without the GIL."""
         kinds, _, floats, _, millis, _, starts = columns
@@ -452,12 +458,12 @@ class CsvFile:
         return buffer, self.kernel.rows(*columns, lo, hi, CSV_DIGITS, buffer)
 
 
-def _text(column: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
+def _unquoted(column: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
     """A column's text as pyarrow casts it, as it is written unquoted: a text with a comma, a
     quote or a line break is refused (a state name, say, that would shift the columns after
     it). A dictionary's values are checked, not each row's."""
-    values = column.type.value_type if pa.types.is_dictionary(column.type) else None
-    shown = column.combine_chunks().dictionary if values is not None else column
+    dictionary = pa.types.is_dictionary(column.type)
+    shown = column.combine_chunks().dictionary if dictionary else column
     shown = pc.fill_null(pc.cast(shown, pa.string()), "")
     bad = pc.match_substring_regex(shown, '[,"\r\n]')
     if pc.any(bad).as_py():
@@ -472,7 +478,7 @@ def _text(column: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
 def _local_times(utc: pa.ChunkedArray, dt: float, timezone: str) -> pa.ChunkedArray:
     """Local times in ``timezone`` as spreadsheets read them (``2024-06-30 20:00:00``, with
     the fraction where ``dt`` has one)."""
-    unit = "s" if float(dt).is_integer() else "ms"
+    unit = _time_unit(dt)
     local = pc.cast(utc.cast(pa.timestamp(unit, tz="UTC")), pa.timestamp(unit, tz=timezone))
     return pc.strftime(local, "%Y-%m-%d %H:%M:%S")
 

@@ -10,7 +10,6 @@ partial file under the name asked for: the rename is the file's one appearance.
 from __future__ import annotations
 
 import errno
-import fcntl
 import mmap
 import os
 import shutil
@@ -254,6 +253,8 @@ class DirectFile:
     def _cached(self) -> None:
         """Write through the page cache from here on."""
         if self.direct:
+            import fcntl  # noqa: PLC0415 - POSIX alone, where O_DIRECT is: not at start-up
+
             flags = fcntl.fcntl(self.fd, fcntl.F_GETFL)
             fcntl.fcntl(self.fd, fcntl.F_SETFL, flags & ~os.O_DIRECT)
             self.direct = False
